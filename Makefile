@@ -1,0 +1,69 @@
+# vramctl - top-level build.
+#
+#   make                      build everything (library, CLI, simulators)
+#   make test                 build and run the whole test suite
+#   make test SANITIZE=address   the same under ASan+UBSan
+#   make test SANITIZE=thread    the same under TSan
+#   make CC=clang             any of the above with clang
+#   make demo                 run the demo on the simulated GPU
+#
+# Every module keeps its own rules in a module.mk beside its sources; this
+# file only sets flags, output folders and the shared targets. Outputs go to
+# $(O) = build/<compiler>-<variant>, so several builds live side by side.
+
+BUILD ?= build
+SANITIZE ?=
+DRIVER ?= sim
+
+CCNAME := $(notdir $(firstword $(CC)))
+ifeq ($(SANITIZE),)
+  VARIANT := release
+  SANFLAGS :=
+else ifeq ($(SANITIZE),address)
+  VARIANT := asan
+  SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+else ifeq ($(SANITIZE),thread)
+  VARIANT := tsan
+  SANFLAGS := -fsanitize=thread
+else
+  $(error SANITIZE must be empty, 'address' or 'thread')
+endif
+O := $(BUILD)/$(CCNAME)-$(VARIANT)
+
+WARNINGS := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	-Wformat=2 -Wundef -Wpointer-arith -Wvla -Wcast-align -Wwrite-strings
+CFLAGS ?= -O2 -g
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -pthread $(WARNINGS) $(CFLAGS) \
+	$(SANFLAGS) -Isrc -Iinclude -MMD -MP
+ifneq ($(WERROR),)
+  BASE_CFLAGS += -Werror
+endif
+BASE_LDFLAGS := -pthread $(SANFLAGS) $(LDFLAGS)
+
+# Filled in by the module.mk files.
+ALL_TARGETS :=
+TESTS :=
+TEST_SCRIPTS :=
+
+.PHONY: all test demo clean format
+all: build-all
+
+$(O)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -c $< -o $@
+
+include $(sort $(wildcard src/*/module.mk sim/module.mk tests/module.mk bench/module.mk slurm/module.mk))
+
+.PHONY: build-all
+build-all: $(ALL_TARGETS)
+
+test: build-all $(TESTS)
+	@tests/run --build $(O) --driver $(DRIVER) $(TESTS) $(TEST_SCRIPTS)
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(O) -name '*.d' 2>/dev/null)

@@ -1,0 +1,58 @@
+/*
+ * size.h - the size and cap grammar shared by `vramctl run --limit`, the
+ * injected library (VRAMCTL_LIMIT) and the Slurm plugin (--gpu-mem).
+ *
+ *   SPEC  := ITEM ("," ITEM)*
+ *   ITEM  := AMOUNT | DEV "=" AMOUNT
+ *   AMOUNT:= SIZE | NUMBER "%"            (0 < percent <= 100)
+ *   SIZE  := NUMBER [UNIT]                (integer or decimal, > 0)
+ *   UNIT  := B | K | KB | KiB | M | MB | MiB | G | GB | GiB | T | TB | TiB
+ *            (case-insensitive; all powers of 1024, as nvidia-smi reports)
+ *   DEV   := device index as the program sees it (after CUDA_VISIBLE_DEVICES)
+ *            | GPU UUID ("GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx")
+ *
+ * A bare number is bytes. Functions return 0, or -EINVAL/-ERANGE with a
+ * one-line message naming the bad text in err; on error *out is untouched.
+ */
+#ifndef VRAMCTL_SIZE_H
+#define VRAMCTL_SIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define VR_MAX_LIMITS 64
+#define VR_DEV_TEXT_MAX 48 /* "GPU-" + 36 characters, with room */
+
+struct vr_limit {
+	char dev[VR_DEV_TEXT_MAX]; /* "" for every device; else index or UUID */
+	int is_percent;
+	double percent;    /* when is_percent: (0, 100] */
+	uint64_t bytes;    /* otherwise: > 0 */
+};
+
+struct vr_limits {
+	int count;
+	struct vr_limit item[VR_MAX_LIMITS];
+};
+
+int vr_parse_size(const char *text, uint64_t *out, char *err, size_t errlen);
+int vr_parse_limits(const char *spec, struct vr_limits *out, char *err, size_t errlen);
+
+/*
+ * The cap for one device: the item naming its index or UUID, else the item
+ * for every device; percentages are taken of physical_total. Returns 1 and
+ * sets *cap when some item applies, 0 when the device is uncapped.
+ * uuid_text is "GPU-..." (may be NULL).
+ */
+int vr_limits_cap_for(const struct vr_limits *l, int index, const char *uuid_text,
+		      uint64_t physical_total, uint64_t *cap);
+
+/* Human form, powers of 1024: "600 MiB", "1 GiB", "1.5 GiB", "512 B". */
+char *vr_format_size(uint64_t bytes, char *buf, size_t len);
+
+/* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" from 16 raw bytes (buf >= 41). */
+char *vr_format_uuid(const unsigned char uuid[16], char *buf, size_t len);
+/* The reverse; accepts upper or lower case hex. Returns 0 or -EINVAL. */
+int vr_parse_uuid(const char *text, unsigned char uuid[16]);
+
+#endif /* VRAMCTL_SIZE_H */

@@ -1,0 +1,85 @@
+/*
+ * registry.h - the shared books of a vramctl group (internal API).
+ *
+ * A group is one memory-mapped region file in the registry directory. It
+ * holds, per device (keyed by GPU UUID), the group's cap, in-use and peak,
+ * and one slot per member process with that process's own numbers. Every
+ * process of a group reserves bytes here before it calls the driver and
+ * releases them when the driver fails or the memory is freed, so the sum of
+ * live allocations of all members never passes the cap.
+ *
+ * Nothing here ever exits, aborts or prints on its own: errors are returned
+ * as negative errno values and the caller decides what to say.
+ */
+#ifndef VRAMCTL_REGISTRY_H
+#define VRAMCTL_REGISTRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define VR_MAX_DEVICES 64
+#define VR_UUID_LEN 16
+
+typedef struct vr_member vr_member; /* this process's membership of one group */
+
+struct vr_join_opts {
+	const char *dir;        /* registry directory; NULL: vr_default_dir() */
+	const char *group;      /* group name: [A-Za-z0-9._-]{1,64} */
+	const char *limit_spec; /* the cap spec this process was given, as text */
+	int growth;             /* --growth was asked for (recorded for display) */
+	int fresh;              /* a new run: a region with no live member is reset */
+};
+
+/*
+ * Joins (creating if needed) the group's region and takes a slot for the
+ * calling process. Returns 0 and sets *out, or a negative errno with a
+ * one-line explanation in err (never NULL-terminated past errlen).
+ * If the group exists with a different limit_spec, returns 0 and sets
+ * *spec_differs (when not NULL) to 1: the group's own cap applies.
+ */
+int vr_join(const struct vr_join_opts *opts, vr_member **out, int *spec_differs, char *err,
+	    size_t errlen);
+
+/* Leaves the group: the slot's memory returns to the budget. Safe on NULL. */
+void vr_leave(vr_member *m);
+
+/*
+ * In a child after fork(): drops the inherited membership without touching
+ * the parent's slot (unmaps and frees only). The child joins anew if it
+ * needs to. Safe on NULL; async-signal-safe apart from free().
+ */
+void vr_forget(vr_member *m);
+
+/*
+ * Finds or adds the device with this UUID in the group and returns its index
+ * (>= 0) or a negative errno. cap_if_new is the cap in bytes to fix if this
+ * process is the first to name the device (UINT64_MAX: uncapped); *cap gets
+ * the group's cap in force, which may differ.
+ */
+int vr_device(vr_member *m, const unsigned char uuid[VR_UUID_LEN], uint64_t cap_if_new,
+	      uint64_t *cap);
+
+/*
+ * Reserves bytes on device dev for this process before the driver is called.
+ * Returns 0, or -ENOSPC if the group's in-use plus bytes would pass the cap;
+ * then *in_use (when not NULL) gets the group's in-use at the time of the
+ * refusal, and the denial is counted in this process's slot. Dead members'
+ * memory is reclaimed before a request is denied.
+ */
+int vr_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use);
+
+/* Returns bytes reserved earlier (a driver failure, or a free). */
+void vr_release(vr_member *m, int dev, uint64_t bytes);
+
+/* Group-wide in-use and cap of a device, for memory queries. */
+void vr_usage(vr_member *m, int dev, uint64_t *in_use, uint64_t *cap);
+
+/* Host pinned bytes (not capped) and spilled bytes, shown apart. */
+void vr_note_pinned(vr_member *m, int64_t delta);
+void vr_note_spilled(vr_member *m, int dev, int64_t delta);
+
+/* The registry directory used when none is given: $VRAMCTL_REGISTRY_DIR, else
+ * $XDG_RUNTIME_DIR/vramctl, else /tmp/vramctl-<uid>. Writes into buf. */
+int vr_default_dir(char *buf, size_t len);
+
+#endif /* VRAMCTL_REGISTRY_H */
