@@ -40,6 +40,14 @@ ifneq ($(WERROR),)
 endif
 BASE_LDFLAGS := -pthread $(SANFLAGS) $(LDFLAGS)
 
+# What each module builds, named here so any module can depend on another's.
+COMMON_LIB := $(O)/libvr_common.a
+REGISTRY_LIB := $(O)/libvr_registry.a
+HOOK_LIB := $(O)/libvramctl.so
+VRAMCTL := $(O)/vramctl
+SIM_CUDA := $(O)/sim/libcuda.so.1
+SIM_NVML := $(O)/sim/libnvidia-ml.so.1
+
 # Filled in by the module.mk files.
 ALL_TARGETS :=
 TESTS :=

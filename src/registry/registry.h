@@ -78,6 +78,13 @@ void vr_usage(vr_member *m, int dev, uint64_t *in_use, uint64_t *cap);
 void vr_note_pinned(vr_member *m, int64_t delta);
 void vr_note_spilled(vr_member *m, int dev, int64_t delta);
 
+/*
+ * Removes a group's region file (the end of a run or of a Slurm job on a
+ * node). Members still attached keep their mapping; nobody new joins the old
+ * books. Returns 0, -ENOENT, or another negative errno.
+ */
+int vr_group_remove(const char *dir, const char *group);
+
 /* The registry directory used when none is given: $VRAMCTL_REGISTRY_DIR, else
  * $XDG_RUNTIME_DIR/vramctl, else /tmp/vramctl-<uid>. Writes into buf. */
 int vr_default_dir(char *buf, size_t len);

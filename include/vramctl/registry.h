@@ -1,0 +1,85 @@
+/*
+ * vramctl/registry.h - read-only view of the vramctl registry, for monitors.
+ *
+ * A snapshot is a consistent copy of every group region in a registry
+ * directory: the groups with their per-device caps and totals, and every
+ * member process with its own per-device numbers. Reading never blocks a
+ * writer for longer than one copy of a region, and never changes anything.
+ *
+ * All sizes are bytes. Functions return 0 or a negative errno.
+ */
+#ifndef VRAMCTL_PUBLIC_REGISTRY_H
+#define VRAMCTL_PUBLIC_REGISTRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VRAMCTL_UUID_TEXT_LEN 41 /* "GPU-" + 36 + NUL */
+
+enum vramctl_proc_state {
+	VRAMCTL_PROC_ALIVE = 0, /* its liveness lock is held */
+	VRAMCTL_PROC_DEAD = 1,  /* gone; its memory not yet reclaimed */
+};
+
+struct vramctl_group_dev {
+	char uuid[VRAMCTL_UUID_TEXT_LEN];
+	uint64_t cap;    /* UINT64_MAX: no cap */
+	uint64_t in_use; /* sum over live members */
+	uint64_t peak;
+};
+
+struct vramctl_proc_dev {
+	char uuid[VRAMCTL_UUID_TEXT_LEN];
+	uint64_t in_use;
+	uint64_t peak;
+	uint64_t denied_count;
+	uint64_t last_denied; /* size of the last denied request */
+	uint64_t spilled;     /* bytes served from host memory past the cap */
+};
+
+struct vramctl_proc {
+	pid_t pid;        /* as the process saw itself (its own namespace) */
+	pid_t host_pid;   /* in the reader's namespace, 0 if unknown */
+	uint64_t start_time; /* /proc/PID/stat field 22 (clock ticks since boot) */
+	uid_t uid;
+	char user[32];
+	char command[128];
+	char group[65];
+	enum vramctl_proc_state state;
+	uint64_t host_pinned;
+	int ndev;
+	struct vramctl_proc_dev dev[64];
+};
+
+struct vramctl_group {
+	char name[65];
+	char limit_spec[128];
+	int growth;
+	uid_t owner;
+	int nmembers; /* live members */
+	int ndev;
+	struct vramctl_group_dev dev[64];
+};
+
+struct vramctl_snapshot {
+	int ngroups;
+	struct vramctl_group *groups;
+	int nprocs;
+	struct vramctl_proc *procs;
+	int nerrors;     /* regions that could not be read (corrupt, foreign) */
+	char **errors;   /* one line each */
+};
+
+/* dir NULL: the default registry directory (see vramctl(1)). */
+int vramctl_snapshot_take(const char *dir, struct vramctl_snapshot **out);
+void vramctl_snapshot_free(struct vramctl_snapshot *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* VRAMCTL_PUBLIC_REGISTRY_H */

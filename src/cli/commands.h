@@ -1,0 +1,16 @@
+/*
+ * commands.h - the vramctl subcommands. Each lives in its own file and takes
+ * the arguments after its name (argv[0] is the subcommand). Each returns the
+ * process exit status: 0, or 125 for vramctl's own errors, unless its man
+ * page says otherwise.
+ */
+#ifndef VRAMCTL_CLI_COMMANDS_H
+#define VRAMCTL_CLI_COMMANDS_H
+
+int cmd_run(int argc, char **argv);    /* run.c */
+int cmd_demo(int argc, char **argv);   /* demo.c */
+int cmd_status(int argc, char **argv); /* status.c */
+int cmd_top(int argc, char **argv);    /* top.c */
+int cmd_export(int argc, char **argv); /* export.c */
+
+#endif /* VRAMCTL_CLI_COMMANDS_H */

@@ -1,0 +1,54 @@
+/*
+ * main.c - the vramctl command: dispatches to one subcommand.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "common/compiler.h"
+
+#ifndef VRAMCTL_VERSION
+#define VRAMCTL_VERSION "0.1.0"
+#endif
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+} commands[] = {
+	{"run", cmd_run, "run a command under a GPU memory cap"},
+	{"demo", cmd_demo, "show what a cap does, on the simulated GPU"},
+	{"status", cmd_status, "show every GPU and process against its cap"},
+	{"top", cmd_top, "live terminal view of GPU memory and caps"},
+	{"export", cmd_export, "serve Prometheus metrics over HTTP"},
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: vramctl COMMAND [ARG...]\n\ncommands:\n");
+	for (size_t i = 0; i < VR_ARRAY_LEN(commands); i++)
+		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\n'vramctl COMMAND --help' for a command's options; man vramctl for more.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 125;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("vramctl %s\n", VRAMCTL_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < VR_ARRAY_LEN(commands); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "vramctl: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 125;
+}
