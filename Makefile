@@ -15,6 +15,9 @@ BUILD ?= build
 SANITIZE ?=
 DRIVER ?= sim
 
+ifeq ($(origin CC),default)
+  CC := gcc
+endif
 CCNAME := $(notdir $(firstword $(CC)))
 ifeq ($(SANITIZE),)
   VARIANT := release
@@ -34,7 +37,7 @@ WARNINGS := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wformat=2 -Wundef -Wpointer-arith -Wvla -Wcast-align -Wwrite-strings
 CFLAGS ?= -O2 -g
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -pthread $(WARNINGS) $(CFLAGS) \
-	$(SANFLAGS) -Isrc -Iinclude -MMD -MP
+	$(SANFLAGS) -I. -Isrc -Iinclude -MMD -MP
 ifneq ($(WERROR),)
   BASE_CFLAGS += -Werror
 endif
@@ -54,6 +57,8 @@ TESTS :=
 TEST_SCRIPTS :=
 
 .PHONY: all test demo clean format
+# Keep intermediate objects: they are reused by several links.
+.SECONDARY:
 all: build-all
 
 $(O)/%.o: %.c

@@ -1,0 +1,436 @@
+/*
+ * size.c - the size and cap grammar (see size.h). Pure code: no allocation,
+ * no locale dependence, no global state, so the injected library can call it
+ * from any thread at any time.
+ */
+#include "common/size.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/compiler.h"
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...) VR_PRINTF(3, 4);
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static int lower(int c)
+{
+	return (c >= 'A' && c <= 'Z') ? c + ('a' - 'A') : c;
+}
+
+static int is_digit(int c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static int is_space(int c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/* Case-insensitive comparison of [s, s+n) with a NUL-terminated word. */
+static int word_eq(const char *s, size_t n, const char *word)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!word[i] || lower((unsigned char)s[i]) != word[i])
+			return 0;
+	return word[i] == '\0';
+}
+
+/* Unit text to a power of 1024; -1 when unknown. */
+static int unit_shift(const char *s, size_t n)
+{
+	static const struct {
+		const char *a, *b, *c;
+		int shift;
+	} units[] = {
+		{"b", "b", "b", 0},        {"k", "kb", "kib", 10}, {"m", "mb", "mib", 20},
+		{"g", "gb", "gib", 30},    {"t", "tb", "tib", 40},
+	};
+
+	if (n == 0)
+		return 0;
+	for (size_t i = 0; i < VR_ARRAY_LEN(units); i++)
+		if (word_eq(s, n, units[i].a) || word_eq(s, n, units[i].b) ||
+		    word_eq(s, n, units[i].c))
+			return units[i].shift;
+	return -1;
+}
+
+/*
+ * Parses "INT[.FRAC]" at s (no sign, no exponent) as a fixed-point number:
+ * *whole and up to 9 fractional digits scaled by 1e9 in *frac. Returns the
+ * characters consumed, 0 when there is no number, -1 on overflow.
+ */
+static int parse_decimal(const char *s, uint64_t *whole, uint64_t *frac)
+{
+	const char *p = s;
+	uint64_t w = 0, f = 0, scale = 100000000;
+	int digits = 0;
+
+	while (is_digit(*p)) {
+		unsigned d = (unsigned)(*p - '0');
+		if (w > (UINT64_MAX - d) / 10)
+			return -1;
+		w = w * 10 + d;
+		p++;
+		digits++;
+	}
+	if (*p == '.') {
+		p++;
+		while (is_digit(*p)) {
+			f += (uint64_t)(*p - '0') * scale;
+			scale /= 10;
+			p++;
+			digits++;
+		}
+	}
+	if (digits == 0)
+		return 0;
+	*whole = w;
+	*frac = f;
+	return (int)(p - s);
+}
+
+/* Multiplies whole.frac by 2^shift into *out; -ERANGE on overflow. */
+static int scale_bytes(uint64_t whole, uint64_t frac, int shift, uint64_t *out)
+{
+	uint64_t hi, lo;
+
+	if (shift > 0 && whole > (UINT64_MAX >> shift))
+		return -ERANGE;
+	hi = whole << shift;
+	/* frac is in units of 1e-9; 2^40 * 1e9 fits in 64 bits. */
+	lo = (uint64_t)(((unsigned __int128)frac << shift) / 1000000000u);
+	if (hi > UINT64_MAX - lo)
+		return -ERANGE;
+	*out = hi + lo;
+	return 0;
+}
+
+/* Length of text without trailing blanks. */
+static size_t trimmed_len(const char *s, size_t n)
+{
+	while (n > 0 && is_space(s[n - 1]))
+		n--;
+	return n;
+}
+
+/* Parses a SIZE occupying exactly [s, s+n). */
+static int parse_size_n(const char *s, size_t n, uint64_t *out, char *err, size_t errlen)
+{
+	char text[96];
+	uint64_t whole, frac, bytes;
+	int used, shift;
+	size_t start = 0;
+
+	snprintf(text, sizeof(text), "%.*s", (int)(n < 80 ? n : 80), s);
+	while (start < n && is_space(s[start]))
+		start++;
+	n = trimmed_len(s, n);
+	if (start >= n) {
+		seterr(err, errlen, "empty size");
+		return -EINVAL;
+	}
+	if (s[start] == '-') {
+		seterr(err, errlen, "'%s': a size cannot be negative", text);
+		return -EINVAL;
+	}
+	if (s[start] == '+')
+		start++;
+	used = parse_decimal(s + start, &whole, &frac);
+	if (used < 0) {
+		seterr(err, errlen, "'%s': too large", text);
+		return -ERANGE;
+	}
+	if (used == 0) {
+		seterr(err, errlen, "'%s': not a size (expected a number and a unit, e.g. 4G)",
+		       text);
+		return -EINVAL;
+	}
+	start += (size_t)used;
+	while (start < n && is_space(s[start]))
+		start++;
+	shift = unit_shift(s + start, n - start);
+	if (shift < 0) {
+		seterr(err, errlen, "'%s': unknown unit '%.*s' (use B, K, M, G or T, powers of 1024)",
+		       text, (int)(n - start), s + start);
+		return -EINVAL;
+	}
+	if (scale_bytes(whole, frac, shift, &bytes) < 0) {
+		seterr(err, errlen, "'%s': too large", text);
+		return -ERANGE;
+	}
+	if (bytes == 0) {
+		seterr(err, errlen, "'%s': a cap must be more than zero bytes", text);
+		return -EINVAL;
+	}
+	*out = bytes;
+	return 0;
+}
+
+int vr_parse_size(const char *text, uint64_t *out, char *err, size_t errlen)
+{
+	if (!text) {
+		seterr(err, errlen, "empty size");
+		return -EINVAL;
+	}
+	return parse_size_n(text, strlen(text), out, err, errlen);
+}
+
+/* Parses AMOUNT (SIZE or PCT%) in [s, s+n) into l. */
+static int parse_amount(const char *s, size_t n, struct vr_limit *l, char *err, size_t errlen)
+{
+	size_t end = trimmed_len(s, n);
+
+	if (end > 0 && s[end - 1] == '%') {
+		char text[96];
+		uint64_t whole, frac;
+		size_t start = 0;
+		int used;
+
+		snprintf(text, sizeof(text), "%.*s", (int)(end < 80 ? end : 80), s);
+		while (start < end && is_space(s[start]))
+			start++;
+		if (start < end && s[start] == '-') {
+			seterr(err, errlen, "'%s': a percentage cannot be negative", text);
+			return -EINVAL;
+		}
+		used = parse_decimal(s + start, &whole, &frac);
+		if (used <= 0 || trimmed_len(s + start + used, end - 1 - start - (size_t)used) != 0) {
+			seterr(err, errlen, "'%s': not a percentage (expected e.g. 50%%)", text);
+			return -EINVAL;
+		}
+		if (whole > 100 || (whole == 100 && frac > 0)) {
+			seterr(err, errlen, "'%s': more than 100%%", text);
+			return -ERANGE;
+		}
+		if (whole == 0 && frac == 0) {
+			seterr(err, errlen, "'%s': a cap must be more than 0%%", text);
+			return -EINVAL;
+		}
+		l->is_percent = 1;
+		l->percent = (double)whole + (double)frac / 1e9;
+		l->bytes = 0;
+		return 0;
+	}
+	l->is_percent = 0;
+	l->percent = 0;
+	return parse_size_n(s, n, &l->bytes, err, errlen);
+}
+
+/* Checks a DEV text: a decimal index or a GPU-/MIG- UUID. */
+static int valid_dev(const char *s, size_t n)
+{
+	size_t i;
+
+	if (n == 0)
+		return 0;
+	for (i = 0; i < n && is_digit(s[i]); i++)
+		;
+	if (i == n)
+		return n <= 9;
+	if (n >= 4 && (word_eq(s, 4, "gpu-") || word_eq(s, 4, "mig-"))) {
+		for (i = 4; i < n; i++)
+			if (!(is_digit(s[i]) || (lower(s[i]) >= 'a' && lower(s[i]) <= 'f') ||
+			      s[i] == '-' || s[i] == '/'))
+				return 0;
+		return n > 4;
+	}
+	return 0;
+}
+
+int vr_parse_limits(const char *spec, struct vr_limits *out, char *err, size_t errlen)
+{
+	struct vr_limits res;
+	const char *p;
+
+	if (!spec || !*spec) {
+		seterr(err, errlen, "empty limit");
+		return -EINVAL;
+	}
+	memset(&res, 0, sizeof(res));
+	p = spec;
+	for (;;) {
+		const char *end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		const char *eq = memchr(p, '=', n);
+		struct vr_limit l;
+		char item[96];
+		int rc;
+
+		memset(&l, 0, sizeof(l));
+		snprintf(item, sizeof(item), "%.*s", (int)(n < 80 ? n : 80), p);
+		if (trimmed_len(p, n) == 0) {
+			seterr(err, errlen, "'%s': empty item in the limit list", spec);
+			return -EINVAL;
+		}
+		if (eq) {
+			const char *d = p;
+			size_t dn = (size_t)(eq - p);
+
+			while (dn > 0 && is_space(*d)) {
+				d++;
+				dn--;
+			}
+			dn = trimmed_len(d, dn);
+			if (!valid_dev(d, dn) || dn >= VR_DEV_TEXT_MAX) {
+				seterr(err, errlen,
+				       "'%s': '%.*s' is not a device (an index such as 0, or a "
+				       "UUID such as GPU-...)",
+				       item, (int)dn, d);
+				return -EINVAL;
+			}
+			memcpy(l.dev, d, dn);
+			l.dev[dn] = '\0';
+			rc = parse_amount(eq + 1, n - (size_t)(eq + 1 - p), &l, err, errlen);
+		} else {
+			rc = parse_amount(p, n, &l, err, errlen);
+		}
+		if (rc < 0)
+			return rc;
+		for (int i = 0; i < res.count; i++) {
+			if (strcasecmp(res.item[i].dev, l.dev) == 0) {
+				seterr(err, errlen, "'%s': %s given more than once", item,
+				       l.dev[0] ? "device" : "the cap for every device");
+				return -EINVAL;
+			}
+		}
+		if (res.count == VR_MAX_LIMITS) {
+			seterr(err, errlen, "too many items in the limit list (at most %d)",
+			       VR_MAX_LIMITS);
+			return -E2BIG;
+		}
+		res.item[res.count++] = l;
+		if (!end)
+			break;
+		p = end + 1;
+	}
+	*out = res;
+	return 0;
+}
+
+static uint64_t percent_of(uint64_t total, double percent)
+{
+	long double v = (long double)total * (long double)percent / 100.0L;
+
+	if (v >= (long double)total)
+		return total;
+	return v < 1.0L ? 1 : (uint64_t)v;
+}
+
+int vr_limits_cap_for(const struct vr_limits *l, int index, const char *uuid_text,
+		      uint64_t physical_total, uint64_t *cap)
+{
+	const struct vr_limit *hit = NULL, *all = NULL;
+	char idx[16];
+
+	snprintf(idx, sizeof(idx), "%d", index);
+	for (int i = 0; i < l->count; i++) {
+		const struct vr_limit *it = &l->item[i];
+
+		if (!it->dev[0])
+			all = it;
+		else if ((index >= 0 && strcmp(it->dev, idx) == 0) ||
+			 (uuid_text && strcasecmp(it->dev, uuid_text) == 0))
+			hit = it;
+	}
+	if (!hit)
+		hit = all;
+	if (!hit)
+		return 0;
+	*cap = hit->is_percent ? percent_of(physical_total, hit->percent) : hit->bytes;
+	return 1;
+}
+
+char *vr_format_size(uint64_t bytes, char *buf, size_t len)
+{
+	static const char *const names[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	int u = 0;
+
+	while (u < 6 && bytes >= (1ull << (10 * (u + 1))))
+		u++;
+	if (u == 0) {
+		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+	} else {
+		uint64_t unit = 1ull << (10 * u);
+		uint64_t whole = bytes / unit;
+		/* One decimal, rounded down, shown only when not zero. */
+		uint64_t tenth = (uint64_t)(((unsigned __int128)(bytes % unit) * 10) / unit);
+
+		if (tenth)
+			snprintf(buf, len, "%llu.%llu %s", (unsigned long long)whole,
+				 (unsigned long long)tenth, names[u]);
+		else
+			snprintf(buf, len, "%llu %s", (unsigned long long)whole, names[u]);
+	}
+	return buf;
+}
+
+char *vr_format_uuid(const unsigned char uuid[16], char *buf, size_t len)
+{
+	const unsigned char *u = uuid;
+
+	snprintf(buf, len,
+		 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+		 u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+		 u[14], u[15]);
+	return buf;
+}
+
+static int hexval(int c)
+{
+	c = lower(c);
+	if (is_digit(c))
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+int vr_parse_uuid(const char *text, unsigned char uuid[16])
+{
+	unsigned char out[16];
+	const char *p = text;
+	int n = 0;
+
+	if (!text)
+		return -EINVAL;
+	if (word_eq(p, 4, "gpu-"))
+		p += 4;
+	while (*p && n < 32) {
+		int v;
+
+		if (*p == '-') {
+			p++;
+			continue;
+		}
+		v = hexval((unsigned char)*p);
+		if (v < 0)
+			return -EINVAL;
+		if (n % 2 == 0)
+			out[n / 2] = (unsigned char)(v << 4);
+		else
+			out[n / 2] |= (unsigned char)v;
+		n++;
+		p++;
+	}
+	if (n != 32 || *p)
+		return -EINVAL;
+	memcpy(uuid, out, 16);
+	return 0;
+}

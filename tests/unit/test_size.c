@@ -1,0 +1,169 @@
+/* Unit tests of the size and cap grammar (src/common/size.c). */
+#include "common/size.h"
+#include "tests/test.h"
+
+#include <errno.h>
+
+static uint64_t size_ok(const char *text)
+{
+	uint64_t v = 0;
+	char err[160] = "";
+
+	if (vr_parse_size(text, &v, err, sizeof(err)) != 0)
+		TEST_FAIL_("'%s' rejected: %s", text, err);
+	return v;
+}
+
+/* A bad size must fail with the given errno and name the bad text. */
+static void size_bad(const char *text, int expect, const char *needle)
+{
+	uint64_t v = 12345;
+	char err[160] = "";
+	int rc = vr_parse_size(text, &v, err, sizeof(err));
+
+	if (rc != expect)
+		TEST_FAIL_("'%s': rc %d, expected %d (%s)", text, rc, expect, err);
+	ASSERT_UEQ(v, 12345);
+	if (needle && !strstr(err, needle))
+		TEST_FAIL_("'%s': message '%s' lacks '%s'", text, err, needle);
+}
+
+static void test_sizes(void)
+{
+	ASSERT_UEQ(size_ok("1"), 1);
+	ASSERT_UEQ(size_ok("512B"), 512);
+	ASSERT_UEQ(size_ok("4G"), 4ull << 30);
+	ASSERT_UEQ(size_ok("4g"), 4ull << 30);
+	ASSERT_UEQ(size_ok("4GB"), 4ull << 30);
+	ASSERT_UEQ(size_ok("4GiB"), 4ull << 30);
+	ASSERT_UEQ(size_ok("4gib"), 4ull << 30);
+	ASSERT_UEQ(size_ok("1.5G"), 3ull << 29);
+	ASSERT_UEQ(size_ok("0.5k"), 512);
+	ASSERT_UEQ(size_ok("600MiB"), 600ull << 20);
+	ASSERT_UEQ(size_ok("600 MiB"), 600ull << 20);
+	ASSERT_UEQ(size_ok("2T"), 2ull << 40);
+	ASSERT_UEQ(size_ok("1K"), 1024);
+	ASSERT_UEQ(size_ok("1kb"), 1024);
+	ASSERT_UEQ(size_ok("16777215T"), 16777215ull << 40);
+
+	size_bad("", -EINVAL, "empty");
+	size_bad("0", -EINVAL, "'0'");
+	size_bad("0G", -EINVAL, "more than zero");
+	size_bad("0.0000000001K", -EINVAL, "more than zero");
+	size_bad("-1G", -EINVAL, "negative");
+	size_bad("4X", -EINVAL, "unknown unit 'X'");
+	size_bad("4 Gibibytes", -EINVAL, "unknown unit");
+	size_bad("G", -EINVAL, "not a size");
+	size_bad("1e9", -EINVAL, "unknown unit 'e9'");
+	size_bad("16777216T", -ERANGE, "too large");
+	size_bad("99999999999999999999999", -ERANGE, "too large");
+	size_bad("4G4", -EINVAL, "unknown unit");
+}
+
+static void test_limits(void)
+{
+	struct vr_limits l;
+	char err[200];
+	uint64_t cap;
+
+	ASSERT_EQ(vr_parse_limits("4G", &l, err, sizeof(err)), 0);
+	ASSERT_EQ(l.count, 1);
+	ASSERT_STR_EQ(l.item[0].dev, "");
+	ASSERT_UEQ(l.item[0].bytes, 4ull << 30);
+
+	ASSERT_EQ(vr_parse_limits("0=4G,1=50%", &l, err, sizeof(err)), 0);
+	ASSERT_EQ(l.count, 2);
+	ASSERT_STR_EQ(l.item[0].dev, "0");
+	ASSERT_STR_EQ(l.item[1].dev, "1");
+	ASSERT_EQ(l.item[1].is_percent, 1);
+
+	ASSERT_EQ(vr_limits_cap_for(&l, 0, NULL, 100ull << 30, &cap), 1);
+	ASSERT_UEQ(cap, 4ull << 30);
+	ASSERT_EQ(vr_limits_cap_for(&l, 1, NULL, 100ull << 30, &cap), 1);
+	ASSERT_UEQ(cap, 50ull << 30);
+	ASSERT_EQ(vr_limits_cap_for(&l, 2, NULL, 100ull << 30, &cap), 0);
+
+	/* A device item wins over the item for every device. */
+	ASSERT_EQ(vr_parse_limits("8G,GPU-00112233-4455-6677-8899-aabbccddeeff=1G", &l, err,
+				  sizeof(err)),
+		  0);
+	ASSERT_EQ(vr_limits_cap_for(&l, 3, "GPU-00112233-4455-6677-8899-AABBCCDDEEFF", 1ull << 40,
+				    &cap),
+		  1);
+	ASSERT_UEQ(cap, 1ull << 30);
+	ASSERT_EQ(vr_limits_cap_for(&l, 0, "GPU-ffffffff-4455-6677-8899-aabbccddeeff", 1ull << 40,
+				    &cap),
+		  1);
+	ASSERT_UEQ(cap, 8ull << 30);
+
+	ASSERT_EQ(vr_parse_limits("100%", &l, err, sizeof(err)), 0);
+	ASSERT_EQ(vr_limits_cap_for(&l, 0, NULL, 12345, &cap), 1);
+	ASSERT_UEQ(cap, 12345);
+	ASSERT_EQ(vr_parse_limits("12.5%", &l, err, sizeof(err)), 0);
+	ASSERT_EQ(vr_limits_cap_for(&l, 0, NULL, 800, &cap), 1);
+	ASSERT_UEQ(cap, 100);
+
+	static const struct {
+		const char *spec, *needle;
+	} bad[] = {
+		{"", "empty"},
+		{"101%", "more than 100%"},
+		{"100.5%", "more than 100%"},
+		{"0%", "more than 0%"},
+		{"-5%", "negative"},
+		{"abc%", "not a percentage"},
+		{"0=4G,0=2G", "more than once"},
+		{"4G,2G", "more than once"},
+		{"4G,", "empty item"},
+		{",4G", "empty item"},
+		{"x=4G", "'x' is not a device"},
+		{"=4G", "is not a device"},
+		{"0=", "empty size"},
+		{"0=4Q", "unknown unit 'Q'"},
+		{"1=0", "'0'"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct vr_limits keep = l;
+
+		err[0] = '\0';
+		if (vr_parse_limits(bad[i].spec, &l, err, sizeof(err)) == 0)
+			TEST_FAIL_("'%s' accepted", bad[i].spec);
+		if (!strstr(err, bad[i].needle))
+			TEST_FAIL_("'%s': message '%s' lacks '%s'", bad[i].spec, err,
+				   bad[i].needle);
+		ASSERT_EQ(memcmp(&keep, &l, sizeof(l)), 0);
+	}
+}
+
+static void test_format(void)
+{
+	char buf[64];
+	unsigned char u[16], back[16];
+
+	ASSERT_STR_EQ(vr_format_size(512, buf, sizeof(buf)), "512 B");
+	ASSERT_STR_EQ(vr_format_size(600ull << 20, buf, sizeof(buf)), "600 MiB");
+	ASSERT_STR_EQ(vr_format_size(1ull << 30, buf, sizeof(buf)), "1 GiB");
+	ASSERT_STR_EQ(vr_format_size(3ull << 29, buf, sizeof(buf)), "1.5 GiB");
+	ASSERT_STR_EQ(vr_format_size(UINT64_MAX, buf, sizeof(buf)), "15.9 EiB");
+
+	for (int i = 0; i < 16; i++)
+		u[i] = (unsigned char)(i * 17);
+	ASSERT_STR_EQ(vr_format_uuid(u, buf, sizeof(buf)),
+		      "GPU-00112233-4455-6677-8899-aabbccddeeff");
+	ASSERT_EQ(vr_parse_uuid(buf, back), 0);
+	ASSERT_EQ(memcmp(u, back, 16), 0);
+	ASSERT_EQ(vr_parse_uuid("GPU-00112233-4455-6677-8899-AABBCCDDEEFF", back), 0);
+	ASSERT_EQ(memcmp(u, back, 16), 0);
+	ASSERT_EQ(vr_parse_uuid("GPU-0011", back), -EINVAL);
+	ASSERT_EQ(vr_parse_uuid("GPU-00112233-4455-6677-8899-aabbccddeeffaa", back), -EINVAL);
+	ASSERT_EQ(vr_parse_uuid("GPU-zz112233-4455-6677-8899-aabbccddeeff", back), -EINVAL);
+}
+
+int main(void)
+{
+	test_sizes();
+	test_limits();
+	test_format();
+	printf("size grammar: ok\n");
+	return 0;
+}
