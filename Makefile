@@ -4,6 +4,7 @@
 #   make test                 build and run the whole test suite
 #   make test SANITIZE=address   the same under ASan+UBSan
 #   make test SANITIZE=thread    the same under TSan
+#   make check                the README's test command: all of the above
 #   make CC=clang             any of the above with clang
 #   make demo                 run the demo on the simulated GPU
 #
@@ -56,7 +57,7 @@ ALL_TARGETS :=
 TESTS :=
 TEST_SCRIPTS :=
 
-.PHONY: all test demo clean format
+.PHONY: all test check demo clean format
 # Keep intermediate objects: they are reused by several links.
 .SECONDARY:
 all: build-all
@@ -72,6 +73,10 @@ build-all: $(ALL_TARGETS)
 
 test: build-all $(TESTS)
 	@tests/run --build $(O) --driver $(DRIVER) $(TESTS) $(TEST_SCRIPTS)
+
+# The README's test command: every build variant's suite (tests/check).
+check:
+	@tests/check
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
