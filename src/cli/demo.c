@@ -1,12 +1,206 @@
-/* Placeholder until the demo command lands. */
+/*
+ * demo.c - `vramctl demo`: what a cap does, in three acts, on a simulated
+ * 16 GiB GPU.
+ *
+ * It runs a small program that behaves like a preallocating framework
+ * (demo_app/demo_app.c) three times: uncapped, under `vramctl run --limit 1G`
+ * and under `vramctl run --limit 1G --growth`, each time through the real
+ * `vramctl run` (this same binary), so the demo shows exactly what a user
+ * gets. The simulated driver is used even where a real GPU is present, so the
+ * demo never takes memory from anyone; `--real` uses the system's driver.
+ * The simulated card's state and the registry live in a temporary directory
+ * removed at the end.
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/run.h"
+#include "common/contract.h"
+
+#define DEMO_APP "vramctl-demo-app"
+#define DEMO_CAP "1G"
+
+static void demo_usage(FILE *f)
+{
+	fprintf(f, "usage: vramctl demo [--real]\n"
+	           "\n"
+	           "Shows, in three acts, what a GPU memory cap does to a program that grabs\n"
+	           "memory up front like TensorFlow or JAX: without a cap, with --limit " DEMO_CAP
+	           ",\n"
+	           "and with --limit " DEMO_CAP " --growth. It runs on a simulated 16 GiB GPU\n"
+	           "(nothing is allocated on a real one); --real uses the system's CUDA driver\n"
+	           "instead.\n");
+}
+
+/* The folder of this binary (a build tree's $(O), or an installed bin/). */
+static int self_dir(char *buf, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+	char *slash;
+
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	slash = strrchr(buf, '/');
+	if (!slash)
+		return -1;
+	*slash = '\0';
+	return 0;
+}
+
+/* dir/rel if it exists, written into out. */
+static int found(const char *dir, const char *rel, char *out, size_t len)
+{
+	int n = snprintf(out, len, "%s/%s", dir, rel);
+
+	return n > 0 && (size_t)n < len && access(out, F_OK) == 0;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+static void act(int n, const char *title, const char *explain, const char *cmdline)
+{
+	printf("\n=== Act %d: %s ===\n%s\n$ %s\n", n, title, explain, cmdline);
+	fflush(stdout);
+}
 
 int cmd_demo(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "vramctl: 'demo' is not built yet\n");
-	return 125;
+	char dir[PATH_MAX], self[PATH_MAX + 16], app[PATH_MAX + 64], sim[PATH_MAX + 64];
+	char tmp[PATH_MAX], path[PATH_MAX + 32];
+	const char *tmpdir = getenv("TMPDIR");
+	int real = 0, rc[3], bad = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--real")) {
+			real = 1;
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			demo_usage(stdout);
+			return 0;
+		} else {
+			fprintf(stderr, "vramctl: demo: unknown option '%s'\n", argv[i]);
+			demo_usage(stderr);
+			return VR_EXIT_ERROR;
+		}
+	}
+	if (self_dir(dir, sizeof(dir)) < 0) {
+		fprintf(stderr, "vramctl: demo: cannot find its own path\n");
+		return VR_EXIT_ERROR;
+	}
+	snprintf(self, sizeof(self), "%s/vramctl", dir);
+	if (!found(dir, "libexec/" DEMO_APP, app, sizeof(app)) &&
+	    !found(dir, "../libexec/vramctl/" DEMO_APP, app, sizeof(app))) {
+		fprintf(stderr,
+		        "vramctl: demo: cannot find %s (looked in %s/libexec and "
+		        "%s/../libexec/vramctl); build it with 'make'\n",
+		        DEMO_APP, dir, dir);
+		return VR_EXIT_ERROR;
+	}
+	if (!real && !found(dir, "sim/libcuda.so.1", sim, sizeof(sim)) &&
+	    !found(dir, "../lib/vramctl/sim/libcuda.so.1", sim, sizeof(sim))) {
+		fprintf(stderr,
+		        "vramctl: demo: cannot find the simulated driver (looked in %s/sim and "
+		        "%s/../lib/vramctl/sim); build it with 'make', or use --real\n",
+		        dir, dir);
+		return VR_EXIT_ERROR;
+	}
+
+	/* A clean slate: nothing the user set may change act 1. */
+	unsetenv(VR_ENV_LIMIT);
+	unsetenv(VR_ENV_GROUP);
+	unsetenv(VR_ENV_GROWTH);
+	unsetenv("TF_FORCE_GPU_ALLOW_GROWTH");
+	unsetenv("XLA_PYTHON_CLIENT_PREALLOCATE");
+
+	snprintf(tmp, sizeof(tmp), "%s/vramctl-demo.XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+	if (!mkdtemp(tmp)) {
+		fprintf(stderr, "vramctl: demo: cannot create a temporary directory in %s: %s\n",
+		        tmpdir && *tmpdir ? tmpdir : "/tmp", strerror(errno));
+		return VR_EXIT_ERROR;
+	}
+	snprintf(path, sizeof(path), "%s/registry", tmp);
+	mkdir(path, 0700);
+	setenv(VR_ENV_REGISTRY_DIR, path, 1);
+
+	if (real) {
+		printf("vramctl demo on the system's CUDA driver (GPU 0): the program really "
+		       "allocates GPU memory.\n");
+	} else {
+		const char *old = getenv("LD_LIBRARY_PATH");
+		char *slash = strrchr(sim, '/');
+		char ld[2 * PATH_MAX];
+
+		snprintf(path, sizeof(path), "%s/card", tmp);
+		mkdir(path, 0700);
+		setenv("VRAMSIM_STATE_DIR", path, 1);
+		setenv("VRAMSIM_DEVICES", "16G", 1);
+		setenv("VRAMSIM_NAME", "vramctl demo GPU (simulated)", 1);
+		unsetenv("CUDA_VISIBLE_DEVICES");
+		setenv(VR_ENV_DRIVER, sim, 1);
+		*slash = '\0';
+		snprintf(ld, sizeof(ld), "%s%s%s", sim, old && *old ? ":" : "", old ? old : "");
+		setenv("LD_LIBRARY_PATH", ld, 1);
+		*slash = '/';
+		printf("vramctl demo on a simulated 16 GiB GPU (%s).\n"
+		       "Nothing is allocated on a real GPU, even if this machine has one.\n",
+		       sim);
+	}
+	printf("The program below behaves like TensorFlow or JAX: it asks the driver how much\n"
+	       "memory is free, grabs 90%% of it up front, then allocates 256 MiB at a time\n"
+	       "until it is refused. Lines starting with [app] are the program's own.\n");
+
+	{
+		char *const a1[] = {app, NULL};
+		char *const a2[] = {self, "run", "--limit", DEMO_CAP, "--", app, NULL};
+		char *const a3[] = {self, "run", "--limit", DEMO_CAP, "--growth", "--", app, NULL};
+
+		act(1, "no cap",
+		    "Uncapped, the program sees the whole GPU and takes nearly all of it:\n"
+		    "anyone else on this GPU is left with almost nothing.",
+		    DEMO_APP);
+		rc[0] = cli_spawn(a1);
+
+		act(2, "vramctl run --limit " DEMO_CAP,
+		    "Under a 1 GiB cap the program sees a 1 GiB GPU, so its 90% grab fits the\n"
+		    "cap. When it asks for more, vramctl refuses with the same\n"
+		    "CUDA_ERROR_OUT_OF_MEMORY a full GPU gives (frameworks recover from it),\n"
+		    "and says why on stderr (the 'vramctl: denied' line). The rest of the\n"
+		    "GPU stays free for others.",
+		    "vramctl run --limit " DEMO_CAP " -- " DEMO_APP);
+		rc[1] = cli_spawn(a2);
+
+		act(3, "vramctl run --limit " DEMO_CAP " --growth",
+		    "--growth sets the frameworks' own switches (TF_FORCE_GPU_ALLOW_GROWTH=true,\n"
+		    "XLA_PYTHON_CLIENT_PREALLOCATE=false): the program grabs nothing up front\n"
+		    "and grows on demand, until the cap refuses it.",
+		    "vramctl run --limit " DEMO_CAP " --growth -- " DEMO_APP);
+		rc[2] = cli_spawn(a3);
+	}
+
+	printf("\n=== The end ===\n");
+	for (int i = 0; i < 3; i++) {
+		if (rc[i] != 0) {
+			printf("Act %d did not run as it should (exit status %d).\n", i + 1, rc[i]);
+			bad = 1;
+		}
+	}
+	if (!bad)
+		printf("Try it on your own program:  vramctl run --limit 4G -- python train.py\n"
+		       "More: man vramctl-run, and 'vramctl status' while it runs.\n");
+	if (nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS) < 0)
+		fprintf(stderr, "vramctl: demo: could not remove %s: %s\n", tmp, strerror(errno));
+	return bad ? VR_EXIT_ERROR : 0;
 }

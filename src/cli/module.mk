@@ -6,3 +6,16 @@ $(VRAMCTL): $(CLI_SRCS:%.c=$(O)/%.o) $(REGISTRY_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_LDFLAGS) -o $@ $^ $(CLI_LDLIBS)
 ALL_TARGETS += $(VRAMCTL)
+
+# The program `vramctl demo` runs: a stand-in for a preallocating framework.
+# It loads the driver with dlopen, as TensorFlow and JAX do.
+DEMO_APP := $(O)/libexec/vramctl-demo-app
+$(DEMO_APP): $(O)/src/cli/demo_app/demo_app.o $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_LDFLAGS) -o $@ $^ -ldl
+ALL_TARGETS += $(DEMO_APP)
+
+demo: build-all
+	$(VRAMCTL) demo
+
+TEST_SCRIPTS += $(sort $(wildcard tests/cli/*.sh))

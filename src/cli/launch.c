@@ -1,0 +1,149 @@
+/*
+ * launch.c - starting the command of `vramctl run` and waiting for it.
+ *
+ * vramctl stays the parent (fork + execvp + waitpid) rather than exec'ing the
+ * command itself, so that it keeps the group alive for the whole run and
+ * removes the group's books afterwards. Because it is in the way, it must be
+ * transparent: signals sent to it reach the child, and its exit status is the
+ * child's, with 126/127 for exec failures exactly as env(1) reports them. The
+ * child reports a failed exec through a close-on-exec pipe: a successful
+ * exec closes the pipe with nothing written.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli/run.h"
+#include "common/compiler.h"
+
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+static volatile sig_atomic_t child_pid;
+
+/*
+ * Forwards a signal to the child. A signal the kernel generated for the
+ * terminal's foreground process group (Ctrl-C, Ctrl-\, hangup) already reached
+ * the child, which is in that group too: forwarding it again would deliver it
+ * twice (a second KeyboardInterrupt during Python's cleanup). Those carry
+ * si_code SI_KERNEL; signals sent with kill(2) carry SI_USER or another
+ * value <= 0, and are forwarded.
+ */
+static void forward(int sig, siginfo_t *si, void *uctx)
+{
+	int saved = errno;
+
+	(void)uctx;
+	if (child_pid > 0 && (!si || si->si_code <= 0))
+		kill((pid_t)child_pid, sig);
+	errno = saved;
+}
+
+static void block_forwarded(sigset_t *old)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	for (size_t i = 0; i < VR_ARRAY_LEN(forwarded); i++)
+		sigaddset(&set, forwarded[i]);
+	sigprocmask(SIG_BLOCK, &set, old);
+}
+
+/* The child: exec, or report errno through the pipe and exit 126/127. */
+static void child_exec(char *const argv[], int report_fd, const sigset_t *old)
+    __attribute__((noreturn));
+static void child_exec(char *const argv[], int report_fd, const sigset_t *old)
+{
+	int err;
+
+	/* Dispositions with handlers reset on exec; the mask does not. */
+	sigprocmask(SIG_SETMASK, old, NULL);
+	execvp(argv[0], argv);
+	err = errno;
+	if (write(report_fd, &err, sizeof(err)) < 0) {
+		/* Nothing more to do: the exit status still says it failed. */
+	}
+	_exit(err == ENOENT || err == ENOTDIR ? VR_EXIT_NOTFOUND : VR_EXIT_NOEXEC);
+}
+
+int cli_spawn(char *const argv[])
+{
+	struct sigaction sa, saved[VR_ARRAY_LEN(forwarded)];
+	sigset_t old;
+	int fds[2], err = 0, status, rc;
+	ssize_t n;
+	pid_t pid;
+
+	if (!argv || !argv[0] || !argv[0][0]) {
+		fprintf(stderr, "vramctl: no command to run\n");
+		return VR_EXIT_ERROR;
+	}
+	if (pipe2(fds, O_CLOEXEC) < 0) {
+		fprintf(stderr, "vramctl: pipe: %s\n", strerror(errno));
+		return VR_EXIT_ERROR;
+	}
+	fflush(NULL);
+
+	/* Install the handlers with the signals blocked, so that none arriving
+	 * between fork and the handler's install is lost or kills vramctl. */
+	block_forwarded(&old);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = forward;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < VR_ARRAY_LEN(forwarded); i++)
+		sigaction(forwarded[i], &sa, &saved[i]);
+
+	pid = fork();
+	if (pid < 0) {
+		err = errno;
+		for (size_t i = 0; i < VR_ARRAY_LEN(forwarded); i++)
+			sigaction(forwarded[i], &saved[i], NULL);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		close(fds[0]);
+		close(fds[1]);
+		fprintf(stderr, "vramctl: fork: %s\n", strerror(err));
+		return VR_EXIT_ERROR;
+	}
+	if (pid == 0) {
+		/* Back to the dispositions vramctl was started with; handlers
+		 * would be reset by exec anyway, but not before it. */
+		for (size_t i = 0; i < VR_ARRAY_LEN(forwarded); i++)
+			sigaction(forwarded[i], &saved[i], NULL);
+		close(fds[0]);
+		child_exec(argv, fds[1], &old);
+	}
+	child_pid = pid;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	close(fds[1]);
+
+	do
+		n = read(fds[0], &err, sizeof(err));
+	while (n < 0 && errno == EINTR);
+	close(fds[0]);
+
+	do
+		rc = waitpid(pid, &status, 0);
+	while (rc < 0 && errno == EINTR);
+	child_pid = 0;
+	for (size_t i = 0; i < VR_ARRAY_LEN(forwarded); i++)
+		sigaction(forwarded[i], &saved[i], NULL);
+
+	if (n == (ssize_t)sizeof(err)) {
+		fprintf(stderr, "vramctl: cannot run '%s': %s\n", argv[0], strerror(err));
+		return err == ENOENT || err == ENOTDIR ? VR_EXIT_NOTFOUND : VR_EXIT_NOEXEC;
+	}
+	if (rc < 0) {
+		fprintf(stderr, "vramctl: waitpid: %s\n", strerror(errno));
+		return VR_EXIT_ERROR;
+	}
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return VR_EXIT_ERROR;
+}

@@ -1,0 +1,43 @@
+/*
+ * run.h - pieces of `vramctl run` that `vramctl demo` reuses: the devices as
+ * the driver reports them, and launching a command as a child that vramctl
+ * waits for, with exit statuses as env(1) and timeout(1) report them.
+ */
+#ifndef VRAMCTL_CLI_RUN_H
+#define VRAMCTL_CLI_RUN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* vramctl's own exit statuses (as env(1), timeout(1)). */
+#define VR_EXIT_ERROR    125
+#define VR_EXIT_NOEXEC   126
+#define VR_EXIT_NOTFOUND 127
+
+struct cli_dev {
+	int index; /* as the program sees it (after CUDA_VISIBLE_DEVICES) */
+	unsigned char raw[16];
+	char uuid[48];  /* "GPU-..." as vr_format_uuid writes it */
+	uint64_t total; /* cuDeviceTotalMem_v2 */
+};
+
+#define CLI_MAX_DEVICES 64
+
+/*
+ * Loads the driver ($VRAMCTL_DRIVER, else "libcuda.so.1" as the loader finds
+ * it) and lists the visible devices. Returns the device count (>= 0), or -1
+ * with a one-line reason in err when no driver can be loaded or initialised.
+ * The driver stays loaded (vramctl only execs children afterwards).
+ */
+int cli_devices(struct cli_dev *devs, int max, char *err, size_t errlen);
+
+/*
+ * Runs argv[0] (searched in PATH) as a child and waits for it, forwarding
+ * SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to vramctl.
+ * Returns the child's exit status, 128+N if it died of signal N, 126 if it
+ * could not be executed, 127 if it was not found (with a message on stderr),
+ * or 125 if vramctl could not start it at all.
+ */
+int cli_spawn(char *const argv[]);
+
+#endif /* VRAMCTL_CLI_RUN_H */
