@@ -163,9 +163,10 @@ int cmd_demo(int argc, char **argv)
 	       "until it is refused. Lines starting with [app] are the program's own.\n");
 
 	{
-		char *const a1[] = {app, NULL};
-		char *const a2[] = {self, "run", "--limit", DEMO_CAP, "--", app, NULL};
-		char *const a3[] = {self, "run", "--limit", DEMO_CAP, "--growth", "--", app, NULL};
+		const char *const a1[] = {app, NULL};
+		const char *const a2[] = {self, "run", "--limit", DEMO_CAP, "--", app, NULL};
+		const char *const a3[] = {self,       "run", "--limit", DEMO_CAP,
+		                          "--growth", "--",  app,       NULL};
 
 		act(1, "no cap",
 		    "Uncapped, the program sees the whole GPU and takes nearly all of it:\n"

@@ -54,15 +54,15 @@ static void block_forwarded(sigset_t *old)
 }
 
 /* The child: exec, or report errno through the pipe and exit 126/127. */
-static void child_exec(char *const argv[], int report_fd, const sigset_t *old)
+static void child_exec(const char *const argv[], int report_fd, const sigset_t *old)
     __attribute__((noreturn));
-static void child_exec(char *const argv[], int report_fd, const sigset_t *old)
+static void child_exec(const char *const argv[], int report_fd, const sigset_t *old)
 {
 	int err;
 
 	/* Dispositions with handlers reset on exec; the mask does not. */
 	sigprocmask(SIG_SETMASK, old, NULL);
-	execvp(argv[0], argv);
+	execvp(argv[0], (char *const *)argv);
 	err = errno;
 	if (write(report_fd, &err, sizeof(err)) < 0) {
 		/* Nothing more to do: the exit status still says it failed. */
@@ -70,7 +70,7 @@ static void child_exec(char *const argv[], int report_fd, const sigset_t *old)
 	_exit(err == ENOENT || err == ENOTDIR ? VR_EXIT_NOTFOUND : VR_EXIT_NOEXEC);
 }
 
-int cli_spawn(char *const argv[])
+int cli_spawn(const char *const argv[])
 {
 	struct sigaction sa, saved[VR_ARRAY_LEN(forwarded)];
 	sigset_t old;

@@ -491,7 +491,7 @@ int cmd_run(int argc, char **argv)
 		fprintf(stderr, "vramctl: cannot set LD_PRELOAD\n");
 		rc = VR_EXIT_ERROR;
 	} else {
-		rc = cli_spawn(argv + i);
+		rc = cli_spawn((const char *const *)(argv + i));
 	}
 
 	if (m) {

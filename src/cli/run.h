@@ -38,6 +38,6 @@ int cli_devices(struct cli_dev *devs, int max, char *err, size_t errlen);
  * could not be executed, 127 if it was not found (with a message on stderr),
  * or 125 if vramctl could not start it at all.
  */
-int cli_spawn(char *const argv[]);
+int cli_spawn(const char *const argv[]);
 
 #endif /* VRAMCTL_CLI_RUN_H */
