@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #define VR_MAX_DEVICES 64
-#define VR_UUID_LEN 16
+#define VR_UUID_LEN    16
 
 typedef struct vr_member vr_member; /* this process's membership of one group */
 
@@ -38,7 +38,7 @@ struct vr_join_opts {
  * *spec_differs (when not NULL) to 1: the group's own cap applies.
  */
 int vr_join(const struct vr_join_opts *opts, vr_member **out, int *spec_differs, char *err,
-	    size_t errlen);
+            size_t errlen);
 
 /* Leaves the group: the slot's memory returns to the budget. Safe on NULL. */
 void vr_leave(vr_member *m);
@@ -57,7 +57,7 @@ void vr_forget(vr_member *m);
  * the group's cap in force, which may differ.
  */
 int vr_device(vr_member *m, const unsigned char uuid[VR_UUID_LEN], uint64_t cap_if_new,
-	      uint64_t *cap);
+              uint64_t *cap);
 
 /*
  * Reserves bytes on device dev for this process before the driver is called.
@@ -84,6 +84,31 @@ void vr_note_spilled(vr_member *m, int dev, int64_t delta);
  * books. Returns 0, -ENOENT, or another negative errno.
  */
 int vr_group_remove(const char *dir, const char *group);
+
+/*
+ * Additions for diagnostics and tests (registry engineer).
+ */
+
+/* Reclaims the slots of dead members now (it also happens on its own before
+ * any denial and at each join). Returns how many were reclaimed, or -errno. */
+int vr_reclaim(vr_member *m);
+
+/* A consistent sample of one device's books, taken under the group's lock. */
+struct vr_books_sample {
+	uint64_t cap;
+	uint64_t in_use; /* the group's total */
+	uint64_t peak;
+	uint64_t slots_sum; /* sum of in-use over every occupied slot */
+	uint32_t used_slots;
+};
+int vr_sample(vr_member *m, int dev, struct vr_books_sample *out);
+
+/* The longest this member waited for the group's lock, in ns (only waits
+ * that found the lock taken are timed). */
+uint64_t vr_max_lock_wait_ns(const vr_member *m);
+
+/* This member's slot index in the region, or -1 for NULL. */
+int vr_slot_index(const vr_member *m);
 
 /* The registry directory used when none is given: $VRAMCTL_REGISTRY_DIR, else
  * $XDG_RUNTIME_DIR/vramctl, else /tmp/vramctl-<uid>. Writes into buf. */

@@ -1,0 +1,124 @@
+/*
+ * region.h - the on-disk (in-memory) layout of one group's region file.
+ *
+ * One file per group, <dir>/<group>.vrg, mapped MAP_SHARED by every member
+ * and read-only by monitors. Fixed width: a 4 KiB header (identity, the
+ * robust process-shared mutex, the seqlock counter, the per-device books)
+ * followed by VR_REGION_SLOTS slots, one per member process.
+ *
+ * Invariant, true whenever the mutex is free: for every device d,
+ *   hdr->dev[d].in_use == sum of slot[i].dev[d].in_use over USED slots,
+ * dead-but-unreclaimed slots included. A writer that dies holding the mutex
+ * may break it; the next locker sees EOWNERDEAD and recomputes the totals
+ * from the slots (region_recover).
+ *
+ * Any change here changes VR_REGION_VERSION and the pinned numbers in
+ * tests/registry/test_layout.c.
+ */
+#ifndef VRAMCTL_REGISTRY_REGION_H
+#define VRAMCTL_REGISTRY_REGION_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "registry/registry.h"
+
+#define VR_REGION_MAGIC    0x3147524c54434d56ULL /* "VMCTLRG1" read little-endian */
+#define VR_REGION_VERSION  1u
+#define VR_REGION_SLOTS    1024u
+#define VR_REGION_HDR_SIZE 4096u
+#define VR_GROUP_MAX       64  /* group name length, without the NUL */
+#define VR_SPEC_MAX        128 /* limit spec text, with the NUL */
+#define VR_COMMAND_MAX     128
+
+enum { VR_SLOT_FREE = 0, VR_SLOT_USED = 1 };
+
+/* A group's books for one device. */
+struct vr_region_dev {
+	unsigned char uuid[VR_UUID_LEN];
+	uint64_t cap;    /* UINT64_MAX: uncapped */
+	uint64_t in_use; /* sum of the USED slots' in_use */
+	uint64_t peak;
+	uint64_t reserved;
+};
+
+struct vr_region_hdr {
+	uint64_t magic; /* written last at creation: a file is complete once it has it */
+	uint32_t version;
+	uint32_t hdr_size;
+	uint64_t total_size;
+	uint32_t slot_count;
+	uint32_t slot_size;
+	uint32_t owner_uid;
+	uint32_t ndev;      /* devices [0, ndev) are valid */
+	uint64_t seq;       /* seqlock: odd while a writer is changing the books */
+	uint64_t created;   /* CLOCK_REALTIME seconds of creation or last reset */
+	uint32_t growth;    /* the creator's --growth */
+	uint32_t slot_hint; /* where the next joiner starts looking (advisory) */
+	uint32_t slots_hw;  /* slots [slots_hw, slot_count) have never been used */
+	uint32_t pad0;
+	char group[72]; /* NUL-terminated */
+	char limit_spec[VR_SPEC_MAX];
+	union {
+		pthread_mutex_t mutex; /* robust, process-shared */
+		unsigned char bytes[64];
+	} lock;
+	uint64_t epoch; /* incremented at each reset */
+	uint64_t pad1[5];
+	struct vr_region_dev dev[VR_MAX_DEVICES];
+	unsigned char
+	    pad2[VR_REGION_HDR_SIZE - 384 - VR_MAX_DEVICES * sizeof(struct vr_region_dev)];
+};
+
+/* One member's numbers for one device. */
+struct vr_slot_dev {
+	uint64_t in_use;
+	uint64_t peak;
+	uint64_t denied_count;
+	uint64_t last_denied;
+	uint64_t spilled;
+};
+
+struct vr_slot {
+	uint32_t state;       /* VR_SLOT_FREE / VR_SLOT_USED, written last when taken */
+	int32_t pid;          /* getpid() of the member: its own namespace's view */
+	uint64_t incarnation; /* bumped at every take, leave and reclaim */
+	uint64_t start_time;  /* /proc/self/stat field 22 */
+	int32_t nspid_outer;  /* first NSpid entry of /proc/self/status, 0 unknown */
+	uint32_t uid;
+	uint64_t host_pinned;
+	uint64_t joined; /* CLOCK_REALTIME seconds */
+	char command[VR_COMMAND_MAX];
+	uint32_t growth;
+	uint32_t pad0;
+	uint64_t pad1;
+	struct vr_slot_dev dev[VR_MAX_DEVICES];
+};
+
+#define VR_REGION_SIZE                                                                             \
+	((uint64_t)VR_REGION_HDR_SIZE + (uint64_t)VR_REGION_SLOTS * sizeof(struct vr_slot))
+
+static inline struct vr_slot *vr_region_slot(struct vr_region_hdr *h, uint32_t i)
+{
+	return (struct vr_slot *)(void *)((unsigned char *)h + VR_REGION_HDR_SIZE) + i;
+}
+
+/* Byte ranges locked by a member for its life: the OFD lock (liveness) and
+ * the classic POSIX lock (lets a reader learn the holder's PID in its own
+ * namespace). Distinct bytes, since the two kinds conflict with each other. */
+static inline long long vr_slot_live_byte(uint32_t i)
+{
+	return (long long)VR_REGION_HDR_SIZE + (long long)i * (long long)sizeof(struct vr_slot);
+}
+static inline long long vr_slot_pid_byte(uint32_t i)
+{
+	return vr_slot_live_byte(i) + 1;
+}
+
+/*
+ * Checks a header read from a file of file_size bytes. Returns 0, or a
+ * negative errno with what is wrong in why (a fragment such as "bad magic").
+ */
+int vr_region_check(const struct vr_region_hdr *h, uint64_t file_size, const char **why);
+
+#endif /* VRAMCTL_REGISTRY_REGION_H */

@@ -1,0 +1,30 @@
+/*
+ * util.h - small libc-only helpers shared by the registry's writer and
+ * reader. Internal: hidden, prefixed vr_.
+ */
+#ifndef VRAMCTL_REGISTRY_UTIL_H
+#define VRAMCTL_REGISTRY_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/compiler.h"
+
+/* snprintf into err when err is not NULL and errlen > 0. */
+void vr_errf(char *err, size_t errlen, const char *fmt, ...) VR_PRINTF(3, 4);
+
+/* Copies at most len-1 bytes and always terminates (len > 0). */
+void vr_strlcpy(char *dst, const char *src, size_t len);
+
+/* Reads up to len-1 bytes of a (small, /proc) file and terminates them.
+ * Returns the bytes read or a negative errno. */
+ssize_t vr_read_file(const char *path, char *buf, size_t len);
+
+/* Field 22 (starttime) of a /proc/PID/stat line, 0 if unparsable. */
+uint64_t vr_stat_start_time(const char *stat_line);
+
+/* 1 if the name is a valid group name: [A-Za-z0-9._-]{1,64}, no leading '.'. */
+int vr_group_name_ok(const char *g);
+
+#endif /* VRAMCTL_REGISTRY_UTIL_H */
