@@ -1,0 +1,36 @@
+/*
+ * format.h - the monitor's pure formatters: a model in, text out.
+ *
+ * They read nothing but the model (no clock, no /proc, no environment), so a
+ * fixed model always gives the same bytes; tests/monitor/golden/ holds the
+ * expected text for fixed scenarios. Each returns 0, or -EIO when the stream
+ * reported a write error.
+ */
+#ifndef VRAMCTL_MONITOR_FORMAT_H
+#define VRAMCTL_MONITOR_FORMAT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "monitor/model.h"
+
+#ifndef VRAMCTL_VERSION
+#define VRAMCTL_VERSION "0.1.0"
+#endif
+
+/* The readable table of `vramctl status`. */
+int mon_format_table(FILE *f, const struct mon_model *m);
+
+/* JSON (schema in man/vramctl-status.1). compact: one line, for --watch. */
+int mon_format_json(FILE *f, const struct mon_model *m, int compact);
+
+/* Prometheus text exposition format 0.0.4 (metrics in man/vramctl-export.1). */
+int mon_format_prom(FILE *f, const struct mon_model *m);
+
+/* Human size, powers of 1024, 3 significant digits: "512 B", "1.50 GiB", "600 MiB". */
+char *mon_human_size(uint64_t bytes, char *buf, size_t len);
+
+/* "alive", "dead", "stale". */
+const char *mon_state_name(int state);
+
+#endif /* VRAMCTL_MONITOR_FORMAT_H */

@@ -1,0 +1,383 @@
+/*
+ * merge.c - joins the registry's records with NVML's process rows (see
+ * collect.h): host PIDs, NSpid, start times, dead and stale records, and
+ * the per-device sums of caps.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "monitor/collect.h"
+
+/* ---- /proc ------------------------------------------------------------ */
+
+static int read_file(const char *root, pid_t pid, const char *name, char *buf, size_t len)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/%d/%s", root, (int)pid, name);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, len - 1);
+	int e = errno;
+	close(fd);
+	if (n < 0)
+		return -e;
+	buf[n] = '\0';
+	return (int)n;
+}
+
+/* Field 22 of /proc/PID/stat: start time in clock ticks since boot. */
+static int proc_start_time(const char *root, pid_t pid, uint64_t *out)
+{
+	char buf[1024];
+	if (read_file(root, pid, "stat", buf, sizeof(buf)) < 0)
+		return -ENOENT;
+	char *p = strrchr(buf, ')'); /* the command may hold spaces and parentheses */
+	if (!p)
+		return -EINVAL;
+	p++;
+	/* After ')': field 3 (state) is the first; field 22 is the 20th. */
+	for (int field = 3; field < 22; field++) {
+		p = strchr(p + 1, ' ');
+		if (!p)
+			return -EINVAL;
+	}
+	*out = strtoull(p + 1, NULL, 10);
+	return 0;
+}
+
+/* The innermost PID of NSpid (the PID as the process sees itself), and the uid. */
+static int proc_status(const char *root, pid_t pid, pid_t *nspid, uid_t *uid)
+{
+	char buf[4096];
+	if (read_file(root, pid, "status", buf, sizeof(buf)) < 0)
+		return -ENOENT;
+	int found = 0;
+	char *l = strstr(buf, "\nNSpid:");
+	if (l) {
+		char *end = strchr(l + 1, '\n');
+		if (end)
+			*end = '\0';
+		char *tok = l + 7, *last = NULL;
+		for (char *t = strtok(tok, " \t"); t; t = strtok(NULL, " \t"))
+			last = t;
+		if (last) {
+			*nspid = (pid_t)atoi(last);
+			found |= 1;
+		}
+		if (end)
+			*end = '\n';
+	}
+	l = strstr(buf, "\nUid:");
+	if (l) {
+		*uid = (uid_t)strtoul(l + 5, NULL, 10);
+		found |= 2;
+	}
+	return found;
+}
+
+static void proc_command(const char *root, pid_t pid, char *out, size_t len)
+{
+	char buf[512];
+	int n = read_file(root, pid, "cmdline", buf, sizeof(buf));
+	out[0] = '\0';
+	if (n > 0) {
+		for (int i = 0; i < n; i++)
+			if (buf[i] == '\0')
+				buf[i] = ' ';
+		while (n > 0 && buf[n - 1] == ' ')
+			buf[--n] = '\0';
+		mon_copy(out, len, buf);
+	}
+	if (!out[0] && read_file(root, pid, "comm", buf + 1, sizeof(buf) - 2) > 0) {
+		/* A kernel thread or a zombie has no command line: show [comm]. */
+		buf[0] = '[';
+		size_t l = strcspn(buf, "\n");
+		buf[l] = ']';
+		buf[l + 1] = '\0';
+		mon_copy(out, len, buf);
+	}
+}
+
+static void user_name(uid_t uid, char *out, size_t len)
+{
+	struct passwd pw, *res = NULL;
+	char buf[1024];
+	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res)
+		snprintf(out, len, "%s", res->pw_name);
+	else
+		snprintf(out, len, "%u", (unsigned)uid);
+}
+
+/* ---- merge ------------------------------------------------------------ */
+
+static int find_device(const struct mon_model *m, const char *uuid)
+{
+	for (int i = 0; i < m->ndevs; i++)
+		if (!strcmp(m->devs[i].uuid, uuid))
+			return i;
+	return -1;
+}
+
+/* The device with this UUID, added (known only to the registry) if NVML did not list it. */
+static int device_for(struct mon_model *m, const char *uuid)
+{
+	int i = find_device(m, uuid);
+	if (i >= 0)
+		return i;
+	struct mon_device *d = realloc(m->devs, sizeof(*d) * (size_t)(m->ndevs + 1));
+	if (!d)
+		return -ENOMEM;
+	m->devs = d;
+	d = &m->devs[m->ndevs];
+	memset(d, 0, sizeof(*d));
+	d->index = -1;
+	snprintf(d->uuid, sizeof(d->uuid), "%s", uuid);
+	return m->ndevs++;
+}
+
+struct rows {
+	struct mon_proc *v;
+	int n, cap;
+};
+
+static struct mon_proc *rows_add(struct rows *r)
+{
+	if (r->n == r->cap) {
+		int ncap = r->cap ? r->cap * 2 : 64;
+		struct mon_proc *v = realloc(r->v, sizeof(*v) * (size_t)ncap);
+		if (!v)
+			return NULL;
+		r->v = v;
+		r->cap = ncap;
+	}
+	struct mon_proc *p = &r->v[r->n++];
+	memset(p, 0, sizeof(*p));
+	p->cap = MON_NO_CAP;
+	return p;
+}
+
+static const struct vramctl_group *snap_group(const struct vramctl_snapshot *s, const char *name)
+{
+	for (int i = 0; i < s->ngroups; i++)
+		if (!strcmp(s->groups[i].name, name))
+			return &s->groups[i];
+	return NULL;
+}
+
+static int cmp_rows(const void *a, const void *b)
+{
+	const struct mon_proc *x = a, *y = b;
+	int dx = (x->valid & MON_P_DEVICE) ? x->device : 1 << 30;
+	int dy = (y->valid & MON_P_DEVICE) ? y->device : 1 << 30;
+	if (dx != dy)
+		return dx < dy ? -1 : 1;
+	pid_t px = (x->valid & MON_P_HOST_PID) ? x->host_pid : x->ns_pid;
+	pid_t py = (y->valid & MON_P_HOST_PID) ? y->host_pid : y->ns_pid;
+	if (px != py)
+		return px < py ? -1 : 1;
+	return strcmp(x->group, y->group);
+}
+
+/* NVML's rows come with host PIDs; their namespaced PIDs are read once, on demand. */
+struct nv_row {
+	int looked;
+	int ok;
+	pid_t nspid;
+	uid_t uid;
+	int consumed;
+};
+
+int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, int snap_rc,
+                       const char *proc_root)
+{
+	if (!proc_root)
+		proc_root = "/proc";
+	if (snap_rc == 0 || snap_rc == -ENOENT)
+		m->valid |= MON_M_REGISTRY;
+	else
+		mon_model_note(m, "registry %s unreadable (%s): capped processes unknown",
+		               m->registry_dir[0] ? m->registry_dir : "(default)",
+		               strerror(-snap_rc));
+	if (s)
+		for (int i = 0; i < s->nerrors; i++)
+			mon_model_note(m, "registry: %s", s->errors[i]);
+
+	int nnv = m->nprocs;
+	struct nv_row *nvr = calloc((size_t)nnv + 1, sizeof(*nvr));
+	struct rows out = {0};
+	if (!nvr)
+		return -ENOMEM;
+
+	/* Groups. */
+	int ng = s ? s->ngroups : 0;
+	if (ng) {
+		m->groups = calloc((size_t)ng, sizeof(*m->groups));
+		if (!m->groups)
+			goto oom;
+	}
+	for (int i = 0; i < ng; i++) {
+		const struct vramctl_group *sg = &s->groups[i];
+		struct mon_group *g = &m->groups[m->ngroups++];
+		snprintf(g->name, sizeof(g->name), "%s", sg->name);
+		snprintf(g->limit_spec, sizeof(g->limit_spec), "%s", sg->limit_spec);
+		g->growth = sg->growth;
+		g->owner = sg->owner;
+		g->nmembers = sg->nmembers;
+		for (int j = 0; j < sg->ndev && j < MON_MAX_GROUP_DEVS; j++) {
+			struct mon_group_dev *gd = &g->dev[g->ndev++];
+			snprintf(gd->uuid, sizeof(gd->uuid), "%s", sg->dev[j].uuid);
+			gd->device = device_for(m, sg->dev[j].uuid);
+			if (gd->device < 0)
+				goto oom;
+			gd->cap = sg->dev[j].cap;
+			gd->in_use = sg->dev[j].in_use;
+			gd->peak = sg->dev[j].peak;
+		}
+	}
+
+	/* Capped processes, one row per device they used. */
+	for (int i = 0; s && i < s->nprocs; i++) {
+		const struct vramctl_proc *r = &s->procs[i];
+		pid_t host = r->host_pid;
+		if (host <= 0) {
+			/* Another PID namespace: find the NVML process whose innermost
+			 * NSpid is the record's PID and whose start time matches. */
+			for (int k = 0; k < nnv && host <= 0; k++) {
+				if (!nvr[k].looked) {
+					nvr[k].looked = 1;
+					int f = proc_status(proc_root, m->procs[k].host_pid,
+					                    &nvr[k].nspid, &nvr[k].uid);
+					nvr[k].ok = f > 0 ? f : 0;
+				}
+				uint64_t st;
+				if ((nvr[k].ok & 1) && nvr[k].nspid == r->pid &&
+				    proc_start_time(proc_root, m->procs[k].host_pid, &st) == 0 &&
+				    st == r->start_time)
+					host = m->procs[k].host_pid;
+			}
+		}
+		enum mon_proc_state state = MON_PROC_ALIVE;
+		if (r->state == VRAMCTL_PROC_DEAD) {
+			state = MON_PROC_DEAD;
+		} else if (host > 0) {
+			uint64_t st;
+			if (proc_start_time(proc_root, host, &st) < 0 ||
+			    (r->start_time && st != r->start_time))
+				state = MON_PROC_STALE;
+		}
+		const struct vramctl_group *sg = snap_group(s, r->group);
+		int ndev = r->ndev > 0 ? r->ndev : 1;
+		for (int j = 0; j < ndev; j++) {
+			struct mon_proc *p = rows_add(&out);
+			if (!p)
+				goto oom;
+			p->valid = MON_P_CAPPED | MON_P_NS_PID | MON_P_USER | MON_P_COMMAND;
+			p->state = state;
+			p->ns_pid = r->pid;
+			if (host > 0) {
+				p->host_pid = host;
+				p->valid |= MON_P_HOST_PID;
+			}
+			p->uid = r->uid;
+			snprintf(p->user, sizeof(p->user), "%s", r->user);
+			snprintf(p->command, sizeof(p->command), "%s", r->command);
+			snprintf(p->group, sizeof(p->group), "%s", r->group);
+			p->host_pinned = r->host_pinned;
+			if (r->ndev == 0)
+				continue; /* registered, no GPU touched yet */
+			const struct vramctl_proc_dev *rd = &r->dev[j];
+			snprintf(p->uuid, sizeof(p->uuid), "%s", rd->uuid);
+			p->device = device_for(m, rd->uuid);
+			if (p->device < 0)
+				goto oom;
+			p->valid |= MON_P_DEVICE;
+			p->in_use = rd->in_use;
+			p->peak = rd->peak;
+			p->denied_count = rd->denied_count;
+			p->last_denied = rd->last_denied;
+			p->spilled = rd->spilled;
+			for (int k = 0; sg && k < sg->ndev; k++)
+				if (!strcmp(sg->dev[k].uuid, rd->uuid))
+					p->cap = sg->dev[k].cap;
+			/* A dead record's PID may belong to someone else now. */
+			if (state != MON_PROC_ALIVE || host <= 0)
+				continue;
+			for (int k = 0; k < nnv; k++) {
+				const struct mon_proc *q = &m->procs[k];
+				if (nvr[k].consumed || q->host_pid != host ||
+				    q->device != p->device)
+					continue;
+				nvr[k].consumed = 1;
+				p->valid |= q->valid & (MON_P_NVML | MON_P_NVML_USED);
+				p->nvml_used = q->nvml_used;
+				break;
+			}
+		}
+		for (int k = 0; k < m->ngroups; k++)
+			if (state != MON_PROC_ALIVE && !strcmp(m->groups[k].name, r->group))
+				m->groups[k].ndead++;
+	}
+
+	/* Uncapped processes: NVML rows no record claimed. */
+	for (int k = 0; k < nnv; k++) {
+		if (nvr[k].consumed)
+			continue;
+		struct mon_proc *p = rows_add(&out);
+		if (!p)
+			goto oom;
+		*p = m->procs[k];
+		if (!nvr[k].looked) {
+			nvr[k].looked = 1;
+			int f = proc_status(proc_root, p->host_pid, &nvr[k].nspid, &nvr[k].uid);
+			nvr[k].ok = f > 0 ? f : 0;
+		}
+		if (nvr[k].ok & 1) {
+			p->ns_pid = nvr[k].nspid;
+			p->valid |= MON_P_NS_PID;
+		}
+		if (nvr[k].ok & 2) {
+			p->uid = nvr[k].uid;
+			user_name(p->uid, p->user, sizeof(p->user));
+			p->valid |= MON_P_USER;
+		}
+		proc_command(proc_root, p->host_pid, p->command, sizeof(p->command));
+		if (p->command[0])
+			p->valid |= MON_P_COMMAND;
+	}
+
+	/* Per-device sums of caps. */
+	for (int i = 0; i < m->ndevs; i++) {
+		m->devs[i].caps_sum = 0;
+		m->devs[i].ncapped = 0;
+	}
+	for (int i = 0; i < m->ngroups; i++)
+		for (int j = 0; j < m->groups[i].ndev; j++) {
+			const struct mon_group_dev *gd = &m->groups[i].dev[j];
+			if (gd->cap == MON_NO_CAP || gd->device < 0)
+				continue;
+			m->devs[gd->device].caps_sum += gd->cap;
+			m->devs[gd->device].ncapped++;
+		}
+	for (int i = 0; i < m->ndevs; i++) {
+		struct mon_device *d = &m->devs[i];
+		d->overcommitted = (d->valid & MON_DEV_MEMORY) && d->caps_sum > d->total;
+	}
+
+	if (out.n > 1)
+		qsort(out.v, (size_t)out.n, sizeof(*out.v), cmp_rows);
+	free(m->procs);
+	m->procs = out.v;
+	m->nprocs = out.n;
+	free(nvr);
+	return 0;
+oom:
+	free(out.v);
+	free(nvr);
+	return -ENOMEM;
+}

@@ -1,0 +1,72 @@
+/*
+ * model.c - the model's own housekeeping: clear, copy, notes.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "monitor/model.h"
+
+void mon_copy(char *dst, size_t len, const char *src)
+{
+	if (!len)
+		return;
+	size_t l = strnlen(src, len - 1);
+	memcpy(dst, src, l);
+	dst[l] = '\0';
+}
+
+void mon_model_clear(struct mon_model *m)
+{
+	free(m->devs);
+	free(m->groups);
+	free(m->procs);
+	memset(m, 0, sizeof(*m));
+}
+
+void mon_model_note(struct mon_model *m, const char *fmt, ...)
+{
+	if (m->nnotes >= MON_MAX_NOTES)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(m->notes[m->nnotes], MON_NOTE_LEN, fmt, ap);
+	va_end(ap);
+	/* The same sentence twice (one per GPU, say) says nothing new. */
+	for (int i = 0; i < m->nnotes; i++)
+		if (!strcmp(m->notes[i], m->notes[m->nnotes]))
+			return;
+	m->nnotes++;
+}
+
+int mon_model_copy(struct mon_model *dst, const struct mon_model *src)
+{
+	*dst = *src;
+	dst->devs = NULL;
+	dst->groups = NULL;
+	dst->procs = NULL;
+	if (src->ndevs) {
+		dst->devs = malloc(sizeof(*dst->devs) * (size_t)src->ndevs);
+		if (!dst->devs)
+			goto oom;
+		memcpy(dst->devs, src->devs, sizeof(*dst->devs) * (size_t)src->ndevs);
+	}
+	if (src->ngroups) {
+		dst->groups = malloc(sizeof(*dst->groups) * (size_t)src->ngroups);
+		if (!dst->groups)
+			goto oom;
+		memcpy(dst->groups, src->groups, sizeof(*dst->groups) * (size_t)src->ngroups);
+	}
+	if (src->nprocs) {
+		dst->procs = malloc(sizeof(*dst->procs) * (size_t)src->nprocs);
+		if (!dst->procs)
+			goto oom;
+		memcpy(dst->procs, src->procs, sizeof(*dst->procs) * (size_t)src->nprocs);
+	}
+	return 0;
+oom:
+	mon_model_clear(dst);
+	return -ENOMEM;
+}

@@ -1,0 +1,139 @@
+/*
+ * model.h - what the monitor knows at one instant, as plain data.
+ *
+ * The collector (collect.c) fills a model from NVML and from the registry's
+ * snapshot; the formatters (format.c) turn a model into text and never look
+ * anywhere else, so they are tested on fixed models without a GPU, a
+ * registry or a terminal. A field that could not be read is not given a
+ * magic value: its bit in `valid` is clear and every formatter shows it as
+ * unknown (table "-", JSON null, Prometheus: no sample).
+ */
+#ifndef VRAMCTL_MONITOR_MODEL_H
+#define VRAMCTL_MONITOR_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define MON_SCHEMA_VERSION 1
+#define MON_UUID_MAX       96 /* NVML_DEVICE_UUID_V2_BUFFER_SIZE */
+#define MON_NAME_MAX       96 /* NVML_DEVICE_NAME_V2_BUFFER_SIZE */
+#define MON_MAX_GROUP_DEVS 64
+#define MON_NO_CAP         UINT64_MAX
+
+/* struct mon_device.valid */
+enum {
+	MON_DEV_INDEX = 1u << 0,  /* seen by NVML; index is NVML's */
+	MON_DEV_NAME = 1u << 1,   /* name read */
+	MON_DEV_MEMORY = 1u << 2, /* total, used, free read */
+	MON_DEV_PROCS = 1u << 3,  /* NVML's process list read (proc_api says how) */
+};
+
+struct mon_device {
+	unsigned valid;
+	int index;
+	char uuid[MON_UUID_MAX];
+	char name[MON_NAME_MAX];
+	uint64_t total, used, free;
+	uint64_t caps_sum; /* sum of the finite caps of groups on this device */
+	int ncapped;       /* groups with a finite cap on it */
+	int overcommitted; /* caps_sum > total; only meaningful with MON_DEV_MEMORY */
+	char proc_api[4];  /* "v3", "v2", "v1" or "" */
+};
+
+enum mon_proc_state {
+	MON_PROC_ALIVE = 0,
+	MON_PROC_DEAD = 1,  /* the registry says its owner is gone */
+	MON_PROC_STALE = 2, /* the registry says alive, but the PID is gone or reused */
+};
+
+/* struct mon_proc.valid */
+enum {
+	MON_P_CAPPED = 1u << 0,    /* has a registry record: the vramctl fields are set */
+	MON_P_NVML = 1u << 1,      /* listed by NVML on this device */
+	MON_P_NVML_USED = 1u << 2, /* NVML reported its usage (not "unknown") */
+	MON_P_HOST_PID = 1u << 3,  /* host_pid known */
+	MON_P_NS_PID = 1u << 4,    /* ns_pid known */
+	MON_P_DEVICE = 1u << 5,    /* device is an index into model.devs */
+	MON_P_USER = 1u << 6,      /* uid and user known */
+	MON_P_COMMAND = 1u << 7,   /* command known */
+};
+
+/* One process on one device. */
+struct mon_proc {
+	unsigned valid;
+	enum mon_proc_state state;
+	int device; /* index into mon_model.devs, when MON_P_DEVICE */
+	char uuid[MON_UUID_MAX];
+	pid_t host_pid; /* as NVML and the reader see it */
+	pid_t ns_pid;   /* as the process sees itself (innermost NSpid) */
+	uid_t uid;
+	char user[32];
+	char command[128];
+	/* MON_P_CAPPED: */
+	char group[65];
+	uint64_t cap; /* the group's cap on this device; MON_NO_CAP: none */
+	uint64_t in_use, peak, denied_count, last_denied, spilled;
+	uint64_t host_pinned; /* per process, repeated on each of its rows */
+	/* MON_P_NVML_USED: */
+	uint64_t nvml_used;
+};
+
+struct mon_group_dev {
+	char uuid[MON_UUID_MAX];
+	int device;   /* index into mon_model.devs, or -1 */
+	uint64_t cap; /* MON_NO_CAP: none */
+	uint64_t in_use, peak;
+};
+
+struct mon_group {
+	char name[65];
+	char limit_spec[128];
+	int growth;
+	uid_t owner;
+	int nmembers; /* live members */
+	int ndead;    /* records of dead or stale members */
+	int ndev;
+	struct mon_group_dev dev[MON_MAX_GROUP_DEVS];
+};
+
+/* struct mon_model.valid */
+enum {
+	MON_M_NVML = 1u << 0,     /* NVML loaded and initialised */
+	MON_M_REGISTRY = 1u << 1, /* the registry directory was read */
+	MON_M_DRIVER = 1u << 2,   /* driver_version read */
+};
+
+#define MON_MAX_NOTES 8
+#define MON_NOTE_LEN  200
+
+struct mon_model {
+	unsigned valid;
+	uint64_t time_ms; /* Unix time of the collection, milliseconds */
+	char driver_version[32];
+	char registry_dir[256];
+	int ndevs;
+	struct mon_device *devs;
+	int ngroups;
+	struct mon_group *groups;
+	int nprocs;
+	struct mon_proc *procs;
+	/* What the monitor could not see, one sentence each. */
+	int nnotes;
+	char notes[MON_MAX_NOTES][MON_NOTE_LEN];
+};
+
+/* Frees what a model owns (devs, groups, procs) and zeroes it. Safe on a zeroed model. */
+void mon_model_clear(struct mon_model *m);
+
+/* Appends a note (printf-style); silently drops notes past MON_MAX_NOTES. */
+void mon_model_note(struct mon_model *m, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* A deep copy of src into dst (dst empty). Returns 0 or -ENOMEM (dst then empty). */
+int mon_model_copy(struct mon_model *dst, const struct mon_model *src);
+
+/* Copies src into dst (len bytes), truncating; always NUL-terminates when len > 0. */
+void mon_copy(char *dst, size_t len, const char *src);
+
+#endif /* VRAMCTL_MONITOR_MODEL_H */

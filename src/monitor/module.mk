@@ -1,0 +1,22 @@
+# src/monitor: the monitor behind `vramctl status`, `top` and `export`:
+# NVML (dlopen'ed) and the registry's snapshot joined into one model
+# (collect.c, nvml.c), and pure formatters (format.c) tested on fixed models.
+MONITOR_LIB := $(O)/libvr_monitor.a
+MONITOR_SRCS := $(wildcard src/monitor/*.c)
+$(MONITOR_LIB): $(MONITOR_SRCS:%.c=$(O)/%.o)
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+ALL_TARGETS += $(MONITOR_LIB)
+# The CLI links it (src/cli/module.mk names it in CLI_LDLIBS).
+$(VRAMCTL): $(MONITOR_LIB)
+
+# Pure formatter goldens: fixed models -> tests/monitor/golden/*.
+$(O)/tests/monitor/test_format: $(O)/tests/monitor/test_format.o $(MONITOR_LIB) $(REGISTRY_LIB) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_LDFLAGS) -o $@ $^ -ldl
+# The join of NVML rows and registry records (NSpid, start times, dead records).
+$(O)/tests/monitor/test_merge: $(O)/tests/monitor/test_merge.o $(MONITOR_LIB) $(REGISTRY_LIB) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_LDFLAGS) -o $@ $^ -ldl
+TESTS += $(O)/tests/monitor/test_format $(O)/tests/monitor/test_merge
+TEST_SCRIPTS += tests/monitor/status_sim.sh tests/monitor/top_tmux.sh tests/monitor/export_http.sh

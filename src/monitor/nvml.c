@@ -1,0 +1,329 @@
+/*
+ * nvml.c - reads devices and GPU processes from NVML, loaded with dlopen.
+ *
+ * The traps (DESIGN.md §6) and what this file does about each:
+ *  - nvmlMemory_v2 needs version = sizeof(nvmlMemory_v2_t) | 2 << 24; older
+ *    drivers lack the call, so nvmlDeviceGetMemoryInfo is the fallback.
+ *  - The running-process struct changed size without a version bump: R535
+ *    drivers' _v3 call writes 32-byte entries (with usedGpuCcProtectedMemory),
+ *    others 24-byte ones. We give _v3 a buffer with room for 32-byte entries,
+ *    filled with a pattern, and take the stride from how far NVML wrote.
+ *    pid and usedGpuMemory sit at offsets 0 and 8 in every layout.
+ *  - _v3 is missing on older drivers: fall back to _v2, then the plain call
+ *    (16-byte entries).
+ *  - The list is read with the NVML_ERROR_INSUFFICIENT_SIZE protocol: ask
+ *    with count 0, then with room for the answer plus slack, retrying if the
+ *    list grew in between.
+ *  - usedGpuMemory == ULLONG_MAX means unknown: MON_P_NVML_USED stays clear.
+ *  - The PIDs are host PIDs (the reader maps them with NSpid, collect.c).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/contract.h"
+#include "monitor/nvml.h"
+
+/* The few NVML values and layouts used here (nvml.h, driver 550). */
+typedef int nvml_ret;
+typedef void *nvml_dev;
+enum {
+	NVML_OK = 0,
+	NVML_ERR_INSUFFICIENT_SIZE = 7,
+};
+struct nvml_memory_v1 {
+	unsigned long long total, free, used;
+};
+struct nvml_memory_v2 {
+	unsigned int version;
+	unsigned long long total, reserved, free, used;
+};
+#define NVML_MEMORY_V2_VERSION ((unsigned int)(sizeof(struct nvml_memory_v2) | (2u << 24)))
+#define NVML_UUID_BUF          96
+#define NVML_NAME_BUF          96
+#define NVML_VERSION_BUF       80
+
+typedef nvml_ret (*fn_void)(void);
+typedef nvml_ret (*fn_count)(unsigned int *);
+typedef nvml_ret (*fn_handle)(unsigned int, nvml_dev *);
+typedef nvml_ret (*fn_text)(nvml_dev, char *, unsigned int);
+typedef nvml_ret (*fn_systext)(char *, unsigned int);
+typedef nvml_ret (*fn_mem)(nvml_dev, void *);
+typedef nvml_ret (*fn_procs)(nvml_dev, unsigned int *, void *);
+typedef const char *(*fn_errstr)(nvml_ret);
+
+struct mon_nvml {
+	void *lib;
+	fn_void shutdown;
+	fn_count count;
+	fn_handle handle;
+	fn_text name, uuid;
+	fn_systext driver_version;
+	fn_mem mem_v1, mem_v2;
+	fn_procs procs_v3, procs_v2, procs_v1;
+	fn_errstr errstr;
+};
+
+static void *sym(void *lib, const char *name)
+{
+	return dlsym(lib, name);
+}
+
+static const char *errtext(const struct mon_nvml *nv, nvml_ret r)
+{
+	const char *s = nv->errstr ? nv->errstr(r) : NULL;
+	return s ? s : "unknown error";
+}
+
+int mon_nvml_open(const char *path, struct mon_nvml **out, char *err, size_t errlen)
+{
+	if (!path)
+		path = getenv(VR_ENV_NVML);
+	if (!path || !*path)
+		path = "libnvidia-ml.so.1";
+	void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!lib) {
+		snprintf(err, errlen, "NVML not found (%s)", path);
+		return -ENOENT;
+	}
+	struct mon_nvml *nv = calloc(1, sizeof(*nv));
+	if (!nv) {
+		dlclose(lib);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	nv->lib = lib;
+	fn_void init = (fn_void)sym(lib, "nvmlInit_v2");
+	if (!init)
+		init = (fn_void)sym(lib, "nvmlInit");
+	nv->shutdown = (fn_void)sym(lib, "nvmlShutdown");
+	nv->count = (fn_count)sym(lib, "nvmlDeviceGetCount_v2");
+	if (!nv->count)
+		nv->count = (fn_count)sym(lib, "nvmlDeviceGetCount");
+	nv->handle = (fn_handle)sym(lib, "nvmlDeviceGetHandleByIndex_v2");
+	if (!nv->handle)
+		nv->handle = (fn_handle)sym(lib, "nvmlDeviceGetHandleByIndex");
+	nv->name = (fn_text)sym(lib, "nvmlDeviceGetName");
+	nv->uuid = (fn_text)sym(lib, "nvmlDeviceGetUUID");
+	nv->driver_version = (fn_systext)sym(lib, "nvmlSystemGetDriverVersion");
+	nv->mem_v1 = (fn_mem)sym(lib, "nvmlDeviceGetMemoryInfo");
+	nv->mem_v2 = (fn_mem)sym(lib, "nvmlDeviceGetMemoryInfo_v2");
+	nv->procs_v3 = (fn_procs)sym(lib, "nvmlDeviceGetComputeRunningProcesses_v3");
+	nv->procs_v2 = (fn_procs)sym(lib, "nvmlDeviceGetComputeRunningProcesses_v2");
+	nv->procs_v1 = (fn_procs)sym(lib, "nvmlDeviceGetComputeRunningProcesses");
+	nv->errstr = (fn_errstr)sym(lib, "nvmlErrorString");
+	if (!init || !nv->shutdown || !nv->count || !nv->handle) {
+		snprintf(err, errlen, "NVML unusable (%s lacks nvmlInit or device calls)", path);
+		dlclose(lib);
+		free(nv);
+		return -ENOSYS;
+	}
+	nvml_ret r = init();
+	if (r != NVML_OK) {
+		snprintf(err, errlen, "NVML failed to initialise: %s", errtext(nv, r));
+		dlclose(lib);
+		free(nv);
+		return -EIO;
+	}
+	*out = nv;
+	return 0;
+}
+
+void mon_nvml_close(struct mon_nvml *nv)
+{
+	if (!nv)
+		return;
+	nv->shutdown();
+	dlclose(nv->lib);
+	free(nv);
+}
+
+#define PATTERN 0xA5
+
+/*
+ * Calls one form of the process list with the INSUFFICIENT_SIZE protocol.
+ * stride: the entry size to allocate for (the largest one expected); *n gets
+ * the entry count and *buf a malloc'ed buffer (or NULL when n is 0).
+ * Returns the NVML result.
+ */
+static nvml_ret get_procs(fn_procs call, nvml_dev h, size_t stride, unsigned *n,
+                          unsigned char **buf, size_t *buflen)
+{
+	*buf = NULL;
+	*n = 0;
+	unsigned want = 0;
+	nvml_ret r = call(h, &want, NULL);
+	if (r == NVML_OK)
+		return NVML_OK; /* no process */
+	for (int tries = 0; tries < 4 && r == NVML_ERR_INSUFFICIENT_SIZE; tries++) {
+		unsigned room = want + 8; /* the list may grow before the next call */
+		free(*buf);
+		*buflen = (size_t)room * stride;
+		*buf = malloc(*buflen);
+		if (!*buf)
+			return NVML_ERR_INSUFFICIENT_SIZE;
+		memset(*buf, PATTERN, *buflen);
+		want = room;
+		r = call(h, &want, *buf);
+	}
+	if (r != NVML_OK) {
+		free(*buf);
+		*buf = NULL;
+		return r;
+	}
+	*n = want;
+	return NVML_OK;
+}
+
+/* The stride _v3 really wrote: the smallest layout that covers the bytes it wrote. */
+static size_t probe_stride(const unsigned char *buf, size_t len, unsigned n)
+{
+	size_t last = 0;
+	for (size_t i = len; i > 0; i--)
+		if (buf[i - 1] != PATTERN) {
+			last = i;
+			break;
+		}
+	static const size_t strides[] = {16, 24, 32};
+	for (size_t i = 0; i < 3; i++)
+		if ((size_t)n * strides[i] >= last)
+			return strides[i];
+	return 32;
+}
+
+static int add_proc(struct mon_model *m, int *cap, int device, const char *uuid, unsigned pid,
+                    unsigned long long used)
+{
+	if (m->nprocs == *cap) {
+		int ncap = *cap ? *cap * 2 : 16;
+		struct mon_proc *p = realloc(m->procs, sizeof(*p) * (size_t)ncap);
+		if (!p)
+			return -ENOMEM;
+		m->procs = p;
+		*cap = ncap;
+	}
+	struct mon_proc *p = &m->procs[m->nprocs++];
+	memset(p, 0, sizeof(*p));
+	p->valid = MON_P_NVML | MON_P_HOST_PID | MON_P_DEVICE;
+	p->device = device;
+	snprintf(p->uuid, sizeof(p->uuid), "%s", uuid);
+	p->host_pid = (pid_t)pid;
+	p->cap = MON_NO_CAP;
+	if (used != ~0ULL) {
+		p->valid |= MON_P_NVML_USED;
+		p->nvml_used = used;
+	}
+	return 0;
+}
+
+static int read_device_procs(struct mon_nvml *nv, nvml_dev h, struct mon_model *m, int *cap,
+                             int device)
+{
+	struct mon_device *d = &m->devs[device];
+	unsigned n = 0;
+	unsigned char *buf = NULL;
+	size_t len = 0, stride = 0;
+	nvml_ret r = -1;
+	if (nv->procs_v3) {
+		r = get_procs(nv->procs_v3, h, 32, &n, &buf, &len);
+		if (r == NVML_OK) {
+			stride = buf ? probe_stride(buf, len, n) : 24;
+			snprintf(d->proc_api, sizeof(d->proc_api), "v3");
+		}
+	}
+	if (r != NVML_OK && nv->procs_v2) {
+		r = get_procs(nv->procs_v2, h, 24, &n, &buf, &len);
+		stride = 24;
+		if (r == NVML_OK)
+			snprintf(d->proc_api, sizeof(d->proc_api), "v2");
+	}
+	if (r != NVML_OK && nv->procs_v1) {
+		r = get_procs(nv->procs_v1, h, 16, &n, &buf, &len);
+		stride = 16;
+		if (r == NVML_OK)
+			snprintf(d->proc_api, sizeof(d->proc_api), "v1");
+	}
+	if (r != NVML_OK) {
+		mon_model_note(m, "NVML could not list the processes on GPU %d: %s", d->index,
+		               (nv->procs_v3 || nv->procs_v2 || nv->procs_v1) ? errtext(nv, r)
+		                                                              : "no process call");
+		return 0;
+	}
+	d->valid |= MON_DEV_PROCS;
+	int rc = 0;
+	for (unsigned i = 0; i < n && rc == 0; i++) {
+		const unsigned char *e = buf + (size_t)i * stride;
+		uint32_t pid;
+		unsigned long long used;
+		memcpy(&pid, e, sizeof(pid));
+		memcpy(&used, e + 8, sizeof(used));
+		rc = add_proc(m, cap, device, d->uuid, pid, used);
+	}
+	free(buf);
+	return rc;
+}
+
+int mon_nvml_read(struct mon_nvml *nv, struct mon_model *m)
+{
+	char text[NVML_VERSION_BUF];
+	m->valid |= MON_M_NVML;
+	if (nv->driver_version && nv->driver_version(text, sizeof(text)) == NVML_OK) {
+		mon_copy(m->driver_version, sizeof(m->driver_version), text);
+		m->valid |= MON_M_DRIVER;
+	}
+	unsigned count = 0;
+	nvml_ret r = nv->count(&count);
+	if (r != NVML_OK) {
+		mon_model_note(m, "NVML could not count the GPUs: %s", errtext(nv, r));
+		return 0;
+	}
+	if (count > 1024)
+		count = 1024;
+	m->devs = calloc(count ? count : 1, sizeof(*m->devs));
+	if (!m->devs)
+		return -ENOMEM;
+	int pcap = 0;
+	for (unsigned i = 0; i < count; i++) {
+		nvml_dev h;
+		struct mon_device *d = &m->devs[m->ndevs];
+		memset(d, 0, sizeof(*d));
+		d->index = (int)i;
+		r = nv->handle(i, &h);
+		if (r != NVML_OK) {
+			mon_model_note(m, "NVML could not open GPU %u: %s", i, errtext(nv, r));
+			continue;
+		}
+		m->ndevs++;
+		d->valid |= MON_DEV_INDEX;
+		char buf[NVML_UUID_BUF > NVML_NAME_BUF ? NVML_UUID_BUF : NVML_NAME_BUF];
+		if (nv->uuid && nv->uuid(h, buf, NVML_UUID_BUF) == NVML_OK)
+			snprintf(d->uuid, sizeof(d->uuid), "%s", buf);
+		if (nv->name && nv->name(h, buf, NVML_NAME_BUF) == NVML_OK) {
+			snprintf(d->name, sizeof(d->name), "%s", buf);
+			d->valid |= MON_DEV_NAME;
+		}
+		struct nvml_memory_v2 m2 = {.version = NVML_MEMORY_V2_VERSION};
+		struct nvml_memory_v1 m1;
+		if (nv->mem_v2 && nv->mem_v2(h, &m2) == NVML_OK) {
+			d->total = m2.total;
+			d->used = m2.used;
+			d->free = m2.free;
+			d->valid |= MON_DEV_MEMORY;
+		} else if (nv->mem_v1 && nv->mem_v1(h, &m1) == NVML_OK) {
+			d->total = m1.total;
+			d->used = m1.used;
+			d->free = m1.free;
+			d->valid |= MON_DEV_MEMORY;
+		} else {
+			mon_model_note(m, "NVML did not report the memory of GPU %u", i);
+		}
+		if (read_device_procs(nv, h, m, &pcap, m->ndevs - 1) < 0) {
+			mon_model_clear(m);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}

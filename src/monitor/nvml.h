@@ -1,0 +1,34 @@
+/*
+ * nvml.h - the monitor's view of NVML: devices, their memory and the
+ * processes on them. NVML is dlopen()ed at run time (never linked), so
+ * vramctl runs where there is no NVIDIA driver and just says so.
+ */
+#ifndef VRAMCTL_MONITOR_NVML_H
+#define VRAMCTL_MONITOR_NVML_H
+
+#include <stddef.h>
+
+#include "monitor/model.h"
+
+struct mon_nvml;
+
+/*
+ * Loads NVML from path (NULL: $VRAMCTL_NVML, else "libnvidia-ml.so.1" as the
+ * loader finds it) and initialises it. Returns 0, or a negative errno with a
+ * one-line reason in err ("NVML not found: ...").
+ */
+int mon_nvml_open(const char *path, struct mon_nvml **out, char *err, size_t errlen);
+
+/* Shuts NVML down and unloads it. Safe on NULL. */
+void mon_nvml_close(struct mon_nvml *nv);
+
+/*
+ * Fills m->devs (every device NVML lists) and m->procs (one row per process
+ * NVML lists on a device, valid MON_P_NVML | MON_P_HOST_PID | MON_P_DEVICE,
+ * plus MON_P_NVML_USED when NVML knew its usage), sets MON_M_NVML and the
+ * driver version, and notes what failed. m must be empty. Returns 0 or
+ * -ENOMEM (m is then cleared).
+ */
+int mon_nvml_read(struct mon_nvml *nv, struct mon_model *m);
+
+#endif /* VRAMCTL_MONITOR_NVML_H */

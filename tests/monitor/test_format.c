@@ -1,0 +1,351 @@
+/*
+ * test_format - the monitor's formatters on fixed models, compared byte for
+ * byte with tests/monitor/golden/<scenario>.{table,json,prom}.
+ *
+ * VR_UPDATE_GOLDEN=1 rewrites the golden files instead (then review the diff).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../test.h"
+#include "monitor/format.h"
+
+#define GiB (1024ULL * 1024 * 1024)
+#define MiB (1024ULL * 1024)
+
+static const char *const UUID0 = "GPU-11111111-2222-3333-4444-555555555555";
+static const char *const UUID1 = "GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee";
+
+static struct mon_device devs[4];
+static struct mon_group groups[4];
+static struct mon_proc procs[8];
+
+static void base(struct mon_model *m)
+{
+	memset(m, 0, sizeof(*m));
+	memset(devs, 0, sizeof(devs));
+	memset(groups, 0, sizeof(groups));
+	memset(procs, 0, sizeof(procs));
+	m->time_ms = 1700000000123ULL;
+	m->valid = MON_M_NVML | MON_M_REGISTRY | MON_M_DRIVER;
+	strcpy(m->driver_version, "550.54.15");
+	strcpy(m->registry_dir, "/run/user/1000/vramctl");
+	m->devs = devs;
+	m->groups = groups;
+	m->procs = procs;
+}
+
+static void dev(struct mon_model *m, int index, const char *uuid, const char *name, uint64_t total,
+                uint64_t used)
+{
+	struct mon_device *d = &devs[m->ndevs++];
+	d->valid = MON_DEV_INDEX | MON_DEV_NAME | MON_DEV_MEMORY | MON_DEV_PROCS;
+	d->index = index;
+	strcpy(d->uuid, uuid);
+	strcpy(d->name, name);
+	d->total = total;
+	d->used = used;
+	d->free = total - used;
+	strcpy(d->proc_api, "v3");
+}
+
+static struct mon_group *group(struct mon_model *m, const char *name, const char *spec, int members)
+{
+	struct mon_group *g = &groups[m->ngroups++];
+	strcpy(g->name, name);
+	strcpy(g->limit_spec, spec);
+	g->owner = 1000;
+	g->nmembers = members;
+	return g;
+}
+
+static void gdev(struct mon_model *m, struct mon_group *g, int device, uint64_t cap,
+                 uint64_t in_use, uint64_t peak)
+{
+	struct mon_group_dev *gd = &g->dev[g->ndev++];
+	strcpy(gd->uuid, m->devs[device].uuid);
+	gd->device = device;
+	gd->cap = cap;
+	gd->in_use = in_use;
+	gd->peak = peak;
+	if (cap != MON_NO_CAP) {
+		m->devs[device].caps_sum += cap;
+		m->devs[device].ncapped++;
+		m->devs[device].overcommitted = (m->devs[device].valid & MON_DEV_MEMORY) &&
+		                                m->devs[device].caps_sum > m->devs[device].total;
+	}
+}
+
+static struct mon_proc *capped(struct mon_model *m, int device, pid_t host, pid_t ns,
+                               const char *grp, uint64_t cap, uint64_t in_use, uint64_t peak)
+{
+	struct mon_proc *p = &procs[m->nprocs++];
+	p->valid = MON_P_CAPPED | MON_P_NS_PID | MON_P_USER | MON_P_COMMAND | MON_P_DEVICE;
+	if (host) {
+		p->valid |= MON_P_HOST_PID;
+		p->host_pid = host;
+	}
+	p->ns_pid = ns;
+	p->device = device;
+	strcpy(p->uuid, m->devs[device].uuid);
+	p->uid = 1000;
+	strcpy(p->user, "alice");
+	strcpy(p->command, "python train.py --epochs 3");
+	strcpy(p->group, grp);
+	p->cap = cap;
+	p->in_use = in_use;
+	p->peak = peak;
+	return p;
+}
+
+static struct mon_proc *uncapped(struct mon_model *m, int device, pid_t host, uint64_t used,
+                                 int used_known)
+{
+	struct mon_proc *p = &procs[m->nprocs++];
+	p->valid =
+	    MON_P_NVML | MON_P_HOST_PID | MON_P_NS_PID | MON_P_DEVICE | MON_P_USER | MON_P_COMMAND;
+	if (used_known)
+		p->valid |= MON_P_NVML_USED;
+	p->host_pid = host;
+	p->ns_pid = host;
+	p->device = device;
+	strcpy(p->uuid, m->devs[device].uuid);
+	p->uid = 1001;
+	strcpy(p->user, "bob");
+	strcpy(p->command, "./render \"scene 1\"");
+	p->cap = MON_NO_CAP;
+	p->nvml_used = used;
+	return p;
+}
+
+/* ---- scenarios ---- */
+
+static void s_no_process(struct mon_model *m)
+{
+	base(m);
+	dev(m, 0, UUID0, "NVIDIA A100-SXM4-40GB", 40 * GiB, 420 * MiB);
+}
+
+static void s_capped_uncapped(struct mon_model *m)
+{
+	base(m);
+	dev(m, 0, UUID0, "NVIDIA A100-SXM4-40GB", 40 * GiB, 9 * GiB);
+	dev(m, 1, UUID1, "NVIDIA A100-SXM4-40GB", 40 * GiB, 30 * GiB);
+	struct mon_group *g = group(m, "train", "0=4G,1=30G", 2);
+	gdev(m, g, 0, 4 * GiB, 3 * GiB, 3 * GiB + 512 * MiB);
+	gdev(m, g, 1, 30 * GiB, 20 * GiB, 20 * GiB);
+	struct mon_group *h = group(m, "notebook", "16G", 1);
+	gdev(m, h, 1, 16 * GiB, 6 * GiB, 7 * GiB);
+	struct mon_proc *p =
+	    capped(m, 0, 4242, 4242, "train", 4 * GiB, 2 * GiB, 2 * GiB + 100 * MiB);
+	p->valid |= MON_P_NVML | MON_P_NVML_USED;
+	p->nvml_used = 2 * GiB + 300 * MiB;
+	p->denied_count = 3;
+	p->last_denied = 600 * MiB;
+	p->host_pinned = 64 * MiB;
+	p = capped(m, 0, 4243, 4243, "train", 4 * GiB, 1 * GiB, 1536 * MiB);
+	p->valid |= MON_P_NVML | MON_P_NVML_USED;
+	p->nvml_used = 1 * GiB + 200 * MiB;
+	p = capped(m, 1, 4242, 4242, "train", 30 * GiB, 20 * GiB, 20 * GiB);
+	p->valid |= MON_P_NVML | MON_P_NVML_USED;
+	p->nvml_used = 20 * GiB + 300 * MiB;
+	/* In a container: the process sees itself as PID 7. */
+	p = capped(m, 1, 9100, 7, "notebook", 16 * GiB, 6 * GiB, 7 * GiB);
+	strcpy(p->command, "jupyter-kernel");
+	p->spilled = 256 * MiB;
+	uncapped(m, 0, 5000, 5 * GiB, 1);
+}
+
+static void s_vanished(struct mon_model *m)
+{
+	base(m);
+	dev(m, 0, UUID0, "NVIDIA L4", 24 * GiB, 2 * GiB);
+	struct mon_group *g = group(m, "job-17", "8G", 1);
+	g->ndead = 2;
+	gdev(m, g, 0, 8 * GiB, 1 * GiB, 6 * GiB);
+	struct mon_proc *p = capped(m, 0, 3100, 3100, "job-17", 8 * GiB, 1 * GiB, 1 * GiB);
+	p->valid |= MON_P_NVML | MON_P_NVML_USED;
+	p->nvml_used = 1 * GiB + 250 * MiB;
+	p = capped(m, 0, 3101, 3101, "job-17", 8 * GiB, 5 * GiB, 5 * GiB);
+	p->state = MON_PROC_DEAD;
+	p->denied_count = 1;
+	p = capped(m, 0, 3102, 3102, "job-17", 8 * GiB, 512 * MiB, 512 * MiB);
+	p->state = MON_PROC_STALE;
+}
+
+static void s_nvml_missing(struct mon_model *m)
+{
+	base(m);
+	m->valid = MON_M_REGISTRY;
+	m->driver_version[0] = '\0';
+	mon_model_note(m, "NVML not found (libnvidia-ml.so.1): GPU totals and uncapped processes "
+	                  "unknown");
+	/* A device known only from the registry: no index, no memory. */
+	struct mon_device *d = &devs[m->ndevs++];
+	d->index = -1;
+	strcpy(d->uuid, UUID0);
+	struct mon_group *g = group(m, "solo", "2G", 1);
+	gdev(m, g, 0, 2 * GiB, 700 * MiB, 900 * MiB);
+	capped(m, 0, 0, 812, "solo", 2 * GiB, 700 * MiB, 900 * MiB);
+}
+
+static void s_no_v3(struct mon_model *m)
+{
+	s_capped_uncapped(m);
+	strcpy(devs[0].proc_api, "v2");
+	strcpy(devs[1].proc_api, "v2");
+}
+
+static void s_memory_unknown(struct mon_model *m)
+{
+	base(m);
+	dev(m, 0, UUID0, "NVIDIA GeForce RTX 4090", 24 * GiB, 3 * GiB);
+	dev(m, 1, UUID1, "NVIDIA GeForce RTX 4090", 0, 0);
+	devs[1].valid &= ~(unsigned)MON_DEV_MEMORY;
+	mon_model_note(m, "NVML did not report the memory of GPU 1");
+	struct mon_group *g = group(m, "render", "1=12G", 1);
+	gdev(m, g, 1, 12 * GiB, 2 * GiB, 2 * GiB);
+	/* usedGpuMemory == ULLONG_MAX: NVML lists the process, usage unknown. */
+	uncapped(m, 0, 6000, 0, 0);
+	struct mon_proc *p = capped(m, 1, 6001, 6001, "render", 12 * GiB, 2 * GiB, 2 * GiB);
+	p->valid |= MON_P_NVML;
+}
+
+static void s_empty(struct mon_model *m)
+{
+	base(m);
+	m->valid = 0;
+	mon_model_note(m, "NVML not found (libnvidia-ml.so.1): GPU totals and uncapped processes "
+	                  "unknown");
+	mon_model_note(m, "registry /nonexistent unreadable (Permission denied): capped processes "
+	                  "unknown");
+}
+
+static const struct {
+	const char *name;
+	void (*make)(struct mon_model *);
+} scenarios[] = {
+    {"no_process", s_no_process}, {"capped_uncapped", s_capped_uncapped},
+    {"vanished", s_vanished},     {"nvml_missing", s_nvml_missing},
+    {"no_v3", s_no_v3},           {"memory_unknown", s_memory_unknown},
+    {"nothing_visible", s_empty},
+};
+
+static char *render(const struct mon_model *m, int which, size_t *len)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+	ASSERT(f);
+	int rc = which == 0   ? mon_format_table(f, m)
+	         : which == 1 ? mon_format_json(f, m, 0)
+	                      : mon_format_prom(f, m);
+	ASSERT_EQ(rc, 0);
+	ASSERT_EQ(fclose(f), 0);
+	return buf;
+}
+
+static int check(const char *scenario, const char *ext, const char *got, size_t len)
+{
+	const char *src = getenv("VR_SRC");
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/tests/monitor/golden/%s.%s", src ? src : ".", scenario,
+	         ext);
+	if (getenv("VR_UPDATE_GOLDEN")) {
+		FILE *f = fopen(path, "w");
+		ASSERT(f);
+		fwrite(got, 1, len, f);
+		fclose(f);
+		printf("wrote %s\n", path);
+		return 0;
+	}
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		fprintf(stderr, "missing golden file %s\n", path);
+		return 1;
+	}
+	char *want = NULL;
+	size_t cap = 0;
+	ssize_t n = getdelim(&want, &cap, '\0', f);
+	fclose(f);
+	size_t wl = n > 0 ? (size_t)n : 0;
+	int bad = wl != len || memcmp(want, got, len) != 0;
+	if (bad) {
+		fprintf(stderr, "%s.%s differs from golden; got:\n%s\n", scenario, ext, got);
+		size_t i = 0;
+		while (i < wl && i < len && want[i] == got[i])
+			i++;
+		fprintf(stderr, "first difference at byte %zu\n", i);
+	}
+	free(want);
+	return bad;
+}
+
+static void test_human_size(void)
+{
+	char b[32];
+	ASSERT_STR_EQ(mon_human_size(0, b, sizeof(b)), "0 B");
+	ASSERT_STR_EQ(mon_human_size(1023, b, sizeof(b)), "1023 B");
+	ASSERT_STR_EQ(mon_human_size(1024, b, sizeof(b)), "1.00 KiB");
+	ASSERT_STR_EQ(mon_human_size(600 * MiB, b, sizeof(b)), "600 MiB");
+	ASSERT_STR_EQ(mon_human_size(1536 * MiB, b, sizeof(b)), "1.50 GiB");
+	ASSERT_STR_EQ(mon_human_size(40 * GiB, b, sizeof(b)), "40.0 GiB");
+	ASSERT_STR_EQ(mon_human_size(UINT64_MAX, b, sizeof(b)), "16.0 EiB");
+}
+
+/* Label values with quotes, backslashes and newlines are escaped. */
+static void test_prom_escape(void)
+{
+	struct mon_model m;
+	base(&m);
+	dev(&m, 0, UUID0, "GPU \"x\"\\y\nz", GiB, 0);
+	size_t len;
+	char *out = render(&m, 2, &len);
+	ASSERT(strstr(out, "name=\"GPU \\\"x\\\"\\\\y\\nz\"") != NULL);
+	free(out);
+	char *j = render(&m, 1, &len);
+	ASSERT(strstr(j, "\"name\": \"GPU \\\"x\\\"\\\\y\\nz\"") != NULL);
+	free(j);
+}
+
+/* The compact form used by --watch is one line. */
+static void test_json_compact(void)
+{
+	struct mon_model m;
+	s_capped_uncapped(&m);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	ASSERT_EQ(mon_format_json(f, &m, 1), 0);
+	fclose(f);
+	ASSERT(len > 100);
+	ASSERT_EQ(buf[len - 1], '\n');
+	ASSERT(memchr(buf, '\n', len - 1) == NULL);
+	free(buf);
+}
+
+int main(void)
+{
+	static const char *const exts[] = {"table", "json", "prom"};
+	int bad = 0;
+	test_human_size();
+	test_prom_escape();
+	test_json_compact();
+	for (size_t s = 0; s < sizeof(scenarios) / sizeof(scenarios[0]); s++) {
+		for (int w = 0; w < 3; w++) {
+			struct mon_model m;
+			scenarios[s].make(&m);
+			size_t len;
+			char *out = render(&m, w, &len);
+			bad += check(scenarios[s].name, exts[w], out, len);
+			free(out);
+		}
+	}
+	if (bad) {
+		fprintf(stderr, "%d golden file(s) differ\n", bad);
+		return 1;
+	}
+	printf("all golden outputs match\n");
+	return 0;
+}
