@@ -2,9 +2,12 @@
 # code lives apart from terminal and network code so it can be tested.
 CLI_SRCS := $(wildcard src/cli/*.c)
 CLI_LDLIBS := -ldl
+# Libraries other modules add as prerequisites ($(VRAMCTL): $(MONITOR_LIB))
+# are linked as one group, so their order does not matter.
 $(VRAMCTL): $(CLI_SRCS:%.c=$(O)/%.o) $(REGISTRY_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE_LDFLAGS) -o $@ $^ $(CLI_LDLIBS)
+	$(CC) $(BASE_LDFLAGS) -o $@ $(filter %.o,$^) \
+		-Wl,--start-group $(filter %.a,$^) -Wl,--end-group $(CLI_LDLIBS)
 ALL_TARGETS += $(VRAMCTL)
 
 # The program `vramctl demo` runs: a stand-in for a preallocating framework.
