@@ -394,9 +394,9 @@ static vr_member *join_group(const char *group, const char *spec, int growth, in
 	}
 	if (differs && ndev <= 0)
 		fprintf(stderr,
-		        "vramctl: group '%s' was created with a different cap; the group's cap "
-		        "applies\n",
-		        group);
+		        "vramctl: group '%s' was created with a different cap than '%s'; the "
+		        "group's cap applies\n",
+		        group, spec);
 	return m;
 }
 
@@ -476,7 +476,7 @@ int cmd_run(int argc, char **argv)
 			snprintf(group, sizeof(group), "%s", group_opt);
 		else
 			unique_group(group, sizeof(group));
-		m = join_group(group, spec, growth, 1, &lim, devs, ndev < 0 ? 0 : ndev);
+		m = join_group(group, spec, growth, !group_opt, &lim, devs, ndev < 0 ? 0 : ndev);
 		if (!m)
 			return VR_EXIT_ERROR;
 		setenv(VR_ENV_LIMIT, spec, 1);
