@@ -1,0 +1,326 @@
+/*
+ * policy.c - the Slurm plugin's pure decisions (see policy.h).
+ */
+#include "slurm/policy.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/compiler.h"
+#include "common/size.h"
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...) VR_PRINTF(3, 4);
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static int copy_text(char *dst, size_t len, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (n >= len)
+		return -ENAMETOOLONG;
+	memcpy(dst, src, n + 1);
+	return 0;
+}
+
+static int parse_bool(const char *v, int *out)
+{
+	if (!strcasecmp(v, "yes") || !strcasecmp(v, "true") || !strcmp(v, "1")) {
+		*out = 1;
+		return 0;
+	}
+	if (!strcasecmp(v, "no") || !strcasecmp(v, "false") || !strcmp(v, "0")) {
+		*out = 0;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int vr_slurm_parse_args(int argc, char *const argv[], struct vr_slurm_conf *conf, char *err,
+                        size_t errlen)
+{
+	struct vr_slurm_conf c;
+	struct vr_limits limits;
+	char why[256];
+	int i;
+
+	memset(&c, 0, sizeof(c));
+	strcpy(c.lib, VR_SLURM_DEFAULT_LIB);
+	strcpy(c.registry_dir, VR_SLURM_DEFAULT_DIR);
+	c.allow_optout = 1;
+	for (i = 0; i < argc; i++) {
+		const char *a = argv[i], *eq = strchr(a, '=');
+		const char *v = eq ? eq + 1 : "";
+		size_t klen = eq ? (size_t)(eq - a) : strlen(a);
+
+		if (!eq || klen == 0) {
+			seterr(err, errlen, "argument '%s' is not KEY=VALUE", a);
+			return -EINVAL;
+		}
+		if (klen == 3 && !strncmp(a, "lib", 3)) {
+			if (v[0] != '/' || copy_text(c.lib, sizeof(c.lib), v)) {
+				seterr(err, errlen, "lib=%s: need an absolute path", v);
+				return -EINVAL;
+			}
+		} else if (klen == 7 && !strncmp(a, "default", 7)) {
+			if (vr_parse_limits(v, &limits, why, sizeof(why)) ||
+			    copy_text(c.default_spec, sizeof(c.default_spec), v)) {
+				seterr(err, errlen, "default=%s: %s", v, why);
+				return -EINVAL;
+			}
+		} else if (klen == 15 && !strncmp(a, "bytes_per_shard", 15)) {
+			if (vr_parse_size(v, &c.bytes_per_shard, why, sizeof(why))) {
+				seterr(err, errlen, "bytes_per_shard=%s: %s", v, why);
+				return -EINVAL;
+			}
+		} else if (klen == 12 && !strncmp(a, "allow_optout", 12)) {
+			if (parse_bool(v, &c.allow_optout)) {
+				seterr(err, errlen, "allow_optout=%s: use yes or no", v);
+				return -EINVAL;
+			}
+		} else if (klen == 12 && !strncmp(a, "registry_dir", 12)) {
+			char probe[VR_SLURM_TEXT_MAX];
+
+			if (v[0] != '/' || copy_text(c.registry_dir, sizeof(c.registry_dir), v) ||
+			    vr_slurm_registry_dir(v, 0, probe, sizeof(probe))) {
+				seterr(
+				    err, errlen,
+				    "registry_dir=%s: need an absolute path (%%u: the job's uid)",
+				    v);
+				return -EINVAL;
+			}
+		} else {
+			seterr(err, errlen,
+			       "unknown argument '%s' (known: lib, default, bytes_per_shard, "
+			       "allow_optout, registry_dir)",
+			       a);
+			return -EINVAL;
+		}
+	}
+	*conf = c;
+	return 0;
+}
+
+int vr_slurm_check_value(const char *value, const struct vr_slurm_conf *conf, char *err,
+                         size_t errlen)
+{
+	struct vr_limits limits;
+	char why[256];
+
+	if (!strcasecmp(value, VR_SLURM_OPTOUT)) {
+		if (conf->allow_optout)
+			return 0;
+		seterr(err, errlen, "--gpu-mem=%s: this cluster does not allow jobs without a cap",
+		       value);
+		return -EINVAL;
+	}
+	if (vr_parse_limits(value, &limits, why, sizeof(why))) {
+		seterr(err, errlen, "--gpu-mem=%s: %s", value, why);
+		return -EINVAL;
+	}
+	if (strlen(value) >= VR_SLURM_TEXT_MAX) {
+		seterr(err, errlen, "--gpu-mem: value too long");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The value as one plain size for every device, or 0 when it is not one. */
+static int single_size(const char *value, uint64_t *bytes)
+{
+	struct vr_limits l;
+
+	if (vr_parse_limits(value, &l, NULL, 0) || l.count != 1 || l.item[0].dev[0] ||
+	    l.item[0].is_percent)
+		return 0;
+	*bytes = l.item[0].bytes;
+	return 1;
+}
+
+int vr_slurm_decide(const struct vr_slurm_conf *conf, const char *user_value, int gpu_job,
+                    uint64_t shards, struct vr_slurm_decision *out)
+{
+	struct vr_limits limits;
+	uint64_t shard_cap = 0, want;
+	char cap_text[32];
+
+	memset(out, 0, sizeof(*out));
+	out->source = "none";
+	if (user_value && !strcasecmp(user_value, VR_SLURM_OPTOUT)) {
+		if (conf->allow_optout) {
+			out->optout = 1;
+			return 0;
+		}
+		snprintf(out->note, sizeof(out->note),
+		         "vramctl: --gpu-mem=none is not allowed on this cluster; the site's cap "
+		         "applies");
+		user_value = NULL;
+	}
+	if (user_value && (strlen(user_value) >= sizeof(out->spec) ||
+	                   vr_parse_limits(user_value, &limits, NULL, 0))) {
+		snprintf(out->note, sizeof(out->note), "vramctl: ignoring invalid --gpu-mem=%.200s",
+		         user_value);
+		user_value = NULL;
+	}
+	if (conf->bytes_per_shard && shards) {
+		if (shards > UINT64_MAX / conf->bytes_per_shard)
+			shard_cap = UINT64_MAX;
+		else
+			shard_cap = shards * conf->bytes_per_shard;
+	}
+	if (shard_cap) {
+		if (user_value && single_size(user_value, &want) && want <= shard_cap) {
+			snprintf(out->spec, sizeof(out->spec), "%s", user_value);
+			out->source = "user";
+		} else {
+			if (user_value)
+				snprintf(out->note, sizeof(out->note),
+				         "vramctl: --gpu-mem=%.200s does not fit the job's %" PRIu64
+				         " shard(s); the cap is theirs: %s",
+				         user_value, shards,
+				         vr_format_size(shard_cap, cap_text, sizeof(cap_text)));
+			snprintf(out->spec, sizeof(out->spec), "%" PRIu64, shard_cap);
+			out->source = "shards";
+		}
+		out->capped = 1;
+		return 0;
+	}
+	if (user_value) {
+		snprintf(out->spec, sizeof(out->spec), "%s", user_value);
+		out->source = "user";
+		out->capped = 1;
+		return 0;
+	}
+	if (gpu_job && conf->default_spec[0]) {
+		snprintf(out->spec, sizeof(out->spec), "%s", conf->default_spec);
+		out->source = "default";
+		out->capped = 1;
+	}
+	return 0;
+}
+
+int vr_slurm_group_name(uint32_t jobid, const char *host, char *buf, size_t len)
+{
+	char name[65];
+	int n = snprintf(name, sizeof(name), "slurm-%" PRIu32 "-", jobid);
+	size_t i;
+
+	for (i = 0; host[i] && host[i] != '.' && (size_t)n < sizeof(name) - 1; i++, n++) {
+		char c = host[i];
+		int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		         (c >= '0' && c <= '9') || c == '_' || c == '-';
+		name[n] = ok ? c : '_';
+	}
+	name[n] = '\0';
+	return copy_text(buf, len, name);
+}
+
+int vr_slurm_registry_dir(const char *pattern, uid_t uid, char *buf, size_t len)
+{
+	size_t o = 0;
+	const char *p;
+
+	for (p = pattern; *p; p++) {
+		char piece[24];
+		size_t n;
+
+		if (*p == '%' && p[1] == 'u') {
+			snprintf(piece, sizeof(piece), "%lu", (unsigned long)uid);
+			p++;
+		} else if (*p == '%' && p[1] == '%') {
+			strcpy(piece, "%");
+			p++;
+		} else if (*p == '%') {
+			return -EINVAL;
+		} else {
+			piece[0] = *p;
+			piece[1] = '\0';
+		}
+		n = strlen(piece);
+		if (o + n >= len)
+			return -ENAMETOOLONG;
+		memcpy(buf + o, piece, n);
+		o += n;
+	}
+	if (o >= len)
+		return -ENAMETOOLONG;
+	buf[o] = '\0';
+	return 0;
+}
+
+static int is_sep(char c)
+{
+	return c == ':' || c == ' ';
+}
+
+/* Whether lib is one of the entries of an LD_PRELOAD value. */
+static int has_entry(const char *cur, const char *lib)
+{
+	size_t ll = strlen(lib);
+	const char *p = cur;
+
+	while (p && *p) {
+		size_t n = 0;
+
+		while (is_sep(*p))
+			p++;
+		while (p[n] && !is_sep(p[n]))
+			n++;
+		if (n == ll && n && !strncmp(p, lib, n))
+			return 1;
+		p += n;
+	}
+	return 0;
+}
+
+int vr_slurm_preload_add(const char *cur, const char *lib, char *buf, size_t len)
+{
+	int n;
+
+	if (!cur || !cur[0])
+		return copy_text(buf, len, lib);
+	if (has_entry(cur, lib))
+		return copy_text(buf, len, cur);
+	n = snprintf(buf, len, "%s:%s", cur, lib);
+	return (n < 0 || (size_t)n >= len) ? -ENAMETOOLONG : 0;
+}
+
+int vr_slurm_preload_remove(const char *cur, const char *lib, char *buf, size_t len)
+{
+	size_t ll = strlen(lib), o = 0;
+	const char *p = cur ? cur : "";
+
+	if (len == 0)
+		return -ENAMETOOLONG;
+	while (*p) {
+		size_t n = 0;
+
+		while (is_sep(*p))
+			p++;
+		while (p[n] && !is_sep(p[n]))
+			n++;
+		if (n && !(n == ll && !strncmp(p, lib, n))) {
+			if (o + n + (o ? 1 : 0) >= len)
+				return -ENAMETOOLONG;
+			if (o)
+				buf[o++] = ':';
+			memcpy(buf + o, p, n);
+			o += n;
+		}
+		p += n;
+	}
+	buf[o] = '\0';
+	return 0;
+}

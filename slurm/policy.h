@@ -1,0 +1,93 @@
+/*
+ * policy.h - the Slurm plugin's decisions, kept apart from Slurm so they can
+ * be tested without it: the plugin's arguments (plugstack.conf), the check of
+ * a user's --gpu-mem value, which cap a job step gets (the user's, its shards',
+ * the site default or none), the group and registry names, and the edits of
+ * LD_PRELOAD. Pure code: no I/O, no allocation, no global state.
+ */
+#ifndef VRAMCTL_SLURM_POLICY_H
+#define VRAMCTL_SLURM_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define VR_SLURM_TEXT_MAX    1024
+#define VR_SLURM_DEFAULT_LIB "/usr/local/lib/vramctl/libvramctl.so"
+#define VR_SLURM_DEFAULT_DIR "/tmp/vramctl-%u"
+#define VR_SLURM_OPTOUT      "none"
+
+/* The plugin's arguments, as given in plugstack.conf. */
+struct vr_slurm_conf {
+	char lib[VR_SLURM_TEXT_MAX];          /* lib=PATH of libvramctl.so */
+	char default_spec[VR_SLURM_TEXT_MAX]; /* default=SPEC; "" when none */
+	uint64_t bytes_per_shard;             /* bytes_per_shard=SIZE; 0: off */
+	int allow_optout;                     /* allow_optout=yes|no (yes) */
+	char registry_dir[VR_SLURM_TEXT_MAX]; /* registry_dir=DIR, %u = uid */
+};
+
+/*
+ * Fills *conf from the plugin's argument words ("key=value"). Unknown keys
+ * and bad values are errors: returns 0, or -EINVAL with a message naming the
+ * bad word in err.
+ */
+int vr_slurm_parse_args(int argc, char *const argv[], struct vr_slurm_conf *conf, char *err,
+                        size_t errlen);
+
+/*
+ * Checks a user's --gpu-mem value on the submitting side: "none" (only when
+ * the site allows opting out) or a spec in the size.h grammar. Returns 0 or
+ * -EINVAL with a message for the user in err.
+ */
+int vr_slurm_check_value(const char *value, const struct vr_slurm_conf *conf, char *err,
+                         size_t errlen);
+
+/* What a job step gets. */
+struct vr_slurm_decision {
+	int capped;                   /* 0: leave the step untouched */
+	int optout;                   /* the user opted out: undo inherited caps */
+	char spec[VR_SLURM_TEXT_MAX]; /* VRAMCTL_LIMIT when capped */
+	const char *source;           /* "user", "shards", "default", "none" */
+	char note[VR_SLURM_TEXT_MAX]; /* "" or one line the user should see */
+};
+
+/*
+ * The cap of a step. user_value is the --gpu-mem value (NULL when not
+ * given), gpu_job whether Slurm gave the step GPUs or shards, shards the
+ * number of shards it holds on this node (0: none). The rules, in order:
+ *  - "none" with allow_optout: uncapped (optout set); without: ignored, noted;
+ *  - with bytes_per_shard and shards: a cap of shards x bytes_per_shard, which
+ *    a user value may lower (one plain SIZE for every device) but not raise;
+ *  - a valid user value;
+ *  - the site default, for GPU jobs;
+ *  - otherwise untouched.
+ * An invalid user value (the submitting side rejects it; this is the node's
+ * second check) is ignored with a note. Always returns 0.
+ */
+int vr_slurm_decide(const struct vr_slurm_conf *conf, const char *user_value, int gpu_job,
+                    uint64_t shards, struct vr_slurm_decision *out);
+
+/*
+ * "slurm-<jobid>-<host>", the host name cut at its first dot and any
+ * character outside [A-Za-z0-9._-] replaced by '_', at most 64 characters
+ * (the registry's group grammar). Returns 0 or -ENAMETOOLONG.
+ */
+int vr_slurm_group_name(uint32_t jobid, const char *host, char *buf, size_t len);
+
+/* The registry directory: pattern with every "%u" replaced by uid and "%%"
+ * by "%". Returns 0, -EINVAL for another '%' sequence, or -ENAMETOOLONG. */
+int vr_slurm_registry_dir(const char *pattern, uid_t uid, char *buf, size_t len);
+
+/*
+ * LD_PRELOAD with lib appended (after the entries already there, which keep
+ * their order and take precedence), or unchanged when lib is already one of
+ * its entries (separated by ':' or ' ' as ld.so reads them). cur may be NULL.
+ * Returns 0 or -ENAMETOOLONG.
+ */
+int vr_slurm_preload_add(const char *cur, const char *lib, char *buf, size_t len);
+
+/* LD_PRELOAD without any entry equal to lib; other entries keep their order.
+ * Returns 0 or -ENAMETOOLONG. */
+int vr_slurm_preload_remove(const char *cur, const char *lib, char *buf, size_t len);
+
+#endif /* VRAMCTL_SLURM_POLICY_H */

@@ -1,0 +1,315 @@
+/*
+ * vramctl_spank.c - a SPANK plugin that makes a GPU memory cap part of a
+ * Slurm job request: srun/sbatch/salloc --gpu-mem=SPEC.
+ *
+ * It re-implements nothing: on the node it sets vramctl's environment
+ * contract (contract.h) for every task of the step and appends the library to
+ * LD_PRELOAD; the injected library and the registry do the rest. All tasks of
+ * a job on one node share one group, "slurm-<jobid>-<host>", so steps of the
+ * same job (srun inside sbatch) share one cap there; the job epilog removes
+ * the group's books when the job ends on the node.
+ *
+ * Where each part runs (spank(8)):
+ *   srun, sbatch, salloc (local/allocator): the option's value is checked
+ *     with the shared grammar before anything is queued;
+ *   slurmstepd (remote), per task just before exec: the contract is set;
+ *   slurmd's epilog (job_script), as root: the group's region is removed.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <slurm/spank.h>
+
+#include "common/compiler.h"
+#include "common/contract.h"
+#include "registry/registry.h"
+#include "slurm/policy.h"
+
+/* The symbols Slurm's plugin loader looks for; everything else is hidden. */
+#pragma GCC visibility push(default)
+SPANK_PLUGIN(vramctl, 1);
+#pragma GCC visibility pop
+
+#define ENV_MAX 8192
+
+/* Per process (srun, sbatch, one slurmstepd, one epilog run). */
+static struct vr_slurm_conf conf;
+static int conf_ok;
+static char *user_value; /* --gpu-mem's value, NULL when not given */
+static int user_growth;  /* --gpu-mem-growth given */
+
+static int opt_gpu_mem(int val, const char *arg, int remote);
+static int opt_growth(int val, const char *arg, int remote);
+
+/* Writable arrays: struct spank_option's fields are plain char *. */
+static char name_mem[] = "gpu-mem", arg_mem[] = "SPEC",
+            use_mem[] = "Cap the GPU memory of the job's tasks on each node, shared by them "
+                        "(vramctl): SIZE (8G), PCT%, DEV=SIZE,...; 'none' opts out where the "
+                        "site allows";
+static char name_growth[] = "gpu-mem-growth",
+            use_growth[] = "With --gpu-mem: frameworks that preallocate GPU memory grow on "
+                           "demand instead (vramctl)";
+
+static struct spank_option options[] = {{name_mem, arg_mem, use_mem, 1, 0, opt_gpu_mem},
+                                        {name_growth, NULL, use_growth, 0, 0, opt_growth},
+                                        SPANK_OPTIONS_TABLE_END};
+
+static int opt_gpu_mem(int val VR_UNUSED, const char *arg, int remote)
+{
+	char err[512];
+
+	if (!arg)
+		return -1;
+	/* On the submitting side the value is checked at once, so a bad one
+	 * never reaches the queue. The node checks again in vr_slurm_decide. */
+	if (!remote) {
+		struct vr_slurm_conf any = conf;
+
+		any.allow_optout = 1; /* checked after all options, in init_post_opt */
+		if (vr_slurm_check_value(arg, &any, err, sizeof(err))) {
+			slurm_error("vramctl: %s", err);
+			return -1;
+		}
+	}
+	free(user_value);
+	user_value = strdup(arg);
+	return user_value ? 0 : -1;
+}
+
+static int opt_growth(int val VR_UNUSED, const char *arg VR_UNUSED, int remote VR_UNUSED)
+{
+	user_growth = 1;
+	return 0;
+}
+
+VR_EXPORT int slurm_spank_init(spank_t sp, int ac, char **av);
+VR_EXPORT int slurm_spank_init_post_opt(spank_t sp, int ac, char **av);
+VR_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char **av);
+VR_EXPORT int slurm_spank_job_epilog(spank_t sp, int ac, char **av);
+VR_EXPORT int slurm_spank_exit(spank_t sp, int ac, char **av);
+
+/* The plugin's arguments reach every callback; in the job_script context
+ * (the epilog) slurm_spank_init is not called, so each entry point loads
+ * them if needed. Returns 0 or -1 after logging why. */
+static int load_conf(int ac, char **av)
+{
+	char err[512];
+
+	if (conf_ok)
+		return 0;
+	if (vr_slurm_parse_args(ac, av, &conf, err, sizeof(err))) {
+		slurm_error("vramctl: plugstack.conf: %s", err);
+		return -1;
+	}
+	conf_ok = 1;
+	return 0;
+}
+
+int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+	spank_context_t ctx = spank_context();
+	size_t i;
+
+	if (load_conf(ac, av))
+		return -1;
+	if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE && ctx != S_CTX_ALLOCATOR)
+		return 0;
+	for (i = 0; i < VR_ARRAY_LEN(options) - 1; i++) {
+		spank_err_t rc = spank_option_register(sp, &options[i]);
+
+		if (rc != ESPANK_SUCCESS) {
+			slurm_error("vramctl: cannot register --%s: %s", options[i].name,
+			            spank_strerror(rc));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* After every option is known: the site's opt-out rule, on the submitting
+ * side, so `--gpu-mem=none` is refused before the job is queued. */
+int slurm_spank_init_post_opt(spank_t sp VR_UNUSED, int ac VR_UNUSED, char **av VR_UNUSED)
+{
+	spank_context_t ctx = spank_context();
+	char err[512];
+
+	if ((ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR) || !user_value)
+		return 0;
+	if (vr_slurm_check_value(user_value, &conf, err, sizeof(err))) {
+		slurm_error("vramctl: %s", err);
+		return -1;
+	}
+	return 0;
+}
+
+/* The job environment's value of name, or NULL (buf holds it). */
+static const char *job_getenv(spank_t sp, const char *name, char *buf, int len)
+{
+	return spank_getenv(sp, name, buf, len) == ESPANK_SUCCESS ? buf : NULL;
+}
+
+static uint64_t shards_on_node(spank_t sp)
+{
+	char buf[64], *end;
+	unsigned long long n;
+
+	if (!job_getenv(sp, "SLURM_SHARDS_ON_NODE", buf, sizeof(buf)))
+		return 0;
+	errno = 0;
+	n = strtoull(buf, &end, 10);
+	if (errno || end == buf || *end)
+		return 0;
+	return n;
+}
+
+/* Slurm gave the step GPUs or shards on this node. */
+static int is_gpu_step(spank_t sp)
+{
+	static const char *const vars[] = {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS",
+	                                   "SLURM_SHARDS_ON_NODE", "SLURM_GPUS_ON_NODE"};
+	char buf[256];
+	size_t i;
+
+	for (i = 0; i < VR_ARRAY_LEN(vars); i++)
+		if (job_getenv(sp, vars[i], buf, sizeof(buf)) && buf[0])
+			return 1;
+	return 0;
+}
+
+static int names_for(spank_t sp, uid_t uid, char *group, size_t glen, char *dir, size_t dlen)
+{
+	uint32_t jobid = 0;
+	char host[256];
+
+	if (spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS)
+		return -1;
+	if (gethostname(host, sizeof(host)))
+		return -1;
+	host[sizeof(host) - 1] = '\0';
+	if (vr_slurm_group_name(jobid, host, group, glen))
+		return -1;
+	if (vr_slurm_registry_dir(conf.registry_dir, uid, dir, dlen))
+		return -1;
+	return 0;
+}
+
+static int set_env(spank_t sp, const char *name, const char *value)
+{
+	spank_err_t rc = spank_setenv(sp, name, value, 1);
+
+	if (rc != ESPANK_SUCCESS) {
+		slurm_error("vramctl: cannot set %s: %s", name, spank_strerror(rc));
+		return -1;
+	}
+	return 0;
+}
+
+/* A user who opts out inside a capped batch job: undo what the batch step's
+ * environment passed down. */
+static int undo_contract(spank_t sp)
+{
+	char cur[ENV_MAX], next[ENV_MAX];
+
+	spank_unsetenv(sp, VR_ENV_LIMIT);
+	spank_unsetenv(sp, VR_ENV_GROUP);
+	spank_unsetenv(sp, VR_ENV_GROWTH);
+	if (!job_getenv(sp, "LD_PRELOAD", cur, sizeof(cur)))
+		return 0;
+	if (vr_slurm_preload_remove(cur, conf.lib, next, sizeof(next)))
+		return 0;
+	if (next[0])
+		return set_env(sp, "LD_PRELOAD", next);
+	spank_unsetenv(sp, "LD_PRELOAD");
+	return 0;
+}
+
+/*
+ * Per task, as the user, just before exec: the contract. Runs for every
+ * task, so each one's environment is complete whatever Slurm set per task
+ * (the shard count, for one).
+ */
+int slurm_spank_task_init(spank_t sp, int ac, char **av)
+{
+	struct vr_slurm_decision d;
+	char group[128], dir[VR_SLURM_TEXT_MAX], cur[ENV_MAX], next[ENV_MAX];
+	uid_t uid;
+
+	if (load_conf(ac, av))
+		return -1;
+	vr_slurm_decide(&conf, user_value, is_gpu_step(sp), shards_on_node(sp), &d);
+	if (d.note[0])
+		slurm_spank_log("%s", d.note);
+	if (d.optout)
+		return undo_contract(sp);
+	if (!d.capped)
+		return 0;
+	if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
+	    names_for(sp, uid, group, sizeof(group), dir, sizeof(dir))) {
+		slurm_error("vramctl: cannot name this job's group");
+		return -1;
+	}
+	if (vr_slurm_preload_add(job_getenv(sp, "LD_PRELOAD", cur, sizeof(cur)), conf.lib, next,
+	                         sizeof(next))) {
+		slurm_error("vramctl: LD_PRELOAD too long");
+		return -1;
+	}
+	if (set_env(sp, VR_ENV_LIMIT, d.spec) || set_env(sp, VR_ENV_GROUP, group) ||
+	    set_env(sp, VR_ENV_REGISTRY_DIR, dir) || set_env(sp, "LD_PRELOAD", next))
+		return -1;
+	if (user_growth && set_env(sp, VR_ENV_GROWTH, "1"))
+		return -1;
+	return 0;
+}
+
+/*
+ * The job ends on this node: remove its group's books. slurmd runs this as
+ * root once per job and node, after every step (srun, the batch script) is
+ * gone. The registry refuses to touch files not owned by the caller, so this
+ * acts as the job's user for the call.
+ */
+int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
+{
+	char group[128], dir[VR_SLURM_TEXT_MAX];
+	uid_t uid, euid = geteuid();
+	gid_t gid, egid = getegid();
+	int rc;
+
+	if (load_conf(ac, av))
+		return 0;
+	if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS ||
+	    names_for(sp, uid, group, sizeof(group), dir, sizeof(dir)))
+		return 0;
+	if (euid == 0 && uid != 0) {
+		if (setegid(gid) || seteuid(uid)) {
+			slurm_error("vramctl: epilog: cannot act as uid %lu: %s",
+			            (unsigned long)uid, strerror(errno));
+			if (setegid(egid))
+				return 0;
+			return 0;
+		}
+	}
+	rc = vr_group_remove(dir, group);
+	if (euid == 0 && uid != 0 && (seteuid(euid) || setegid(egid)))
+		slurm_error("vramctl: epilog: cannot restore privileges");
+	if (rc && rc != -ENOENT)
+		slurm_error("vramctl: epilog: cannot remove group %s in %s: %s", group, dir,
+		            strerror(-rc));
+	else if (!rc)
+		slurm_debug("vramctl: removed group %s in %s", group, dir);
+	return 0; /* never drain a node over bookkeeping */
+}
+
+int slurm_spank_exit(spank_t sp VR_UNUSED, int ac VR_UNUSED, char **av VR_UNUSED)
+{
+	free(user_value);
+	user_value = NULL;
+	return 0;
+}

@@ -1,0 +1,234 @@
+#!/usr/bin/env bash
+# tests/slurm/cluster.sh - the SPANK plugin in a real one-node Slurm.
+#
+# Starts munged, slurmctld and slurmd (Debian's packages) with a private
+# configuration under a fresh directory, the project's simulated GPU as the
+# driver and the plugin in plugstack.conf, runs jobs through srun, sbatch and
+# as a non-root user, and stops the daemons by PID at the end (also on
+# failure). Needs root, Slurm installed and a user for the non-root part:
+# tests/slurm/setup.sh provides both. Skips (77) with the reason otherwise.
+#
+# A transcript of every command and its output is kept in $VS/session.txt
+# (VR_SLURM_TRANSCRIPT=FILE copies it out; docs/slurm.md shows one).
+set -u
+
+skip() {
+	echo "$*"
+	exit 77
+}
+fail() {
+	echo "FAIL: $*"
+	[ -n "${VS:-}" ] && [ -d "$VS/log" ] && tail -n 15 "$VS"/log/slurmd.log 2>/dev/null
+	exit 1
+}
+
+: "${VR_BUILD:?run through tests/run}" "${VR_SRC:?run through tests/run}"
+TEST_USER=${VR_SLURM_USER:-vrslurm}
+PLUGIN_SRC=$VR_BUILD/slurm/vramctl.so
+LIB=$VR_BUILD/libvramctl.so
+SIMDIR=$VR_BUILD/sim
+GPUINFO=$VR_BUILD/tests/slurm/gpuinfo
+
+case $VR_BUILD in
+*-asan | *-tsan)
+	skip "slurm: runs in the release build only (the plugin is loaded by Slurm's own uninstrumented daemons)"
+	;;
+esac
+[ "$VR_TEST_DRIVER" = sim ] || skip "slurm: needs the simulated driver"
+[ "$(id -u)" = 0 ] || skip "slurm: needs root to start slurmctld and slurmd"
+for c in munged slurmctld slurmd srun sbatch sinfo squeue scontrol runuser ss; do
+	command -v "$c" >/dev/null ||
+		skip "slurm: '$c' not installed (tests/slurm/setup.sh installs Slurm)"
+done
+[ -e "$PLUGIN_SRC" ] || skip "slurm: plugin not built ($PLUGIN_SRC; needs libslurm-dev)"
+[ -e "$LIB" ] || skip "slurm: the injected library is not built ($LIB)"
+[ -e "$SIMDIR/libcuda.so.1" ] || skip "slurm: the simulated driver is not built"
+[ -x "$GPUINFO" ] || skip "slurm: $GPUINFO is not built"
+id -u "$TEST_USER" >/dev/null 2>&1 ||
+	skip "slurm: no user '$TEST_USER' for the non-root part (tests/slurm/setup.sh creates it)"
+TEST_UID=$(id -u "$TEST_USER")
+
+# A directory every job user can read: the daemons' files, the binaries the
+# jobs run (copied, so the user needs no access to the build tree), shared
+# state of the simulated card, barriers.
+VS=$(mktemp -d /tmp/vramctl-slurm.XXXXXX) || fail "mktemp"
+chmod 0755 "$VS"
+. "$VR_SRC/tests/slurm/lib.sh"
+cleanup() {
+	vs_stop
+	[ -n "${VR_SLURM_TRANSCRIPT:-}" ] && cp "$VS/session.txt" "$VR_SLURM_TRANSCRIPT"
+	rm -rf "$VS"
+}
+trap cleanup EXIT
+
+mkdir -p "$VS/bin/sim" "$VS/reg"
+cp "$PLUGIN_SRC" "$VS/bin/vramctl_spank.so"
+cp "$LIB" "$VS/bin/libvramctl.so"
+cp -P "$SIMDIR"/lib* "$VS/bin/sim/"
+cp "$GPUINFO" "$VS/bin/gpuinfo"
+chmod -R a+rX "$VS/bin"
+chmod 1777 "$VS/reg" # like /tmp: each user's registry directory is made on first use
+VS_PLUGIN=$VS/bin/vramctl_spank.so
+LIBV=$VS/bin/libvramctl.so
+G=$VS/bin/gpuinfo
+GIB=1073741824
+ARGS_BASE="lib=$LIBV registry_dir=$VS/reg/%u bytes_per_shard=512M"
+
+vs_reconfigure "$ARGS_BASE allow_optout=yes"
+vs_start || fail "Slurm did not start"
+NODE=$(hostname -s)
+
+# The jobs' environment: the simulated 8 GiB card as the driver, shared by
+# all tasks of a user through one state directory; a preload the user had
+# already, which must survive.
+mkdir -p "$VS/sim-root" "$VS/sim-user"
+chown "$TEST_USER" "$VS/sim-user"
+export LD_LIBRARY_PATH=$VS/bin/sim VRAMSIM_DEVICES=8G VRAMSIM_STATE_DIR=$VS/sim-root
+export LD_PRELOAD_USER=libdl.so.2
+
+# Runs a command (as root or, with AS_USER=1, as the test user), appending it
+# and its output to the transcript. Output in $OUT, status in $RC.
+run() {
+	local prefix='#'
+	if [ "${AS_USER:-0}" = 1 ]; then
+		prefix="$TEST_USER\$"
+		OUT=$(cd "$VS" && runuser -u "$TEST_USER" -- env -i PATH="$PATH" HOME="$VS" \
+			SLURM_CONF="$SLURM_CONF" LD_LIBRARY_PATH="$LD_LIBRARY_PATH" \
+			VRAMSIM_DEVICES=8G VRAMSIM_STATE_DIR="$VS/sim-user" \
+			timeout 60 "$@" 2>&1)
+	else
+		OUT=$(cd "$VS" && LD_PRELOAD=$LD_PRELOAD_USER timeout 60 "$@" 2>&1)
+	fi
+	RC=$?
+	OUT=$(printf '%s\n' "$OUT" | grep -v "^srun: job [0-9]* \(queued\|has been\)")
+	{
+		printf '%s %s\n' "$prefix" "$(printf '%q ' "$@" | sed "s|$VS/bin/||g")"
+		[ -n "$OUT" ] && printf '%s\n' "$OUT" | sed "s|$VS/bin/||g; s|$VS|\$VS|g"
+		[ "$RC" = 0 ] || echo "(exit $RC)"
+	} >>"$VS/session.txt"
+}
+# The value of key=... on the line of rank R (default 0).
+field() { printf '%s\n' "$OUT" | grep "^rank=${3:-0} " | tr ' ' '\n' | sed -n "s/^$1=//p" | head -n1; }
+expect_total() {
+	local total devtotal
+	total=$(field total "" "${2:-0}")
+	devtotal=$(field devtotal "" "${2:-0}")
+	[ "$total" = "$1" ] && [ "$devtotal" = "$1" ] ||
+		fail "$3: expected total $1, got total=$total devtotal=$devtotal; output: $OUT"
+}
+# The id of the job the last command ran (its tasks print SLURM_JOB_ID).
+job_id() { run srun printenv SLURM_JOB_ID; printf '%s\n' "$OUT" | tail -n1; }
+# Waits (bounded: 20 s) until the registry has no region for job $1.
+expect_books_gone() {
+	local i dir=$VS/reg/$2
+	for i in $(seq 200); do
+		ls "$dir" 2>/dev/null | grep -q "^slurm-$1-" || return 0
+		sleep 0.1
+	done
+	fail "registry files of job $1 still there after the job: $(ls "$dir")"
+}
+
+# --- the option is offered, and bad values never reach the queue ---------
+run srun --help
+printf '%s\n' "$OUT" | grep -q -- '--gpu-mem=SPEC' || fail "srun --help lacks --gpu-mem"
+run sbatch --help
+printf '%s\n' "$OUT" | grep -q -- '--gpu-mem=SPEC' || fail "sbatch --help lacks --gpu-mem"
+run salloc --help
+printf '%s\n' "$OUT" | grep -q -- '--gpu-mem=SPEC' || fail "salloc --help lacks --gpu-mem"
+
+before=$(job_id)
+run srun --gpu-mem=bogus "$G"
+[ "$RC" != 0 ] || fail "srun --gpu-mem=bogus succeeded"
+printf '%s\n' "$OUT" | grep -q "vramctl: --gpu-mem=bogus" || fail "no clear message: $OUT"
+run sbatch --gpu-mem=12Q --wrap true
+[ "$RC" != 0 ] || fail "sbatch --gpu-mem=12Q was accepted"
+printf '%s\n' "$OUT" | grep -q "vramctl: --gpu-mem=12Q" || fail "no clear message: $OUT"
+after=$(job_id)
+[ "$after" = $((before + 1)) ] || fail "a job was queued for a bad value (job ids $before, $after)"
+
+# --- a capped step sees a 1 GiB device; LD_PRELOAD is appended to ---------
+run srun --gpu-mem=1G "$G"
+[ "$RC" = 0 ] || fail "srun --gpu-mem=1G: $OUT"
+expect_total $GIB 0 "srun --gpu-mem=1G"
+[ "$(field LD_PRELOAD)" = "$LD_PRELOAD_USER:$LIBV" ] ||
+	fail "LD_PRELOAD not appended to: $(field LD_PRELOAD)"
+
+# --- two tasks of one job share the cap: 600 MiB each, one is denied ------
+mkdir "$VS/barrier1"
+run srun -n2 --gpu-mem=1G bash -c "$G hold 600 $VS/barrier1 2; ls $VS/reg/0"
+[ "$RC" = 0 ] || fail "srun -n2: $OUT"
+ok=$(printf '%s\n' "$OUT" | grep -c 'alloc=ok')
+denied=$(printf '%s\n' "$OUT" | grep -c 'alloc=denied')
+[ "$ok" = 1 ] && [ "$denied" = 1 ] || fail "srun -n2: expected one ok, one denied: $OUT"
+g1=$(field VRAMCTL_GROUP)
+[ "$g1" = "$(field VRAMCTL_GROUP "" 1)" ] || fail "tasks of one job in different groups"
+case $g1 in slurm-*-"$NODE") ;; *) fail "group name $g1" ;; esac
+jid=$(echo "$g1" | cut -d- -f2)
+printf '%s\n' "$OUT" | grep -qx "$g1.vrg" || fail "the job's region was not in $VS/reg/0: $OUT"
+expect_books_gone "$jid" 0
+
+# --- sbatch: the option reaches steps inside the script -------------------
+run sbatch --wait --gpu-mem=1G -o "$VS/batch.out" --wrap "srun $G"
+[ "$RC" = 0 ] || fail "sbatch --wait: $OUT"
+OUT=$(cat "$VS/batch.out")
+printf '%s\n' "$OUT" >>"$VS/session.txt"
+expect_total $GIB 0 "srun inside sbatch --gpu-mem=1G"
+
+# --- shards: --gres=shard:N is a cap of N x bytes_per_shard (512M) --------
+run srun --gres=shard:2 "$G"
+[ "$RC" = 0 ] || fail "srun --gres=shard:2: $OUT"
+expect_total $GIB 0 "--gres=shard:2"
+run srun --gres=shard:3 --gpu-mem=700M "$G"
+expect_total $((700 << 20)) 0 "--gres=shard:3 --gpu-mem=700M (a user may lower the cap)"
+run srun --gres=shard:1 --gpu-mem=4G "$G"
+expect_total $((512 << 20)) 0 "--gres=shard:1 --gpu-mem=4G (but not raise it)"
+printf '%s\n' "$OUT" | grep -q "does not fit the job's 1 shard" || fail "no note for 4G > shard: $OUT"
+
+# --- jobs that do not ask are untouched -----------------------------------
+run srun "$G"
+expect_total $((8 * GIB)) 0 "a job without --gpu-mem"
+[ "$(field LD_PRELOAD)" = "$LD_PRELOAD_USER" ] || fail "LD_PRELOAD changed: $(field LD_PRELOAD)"
+[ "$(field VRAMCTL_LIMIT)" = "(unset)" ] || fail "VRAMCTL_LIMIT set for a job that did not ask"
+
+# --- opting out inside a capped batch job (allowed here) ------------------
+run sbatch --wait --gpu-mem=1G -o "$VS/optout.out" --wrap "srun --gpu-mem=none $G"
+OUT=$(cat "$VS/optout.out")
+printf '%s\n' "$OUT" >>"$VS/session.txt"
+expect_total $((8 * GIB)) 0 "srun --gpu-mem=none inside a capped batch job"
+[ "$(field LD_PRELOAD)" = "$LD_PRELOAD_USER" ] || fail "opt-out kept the library: $OUT"
+
+# --- a site default for GPU jobs, and no opting out -----------------------
+vs_reconfigure "$ARGS_BASE default=2G allow_optout=no"
+run srun --gpu-mem=none "$G"
+[ "$RC" != 0 ] || fail "--gpu-mem=none accepted with allow_optout=no"
+printf '%s\n' "$OUT" | grep -q "does not allow" || fail "no clear message: $OUT"
+run srun --gres=gpu:1 "$G"
+expect_total $((2 * GIB)) 0 "site default for a GPU job"
+run srun "$G"
+expect_total $((8 * GIB)) 0 "site default applied to a job without GPUs"
+vs_reconfigure "$ARGS_BASE allow_optout=yes"
+
+# --- the same as a user ----------------------------------------------------
+mkdir "$VS/barrier2"
+chown "$TEST_USER" "$VS/barrier2"
+AS_USER=1 run srun --gpu-mem=1G "$G"
+[ "$RC" = 0 ] || fail "as $TEST_USER: $OUT"
+expect_total $GIB 0 "as $TEST_USER, srun --gpu-mem=1G"
+[ "$(field LD_PRELOAD)" = "$LIBV" ] || fail "as $TEST_USER: LD_PRELOAD $(field LD_PRELOAD)"
+AS_USER=1 run srun -n2 --gpu-mem=1G bash -c "$G hold 600 $VS/barrier2 2; ls $VS/reg/$TEST_UID"
+ok=$(printf '%s\n' "$OUT" | grep -c 'alloc=ok')
+denied=$(printf '%s\n' "$OUT" | grep -c 'alloc=denied')
+[ "$ok" = 1 ] && [ "$denied" = 1 ] || fail "as $TEST_USER, srun -n2: $OUT"
+g2=$(field VRAMCTL_GROUP)
+printf '%s\n' "$OUT" | grep -qx "$g2.vrg" || fail "as $TEST_USER: no region in $VS/reg/$TEST_UID"
+[ "$(stat -c %u "$VS/reg/$TEST_UID")" = "$TEST_UID" ] || fail "registry dir not the user's"
+expect_books_gone "$(echo "$g2" | cut -d- -f2)" "$TEST_UID"
+AS_USER=1 run sbatch --wait --gpu-mem=1G -o "$VS/user.out" --wrap "srun $G"
+OUT=$(cat "$VS/user.out")
+printf '%s\n' "$OUT" >>"$VS/session.txt"
+expect_total $GIB 0 "as $TEST_USER, srun inside sbatch --gpu-mem=1G"
+AS_USER=1 run srun "$G"
+expect_total $((8 * GIB)) 0 "as $TEST_USER, a job without --gpu-mem"
+[ "$(field LD_PRELOAD)" = "(unset)" ] || fail "as $TEST_USER: LD_PRELOAD set: $OUT"
+
+echo "ok: slurm $(srun --version | cut -d' ' -f2), node $NODE"

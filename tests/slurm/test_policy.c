@@ -1,0 +1,213 @@
+/*
+ * test_policy - the Slurm plugin's decisions, without Slurm: its arguments,
+ * the submit-side check, which cap a step gets (user, shards, default, none),
+ * group and directory names, and LD_PRELOAD edits.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "slurm/policy.h"
+#include "tests/test.h"
+
+static struct vr_slurm_conf conf_of(const char *a, const char *b, const char *c)
+{
+	char *argv[3];
+	int argc = 0;
+	struct vr_slurm_conf conf;
+	char err[256];
+	static char s[3][256];
+
+	if (a)
+		argv[argc] = strcpy(s[argc], a), argc++;
+	if (b)
+		argv[argc] = strcpy(s[argc], b), argc++;
+	if (c)
+		argv[argc] = strcpy(s[argc], c), argc++;
+	if (vr_slurm_parse_args(argc, argv, &conf, err, sizeof(err))) {
+		fprintf(stderr, "unexpected: %s\n", err);
+		memset(&conf, 0, sizeof(conf));
+	}
+	return conf;
+}
+
+static void test_args(void)
+{
+	struct vr_slurm_conf c;
+	char err[256];
+	char *bad[] = {(char *)"lib=relative.so"};
+	char *bad2[] = {(char *)"bytes_per_shard=0"};
+	char *bad3[] = {(char *)"colour=blue"};
+	char *bad4[] = {(char *)"default=12Q"};
+	char *bad5[] = {(char *)"allow_optout=maybe"};
+	char *bad6[] = {(char *)"registry_dir=/x/%d"};
+	char *bad7[] = {(char *)"lib"};
+
+	/* Defaults with no arguments. */
+	ASSERT_EQ(vr_slurm_parse_args(0, NULL, &c, err, sizeof(err)), 0);
+	ASSERT_STR_EQ(c.lib, VR_SLURM_DEFAULT_LIB);
+	ASSERT_STR_EQ(c.registry_dir, VR_SLURM_DEFAULT_DIR);
+	ASSERT_EQ(c.allow_optout, 1);
+	ASSERT_UEQ(c.bytes_per_shard, 0);
+	ASSERT_STR_EQ(c.default_spec, "");
+
+	c = conf_of("lib=/opt/v/libvramctl.so", "bytes_per_shard=2G", "allow_optout=no");
+	ASSERT_STR_EQ(c.lib, "/opt/v/libvramctl.so");
+	ASSERT_UEQ(c.bytes_per_shard, 2ull << 30);
+	ASSERT_EQ(c.allow_optout, 0);
+
+	ASSERT_EQ(vr_slurm_parse_args(1, bad, &c, err, sizeof(err)), -EINVAL);
+	ASSERT(strstr(err, "relative.so"));
+	ASSERT_EQ(vr_slurm_parse_args(1, bad2, &c, err, sizeof(err)), -EINVAL);
+	ASSERT(strstr(err, "bytes_per_shard=0"));
+	ASSERT_EQ(vr_slurm_parse_args(1, bad3, &c, err, sizeof(err)), -EINVAL);
+	ASSERT(strstr(err, "colour=blue"));
+	ASSERT_EQ(vr_slurm_parse_args(1, bad4, &c, err, sizeof(err)), -EINVAL);
+	ASSERT(strstr(err, "12Q"));
+	ASSERT_EQ(vr_slurm_parse_args(1, bad5, &c, err, sizeof(err)), -EINVAL);
+	ASSERT_EQ(vr_slurm_parse_args(1, bad6, &c, err, sizeof(err)), -EINVAL);
+	ASSERT_EQ(vr_slurm_parse_args(1, bad7, &c, err, sizeof(err)), -EINVAL);
+}
+
+static void test_check_value(void)
+{
+	struct vr_slurm_conf yes = conf_of(NULL, NULL, NULL);
+	struct vr_slurm_conf no = conf_of("allow_optout=no", NULL, NULL);
+	char err[256];
+
+	ASSERT_EQ(vr_slurm_check_value("1G", &yes, err, sizeof(err)), 0);
+	ASSERT_EQ(vr_slurm_check_value("0=4G,1=50%", &yes, err, sizeof(err)), 0);
+	ASSERT_EQ(vr_slurm_check_value("none", &yes, err, sizeof(err)), 0);
+	ASSERT_EQ(vr_slurm_check_value("none", &no, err, sizeof(err)), -EINVAL);
+	ASSERT(strstr(err, "does not allow"));
+	ASSERT_EQ(vr_slurm_check_value("bogus", &yes, err, sizeof(err)), -EINVAL);
+	ASSERT(strstr(err, "--gpu-mem=bogus"));
+	ASSERT_EQ(vr_slurm_check_value("", &yes, err, sizeof(err)), -EINVAL);
+	ASSERT_EQ(vr_slurm_check_value("0", &yes, err, sizeof(err)), -EINVAL);
+	ASSERT_EQ(vr_slurm_check_value("150%", &yes, err, sizeof(err)), -EINVAL);
+}
+
+static void test_decide(void)
+{
+	struct vr_slurm_conf plain = conf_of(NULL, NULL, NULL);
+	struct vr_slurm_conf site =
+	    conf_of("default=4G", "bytes_per_shard=512M", "allow_optout=no");
+	struct vr_slurm_decision d;
+
+	/* Nothing asked, nothing configured: untouched, GPU job or not. */
+	vr_slurm_decide(&plain, NULL, 1, 0, &d);
+	ASSERT_EQ(d.capped, 0);
+	ASSERT_EQ(d.optout, 0);
+	ASSERT_STR_EQ(d.note, "");
+
+	vr_slurm_decide(&plain, "1G", 0, 0, &d);
+	ASSERT_EQ(d.capped, 1);
+	ASSERT_STR_EQ(d.spec, "1G");
+	ASSERT_STR_EQ(d.source, "user");
+
+	vr_slurm_decide(&plain, "none", 1, 0, &d);
+	ASSERT_EQ(d.capped, 0);
+	ASSERT_EQ(d.optout, 1);
+
+	/* Shards: N x SIZE, which the user may lower but not raise. */
+	vr_slurm_decide(&site, NULL, 1, 2, &d);
+	ASSERT_EQ(d.capped, 1);
+	ASSERT_STR_EQ(d.spec, "1073741824");
+	ASSERT_STR_EQ(d.source, "shards");
+	vr_slurm_decide(&site, "700M", 1, 2, &d);
+	ASSERT_STR_EQ(d.spec, "700M");
+	ASSERT_STR_EQ(d.source, "user");
+	vr_slurm_decide(&site, "1G", 1, 2, &d);
+	ASSERT_STR_EQ(d.spec, "1G");
+	vr_slurm_decide(&site, "4G", 1, 2, &d);
+	ASSERT_STR_EQ(d.spec, "1073741824");
+	ASSERT(strstr(d.note, "--gpu-mem=4G"));
+	ASSERT(strstr(d.note, "1 GiB"));
+	vr_slurm_decide(&site, "50%", 1, 3, &d); /* not comparable: the shards win */
+	ASSERT_STR_EQ(d.spec, "1610612736");
+	ASSERT(d.note[0]);
+
+	/* Opt-out refused on the node too: the site's cap applies, with a note. */
+	vr_slurm_decide(&site, "none", 1, 0, &d);
+	ASSERT_EQ(d.optout, 0);
+	ASSERT_EQ(d.capped, 1);
+	ASSERT_STR_EQ(d.spec, "4G");
+	ASSERT_STR_EQ(d.source, "default");
+	ASSERT(strstr(d.note, "not allowed"));
+
+	/* The default is for GPU jobs only. */
+	vr_slurm_decide(&site, NULL, 0, 0, &d);
+	ASSERT_EQ(d.capped, 0);
+	vr_slurm_decide(&site, NULL, 1, 0, &d);
+	ASSERT_STR_EQ(d.spec, "4G");
+
+	/* A value that slipped past the submit side is ignored, with a note. */
+	vr_slurm_decide(&plain, "12Q", 1, 0, &d);
+	ASSERT_EQ(d.capped, 0);
+	ASSERT(strstr(d.note, "12Q"));
+
+	/* Overflow of shards x size saturates rather than wrapping. */
+	vr_slurm_decide(&site, NULL, 1, UINT64_MAX / 2, &d);
+	ASSERT_STR_EQ(d.spec, "18446744073709551615");
+}
+
+static void test_names(void)
+{
+	char buf[128];
+
+	ASSERT_EQ(vr_slurm_group_name(42, "node01.cluster.example", buf, sizeof(buf)), 0);
+	ASSERT_STR_EQ(buf, "slurm-42-node01");
+	ASSERT_EQ(vr_slurm_group_name(7, "we ird/host", buf, sizeof(buf)), 0);
+	ASSERT_STR_EQ(buf, "slurm-7-we_ird_host");
+	ASSERT_EQ(
+	    vr_slurm_group_name(4294967295u,
+	                        "a-very-long-host-name-that-goes-on-and-on-and-on-forever-and-ever",
+	                        buf, sizeof(buf)),
+	    0);
+	ASSERT_EQ((int)strlen(buf), 64);
+	ASSERT_EQ(vr_slurm_group_name(1, "h", buf, 5), -ENAMETOOLONG);
+
+	ASSERT_EQ(vr_slurm_registry_dir("/tmp/vramctl-%u", 1000, buf, sizeof(buf)), 0);
+	ASSERT_STR_EQ(buf, "/tmp/vramctl-1000");
+	ASSERT_EQ(vr_slurm_registry_dir("/r/%u/%%/%u", 0, buf, sizeof(buf)), 0);
+	ASSERT_STR_EQ(buf, "/r/0/%/0");
+	ASSERT_EQ(vr_slurm_registry_dir("/r/%x", 0, buf, sizeof(buf)), -EINVAL);
+	ASSERT_EQ(vr_slurm_registry_dir("/tmp/vramctl-%u", 1000, buf, 10), -ENAMETOOLONG);
+}
+
+static void test_preload(void)
+{
+	char buf[256];
+
+	ASSERT_EQ(vr_slurm_preload_add(NULL, "/l/v.so", buf, sizeof(buf)), 0);
+	ASSERT_STR_EQ(buf, "/l/v.so");
+	ASSERT_EQ(vr_slurm_preload_add("", "/l/v.so", buf, sizeof(buf)), 0);
+	ASSERT_STR_EQ(buf, "/l/v.so");
+	ASSERT_EQ(vr_slurm_preload_add("/a.so /b.so", "/l/v.so", buf, sizeof(buf)), 0);
+	ASSERT_STR_EQ(buf, "/a.so /b.so:/l/v.so");
+	ASSERT_EQ(vr_slurm_preload_add("/a.so:/l/v.so", "/l/v.so", buf, sizeof(buf)), 0);
+	ASSERT_STR_EQ(buf, "/a.so:/l/v.so");
+	ASSERT_EQ(vr_slurm_preload_add("/l/v.so.1", "/l/v.so", buf, sizeof(buf)), 0);
+	ASSERT_STR_EQ(buf, "/l/v.so.1:/l/v.so");
+	ASSERT_EQ(vr_slurm_preload_add("/a.so", "/l/v.so", buf, 8), -ENAMETOOLONG);
+
+	ASSERT_EQ(vr_slurm_preload_remove("/a.so:/l/v.so /b.so", "/l/v.so", buf, sizeof(buf)), 0);
+	ASSERT_STR_EQ(buf, "/a.so:/b.so");
+	ASSERT_EQ(vr_slurm_preload_remove("/l/v.so", "/l/v.so", buf, sizeof(buf)), 0);
+	ASSERT_STR_EQ(buf, "");
+	ASSERT_EQ(vr_slurm_preload_remove(NULL, "/l/v.so", buf, sizeof(buf)), 0);
+	ASSERT_STR_EQ(buf, "");
+	ASSERT_EQ(vr_slurm_preload_remove("/l/v.so.1", "/l/v.so", buf, sizeof(buf)), 0);
+	ASSERT_STR_EQ(buf, "/l/v.so.1");
+}
+
+int main(void)
+{
+	test_args();
+	test_check_value();
+	test_decide();
+	test_names();
+	test_preload();
+	printf("ok\n");
+	return 0;
+}
