@@ -1,0 +1,466 @@
+/*
+ * reader.c - the read-only snapshot of a registry directory, for monitors
+ * (vramctl status/top/export). See include/vramctl/registry.h.
+ *
+ * Each region is mapped read-only and copied under its seqlock: the copy is
+ * retried while a writer was active, a bounded number of times; after that
+ * the last copy is used (every counter is an aligned 64-bit word, so each
+ * number is real, only their sum may be torn) and the group is marked not
+ * consistent. Readers never take the mutex and never write, so a monitor
+ * can neither block nor corrupt a job.
+ *
+ * Liveness comes from the slot's OFD lock (F_OFD_GETLK works on a read-only
+ * descriptor). The PID as the reader sees it comes from the member's classic
+ * POSIX lock (F_GETLK reports the holder's PID in the caller's namespace);
+ * failing that, from /proc, matched on the recorded start time.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pwd.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/compiler.h"
+#include "registry/region.h"
+#include "registry/registry.h"
+#include "registry/util.h"
+#include "vramctl/registry.h"
+
+#define SEQ_TRIES 64
+
+struct growbuf {
+	void *p;
+	int n, cap;
+	size_t elem;
+};
+
+static void *grow(struct growbuf *b)
+{
+	if (b->n == b->cap) {
+		int nc = b->cap ? b->cap * 2 : 16;
+		void *np = realloc(b->p, (size_t)nc * b->elem);
+		if (!np)
+			return NULL;
+		b->p = np;
+		b->cap = nc;
+	}
+	void *e = (char *)b->p + (size_t)b->n * b->elem;
+	memset(e, 0, b->elem);
+	b->n++;
+	return e;
+}
+
+static int add_error(struct vramctl_snapshot *s, const char *fmt, ...) VR_PRINTF(2, 3);
+static int add_error(struct vramctl_snapshot *s, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	char **ne = realloc(s->errors, (size_t)(s->nerrors + 1) * sizeof(*ne));
+	if (!ne)
+		return -ENOMEM;
+	s->errors = ne;
+	s->errors[s->nerrors] = strdup(line);
+	if (!s->errors[s->nerrors])
+		return -ENOMEM;
+	s->nerrors++;
+	return 0;
+}
+
+static void uuid_text(const unsigned char u[VR_UUID_LEN], char out[VRAMCTL_UUID_TEXT_LEN])
+{
+	static const char hx[] = "0123456789abcdef";
+	char *p = out;
+	memcpy(p, "GPU-", 4);
+	p += 4;
+	for (int i = 0; i < VR_UUID_LEN; i++) {
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			*p++ = '-';
+		*p++ = hx[u[i] >> 4];
+		*p++ = hx[u[i] & 15];
+	}
+	*p = '\0';
+}
+
+/* A small cache of uid -> user name (most members share one user). */
+struct user_cache {
+	uid_t uid[8];
+	char name[8][32];
+	int n;
+};
+
+static void user_name(struct user_cache *c, uid_t uid, char out[32])
+{
+	for (int i = 0; i < c->n; i++) {
+		if (c->uid[i] == uid) {
+			memcpy(out, c->name[i], 32);
+			return;
+		}
+	}
+	char buf[1024];
+	struct passwd pw, *res = NULL;
+	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res)
+		vr_strlcpy(out, res->pw_name, 32);
+	else
+		snprintf(out, 32, "%u", (unsigned)uid);
+	int k = c->n < 8 ? c->n++ : (int)(uid % 8);
+	c->uid[k] = uid;
+	memcpy(c->name[k], out, 32);
+}
+
+/* One slot, copied: only the devices the group has. */
+struct slot_copy {
+	uint32_t idx;
+	struct vr_slot s; /* dev[] filled up to ndev */
+};
+
+/* /proc start time of pid, 0 if it does not exist. */
+static uint64_t proc_start_time(pid_t pid)
+{
+	char path[64], buf[1024];
+	if (pid <= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (vr_read_file(path, buf, sizeof(buf)) <= 0)
+		return 0;
+	return vr_stat_start_time(buf);
+}
+
+/* The last NSpid entry (the PID the process sees itself as) of a
+ * /proc/PID/status text, 0 if none. */
+static pid_t status_inner_pid(const char *status)
+{
+	const char *l = strstr(status, "\nNSpid:");
+	if (!l)
+		return 0;
+	l += 7;
+	pid_t last = 0;
+	for (;;) {
+		char *end;
+		long v = strtol(l, &end, 10);
+		if (end == l)
+			break;
+		last = (pid_t)v;
+		l = end;
+		if (*l == '\n' || !*l)
+			break;
+	}
+	return last;
+}
+
+/* For members whose host PID is still unknown, scan /proc once: a process
+ * whose innermost NSpid is the member's PID and whose start time matches. */
+static void resolve_by_scan(struct vramctl_proc *procs, const uint64_t *want_start, int n)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		return;
+	struct dirent *e;
+	int left = 0;
+	for (int i = 0; i < n; i++)
+		left += procs[i].state == VRAMCTL_PROC_ALIVE && procs[i].host_pid == 0;
+	while (left > 0 && (e = readdir(d))) {
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		char path[300], status[4096];
+		snprintf(path, sizeof(path), "/proc/%s/status", e->d_name);
+		if (vr_read_file(path, status, sizeof(status)) <= 0)
+			continue;
+		pid_t inner = status_inner_pid(status);
+		if (inner <= 0)
+			continue;
+		pid_t host = (pid_t)atoi(e->d_name);
+		uint64_t st = 0;
+		for (int i = 0; i < n; i++) {
+			struct vramctl_proc *p = &procs[i];
+			if (p->state != VRAMCTL_PROC_ALIVE || p->host_pid != 0 || p->pid != inner)
+				continue;
+			if (!st)
+				st = proc_start_time(host);
+			if (st == want_start[i]) {
+				p->host_pid = host;
+				left--;
+			}
+		}
+	}
+	closedir(d);
+}
+
+/*
+ * Reads one region file into the snapshot. Problems with the file become
+ * an entry in errors[]; only running out of memory fails the snapshot.
+ */
+static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, struct growbuf *procs,
+                       struct growbuf *starts, struct user_cache *uc, int dfd, const char *dir,
+                       const char *name, int *need_scan)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		int e = errno;
+		return add_error(snap, "%s/%s: cannot open: %s", dir, name,
+		                 e == ELOOP ? "is a symlink" : strerror(e));
+	}
+	struct stat st;
+	struct vr_region_hdr hdr;
+	const char *why = NULL;
+	int rc = 0;
+	if (fstat(fd, &st) < 0) {
+		why = strerror(errno);
+	} else if (!S_ISREG(st.st_mode)) {
+		why = "not a regular file";
+	} else if (st.st_uid != geteuid() && geteuid() != 0) {
+		why = "owned by another user";
+	} else {
+		ssize_t got = pread(fd, &hdr, sizeof(hdr), 0);
+		uint64_t size = (uint64_t)st.st_size;
+		if (got < 0)
+			why = strerror(errno);
+		else if ((size_t)got < sizeof(hdr))
+			size = (uint64_t)got;
+		if (!why && vr_region_check(&hdr, size, &why) == 0)
+			why = NULL;
+	}
+	if (why) {
+		close(fd);
+		return add_error(snap, "%s/%s: %s", dir, name, why);
+	}
+	const struct vr_region_hdr *h = mmap(NULL, VR_REGION_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+	if (h == MAP_FAILED) {
+		int e = errno;
+		close(fd);
+		return add_error(snap, "%s/%s: cannot map: %s", dir, name, strerror(e));
+	}
+
+	/* Copy the books under the seqlock. */
+	struct slot_copy *sc = NULL;
+	int nsc = 0, consistent = 0;
+	uint32_t ndev = 0;
+	struct vr_region_dev gdev[VR_MAX_DEVICES];
+	char gname[72], spec[VR_SPEC_MAX];
+	uint32_t growth = 0;
+	for (int t = 0; t < SEQ_TRIES; t++) {
+		uint64_t s1 =
+		    atomic_load_explicit((_Atomic uint64_t *)&h->seq, memory_order_acquire);
+		if (s1 & 1) {
+			sched_yield();
+			continue;
+		}
+		ndev = h->ndev;
+		if (ndev > VR_MAX_DEVICES)
+			ndev = VR_MAX_DEVICES;
+		uint32_t hw = h->slots_hw;
+		if (hw > VR_REGION_SLOTS)
+			hw = VR_REGION_SLOTS;
+		memcpy(gdev, h->dev, ndev * sizeof(gdev[0]));
+		memcpy(gname, h->group, sizeof(gname));
+		memcpy(spec, h->limit_spec, sizeof(spec));
+		growth = h->growth;
+		if (!sc) {
+			sc = malloc((size_t)VR_REGION_SLOTS * sizeof(*sc));
+			if (!sc) {
+				munmap((void *)h, VR_REGION_SIZE);
+				close(fd);
+				return -ENOMEM;
+			}
+		}
+		nsc = 0;
+		for (uint32_t i = 0; i < hw; i++) {
+			const struct vr_slot *s = vr_region_slot((struct vr_region_hdr *)h, i);
+			if (s->state != VR_SLOT_USED)
+				continue;
+			sc[nsc].idx = i;
+			memcpy(&sc[nsc].s, s, offsetof(struct vr_slot, dev));
+			memcpy(sc[nsc].s.dev, s->dev, ndev * sizeof(s->dev[0]));
+			nsc++;
+		}
+		/* The copy's loads must not pass the second read of seq: x86 keeps
+		 * loads in order, so a compiler barrier is enough there. */
+#if defined(__x86_64__) || defined(__i386__)
+		atomic_signal_fence(memory_order_seq_cst);
+#else
+		atomic_thread_fence(memory_order_acquire);
+#endif
+		uint64_t s2 =
+		    atomic_load_explicit((_Atomic uint64_t *)&h->seq, memory_order_relaxed);
+		if (s1 == s2) {
+			consistent = 1;
+			break;
+		}
+	}
+	munmap((void *)h, VR_REGION_SIZE);
+	gname[sizeof(gname) - 1] = '\0';
+	spec[sizeof(spec) - 1] = '\0';
+
+	struct vramctl_group *g = grow(groups);
+	if (!g) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	vr_strlcpy(g->name, gname, sizeof(g->name));
+	vr_strlcpy(g->limit_spec, spec, sizeof(g->limit_spec));
+	g->growth = (int)growth;
+	g->owner = st.st_uid;
+	g->ndev = (int)ndev;
+	g->consistent = consistent;
+	for (uint32_t d = 0; d < ndev; d++) {
+		uuid_text(gdev[d].uuid, g->dev[d].uuid);
+		g->dev[d].cap = gdev[d].cap;
+		g->dev[d].peak = gdev[d].peak;
+		g->dev[d].books_in_use = gdev[d].in_use;
+	}
+	for (int k = 0; k < nsc; k++) {
+		const struct vr_slot *s = &sc[k].s;
+		struct vramctl_proc *p = grow(procs);
+		uint64_t *start = grow(starts);
+		if (!p || !start) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		*start = s->start_time;
+		p->pid = s->pid;
+		p->start_time = s->start_time;
+		p->uid = s->uid;
+		user_name(uc, s->uid, p->user);
+		memcpy(p->command, s->command, sizeof(p->command));
+		p->command[sizeof(p->command) - 1] = '\0';
+		vr_strlcpy(p->group, gname, sizeof(p->group));
+		p->host_pinned = s->host_pinned;
+		p->ndev = (int)ndev;
+
+		/* Alive? The classic lock names the holder in our namespace. */
+		struct flock fl = {.l_type = F_WRLCK,
+		                   .l_whence = SEEK_SET,
+		                   .l_start = vr_slot_pid_byte(sc[k].idx),
+		                   .l_len = 1};
+		int alive = 0;
+		if (fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK) {
+			alive = 1;
+			p->host_pid = fl.l_pid > 0 ? fl.l_pid : 0;
+		} else {
+			struct flock ol = {.l_type = F_WRLCK,
+			                   .l_whence = SEEK_SET,
+			                   .l_start = vr_slot_live_byte(sc[k].idx),
+			                   .l_len = 1};
+			if (fcntl(fd, F_OFD_GETLK, &ol) == 0)
+				alive = ol.l_type != F_UNLCK;
+		}
+		p->state = alive ? VRAMCTL_PROC_ALIVE : VRAMCTL_PROC_DEAD;
+		if (alive && p->host_pid == 0) {
+			if (s->nspid_outer > 0 && proc_start_time(s->nspid_outer) == s->start_time)
+				p->host_pid = s->nspid_outer;
+			else if (proc_start_time(s->pid) == s->start_time)
+				p->host_pid = s->pid;
+			else
+				*need_scan = 1;
+		}
+		if (alive)
+			g->nmembers++;
+		for (uint32_t d = 0; d < ndev; d++) {
+			struct vramctl_proc_dev *pd = &p->dev[d];
+			memcpy(pd->uuid, g->dev[d].uuid, sizeof(pd->uuid));
+			pd->in_use = s->dev[d].in_use;
+			pd->peak = s->dev[d].peak;
+			pd->denied_count = s->dev[d].denied_count;
+			pd->last_denied = s->dev[d].last_denied;
+			pd->spilled = s->dev[d].spilled;
+			if (alive)
+				g->dev[d].in_use += s->dev[d].in_use;
+			else
+				g->dev[d].dead_in_use += s->dev[d].in_use;
+		}
+	}
+out:
+	free(sc);
+	close(fd);
+	return rc;
+}
+
+static int name_is_region(const char *n)
+{
+	size_t l = strlen(n);
+	return n[0] != '.' && l > 4 && strcmp(n + l - 4, ".vrg") == 0;
+}
+
+int vramctl_snapshot_take(const char *dir, struct vramctl_snapshot **out)
+{
+	char dirbuf[PATH_MAX];
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!dir || !*dir) {
+		int rc = vr_default_dir(dirbuf, sizeof(dirbuf));
+		if (rc < 0)
+			return rc;
+		dir = dirbuf;
+	}
+	struct vramctl_snapshot *snap = calloc(1, sizeof(*snap));
+	if (!snap)
+		return -ENOMEM;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		int e = errno;
+		if (e == ENOENT) { /* no registry yet: nothing capped */
+			*out = snap;
+			return 0;
+		}
+		free(snap);
+		return -e;
+	}
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		int e = errno;
+		close(dfd);
+		free(snap);
+		return -e;
+	}
+	struct growbuf groups = {.elem = sizeof(struct vramctl_group)};
+	struct growbuf procs = {.elem = sizeof(struct vramctl_proc)};
+	struct growbuf starts = {.elem = sizeof(uint64_t)};
+	struct user_cache uc = {.n = 0};
+	int rc = 0, need_scan = 0;
+	struct dirent *e;
+	while (rc == 0 && (e = readdir(d))) {
+		if (!name_is_region(e->d_name))
+			continue;
+		rc = read_region(snap, &groups, &procs, &starts, &uc, dirfd(d), dir, e->d_name,
+		                 &need_scan);
+	}
+	closedir(d);
+	snap->groups = groups.p;
+	snap->ngroups = groups.n;
+	snap->procs = procs.p;
+	snap->nprocs = procs.n;
+	if (rc == 0 && need_scan)
+		resolve_by_scan(snap->procs, starts.p, snap->nprocs);
+	free(starts.p);
+	if (rc < 0) {
+		vramctl_snapshot_free(snap);
+		return rc;
+	}
+	*out = snap;
+	return 0;
+}
+
+void vramctl_snapshot_free(struct vramctl_snapshot *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < s->nerrors; i++)
+		free(s->errors[i]);
+	free(s->errors);
+	free(s->groups);
+	free(s->procs);
+	free(s);
+}

@@ -1,0 +1,75 @@
+/*
+ * test_layout.c - pins the region's layout. Every region file written by
+ * one build is read by others (the library of one release, the monitor of
+ * another), so any change of an offset or size must be deliberate: change
+ * VR_REGION_VERSION and the numbers here together.
+ */
+#include <pthread.h>
+#include <stddef.h>
+
+#include "registry/region.h"
+#include "tests/test.h"
+
+#define OFF(t, f, v) ASSERT_EQ(offsetof(struct t, f), v)
+
+int main(void)
+{
+	ASSERT_EQ(VR_REGION_VERSION, 1);
+	ASSERT_UEQ(VR_REGION_MAGIC, 0x3147524c54434d56ULL);
+	ASSERT_EQ(VR_REGION_SLOTS, 1024);
+	ASSERT_EQ(VR_MAX_DEVICES, 64);
+
+	ASSERT_EQ(sizeof(struct vr_region_dev), 48);
+	OFF(vr_region_dev, uuid, 0);
+	OFF(vr_region_dev, cap, 16);
+	OFF(vr_region_dev, in_use, 24);
+	OFF(vr_region_dev, peak, 32);
+
+	ASSERT_EQ(sizeof(struct vr_region_hdr), 4096);
+	OFF(vr_region_hdr, magic, 0);
+	OFF(vr_region_hdr, version, 8);
+	OFF(vr_region_hdr, hdr_size, 12);
+	OFF(vr_region_hdr, total_size, 16);
+	OFF(vr_region_hdr, slot_count, 24);
+	OFF(vr_region_hdr, slot_size, 28);
+	OFF(vr_region_hdr, owner_uid, 32);
+	OFF(vr_region_hdr, ndev, 36);
+	OFF(vr_region_hdr, seq, 40);
+	OFF(vr_region_hdr, created, 48);
+	OFF(vr_region_hdr, growth, 56);
+	OFF(vr_region_hdr, slot_hint, 60);
+	OFF(vr_region_hdr, slots_hw, 64);
+	OFF(vr_region_hdr, group, 72);
+	OFF(vr_region_hdr, limit_spec, 144);
+	OFF(vr_region_hdr, lock, 272);
+	OFF(vr_region_hdr, epoch, 336);
+	OFF(vr_region_hdr, dev, 384);
+	/* The mutex must fit its 64-byte room (glibc x86_64: 40 bytes). */
+	ASSERT_LE(sizeof(pthread_mutex_t), 64);
+
+	ASSERT_EQ(sizeof(struct vr_slot_dev), 40);
+	OFF(vr_slot_dev, in_use, 0);
+	OFF(vr_slot_dev, peak, 8);
+	OFF(vr_slot_dev, denied_count, 16);
+	OFF(vr_slot_dev, last_denied, 24);
+	OFF(vr_slot_dev, spilled, 32);
+
+	ASSERT_EQ(sizeof(struct vr_slot), 2752);
+	OFF(vr_slot, state, 0);
+	OFF(vr_slot, pid, 4);
+	OFF(vr_slot, incarnation, 8);
+	OFF(vr_slot, start_time, 16);
+	OFF(vr_slot, nspid_outer, 24);
+	OFF(vr_slot, uid, 28);
+	OFF(vr_slot, host_pinned, 32);
+	OFF(vr_slot, joined, 40);
+	OFF(vr_slot, command, 48);
+	OFF(vr_slot, growth, 176);
+	OFF(vr_slot, dev, 192);
+
+	ASSERT_UEQ(VR_REGION_SIZE, 4096 + 1024 * 2752);
+	ASSERT_EQ(vr_slot_live_byte(0), 4096);
+	ASSERT_EQ(vr_slot_pid_byte(3), 4096 + 3 * 2752 + 1);
+	printf("ok\n");
+	return 0;
+}

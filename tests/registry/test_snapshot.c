@@ -1,0 +1,168 @@
+/*
+ * test_snapshot.c - the public read-only view: groups with caps and
+ * totals, members alive and dead with their numbers and PIDs, unreadable
+ * regions listed in errors[] without failing the snapshot, a missing
+ * directory read as "nothing capped".
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "registry/registry.h"
+#include "tests/test.h"
+#include "vramctl/registry.h"
+
+static const char *dir;
+static const unsigned char uuid0[VR_UUID_LEN] = {0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0,
+                                                 1,    2,    3,    4,    5,    6,    7,    8};
+
+static vr_member *join(const char *group, const char *spec)
+{
+	struct vr_join_opts o = {.dir = dir, .group = group, .limit_spec = spec, .growth = 1};
+	vr_member *m = NULL;
+	char err[256];
+	int rc = vr_join(&o, &m, NULL, err, sizeof(err));
+	if (rc != 0)
+		TEST_FAIL_("vr_join(%s) = %d: %s", group, rc, err);
+	return m;
+}
+
+static const struct vramctl_proc *find_proc(const struct vramctl_snapshot *s, pid_t pid)
+{
+	for (int i = 0; i < s->nprocs; i++)
+		if (s->procs[i].pid == pid)
+			return &s->procs[i];
+	return NULL;
+}
+
+int main(void)
+{
+	dir = getenv("VRAMCTL_REGISTRY_DIR");
+	if (!dir)
+		SKIP("VRAMCTL_REGISTRY_DIR is not set (run under tests/run)");
+
+	struct vramctl_snapshot *s = NULL;
+	ASSERT_EQ(vramctl_snapshot_take("/nonexistent/vramctl-dir", &s), 0);
+	ASSERT_EQ(s->ngroups, 0);
+	ASSERT_EQ(s->nprocs, 0);
+	vramctl_snapshot_free(s);
+	ASSERT_EQ(vramctl_snapshot_take(dir, NULL), -EINVAL);
+
+	vr_member *m = join("snap", "1000");
+	ASSERT_EQ(vr_device(m, uuid0, 1000, NULL), 0);
+	ASSERT_EQ(vr_reserve(m, 0, 100, NULL), 0);
+	ASSERT_EQ(vr_reserve(m, 0, 2000, NULL), -ENOSPC);
+	vr_note_pinned(m, 4096);
+	vr_note_spilled(m, 0, 77);
+
+	/* A member that dies holding 300 bytes, and one alive holding 200. */
+	int p[2];
+	ASSERT_EQ(pipe(p), 0);
+	pid_t dead = fork();
+	if (dead == 0) {
+		vr_forget(m);
+		vr_member *c = join("snap", "1000");
+		if (vr_device(c, uuid0, 1, NULL) != 0 || vr_reserve(c, 0, 300, NULL) != 0)
+			_exit(2);
+		_exit(0);
+	}
+	int st;
+	ASSERT_EQ(waitpid(dead, &st, 0), dead);
+	ASSERT_EQ(WEXITSTATUS(st), 0);
+	pid_t live = fork();
+	if (live == 0) {
+		vr_forget(m);
+		vr_member *c = join("snap", "other spec");
+		char ok = (vr_device(c, uuid0, 1, NULL) == 0 && vr_reserve(c, 0, 200, NULL) == 0)
+		              ? 'y'
+		              : 'n';
+		if (write(p[1], &ok, 1) != 1)
+			_exit(2);
+		pause();
+		_exit(0);
+	}
+	char ok = 0;
+	ASSERT_EQ(read(p[0], &ok, 1), 1);
+	ASSERT_EQ(ok, 'y');
+
+	/* Garbage beside it: listed, not fatal. */
+	char path[8200];
+	snprintf(path, sizeof(path), "%s/junk.vrg", dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	ASSERT(fd >= 0);
+	ASSERT_EQ(write(fd, "not a region", 12), 12);
+	close(fd);
+
+	ASSERT_EQ(vramctl_snapshot_take(dir, &s), 0);
+	ASSERT_EQ(s->ngroups, 1);
+	ASSERT_EQ(s->nerrors, 1);
+	ASSERT(strstr(s->errors[0], "junk.vrg") != NULL);
+	ASSERT(strstr(s->errors[0], "truncated") != NULL);
+	const struct vramctl_group *g = &s->groups[0];
+	ASSERT_STR_EQ(g->name, "snap");
+	ASSERT_STR_EQ(g->limit_spec, "1000");
+	ASSERT_EQ(g->growth, 1);
+	ASSERT_EQ(g->owner, geteuid());
+	ASSERT_EQ(g->nmembers, 2);
+	ASSERT_EQ(g->ndev, 1);
+	ASSERT_EQ(g->consistent, 1);
+	ASSERT_STR_EQ(g->dev[0].uuid, "GPU-12345678-9abc-def0-0102-030405060708");
+	ASSERT_UEQ(g->dev[0].cap, 1000);
+	ASSERT_UEQ(g->dev[0].in_use, 300);
+	ASSERT_UEQ(g->dev[0].dead_in_use, 300);
+	ASSERT_UEQ(g->dev[0].books_in_use, 600);
+	ASSERT_UEQ(g->dev[0].peak, 600);
+	ASSERT_EQ(s->nprocs, 3);
+
+	const struct vramctl_proc *me = find_proc(s, getpid());
+	ASSERT(me != NULL);
+	ASSERT_EQ(me->state, VRAMCTL_PROC_ALIVE);
+	ASSERT_EQ(me->host_pid, getpid());
+	ASSERT_EQ(me->uid, getuid());
+	ASSERT(me->user[0] != '\0');
+	ASSERT(strstr(me->command, "test_snapshot") != NULL);
+	ASSERT_STR_EQ(me->group, "snap");
+	ASSERT(me->start_time > 0);
+	ASSERT_UEQ(me->host_pinned, 4096);
+	ASSERT_EQ(me->ndev, 1);
+	ASSERT_STR_EQ(me->dev[0].uuid, g->dev[0].uuid);
+	ASSERT_UEQ(me->dev[0].in_use, 100);
+	ASSERT_UEQ(me->dev[0].peak, 100);
+	ASSERT_UEQ(me->dev[0].denied_count, 1);
+	ASSERT_UEQ(me->dev[0].last_denied, 2000);
+	ASSERT_UEQ(me->dev[0].spilled, 77);
+
+	const struct vramctl_proc *l = find_proc(s, live);
+	ASSERT(l != NULL);
+	ASSERT_EQ(l->state, VRAMCTL_PROC_ALIVE);
+	ASSERT_EQ(l->host_pid, live);
+	ASSERT_UEQ(l->dev[0].in_use, 200);
+
+	const struct vramctl_proc *d = find_proc(s, dead);
+	ASSERT(d != NULL);
+	ASSERT_EQ(d->state, VRAMCTL_PROC_DEAD);
+	ASSERT_UEQ(d->dev[0].in_use, 300);
+	vramctl_snapshot_free(s);
+
+	/* After a reclaim the dead member is gone from the books. */
+	ASSERT_EQ(vr_reclaim(m), 1);
+	ASSERT_EQ(vramctl_snapshot_take(dir, &s), 0);
+	ASSERT_EQ(s->nprocs, 2);
+	ASSERT_UEQ(s->groups[0].dev[0].dead_in_use, 0);
+	ASSERT_UEQ(s->groups[0].dev[0].books_in_use, 300);
+	vramctl_snapshot_free(s);
+
+	kill(live, SIGKILL);
+	ASSERT_EQ(waitpid(live, NULL, 0), live);
+	vr_leave(m);
+	ASSERT_EQ(vramctl_snapshot_take(NULL, &s), 0); /* the default dir is ours here */
+	ASSERT_EQ(s->ngroups, 1);
+	ASSERT_EQ(s->groups[0].nmembers, 0);
+	vramctl_snapshot_free(s);
+	vramctl_snapshot_free(NULL);
+	printf("ok\n");
+	return 0;
+}
