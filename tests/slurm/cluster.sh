@@ -102,8 +102,12 @@ run() {
 	RC=$?
 	OUT=$(printf '%s\n' "$OUT" | grep -v "^srun: job [0-9]* \(queued\|has been\)")
 	{
-		printf '%s %s\n' "$prefix" "$(printf '%q ' "$@" | sed "s|$VS/bin/||g")"
-		[ -n "$OUT" ] && printf '%s\n' "$OUT" | sed "s|$VS/bin/||g; s|$VS|\$VS|g"
+		printf '%s %s\n' "$prefix" "$(printf '%q ' "$@" | sed "s|$VS/bin/||g; s|$VS|\$VS|g")"
+		if [ "${2:-}" = --help ]; then
+			printf '%s\n' "$OUT" | grep -A4 -- '--gpu-mem'
+		elif [ -n "$OUT" ]; then
+			printf '%s\n' "$OUT" | sed "s|$VS/bin/||g; s|$VS|\$VS|g"
+		fi
 		[ "$RC" = 0 ] || echo "(exit $RC)"
 	} >>"$VS/session.txt"
 }
@@ -209,8 +213,8 @@ expect_total $((8 * GIB)) 0 "site default applied to a job without GPUs"
 vs_reconfigure "$ARGS_BASE allow_optout=yes"
 
 # --- the same as a user ----------------------------------------------------
-mkdir "$VS/barrier2"
-chown "$TEST_USER" "$VS/barrier2"
+mkdir "$VS/barrier2" "$VS/user-out"
+chown "$TEST_USER" "$VS/barrier2" "$VS/user-out"
 AS_USER=1 run srun --gpu-mem=1G "$G"
 [ "$RC" = 0 ] || fail "as $TEST_USER: $OUT"
 expect_total $GIB 0 "as $TEST_USER, srun --gpu-mem=1G"
@@ -223,8 +227,8 @@ g2=$(field VRAMCTL_GROUP)
 printf '%s\n' "$OUT" | grep -qx "$g2.vrg" || fail "as $TEST_USER: no region in $VS/reg/$TEST_UID"
 [ "$(stat -c %u "$VS/reg/$TEST_UID")" = "$TEST_UID" ] || fail "registry dir not the user's"
 expect_books_gone "$(echo "$g2" | cut -d- -f2)" "$TEST_UID"
-AS_USER=1 run sbatch --wait --gpu-mem=1G -o "$VS/user.out" --wrap "srun $G"
-OUT=$(cat "$VS/user.out")
+AS_USER=1 run sbatch --wait --gpu-mem=1G -o "$VS/user-out/batch.out" --wrap "srun $G"
+OUT=$(cat "$VS/user-out/batch.out")
 printf '%s\n' "$OUT" >>"$VS/session.txt"
 expect_total $GIB 0 "as $TEST_USER, srun inside sbatch --gpu-mem=1G"
 AS_USER=1 run srun "$G"

@@ -44,7 +44,7 @@ vs_start() {
 	chmod 0400 "$VS/munge/munge.key"
 	munged -F --force --socket="$VS/munge/munge.sock" --key-file="$VS/munge/munge.key" \
 		--pid-file="$VS/munge/munged.pid" --log-file="$VS/log/munged.log" \
-		--seed-file="$VS/munge/munged.seed" &
+		--seed-file="$VS/munge/munged.seed" >"$VS/log/munged.out" 2>&1 &
 	VS_PIDS="$!"
 	for i in $(seq 100); do
 		[ -S "$VS/munge/munge.sock" ] && break
