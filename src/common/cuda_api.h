@@ -35,6 +35,7 @@ enum {
 	CUDA_ERROR_NOT_READY = 600,
 	CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
 	CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713,
+	CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE = 708,
 	CUDA_ERROR_LAUNCH_FAILED = 719,
 	CUDA_ERROR_NOT_PERMITTED = 800,
 	CUDA_ERROR_NOT_SUPPORTED = 801,
@@ -203,6 +204,16 @@ typedef struct CUDA_MEM_ALLOC_NODE_PARAMS_st {
 	CUdeviceptr dptr;
 } CUDA_MEM_ALLOC_NODE_PARAMS;
 
+/* cuCtxCreate_v3's execution-affinity parameter (CU_EXEC_AFFINITY_TYPE_SM_COUNT = 0). */
+typedef struct CUexecAffinityParam_st {
+	int type;
+	union {
+		struct {
+			unsigned int val;
+		} smCount;
+	} param;
+} CUexecAffinityParam;
+
 /* cuCtxCreate_v4's parameter block; vramctl only passes the pointer on. */
 typedef struct CUctxCreateParams_st {
 	void *execAffinityParams;
@@ -322,7 +333,27 @@ enum {
 	X(cuGetErrorName, (CUresult error, const char **pStr), (error, pStr)) \
 	X(cuGetErrorString, (CUresult error, const char **pStr), (error, pStr)) \
 	X(cuGetProcAddress, (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags), (symbol, pfn, cudaVersion, flags)) \
-	X(cuGetProcAddress_v2, (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus), (symbol, pfn, cudaVersion, flags, symbolStatus))
+	X(cuGetProcAddress_v2, (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus), (symbol, pfn, cudaVersion, flags, symbolStatus)) \
+	/* Older and newer ABI variants the driver still exports, which \
+	 * cuGetProcAddress hands out for other cudaVersion values. */ \
+	X(cuCtxCreate, (CUcontext *pctx, unsigned int flags, CUdevice dev), (pctx, flags, dev)) \
+	X(cuCtxCreate_v3, (CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams, unsigned int flags, CUdevice dev), (pctx, paramsArray, numParams, flags, dev)) \
+	X(cuCtxDestroy, (CUcontext ctx), (ctx)) \
+	X(cuCtxPushCurrent, (CUcontext ctx), (ctx)) \
+	X(cuCtxPopCurrent, (CUcontext *pctx), (pctx)) \
+	X(cuCtxGetDevice_v2, (CUdevice *device, CUcontext ctx), (device, ctx)) \
+	X(cuCtxSynchronize_v2, (CUcontext ctx), (ctx)) \
+	X(cuDevicePrimaryCtxRelease, (CUdevice dev), (dev)) \
+	X(cuDevicePrimaryCtxReset, (CUdevice dev), (dev)) \
+	X(cuDevicePrimaryCtxSetFlags, (CUdevice dev, unsigned int flags), (dev, flags)) \
+	X(cuStreamDestroy, (CUstream hStream), (hStream)) \
+	X(cuMemAllocPitch, (unsigned int *dptr, unsigned int *pPitch, unsigned int WidthInBytes, unsigned int Height, unsigned int ElementSizeBytes), (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes)) \
+	X(cuMemAllocHost, (void **pp, unsigned int bytesize), (pp, bytesize)) \
+	X(cuMemGetAddressRange, (unsigned int *pbase, unsigned int *psize, unsigned int dptr), (pbase, psize, dptr)) \
+	X(cuMemHostGetDevicePointer, (unsigned int *pdptr, void *p, unsigned int Flags), (pdptr, p, Flags)) \
+	X(cuMemHostRegister, (void *p, size_t bytesize, unsigned int Flags), (p, bytesize, Flags)) \
+	X(cuIpcOpenMemHandle, (CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags), (pdptr, handle, Flags)) \
+	X(cuGraphUpload_ptsz, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream))
 
 /* Function pointer types: vr_pfn_cuMemAlloc_v2 and so on. */
 #define VR_CUDA_PFN(name, params, args) typedef CUresult(*vr_pfn_##name) params;

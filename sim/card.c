@@ -1,0 +1,211 @@
+/*
+ * card.c - the shared state of one simulated card: a small file per card in
+ * the state directory, mmap'd by every process that uses the card. See sim.h
+ * for the layout and the liveness rule (an OFD lock per slot, dropped by the
+ * kernel when its owner dies).
+ */
+#include "sim.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int ofd_lock(int fd, int type, off_t start, int wait)
+{
+	struct flock fl;
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = (short)type;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = start;
+	fl.l_len = 1;
+	for (;;) {
+		if (fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl) == 0)
+			return 0;
+		if (errno != EINTR)
+			return -1;
+	}
+}
+
+static int ensure_dir(const char *dir)
+{
+	struct stat st;
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		return -1;
+	if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+		return -1;
+	if (st.st_uid != getuid() && st.st_uid != geteuid()) {
+		errno = EPERM;
+		return -1;
+	}
+	return 0;
+}
+
+int sim_card_open(struct sim_card *c, int phys)
+{
+	const struct sim_config *cfg = sim_config();
+	char path[700];
+	struct stat st;
+	void *map;
+	int fd;
+
+	c->fd = -1;
+	c->file = NULL;
+	c->slot = -1;
+	if (ensure_dir(cfg->state_dir) != 0) {
+		sim_warn("cannot use state directory %s: %s", cfg->state_dir, strerror(errno));
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/card-%s", cfg->state_dir, cfg->dev[phys].uuid_str);
+	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		sim_warn("cannot open %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (ofd_lock(fd, F_WRLCK, 0, 1) != 0 || fstat(fd, &st) != 0) {
+		sim_warn("cannot lock %s: %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (st.st_size != (off_t)sizeof(struct sim_card_file) &&
+	    ftruncate(fd, sizeof(struct sim_card_file)) != 0) {
+		sim_warn("cannot size %s: %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	map = mmap(NULL, sizeof(struct sim_card_file), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		sim_warn("cannot map %s: %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	c->file = map;
+	if (c->file->magic != SIM_CARD_MAGIC || c->file->version != SIM_CARD_VERSION ||
+	    c->file->size != sizeof(struct sim_card_file)) {
+		/* New (or foreign) file: initialise it under the lock. */
+		memset(c->file, 0, sizeof(*c->file));
+		c->file->version = SIM_CARD_VERSION;
+		c->file->size = sizeof(struct sim_card_file);
+		c->file->total = cfg->dev[phys].total;
+		snprintf(c->file->uuid, sizeof(c->file->uuid), "%s", cfg->dev[phys].uuid_str);
+		c->file->magic = SIM_CARD_MAGIC;
+	} else if (c->file->total != cfg->dev[phys].total) {
+		sim_warn("card %s already exists with %llu bytes; keeping that size",
+		         cfg->dev[phys].uuid_str, (unsigned long long)c->file->total);
+	}
+	c->fd = fd;
+	ofd_lock(fd, F_UNLCK, 0, 0);
+	return 0;
+}
+
+void sim_card_close(struct sim_card *c)
+{
+	if (c->file)
+		munmap(c->file, sizeof(struct sim_card_file));
+	if (c->fd >= 0)
+		close(c->fd);
+	c->file = NULL;
+	c->fd = -1;
+	c->slot = -1;
+}
+
+void sim_card_lock(struct sim_card *c)
+{
+	pthread_mutex_lock(&c->mu);
+	ofd_lock(c->fd, F_WRLCK, 0, 1);
+}
+
+void sim_card_unlock(struct sim_card *c)
+{
+	ofd_lock(c->fd, F_UNLCK, 0, 0);
+	pthread_mutex_unlock(&c->mu);
+}
+
+int sim_card_slot_live(struct sim_card *c, int i)
+{
+	struct flock fl;
+	if (!c->file->slots[i].in_use)
+		return 0;
+	if (i == c->slot)
+		return 1;
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = F_WRLCK;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = SIM_SLOT_LOCK_BASE + i;
+	fl.l_len = 1;
+	if (fcntl(c->fd, F_OFD_GETLK, &fl) != 0)
+		return 1; /* cannot tell: count it, never free someone's memory */
+	return fl.l_type != F_UNLCK;
+}
+
+uint64_t sim_card_used(struct sim_card *c, int reap)
+{
+	uint64_t sum = 0;
+	for (int i = 0; i < SIM_MAX_SLOTS; i++) {
+		struct sim_slot *s = &c->file->slots[i];
+		if (!s->in_use)
+			continue;
+		if (!sim_card_slot_live(c, i)) {
+			if (reap) {
+				s->in_use = 0;
+				s->used = 0;
+				s->pid = 0;
+			}
+			continue;
+		}
+		sum += s->used;
+	}
+	return sum;
+}
+
+static int claim_slot(struct sim_card *c)
+{
+	for (int i = 0; i < SIM_MAX_SLOTS; i++) {
+		if (c->file->slots[i].in_use && sim_card_slot_live(c, i))
+			continue;
+		if (ofd_lock(c->fd, F_WRLCK, SIM_SLOT_LOCK_BASE + i, 0) != 0)
+			continue;
+		c->file->slots[i].pid = (int32_t)getpid();
+		c->file->slots[i].used = 0;
+		c->file->slots[i].in_use = 1;
+		c->slot = i;
+		return 0;
+	}
+	return -1;
+}
+
+int sim_card_charge(struct sim_card *c, int64_t delta, int force)
+{
+	int rc = 0;
+	sim_card_lock(c);
+	if (c->slot < 0 && claim_slot(c) != 0) {
+		sim_warn("card %s: no free process slot", c->file->uuid);
+		rc = -1;
+	} else if (delta > 0) {
+		uint64_t used = sim_card_used(c, 1);
+		if (!force && (used > c->file->total || (uint64_t)delta > c->file->total - used))
+			rc = -1;
+		else
+			c->file->slots[c->slot].used += (uint64_t)delta;
+	} else {
+		uint64_t *u = &c->file->slots[c->slot].used;
+		*u = (uint64_t)-delta > *u ? 0 : *u - (uint64_t)-delta;
+	}
+	sim_card_unlock(c);
+	return rc;
+}
+
+void sim_card_release_slot(struct sim_card *c)
+{
+	sim_card_lock(c);
+	if (c->slot >= 0 && c->file->slots[c->slot].used == 0) {
+		c->file->slots[c->slot].in_use = 0;
+		c->file->slots[c->slot].pid = 0;
+		ofd_lock(c->fd, F_UNLCK, SIM_SLOT_LOCK_BASE + c->slot, 0);
+		c->slot = -1;
+	}
+	sim_card_unlock(c);
+}

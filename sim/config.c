@@ -1,0 +1,227 @@
+/*
+ * config.c - the simulated GPU's configuration, read once from the
+ * environment (docs/notes/sim.md lists every variable). A bad value gives one
+ * message on stderr and the default is kept: the simulator never crashes on
+ * its input.
+ */
+#include "sim.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static struct sim_config g_cfg;
+static pthread_once_t g_cfg_once = PTHREAD_ONCE_INIT;
+
+void sim_warn(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "vramsim: %s\n", buf);
+}
+
+int sim_parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	uint64_t mul = 1;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	if (!isdigit((unsigned char)*s))
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -1;
+	switch (toupper((unsigned char)*end)) {
+	case 'K':
+		mul = 1ull << 10;
+		end++;
+		break;
+	case 'M':
+		mul = 1ull << 20;
+		end++;
+		break;
+	case 'G':
+		mul = 1ull << 30;
+		end++;
+		break;
+	case 'T':
+		mul = 1ull << 40;
+		end++;
+		break;
+	default:
+		break;
+	}
+	if (mul > 1 && (*end == 'i' || *end == 'I'))
+		end++;
+	if (*end == 'B' || *end == 'b')
+		end++;
+	while (isspace((unsigned char)*end))
+		end++;
+	if (*end != '\0')
+		return -1;
+	if (v > UINT64_MAX / mul)
+		return -1;
+	*out = v * mul;
+	return 0;
+}
+
+static void uuid_format(const unsigned char *b, char *out, size_t n)
+{
+	snprintf(out, n, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+	         b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+	         b[13], b[14], b[15]);
+}
+
+static int hexval(int ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	ch = tolower(ch);
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	return -1;
+}
+
+/* Parses "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (the "GPU-" is optional). */
+static int uuid_parse(const char *s, size_t len, unsigned char *b)
+{
+	int n = 0;
+	if (len >= 4 && strncmp(s, "GPU-", 4) == 0) {
+		s += 4;
+		len -= 4;
+	}
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] == '-')
+			continue;
+		int hi = hexval((unsigned char)s[i]);
+		if (hi < 0 || i + 1 >= len)
+			return -1;
+		int lo = hexval((unsigned char)s[i + 1]);
+		if (lo < 0 || n >= 16)
+			return -1;
+		b[n++] = (unsigned char)(hi << 4 | lo);
+		i++;
+	}
+	return n == 16 ? 0 : -1;
+}
+
+/* A deterministic, plausible-looking UUID for device index i. */
+static void uuid_default(int i, unsigned char *b)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)(i + 1);
+	for (int k = 0; k < 16; k++) {
+		h ^= (uint64_t)k * 0x9e3779b97f4a7c15ull;
+		h *= 0x100000001b3ull;
+		h ^= h >> 29;
+		b[k] = (unsigned char)(h >> 24);
+	}
+	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+}
+
+static void load(void)
+{
+	struct sim_config *c = &g_cfg;
+	const char *s;
+
+	c->ndev = 1;
+	c->dev[0].total = 16ull << 30;
+	c->driver_version = 13000;
+	c->context_bytes = 64ull << 20;
+
+	s = getenv("VRAMSIM_DEVICES");
+	if (s && *s) {
+		struct sim_config tmp = *c;
+		char buf[1024];
+		int ok = 1;
+		snprintf(buf, sizeof(buf), "%s", s);
+		tmp.ndev = 0;
+		for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+		     tok = strtok_r(NULL, ",", &save)) {
+			uint64_t v;
+			if (tmp.ndev >= SIM_MAX_DEVICES || sim_parse_size(tok, &v) || v == 0) {
+				ok = 0;
+				break;
+			}
+			tmp.dev[tmp.ndev++].total = v;
+		}
+		if (ok && tmp.ndev > 0)
+			*c = tmp;
+		else
+			sim_warn(
+			    "ignoring VRAMSIM_DEVICES=\"%s\" (want sizes like 16G,8G; at most %d)",
+			    s, SIM_MAX_DEVICES);
+	}
+	for (int i = 0; i < c->ndev; i++) {
+		uuid_default(i, c->dev[i].uuid);
+		snprintf(c->dev[i].name, sizeof(c->dev[i].name), "NVIDIA Simulated GPU %lluGB",
+		         (unsigned long long)(c->dev[i].total >> 30));
+	}
+	s = getenv("VRAMSIM_UUIDS");
+	if (s && *s) {
+		const char *p = s;
+		for (int i = 0; i < c->ndev && *p; i++) {
+			size_t len = strcspn(p, ",");
+			unsigned char b[16];
+			if (uuid_parse(p, len, b) == 0)
+				memcpy(c->dev[i].uuid, b, 16);
+			else
+				sim_warn("ignoring bad UUID %d in VRAMSIM_UUIDS=\"%s\"", i, s);
+			p += len;
+			if (*p == ',')
+				p++;
+		}
+	}
+	for (int i = 0; i < c->ndev; i++)
+		uuid_format(c->dev[i].uuid, c->dev[i].uuid_str, sizeof(c->dev[i].uuid_str));
+	s = getenv("VRAMSIM_NAME");
+	if (s && *s)
+		for (int i = 0; i < c->ndev; i++)
+			snprintf(c->dev[i].name, sizeof(c->dev[i].name), "%s", s);
+	s = getenv("VRAMSIM_DRIVER_VERSION");
+	if (s && *s) {
+		char *end;
+		long v = strtol(s, &end, 10);
+		if (*end || v < 2000 || v > 99999)
+			sim_warn("ignoring VRAMSIM_DRIVER_VERSION=\"%s\" (want e.g. 12040)", s);
+		else
+			c->driver_version = (int)v;
+	}
+	s = getenv("VRAMSIM_CONTEXT_BYTES");
+	if (s && *s) {
+		uint64_t v;
+		if (sim_parse_size(s, &v))
+			sim_warn("ignoring VRAMSIM_CONTEXT_BYTES=\"%s\"", s);
+		else
+			c->context_bytes = v;
+	}
+	s = getenv("VRAMSIM_NVML_UNKNOWN_USAGE");
+	c->nvml_unknown_usage = s && *s && strcmp(s, "0") != 0;
+	s = getenv("VRAMSIM_STATE_DIR");
+	if (s && *s) {
+		snprintf(c->state_dir, sizeof(c->state_dir), "%s", s);
+	} else {
+		const char *rt = getenv("XDG_RUNTIME_DIR");
+		if (rt && *rt)
+			snprintf(c->state_dir, sizeof(c->state_dir), "%s/vramsim", rt);
+		else
+			snprintf(c->state_dir, sizeof(c->state_dir), "/tmp/vramsim-%u",
+			         (unsigned)getuid());
+	}
+}
+
+const struct sim_config *sim_config(void)
+{
+	pthread_once(&g_cfg_once, load);
+	return &g_cfg;
+}

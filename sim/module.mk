@@ -1,0 +1,66 @@
+# sim: the simulated GPU used by every test - libcuda.so.1 (the driver API)
+# and libnvidia-ml.so.1 (NVML). Both read the same per-card state files.
+# See docs/notes/sim.md.
+
+SIM_COMMON_OBJS := $(O)/sim/config.o $(O)/sim/card.o
+SIM_CUDA_OBJS := $(O)/sim/driver.o $(O)/sim/mem.o $(SIM_COMMON_OBJS)
+SIM_NVML_OBJS := $(O)/sim/nvml.o $(SIM_COMMON_OBJS)
+SIM_NVML_NOV3 := $(O)/sim/nvml-no-v3/libnvidia-ml.so.1
+
+# The version scripts come from the X-macro lists, so exports cannot drift:
+# the preprocessor expands each list, sed keeps the names. The anonymous
+# version node leaves the symbols unversioned, as NVIDIA's libraries are.
+$(O)/sim/libcuda.map: sim/cuda_syms.c src/common/cuda_api.h
+	@mkdir -p $(dir $@)
+	{ echo '{ global:'; \
+	  $(CC) -E -P -Isrc $< | sed -n '/VRAMSIM_SYMBOLS_BEGIN/,$$p' | tr ' ' '\n' | \
+	    sed -n '/^VRAMSIM_SYM$$/{n;s/^\(.*\)$$/  \1;/p}'; \
+	  echo 'local: *; };'; } > $@.tmp && mv $@.tmp $@
+
+$(O)/sim/libnvidia-ml.map: sim/nvml_syms.c src/common/nvml_api.h
+	@mkdir -p $(dir $@)
+	{ echo '{ global:'; \
+	  $(CC) -E -P -Isrc $< | sed -n '/VRAMSIM_SYMBOLS_BEGIN/,$$p' | tr ' ' '\n' | \
+	    sed -n '/^VRAMSIM_SYM$$/{n;s/^\(.*\)$$/  \1;/p}'; \
+	  echo '  nvmlErrorString;'; echo 'local: *; };'; } > $@.tmp && mv $@.tmp $@
+
+$(O)/sim/libnvidia-ml-no-v3.map: $(O)/sim/libnvidia-ml.map
+	grep -v 'nvmlDeviceGetComputeRunningProcesses_v3;' $< > $@
+
+$(SIM_CUDA): $(SIM_CUDA_OBJS) $(O)/sim/libcuda.map
+	$(CC) -shared -o $@ $(SIM_CUDA_OBJS) -Wl,-soname,libcuda.so.1 \
+		-Wl,--version-script=$(O)/sim/libcuda.map -Wl,--no-undefined $(BASE_LDFLAGS)
+	ln -sf libcuda.so.1 $(O)/sim/libcuda.so
+
+$(SIM_NVML): $(SIM_NVML_OBJS) $(O)/sim/libnvidia-ml.map
+	$(CC) -shared -o $@ $(SIM_NVML_OBJS) -Wl,-soname,libnvidia-ml.so.1 \
+		-Wl,--version-script=$(O)/sim/libnvidia-ml.map -Wl,--no-undefined $(BASE_LDFLAGS)
+	ln -sf libnvidia-ml.so.1 $(O)/sim/libnvidia-ml.so
+
+# The same NVML without nvmlDeviceGetComputeRunningProcesses_v3, as older
+# drivers ship it.
+$(O)/sim/nvml-no-v3/nvml.o: sim/nvml.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -DVRAMSIM_NVML_NO_V3 -c $< -o $@
+
+$(SIM_NVML_NOV3): $(O)/sim/nvml-no-v3/nvml.o $(SIM_COMMON_OBJS) $(O)/sim/libnvidia-ml-no-v3.map
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ $(O)/sim/nvml-no-v3/nvml.o $(SIM_COMMON_OBJS) \
+		-Wl,-soname,libnvidia-ml.so.1 \
+		-Wl,--version-script=$(O)/sim/libnvidia-ml-no-v3.map -Wl,--no-undefined $(BASE_LDFLAGS)
+
+ALL_TARGETS += $(SIM_CUDA) $(SIM_NVML) $(SIM_NVML_NOV3)
+
+# Tests of the simulator itself: each tests/sim/*.c is one program, linked
+# against the simulated libraries as a CUDA program links against the driver.
+SIM_TEST_SRCS := $(sort $(wildcard tests/sim/*.c))
+SIM_TEST_HELPERS := tests/sim/simtest.h
+SIM_TESTS := $(SIM_TEST_SRCS:tests/sim/%.c=$(O)/tests/sim/%)
+
+$(O)/tests/sim/%: tests/sim/%.c $(SIM_TEST_HELPERS) $(SIM_CUDA) $(SIM_NVML)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -Itests -o $@ $< -L$(O)/sim -lcuda -lnvidia-ml -ldl $(BASE_LDFLAGS)
+
+TESTS += $(SIM_TESTS)
+# The no-v3 NVML must exist for the NVML tests.
+$(SIM_TESTS): $(SIM_NVML_NOV3)

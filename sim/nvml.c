@@ -1,0 +1,401 @@
+/*
+ * nvml.c - the simulated NVML (libnvidia-ml.so.1). It numbers devices
+ * physically (CUDA_VISIBLE_DEVICES does not apply, as with the real NVML)
+ * and reads the same card state files as the simulated driver, so memory
+ * info and the running-process lists show every live process's usage.
+ *
+ * Built twice: normally, and with VRAMSIM_NVML_NO_V3 for a library without
+ * nvmlDeviceGetComputeRunningProcesses_v3, as older drivers ship it.
+ */
+#define VR_NVML_PROTOTYPES
+#include "common/nvml_api.h"
+#include "common/compiler.h"
+#include "sim.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+struct nvmlDevice_st {
+	unsigned int index;
+	struct sim_card card;
+	int open;
+};
+
+static struct {
+	pthread_mutex_t mu;
+	int refs;
+	unsigned int ndev;
+	struct nvmlDevice_st dev[SIM_MAX_DEVICES];
+} g_nvml = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+#define SIM_NVML_DRIVER_STRING "580.82.07"
+
+static nvmlReturn_t nvml_init(unsigned int flags)
+{
+	const struct sim_config *cfg = sim_config();
+	nvmlReturn_t rc = NVML_SUCCESS;
+	if (flags & ~(unsigned)(NVML_INIT_FLAG_NO_GPUS | NVML_INIT_FLAG_NO_ATTACH))
+		return NVML_ERROR_INVALID_ARGUMENT;
+	pthread_mutex_lock(&g_nvml.mu);
+	if (g_nvml.refs == 0) {
+		g_nvml.ndev = (unsigned)cfg->ndev;
+		for (unsigned i = 0; i < g_nvml.ndev; i++) {
+			struct nvmlDevice_st *d = &g_nvml.dev[i];
+			d->index = i;
+			pthread_mutex_init(&d->card.mu, NULL);
+			if (sim_card_open(&d->card, (int)i) != 0) {
+				for (unsigned k = 0; k < i; k++)
+					sim_card_close(&g_nvml.dev[k].card);
+				rc = NVML_ERROR_DRIVER_NOT_LOADED;
+				break;
+			}
+			d->open = 1;
+		}
+	}
+	if (rc == NVML_SUCCESS)
+		g_nvml.refs++;
+	pthread_mutex_unlock(&g_nvml.mu);
+	return rc;
+}
+
+VR_EXPORT nvmlReturn_t nvmlInit_v2(void)
+{
+	return nvml_init(0);
+}
+
+VR_EXPORT nvmlReturn_t nvmlInit(void)
+{
+	return nvml_init(0);
+}
+
+VR_EXPORT nvmlReturn_t nvmlInitWithFlags(unsigned int flags)
+{
+	return nvml_init(flags);
+}
+
+VR_EXPORT nvmlReturn_t nvmlShutdown(void)
+{
+	nvmlReturn_t rc = NVML_SUCCESS;
+	pthread_mutex_lock(&g_nvml.mu);
+	if (g_nvml.refs == 0) {
+		rc = NVML_ERROR_UNINITIALIZED;
+	} else if (--g_nvml.refs == 0) {
+		for (unsigned i = 0; i < g_nvml.ndev; i++) {
+			if (g_nvml.dev[i].open)
+				sim_card_close(&g_nvml.dev[i].card);
+			g_nvml.dev[i].open = 0;
+		}
+		g_nvml.ndev = 0;
+	}
+	pthread_mutex_unlock(&g_nvml.mu);
+	return rc;
+}
+
+static int initialized(void)
+{
+	pthread_mutex_lock(&g_nvml.mu);
+	int r = g_nvml.refs > 0;
+	pthread_mutex_unlock(&g_nvml.mu);
+	return r;
+}
+
+/* A handle is valid if it points at one of our devices and NVML is up. */
+static nvmlReturn_t check_dev(nvmlDevice_t d)
+{
+	if (!initialized())
+		return NVML_ERROR_UNINITIALIZED;
+	for (unsigned i = 0; i < g_nvml.ndev; i++)
+		if (d == &g_nvml.dev[i])
+			return NVML_SUCCESS;
+	return NVML_ERROR_INVALID_ARGUMENT;
+}
+
+VR_EXPORT const char *nvmlErrorString(nvmlReturn_t result)
+{
+	switch (result) {
+	case NVML_SUCCESS:
+		return "Success";
+	case NVML_ERROR_UNINITIALIZED:
+		return "Uninitialized";
+	case NVML_ERROR_INVALID_ARGUMENT:
+		return "Invalid Argument";
+	case NVML_ERROR_NOT_SUPPORTED:
+		return "Not Supported";
+	case NVML_ERROR_NO_PERMISSION:
+		return "Insufficient Permissions";
+	case NVML_ERROR_ALREADY_INITIALIZED:
+		return "Already Initialized";
+	case NVML_ERROR_NOT_FOUND:
+		return "Not Found";
+	case NVML_ERROR_INSUFFICIENT_SIZE:
+		return "Insufficient Size";
+	case NVML_ERROR_INSUFFICIENT_POWER:
+		return "Insufficient External Power";
+	case NVML_ERROR_DRIVER_NOT_LOADED:
+		return "Driver Not Loaded";
+	case NVML_ERROR_TIMEOUT:
+		return "Timeout";
+	case NVML_ERROR_IRQ_ISSUE:
+		return "Interrupt Request Issue";
+	case NVML_ERROR_LIBRARY_NOT_FOUND:
+		return "NVML Shared Library Not Found";
+	case NVML_ERROR_FUNCTION_NOT_FOUND:
+		return "Function Not Found";
+	case NVML_ERROR_CORRUPTED_INFOROM:
+		return "Corrupted infoROM";
+	case NVML_ERROR_GPU_IS_LOST:
+		return "GPU is lost";
+	case NVML_ERROR_RESET_REQUIRED:
+		return "GPU requires restart";
+	case NVML_ERROR_OPERATING_SYSTEM:
+		return "The operating system has blocked the request.";
+	case NVML_ERROR_LIB_RM_VERSION_MISMATCH:
+		return "RM has detected an NVML/RM version mismatch.";
+	case NVML_ERROR_IN_USE:
+		return "In use by another client";
+	case NVML_ERROR_MEMORY:
+		return "Insufficient Memory";
+	case NVML_ERROR_NO_DATA:
+		return "No data";
+	case NVML_ERROR_ARGUMENT_VERSION_MISMATCH:
+		return "Argument version mismatch";
+	case NVML_ERROR_DEPRECATED:
+		return "Deprecated";
+	case NVML_ERROR_NOT_READY:
+		return "Not Ready";
+	case NVML_ERROR_GPU_NOT_FOUND:
+		return "GPU not found";
+	case NVML_ERROR_INVALID_STATE:
+		return "Invalid state";
+	case NVML_ERROR_UNKNOWN:
+		return "Unknown Error";
+	default:
+		return "Unknown Error";
+	}
+}
+
+static nvmlReturn_t copy_str(char *dst, unsigned int len, const char *src)
+{
+	if (!dst)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	if (strlen(src) + 1 > len)
+		return NVML_ERROR_INSUFFICIENT_SIZE;
+	memcpy(dst, src, strlen(src) + 1);
+	return NVML_SUCCESS;
+}
+
+VR_EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length)
+{
+	if (!initialized())
+		return NVML_ERROR_UNINITIALIZED;
+	return copy_str(version, length, SIM_NVML_DRIVER_STRING);
+}
+
+VR_EXPORT nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length)
+{
+	if (!initialized())
+		return NVML_ERROR_UNINITIALIZED;
+	return copy_str(version, length, "13." SIM_NVML_DRIVER_STRING);
+}
+
+VR_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *cudaDriverVersion)
+{
+	if (!initialized())
+		return NVML_ERROR_UNINITIALIZED;
+	if (!cudaDriverVersion)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	*cudaDriverVersion = sim_config()->driver_version;
+	return NVML_SUCCESS;
+}
+
+VR_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *cudaDriverVersion)
+{
+	return nvmlSystemGetCudaDriverVersion(cudaDriverVersion);
+}
+
+VR_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount)
+{
+	if (!initialized())
+		return NVML_ERROR_UNINITIALIZED;
+	if (!deviceCount)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	*deviceCount = g_nvml.ndev;
+	return NVML_SUCCESS;
+}
+
+VR_EXPORT nvmlReturn_t nvmlDeviceGetCount(unsigned int *deviceCount)
+{
+	return nvmlDeviceGetCount_v2(deviceCount);
+}
+
+VR_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device)
+{
+	if (!initialized())
+		return NVML_ERROR_UNINITIALIZED;
+	if (!device || index >= g_nvml.ndev)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	*device = &g_nvml.dev[index];
+	return NVML_SUCCESS;
+}
+
+VR_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t *device)
+{
+	return nvmlDeviceGetHandleByIndex_v2(index, device);
+}
+
+VR_EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device)
+{
+	if (!initialized())
+		return NVML_ERROR_UNINITIALIZED;
+	if (!uuid || !device)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	for (unsigned i = 0; i < g_nvml.ndev; i++)
+		if (strcasecmp(sim_config()->dev[i].uuid_str, uuid) == 0) {
+			*device = &g_nvml.dev[i];
+			return NVML_SUCCESS;
+		}
+	return NVML_ERROR_NOT_FOUND;
+}
+
+VR_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
+{
+	nvmlReturn_t rc = check_dev(device);
+	if (rc != NVML_SUCCESS)
+		return rc;
+	return copy_str(name, length, sim_config()->dev[device->index].name);
+}
+
+VR_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
+{
+	nvmlReturn_t rc = check_dev(device);
+	if (rc != NVML_SUCCESS)
+		return rc;
+	return copy_str(uuid, length, sim_config()->dev[device->index].uuid_str);
+}
+
+VR_EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
+{
+	nvmlReturn_t rc = check_dev(device);
+	if (rc != NVML_SUCCESS)
+		return rc;
+	if (!index)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	*index = device->index;
+	return NVML_SUCCESS;
+}
+
+static void card_usage(nvmlDevice_t d, unsigned long long *total, unsigned long long *used)
+{
+	sim_card_lock(&d->card);
+	*total = d->card.file->total;
+	*used = sim_card_used(&d->card, 0);
+	sim_card_unlock(&d->card);
+	if (*used > *total)
+		*used = *total;
+}
+
+VR_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
+{
+	nvmlReturn_t rc = check_dev(device);
+	unsigned long long total, used;
+	if (rc != NVML_SUCCESS)
+		return rc;
+	if (!memory)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	card_usage(device, &total, &used);
+	memory->total = total;
+	memory->used = used;
+	memory->free = total - used;
+	return NVML_SUCCESS;
+}
+
+/* The simulated card reserves nothing for the driver: reserved is 0. */
+VR_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
+{
+	nvmlReturn_t rc = check_dev(device);
+	unsigned long long total, used;
+	if (rc != NVML_SUCCESS)
+		return rc;
+	if (!memory)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	if (memory->version != nvmlMemory_v2)
+		return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+	card_usage(device, &total, &used);
+	memory->total = total;
+	memory->reserved = 0;
+	memory->used = used;
+	memory->free = total - used;
+	return NVML_SUCCESS;
+}
+
+/*
+ * The running compute processes of a card, filled through a callback for
+ * each struct layout. The NVML size protocol: *infoCount in is the room in
+ * infos; when it is too small (or infos is NULL), *infoCount out is the
+ * number needed and NVML_ERROR_INSUFFICIENT_SIZE is returned.
+ */
+static nvmlReturn_t processes(nvmlDevice_t device, unsigned int *infoCount, void *infos,
+                              size_t stride, int with_instances)
+{
+	nvmlReturn_t rc = check_dev(device);
+	unsigned int pids[SIM_MAX_SLOTS], n = 0;
+	unsigned long long used[SIM_MAX_SLOTS];
+	int unknown = sim_config()->nvml_unknown_usage;
+	if (rc != NVML_SUCCESS)
+		return rc;
+	if (!infoCount)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	sim_card_lock(&device->card);
+	for (int i = 0; i < SIM_MAX_SLOTS; i++) {
+		if (!sim_card_slot_live(&device->card, i))
+			continue;
+		pids[n] = (unsigned int)device->card.file->slots[i].pid;
+		used[n] = device->card.file->slots[i].used;
+		n++;
+	}
+	sim_card_unlock(&device->card);
+	if (*infoCount < n || (n > 0 && !infos)) {
+		*infoCount = n;
+		return NVML_ERROR_INSUFFICIENT_SIZE;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		char *p = (char *)infos + i * stride;
+		if (with_instances) {
+			nvmlProcessInfo_v2_t *e = (nvmlProcessInfo_v2_t *)(void *)p;
+			e->pid = pids[i];
+			e->usedGpuMemory = unknown ? NVML_VALUE_NOT_AVAILABLE : used[i];
+			e->gpuInstanceId = 0xFFFFFFFFu;
+			e->computeInstanceId = 0xFFFFFFFFu;
+		} else {
+			nvmlProcessInfo_v1_t *e = (nvmlProcessInfo_v1_t *)(void *)p;
+			e->pid = pids[i];
+			e->usedGpuMemory = unknown ? NVML_VALUE_NOT_AVAILABLE : used[i];
+		}
+	}
+	*infoCount = n;
+	return NVML_SUCCESS;
+}
+
+VR_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device,
+                                                            unsigned int *infoCount,
+                                                            nvmlProcessInfo_v1_t *infos)
+{
+	return processes(device, infoCount, infos, sizeof(*infos), 0);
+}
+
+VR_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device,
+                                                               unsigned int *infoCount,
+                                                               nvmlProcessInfo_v2_t *infos)
+{
+	return processes(device, infoCount, infos, sizeof(*infos), 1);
+}
+
+#ifndef VRAMSIM_NVML_NO_V3
+VR_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
+                                                               unsigned int *infoCount,
+                                                               nvmlProcessInfo_t *infos)
+{
+	return processes(device, infoCount, infos, sizeof(*infos), 1);
+}
+#endif

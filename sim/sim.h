@@ -1,0 +1,98 @@
+/*
+ * sim.h - internals shared by the simulated driver (libcuda.so.1) and the
+ * simulated NVML (libnvidia-ml.so.1): configuration from the environment and
+ * the per-card state file that both read, so that physical usage is shared by
+ * every process using the same simulated card, as on real hardware.
+ *
+ * Nothing here is exported from either library (-fvisibility=hidden).
+ */
+#ifndef VRAMSIM_SIM_H
+#define VRAMSIM_SIM_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#define SIM_MAX_DEVICES 16
+#define SIM_MAX_SLOTS   256
+#define SIM_UUID_STR    48 /* "GPU-" + 36 + NUL, rounded */
+#define SIM_NAME_LEN    96
+
+struct sim_dev_cfg {
+	uint64_t total;
+	unsigned char uuid[16];
+	char uuid_str[SIM_UUID_STR]; /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" */
+	char name[SIM_NAME_LEN];
+};
+
+struct sim_config {
+	int ndev;
+	struct sim_dev_cfg dev[SIM_MAX_DEVICES];
+	int driver_version;     /* VRAMSIM_DRIVER_VERSION, e.g. 13000 */
+	uint64_t context_bytes; /* VRAMSIM_CONTEXT_BYTES */
+	char state_dir[512];    /* VRAMSIM_STATE_DIR */
+	int nvml_unknown_usage; /* VRAMSIM_NVML_UNKNOWN_USAGE */
+};
+
+/* Reads the environment once; bad values are reported on stderr and ignored. */
+const struct sim_config *sim_config(void);
+void sim_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Parses "16G", "512M", "1024" (binary suffixes). Returns 0 on success. */
+int sim_parse_size(const char *s, uint64_t *out);
+
+/*
+ * The card state file: one per card (named by UUID) in the state directory,
+ * mmap'd by every process using the card. A slot per process holds its
+ * physical usage; the slot is "live" while its owner holds an OFD write lock
+ * on the slot's lock byte, which the kernel drops when the process dies, so a
+ * dead process's memory returns to the card deterministically. Byte 0 of the
+ * file is the card-wide lock (OFD locks: per open file description, so the
+ * driver and NVML inside one process exclude each other too).
+ */
+#define SIM_CARD_MAGIC     0x314d495352415256ull /* "VRARSIM1" */
+#define SIM_CARD_VERSION   1
+#define SIM_SLOT_LOCK_BASE (1 << 20)
+
+struct sim_slot {
+	int32_t pid;
+	uint32_t in_use;
+	uint64_t used;
+};
+
+struct sim_card_file {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t size;
+	uint64_t total;
+	char uuid[SIM_UUID_STR];
+	struct sim_slot slots[SIM_MAX_SLOTS];
+};
+
+struct sim_card {
+	int fd;                     /* -1 when not open */
+	struct sim_card_file *file; /* mapping of the state file */
+	int slot;                   /* this process's slot, -1 when none */
+	pthread_mutex_t mu;         /* serialises this process's threads */
+};
+
+/* Opens (creating if needed) the state file of physical device phys.
+ * Returns 0, or -1 with a message on stderr. */
+int sim_card_open(struct sim_card *c, int phys);
+void sim_card_close(struct sim_card *c);
+void sim_card_lock(struct sim_card *c);
+void sim_card_unlock(struct sim_card *c);
+/* With the card locked: is slot i owned by a live process other than us? */
+int sim_card_slot_live(struct sim_card *c, int i);
+/* With the card locked: total bytes used by live processes (reaps dead ones
+ * when reap is set). */
+uint64_t sim_card_used(struct sim_card *c, int reap);
+/*
+ * Adds delta bytes to this process's usage. A positive delta fails with -1
+ * (nothing changed) when it does not fit in the card, unless force is set.
+ * Claims a slot on first use. Returns 0 or -1.
+ */
+int sim_card_charge(struct sim_card *c, int64_t delta, int force);
+/* Releases this process's slot if its usage is zero. */
+void sim_card_release_slot(struct sim_card *c);
+
+#endif /* VRAMSIM_SIM_H */
