@@ -175,7 +175,7 @@ expect_books_gone "$jid" 0
 run sbatch --wait --gpu-mem=1G -o "$VS/batch.out" --wrap "srun $G"
 [ "$RC" = 0 ] || fail "sbatch --wait: $OUT"
 OUT=$(cat "$VS/batch.out")
-printf '%s\n' "$OUT" >>"$VS/session.txt"
+printf '%s\n' "$OUT" | sed "s|$VS/bin/||g; s|$VS|\$VS|g" >>"$VS/session.txt"
 expect_total $GIB 0 "srun inside sbatch --gpu-mem=1G"
 
 # --- shards: --gres=shard:N is a cap of N x bytes_per_shard (512M) --------
@@ -197,7 +197,7 @@ expect_total $((8 * GIB)) 0 "a job without --gpu-mem"
 # --- opting out inside a capped batch job (allowed here) ------------------
 run sbatch --wait --gpu-mem=1G -o "$VS/optout.out" --wrap "srun --gpu-mem=none $G"
 OUT=$(cat "$VS/optout.out")
-printf '%s\n' "$OUT" >>"$VS/session.txt"
+printf '%s\n' "$OUT" | sed "s|$VS/bin/||g; s|$VS|\$VS|g" >>"$VS/session.txt"
 expect_total $((8 * GIB)) 0 "srun --gpu-mem=none inside a capped batch job"
 [ "$(field LD_PRELOAD)" = "$LD_PRELOAD_USER" ] || fail "opt-out kept the library: $OUT"
 
@@ -229,7 +229,7 @@ printf '%s\n' "$OUT" | grep -qx "$g2.vrg" || fail "as $TEST_USER: no region in $
 expect_books_gone "$(echo "$g2" | cut -d- -f2)" "$TEST_UID"
 AS_USER=1 run sbatch --wait --gpu-mem=1G -o "$VS/user-out/batch.out" --wrap "srun $G"
 OUT=$(cat "$VS/user-out/batch.out")
-printf '%s\n' "$OUT" >>"$VS/session.txt"
+printf '%s\n' "$OUT" | sed "s|$VS/bin/||g; s|$VS|\$VS|g" >>"$VS/session.txt"
 expect_total $GIB 0 "as $TEST_USER, srun inside sbatch --gpu-mem=1G"
 AS_USER=1 run srun "$G"
 expect_total $((8 * GIB)) 0 "as $TEST_USER, a job without --gpu-mem"
