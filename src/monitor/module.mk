@@ -19,3 +19,10 @@ $(O)/tests/monitor/test_merge: $(O)/tests/monitor/test_merge.o $(MONITOR_LIB) $(
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_LDFLAGS) -o $@ $^ -ldl
 TESTS += $(O)/tests/monitor/test_format
+
+# A GPU program for the integration tests: allocates, says "ready", holds
+# until stdin closes.
+$(O)/tests/monitor/holder: $(O)/tests/monitor/holder.o
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_LDFLAGS) -o $@ $^ -ldl
+ALL_TARGETS += $(O)/tests/monitor/holder

@@ -1,0 +1,61 @@
+/*
+ * holder - a GPU program for the monitor's tests: allocates the sizes given
+ * (MiB) on GPU 0 through the driver, prints "ready N" (N = how many
+ * allocations succeeded) and then holds the memory until its stdin closes.
+ * Tests synchronise on that line and on closing the pipe, never on time.
+ *
+ *   holder MIB...
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "common/cuda_api.h"
+
+int main(int argc, char **argv)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		printf("error: cannot load libcuda.so.1: %s\n", dlerror());
+		return 1;
+	}
+	vr_pfn_cuInit init;
+	vr_pfn_cuDeviceGet dev_get;
+	vr_pfn_cuDevicePrimaryCtxRetain retain;
+	vr_pfn_cuCtxSetCurrent set;
+	vr_pfn_cuMemAlloc_v2 alloc;
+	vr_pfn_cuMemFree_v2 mfree;
+	*(void **)&init = dlsym(h, "cuInit");
+	*(void **)&dev_get = dlsym(h, "cuDeviceGet");
+	*(void **)&retain = dlsym(h, "cuDevicePrimaryCtxRetain");
+	*(void **)&set = dlsym(h, "cuCtxSetCurrent");
+	*(void **)&alloc = dlsym(h, "cuMemAlloc_v2");
+	*(void **)&mfree = dlsym(h, "cuMemFree_v2");
+	if (!init || !dev_get || !retain || !set || !alloc || !mfree) {
+		printf("error: driver entry points missing\n");
+		return 1;
+	}
+	CUdevice dev;
+	CUcontext ctx;
+	if (init(0) != CUDA_SUCCESS || dev_get(&dev, 0) != CUDA_SUCCESS ||
+	    retain(&ctx, dev) != CUDA_SUCCESS || set(ctx) != CUDA_SUCCESS) {
+		printf("error: cannot start on GPU 0\n");
+		return 1;
+	}
+	CUdeviceptr p[64];
+	int n = 0;
+	for (int i = 1; i < argc && n < 64; i++) {
+		size_t bytes = (size_t)strtoull(argv[i], NULL, 10) << 20;
+		if (alloc(&p[n], bytes) == CUDA_SUCCESS)
+			n++;
+	}
+	printf("ready %d\n", n);
+	fflush(stdout);
+	char buf[64];
+	while (read(0, buf, sizeof(buf)) > 0)
+		;
+	for (int i = 0; i < n; i++)
+		mfree(p[i]);
+	return 0;
+}
