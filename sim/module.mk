@@ -61,6 +61,8 @@ $(O)/tests/sim/%: tests/sim/%.c $(SIM_TEST_HELPERS) $(SIM_CUDA) $(SIM_NVML)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -Itests -o $@ $< -L$(O)/sim -lcuda -lnvidia-ml -ldl $(BASE_LDFLAGS)
 
-TESTS += $(SIM_TESTS)
+# Absolute paths: tests/run runs each test from its own directory.
+TESTS += $(abspath $(SIM_TESTS))
 # The no-v3 NVML must exist for the NVML tests.
-$(SIM_TESTS): $(SIM_NVML_NOV3)
+$(SIM_TESTS) $(abspath $(SIM_TESTS)): $(SIM_NVML_NOV3)
+$(abspath $(SIM_TESTS)): $(abspath $(O))/tests/sim/%: $(O)/tests/sim/%
