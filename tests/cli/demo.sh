@@ -1,0 +1,20 @@
+# `vramctl demo`: three acts on the simulated GPU, the library's denial line,
+# and nothing left behind in TMPDIR.
+. "$VR_SRC/tests/cli/common.bash"
+"$V" demo >out 2>&1
+expect_rc 0 $? "vramctl demo"
+expect_grep "=== Act 1: no cap ===" out "act 1 header"
+expect_grep "=== Act 2: vramctl run --limit 1G ===" out "act 2 header"
+expect_grep "=== Act 3: vramctl run --limit 1G --growth ===" out "act 3 header"
+expect_grep "simulated 16 GiB GPU" out "which GPU"
+expect_grep "GPU 0 has 16 GiB in total" out "act 1 sees the whole GPU"
+expect_grep "GPU 0 has 1 GiB in total" out "under the cap it sees 1 GiB"
+expect_grep "vramctl: denied" out "the library's denial line"
+expect_grep "growth switch is set" out "act 3 grows on demand"
+# Act 3 takes 4 steps of 256 MiB under a 1 GiB cap, then is refused.
+sed -n '/=== Act 3/,$p' out >act3
+expect_grep "4 steps granted" act3 "act 3 grows to the cap"
+[ -z "$(ls -A "$TMPDIR")" ] || fail "demo left files in TMPDIR: $(ls -A "$TMPDIR")"
+"$V" demo --bogus 2>err
+expect_rc 125 $? "demo: unknown option"
+finish

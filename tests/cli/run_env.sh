@@ -1,0 +1,74 @@
+# The environment `vramctl run` gives the command: the contract variables,
+# LD_PRELOAD appended (never overwritten, never doubled) and --growth's
+# framework switches (the user's own values kept).
+. "$VR_SRC/tests/cli/common.bash"
+export VRAMSIM_DEVICES=16G,8G
+UUID1=GPU-66666666-7777-8888-9999-aaaaaaaaaaaa
+export VRAMSIM_UUIDS=GPU-11111111-2222-3333-4444-555555555555,$UUID1
+env_of() { # env_of VAR vramctl-run-args... : prints VAR as the command saw it
+	local var=$1
+	shift
+	"$V" run "$@" -- sh -c "printf '%s' \"\${$var-<unset>}\""
+}
+
+# LD_PRELOAD: set alone, appended, kept once.
+got=$(env_of LD_PRELOAD --limit 1G)
+[ "$got" = "$LIB" ] || fail "LD_PRELOAD alone: '$got', expected '$LIB'"
+got=$(LD_PRELOAD=libm.so.6 env_of LD_PRELOAD --limit 1G)
+[ "$got" = "libm.so.6:$LIB" ] || fail "LD_PRELOAD appended: '$got'"
+got=$(LD_PRELOAD="libm.so.6 $LIB" env_of LD_PRELOAD --limit 1G)
+[ "$got" = "libm.so.6 $LIB" ] || fail "LD_PRELOAD not doubled: '$got'"
+# A nested run adds nothing either.
+got=$("$V" run --limit 1G -- "$V" run --limit 512M -- sh -c 'printf %s "$LD_PRELOAD"')
+[ "$got" = "$LIB" ] || fail "nested run doubled LD_PRELOAD: '$got'"
+# VRAMCTL_LIBRARY names another copy of the library.
+cp "$LIB" "$PWD/libvramctl.so"
+got=$(VRAMCTL_LIBRARY=$PWD/libvramctl.so env_of LD_PRELOAD --limit 1G)
+[ "$got" = "$PWD/libvramctl.so" ] || fail "VRAMCTL_LIBRARY: '$got'"
+VRAMCTL_LIBRARY=$PWD/missing.so "$V" run --limit 1G -- touch marker 2>err
+expect_rc 125 $? "VRAMCTL_LIBRARY missing"
+[ ! -e marker ] || fail "ran without its library"
+
+# VRAMCTL_LIMIT, normalised: bytes or percent; devices by UUID.
+got=$(env_of VRAMCTL_LIMIT --limit 1.5G)
+[ "$got" = 1610612736 ] || fail "VRAMCTL_LIMIT for 1.5G: '$got'"
+got=$(env_of VRAMCTL_LIMIT --limit 512MiB)
+[ "$got" = 536870912 ] || fail "VRAMCTL_LIMIT for 512MiB: '$got'"
+if sim_only; then
+	got=$(env_of VRAMCTL_LIMIT --limit 1=25%,2G)
+	[ "$got" = "$UUID1=25%,2147483648" ] || fail "VRAMCTL_LIMIT for 1=25%,2G: '$got'"
+	# CUDA_VISIBLE_DEVICES renumbers: device 0 is now the second card.
+	got=$(CUDA_VISIBLE_DEVICES=1 env_of VRAMCTL_LIMIT --limit 0=1G)
+	[ "$got" = "$UUID1=1073741824" ] || fail "index after CUDA_VISIBLE_DEVICES: '$got'"
+	CUDA_VISIBLE_DEVICES=1 "$V" run --limit 1=1G -- true 2>err
+	expect_rc 125 $? "device 1 hidden by CUDA_VISIBLE_DEVICES"
+fi
+
+# VRAMCTL_GROUP: a new group per run, or the one named.
+g1=$(env_of VRAMCTL_GROUP --limit 1G)
+g2=$(env_of VRAMCTL_GROUP --limit 1G)
+case $g1 in run-*) ;; *) fail "unique group name: '$g1'" ;; esac
+[ "$g1" != "$g2" ] || fail "two runs shared the group '$g1'"
+got=$(env_of VRAMCTL_GROUP --group job.42 --limit 1G)
+[ "$got" = job.42 ] || fail "--group job.42: '$got'"
+"$V" run --group job.42 -- true 2>err
+expect_rc 125 $? "--group without --limit"
+
+# Without --limit nothing of the contract is added.
+got=$(env_of VRAMCTL_LIMIT)
+[ "$got" = "<unset>" ] || fail "VRAMCTL_LIMIT without --limit: '$got'"
+
+# --growth: the frameworks' switches, unless the user set them.
+got=$(env_of TF_FORCE_GPU_ALLOW_GROWTH --limit 1G --growth)
+[ "$got" = true ] || fail "TF_FORCE_GPU_ALLOW_GROWTH: '$got'"
+got=$(env_of XLA_PYTHON_CLIENT_PREALLOCATE --limit 1G --growth)
+[ "$got" = false ] || fail "XLA_PYTHON_CLIENT_PREALLOCATE: '$got'"
+got=$(env_of VRAMCTL_GROWTH --growth --limit 1G)
+[ "$got" = 1 ] || fail "VRAMCTL_GROWTH: '$got'"
+got=$(TF_FORCE_GPU_ALLOW_GROWTH=false env_of TF_FORCE_GPU_ALLOW_GROWTH --limit 1G --growth)
+[ "$got" = false ] || fail "the user's TF_FORCE_GPU_ALLOW_GROWTH was replaced: '$got'"
+got=$(XLA_PYTHON_CLIENT_PREALLOCATE=true env_of XLA_PYTHON_CLIENT_PREALLOCATE --growth --limit 1G)
+[ "$got" = true ] || fail "the user's XLA_PYTHON_CLIENT_PREALLOCATE was replaced: '$got'"
+got=$(env_of TF_FORCE_GPU_ALLOW_GROWTH --limit 1G)
+[ "$got" = "<unset>" ] || fail "growth switch set without --growth: '$got'"
+finish

@@ -1,0 +1,40 @@
+# The registry side of a run: the run's group exists while it runs and its
+# region file is gone after it; a named group joined with another cap says so.
+. "$VR_SRC/tests/cli/common.bash"
+export VRAMSIM_DEVICES=16G
+reg=$VRAMCTL_REGISTRY_DIR
+
+# During the run the group's region is there; after it, gone.
+"$V" run --limit 1G -- sh -c 'ls "$VRAMCTL_REGISTRY_DIR" | grep -F "$VRAMCTL_GROUP"' >during
+expect_rc 0 $? "the run's region exists while it runs"
+[ -s during ] || fail "no region file named after the group during the run"
+[ -z "$(ls -A "$reg")" ] || fail "region left after the run: $(ls -A "$reg")"
+# Also when the command fails or dies.
+"$V" run --limit 1G -- sh -c 'kill -KILL $$'
+expect_rc 137 $? "SIGKILL"
+[ -z "$(ls -A "$reg")" ] || fail "region left after a killed command: $(ls -A "$reg")"
+
+# A named group, held open by a first run, joined with another cap.
+mkfifo ready release
+"$V" run --group shared --limit 1G -- sh -c 'echo up >ready; read -r _ <release' &
+first=$!
+read -r _ <ready
+"$V" run --group shared --limit 2G -- sh -c 'printf %s "$VRAMCTL_GROUP"' >out 2>err
+rc=$?
+expect_rc 0 $rc "joining with a different cap runs"
+expect_grep "group 'shared'" err "different cap message"
+expect_grep "group's cap applies" err "different cap message"
+[ "$(cat out)" = shared ] || fail "the joiner is not in the group: '$(cat out)'"
+# The same cap: no message.
+"$V" run --group shared --limit 1G -- true 2>err
+expect_rc 0 $? "joining with the same cap"
+[ ! -s err ] || fail "message for the same cap: $(cat err)"
+echo go >release
+wait $first
+expect_rc 0 $? "first member"
+
+# Later, nobody alive: a new run with another cap starts the group afresh.
+"$V" run --group shared --limit 2G -- true 2>err
+expect_rc 0 $? "a stale group is started afresh"
+[ ! -s err ] || fail "a stale group's cap was applied: $(cat err)"
+finish
