@@ -1,0 +1,565 @@
+/*
+ * alloc.c - wrappers of the entry points that create or free device memory
+ * one allocation at a time: linear, pitch, managed, virtual-memory handles,
+ * arrays, graph memory nodes, and pinned host memory (counted apart).
+ *
+ * The pattern everywhere: reserve in the books, call the driver, record the
+ * allocation; if the driver fails, release and return its code unchanged.
+ * A free takes the record out first (so a concurrent allocation that gets
+ * the same address back is never confused with it), calls the driver, and
+ * puts the record back if the driver refused. Unknown keys (imports, memory
+ * allocated before a cap applied, another library's) pass untouched.
+ */
+#include <string.h>
+
+#define VR_CUDA_PROTOTYPES
+#include "hook/hook.h"
+
+#define MIB (1024ull * 1024)
+
+static inline uint64_t round_up(uint64_t x, uint64_t to)
+{
+	return (x + to - 1) / to * to;
+}
+
+/* Reserves, or explains and refuses. */
+static inline CUresult charge(struct vr_dev *d, uint64_t bytes)
+{
+	return vr_books_reserve(d, bytes) == 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+/* After a successful allocation: remember it, or forget the charge if the
+ * map cannot grow (never released twice). */
+static inline void record(struct vr_dev *d, int kind, uint64_t key, uint64_t bytes)
+{
+	if (vr_map_put(kind, key, d->ordinal, bytes) != 0) {
+		vr_books_release(d, bytes);
+		vr_log(VR_LOG_WARN,
+		       "out of memory for the allocation map; an allocation of "
+		       "GPU %d goes uncounted",
+		       d->ordinal);
+	}
+}
+
+/* A free: take the record, call the driver, settle. */
+#define VR_FREE(kind, key, call)                                                                   \
+	do {                                                                                       \
+		int dev_;                                                                          \
+		uint64_t bytes_;                                                                   \
+		int known_ = vr_map_take(kind, key, &dev_, &bytes_);                               \
+		vr_in_hook++;                                                                      \
+		CUresult rc_ = call;                                                               \
+		vr_in_hook--;                                                                      \
+		if (known_) {                                                                      \
+			struct vr_dev *d_ = vr_dev_by_ordinal(dev_);                               \
+			if (rc_ != CUDA_SUCCESS)                                                   \
+				vr_map_put(kind, key, dev_, bytes_);                               \
+			else if (d_)                                                               \
+				vr_books_release(d_, bytes_);                                      \
+		}                                                                                  \
+		return rc_;                                                                        \
+	} while (0)
+
+/* ---- linear ---------------------------------------------------------- */
+
+VR_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+	VR_PASS(cuMemAlloc_v2, (dptr, bytesize));
+	struct vr_dev *d = vr_dev_current();
+	if (!d || !dptr || bytesize == 0)
+		return vr_real.cuMemAlloc_v2(dptr, bytesize);
+	if (charge(d, bytesize) != CUDA_SUCCESS)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	vr_in_hook++;
+	CUresult rc = vr_real.cuMemAlloc_v2(dptr, bytesize);
+	vr_in_hook--;
+	if (rc != CUDA_SUCCESS)
+		vr_books_release(d, bytesize);
+	else
+		record(d, VR_KIND_LINEAR, *dptr, bytesize);
+	return rc;
+}
+
+VR_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+	VR_PASS(cuMemFree_v2, (dptr));
+	VR_FREE(VR_KIND_LINEAR, dptr, vr_real.cuMemFree_v2(dptr));
+}
+
+/* The 32-bit entry points of CUDA 3.1 and before, still exported. */
+VR_EXPORT CUresult cuMemAlloc(unsigned int *dptr, unsigned int bytesize)
+{
+	VR_PASS(cuMemAlloc, (dptr, bytesize));
+	struct vr_dev *d = vr_dev_current();
+	if (!d || !dptr || bytesize == 0)
+		return vr_real.cuMemAlloc(dptr, bytesize);
+	if (charge(d, bytesize) != CUDA_SUCCESS)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	vr_in_hook++;
+	CUresult rc = vr_real.cuMemAlloc(dptr, bytesize);
+	vr_in_hook--;
+	if (rc != CUDA_SUCCESS)
+		vr_books_release(d, bytesize);
+	else
+		record(d, VR_KIND_LINEAR, *dptr, bytesize);
+	return rc;
+}
+
+VR_EXPORT CUresult cuMemFree(unsigned int dptr)
+{
+	VR_PASS(cuMemFree, (dptr));
+	VR_FREE(VR_KIND_LINEAR, dptr, vr_real.cuMemFree(dptr));
+}
+
+VR_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+	VR_PASS(cuMemAllocManaged, (dptr, bytesize, flags));
+	struct vr_dev *d = vr_dev_current();
+	if (!d || !dptr || bytesize == 0)
+		return vr_real.cuMemAllocManaged(dptr, bytesize, flags);
+	if (charge(d, bytesize) != CUDA_SUCCESS)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	vr_in_hook++;
+	CUresult rc = vr_real.cuMemAllocManaged(dptr, bytesize, flags);
+	vr_in_hook--;
+	if (rc != CUDA_SUCCESS)
+		vr_books_release(d, bytesize);
+	else
+		record(d, VR_KIND_LINEAR, *dptr, bytesize);
+	return rc;
+}
+
+/*
+ * Pitch: the driver picks the pitch. Reserve a bound first (the width
+ * rounded up to 512 bytes, the largest pitch alignment NVIDIA GPUs use),
+ * then settle to pitch x height. Should a driver ever pick a wider pitch and
+ * the difference not fit, the allocation is undone and refused.
+ */
+VR_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
+                                      size_t Height, unsigned int ElementSizeBytes)
+{
+	VR_PASS(cuMemAllocPitch_v2, (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes));
+	struct vr_dev *d = vr_dev_current();
+	uint64_t bound = round_up(WidthInBytes, 512);
+	if (!d || !dptr || !pPitch || WidthInBytes == 0 || Height == 0 ||
+	    bound > UINT64_MAX / Height)
+		return vr_real.cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height,
+		                                  ElementSizeBytes);
+	bound *= Height;
+	if (charge(d, bound) != CUDA_SUCCESS)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	vr_in_hook++;
+	CUresult rc =
+	    vr_real.cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+	vr_in_hook--;
+	if (rc != CUDA_SUCCESS) {
+		vr_books_release(d, bound);
+		return rc;
+	}
+	uint64_t actual = (uint64_t)*pPitch * Height;
+	if (actual < bound) {
+		vr_books_release(d, bound - actual);
+	} else if (actual > bound && vr_books_reserve(d, actual - bound) != 0) {
+		vr_in_hook++;
+		vr_real.cuMemFree_v2(*dptr);
+		vr_in_hook--;
+		vr_books_release(d, bound);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	record(d, VR_KIND_LINEAR, *dptr, actual);
+	return rc;
+}
+
+/* ---- virtual memory -------------------------------------------------- */
+
+/* Physical memory on a device location only. Address reservations
+ * (cuMemAddressReserve) are address space, never counted: PyTorch's
+ * expandable segments reserve more than the whole device. */
+VR_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                               const CUmemAllocationProp *prop, unsigned long long flags)
+{
+	VR_PASS(cuMemCreate, (handle, size, prop, flags));
+	struct vr_dev *d = NULL;
+	if (prop && handle && size && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+		d = vr_dev_by_handle(prop->location.id);
+	if (!d)
+		return vr_real.cuMemCreate(handle, size, prop, flags);
+	if (charge(d, size) != CUDA_SUCCESS)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	vr_in_hook++;
+	CUresult rc = vr_real.cuMemCreate(handle, size, prop, flags);
+	vr_in_hook--;
+	if (rc != CUDA_SUCCESS)
+		vr_books_release(d, size);
+	else
+		record(d, VR_KIND_VMM, *handle, size);
+	return rc;
+}
+
+VR_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+	VR_PASS(cuMemRelease, (handle));
+	VR_FREE(VR_KIND_VMM, handle, vr_real.cuMemRelease(handle));
+}
+
+/* ---- arrays ---------------------------------------------------------- */
+
+static uint64_t format_bytes(CUarray_format f)
+{
+	switch (f) {
+	case CU_AD_FORMAT_UNSIGNED_INT8:
+	case CU_AD_FORMAT_SIGNED_INT8:
+		return 1;
+	case CU_AD_FORMAT_UNSIGNED_INT16:
+	case CU_AD_FORMAT_SIGNED_INT16:
+	case CU_AD_FORMAT_HALF:
+		return 2;
+	default:
+		return 4;
+	}
+}
+
+static inline uint64_t dim(size_t x)
+{
+	return x ? x : 1;
+}
+
+/* Bytes of a w x h x d array, saturating instead of wrapping. */
+static uint64_t volume(uint64_t w, uint64_t h, uint64_t dd, uint64_t elem)
+{
+	uint64_t v = w;
+	uint64_t f[3] = {h, dd, elem};
+	for (int i = 0; i < 3; i++) {
+		if (f[i] && v > UINT64_MAX / f[i])
+			return UINT64_MAX;
+		v *= f[i];
+	}
+	return v;
+}
+
+/*
+ * Arrays: their layout is the driver's; charge the plain size before the
+ * call, then settle to cuArrayGetMemoryRequirements' size (CUDA 11.6+; older
+ * drivers keep the computed one). If the true size does not fit, the array
+ * is destroyed and the call refused, so the cap is never passed.
+ */
+static CUresult settle_array(struct vr_dev *d, int kind, uint64_t key, uint64_t charged,
+                             uint64_t actual)
+{
+	if (actual == 0 || actual == charged) {
+		record(d, kind, key, charged);
+		return CUDA_SUCCESS;
+	}
+	if (actual < charged) {
+		vr_books_release(d, charged - actual);
+	} else if (vr_books_reserve(d, actual - charged) != 0) {
+		vr_in_hook++;
+		if (kind == VR_KIND_ARRAY)
+			vr_real.cuArrayDestroy((CUarray)(uintptr_t)key);
+		else
+			vr_real.cuMipmappedArrayDestroy((CUmipmappedArray)(uintptr_t)key);
+		vr_in_hook--;
+		vr_books_release(d, charged);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	record(d, kind, key, actual);
+	return CUDA_SUCCESS;
+}
+
+static uint64_t array_size(CUarray a, struct vr_dev *d)
+{
+	CUDA_ARRAY_MEMORY_REQUIREMENTS r;
+	memset(&r, 0, sizeof r);
+	if (!vr_real.cuArrayGetMemoryRequirements ||
+	    vr_real.cuArrayGetMemoryRequirements(&r, a, d->handle) != CUDA_SUCCESS)
+		return 0;
+	return r.size;
+}
+
+static CUresult array_create(CUarray *pHandle, struct vr_dev *d, uint64_t bound,
+                             CUresult (*call)(CUarray *, const void *), const void *desc)
+{
+	if (bound == UINT64_MAX)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (charge(d, bound) != CUDA_SUCCESS)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	vr_in_hook++;
+	CUresult rc = call(pHandle, desc);
+	vr_in_hook--;
+	if (rc != CUDA_SUCCESS) {
+		vr_books_release(d, bound);
+		return rc;
+	}
+	vr_in_hook++;
+	uint64_t actual = array_size(*pHandle, d);
+	vr_in_hook--;
+	return settle_array(d, VR_KIND_ARRAY, (uintptr_t)*pHandle, bound, actual);
+}
+
+static CUresult call_array2d(CUarray *h, const void *desc)
+{
+	return vr_real.cuArrayCreate_v2(h, desc);
+}
+
+static CUresult call_array3d(CUarray *h, const void *desc)
+{
+	return vr_real.cuArray3DCreate_v2(h, desc);
+}
+
+VR_EXPORT CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *p)
+{
+	VR_PASS(cuArrayCreate_v2, (pHandle, p));
+	struct vr_dev *d = vr_dev_current();
+	if (!d || !pHandle || !p || p->Width == 0)
+		return vr_real.cuArrayCreate_v2(pHandle, p);
+	uint64_t bound =
+	    volume(p->Width, dim(p->Height), 1, format_bytes(p->Format) * dim(p->NumChannels));
+	return array_create(pHandle, d, bound, call_array2d, p);
+}
+
+VR_EXPORT CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *p)
+{
+	VR_PASS(cuArray3DCreate_v2, (pHandle, p));
+	struct vr_dev *d = vr_dev_current();
+	if (!d || !pHandle || !p || p->Width == 0)
+		return vr_real.cuArray3DCreate_v2(pHandle, p);
+	uint64_t bound = volume(p->Width, dim(p->Height), dim(p->Depth),
+	                        format_bytes(p->Format) * dim(p->NumChannels));
+	return array_create(pHandle, d, bound, call_array3d, p);
+}
+
+VR_EXPORT CUresult cuArrayDestroy(CUarray hArray)
+{
+	VR_PASS(cuArrayDestroy, (hArray));
+	VR_FREE(VR_KIND_ARRAY, (uintptr_t)hArray, vr_real.cuArrayDestroy(hArray));
+}
+
+VR_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
+                                          const CUDA_ARRAY3D_DESCRIPTOR *p,
+                                          unsigned int numMipmapLevels)
+{
+	VR_PASS(cuMipmappedArrayCreate, (pHandle, p, numMipmapLevels));
+	struct vr_dev *d = vr_dev_current();
+	if (!d || !pHandle || !p || p->Width == 0 || numMipmapLevels == 0)
+		return vr_real.cuMipmappedArrayCreate(pHandle, p, numMipmapLevels);
+	uint64_t bound = 0, elem = format_bytes(p->Format) * dim(p->NumChannels);
+	for (unsigned l = 0; l < numMipmapLevels && l < 64; l++) {
+		uint64_t v =
+		    volume(dim(p->Width >> l), dim(p->Height >> l), dim(p->Depth >> l), elem);
+		bound = v > UINT64_MAX - bound ? UINT64_MAX : bound + v;
+	}
+	if (bound == UINT64_MAX)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (charge(d, bound) != CUDA_SUCCESS)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	vr_in_hook++;
+	CUresult rc = vr_real.cuMipmappedArrayCreate(pHandle, p, numMipmapLevels);
+	vr_in_hook--;
+	if (rc != CUDA_SUCCESS) {
+		vr_books_release(d, bound);
+		return rc;
+	}
+	CUDA_ARRAY_MEMORY_REQUIREMENTS r;
+	memset(&r, 0, sizeof r);
+	vr_in_hook++;
+	if (!vr_real.cuMipmappedArrayGetMemoryRequirements ||
+	    vr_real.cuMipmappedArrayGetMemoryRequirements(&r, *pHandle, d->handle) != CUDA_SUCCESS)
+		r.size = 0;
+	vr_in_hook--;
+	return settle_array(d, VR_KIND_MIPMAP, (uintptr_t)*pHandle, bound, r.size);
+}
+
+VR_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray h)
+{
+	VR_PASS(cuMipmappedArrayDestroy, (h));
+	VR_FREE(VR_KIND_MIPMAP, (uintptr_t)h, vr_real.cuMipmappedArrayDestroy(h));
+}
+
+/* ---- graph memory nodes ---------------------------------------------- */
+
+/*
+ * Policy: a graph's memory nodes are charged when the graph is instantiated,
+ * at the sum of their sizes on each device (an upper bound: the driver may
+ * reuse memory between nodes of one graph), and given back when the
+ * executable graph is destroyed. An instantiation that does not fit is
+ * refused with CUDA_ERROR_OUT_OF_MEMORY, before the driver commits anything.
+ * Nodes captured from cuMemAllocAsync come through the pool path instead.
+ */
+static inline uint64_t graph_key(const void *g, int dev)
+{
+	return (uint64_t)(uintptr_t)g ^ ((uint64_t)dev << 56);
+}
+
+VR_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                          const CUgraphNode *dependencies, size_t numDependencies,
+                                          CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams)
+{
+	VR_PASS(cuGraphAddMemAllocNode,
+	        (phGraphNode, hGraph, dependencies, numDependencies, nodeParams));
+	vr_in_hook++;
+	CUresult rc = vr_real.cuGraphAddMemAllocNode(phGraphNode, hGraph, dependencies,
+	                                             numDependencies, nodeParams);
+	vr_in_hook--;
+	if (rc != CUDA_SUCCESS || !nodeParams ||
+	    nodeParams->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+		return rc;
+	struct vr_dev *d = vr_dev_by_handle(nodeParams->poolProps.location.id);
+	if (!d)
+		return rc;
+	uint64_t k = graph_key(hGraph, d->ordinal);
+	if (!vr_map_add(VR_KIND_GRAPH, k, d->ordinal, nodeParams->bytesize))
+		vr_map_put(VR_KIND_GRAPH, k, d->ordinal, nodeParams->bytesize);
+	return rc;
+}
+
+VR_EXPORT CUresult cuGraphDestroy(CUgraph hGraph)
+{
+	VR_PASS(cuGraphDestroy, (hGraph));
+	vr_in_hook++;
+	CUresult rc = vr_real.cuGraphDestroy(hGraph);
+	vr_in_hook--;
+	if (rc == CUDA_SUCCESS) {
+		int n = vr_dev_count(), dev;
+		uint64_t b;
+		for (int i = 0; i < n; i++)
+			vr_map_take(VR_KIND_GRAPH, graph_key(hGraph, i), &dev, &b);
+	}
+	return rc;
+}
+
+VR_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                               unsigned long long flags)
+{
+	VR_PASS(cuGraphInstantiateWithFlags, (phGraphExec, hGraph, flags));
+	int n = vr_dev_count();
+	uint64_t need[VR_MAX_DEVICES] = {0};
+	for (int i = 0; i < n; i++) {
+		int dev;
+		uint64_t b;
+		/* Peek: take and put back (a graph is not instantiated twice at once). */
+		if (vr_map_take(VR_KIND_GRAPH, graph_key(hGraph, i), &dev, &b)) {
+			vr_map_put(VR_KIND_GRAPH, graph_key(hGraph, i), dev, b);
+			struct vr_dev *d = vr_dev_by_ordinal(i);
+			if (d && vr_books_reserve(d, b) != 0) {
+				for (int j = 0; j < i; j++)
+					if (need[j])
+						vr_books_release(vr_dev_by_ordinal(j), need[j]);
+				return CUDA_ERROR_OUT_OF_MEMORY;
+			}
+			need[i] = d ? b : 0;
+		}
+	}
+	vr_in_hook++;
+	CUresult rc = vr_real.cuGraphInstantiateWithFlags(phGraphExec, hGraph, flags);
+	vr_in_hook--;
+	for (int i = 0; i < n; i++) {
+		if (!need[i])
+			continue;
+		struct vr_dev *d = vr_dev_by_ordinal(i);
+		if (rc != CUDA_SUCCESS)
+			vr_books_release(d, need[i]);
+		else
+			record(d, VR_KIND_GRAPHEXEC, graph_key(*phGraphExec, i), need[i]);
+	}
+	return rc;
+}
+
+VR_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
+{
+	VR_PASS(cuGraphExecDestroy, (hGraphExec));
+	int n = vr_dev_count();
+	uint64_t had[VR_MAX_DEVICES] = {0};
+	for (int i = 0; i < n; i++) {
+		int dev;
+		if (!vr_map_take(VR_KIND_GRAPHEXEC, graph_key(hGraphExec, i), &dev, &had[i]))
+			had[i] = 0;
+	}
+	vr_in_hook++;
+	CUresult rc = vr_real.cuGraphExecDestroy(hGraphExec);
+	vr_in_hook--;
+	for (int i = 0; i < n; i++) {
+		if (!had[i])
+			continue;
+		if (rc != CUDA_SUCCESS)
+			vr_map_put(VR_KIND_GRAPHEXEC, graph_key(hGraphExec, i), i, had[i]);
+		else
+			vr_books_release(vr_dev_by_ordinal(i), had[i]);
+	}
+	return rc;
+}
+
+/* ---- pinned host memory: counted apart, never capped ------------------ */
+
+static void note_host(void *p, size_t bytes)
+{
+	if (vr_map_put(VR_KIND_HOST, (uintptr_t)p, -1, bytes) == 0)
+		vr_books_pinned((int64_t)bytes);
+}
+
+static CUresult free_host(void *p, CUresult rc, int known, uint64_t bytes)
+{
+	if (!known)
+		return rc;
+	if (rc != CUDA_SUCCESS)
+		vr_map_put(VR_KIND_HOST, (uintptr_t)p, -1, bytes);
+	else
+		vr_books_pinned(-(int64_t)bytes);
+	return rc;
+}
+
+VR_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
+{
+	VR_PASS(cuMemAllocHost_v2, (pp, bytesize));
+	vr_in_hook++;
+	CUresult rc = vr_real.cuMemAllocHost_v2(pp, bytesize);
+	vr_in_hook--;
+	if (rc == CUDA_SUCCESS && pp)
+		note_host(*pp, bytesize);
+	return rc;
+}
+
+VR_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
+{
+	VR_PASS(cuMemHostAlloc, (pp, bytesize, Flags));
+	vr_in_hook++;
+	CUresult rc = vr_real.cuMemHostAlloc(pp, bytesize, Flags);
+	vr_in_hook--;
+	if (rc == CUDA_SUCCESS && pp)
+		note_host(*pp, bytesize);
+	return rc;
+}
+
+VR_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
+{
+	VR_PASS(cuMemHostRegister_v2, (p, bytesize, Flags));
+	vr_in_hook++;
+	CUresult rc = vr_real.cuMemHostRegister_v2(p, bytesize, Flags);
+	vr_in_hook--;
+	if (rc == CUDA_SUCCESS)
+		note_host(p, bytesize);
+	return rc;
+}
+
+VR_EXPORT CUresult cuMemFreeHost(void *p)
+{
+	VR_PASS(cuMemFreeHost, (p));
+	int dev;
+	uint64_t bytes;
+	int known = vr_map_take(VR_KIND_HOST, (uintptr_t)p, &dev, &bytes);
+	vr_in_hook++;
+	CUresult rc = vr_real.cuMemFreeHost(p);
+	vr_in_hook--;
+	return free_host(p, rc, known, bytes);
+}
+
+VR_EXPORT CUresult cuMemHostUnregister(void *p)
+{
+	VR_PASS(cuMemHostUnregister, (p));
+	int dev;
+	uint64_t bytes;
+	int known = vr_map_take(VR_KIND_HOST, (uintptr_t)p, &dev, &bytes);
+	vr_in_hook++;
+	CUresult rc = vr_real.cuMemHostUnregister(p);
+	vr_in_hook--;
+	return free_host(p, rc, known, bytes);
+}

@@ -1,0 +1,174 @@
+/*
+ * books.c - the one books interface of the library, with two backends:
+ *
+ *   the group registry (src/registry): shared by every process of the group,
+ *     so the sum of live allocations of the whole job stays under the cap;
+ *   per-process books: used when the group cannot be joined (a corrupt or
+ *     foreign region, a full directory, permissions...). The cap then holds
+ *     for this process alone; this is said once on stderr.
+ *
+ * Callers reserve before the driver call and release when the driver fails
+ * or the memory is freed, so the books never run behind the driver.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hook/hook.h"
+#include "registry/registry.h"
+
+static vr_member *member;
+static int join_tried;
+static char private_group[72];
+static _Atomic int64_t local_pinned;
+
+/* Called with the devices lock held. */
+void vr_books_join(void)
+{
+	if (join_tried)
+		return;
+	join_tried = 1;
+	const char *group = vr_g.group;
+	int fresh = 0;
+	if (!group[0]) {
+		/* A cap but no group (a hand-set environment): a group of one. */
+		snprintf(private_group, sizeof private_group, "pid-%ld", (long)getpid());
+		group = private_group;
+		fresh = 1;
+	}
+	struct vr_join_opts o = {
+	    .dir = vr_g.registry_dir[0] ? vr_g.registry_dir : NULL,
+	    .group = group,
+	    .limit_spec = vr_g.limit_text,
+	    .growth = vr_g.growth,
+	    .fresh = fresh,
+	};
+	char err[256] = "";
+	int differs = 0;
+	vr_in_hook++;
+	int rc = vr_join(&o, &member, &differs, err, sizeof err);
+	vr_in_hook--;
+	if (rc != 0) {
+		member = NULL;
+		vr_log(VR_LOG_ERROR,
+		       "cannot join group %s: %s; this process keeps its own books (the cap "
+		       "applies to it alone)",
+		       group, err[0] ? err : strerror(-rc));
+		return;
+	}
+	if (differs)
+		vr_log(VR_LOG_WARN,
+		       "group %s was started with a different cap than %s; the group's cap applies",
+		       group, vr_g.limit_text);
+}
+
+/* Called with the devices lock held, after vr_books_join. */
+int vr_books_device(struct vr_dev *d, uint64_t cap_if_new)
+{
+	d->reg = -1;
+	d->cap = cap_if_new;
+	if (member) {
+		uint64_t cap = cap_if_new;
+		int idx = vr_device(member, d->uuid, cap_if_new, &cap);
+		if (idx >= 0) {
+			d->reg = idx;
+			d->cap = cap;
+		} else {
+			vr_log(VR_LOG_ERROR,
+			       "cannot add GPU %d to the group's books: %s; this process keeps its "
+			       "own books for it",
+			       d->ordinal, strerror(-idx));
+		}
+	}
+	d->capped = d->cap != UINT64_MAX;
+	return 0;
+}
+
+static int reserve(struct vr_dev *d, uint64_t bytes, int report)
+{
+	uint64_t in_use = 0;
+	if (d->reg >= 0) {
+		int rc = vr_reserve(member, d->reg, bytes, &in_use);
+		if (VR_LIKELY(rc == 0))
+			return 0;
+		if (rc != -ENOSPC) { /* the registry failed: refuse, never pass the cap */
+			uint64_t cap;
+			vr_usage(member, d->reg, &in_use, &cap);
+		}
+	} else {
+		uint64_t cur = atomic_load_explicit(&d->local_in_use, memory_order_relaxed);
+		for (;;) {
+			if (d->capped && (bytes > d->cap || cur > d->cap - bytes))
+				break;
+			if (atomic_compare_exchange_weak_explicit(&d->local_in_use, &cur,
+			                                          cur + bytes, memory_order_relaxed,
+			                                          memory_order_relaxed))
+				return 0;
+		}
+		in_use = cur;
+	}
+	if (report)
+		vr_log_denied(d->ordinal, bytes, d->cap, in_use);
+	return -1;
+}
+
+int vr_books_reserve(struct vr_dev *d, uint64_t bytes)
+{
+	return reserve(d, bytes, 1);
+}
+
+int vr_books_try(struct vr_dev *d, uint64_t bytes)
+{
+	return reserve(d, bytes, 0);
+}
+
+void vr_books_release(struct vr_dev *d, uint64_t bytes)
+{
+	if (d->reg >= 0)
+		vr_release(member, d->reg, bytes);
+	else
+		atomic_fetch_sub_explicit(&d->local_in_use, bytes, memory_order_relaxed);
+}
+
+uint64_t vr_books_in_use(struct vr_dev *d)
+{
+	if (d->reg >= 0) {
+		uint64_t in_use = 0, cap = 0;
+		vr_usage(member, d->reg, &in_use, &cap);
+		return in_use;
+	}
+	return atomic_load_explicit(&d->local_in_use, memory_order_relaxed);
+}
+
+void vr_books_pinned(int64_t delta)
+{
+	if (!join_tried)
+		vr_devices_join();
+	if (member)
+		vr_note_pinned(member, delta);
+	else
+		atomic_fetch_add_explicit(&local_pinned, delta, memory_order_relaxed);
+}
+
+/* In a child after fork (one thread): drop the parent's membership. */
+void vr_books_forget(void)
+{
+	vr_forget(member);
+	member = NULL;
+	join_tried = 0;
+	atomic_store(&local_pinned, 0);
+}
+
+/* At exit, a private group's region goes with its only member. */
+__attribute__((destructor)) static void books_fini(void)
+{
+	char dir[512];
+	if (!member || !private_group[0] || vr_g.group[0])
+		return;
+	if (vr_g.registry_dir[0])
+		snprintf(dir, sizeof dir, "%s", vr_g.registry_dir);
+	else if (vr_default_dir(dir, sizeof dir) != 0)
+		return;
+	vr_group_remove(dir, private_group);
+}

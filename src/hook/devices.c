@@ -1,0 +1,170 @@
+/*
+ * devices.c - the program's devices as it numbers them (after
+ * CUDA_VISIBLE_DEVICES), each with its UUID, physical total and cap in
+ * force. Filled lazily, the first time a device is allocated on or asked
+ * about, under one lock; read without locks afterwards (ready flag).
+ */
+#include <pthread.h>
+#include <string.h>
+
+#include "hook/hook.h"
+#include "registry/registry.h"
+
+static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct vr_dev devs[VR_MAX_DEVICES];
+static atomic_int ndev; /* 0: not enumerated yet */
+
+/* Under dev_lock. Returns the device count, or 0 if the driver cannot say
+ * yet (cuInit not called): nothing is cached then. */
+static int enumerate(void)
+{
+	int n = atomic_load_explicit(&ndev, memory_order_acquire);
+	if (n > 0)
+		return n;
+	if (!vr_real.cuDeviceGetCount || !vr_real.cuDeviceGet)
+		return 0;
+	int count = 0;
+	if (vr_real.cuDeviceGetCount(&count) != CUDA_SUCCESS || count <= 0)
+		return 0;
+	if (count > VR_MAX_DEVICES)
+		count = VR_MAX_DEVICES;
+	for (int i = 0; i < count; i++) {
+		devs[i].ordinal = i;
+		devs[i].reg = -1;
+		if (vr_real.cuDeviceGet(&devs[i].handle, i) != CUDA_SUCCESS)
+			devs[i].handle = i;
+	}
+	atomic_store_explicit(&ndev, count, memory_order_release);
+	return count;
+}
+
+/* Under dev_lock: UUID, total, cap, the group's books. */
+static void setup(struct vr_dev *d)
+{
+	if (atomic_load_explicit(&d->ready, memory_order_acquire))
+		return;
+	CUuuid u;
+	memset(&u, 0, sizeof u);
+	CUresult rc = CUDA_ERROR_NOT_FOUND;
+	if (vr_real.cuDeviceGetUuid_v2)
+		rc = vr_real.cuDeviceGetUuid_v2(&u, d->handle);
+	if (rc != CUDA_SUCCESS && vr_real.cuDeviceGetUuid)
+		rc = vr_real.cuDeviceGetUuid(&u, d->handle);
+	memcpy(d->uuid, u.bytes, 16);
+	vr_format_uuid(d->uuid, d->uuid_text, sizeof d->uuid_text);
+	size_t total = 0;
+	if (vr_real.cuDeviceTotalMem_v2)
+		vr_real.cuDeviceTotalMem_v2(&total, d->handle);
+	d->phys_total = total;
+
+	uint64_t cap = UINT64_MAX;
+	if (vr_g.limit_bad)
+		cap = 0;
+	else if (!vr_limits_cap_for(&vr_g.limits, d->ordinal, d->uuid_text, total, &cap))
+		cap = UINT64_MAX;
+	vr_books_join();
+	vr_books_device(d, cap);
+	if (d->capped && d->cap != cap && cap != UINT64_MAX)
+		vr_log(VR_LOG_INFO, "GPU %d: the group's cap is in force", d->ordinal);
+	atomic_store_explicit(&d->ready, 1, memory_order_release);
+}
+
+static struct vr_dev *find_locked(CUdevice h)
+{
+	int n = enumerate();
+	for (int i = 0; i < n; i++) {
+		if (devs[i].handle == h) {
+			setup(&devs[i]);
+			return &devs[i];
+		}
+	}
+	return NULL;
+}
+
+struct vr_dev *vr_dev_by_handle(CUdevice h)
+{
+	int n = atomic_load_explicit(&ndev, memory_order_acquire);
+	/* Every driver seen so far hands out ordinals as handles. */
+	if (VR_LIKELY(h >= 0 && h < n && devs[h].handle == h &&
+	              atomic_load_explicit(&devs[h].ready, memory_order_acquire)))
+		return &devs[h];
+	vr_in_hook++;
+	pthread_mutex_lock(&dev_lock);
+	struct vr_dev *d = find_locked(h);
+	pthread_mutex_unlock(&dev_lock);
+	vr_in_hook--;
+	return d;
+}
+
+struct vr_dev *vr_dev_by_ordinal(int ordinal)
+{
+	CUdevice h;
+	int n = atomic_load_explicit(&ndev, memory_order_acquire);
+	if (VR_LIKELY(ordinal >= 0 && ordinal < n &&
+	              atomic_load_explicit(&devs[ordinal].ready, memory_order_acquire)))
+		return &devs[ordinal];
+	if (ordinal >= 0 && ordinal < n)
+		return vr_dev_by_handle(devs[ordinal].handle);
+	if (!vr_real.cuDeviceGet || vr_real.cuDeviceGet(&h, ordinal) != CUDA_SUCCESS)
+		return NULL;
+	return vr_dev_by_handle(h);
+}
+
+void vr_devices_join(void)
+{
+	vr_in_hook++;
+	pthread_mutex_lock(&dev_lock);
+	vr_books_join();
+	pthread_mutex_unlock(&dev_lock);
+	vr_in_hook--;
+}
+
+int vr_dev_count(void)
+{
+	return atomic_load_explicit(&ndev, memory_order_acquire);
+}
+
+struct vr_dev *vr_dev_current(void)
+{
+	CUdevice h;
+	if (!vr_real.cuCtxGetDevice || vr_real.cuCtxGetDevice(&h) != CUDA_SUCCESS)
+		return NULL;
+	return vr_dev_by_handle(h);
+}
+
+/*
+ * NVML numbers devices physically; the cap is given in the program's
+ * numbering, so the two meet at the UUID. If the program has not initialised
+ * the driver (an NVML-only program under a cap), vramctl calls cuInit(0)
+ * once to learn the program's numbering.
+ */
+struct vr_dev *vr_dev_by_uuid_text(const char *uuid)
+{
+	struct vr_dev *found = NULL;
+	vr_in_hook++;
+	pthread_mutex_lock(&dev_lock);
+	int n = enumerate();
+	if (n == 0 && vr_real.cuInit && vr_real.cuInit(0) == CUDA_SUCCESS)
+		n = enumerate();
+	for (int i = 0; i < n && !found; i++) {
+		setup(&devs[i]);
+		if (!strcmp(devs[i].uuid_text, uuid))
+			found = &devs[i];
+	}
+	pthread_mutex_unlock(&dev_lock);
+	vr_in_hook--;
+	return found;
+}
+
+/* In a child after fork (one thread left): forget the books, keep nothing
+ * that another thread may have been changing. */
+void vr_devices_forget(void)
+{
+	pthread_mutex_init(&dev_lock, NULL);
+	vr_books_forget();
+	for (int i = 0; i < VR_MAX_DEVICES; i++) {
+		atomic_store(&devs[i].ready, 0);
+		atomic_store(&devs[i].local_in_use, 0);
+		devs[i].reg = -1;
+	}
+}

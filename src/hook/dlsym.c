@@ -1,0 +1,129 @@
+/*
+ * dlsym.c - the dlsym override (way in number 2: dlopen + dlsym).
+ *
+ * glibc computes dlsym(RTLD_NEXT, ...) from its caller's return address, and
+ * RTLD_DEFAULT from the caller's namespace. A C function that forwards with
+ * an ordinary call makes libvramctl.so the "caller": another preloaded
+ * library's dlsym(RTLD_NEXT, "puts") would then get its own puts back. That
+ * only works at -O2 when the compiler happens to emit a tail jump, so the
+ * exported entry point is a few instructions of assembly that jump (never
+ * call) to the real dlsym for RTLD_NEXT and RTLD_DEFAULT, in every build
+ * type. Only lookups on a real handle come to C, where the result is
+ * compared with the real addresses of the hooked symbols (lookup.c).
+ *
+ * RTLD_DEFAULT results are never substituted: with the library preloaded, a
+ * global lookup of a hooked name already finds the exported wrapper first.
+ *
+ * The entry is exported twice, as dlsym@GLIBC_2.2.5 (old binaries) and
+ * dlsym@@GLIBC_2.34 (binaries linked against glibc >= 2.34); exports.lds.in
+ * declares both version nodes.
+ */
+#include <dlfcn.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "hook/hook.h"
+
+/* Read by the assembly thunk; filled by vr_dlsym_resolve. */
+void *vr_dlsym_next;
+void *vr_dlsym_resolve(void);
+void *vr_dlsym_handle(void *handle, const char *name);
+void *vr_dlsym_real(void *handle, const char *name);
+void *vr_lookup_substitute(void *real, const char *name);
+
+/* Stands in for dlsym if glibc offered none (never seen): finds nothing. */
+static void *dlsym_none(void *handle, const char *name)
+{
+	(void)handle;
+	(void)name;
+	return NULL;
+}
+
+/*
+ * The real dlsym: the next definition after this library, so that another
+ * interposer later in the search order keeps its place in the chain. dlvsym
+ * is not interposed, so this is safe before any constructor has run, from
+ * any thread (the result is the same for every caller). Never returns NULL.
+ */
+void *vr_dlsym_resolve(void)
+{
+	void *p = __atomic_load_n(&vr_dlsym_next, __ATOMIC_ACQUIRE);
+	if (p)
+		return p;
+	p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+	if (!p)
+		p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+	if (!p)
+		p = (void *)dlsym_none;
+	__atomic_store_n(&vr_dlsym_next, p, __ATOMIC_RELEASE);
+	return p;
+}
+
+/* The real dlsym on a handle (not RTLD_NEXT/RTLD_DEFAULT: see above). */
+void *vr_dlsym_real(void *handle, const char *name)
+{
+	void *(*real)(void *, const char *) = (void *(*)(void *, const char *))vr_dlsym_resolve();
+	return real(handle, name);
+}
+
+/* dlsym on a real handle: the driver's answer, or the matching wrapper. */
+void *vr_dlsym_handle(void *handle, const char *name)
+{
+	void *r = vr_dlsym_real(handle, name);
+	if (!r || !name)
+		return r;
+	/* One branch for every name that cannot be a hooked one. */
+	if (VR_LIKELY(name[0] != 'c' && name[0] != 'n'))
+		return r;
+	return vr_lookup_substitute(r, name);
+}
+
+#if defined(__x86_64__)
+/*
+ * dlsym(handle, name):
+ *   RTLD_NEXT ((void *)-1) or RTLD_DEFAULT (0): tail-jump to the real dlsym,
+ *     so it sees the program's (or the other interposer's) return address;
+ *   anything else: tail-jump to vr_dlsym_handle.
+ * The real pointer is resolved on first use with the argument registers
+ * saved and the stack aligned, then jumped to with the caller's frame intact.
+ */
+__asm__(".text\n"
+        ".p2align 4\n"
+        ".globl vr_dlsym_entry_new\n"
+        ".type vr_dlsym_entry_new, @function\n"
+        ".globl vr_dlsym_entry_old\n"
+        ".type vr_dlsym_entry_old, @function\n"
+        "vr_dlsym_entry_new:\n"
+        "vr_dlsym_entry_old:\n"
+        "	.cfi_startproc\n"
+        "	cmpq $-1, %rdi\n"
+        "	je 1f\n"
+        "	testq %rdi, %rdi\n"
+        "	je 1f\n"
+        "	jmp vr_dlsym_handle\n"
+        "1:	movq vr_dlsym_next(%rip), %rax\n"
+        "	testq %rax, %rax\n"
+        "	je 2f\n"
+        "	jmp *%rax\n"
+        "2:	pushq %rdi\n"
+        "	.cfi_adjust_cfa_offset 8\n"
+        "	pushq %rsi\n"
+        "	.cfi_adjust_cfa_offset 8\n"
+        "	subq $8, %rsp\n"
+        "	.cfi_adjust_cfa_offset 8\n"
+        "	call vr_dlsym_resolve\n"
+        "	addq $8, %rsp\n"
+        "	.cfi_adjust_cfa_offset -8\n"
+        "	popq %rsi\n"
+        "	.cfi_adjust_cfa_offset -8\n"
+        "	popq %rdi\n"
+        "	.cfi_adjust_cfa_offset -8\n"
+        "	jmp *%rax\n"
+        "	.cfi_endproc\n"
+        ".size vr_dlsym_entry_new, .-vr_dlsym_entry_new\n"
+        ".size vr_dlsym_entry_old, .-vr_dlsym_entry_old\n"
+        ".symver vr_dlsym_entry_new, dlsym@@GLIBC_2.34\n"
+        ".symver vr_dlsym_entry_old, dlsym@GLIBC_2.2.5\n");
+#else
+#error "libvramctl's dlsym thunk exists for x86-64 only; port the few instructions in dlsym.c"
+#endif

@@ -1,0 +1,290 @@
+/*
+ * init.c - configuration, driver loading and the process lifecycle.
+ *
+ * Three stages, each lazy and idempotent:
+ *   1. configuration: the environment contract (contract.h), read once from
+ *      the constructor or from the first wrapper call, whichever comes first;
+ *   2. the driver: dlopen'ed at the first driver call that reaches a wrapper
+ *      (never in the constructor: every process under `vramctl run`, shells
+ *      included, loads this library, and most never touch a GPU);
+ *   3. the books: joined at the first allocation or memory query under a cap
+ *      (devices.c, books.c).
+ * With no VRAMCTL_LIMIT the library is invisible: wrappers test one flag and
+ * call the driver; dlsym and cuGetProcAddress return the driver's pointers.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define VR_CUDA_PROTOTYPES
+#define VR_NVML_PROTOTYPES
+#include "common/contract.h"
+#include "hook/hook.h"
+
+struct vr_state vr_g = {.log_level = VR_LOG_WARN};
+struct vr_real vr_real;
+__thread int vr_in_hook __attribute__((tls_model("initial-exec")));
+
+void *vr_dlsym_real(void *handle, const char *name);
+
+/*
+ * The process-wide marker: the first copy of the library in the global
+ * search order owns the process; any other copy (LD_PRELOAD naming two
+ * paths, a copy dlopen'ed later) finds someone else's marker and becomes a
+ * pure pass-through, so nothing is counted twice.
+ */
+VR_EXPORT const char vramctl_instance_v1[] = "vramctl";
+
+/* ---- the options table ------------------------------------------------ */
+
+enum opt_kind { OPT_TEXT, OPT_BOOL, OPT_LOG };
+
+static const struct vr_option {
+	const char *env;
+	enum opt_kind kind;
+	char *text; /* OPT_TEXT: destination */
+	size_t len;
+	int *flag; /* OPT_BOOL, OPT_LOG: destination */
+	const char *help;
+} options[] = {
+    {VR_ENV_LIMIT, OPT_TEXT, vr_g.limit_text, sizeof vr_g.limit_text, NULL,
+     "cap spec; unset or empty: no cap (invisible)"},
+    {VR_ENV_GROWTH, OPT_BOOL, NULL, 0, &vr_g.growth, "1: grow on demand"},
+    {VR_ENV_GROUP, OPT_TEXT, vr_g.group, sizeof vr_g.group, NULL, "group name"},
+    {VR_ENV_REGISTRY_DIR, OPT_TEXT, vr_g.registry_dir, sizeof vr_g.registry_dir, NULL,
+     "registry directory"},
+    {VR_ENV_DRIVER, OPT_TEXT, vr_g.driver_path, sizeof vr_g.driver_path, NULL,
+     "path of the real libcuda.so.1"},
+    {VR_ENV_NVML, OPT_TEXT, vr_g.nvml_path, sizeof vr_g.nvml_path, NULL,
+     "path of the real libnvidia-ml.so.1"},
+    {VR_ENV_LOG, OPT_LOG, NULL, 0, &vr_g.log_level, "quiet|error|warn|info|debug"},
+};
+
+static const char *const log_names[] = {"quiet", "error", "warn", "info", "debug"};
+
+/* Errors found while reading options are printed after the log level is
+ * known (an option read early must not decide whether a later one speaks). */
+static char config_errors[3][600];
+static int nconfig_errors;
+
+static void config_error(const char *fmt, ...) VR_PRINTF(1, 2);
+static void config_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	if (nconfig_errors < (int)VR_ARRAY_LEN(config_errors))
+		vsnprintf(config_errors[nconfig_errors++], sizeof config_errors[0], fmt, ap);
+	va_end(ap);
+}
+
+static void read_option(const struct vr_option *o)
+{
+	const char *v = getenv(o->env);
+	if (!v)
+		return;
+	switch (o->kind) {
+	case OPT_TEXT:
+		if (strlen(v) >= o->len) {
+			config_error("%s is too long; ignored (%s)", o->env, o->help);
+			return;
+		}
+		strcpy(o->text, v);
+		break;
+	case OPT_BOOL:
+		if (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes"))
+			*o->flag = 1;
+		else if (!strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") || !*v)
+			*o->flag = 0;
+		else
+			config_error("%s=%s: expected 1 or 0; taken as 0", o->env, v);
+		break;
+	case OPT_LOG:
+		for (size_t i = 0; i < VR_ARRAY_LEN(log_names); i++) {
+			if (!strcasecmp(v, log_names[i])) {
+				*o->flag = (int)i;
+				return;
+			}
+		}
+		config_error("%s=%s: expected quiet, error, warn, info or debug; using warn",
+		             o->env, v);
+		break;
+	}
+}
+
+static void atfork_child(void);
+static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+
+static void config_init_once(void)
+{
+	for (size_t i = 0; i < VR_ARRAY_LEN(options); i++)
+		read_option(&options[i]);
+
+	if (vr_g.limit_text[0]) {
+		char err[256];
+		if (vr_parse_limits(vr_g.limit_text, &vr_g.limits, err, sizeof err) != 0) {
+			/* Fail closed: whoever set a cap wants one. The CLI and the
+			 * Slurm plugin validate first, so this is a hand-set value. */
+			vr_g.limit_bad = 1;
+			config_error("VRAMCTL_LIMIT: %s; every device allocation is refused "
+			             "(fail closed)",
+			             err);
+		}
+		vr_g.active = 1;
+	}
+
+	/* Are we the acting copy? Ask the loader for the first marker. */
+	const char *first = vr_dlsym_real(RTLD_DEFAULT, "vramctl_instance_v1");
+	if (first && first != vramctl_instance_v1) {
+		vr_g.passthrough = 1;
+		vr_g.active = 0;
+	}
+
+	for (int i = 0; i < nconfig_errors && !vr_g.passthrough; i++)
+		vr_log(VR_LOG_ERROR, "%s", config_errors[i]);
+
+	if (vr_g.active) {
+		vr_log(VR_LOG_INFO, "cap %s%s%s", vr_g.limit_text, vr_g.group[0] ? ", group " : "",
+		       vr_g.group);
+		pthread_atfork(NULL, NULL, atfork_child);
+	}
+	atomic_store_explicit(&vr_g.config_done, 1, memory_order_release);
+}
+
+void vr_config_init(void)
+{
+	if (VR_LIKELY(atomic_load_explicit(&vr_g.config_done, memory_order_acquire)))
+		return;
+	pthread_once(&config_once, config_init_once);
+}
+
+/* ---- the driver ------------------------------------------------------- */
+
+static pthread_mutex_t driver_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread int loading;
+
+static void *open_driver(void)
+{
+	if (vr_g.driver_path[0])
+		return dlopen(vr_g.driver_path, RTLD_LAZY | RTLD_LOCAL);
+	/* As the program's own dlopen would find it: LD_LIBRARY_PATH,
+	 * ld.so.cache, the default directories; then WSL's driver folder. */
+	void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+	if (!h)
+		h = dlopen("/usr/lib/wsl/lib/libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+	return h;
+}
+
+int vr_driver_init(void)
+{
+	vr_config_init();
+	int s = atomic_load_explicit(&vr_g.driver_state, memory_order_acquire);
+	if (s != 0)
+		return s == 1 ? 0 : -1;
+	if (loading) /* re-entered from the driver's own constructor */
+		return -1;
+	pthread_mutex_lock(&driver_lock);
+	s = atomic_load_explicit(&vr_g.driver_state, memory_order_acquire);
+	if (s == 0) {
+		loading = 1;
+		vr_in_hook++;
+		void *h = open_driver();
+		if (h) {
+#define VR_HOOK_CU(n) vr_real.n = (vr_pfn_##n)vr_dlsym_real(h, #n);
+#define VR_USE_CU(n)  VR_HOOK_CU(n)
+#include "hook/hooks.def"
+			vr_g.driver = h;
+			s = 1;
+		} else {
+			const char *e = dlerror();
+			/* Invisible mode stays silent: the program finds out itself. */
+			if (vr_g.active)
+				vr_log(VR_LOG_ERROR,
+				       "cannot load the CUDA driver (%s): %s; driver calls "
+				       "return CUDA_ERROR_NOT_INITIALIZED",
+				       vr_g.driver_path[0] ? vr_g.driver_path : "libcuda.so.1",
+				       e ? e : "not found");
+			s = -1;
+		}
+		vr_in_hook--;
+		loading = 0;
+		atomic_store_explicit(&vr_g.driver_state, s, memory_order_release);
+	}
+	pthread_mutex_unlock(&driver_lock);
+	return s == 1 ? 0 : -1;
+}
+
+int vr_nvml_init(void)
+{
+	vr_config_init();
+	int s = atomic_load_explicit(&vr_g.nvml_state, memory_order_acquire);
+	if (s != 0)
+		return s == 1 ? 0 : -1;
+	if (loading)
+		return -1;
+	pthread_mutex_lock(&driver_lock);
+	s = atomic_load_explicit(&vr_g.nvml_state, memory_order_acquire);
+	if (s == 0) {
+		loading = 1;
+		vr_in_hook++;
+		const char *path = vr_g.nvml_path[0] ? vr_g.nvml_path : "libnvidia-ml.so.1";
+		void *h = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
+		if (h) {
+#define VR_HOOK_NVML(n) vr_real.n = (vr_pfn_##n)vr_dlsym_real(h, #n);
+#define VR_USE_NVML(n)  VR_HOOK_NVML(n)
+#include "hook/hooks.def"
+			vr_g.nvml = h;
+			s = 1;
+		} else {
+			if (vr_g.active)
+				vr_log(VR_LOG_WARN, "cannot load NVML (%s)", path);
+			s = -1;
+		}
+		vr_in_hook--;
+		loading = 0;
+		atomic_store_explicit(&vr_g.nvml_state, s, memory_order_release);
+	}
+	pthread_mutex_unlock(&driver_lock);
+	return s == 1 ? 0 : -1;
+}
+
+/* ---- lifecycle -------------------------------------------------------- */
+
+/*
+ * In a child after fork: the CUDA state of the parent does not carry over,
+ * so neither do its books. The child forgets the membership and its maps and
+ * joins anew at its first allocation. Locks another thread may have held at
+ * the fork are made new.
+ */
+static void atfork_child(void)
+{
+	pthread_mutex_init(&driver_lock, NULL);
+	vr_pools_forget();
+	vr_map_forget();
+	vr_devices_forget();
+}
+
+/*
+ * --growth without the CLI (Slurm, Kubernetes, a user setting
+ * VRAMCTL_GROWTH=1): the frameworks' own switches, set only when the user has
+ * not set them. This is the one change the library makes to the environment,
+ * and it was asked for; it runs in the constructor, before main and before
+ * the program has threads of its own, where setenv is safe.
+ */
+static void apply_growth(void)
+{
+	if (!vr_g.growth || vr_g.passthrough)
+		return;
+	setenv("TF_FORCE_GPU_ALLOW_GROWTH", "true", 0);
+	setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "false", 0);
+}
+
+__attribute__((constructor)) static void vr_constructor(void)
+{
+	vr_config_init();
+	apply_growth();
+}

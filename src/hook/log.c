@@ -1,0 +1,62 @@
+/*
+ * log.c - every message the library prints goes through here: stderr only,
+ * one write(2) per line (lines from threads never interleave, no stdio state
+ * of the host program is touched), the fixed prefix "vramctl: ". The level is
+ * checked by the vr_log macro before anything is formatted.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hook/hook.h"
+
+void vr_log_(int level, const char *fmt, ...)
+{
+	(void)level;
+	char line[512] = "vramctl: ";
+	size_t n = strlen(line);
+	va_list ap;
+	va_start(ap, fmt);
+	int k = vsnprintf(line + n, sizeof line - n - 1, fmt, ap);
+	va_end(ap);
+	if (k < 0)
+		return;
+	n += (size_t)k < sizeof line - n - 1 ? (size_t)k : sizeof line - n - 2;
+	line[n++] = '\n';
+	ssize_t w = write(2, line, n);
+	(void)w;
+}
+
+/*
+ * Denials: at most VR_DENY_BURST lines per second; the rest are counted and
+ * the count is printed with the next line that gets through.
+ */
+#define VR_DENY_BURST 5
+static _Atomic long deny_second;
+static atomic_int deny_in_second;
+static atomic_int deny_suppressed;
+
+void vr_log_denied(int ordinal, uint64_t bytes, uint64_t cap, uint64_t in_use)
+{
+	if (vr_g.log_level < VR_LOG_WARN)
+		return;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	long now = (long)ts.tv_sec;
+	long was = atomic_load(&deny_second);
+	if (was != now && atomic_compare_exchange_strong(&deny_second, &was, now))
+		atomic_store(&deny_in_second, 0);
+	if (atomic_fetch_add(&deny_in_second, 1) >= VR_DENY_BURST) {
+		atomic_fetch_add(&deny_suppressed, 1);
+		return;
+	}
+	char a[32], b[32], c[32], more[64] = "";
+	int sup = atomic_exchange(&deny_suppressed, 0);
+	if (sup > 0)
+		snprintf(more, sizeof more, " (%d more denials not shown)", sup);
+	vr_log_(VR_LOG_WARN, "denied %s on GPU %d: cap %s, %s in use%s",
+	        vr_format_size(bytes, a, sizeof a), ordinal, vr_format_size(cap, b, sizeof b),
+	        vr_format_size(in_use, c, sizeof c), more);
+}

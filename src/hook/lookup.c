@@ -1,0 +1,113 @@
+/*
+ * lookup.c - ways in number 2 to 4: the answer of dlsym on a handle, of
+ * cuGetProcAddress_v2 and of the 11.3 four-argument cuGetProcAddress.
+ *
+ * The driver is always asked first, so versions, flags and symbolStatus stay
+ * exactly its own; only a pointer equal to the real address of a hooked
+ * symbol is replaced by the matching wrapper (generated from hooks.def).
+ * Everything else (cuLaunchKernel, ...) reaches the program as the driver's
+ * own pointer: no cost at all on calls vramctl does not hook. A request for
+ * cuGetProcAddress itself returns the wrapper, so later lookups come back.
+ */
+#include <dlfcn.h>
+#include <string.h>
+
+#define VR_CUDA_PROTOTYPES
+#define VR_NVML_PROTOTYPES
+#include "hook/hook.h"
+
+void *vr_lookup_substitute(void *real, const char *name);
+
+/* The wrapper of the hooked symbol whose real address is p, or NULL. */
+static void *wrapper_for(const void *p)
+{
+#define VR_HOOK_CU(n)                                                                              \
+	if (vr_real.n && (const void *)vr_real.n == p)                                             \
+		return (void *)n;
+#define VR_HOOK_NVML(n) VR_HOOK_CU(n)
+#include "hook/hooks.def"
+	return NULL;
+}
+
+/* The wrapper of the hooked driver symbol with exactly this name, or NULL. */
+static void *wrapper_named(const char *name)
+{
+#define VR_HOOK_CU(n)                                                                              \
+	if (!strcmp(name, #n))                                                                     \
+		return (void *)n;
+#include "hook/hooks.def"
+	return NULL;
+}
+
+/* Could a cuGetProcAddress request for base name sym return a hooked
+ * symbol? ("cuMemAlloc" -> cuMemAlloc_v2, "cuMemAllocAsync" -> _ptsz) */
+static int maybe_hooked(const char *sym)
+{
+	size_t n = strlen(sym);
+#define VR_HOOK_CU(h)                                                                              \
+	if (!strncmp(#h, sym, n) && (#h[n] == 0 || #h[n] == '_'))                                  \
+		return 1;
+#include "hook/hooks.def"
+	return 0;
+}
+
+/*
+ * A driver pointer as the program should see it. A real driver may hand
+ * cuGetProcAddress callers an internal entry rather than the exported one;
+ * then dladdr's exact symbol name decides.
+ */
+static void *substitute_cu(void *p, const char *requested)
+{
+	void *w = wrapper_for(p);
+	if (w || !requested || !maybe_hooked(requested))
+		return w ? w : p;
+	Dl_info di;
+	if (dladdr(p, &di) && di.dli_saddr == p && di.dli_sname && di.dli_fbase && vr_g.driver &&
+	    (w = wrapper_named(di.dli_sname)) != NULL)
+		return w;
+	return p;
+}
+
+/* dlsym on a handle found a name starting with 'c' or 'n' (dlsym.c). */
+void *vr_lookup_substitute(void *real, const char *name)
+{
+	if (vr_in_hook)
+		return real;
+	vr_config_init();
+	if (!vr_g.active)
+		return real;
+	if (name[0] == 'c' && name[1] == 'u') {
+		if (vr_driver_init() != 0)
+			return real;
+		void *w = wrapper_for(real);
+		return w ? w : real;
+	}
+	if (!strncmp(name, "nvml", 4)) {
+		if (vr_nvml_init() != 0)
+			return real;
+		void *w = wrapper_for(real);
+		return w ? w : real;
+	}
+	return real;
+}
+
+VR_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+                                       cuuint64_t flags,
+                                       CUdriverProcAddressQueryResult *symbolStatus)
+{
+	VR_PASS(cuGetProcAddress_v2, (symbol, pfn, cudaVersion, flags, symbolStatus));
+	CUresult rc = vr_real.cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, symbolStatus);
+	if (rc == CUDA_SUCCESS && pfn && *pfn)
+		*pfn = substitute_cu(*pfn, symbol);
+	return rc;
+}
+
+VR_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
+                                    cuuint64_t flags)
+{
+	VR_PASS(cuGetProcAddress, (symbol, pfn, cudaVersion, flags));
+	CUresult rc = vr_real.cuGetProcAddress(symbol, pfn, cudaVersion, flags);
+	if (rc == CUDA_SUCCESS && pfn && *pfn)
+		*pfn = substitute_cu(*pfn, symbol);
+	return rc;
+}

@@ -1,0 +1,280 @@
+/*
+ * pools.c - stream-ordered allocation (cuMemAllocAsync, ...FromPoolAsync)
+ * counted by what the pools physically hold.
+ *
+ * A pool keeps freed memory for reuse (PyTorch's async backend sets the
+ * release threshold to the maximum, so it keeps everything), so what the
+ * device loses is the pool's reserved memory
+ * (CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), not the sum of live allocations.
+ * Each pool carries a charge in the books that follows that figure:
+ *
+ *   before an allocation: if the pool's slack (reserved - used) cannot
+ *     hold the request, reserve the request rounded up to 2 MiB (the pool's
+ *     growth granule) as "in flight"; a request that does not fit is refused
+ *     with CUDA_ERROR_OUT_OF_MEMORY before the driver is called;
+ *   after it, and at every point where a pool may shrink (stream, context
+ *     synchronisation, cuMemPoolTrimTo, memory queries), settle: the charge
+ *     becomes reserved + in flight. Growth past what was reserved (a driver
+ *     growing by a larger chunk) is reserved if it fits; if it does not, it
+ *     stays pending and is retried at the next settle, and the books run
+ *     behind the device by at most that chunk meanwhile.
+ *   cuMemFreeAsync is not hooked: a free gives nothing back until the pool
+ *     shrinks, which the next settle sees.
+ *   cuMemPoolDestroy gives the whole charge back.
+ * Pools created on host locations are not device memory and not counted.
+ */
+#include <pthread.h>
+#include <string.h>
+
+#define VR_CUDA_PROTOTYPES
+#include "hook/hook.h"
+
+#define MAX_POOLS 256
+#define GRANULE   (2ull * 1024 * 1024)
+
+struct pool {
+	CUmemoryPool pool;
+	int dev;           /* ordinal, -1: not device memory */
+	uint64_t charged;  /* bytes held in the books for this pool */
+	uint64_t inflight; /* reserved for allocations under way */
+};
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pool pools[MAX_POOLS];
+atomic_int vr_pools_count;
+
+static struct pool *find_locked(CUmemoryPool p)
+{
+	int n = atomic_load_explicit(&vr_pools_count, memory_order_relaxed);
+	for (int i = 0; i < n; i++)
+		if (pools[i].pool == p)
+			return &pools[i];
+	return NULL;
+}
+
+static struct pool *get_locked(CUmemoryPool p, int dev)
+{
+	struct pool *r = find_locked(p);
+	if (r)
+		return r;
+	int n = atomic_load_explicit(&vr_pools_count, memory_order_relaxed);
+	if (n == MAX_POOLS) {
+		vr_log(VR_LOG_WARN, "more than %d memory pools; the rest go uncounted", MAX_POOLS);
+		return NULL;
+	}
+	pools[n] = (struct pool){.pool = p, .dev = dev};
+	atomic_store_explicit(&vr_pools_count, n + 1, memory_order_release);
+	return &pools[n];
+}
+
+static int pool_attr(CUmemoryPool p, CUmemPool_attribute a, uint64_t *out)
+{
+	cuuint64_t v = 0;
+	if (!vr_real.cuMemPoolGetAttribute)
+		return -1;
+	vr_in_hook++;
+	CUresult rc = vr_real.cuMemPoolGetAttribute(p, a, &v);
+	vr_in_hook--;
+	if (rc != CUDA_SUCCESS)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* Under pool_lock: the charge follows reserved + in flight. */
+static void settle_locked(struct pool *r)
+{
+	uint64_t reserved;
+	if (r->dev < 0 || pool_attr(r->pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) != 0)
+		return;
+	struct vr_dev *d = vr_dev_by_ordinal(r->dev);
+	if (!d)
+		return;
+	uint64_t target = reserved + r->inflight;
+	if (target < r->charged) {
+		vr_books_release(d, r->charged - target);
+		r->charged = target;
+	} else if (target > r->charged && vr_books_try(d, target - r->charged) == 0) {
+		r->charged = target;
+	}
+}
+
+void vr_pools_settle_all(void)
+{
+	pthread_mutex_lock(&pool_lock);
+	int n = atomic_load_explicit(&vr_pools_count, memory_order_relaxed);
+	for (int i = 0; i < n; i++)
+		settle_locked(&pools[i]);
+	pthread_mutex_unlock(&pool_lock);
+}
+
+typedef CUresult (*async_call)(CUdeviceptr *, size_t, CUmemoryPool, CUstream, void *);
+
+static CUresult async_alloc(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool, CUstream s,
+                            async_call call, void *fn)
+{
+	struct vr_dev *d = vr_dev_current();
+	if (!d || !dptr || bytes == 0)
+		return call(dptr, bytes, pool, s, fn);
+	if (!pool) {
+		if (!vr_real.cuDeviceGetMemPool ||
+		    vr_real.cuDeviceGetMemPool(&pool, d->handle) != CUDA_SUCCESS)
+			return call(dptr, bytes, NULL, s, fn);
+	}
+	pthread_mutex_lock(&pool_lock);
+	struct pool *r = get_locked(pool, d->ordinal);
+	uint64_t reserved = 0, used = 0, need = 0;
+	if (r && r->dev >= 0 &&
+	    pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) == 0 &&
+	    pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used) == 0) {
+		uint64_t slack = reserved > used ? reserved - used : 0;
+		if (bytes > slack)
+			need = (bytes + GRANULE - 1) / GRANULE * GRANULE;
+		d = vr_dev_by_ordinal(r->dev);
+	} else {
+		r = NULL; /* not device memory, or the pool cannot be read */
+	}
+	if (r && need) {
+		if (vr_books_reserve(d, need) != 0) {
+			pthread_mutex_unlock(&pool_lock);
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		r->charged += need;
+		r->inflight += need;
+	}
+	pthread_mutex_unlock(&pool_lock);
+
+	vr_in_hook++;
+	CUresult rc = call(dptr, bytes, pool, s, fn);
+	vr_in_hook--;
+
+	if (r) {
+		pthread_mutex_lock(&pool_lock);
+		r->inflight -= need;
+		settle_locked(r);
+		pthread_mutex_unlock(&pool_lock);
+	}
+	return rc;
+}
+
+static CUresult call_async(CUdeviceptr *p, size_t b, CUmemoryPool pool, CUstream s, void *fn)
+{
+	(void)pool;
+	return ((vr_pfn_cuMemAllocAsync)fn)(p, b, s);
+}
+
+static CUresult call_from_pool(CUdeviceptr *p, size_t b, CUmemoryPool pool, CUstream s, void *fn)
+{
+	return ((vr_pfn_cuMemAllocFromPoolAsync)fn)(p, b, pool, s);
+}
+
+VR_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+	VR_PASS(cuMemAllocAsync, (dptr, bytesize, hStream));
+	return async_alloc(dptr, bytesize, NULL, hStream, call_async,
+	                   (void *)vr_real.cuMemAllocAsync);
+}
+
+VR_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+	VR_PASS(cuMemAllocAsync_ptsz, (dptr, bytesize, hStream));
+	return async_alloc(dptr, bytesize, NULL, hStream, call_async,
+	                   (void *)vr_real.cuMemAllocAsync_ptsz);
+}
+
+VR_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                           CUstream hStream)
+{
+	VR_PASS(cuMemAllocFromPoolAsync, (dptr, bytesize, pool, hStream));
+	if (!pool)
+		return vr_real.cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream);
+	return async_alloc(dptr, bytesize, pool, hStream, call_from_pool,
+	                   (void *)vr_real.cuMemAllocFromPoolAsync);
+}
+
+VR_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
+                                                CUmemoryPool pool, CUstream hStream)
+{
+	VR_PASS(cuMemAllocFromPoolAsync_ptsz, (dptr, bytesize, pool, hStream));
+	if (!pool)
+		return vr_real.cuMemAllocFromPoolAsync_ptsz(dptr, bytesize, pool, hStream);
+	return async_alloc(dptr, bytesize, pool, hStream, call_from_pool,
+	                   (void *)vr_real.cuMemAllocFromPoolAsync_ptsz);
+}
+
+VR_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
+{
+	VR_PASS(cuMemPoolCreate, (pool, props));
+	vr_in_hook++;
+	CUresult rc = vr_real.cuMemPoolCreate(pool, props);
+	vr_in_hook--;
+	if (rc != CUDA_SUCCESS || !pool || !props)
+		return rc;
+	int dev = -1;
+	if (props->location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
+		struct vr_dev *d = vr_dev_by_handle(props->location.id);
+		dev = d ? d->ordinal : -1;
+	}
+	pthread_mutex_lock(&pool_lock);
+	struct pool *r = get_locked(*pool, dev);
+	if (r) /* a handle the driver reuses is a new pool */
+		*r = (struct pool){.pool = *pool, .dev = dev};
+	pthread_mutex_unlock(&pool_lock);
+	return rc;
+}
+
+VR_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
+{
+	VR_PASS(cuMemPoolDestroy, (pool));
+	vr_in_hook++;
+	CUresult rc = vr_real.cuMemPoolDestroy(pool);
+	vr_in_hook--;
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	pthread_mutex_lock(&pool_lock);
+	struct pool *r = find_locked(pool);
+	if (r) {
+		if (r->dev >= 0 && r->charged)
+			vr_books_release(vr_dev_by_ordinal(r->dev), r->charged);
+		int n = atomic_load_explicit(&vr_pools_count, memory_order_relaxed);
+		*r = pools[n - 1];
+		atomic_store_explicit(&vr_pools_count, n - 1, memory_order_release);
+	}
+	pthread_mutex_unlock(&pool_lock);
+	return rc;
+}
+
+VR_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
+{
+	VR_PASS(cuMemPoolTrimTo, (pool, minBytesToKeep));
+	vr_in_hook++;
+	CUresult rc = vr_real.cuMemPoolTrimTo(pool, minBytesToKeep);
+	vr_in_hook--;
+	if (rc == CUDA_SUCCESS)
+		vr_pools_settle_all();
+	return rc;
+}
+
+/* Synchronisation is where pools give memory back (release threshold). */
+#define VR_SYNC(name, params, args)                                                                \
+	VR_EXPORT CUresult name params                                                             \
+	{                                                                                          \
+		VR_PASS(name, args);                                                               \
+		vr_in_hook++;                                                                      \
+		CUresult rc = vr_real.name args;                                                   \
+		vr_in_hook--;                                                                      \
+		if (atomic_load_explicit(&vr_pools_count, memory_order_relaxed))                   \
+			vr_pools_settle_all();                                                     \
+		return rc;                                                                         \
+	}
+VR_SYNC(cuStreamSynchronize, (CUstream hStream), (hStream))
+VR_SYNC(cuStreamSynchronize_ptsz, (CUstream hStream), (hStream))
+VR_SYNC(cuCtxSynchronize, (void), ())
+
+/* In a child after fork: the parent's pools are not the child's. */
+void vr_pools_forget(void)
+{
+	pthread_mutex_init(&pool_lock, NULL);
+	memset(pools, 0, sizeof pools);
+	atomic_store(&vr_pools_count, 0);
+}

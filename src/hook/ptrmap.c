@@ -1,0 +1,193 @@
+/*
+ * ptrmap.c - the process-local map from what the program holds (a device
+ * pointer, a VMM handle, an array...) to the device and bytes charged for it.
+ *
+ * 64 stripes, each an open-addressing table (linear probing, tombstones)
+ * behind its own small spinlock, so threads allocating at once rarely meet.
+ * Tables live in mmap'ed memory, never malloc: the host's allocator is not
+ * touched, and the hot path allocates nothing (a table doubles when it is
+ * half full, which amortises to nothing).
+ */
+#include <sched.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "hook/hook.h"
+
+#define STRIPES   64
+#define MIN_SLOTS 256
+
+enum { SLOT_EMPTY = 0, SLOT_FULL = 1, SLOT_TOMB = 2 };
+
+struct slot {
+	uint64_t key;
+	uint64_t bytes;
+	int32_t dev;
+	uint8_t kind;
+	uint8_t state;
+};
+
+struct stripe {
+	atomic_flag lock;
+	struct slot *slots;
+	size_t cap; /* power of two, or 0 */
+	size_t used, tombs;
+} __attribute__((aligned(64)));
+
+static struct stripe stripes[STRIPES];
+
+static inline uint64_t mix(uint64_t key, int kind)
+{
+	uint64_t h = (key ^ ((uint64_t)kind << 56)) * 0x9E3779B97F4A7C15ull;
+	return h ^ (h >> 29);
+}
+
+static inline void lock(struct stripe *s)
+{
+	int spins = 0;
+	while (atomic_flag_test_and_set_explicit(&s->lock, memory_order_acquire)) {
+		if (++spins > 64) {
+			sched_yield();
+			spins = 0;
+		}
+	}
+}
+
+static inline void unlock(struct stripe *s)
+{
+	atomic_flag_clear_explicit(&s->lock, memory_order_release);
+}
+
+/* Finds key's slot, or the slot where it would go (first tombstone seen, or
+ * the empty slot that ends the probe). Needs cap > 0. */
+static struct slot *probe(struct stripe *s, uint64_t key, int kind, uint64_t h, int *found)
+{
+	size_t mask = s->cap - 1, i = (size_t)(h >> 6) & mask;
+	struct slot *tomb = NULL;
+	for (;;) {
+		struct slot *e = &s->slots[i];
+		if (e->state == SLOT_EMPTY) {
+			*found = 0;
+			return tomb ? tomb : e;
+		}
+		if (e->state == SLOT_TOMB) {
+			if (!tomb)
+				tomb = e;
+		} else if (e->key == key && e->kind == kind) {
+			*found = 1;
+			return e;
+		}
+		i = (i + 1) & mask;
+	}
+}
+
+/* Makes room for one more entry. Returns 0, or -1 if mmap failed. */
+static int grow(struct stripe *s)
+{
+	if (s->cap && (s->used + s->tombs + 1) * 2 <= s->cap)
+		return 0;
+	size_t ncap = s->cap ? s->cap : MIN_SLOTS;
+	while ((s->used + 1) * 4 > ncap)
+		ncap *= 2;
+	if (ncap == s->cap && s->tombs == 0)
+		ncap *= 2;
+	void *mem = mmap(NULL, ncap * sizeof(struct slot), PROT_READ | PROT_WRITE,
+	                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED)
+		return -1;
+	struct slot *old = s->slots;
+	size_t ocap = s->cap;
+	s->slots = mem;
+	s->cap = ncap;
+	s->used = 0;
+	s->tombs = 0;
+	for (size_t i = 0; i < ocap; i++) {
+		if (old[i].state != SLOT_FULL)
+			continue;
+		int found;
+		struct slot *e =
+		    probe(s, old[i].key, old[i].kind, mix(old[i].key, old[i].kind), &found);
+		*e = old[i];
+		s->used++;
+	}
+	if (old)
+		munmap(old, ocap * sizeof(struct slot));
+	return 0;
+}
+
+int vr_map_put(int kind, uint64_t key, int dev, uint64_t bytes)
+{
+	uint64_t h = mix(key, kind);
+	struct stripe *s = &stripes[h & (STRIPES - 1)];
+	int rc = 0, found;
+	lock(s);
+	if (grow(s) != 0) {
+		rc = -1;
+	} else {
+		struct slot *e = probe(s, key, kind, h, &found);
+		if (!found) {
+			if (e->state == SLOT_TOMB)
+				s->tombs--;
+			s->used++;
+		}
+		/* A key the driver hands out again was freed behind our back
+		 * (e.g. by a context reset): the new allocation replaces it. */
+		*e = (struct slot){.key = key,
+		                   .bytes = bytes,
+		                   .dev = dev,
+		                   .kind = (uint8_t)kind,
+		                   .state = SLOT_FULL};
+	}
+	unlock(s);
+	return rc;
+}
+
+int vr_map_take(int kind, uint64_t key, int *dev, uint64_t *bytes)
+{
+	uint64_t h = mix(key, kind);
+	struct stripe *s = &stripes[h & (STRIPES - 1)];
+	int found = 0;
+	lock(s);
+	if (s->cap) {
+		struct slot *e = probe(s, key, kind, h, &found);
+		if (found) {
+			*dev = e->dev;
+			*bytes = e->bytes;
+			e->state = SLOT_TOMB;
+			s->used--;
+			s->tombs++;
+		}
+	}
+	unlock(s);
+	return found;
+}
+
+int vr_map_add(int kind, uint64_t key, int dev, uint64_t delta)
+{
+	uint64_t h = mix(key, kind);
+	struct stripe *s = &stripes[h & (STRIPES - 1)];
+	int found = 0;
+	lock(s);
+	if (s->cap) {
+		struct slot *e = probe(s, key, kind, h, &found);
+		if (found && e->dev == dev)
+			e->bytes += delta;
+		else
+			found = 0;
+	}
+	unlock(s);
+	return found;
+}
+
+/* In a child after fork: the parent's allocations are not the child's. */
+void vr_map_forget(void)
+{
+	for (int i = 0; i < STRIPES; i++) {
+		struct stripe *s = &stripes[i];
+		atomic_flag_clear(&s->lock);
+		if (s->slots)
+			munmap(s->slots, s->cap * sizeof(struct slot));
+		s->slots = NULL;
+		s->cap = s->used = s->tombs = 0;
+	}
+}

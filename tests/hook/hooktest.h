@@ -1,0 +1,163 @@
+/*
+ * hooktest.h - helpers for the tests of the injected library. Each test is
+ * one program that plays two parts: run plainly (by tests/run), it is the
+ * parent, which asks the driver for the real numbers and starts itself again
+ * as `self MODE` with LD_PRELOAD=libvramctl.so and a VRAMCTL_* environment;
+ * the child does the checking under the library and exits 0 or 1. The
+ * child's stderr is kept in $TMPDIR/MODE.err so the parent can check what
+ * the library said.
+ */
+#ifndef VRAMCTL_HOOKTEST_H
+#define VRAMCTL_HOOKTEST_H
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define VR_CUDA_PROTOTYPES
+#include "common/cuda_api.h"
+#define VR_NVML_PROTOTYPES
+#include "common/nvml_api.h"
+#include "test.h"
+
+#define MiB (1024ull * 1024)
+#define GiB (1024ull * MiB)
+
+static inline const char *ht_build(void)
+{
+	const char *b = getenv("VR_BUILD");
+	if (!b)
+		SKIP("VR_BUILD is not set (run through tests/run)");
+	return b;
+}
+
+static inline const char *ht_lib(void)
+{
+	static char path[1024];
+	snprintf(path, sizeof path, "%s/libvramctl.so", ht_build());
+	return path;
+}
+
+static inline const char *ht_tmp(void)
+{
+	const char *t = getenv("TMPDIR");
+	return t ? t : "/tmp";
+}
+
+/*
+ * Runs `self mode` with the preload and env ("NAME=value", or "NAME" to
+ * unset; NULL-terminated). LD_PRELOAD is the library unless env names it.
+ * Returns the child's exit status (128+N for a signal).
+ */
+static inline int ht_run(const char *mode, const char *const *env)
+{
+	char err[1024];
+	snprintf(err, sizeof err, "%s/%s.err", ht_tmp(), mode);
+	fflush(NULL);
+	pid_t pid = fork();
+	ASSERT(pid >= 0);
+	if (pid == 0) {
+		setenv("LD_PRELOAD", ht_lib(), 1);
+		for (int i = 0; env && env[i]; i++) {
+			char kv[4096];
+			snprintf(kv, sizeof kv, "%s", env[i]);
+			char *eq = strchr(kv, '=');
+			if (eq) {
+				*eq = 0;
+				setenv(kv, eq + 1, 1);
+			} else {
+				unsetenv(kv);
+			}
+		}
+		int fd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd >= 0) {
+			dup2(fd, 2);
+			close(fd);
+		}
+		execl("/proc/self/exe", "hooktest-child", mode, (char *)NULL);
+		_exit(127);
+	}
+	int st = 0;
+	ASSERT_EQ(waitpid(pid, &st, 0), pid);
+	/* Show what the child said, for the log. */
+	FILE *f = fopen(err, "r");
+	if (f) {
+		char line[1024];
+		while (fgets(line, sizeof line, f))
+			fprintf(stderr, "  [%s] %s", mode, line);
+		fclose(f);
+	}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* How many times needle occurs in the child's stderr of mode. */
+static inline int ht_err_count(const char *mode, const char *needle)
+{
+	char path[1024], buf[65536];
+	snprintf(path, sizeof path, "%s/%s.err", ht_tmp(), mode);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	int c = 0;
+	for (char *p = buf; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+		c++;
+	return c;
+}
+
+static inline size_t ht_err_size(const char *mode)
+{
+	char path[1024];
+	snprintf(path, sizeof path, "%s/%s.err", ht_tmp(), mode);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fclose(f);
+	return n > 0 ? (size_t)n : 0;
+}
+
+/* cuInit, device 0's primary context made current. Returns the device. */
+static inline CUdevice ht_ctx(void)
+{
+	CUdevice dev;
+	CUcontext ctx;
+	ASSERT_CU(cuInit(0), CUDA_SUCCESS);
+	ASSERT_CU(cuDeviceGet(&dev, 0), CUDA_SUCCESS);
+	ASSERT_CU(cuDevicePrimaryCtxRetain(&ctx, dev), CUDA_SUCCESS);
+	ASSERT_CU(cuCtxSetCurrent(ctx), CUDA_SUCCESS);
+	return dev;
+}
+
+static inline uint64_t ht_env_u64(const char *name)
+{
+	const char *v = getenv(name);
+	if (!v)
+		TEST_FAIL_("%s is not set", name);
+	return strtoull(v, NULL, 10);
+}
+
+/* "NAME=value" with a number, in a static ring of buffers. */
+static inline const char *ht_kv(const char *name, uint64_t v)
+{
+	static char bufs[8][128];
+	static int i;
+	char *b = bufs[i++ & 7];
+	snprintf(b, 128, "%s=%llu", name, (unsigned long long)v);
+	return b;
+}
+
+/* Free bytes the program sees on the current device. */
+static inline uint64_t ht_free(void)
+{
+	size_t f = 0, t = 0;
+	ASSERT_CU(cuMemGetInfo_v2(&f, &t), CUDA_SUCCESS);
+	return f;
+}
+
+#endif /* VRAMCTL_HOOKTEST_H */

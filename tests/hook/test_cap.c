@@ -1,0 +1,182 @@
+/*
+ * test_cap - what a program sees under a cap, and what it is refused:
+ * cuMemGetInfo[_v2], cuDeviceTotalMem[_v2] and NVML memory info (v1, v2)
+ * agree on total = min(cap, physical) and free = min(cap - used, physical
+ * free); an allocation past the cap fails with exactly
+ * CUDA_ERROR_OUT_OF_MEMORY and one "vramctl: denied ..." line; a free gives
+ * the room back. Also: no cap -> the driver's own numbers and silence; a
+ * malformed VRAMCTL_LIMIT fails closed; a missing driver gives
+ * CUDA_ERROR_NOT_INITIALIZED and one message. Runs against a real driver
+ * too: every size is relative to the device's physical total.
+ */
+#include "hooktest.h"
+
+static nvmlDevice_t nvml_dev0(CUdevice dev)
+{
+	CUuuid u;
+	char text[64];
+	nvmlDevice_t n;
+	ASSERT_CU(cuDeviceGetUuid(&u, dev), CUDA_SUCCESS);
+	const unsigned char *b = (const unsigned char *)u.bytes;
+	snprintf(text, sizeof text,
+	         "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+	         b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+	         b[14], b[15]);
+	ASSERT_CU(nvmlInit_v2(), NVML_SUCCESS);
+	ASSERT_CU(nvmlDeviceGetHandleByUUID(text, &n), NVML_SUCCESS);
+	return n;
+}
+
+/* Every memory question, one answer: returns the free bytes. */
+static uint64_t check_agree(CUdevice dev, nvmlDevice_t n, uint64_t want_total)
+{
+	size_t f = 0, t = 0, tot = 0;
+	ASSERT_CU(cuMemGetInfo_v2(&f, &t), CUDA_SUCCESS);
+	ASSERT_CU(cuDeviceTotalMem_v2(&tot, dev), CUDA_SUCCESS);
+	ASSERT_UEQ(t, want_total);
+	ASSERT_UEQ(tot, want_total);
+	ASSERT_ULE(f, t);
+	if (want_total < 4 * GiB) {
+		unsigned int f1 = 0, t1 = 0, tot1 = 0;
+		ASSERT_CU(cuMemGetInfo(&f1, &t1), CUDA_SUCCESS);
+		ASSERT_CU(cuDeviceTotalMem(&tot1, dev), CUDA_SUCCESS);
+		ASSERT_UEQ(t1, want_total);
+		ASSERT_UEQ(tot1, want_total);
+		ASSERT_UEQ(f1, f);
+	}
+	nvmlMemory_t m1;
+	nvmlMemory_v2_t m2;
+	memset(&m2, 0, sizeof m2);
+	m2.version = nvmlMemory_v2;
+	ASSERT_CU(nvmlDeviceGetMemoryInfo(n, &m1), NVML_SUCCESS);
+	ASSERT_CU(nvmlDeviceGetMemoryInfo_v2(n, &m2), NVML_SUCCESS);
+	ASSERT_UEQ(m1.total, want_total);
+	ASSERT_UEQ(m2.total, want_total);
+	ASSERT_UEQ(m1.free, f);
+	ASSERT_UEQ(m2.free, f);
+	ASSERT_UEQ(m1.used, m1.total - m1.free);
+	ASSERT_UEQ(m2.used + m2.reserved, m2.total - m2.free);
+	return f;
+}
+
+static int child_capped(void)
+{
+	uint64_t cap = ht_env_u64("T_CAP");
+	CUdevice dev = ht_ctx();
+	nvmlDevice_t n = nvml_dev0(dev);
+	uint64_t f0 = check_agree(dev, n, cap);
+	ASSERT_UEQ(f0, cap); /* nothing allocated yet, the card has room */
+
+	CUdeviceptr a = 0, b = 0;
+	uint64_t part = cap / 10 * 6;
+	ASSERT_CU(cuMemAlloc_v2(&a, part), CUDA_SUCCESS);
+	ASSERT_UEQ(check_agree(dev, n, cap), cap - part);
+	/* Past the cap: refused without calling the driver. */
+	ASSERT_CU(cuMemAlloc_v2(&b, part), CUDA_ERROR_OUT_OF_MEMORY);
+	ASSERT_UEQ(check_agree(dev, n, cap), cap - part);
+	/* The old 32-bit entry point is capped too. */
+	unsigned int a32 = 0;
+	ASSERT_CU(cuMemAlloc(&a32, (unsigned int)part), CUDA_ERROR_OUT_OF_MEMORY);
+	/* A free gives the room back. */
+	ASSERT_CU(cuMemFree_v2(a), CUDA_SUCCESS);
+	ASSERT_UEQ(check_agree(dev, n, cap), cap);
+	ASSERT_CU(cuMemAlloc_v2(&b, part), CUDA_SUCCESS);
+	ASSERT_CU(cuMemFree_v2(b), CUDA_SUCCESS);
+	/* Exactly the cap fits; one byte more does not. */
+	ASSERT_CU(cuMemAlloc_v2(&a, cap), CUDA_SUCCESS);
+	ASSERT_UEQ(check_agree(dev, n, cap), 0);
+	ASSERT_CU(cuMemAlloc_v2(&b, 1), CUDA_ERROR_OUT_OF_MEMORY);
+	ASSERT_CU(cuMemFree_v2(a), CUDA_SUCCESS);
+	/* Frees of pointers vramctl never saw reach the driver untouched. */
+	ASSERT_CU(cuMemFree_v2((CUdeviceptr)0x1234), CUDA_ERROR_INVALID_VALUE);
+	ASSERT_UEQ(check_agree(dev, n, cap), cap);
+	return 0;
+}
+
+static int child_invisible(void)
+{
+	uint64_t total = ht_env_u64("T_TOTAL");
+	CUdevice dev = ht_ctx();
+	nvmlDevice_t n = nvml_dev0(dev);
+	check_agree(dev, n, total);
+	/* dlsym hands out the driver's own pointers when nothing is capped. */
+	void *h = dlopen("libcuda.so.1", RTLD_NOW);
+	ASSERT(h);
+	Dl_info di;
+	void *p = dlsym(h, "cuMemAlloc_v2");
+	ASSERT(p && dladdr(p, &di));
+	ASSERT(strstr(di.dli_fname, "libvramctl") == NULL);
+	CUdeviceptr a;
+	ASSERT_CU(cuMemAlloc_v2(&a, total / 2), CUDA_SUCCESS);
+	ASSERT_CU(cuMemFree_v2(a), CUDA_SUCCESS);
+	return 0;
+}
+
+static int child_closed(void)
+{
+	ht_ctx();
+	CUdeviceptr a;
+	ASSERT_CU(cuMemAlloc_v2(&a, MiB), CUDA_ERROR_OUT_OF_MEMORY);
+	ASSERT_CU(cuMemAlloc_v2(&a, MiB), CUDA_ERROR_OUT_OF_MEMORY);
+	return 0;
+}
+
+static int child_nodriver(void)
+{
+	CUdeviceptr a;
+	size_t f, t;
+	ASSERT_CU(cuInit(0), CUDA_SUCCESS); /* not hooked: the program's own driver */
+	ASSERT_CU(cuMemAlloc_v2(&a, MiB), CUDA_ERROR_NOT_INITIALIZED);
+	ASSERT_CU(cuMemGetInfo_v2(&f, &t), CUDA_ERROR_NOT_INITIALIZED);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1) {
+		if (!strcmp(argv[1], "capped"))
+			return child_capped();
+		if (!strcmp(argv[1], "invisible"))
+			return child_invisible();
+		if (!strcmp(argv[1], "closed"))
+			return child_closed();
+		if (!strcmp(argv[1], "nodriver"))
+			return child_nodriver();
+		return 2;
+	}
+	size_t total;
+	CUdevice dev;
+	ASSERT_CU(cuInit(0), CUDA_SUCCESS);
+	ASSERT_CU(cuDeviceGet(&dev, 0), CUDA_SUCCESS);
+	ASSERT_CU(cuDeviceTotalMem_v2(&total, dev), CUDA_SUCCESS);
+	uint64_t cap = total / 4 / MiB * MiB;
+	if (cap > GiB)
+		cap = GiB;
+
+	const char *inv[] = {ht_kv("T_TOTAL", total), NULL};
+	ASSERT_EQ(ht_run("invisible", inv), 0);
+	ASSERT_EQ(ht_err_size("invisible"), 0); /* invisible means silent */
+
+	char limit[64];
+	snprintf(limit, sizeof limit, "VRAMCTL_LIMIT=%lluM", (unsigned long long)(cap / MiB));
+	const char *capped[] = {limit, ht_kv("T_CAP", cap), NULL};
+	ASSERT_EQ(ht_run("capped", capped), 0);
+	ASSERT_GE(ht_err_count("capped", "vramctl: denied "), 3);
+	ASSERT_GE(ht_err_count("capped", " on GPU 0: cap "), 3);
+
+	/* Per-device form and a UUID item apply the same way. */
+	char limit0[64];
+	snprintf(limit0, sizeof limit0, "VRAMCTL_LIMIT=0=%llu", (unsigned long long)cap);
+	const char *capped0[] = {limit0, ht_kv("T_CAP", cap), NULL};
+	ASSERT_EQ(ht_run("capped", capped0), 0);
+
+	const char *closed[] = {"VRAMCTL_LIMIT=12Q", NULL};
+	ASSERT_EQ(ht_run("closed", closed), 0);
+	ASSERT_EQ(ht_err_count("closed", "vramctl: VRAMCTL_LIMIT"), 1);
+	ASSERT_EQ(ht_err_count("closed", "fail closed"), 1);
+
+	const char *nodrv[] = {limit, "VRAMCTL_DRIVER=/nonexistent/libcuda.so.1", NULL};
+	ASSERT_EQ(ht_run("nodriver", nodrv), 0);
+	ASSERT_EQ(ht_err_count("nodriver", "cannot load the CUDA driver"), 1);
+	return 0;
+}
