@@ -147,6 +147,9 @@ printf '%s\n' "$OUT" | grep -q "vramctl: --gpu-mem=bogus" || fail "no clear mess
 run sbatch --gpu-mem=12Q --wrap true
 [ "$RC" != 0 ] || fail "sbatch --gpu-mem=12Q was accepted"
 printf '%s\n' "$OUT" | grep -q "vramctl: --gpu-mem=12Q" || fail "no clear message: $OUT"
+run salloc --gpu-mem=0 true
+[ "$RC" != 0 ] || fail "salloc --gpu-mem=0 was accepted"
+printf '%s\n' "$OUT" | grep -q "vramctl: --gpu-mem=0" || fail "no clear message: $OUT"
 after=$(job_id)
 [ "$after" = $((before + 1)) ] || fail "a job was queued for a bad value (job ids $before, $after)"
 
@@ -177,6 +180,11 @@ run sbatch --wait --gpu-mem=1G -o "$VS/batch.out" --wrap "srun $G"
 OUT=$(cat "$VS/batch.out")
 printf '%s\n' "$OUT" | sed "s|$VS/bin/||g; s|$VS|\$VS|g" >>"$VS/session.txt"
 expect_total $GIB 0 "srun inside sbatch --gpu-mem=1G"
+
+# --- salloc: the option reaches steps run in the allocation --------------
+run salloc --gpu-mem=1G srun "$G"
+[ "$RC" = 0 ] || fail "salloc --gpu-mem=1G srun: $OUT"
+expect_total $GIB 0 "srun inside salloc --gpu-mem=1G"
 
 # --- shards: --gres=shard:N is a cap of N x bytes_per_shard (512M) --------
 run srun --gres=shard:2 "$G"
