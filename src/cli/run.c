@@ -24,6 +24,7 @@
 #include "common/contract.h"
 #include "common/size.h"
 #include "registry/registry.h"
+#include "vramctl/registry.h"
 
 #define VR_ENV_LIBRARY "VRAMCTL_LIBRARY"
 #define LIB_NAME       "libvramctl.so"
@@ -350,6 +351,28 @@ static void default_env(const char *name, const char *value)
 }
 
 /*
+ * The cap spec a group was created with, from the registry's read-only view;
+ * 0 and the text in buf, or -1 when it cannot be read.
+ */
+static int group_spec(const char *group, char *buf, size_t len)
+{
+	struct vramctl_snapshot *snap = NULL;
+	int found = -1;
+
+	if (vramctl_snapshot_take(NULL, &snap) < 0 || !snap)
+		return -1;
+	for (int i = 0; i < snap->ngroups; i++) {
+		if (!strcmp(snap->groups[i].name, group) && snap->groups[i].limit_spec[0]) {
+			snprintf(buf, len, "%s", snap->groups[i].limit_spec);
+			found = 0;
+			break;
+		}
+	}
+	vramctl_snapshot_free(snap);
+	return found;
+}
+
+/*
  * Joins the group for the run and fixes the caps on every device this run
  * can see (the first member fixes a device's cap). When the group already
  * had a different cap, says so: the group's cap, fixed by its creator,
@@ -392,11 +415,25 @@ static vr_member *join_group(const char *group, const char *spec, int growth, in
 			        want == UINT64_MAX ? "none" : vr_format_size(want, b, sizeof(b)));
 		}
 	}
-	if (differs && ndev <= 0)
-		fprintf(stderr,
-		        "vramctl: group '%s' was created with a different cap than '%s'; the "
-		        "group's cap applies\n",
-		        group, spec);
+	if (differs) {
+		char theirs[256];
+
+		/* The children get the group's own spec: it is the cap that
+		 * applies, and they then have nothing to warn about again. */
+		if (group_spec(group, theirs, sizeof(theirs)) == 0) {
+			if (ndev <= 0)
+				fprintf(stderr,
+				        "vramctl: group '%s' was created with the cap '%s', not "
+				        "'%s'; the group's cap applies\n",
+				        group, theirs, spec);
+			setenv(VR_ENV_LIMIT, theirs, 1);
+		} else if (ndev <= 0) {
+			fprintf(stderr,
+			        "vramctl: group '%s' was created with a different cap than '%s'; "
+			        "the group's cap applies\n",
+			        group, spec);
+		}
+	}
 	return m;
 }
 
@@ -476,11 +513,12 @@ int cmd_run(int argc, char **argv)
 			snprintf(group, sizeof(group), "%s", group_opt);
 		else
 			unique_group(group, sizeof(group));
+		/* join_group replaces the cap with the group's own if it differs. */
+		setenv(VR_ENV_LIMIT, spec, 1);
+		setenv(VR_ENV_GROUP, group, 1);
 		m = join_group(group, spec, growth, !group_opt, &lim, devs, ndev < 0 ? 0 : ndev);
 		if (!m)
 			return VR_EXIT_ERROR;
-		setenv(VR_ENV_LIMIT, spec, 1);
-		setenv(VR_ENV_GROUP, group, 1);
 	}
 	if (growth) {
 		setenv(VR_ENV_GROWTH, "1", 1);

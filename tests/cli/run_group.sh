@@ -19,12 +19,19 @@ mkfifo ready release
 "$V" run --group shared --limit 1G -- sh -c 'echo up >ready; read -r _ <release' &
 first=$!
 read -r _ <ready
-"$V" run --group shared --limit 2G -- sh -c 'printf %s "$VRAMCTL_GROUP"' >out 2>err
+"$V" run --group shared --limit 2G -- sh -c 'printf "%s %s" "$VRAMCTL_GROUP" "$VRAMCTL_LIMIT"' >out 2>err
 rc=$?
 expect_rc 0 $rc "joining with a different cap runs"
 expect_grep "group 'shared'" err "different cap message"
 expect_grep "group's cap applies" err "different cap message"
-[ "$(cat out)" = shared ] || fail "the joiner is not in the group: '$(cat out)'"
+[ "$(wc -l <err)" = 1 ] || fail "more than one message: $(cat err)"
+# The joiner's processes get the group's cap, not the one it asked for.
+[ "$(cat out)" = "shared 1073741824" ] || fail "the joiner's group and cap: '$(cat out)'"
+# And a program under it sees the group's 1 GiB, with no second warning.
+"$V" run --group shared --limit 2G -- "$VR_BUILD/libexec/vramctl-demo-app" >out 2>err
+expect_rc 0 $? "a program in the joined group"
+expect_grep "has 1 GiB in total" out "the group's cap applies to the joiner"
+[ "$(grep -c "group's cap applies\|different cap" err)" = 1 ] || fail "warned more than once: $(cat err)"
 # The same cap: no message.
 "$V" run --group shared --limit 1G -- true 2>err
 expect_rc 0 $? "joining with the same cap"
