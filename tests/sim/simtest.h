@@ -21,6 +21,11 @@
 #define MiB (1ull << 20)
 #define GiB (1ull << 30)
 
+static inline size_t sim_round_up_test(size_t v, size_t a)
+{
+	return (v + a - 1) / a * a;
+}
+
 /* cuInit, device 0's primary context retained and made current. */
 static inline CUcontext sim_setup(void)
 {
