@@ -83,6 +83,7 @@ int sim_card_open(struct sim_card *c, int phys)
 		return -1;
 	}
 	c->file = map;
+	c->fd = fd;
 	if (c->file->magic != SIM_CARD_MAGIC || c->file->version != SIM_CARD_VERSION ||
 	    c->file->size != sizeof(struct sim_card_file)) {
 		/* New (or foreign) file: initialise it under the lock. */
@@ -93,10 +94,16 @@ int sim_card_open(struct sim_card *c, int phys)
 		snprintf(c->file->uuid, sizeof(c->file->uuid), "%s", cfg->dev[phys].uuid_str);
 		c->file->magic = SIM_CARD_MAGIC;
 	} else if (c->file->total != cfg->dev[phys].total) {
-		sim_warn("card %s already exists with %llu bytes; keeping that size",
-		         cfg->dev[phys].uuid_str, (unsigned long long)c->file->total);
+		/* A card in use keeps its size; an idle one takes the new one. */
+		int busy = 0;
+		for (int i = 0; i < SIM_MAX_SLOTS; i++)
+			busy |= sim_card_slot_live(c, i);
+		if (busy)
+			sim_warn("card %s is in use with %llu bytes; keeping that size",
+			         cfg->dev[phys].uuid_str, (unsigned long long)c->file->total);
+		else
+			c->file->total = cfg->dev[phys].total;
 	}
-	c->fd = fd;
 	ofd_lock(fd, F_UNLCK, 0, 0);
 	return 0;
 }
