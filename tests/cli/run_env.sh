@@ -11,13 +11,17 @@ env_of() { # env_of VAR vramctl-run-args... : prints VAR as the command saw it
 	"$V" run "$@" -- sh -c "printf '%s' \"\${$var-<unset>}\""
 }
 
-# LD_PRELOAD: set alone, appended, kept once.
+# LD_PRELOAD: set alone, appended, kept once. The user's own preload is a
+# harmless library; in sanitizer builds the sanitizer's runtime, which must
+# come first in the process anyway.
+pre=$(ldd "$LIB" | awk '/lib(a|t)san/ { print $3; exit }')
+pre=${pre:-libm.so.6}
 got=$(env_of LD_PRELOAD --limit 1G)
 [ "$got" = "$LIB" ] || fail "LD_PRELOAD alone: '$got', expected '$LIB'"
-got=$(LD_PRELOAD=libm.so.6 env_of LD_PRELOAD --limit 1G)
-[ "$got" = "libm.so.6:$LIB" ] || fail "LD_PRELOAD appended: '$got'"
-got=$(LD_PRELOAD="libm.so.6 $LIB" env_of LD_PRELOAD --limit 1G)
-[ "$got" = "libm.so.6 $LIB" ] || fail "LD_PRELOAD not doubled: '$got'"
+got=$(LD_PRELOAD=$pre env_of LD_PRELOAD --limit 1G)
+[ "$got" = "$pre:$LIB" ] || fail "LD_PRELOAD appended: '$got'"
+got=$(LD_PRELOAD="$pre $LIB" env_of LD_PRELOAD --limit 1G)
+[ "$got" = "$pre $LIB" ] || fail "LD_PRELOAD not doubled: '$got'"
 # A nested run adds nothing either.
 got=$("$V" run --limit 1G -- "$V" run --limit 512M -- sh -c 'printf %s "$LD_PRELOAD"')
 [ "$got" = "$LIB" ] || fail "nested run doubled LD_PRELOAD: '$got'"
