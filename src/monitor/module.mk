@@ -19,6 +19,9 @@ $(O)/tests/monitor/test_merge: $(O)/tests/monitor/test_merge.o $(MONITOR_LIB) $(
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_LDFLAGS) -o $@ $^ -ldl
 TESTS += $(O)/tests/monitor/test_format
+# Integration: real programs on the simulated GPU (they need the holder).
+TEST_SCRIPTS += tests/monitor/status_sim.sh
+test: $(O)/tests/monitor/holder
 
 # A GPU program for the integration tests: allocates, says "ready", holds
 # until stdin closes.

@@ -1,6 +1,6 @@
 /*
  * holder - a GPU program for the monitor's tests: allocates the sizes given
- * (MiB) on GPU 0 through the driver, prints "ready N" (N = how many
+ * (MiB) on GPU 0 through the driver, prints "ready N PID" (N = how many
  * allocations succeeded) and then holds the memory until its stdin closes.
  * Tests synchronise on that line and on closing the pipe, never on time.
  *
@@ -50,7 +50,7 @@ int main(int argc, char **argv)
 		if (alloc(&p[n], bytes) == CUDA_SUCCESS)
 			n++;
 	}
-	printf("ready %d\n", n);
+	printf("ready %d %d\n", n, (int)getpid());
 	fflush(stdout);
 	char buf[64];
 	while (read(0, buf, sizeof(buf)) > 0)

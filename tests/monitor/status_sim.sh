@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# status_sim - `vramctl status` against the simulated GPU with real programs
+# holding memory, capped (LD_PRELOAD + the environment contract) and not, in
+# table, JSON and Prometheus form, compared with golden files after PIDs,
+# times and paths are normalised. Scenarios: no GPU process; capped and
+# uncapped processes; a capped process killed (dead record); NVML missing;
+# an NVML without the v3 process call; NVML reporting usage as unknown.
+# Also: --watch streams one JSON object per line.
+. "$VR_SRC/tests/monitor/lib.bash"
+require_sim
+[ -e "$LIB" ] || skip "$LIB is not built"
+fixed_card
+
+# 1. No GPU process, no registry content.
+status_golden sim_no_process
+grep -q 'No GPU process.' "$TMPDIR/out.table" || fail "no_process: table does not say there is no GPU process"
+
+# 2. One uncapped program, two capped ones sharing group "train" (1 GiB).
+start_holder free -- 100 200
+start_holder a VRAMCTL_LIMIT=1G VRAMCTL_GROUP=train LD_PRELOAD="$LIB" -- 300
+start_holder b VRAMCTL_LIMIT=1G VRAMCTL_GROUP=train LD_PRELOAD="$LIB" -- 200 600
+status_golden sim_capped_uncapped
+# The second holder's 600 MiB would pass the cap (300 + 200 + 600 > 1024): denied once.
+grep -q "\"denied_count\": 1" "$TMPDIR/out.json" || fail "capped: the denied allocation is not counted"
+grep -q "uncapped" "$TMPDIR/out.table" || fail "capped: the uncapped process is not listed"
+
+# 3. The same with an NVML that lacks nvmlDeviceGetComputeRunningProcesses_v3.
+nov3=$VR_BUILD/sim/nvml-no-v3/libnvidia-ml.so.1
+if [ -e "$nov3" ]; then
+	status_golden sim_no_v3 VRAMCTL_NVML="$nov3"
+	grep -q '"process_api": "v2"' "$TMPDIR/out.json" || fail "no_v3: the v2 call was not used"
+else
+	fail "$nov3 is not built"
+fi
+
+# 4. NVML reporting each process's usage as unknown (usedGpuMemory = ULLONG_MAX).
+status_golden sim_memory_unknown VRAMSIM_NVML_UNKNOWN_USAGE=1
+grep -q '"nvml_used_bytes": null' "$TMPDIR/out.json" || fail "unknown: usage not shown as null"
+grep -q '"nvml_used_bytes": 18446744073709551615' "$TMPDIR/out.json" && fail "unknown: ULLONG_MAX shown as a number"
+
+# 5. No NVML at all: the registry's view alone, and a note that says so.
+status_golden sim_nvml_missing VRAMCTL_NVML=/nonexistent/libnvidia-ml.so.1
+grep -q 'NVML not found' "$TMPDIR/out.table" || fail "nvml_missing: no note"
+
+# 6. A capped process killed: its record is shown dead, its numbers kept.
+kill_holder b
+status_golden sim_vanished
+grep -q '"state": "dead"' "$TMPDIR/out.json" || fail "vanished: the killed process is not marked dead"
+
+# --watch: one JSON object per line, as long as the reader reads.
+"$V" status --watch 0.05 2>"$TMPDIR/werr" | head -n 3 >"$TMPDIR/watch"
+[ "$(wc -l <"$TMPDIR/watch")" = 3 ] || fail "watch: expected 3 lines, got $(wc -l <"$TMPDIR/watch")"
+if command -v python3 >/dev/null; then
+	while IFS= read -r line; do
+		printf '%s' "$line" | python3 -m json.tool >/dev/null || fail "watch: a line is not JSON"
+	done <"$TMPDIR/watch"
+fi
+
+# Usage errors: status 125 and a message naming the bad text.
+"$V" status --format yaml >/dev/null 2>"$TMPDIR/e1"
+[ $? = 125 ] || fail "bad --format: expected exit 125"
+grep -q "yaml" "$TMPDIR/e1" || fail "bad --format: message does not name it"
+"$V" status --watch 0 >/dev/null 2>&1
+[ $? = 125 ] || fail "--watch 0: expected exit 125"
+
+stop_holder free
+stop_holder a
+finish
