@@ -211,6 +211,22 @@ static int set_env(spank_t sp, const char *name, const char *value)
 	return 0;
 }
 
+/*
+ * The job's LD_PRELOAD into buf: 1 when set, 0 when unset, -1 when it does
+ * not fit (then it must be left alone: rewriting it would drop entries).
+ */
+static int get_preload(spank_t sp, char *buf, int len)
+{
+	spank_err_t rc = spank_getenv(sp, "LD_PRELOAD", buf, len);
+
+	if (rc == ESPANK_SUCCESS)
+		return 1;
+	if (rc == ESPANK_ENV_NOEXIST)
+		return 0;
+	slurm_error("vramctl: cannot read LD_PRELOAD: %s", spank_strerror(rc));
+	return -1;
+}
+
 /* A user who opts out inside a capped batch job: undo what the batch step's
  * environment passed down. */
 static int undo_contract(spank_t sp)
@@ -220,7 +236,7 @@ static int undo_contract(spank_t sp)
 	spank_unsetenv(sp, VR_ENV_LIMIT);
 	spank_unsetenv(sp, VR_ENV_GROUP);
 	spank_unsetenv(sp, VR_ENV_GROWTH);
-	if (!job_getenv(sp, "LD_PRELOAD", cur, sizeof(cur)))
+	if (get_preload(sp, cur, sizeof(cur)) != 1)
 		return 0;
 	if (vr_slurm_preload_remove(cur, conf.lib, next, sizeof(next)))
 		return 0;
@@ -240,6 +256,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 	struct vr_slurm_decision d;
 	char group[128], dir[VR_SLURM_TEXT_MAX], cur[ENV_MAX], next[ENV_MAX];
 	uid_t uid;
+	int have;
 
 	if (load_conf(ac, av))
 		return -1;
@@ -255,9 +272,9 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 		slurm_error("vramctl: cannot name this job's group");
 		return -1;
 	}
-	if (vr_slurm_preload_add(job_getenv(sp, "LD_PRELOAD", cur, sizeof(cur)), conf.lib, next,
-	                         sizeof(next))) {
-		slurm_error("vramctl: LD_PRELOAD too long");
+	have = get_preload(sp, cur, sizeof(cur));
+	if (have < 0 || vr_slurm_preload_add(have ? cur : NULL, conf.lib, next, sizeof(next))) {
+		slurm_error("vramctl: LD_PRELOAD too long to add %s: not capping", conf.lib);
 		return -1;
 	}
 	if (set_env(sp, VR_ENV_LIMIT, d.spec) || set_env(sp, VR_ENV_GROUP, group) ||
@@ -292,7 +309,7 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 			slurm_error("vramctl: epilog: cannot act as uid %lu: %s",
 			            (unsigned long)uid, strerror(errno));
 			if (setegid(egid))
-				return 0;
+				slurm_error("vramctl: epilog: cannot restore gid");
 			return 0;
 		}
 	}
