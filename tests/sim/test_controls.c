@@ -152,7 +152,8 @@ int main(int argc, char **argv)
 	int st;
 	ASSERT(pid >= 0);
 	if (pid == 0) {
-		putenv("VRAMSIM_STOP=cuMemAlloc_v2:2");
+		static char stop[] = "VRAMSIM_STOP=cuMemAlloc_v2:2";
+		putenv(stop);
 		execl("/proc/self/exe", "simtest-child", "stop", (char *)NULL);
 		_exit(127);
 	}
