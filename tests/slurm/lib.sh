@@ -3,10 +3,13 @@
 # started in the background with their own config, state, spool, sockets and
 # ports under $VS (a fresh directory), and stopped by PID.
 #
-#   vs_start PLUGSTACK_ARGS   start everything; returns when sinfo shows the
-#                             node idle (bounded polling), or fails
+#   vs_reconfigure ARGS       write plugstack.conf with the plugin and ARGS
+#                             (Slurm re-reads it at every job launch)
+#   vs_start                  start everything; returns 0 when sinfo shows the
+#                             node idle (bounded polling), 2 when slurmd
+#                             cannot run on this machine (its cgroup setup),
+#                             1 on any other failure
 #   vs_stop                   stop what vs_start started (safe to call twice)
-#   vs_reconfigure ARGS       rewrite plugstack.conf's plugin arguments
 #
 # Needs: VS (directory, 0755), VS_PLUGIN (the plugin .so). Sets SLURM_CONF.
 
@@ -115,14 +118,22 @@ EOF
 		fi
 		sleep 0.1
 	done
+	if grep -q "Unable to initialize cgroup plugin" "$VS/log/slurmd.log" 2>/dev/null; then
+		vs_log "slurmd cannot initialise cgroups on this machine:"
+		grep -i cgroup "$VS/log/slurmd.log" | tail -n 3 >&2
+		return 2
+	fi
 	vs_log "Slurm did not come up; logs:"
 	tail -n 20 "$VS"/log/slurmctld.log "$VS"/log/slurmd.log "$VS"/log/*.out >&2 2>/dev/null
 	return 1
 }
 
 vs_stop() {
-	local p i alive
+	local p i alive jobs
 	[ -n "${VS_PIDS:-}" ] || return 0
+	# Jobs a failed check left running go first, so no step outlives slurmd.
+	jobs=$(timeout 5 squeue -h -o %i 2>/dev/null)
+	[ -n "$jobs" ] && timeout 5 scancel --signal=KILL $jobs 2>/dev/null
 	# slurmd first (it kills its steps), then slurmctld, then munged.
 	for p in $(echo "$VS_PIDS" | tr ' ' '\n' | tac); do
 		kill -TERM "$p" 2>/dev/null
