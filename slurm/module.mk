@@ -15,7 +15,7 @@ SLURM_HAVE_HEADER := $(shell printf '\#include <slurm/spank.h>\n' | \
 
 # Slurm's PluginDir: from the running configuration when there is one,
 # else Debian's default.
-SLURM_PLUGIN_DIR ?= $(or $(shell scontrol show config 2>/dev/null | \
+SLURM_PLUGIN_DIR ?= $(or $(shell timeout 5 scontrol show config 2>/dev/null | \
 	sed -n 's/^PluginDir *= *//p' | cut -d: -f1),/usr/lib/x86_64-linux-gnu/slurm-wlm)
 SLURM_CONF_DIR ?= /etc/slurm
 VRAMCTL_LIBDIR ?= /usr/local/lib/vramctl
