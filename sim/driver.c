@@ -551,9 +551,13 @@ static void ctx_defaults(struct sim_ctx *c)
 static CUresult ctx_activate(struct sim_ctx *c)
 {
 	struct sim_dev *d = &g_sim.dev[c->dev];
-	CUresult rc = sim_charge(d, sim_config()->context_bytes);
+	uint64_t bytes = sim_config()->context_bytes;
+	CUresult rc = sim_charge(d, bytes);
 	if (rc != CUDA_SUCCESS)
 		return rc;
+	/* A process with a context is listed by NVML even when it costs 0. */
+	if (bytes == 0 && sim_card_charge(&d->card, 0, 0) != 0)
+		return CUDA_ERROR_OUT_OF_MEMORY;
 	d->live_ctx++;
 	c->alive = 1;
 	ctx_defaults(c);

@@ -31,8 +31,23 @@ static struct {
 
 #define SIM_NVML_DRIVER_STRING "580.82.07"
 
+/* A child of fork may inherit a mutex another thread held: start it fresh. */
+static void nvml_atfork_child(void)
+{
+	pthread_mutex_init(&g_nvml.mu, NULL);
+	for (unsigned i = 0; i < SIM_MAX_DEVICES; i++)
+		pthread_mutex_init(&g_nvml.dev[i].card.mu, NULL);
+}
+
+static void nvml_register_atfork(void)
+{
+	pthread_atfork(NULL, NULL, nvml_atfork_child);
+}
+
 static nvmlReturn_t nvml_init(unsigned int flags)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, nvml_register_atfork);
 	const struct sim_config *cfg = sim_config();
 	nvmlReturn_t rc = NVML_SUCCESS;
 	if (flags & ~(unsigned)(NVML_INIT_FLAG_NO_GPUS | NVML_INIT_FLAG_NO_ATTACH))

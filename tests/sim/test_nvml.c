@@ -74,6 +74,30 @@ static int child_unknown(void)
 	return 0;
 }
 
+/* VRAMSIM_CONTEXT_BYTES=0: a process with a context is listed, using 0. */
+static int child_ctx0(void)
+{
+	nvmlProcessInfo_t infos[4];
+	unsigned int n = 4;
+	ASSERT_CU(nvmlInit_v2(), NVML_SUCCESS);
+	ASSERT_CU(nvmlDeviceGetComputeRunningProcesses_v3(dev0(), &n, infos), NVML_SUCCESS);
+	ASSERT_EQ(n, 0);
+	sim_setup();
+	ASSERT_UEQ(sim_used(), 0);
+	n = 4;
+	ASSERT_CU(nvmlDeviceGetComputeRunningProcesses_v3(dev0(), &n, infos), NVML_SUCCESS);
+	ASSERT_EQ(n, 1);
+	ASSERT_EQ(infos[0].pid, getpid());
+	ASSERT_UEQ(infos[0].usedGpuMemory, 0);
+	/* Released: no longer listed. */
+	ASSERT_CU(cuDevicePrimaryCtxRelease_v2(0), CUDA_SUCCESS);
+	n = 4;
+	ASSERT_CU(nvmlDeviceGetComputeRunningProcesses_v3(dev0(), &n, infos), NVML_SUCCESS);
+	ASSERT_EQ(n, 0);
+	ASSERT_CU(nvmlShutdown(), NVML_SUCCESS);
+	return 0;
+}
+
 /* The build without nvmlDeviceGetComputeRunningProcesses_v3. */
 static void check_no_v3(void)
 {
@@ -116,6 +140,8 @@ int main(int argc, char **argv)
 		return child_physical();
 	if (argc == 2 && strcmp(argv[1], "unknown") == 0)
 		return child_unknown();
+	if (argc == 2 && strcmp(argv[1], "ctx0") == 0)
+		return child_ctx0();
 
 	/* Layouts as nvml.h has them. */
 	ASSERT_EQ(sizeof(nvmlProcessInfo_v1_t), 16);
@@ -247,5 +273,8 @@ int main(int argc, char **argv)
 	const char *unk[] = {"VRAMSIM_NVML_UNKNOWN_USAGE=1",
 	                     "VRAMSIM_UUIDS=GPU-12121212-0000-0000-0000-000000000000", NULL};
 	ASSERT_EQ(sim_run_self("unknown", unk), 0);
+	const char *ctx0[] = {"VRAMSIM_CONTEXT_BYTES=0",
+	                      "VRAMSIM_UUIDS=GPU-34343434-0000-0000-0000-000000000000", NULL};
+	ASSERT_EQ(sim_run_self("ctx0", ctx0), 0);
 	return 0;
 }
