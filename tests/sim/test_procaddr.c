@@ -137,6 +137,11 @@ int main(void)
 	ASSERT(p == NULL);
 	ASSERT_CU(cuGetProcAddress("cuMemAlloc", &p, 20000, 0), CUDA_ERROR_INVALID_VALUE);
 
+	/* Every entry point of cuda_api.h is exported under its own name. */
+#define CHECK_EXPORTED(name, params, args) ASSERT(exported(#name) == (void *)name);
+	VR_CUDA_FUNCS(CHECK_EXPORTED)
+#undef CHECK_EXPORTED
+
 	/* A returned pointer works. */
 	vr_pfn_cuDriverGetVersion getver = NULL;
 	ASSERT_CU(cuGetProcAddress_v2("cuDriverGetVersion", (void **)&getver, 12000, 0, &st),
