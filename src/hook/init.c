@@ -38,7 +38,12 @@ void *vr_dlsym_real(void *handle, const char *name);
  * paths, a copy dlopen'ed later) finds someone else's marker and becomes a
  * pure pass-through, so nothing is counted twice.
  */
-VR_EXPORT const char vramctl_instance_v1[] = "vramctl";
+static const char marker[] = "vramctl";
+/* The exported name is an alias: a reference to it from inside a copy goes
+ * through the GOT and finds the first copy's, so identity is checked against
+ * the local name. */
+extern const char vramctl_instance_v1[sizeof marker]
+    __attribute__((alias("marker"), visibility("default")));
 
 /* ---- the options table ------------------------------------------------ */
 
@@ -139,7 +144,7 @@ static void config_init_once(void)
 
 	/* Are we the acting copy? Ask the loader for the first marker. */
 	const char *first = vr_dlsym_real(RTLD_DEFAULT, "vramctl_instance_v1");
-	if (first && first != vramctl_instance_v1) {
+	if (first && first != marker) {
 		vr_g.passthrough = 1;
 		vr_g.active = 0;
 	}

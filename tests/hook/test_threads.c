@@ -1,0 +1,132 @@
+/*
+ * test_threads - eight threads allocating at once never pass the cap. Each
+ * round every thread allocates until it is refused; then, with everything
+ * held, the books (cuMemGetInfo) and the card's physical usage for this
+ * process (NVML's process list, which vramctl does not touch) both stay
+ * within the cap, and the cap is nearly full. Rounds are separated by
+ * barriers, not by time.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "hooktest.h"
+
+#define THREADS 8
+#define ROUNDS  20
+
+static uint64_t cap, chunk_max;
+static _Atomic uint64_t held; /* what the program holds, by its own count */
+static pthread_barrier_t bar;
+static CUcontext ctx;
+static nvmlDevice_t nvdev;
+static uint64_t base_phys;
+
+static uint64_t phys_used(void)
+{
+	nvmlProcessInfo_t info[64];
+	unsigned int n = 64;
+	ASSERT_CU(nvmlDeviceGetComputeRunningProcesses_v3(nvdev, &n, info), NVML_SUCCESS);
+	for (unsigned i = 0; i < n; i++)
+		if (info[i].pid == (unsigned)getpid())
+			return info[i].usedGpuMemory;
+	return 0;
+}
+
+static void *worker(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg * 7919u + 1;
+	CUdeviceptr mine[256];
+	uint64_t size[256];
+	ASSERT_CU(cuCtxSetCurrent(ctx), CUDA_SUCCESS);
+	for (int r = 0; r < ROUNDS; r++) {
+		int n = 0;
+		while (n < 256) {
+			uint64_t sz = MiB + (uint64_t)rand_r(&seed) % chunk_max;
+			CUresult rc = cuMemAlloc_v2(&mine[n], sz);
+			if (rc == CUDA_ERROR_OUT_OF_MEMORY)
+				break;
+			ASSERT_CU(rc, CUDA_SUCCESS);
+			size[n++] = sz;
+			uint64_t now = atomic_fetch_add(&held, sz) + sz;
+			ASSERT_ULE(now, cap);
+			/* Give some back now and then, so threads race on both. The
+			 * program's count drops before the free, so it never runs
+			 * ahead of the books. */
+			if (rand_r(&seed) % 4 == 0) {
+				n--;
+				atomic_fetch_sub(&held, size[n]);
+				ASSERT_CU(cuMemFree_v2(mine[n]), CUDA_SUCCESS);
+			}
+		}
+		pthread_barrier_wait(&bar);
+		/* Main thread checks here. */
+		pthread_barrier_wait(&bar);
+		for (int i = 0; i < n; i++) {
+			atomic_fetch_sub(&held, size[i]);
+			ASSERT_CU(cuMemFree_v2(mine[i]), CUDA_SUCCESS);
+		}
+		pthread_barrier_wait(&bar);
+		/* Main thread checks that everything came back. */
+		pthread_barrier_wait(&bar);
+	}
+	return NULL;
+}
+
+static int child(void)
+{
+	cap = ht_env_u64("T_CAP");
+	chunk_max = cap / 32;
+	CUdevice dev = ht_ctx();
+	ASSERT_CU(cuCtxGetCurrent(&ctx), CUDA_SUCCESS);
+	CUuuid u;
+	char text[64];
+	ASSERT_CU(cuDeviceGetUuid(&u, dev), CUDA_SUCCESS);
+	const unsigned char *b = (const unsigned char *)u.bytes;
+	snprintf(text, sizeof text,
+	         "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+	         b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+	         b[14], b[15]);
+	ASSERT_CU(nvmlInit_v2(), NVML_SUCCESS);
+	ASSERT_CU(nvmlDeviceGetHandleByUUID(text, &nvdev), NVML_SUCCESS);
+	base_phys = phys_used();
+
+	pthread_t t[THREADS];
+	pthread_barrier_init(&bar, NULL, THREADS + 1);
+	for (int i = 0; i < THREADS; i++)
+		pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)i);
+	for (int r = 0; r < ROUNDS; r++) {
+		pthread_barrier_wait(&bar);
+		uint64_t f = ht_free();
+		uint64_t h = atomic_load(&held);
+		ASSERT_ULE(h, cap);
+		ASSERT_UEQ(f, cap - h);                   /* books agree with the program */
+		ASSERT_ULE(phys_used() - base_phys, cap); /* and so does the card */
+		ASSERT_UGE(h, cap - chunk_max - MiB);     /* everyone was refused: full */
+		pthread_barrier_wait(&bar);
+		pthread_barrier_wait(&bar);
+		ASSERT_UEQ(ht_free(), cap);
+		ASSERT_UEQ(atomic_load(&held), 0);
+		pthread_barrier_wait(&bar);
+	}
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(t[i], NULL);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1)
+		return strcmp(argv[1], "child") == 0 ? child() : 2;
+	CUdevice dev;
+	size_t total;
+	ASSERT_CU(cuInit(0), CUDA_SUCCESS);
+	ASSERT_CU(cuDeviceGet(&dev, 0), CUDA_SUCCESS);
+	ASSERT_CU(cuDeviceTotalMem_v2(&total, dev), CUDA_SUCCESS);
+	uint64_t c = total / 8;
+	char limit[64];
+	snprintf(limit, sizeof limit, "VRAMCTL_LIMIT=%llu", (unsigned long long)c);
+	/* Denials are expected by the hundred: keep the log short. */
+	const char *env[] = {limit, ht_kv("T_CAP", c), "VRAMCTL_LOG=error", NULL};
+	ASSERT_EQ(ht_run("child", env), 0);
+	return 0;
+}
