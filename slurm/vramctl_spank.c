@@ -117,10 +117,16 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 	spank_context_t ctx = spank_context();
 	size_t i;
 
+	/* slurmd itself only needs the epilog, which reports its own errors; a
+	 * bad argument must not keep the node's daemon from starting. */
+	if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE && ctx != S_CTX_ALLOCATOR) {
+		load_conf(ac, av);
+		return 0;
+	}
+	/* Everywhere else a bad argument fails the command or the step, with
+	 * the message naming it (a "required" plugin's failure fails the job). */
 	if (load_conf(ac, av))
 		return -1;
-	if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE && ctx != S_CTX_ALLOCATOR)
-		return 0;
 	for (i = 0; i < VR_ARRAY_LEN(options) - 1; i++) {
 		spank_err_t rc = spank_option_register(sp, &options[i]);
 

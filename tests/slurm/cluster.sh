@@ -223,7 +223,15 @@ run srun --gres=gpu:1 "$G"
 expect_total $((2 * GIB)) 0 "site default for a GPU job"
 run srun "$G"
 expect_total $((8 * GIB)) 0 "site default applied to a job without GPUs"
+
+# --- a bad plugin argument fails the command with its name, not the node --
+vs_reconfigure "$ARGS_BASE colour=blue"
+run srun --gpu-mem=1G "$G"
+[ "$RC" != 0 ] || fail "a bad plugin argument went unnoticed"
+printf '%s\n' "$OUT" | grep -q "unknown argument 'colour=blue'" || fail "no clear message: $OUT"
 vs_reconfigure "$ARGS_BASE allow_optout=yes"
+run srun "$G"
+[ "$RC" = 0 ] || fail "the node did not recover from a bad plugin argument: $OUT"
 
 # --- the same as a user ----------------------------------------------------
 mkdir "$VS/barrier2" "$VS/user-out"
