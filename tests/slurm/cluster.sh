@@ -165,6 +165,9 @@ expect_total $GIB 0 "srun --gpu-mem=1G"
 [ "$(field LD_PRELOAD)" = "$LD_PRELOAD_USER:$LIBV" ] ||
 	fail "LD_PRELOAD not appended to: $(field LD_PRELOAD)"
 
+run srun --gpu-mem=1G --gpu-mem-growth printenv VRAMCTL_GROWTH
+[ "$OUT" = 1 ] || fail "--gpu-mem-growth did not set VRAMCTL_GROWTH=1: $OUT"
+
 # --- two tasks of one job share the cap: 600 MiB each, one is denied ------
 mkdir "$VS/barrier1"
 run srun -n2 --gpu-mem=1G bash -c "$G hold 600 $VS/barrier1 2; ls $VS/reg/0"
