@@ -20,7 +20,7 @@ $(O)/tests/monitor/test_merge: $(O)/tests/monitor/test_merge.o $(MONITOR_LIB) $(
 	$(CC) $(BASE_LDFLAGS) -o $@ $^ -ldl
 TESTS += $(O)/tests/monitor/test_format
 # Integration: real programs on the simulated GPU (they need the holder).
-TEST_SCRIPTS += tests/monitor/status_sim.sh
+TEST_SCRIPTS += tests/monitor/status_sim.sh tests/monitor/top_tmux.sh tests/monitor/export_http.sh
 test: $(O)/tests/monitor/holder
 
 # A GPU program for the integration tests: allocates, says "ready", holds

@@ -43,6 +43,15 @@ fixed_card() {
 	unset VRAMCTL_NVML VRAMSIM_NVML_UNKNOWN_USAGE
 }
 
+# In a child started in the background: drops the holders' pipe ends, so
+# that closing a holder's stdin still reaches it (call in a subshell).
+close_holder_fds() {
+	local fd
+	for fd in "${HOLD_W[@]}"; do
+		exec {fd}>&-
+	done
+}
+
 # start_holder NAME [ENV=VALUE...] -- MIB...: starts a holder, waits for its
 # "ready" line; sets HPID_<NAME> to its PID and keeps its stdin open.
 declare -A HOLD_W HOLD_BG
@@ -60,9 +69,7 @@ start_holder() {
 	# The child must not inherit the other holders' pipe ends, or closing
 	# one holder's stdin would not reach it.
 	(
-		for fd in "${HOLD_W[@]}"; do
-			exec {fd}>&-
-		done
+		close_holder_fds
 		exec env "${envs[@]}" "$HOLDER" "$@" <"$in" >"$out"
 	) &
 	HOLD_BG[$name]=$!

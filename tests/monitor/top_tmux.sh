@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# top_tmux - `vramctl top` in a real terminal (tmux): start, rows for capped
+# and uncapped programs, sort, reverse, filter, help, resize (down to a tiny
+# terminal and back), quit. The screen is read with capture-pane and polled
+# for the expected text a bounded number of times; nothing waits on time.
+. "$VR_SRC/tests/monitor/lib.bash"
+require_sim
+[ -e "$LIB" ] || skip "$LIB is not built"
+command -v tmux >/dev/null || skip "tmux is not installed (Debian package tmux)"
+fixed_card
+
+start_holder free -- 100 200
+start_holder a VRAMCTL_LIMIT=1G VRAMCTL_GROUP=train LD_PRELOAD="$LIB" -- 300
+start_holder b VRAMCTL_LIMIT=2G VRAMCTL_GROUP=infer LD_PRELOAD="$LIB" -- 700
+
+sock=$TMPDIR/tmux.sock
+T() { tmux -S "$sock" -f /dev/null "$@"; }
+cleanup() { T kill-server 2>/dev/null; }
+trap cleanup EXIT
+
+# The pane runs top with this test's environment and records its exit status.
+cat >"$TMPDIR/run-top" <<EOF
+#!/bin/sh
+export LD_LIBRARY_PATH='$LD_LIBRARY_PATH' VRAMSIM_STATE_DIR='$VRAMSIM_STATE_DIR'
+export VRAMSIM_DEVICES='$VRAMSIM_DEVICES' VRAMSIM_UUIDS='$VRAMSIM_UUIDS' VRAMSIM_NAME='$VRAMSIM_NAME'
+export VRAMSIM_CONTEXT_BYTES='$VRAMSIM_CONTEXT_BYTES' VRAMCTL_REGISTRY_DIR='$VRAMCTL_REGISTRY_DIR'
+export NO_COLOR=1 LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=screen
+'$V' top -d 0.2
+echo \$? >'$TMPDIR/top.rc'
+EOF
+chmod +x "$TMPDIR/run-top"
+T new-session -d -s top -x 120 -y 30 "$TMPDIR/run-top" || skip "tmux cannot start a session here"
+
+screen() { T capture-pane -p -t top 2>/dev/null; }
+
+# wait_for TEXT WHAT: polls the screen (at most 200 times) for a fixed string.
+wait_for() {
+	local i
+	for ((i = 0; i < 200; i++)); do
+		screen >"$TMPDIR/screen"
+		grep -qF -- "$1" "$TMPDIR/screen" && return 0
+		sleep 0.05
+	done
+	fail "$2: '$1' never appeared; the screen:"
+	sed 's/^/      | /' "$TMPDIR/screen" >&2
+	return 1
+}
+
+# wait_gone TEXT WHAT: the same until the text is no longer on the screen.
+wait_gone() {
+	local i
+	for ((i = 0; i < 200; i++)); do
+		screen >"$TMPDIR/screen"
+		grep -qF -- "$1" "$TMPDIR/screen" || return 0
+		sleep 0.05
+	done
+	fail "$2: '$1' is still on the screen"
+	sed 's/^/      | /' "$TMPDIR/screen" >&2
+	return 1
+}
+
+# The PIDs of the process rows, top to bottom.
+row_pids() { screen | awk '/^[0-9]+ +[0-9-] /{ print $1 }'; }
+
+wait_for "vramctl top" "start"
+wait_for "GPU 0 vramsim test GPU" "GPU line"
+wait_for "train" "capped row"
+wait_for "infer" "second group's row"
+wait_for "(uncapped)" "uncapped row"
+# NO_COLOR: bars are drawn with characters: the 700 MiB of a 2 GiB cap.
+grep -E "infer .*\[###" "$TMPDIR/screen" >/dev/null || fail "no '#' bar for the infer row under NO_COLOR"
+
+# Sort by PID, then reverse.
+T send-keys -t top p
+wait_for "PIDv" "sort by PID"
+row_pids >"$TMPDIR/pids"
+sort -n "$TMPDIR/pids" | cmp -s - "$TMPDIR/pids" || fail "rows not in PID order: $(tr '\n' ' ' <"$TMPDIR/pids")"
+[ "$(wc -l <"$TMPDIR/pids")" = 3 ] || fail "expected 3 rows, got $(wc -l <"$TMPDIR/pids")"
+T send-keys -t top r
+wait_for "PID^" "reverse"
+row_pids >"$TMPDIR/pids"
+sort -rn "$TMPDIR/pids" | cmp -s - "$TMPDIR/pids" || fail "rows not in reverse PID order"
+T send-keys -t top r G
+wait_for "GROUPv" "sort by group"
+T send-keys -t top '>'
+wait_for "IN USEv" "next column"
+
+# Filter by group.
+T send-keys -t top /
+wait_for "filter (user or group" "filter prompt"
+T send-keys -t top i n f e r Enter
+wait_for "filter: infer" "filter shown"
+wait_gone "train " "rows of other groups hidden"
+[ "$(row_pids | wc -l)" = 1 ] || fail "filter: expected 1 row"
+T send-keys -t top Escape
+wait_for "train" "filter cleared"
+
+# Help, closed by any key.
+T send-keys -t top '?'
+wait_for "vramctl top - keys" "help"
+T send-keys -t top x
+wait_gone "vramctl top - keys" "help closed"
+
+# Resize: small, tiny, back.
+T resize-window -t top -x 40 -y 8
+wait_for "vramctl top" "small terminal"
+T resize-window -t top -x 12 -y 3
+wait_for "vramctl to" "tiny terminal"
+T resize-window -t top -x 120 -y 30
+wait_for "(uncapped)" "back to full size"
+
+# Quit.
+T send-keys -t top q
+for ((i = 0; i < 200; i++)); do
+	[ -s "$TMPDIR/top.rc" ] && break
+	sleep 0.05
+done
+[ "$(cat "$TMPDIR/top.rc" 2>/dev/null)" = 0 ] || fail "top did not quit with status 0 on 'q'"
+
+stop_holder free
+stop_holder a
+stop_holder b
+finish
