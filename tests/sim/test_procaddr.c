@@ -38,6 +38,33 @@ static void expect(const char *sym, int ver, cuuint64_t flags, const char *want)
 	ASSERT_EQ(st, CU_GET_PROC_ADDRESS_SUCCESS);
 }
 
+#define VR_ARRAY_LEN_(a) (sizeof(a) / sizeof((a)[0]))
+
+static void check_reachable(const char *name, const int *versions, size_t n)
+{
+	char base[128];
+	size_t len;
+	snprintf(base, sizeof(base), "%s", name);
+	len = strlen(base);
+	if (len > 5 &&
+	    (strcmp(base + len - 5, "_ptsz") == 0 || strcmp(base + len - 5, "_ptds") == 0))
+		base[len -= 5] = '\0';
+	char *v = strrchr(base, '_');
+	if (v && v[1] == 'v' && v[2] >= '0' && v[2] <= '9')
+		*v = '\0';
+	void *want = exported(name);
+	for (size_t i = 0; i < n; i++)
+		for (cuuint64_t flags = 0; flags <= 2; flags += 2) {
+			CUdriverProcAddressQueryResult st;
+			void *p = NULL;
+			ASSERT_CU(cuGetProcAddress_v2(base, &p, versions[i], flags, &st),
+			          CUDA_SUCCESS);
+			if (p == want)
+				return;
+		}
+	TEST_FAIL_("%s is not reachable through cuGetProcAddress(\"%s\")", name, base);
+}
+
 int main(void)
 {
 	CUdriverProcAddressQueryResult st;
@@ -141,6 +168,16 @@ int main(void)
 #define CHECK_EXPORTED(name, params, args) ASSERT(exported(#name) == (void *)name);
 	VR_CUDA_FUNCS(CHECK_EXPORTED)
 #undef CHECK_EXPORTED
+
+	/* ... and cuGetProcAddress hands each one out for some version and flag
+	 * (its base name is the name less _vN, _ptsz and _ptds). */
+	static const int versions[] = {2000,  2020,  3010,  3020,  4000,  4010,  5000,  6000,
+	                               6050,  7000,  9020,  10000, 10020, 11000, 11010, 11020,
+	                               11030, 11040, 11060, 12000, 12050, 13000};
+#define CHECK_REACHABLE(name, params, args)                                                        \
+	check_reachable(#name, versions, VR_ARRAY_LEN_(versions));
+	VR_CUDA_FUNCS(CHECK_REACHABLE)
+#undef CHECK_REACHABLE
 
 	/* A returned pointer works. */
 	vr_pfn_cuDriverGetVersion getver = NULL;
