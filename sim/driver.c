@@ -40,22 +40,18 @@ static const struct sim_fn sim_fns[SIM_FN_COUNT] = {
     VR_CUDA_FUNCS(SIM_FN_ENTRY)
 #undef SIM_FN_ENTRY
 };
-
-#define SIM_MAX_RULES 32
-enum { RULE_FAULT, RULE_SLOW, RULE_STOP };
-struct sim_rule {
-	int kind;
-	int fn;
-	uint64_t n;  /* call number (1-based) */
-	int from;    /* fault from the nth call on */
-	int code;    /* CUresult for faults */
-	uint64_t us; /* delay for slow calls */
+static const char *const sim_fn_names[SIM_FN_COUNT] = {
+#define SIM_FN_NAME(name, params, args) #name,
+    VR_CUDA_FUNCS(SIM_FN_NAME)
+#undef SIM_FN_NAME
 };
-static struct sim_rule g_rules[SIM_MAX_RULES];
-static int g_nrules;
-static _Atomic uint64_t g_calls[SIM_FN_COUNT];
-static _Atomic int g_has_rules[SIM_FN_COUNT];
-static pthread_once_t g_rules_once = PTHREAD_ONCE_INIT;
+_Static_assert(SIM_FN_COUNT <= SIM_MAX_FNS, "raise SIM_MAX_FNS");
+
+static struct sim_rules g_rules = {.names = sim_fn_names,
+                                   .count = SIM_FN_COUNT,
+                                   .prefix = "cu",
+                                   .other_prefix = "nvml",
+                                   .mu = PTHREAD_MUTEX_INITIALIZER};
 
 static int fn_index(const char *name, size_t len)
 {
@@ -65,114 +61,12 @@ static int fn_index(const char *name, size_t len)
 	return -1;
 }
 
-static int parse_u64(const char *s, uint64_t *v)
-{
-	char *end;
-	if (*s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	*v = strtoull(s, &end, 10);
-	return (errno || *end) ? -1 : 0;
-}
-
-/* One rule: "name:N:code" / "name:N+:code" (fault), "name:us" (slow),
- * "name:N" (stop). Returns 0, or -1 when the rule is malformed. */
-static int parse_rule(int kind, char *tok)
-{
-	char *f[4] = {0};
-	int nf = 0;
-	struct sim_rule r = {.kind = kind};
-	for (char *save = NULL, *p = strtok_r(tok, ":", &save); p && nf < 4;
-	     p = strtok_r(NULL, ":", &save))
-		f[nf++] = p;
-	if (nf < 2 || (r.fn = fn_index(f[0], strlen(f[0]))) < 0)
-		return -1;
-	if (kind == RULE_FAULT) {
-		uint64_t code;
-		size_t l = strlen(f[1]);
-		if (nf != 3)
-			return -1;
-		if (l > 1 && f[1][l - 1] == '+') {
-			r.from = 1;
-			f[1][l - 1] = '\0';
-		}
-		if (parse_u64(f[1], &r.n) || r.n == 0 || parse_u64(f[2], &code) || code > 100000)
-			return -1;
-		r.code = (int)code;
-	} else if (kind == RULE_SLOW) {
-		if (nf != 2 || parse_u64(f[1], &r.us))
-			return -1;
-	} else {
-		if (nf != 2 || parse_u64(f[1], &r.n) || r.n == 0)
-			return -1;
-	}
-	if (g_nrules >= SIM_MAX_RULES)
-		return -1;
-	g_rules[g_nrules++] = r;
-	atomic_store(&g_has_rules[r.fn], 1);
-	return 0;
-}
-
-static void parse_rules_env(const char *var, int kind)
-{
-	const char *s = getenv(var);
-	char buf[2048];
-	if (!s || !*s)
-		return;
-	snprintf(buf, sizeof(buf), "%s", s);
-	for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
-	     tok = strtok_r(NULL, ",", &save)) {
-		char copy[256];
-		snprintf(copy, sizeof(copy), "%s", tok);
-		if (parse_rule(kind, copy) != 0)
-			sim_warn("ignoring \"%s\" in %s (unknown function or bad number)", tok,
-			         var);
-	}
-}
-
-static void load_rules(void)
-{
-	parse_rules_env("VRAMSIM_FAULT", RULE_FAULT);
-	parse_rules_env("VRAMSIM_SLOW", RULE_SLOW);
-	parse_rules_env("VRAMSIM_STOP", RULE_STOP);
-}
-
-/* Runs the controls for one call; returns 1 with *rc set when it must fail. */
-static int sim_pre(int fn, CUresult *rc)
-{
-	pthread_once(&g_rules_once, load_rules);
-	uint64_t n = atomic_fetch_add(&g_calls[fn], 1) + 1;
-	if (VR_LIKELY(!atomic_load(&g_has_rules[fn])))
-		return 0;
-	for (int i = 0; i < g_nrules; i++) {
-		const struct sim_rule *r = &g_rules[i];
-		if (r->fn == fn && r->kind == RULE_STOP && r->n == n)
-			raise(SIGSTOP);
-	}
-	for (int i = 0; i < g_nrules; i++) {
-		const struct sim_rule *r = &g_rules[i];
-		if (r->fn != fn || r->kind != RULE_SLOW)
-			continue;
-		struct timespec ts = {(time_t)(r->us / 1000000), (long)(r->us % 1000000) * 1000};
-		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-			;
-	}
-	for (int i = 0; i < g_nrules; i++) {
-		const struct sim_rule *r = &g_rules[i];
-		if (r->fn == fn && r->kind == RULE_FAULT && (n == r->n || (r->from && n > r->n))) {
-			*rc = r->code;
-			return 1;
-		}
-	}
-	return 0;
-}
-
 /* The exported entry points themselves. */
 #define SIM_DEFINE(name, params, args)                                                             \
 	VR_EXPORT CUresult name params                                                             \
 	{                                                                                          \
 		CUresult rc_;                                                                      \
-		if (VR_UNLIKELY(sim_pre(SIM_FN_##name, &rc_)))                                     \
+		if (VR_UNLIKELY(sim_rules_pre(&g_rules, SIM_FN_##name, &rc_)))                     \
 			return rc_;                                                                \
 		return simi_##name args;                                                           \
 	}

@@ -2,7 +2,7 @@
 # and libnvidia-ml.so.1 (NVML). Both read the same per-card state files.
 # See docs/notes/sim.md.
 
-SIM_COMMON_OBJS := $(O)/sim/config.o $(O)/sim/card.o
+SIM_COMMON_OBJS := $(O)/sim/config.o $(O)/sim/card.o $(O)/sim/rules.o
 SIM_CUDA_OBJS := $(O)/sim/driver.o $(O)/sim/mem.o $(SIM_COMMON_OBJS)
 SIM_NVML_OBJS := $(O)/sim/nvml.o $(SIM_COMMON_OBJS)
 SIM_NVML_NOV3 := $(O)/sim/nvml-no-v3/libnvidia-ml.so.1
@@ -38,15 +38,10 @@ $(SIM_NVML): $(SIM_NVML_OBJS) $(O)/sim/libnvidia-ml.map
 	ln -sf libnvidia-ml.so.1 $(O)/sim/libnvidia-ml.so
 
 # The same NVML without nvmlDeviceGetComputeRunningProcesses_v3, as older
-# drivers ship it.
-$(O)/sim/nvml-no-v3/nvml.o: sim/nvml.c
+# drivers ship it: same objects, a version script without that name.
+$(SIM_NVML_NOV3): $(SIM_NVML_OBJS) $(O)/sim/libnvidia-ml-no-v3.map
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) -DVRAMSIM_NVML_NO_V3 -c $< -o $@
-
-$(SIM_NVML_NOV3): $(O)/sim/nvml-no-v3/nvml.o $(SIM_COMMON_OBJS) $(O)/sim/libnvidia-ml-no-v3.map
-	@mkdir -p $(dir $@)
-	$(CC) -shared -o $@ $(O)/sim/nvml-no-v3/nvml.o $(SIM_COMMON_OBJS) \
-		-Wl,-soname,libnvidia-ml.so.1 \
+	$(CC) -shared -o $@ $(SIM_NVML_OBJS) -Wl,-soname,libnvidia-ml.so.1 \
 		-Wl,--version-script=$(O)/sim/libnvidia-ml-no-v3.map -Wl,--no-undefined $(BASE_LDFLAGS)
 
 ALL_TARGETS += $(SIM_CUDA) $(SIM_NVML) $(SIM_NVML_NOV3)

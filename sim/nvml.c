@@ -4,8 +4,12 @@
  * and reads the same card state files as the simulated driver, so memory
  * info and the running-process lists show every live process's usage.
  *
- * Built twice: normally, and with VRAMSIM_NVML_NO_V3 for a library without
+ * Linked twice: normally, and with a version script that leaves out
  * nvmlDeviceGetComputeRunningProcesses_v3, as older drivers ship it.
+ *
+ * Every exported function is generated from VR_NVML_FUNCS: it runs the test
+ * controls (VRAMSIM_FAULT, VRAMSIM_SLOW, VRAMSIM_STOP with nvml* names), then
+ * calls simn_<name>.
  */
 #define VR_NVML_PROTOTYPES
 #include "common/nvml_api.h"
@@ -15,6 +19,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+
+#define SIMN_DECL(name, params, args) static nvmlReturn_t simn_##name params;
+VR_NVML_FUNCS(SIMN_DECL)
+#undef SIMN_DECL
 
 struct nvmlDevice_st {
 	unsigned int index;
@@ -74,22 +82,22 @@ static nvmlReturn_t nvml_init(unsigned int flags)
 	return rc;
 }
 
-VR_EXPORT nvmlReturn_t nvmlInit_v2(void)
+static nvmlReturn_t simn_nvmlInit_v2(void)
 {
 	return nvml_init(0);
 }
 
-VR_EXPORT nvmlReturn_t nvmlInit(void)
+static nvmlReturn_t simn_nvmlInit(void)
 {
 	return nvml_init(0);
 }
 
-VR_EXPORT nvmlReturn_t nvmlInitWithFlags(unsigned int flags)
+static nvmlReturn_t simn_nvmlInitWithFlags(unsigned int flags)
 {
 	return nvml_init(flags);
 }
 
-VR_EXPORT nvmlReturn_t nvmlShutdown(void)
+static nvmlReturn_t simn_nvmlShutdown(void)
 {
 	nvmlReturn_t rc = NVML_SUCCESS;
 	pthread_mutex_lock(&g_nvml.mu);
@@ -200,21 +208,21 @@ static nvmlReturn_t copy_str(char *dst, unsigned int len, const char *src)
 	return NVML_SUCCESS;
 }
 
-VR_EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length)
+static nvmlReturn_t simn_nvmlSystemGetDriverVersion(char *version, unsigned int length)
 {
 	if (!initialized())
 		return NVML_ERROR_UNINITIALIZED;
 	return copy_str(version, length, SIM_NVML_DRIVER_STRING);
 }
 
-VR_EXPORT nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length)
+static nvmlReturn_t simn_nvmlSystemGetNVMLVersion(char *version, unsigned int length)
 {
 	if (!initialized())
 		return NVML_ERROR_UNINITIALIZED;
 	return copy_str(version, length, "13." SIM_NVML_DRIVER_STRING);
 }
 
-VR_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *cudaDriverVersion)
+static nvmlReturn_t simn_nvmlSystemGetCudaDriverVersion(int *cudaDriverVersion)
 {
 	if (!initialized())
 		return NVML_ERROR_UNINITIALIZED;
@@ -224,12 +232,12 @@ VR_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *cudaDriverVersion)
 	return NVML_SUCCESS;
 }
 
-VR_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *cudaDriverVersion)
+static nvmlReturn_t simn_nvmlSystemGetCudaDriverVersion_v2(int *cudaDriverVersion)
 {
-	return nvmlSystemGetCudaDriverVersion(cudaDriverVersion);
+	return simn_nvmlSystemGetCudaDriverVersion(cudaDriverVersion);
 }
 
-VR_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount)
+static nvmlReturn_t simn_nvmlDeviceGetCount_v2(unsigned int *deviceCount)
 {
 	if (!initialized())
 		return NVML_ERROR_UNINITIALIZED;
@@ -239,12 +247,12 @@ VR_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount)
 	return NVML_SUCCESS;
 }
 
-VR_EXPORT nvmlReturn_t nvmlDeviceGetCount(unsigned int *deviceCount)
+static nvmlReturn_t simn_nvmlDeviceGetCount(unsigned int *deviceCount)
 {
-	return nvmlDeviceGetCount_v2(deviceCount);
+	return simn_nvmlDeviceGetCount_v2(deviceCount);
 }
 
-VR_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device)
+static nvmlReturn_t simn_nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device)
 {
 	if (!initialized())
 		return NVML_ERROR_UNINITIALIZED;
@@ -254,12 +262,12 @@ VR_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDev
 	return NVML_SUCCESS;
 }
 
-VR_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t *device)
+static nvmlReturn_t simn_nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t *device)
 {
-	return nvmlDeviceGetHandleByIndex_v2(index, device);
+	return simn_nvmlDeviceGetHandleByIndex_v2(index, device);
 }
 
-VR_EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device)
+static nvmlReturn_t simn_nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device)
 {
 	if (!initialized())
 		return NVML_ERROR_UNINITIALIZED;
@@ -273,7 +281,7 @@ VR_EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t 
 	return NVML_ERROR_NOT_FOUND;
 }
 
-VR_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
+static nvmlReturn_t simn_nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
 {
 	nvmlReturn_t rc = check_dev(device);
 	if (rc != NVML_SUCCESS)
@@ -281,7 +289,7 @@ VR_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsign
 	return copy_str(name, length, sim_config()->dev[device->index].name);
 }
 
-VR_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
+static nvmlReturn_t simn_nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
 {
 	nvmlReturn_t rc = check_dev(device);
 	if (rc != NVML_SUCCESS)
@@ -289,7 +297,7 @@ VR_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsign
 	return copy_str(uuid, length, sim_config()->dev[device->index].uuid_str);
 }
 
-VR_EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
+static nvmlReturn_t simn_nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
 {
 	nvmlReturn_t rc = check_dev(device);
 	if (rc != NVML_SUCCESS)
@@ -310,7 +318,7 @@ static void card_usage(nvmlDevice_t d, unsigned long long *total, unsigned long 
 		*used = *total;
 }
 
-VR_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
+static nvmlReturn_t simn_nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
 {
 	nvmlReturn_t rc = check_dev(device);
 	unsigned long long total, used;
@@ -326,7 +334,7 @@ VR_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t
 }
 
 /* The simulated card reserves nothing for the driver: reserved is 0. */
-VR_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
+static nvmlReturn_t simn_nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
 {
 	nvmlReturn_t rc = check_dev(device);
 	unsigned long long total, used;
@@ -392,25 +400,55 @@ static nvmlReturn_t processes(nvmlDevice_t device, unsigned int *infoCount, void
 	return NVML_SUCCESS;
 }
 
-VR_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device,
-                                                            unsigned int *infoCount,
-                                                            nvmlProcessInfo_v1_t *infos)
+static nvmlReturn_t simn_nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device,
+                                                              unsigned int *infoCount,
+                                                              nvmlProcessInfo_v1_t *infos)
 {
 	return processes(device, infoCount, infos, sizeof(*infos), 0);
 }
 
-VR_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device,
-                                                               unsigned int *infoCount,
-                                                               nvmlProcessInfo_v2_t *infos)
+static nvmlReturn_t simn_nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device,
+                                                                 unsigned int *infoCount,
+                                                                 nvmlProcessInfo_v2_t *infos)
 {
 	return processes(device, infoCount, infos, sizeof(*infos), 1);
 }
 
-#ifndef VRAMSIM_NVML_NO_V3
-VR_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
-                                                               unsigned int *infoCount,
-                                                               nvmlProcessInfo_t *infos)
+static nvmlReturn_t simn_nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
+                                                                 unsigned int *infoCount,
+                                                                 nvmlProcessInfo_t *infos)
 {
 	return processes(device, infoCount, infos, sizeof(*infos), 1);
 }
-#endif
+
+/* ---- the exported entry points and their test controls ---- */
+
+enum {
+#define SIMN_ENUM(name, params, args) SIMN_FN_##name,
+	VR_NVML_FUNCS(SIMN_ENUM)
+#undef SIMN_ENUM
+	    SIMN_FN_COUNT
+};
+
+static const char *const simn_names[SIMN_FN_COUNT] = {
+#define SIMN_NAME(name, params, args) #name,
+    VR_NVML_FUNCS(SIMN_NAME)
+#undef SIMN_NAME
+};
+
+static struct sim_rules g_rules = {.names = simn_names,
+                                   .count = SIMN_FN_COUNT,
+                                   .prefix = "nvml",
+                                   .other_prefix = "cu",
+                                   .mu = PTHREAD_MUTEX_INITIALIZER};
+
+#define SIMN_DEFINE(name, params, args)                                                            \
+	VR_EXPORT nvmlReturn_t name params                                                         \
+	{                                                                                          \
+		int rc_;                                                                           \
+		if (VR_UNLIKELY(sim_rules_pre(&g_rules, SIMN_FN_##name, &rc_)))                    \
+			return rc_;                                                                \
+		return simn_##name args;                                                           \
+	}
+VR_NVML_FUNCS(SIMN_DEFINE)
+#undef SIMN_DEFINE

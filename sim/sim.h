@@ -10,6 +10,7 @@
 #define VRAMSIM_SIM_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stddef.h>
 
@@ -94,5 +95,42 @@ uint64_t sim_card_used(struct sim_card *c, int reap);
 int sim_card_charge(struct sim_card *c, int64_t delta, int force);
 /* Releases this process's slot if its usage is zero. */
 void sim_card_release_slot(struct sim_card *c);
+
+/* ---- test controls (rules.c) ---- */
+
+#define SIM_MAX_RULES      32
+#define SIM_MAX_FNS        256
+#define VR_SIM_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+struct sim_rule {
+	int kind;
+	int fn;      /* index in the library's name table */
+	uint64_t n;  /* call number (1-based) */
+	int from;    /* fault from the nth call on */
+	int code;    /* return code for faults */
+	uint64_t us; /* delay for slow calls */
+};
+
+/* One library's controls: static, zero-initialised apart from the fields
+ * given (names, count, prefix, other_prefix, mu). */
+struct sim_rules {
+	const char *const *names;
+	int count;
+	const char *prefix;       /* "cu" or "nvml": names this library owns */
+	const char *other_prefix; /* the other library's, ignored silently */
+	pthread_mutex_t mu;
+	_Atomic int loaded;
+	int nrules;
+	struct sim_rule rules[SIM_MAX_RULES];
+	_Atomic uint64_t calls[SIM_MAX_FNS];
+	_Atomic int has[SIM_MAX_FNS];
+};
+
+/*
+ * Runs the controls for one call of function fn: stops the process if told,
+ * sleeps if told, and returns 1 with *code set when the call must fail
+ * (doing nothing else). Reads the environment at the first call.
+ */
+int sim_rules_pre(struct sim_rules *r, int fn, int *code);
 
 #endif /* VRAMSIM_SIM_H */

@@ -25,6 +25,14 @@ static int child_fault(void)
 	ASSERT_CU(cuMemFree_v2(p[1]), CUDA_ERROR_UNKNOWN);
 	/* A failed call did nothing: p[1] and p[2] are still charged. */
 	ASSERT_UEQ(sim_used(), 64 * MiB + 2 * MiB);
+	/* NVML names in the same variable belong to the NVML library. */
+	unsigned int n = 0;
+	ASSERT_CU(nvmlInit_v2(), NVML_ERROR_DRIVER_NOT_LOADED);
+	ASSERT_CU(nvmlInit_v2(), NVML_SUCCESS);
+	ASSERT_CU(nvmlDeviceGetCount_v2(&n), NVML_SUCCESS);
+	ASSERT_EQ(n, 1);
+	ASSERT_CU(nvmlDeviceGetCount_v2(&n), NVML_ERROR_UNKNOWN);
+	ASSERT_CU(nvmlShutdown(), NVML_SUCCESS);
 	return 0;
 }
 
@@ -128,7 +136,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
-	const char *fault[] = {"VRAMSIM_FAULT=cuMemAlloc_v2:3:2,cuMemFree_v2:2+:999,cuInit:1:3",
+	const char *fault[] = {"VRAMSIM_FAULT=cuMemAlloc_v2:3:2,cuMemFree_v2:2+:999,cuInit:1:3,"
+	                       "nvmlInit_v2:1:9,nvmlDeviceGetCount_v2:2+:999",
 	                       NULL};
 	ASSERT_EQ(sim_run_self("fault", fault), 0);
 	const char *bad[] = {
