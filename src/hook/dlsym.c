@@ -86,6 +86,8 @@ void *vr_dlsym_handle(void *handle, const char *name)
  *   anything else: tail-jump to vr_dlsym_handle.
  * The real pointer is resolved on first use with the argument registers
  * saved and the stack aligned, then jumped to with the caller's frame intact.
+ * That resolution is in assembly too: sanitizer runtimes call dlsym from
+ * their own initialisation, before instrumented C code may run.
  */
 __asm__(".text\n"
         ".p2align 4\n"
@@ -111,7 +113,20 @@ __asm__(".text\n"
         "	.cfi_adjust_cfa_offset 8\n"
         "	subq $8, %rsp\n"
         "	.cfi_adjust_cfa_offset 8\n"
-        "	call vr_dlsym_resolve\n"
+        "	movq $-1, %rdi\n"
+        "	leaq .Lvr_name(%rip), %rsi\n"
+        "	leaq .Lvr_v234(%rip), %rdx\n"
+        "	call dlvsym@PLT\n"
+        "	testq %rax, %rax\n"
+        "	jne 3f\n"
+        "	movq $-1, %rdi\n"
+        "	leaq .Lvr_name(%rip), %rsi\n"
+        "	leaq .Lvr_v225(%rip), %rdx\n"
+        "	call dlvsym@PLT\n"
+        "	testq %rax, %rax\n"
+        "	jne 3f\n"
+        "	leaq vr_dlsym_nothing(%rip), %rax\n"
+        "3:	movq %rax, vr_dlsym_next(%rip)\n"
         "	addq $8, %rsp\n"
         "	.cfi_adjust_cfa_offset -8\n"
         "	popq %rsi\n"
@@ -122,6 +137,15 @@ __asm__(".text\n"
         "	.cfi_endproc\n"
         ".size vr_dlsym_entry_new, .-vr_dlsym_entry_new\n"
         ".size vr_dlsym_entry_old, .-vr_dlsym_entry_old\n"
+        /* Stands in for dlsym if glibc offered none: finds nothing. */
+        "vr_dlsym_nothing:\n"
+        "	xorl %eax, %eax\n"
+        "	ret\n"
+        ".section .rodata\n"
+        ".Lvr_name: .string \"dlsym\"\n"
+        ".Lvr_v234: .string \"GLIBC_2.34\"\n"
+        ".Lvr_v225: .string \"GLIBC_2.2.5\"\n"
+        ".text\n"
         ".symver vr_dlsym_entry_new, dlsym@@GLIBC_2.34\n"
         ".symver vr_dlsym_entry_old, dlsym@GLIBC_2.2.5\n");
 #else
