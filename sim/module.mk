@@ -2,6 +2,14 @@
 # and libnvidia-ml.so.1 (NVML). Both read the same per-card state files.
 # See docs/notes/sim.md.
 
+# clang links no sanitizer runtime into shared libraries (the program brings
+# it), so undefined symbols are checked everywhere except clang sanitizer builds.
+ifeq ($(findstring clang,$(CCNAME)),clang)
+  SIM_ZDEFS := $(if $(SANITIZE),,-Wl,--no-undefined)
+else
+  SIM_ZDEFS := -Wl,--no-undefined
+endif
+
 SIM_COMMON_OBJS := $(O)/sim/config.o $(O)/sim/card.o $(O)/sim/rules.o
 SIM_CUDA_OBJS := $(O)/sim/driver.o $(O)/sim/mem.o $(SIM_COMMON_OBJS)
 SIM_NVML_OBJS := $(O)/sim/nvml.o $(SIM_COMMON_OBJS)
@@ -29,12 +37,12 @@ $(O)/sim/libnvidia-ml-no-v3.map: $(O)/sim/libnvidia-ml.map
 
 $(SIM_CUDA): $(SIM_CUDA_OBJS) $(O)/sim/libcuda.map
 	$(CC) -shared -o $@ $(SIM_CUDA_OBJS) -Wl,-soname,libcuda.so.1 \
-		-Wl,--version-script=$(O)/sim/libcuda.map -Wl,--no-undefined $(BASE_LDFLAGS)
+		-Wl,--version-script=$(O)/sim/libcuda.map $(SIM_ZDEFS) $(BASE_LDFLAGS)
 	ln -sf libcuda.so.1 $(O)/sim/libcuda.so
 
 $(SIM_NVML): $(SIM_NVML_OBJS) $(O)/sim/libnvidia-ml.map
 	$(CC) -shared -o $@ $(SIM_NVML_OBJS) -Wl,-soname,libnvidia-ml.so.1 \
-		-Wl,--version-script=$(O)/sim/libnvidia-ml.map -Wl,--no-undefined $(BASE_LDFLAGS)
+		-Wl,--version-script=$(O)/sim/libnvidia-ml.map $(SIM_ZDEFS) $(BASE_LDFLAGS)
 	ln -sf libnvidia-ml.so.1 $(O)/sim/libnvidia-ml.so
 
 # The same NVML without nvmlDeviceGetComputeRunningProcesses_v3, as older
@@ -42,7 +50,7 @@ $(SIM_NVML): $(SIM_NVML_OBJS) $(O)/sim/libnvidia-ml.map
 $(SIM_NVML_NOV3): $(SIM_NVML_OBJS) $(O)/sim/libnvidia-ml-no-v3.map
 	@mkdir -p $(dir $@)
 	$(CC) -shared -o $@ $(SIM_NVML_OBJS) -Wl,-soname,libnvidia-ml.so.1 \
-		-Wl,--version-script=$(O)/sim/libnvidia-ml-no-v3.map -Wl,--no-undefined $(BASE_LDFLAGS)
+		-Wl,--version-script=$(O)/sim/libnvidia-ml-no-v3.map $(SIM_ZDEFS) $(BASE_LDFLAGS)
 
 ALL_TARGETS += $(SIM_CUDA) $(SIM_NVML) $(SIM_NVML_NOV3)
 
