@@ -18,7 +18,7 @@ $(O)/tests/monitor/test_format: $(O)/tests/monitor/test_format.o $(MONITOR_LIB) 
 $(O)/tests/monitor/test_merge: $(O)/tests/monitor/test_merge.o $(MONITOR_LIB) $(REGISTRY_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_LDFLAGS) -o $@ $^ -ldl
-TESTS += $(O)/tests/monitor/test_format
+TESTS += $(O)/tests/monitor/test_format $(O)/tests/monitor/test_merge
 # Integration: real programs on the simulated GPU (they need the holder).
 TEST_SCRIPTS += tests/monitor/status_sim.sh tests/monitor/top_tmux.sh tests/monitor/export_http.sh
 test: $(O)/tests/monitor/holder
