@@ -506,8 +506,9 @@ CUresult simi_cuDevicePrimaryCtxRelease(CUdevice dev)
 	return simi_cuDevicePrimaryCtxRelease_v2(dev);
 }
 
-/* Frees everything the primary context holds; it stays retained (refcount
- * unchanged) and becomes active again on the next retain. */
+/* Frees everything the primary context holds and makes it inactive; it stays
+ * retained (cuda.h: "Resetting the primary context does not release it") and
+ * becomes active again on the next retain. */
 CUresult simi_cuDevicePrimaryCtxReset_v2(CUdevice dev)
 {
 	SIM_LOCK_INIT();
@@ -516,8 +517,7 @@ CUresult simi_cuDevicePrimaryCtxReset_v2(CUdevice dev)
 		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_DEVICE);
 	if (d->primary.alive)
 		ctx_deactivate(&d->primary);
-	d->primary.refcount = 0;
-	d->primary.flags = 0;
+	d->primary.flags = 0; /* refcount unchanged: resetting does not release */
 	SIM_UNLOCK_RETURN(CUDA_SUCCESS);
 }
 

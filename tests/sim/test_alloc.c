@@ -170,9 +170,23 @@ int main(void)
 	ASSERT_CU(cuDevicePrimaryCtxRetain(&ctx, 0), CUDA_SUCCESS);
 	ASSERT_UEQ(sim_used(), base);
 	ASSERT_CU(cuMemFree_v2(p), CUDA_ERROR_INVALID_VALUE);
+	ASSERT_CU(cuMemAlloc_v2(&p, 8 * MiB), CUDA_SUCCESS);
 	ASSERT_CU(cuDevicePrimaryCtxReset_v2(0), CUDA_SUCCESS);
 	ASSERT_CU(cuDevicePrimaryCtxGetState(0, &flags, &active), CUDA_SUCCESS);
 	ASSERT_EQ(active, 0);
+	ASSERT_EQ(flags, 0);
+	/* Everything went, the context memory too (asked through NVML: the
+	 * current context is gone). */
+	nvmlDevice_t nd;
+	nvmlMemory_t nm;
+	ASSERT_CU(nvmlInit_v2(), NVML_SUCCESS);
+	ASSERT_CU(nvmlDeviceGetHandleByIndex_v2(0, &nd), NVML_SUCCESS);
+	ASSERT_CU(nvmlDeviceGetMemoryInfo(nd, &nm), NVML_SUCCESS);
+	ASSERT_UEQ(nm.used, 0);
+	ASSERT_CU(nvmlShutdown(), NVML_SUCCESS);
+	/* Reset does not release: one release is still owed, then no more. */
+	ASSERT_CU(cuDevicePrimaryCtxRelease_v2(0), CUDA_SUCCESS);
+	ASSERT_CU(cuDevicePrimaryCtxRelease(0), CUDA_ERROR_INVALID_CONTEXT);
 
 	/* Bad devices. */
 	ASSERT_CU(cuDeviceGet(&dev, 1), CUDA_ERROR_INVALID_DEVICE);
