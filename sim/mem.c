@@ -32,6 +32,7 @@ struct sim_pool {
 	int is_default;
 	int alive;
 	uint64_t reserved, used, reserved_high, used_high, threshold;
+	uint64_t max_size; /* CUmemPoolProps.maxSize; 0: the card's size */
 	int reuse[4];
 	struct sim_pool *next;
 };
@@ -648,11 +649,13 @@ static CUresult pool_alloc(CUdeviceptr *dptr, size_t bytesize, struct sim_pool *
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	if (p->reserved - p->used < sz) {
 		uint64_t grow = sim_round_up(sz - (p->reserved - p->used), SIM_GRANULARITY);
-		if (sim_charge(d, grow) != CUDA_SUCCESS) {
+		if ((p->max_size && grow > p->max_size - p->reserved) ||
+		    sim_charge(d, grow) != CUDA_SUCCESS) {
 			/* Like the driver, give back what the pool holds unused and retry. */
 			pool_trim(p, 0);
 			grow = sim_round_up(sz - (p->reserved - p->used), SIM_GRANULARITY);
-			if (sim_charge(d, grow) != CUDA_SUCCESS) {
+			if ((p->max_size && grow > p->max_size - p->reserved) ||
+			    sim_charge(d, grow) != CUDA_SUCCESS) {
 				free(a);
 				return CUDA_ERROR_OUT_OF_MEMORY;
 			}
@@ -752,6 +755,7 @@ CUresult simi_cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProp
 	struct sim_pool *p = pool_new(poolProps->location.id, 0);
 	if (!p)
 		SIM_UNLOCK_RETURN(CUDA_ERROR_OUT_OF_MEMORY);
+	p->max_size = poolProps->maxSize ? sim_round_up(poolProps->maxSize, SIM_GRANULARITY) : 0;
 	*pool = (CUmemoryPool)p;
 	SIM_UNLOCK_RETURN(CUDA_SUCCESS);
 }

@@ -102,6 +102,19 @@ int main(void)
 	ASSERT_CU(cuMemFreeAsync(q, s), CUDA_SUCCESS);
 	ASSERT_UEQ(sim_used(), base);
 
+	/* maxSize bounds what a pool may reserve. */
+	props.maxSize = 8 * MiB;
+	ASSERT_CU(cuMemPoolCreate(&pool, &props), CUDA_SUCCESS);
+	ASSERT_CU(cuMemAllocFromPoolAsync(&p, 6 * MiB, pool, s), CUDA_SUCCESS);
+	ASSERT_CU(cuMemAllocFromPoolAsync(&q, 3 * MiB, pool, s), CUDA_ERROR_OUT_OF_MEMORY);
+	ASSERT_CU(cuMemAllocFromPoolAsync(&q, 2 * MiB, pool, s), CUDA_SUCCESS);
+	ASSERT_UEQ(attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 8 * MiB);
+	ASSERT_CU(cuMemFreeAsync(p, s), CUDA_SUCCESS);
+	ASSERT_CU(cuMemFreeAsync(q, s), CUDA_SUCCESS);
+	ASSERT_CU(cuMemPoolDestroy(pool), CUDA_SUCCESS);
+	ASSERT_UEQ(sim_used(), base);
+	props.maxSize = 0;
+
 	/* Host pools are not device pools. */
 	props.location.type = CU_MEM_LOCATION_TYPE_HOST;
 	ASSERT_CU(cuMemPoolCreate(&pool, &props), CUDA_ERROR_NOT_SUPPORTED);
