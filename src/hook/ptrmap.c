@@ -2,11 +2,12 @@
  * ptrmap.c - the process-local map from what the program holds (a device
  * pointer, a VMM handle, an array...) to the device and bytes charged for it.
  *
- * 64 stripes, each an open-addressing table (linear probing, tombstones)
+ * 64 stripes, each an open-addressing table (linear probing, deletion by
+ * shifting back)
  * behind its own small spinlock, so threads allocating at once rarely meet.
  * Tables live in mmap'ed memory, never malloc: the host's allocator is not
  * touched, and the hot path allocates nothing (a table doubles when it is
- * half full, which amortises to nothing).
+ * half full, which amortises to nothing; it never shrinks).
  */
 #include <sched.h>
 #include <string.h>
@@ -17,7 +18,7 @@
 #define STRIPES   64
 #define MIN_SLOTS 256
 
-enum { SLOT_EMPTY = 0, SLOT_FULL = 1, SLOT_TOMB = 2 };
+enum { SLOT_EMPTY = 0, SLOT_FULL = 1 };
 
 struct slot {
 	uint64_t key;
@@ -31,7 +32,7 @@ struct stripe {
 	atomic_flag lock;
 	struct slot *slots;
 	size_t cap; /* power of two, or 0 */
-	size_t used, tombs;
+	size_t used;
 } __attribute__((aligned(64)));
 
 static struct stripe stripes[STRIPES];
@@ -58,22 +59,17 @@ static inline void unlock(struct stripe *s)
 	atomic_flag_clear_explicit(&s->lock, memory_order_release);
 }
 
-/* Finds key's slot, or the slot where it would go (first tombstone seen, or
- * the empty slot that ends the probe). Needs cap > 0. */
+/* Finds key's slot, or the empty slot where it would go. Needs cap > 0. */
 static struct slot *probe(struct stripe *s, uint64_t key, int kind, uint64_t h, int *found)
 {
 	size_t mask = s->cap - 1, i = (size_t)(h >> 6) & mask;
-	struct slot *tomb = NULL;
 	for (;;) {
 		struct slot *e = &s->slots[i];
 		if (e->state == SLOT_EMPTY) {
 			*found = 0;
-			return tomb ? tomb : e;
+			return e;
 		}
-		if (e->state == SLOT_TOMB) {
-			if (!tomb)
-				tomb = e;
-		} else if (e->key == key && e->kind == kind) {
+		if (e->key == key && e->kind == kind) {
 			*found = 1;
 			return e;
 		}
@@ -81,16 +77,36 @@ static struct slot *probe(struct stripe *s, uint64_t key, int kind, uint64_t h, 
 	}
 }
 
-/* Makes room for one more entry. Returns 0, or -1 if mmap failed. */
+/*
+ * Removes slot i by shifting later members of its probe run back (no
+ * tombstones: alloc/free churn never lengthens probes or forces rehashes).
+ */
+static void erase(struct stripe *s, size_t i)
+{
+	size_t mask = s->cap - 1, j = i;
+	for (;;) {
+		j = (j + 1) & mask;
+		struct slot *e = &s->slots[j];
+		if (e->state == SLOT_EMPTY)
+			break;
+		size_t home = (size_t)(mix(e->key, e->kind) >> 6) & mask;
+		/* e may move to i if its home is not cyclically within (i, j]. */
+		if (i <= j ? (home <= i || home > j) : (home <= i && home > j)) {
+			s->slots[i] = *e;
+			i = j;
+		}
+	}
+	s->slots[i].state = SLOT_EMPTY;
+	s->used--;
+}
+
+/* Makes room for one more entry (at most half full). Returns 0, or -1 if
+ * mmap failed. */
 static int grow(struct stripe *s)
 {
-	if (s->cap && (s->used + s->tombs + 1) * 2 <= s->cap)
+	if (s->cap && (s->used + 1) * 2 <= s->cap)
 		return 0;
-	size_t ncap = s->cap ? s->cap : MIN_SLOTS;
-	while ((s->used + 1) * 4 > ncap)
-		ncap *= 2;
-	if (ncap == s->cap && s->tombs == 0)
-		ncap *= 2;
+	size_t ncap = s->cap ? s->cap * 2 : MIN_SLOTS;
 	void *mem = mmap(NULL, ncap * sizeof(struct slot), PROT_READ | PROT_WRITE,
 	                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED)
@@ -99,8 +115,6 @@ static int grow(struct stripe *s)
 	size_t ocap = s->cap;
 	s->slots = mem;
 	s->cap = ncap;
-	s->used = 0;
-	s->tombs = 0;
 	for (size_t i = 0; i < ocap; i++) {
 		if (old[i].state != SLOT_FULL)
 			continue;
@@ -108,7 +122,6 @@ static int grow(struct stripe *s)
 		struct slot *e =
 		    probe(s, old[i].key, old[i].kind, mix(old[i].key, old[i].kind), &found);
 		*e = old[i];
-		s->used++;
 	}
 	if (old)
 		munmap(old, ocap * sizeof(struct slot));
@@ -125,11 +138,8 @@ int vr_map_put(int kind, uint64_t key, int dev, uint64_t bytes)
 		rc = -1;
 	} else {
 		struct slot *e = probe(s, key, kind, h, &found);
-		if (!found) {
-			if (e->state == SLOT_TOMB)
-				s->tombs--;
+		if (!found)
 			s->used++;
-		}
 		/* A key the driver hands out again was freed behind our back
 		 * (e.g. by a context reset): the new allocation replaces it. */
 		*e = (struct slot){.key = key,
@@ -153,9 +163,7 @@ int vr_map_take(int kind, uint64_t key, int *dev, uint64_t *bytes)
 		if (found) {
 			*dev = e->dev;
 			*bytes = e->bytes;
-			e->state = SLOT_TOMB;
-			s->used--;
-			s->tombs++;
+			erase(s, (size_t)(e - s->slots));
 		}
 	}
 	unlock(s);
@@ -188,6 +196,6 @@ void vr_map_forget(void)
 		if (s->slots)
 			munmap(s->slots, s->cap * sizeof(struct slot));
 		s->slots = NULL;
-		s->cap = s->used = s->tombs = 0;
+		s->cap = s->used = 0;
 	}
 }

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# bench/gpu/run.sh - vramctl on a real GPU with real frameworks.
+#
+#   bench/gpu/run.sh [BUILD_DIR]        (default: build/gcc-release)
+#
+# For PyTorch (default allocator, expandable_segments:True,
+# backend:cudaMallocAsync), JAX (default preallocation, and
+# XLA_PYTHON_CLIENT_ALLOCATOR=platform) and CuPy, each under a cap of a
+# quarter of the device (at least 1 GiB), prints:
+#   - the total the framework sees (it must be the cap),
+#   - that an allocation past the cap raises the framework's own OOM error
+#     and that the program carries on (a small allocation still works),
+#   - the time of a fixed workload (matrix products) capped vs uncapped.
+# Frameworks that are not installed are skipped. Needs the NVIDIA driver; it
+# does nothing without a GPU. Exit status: 0 when every case that ran
+# passed, 1 otherwise.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+build=${1:-$here/../../build/gcc-release}
+build=$(cd "$build" && pwd)
+lib=$build/libvramctl.so
+py=${PYTHON:-python3}
+
+[ -f "$lib" ] || { echo "no $lib: run make first"; exit 1; }
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+	echo "no NVIDIA GPU here: nothing to run"
+	exit 0
+fi
+total=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits -i 0) # MiB
+cap_mib=$((total / 4))
+[ "$cap_mib" -lt 1024 ] && cap_mib=1024
+cap=$((cap_mib * 1024 * 1024))
+echo "GPU 0: $(nvidia-smi --query-gpu=name --format=csv,noheader -i 0), ${total} MiB; cap ${cap_mib} MiB"
+echo "vramctl library: $lib"
+
+fail=0
+# case NAME MODULE SCRIPT [VAR=value...]
+case_() {
+	local name=$1 module=$2 script=$3
+	shift 3
+	if ! "$py" -c "import $module" >/dev/null 2>&1; then
+		printf '%-34s skipped (%s not installed)\n' "$name" "$module"
+		return
+	fi
+	local base capped
+	base=$(env "$@" "$py" "$here/$script" --cap 0 2>&1 | tail -n 1)
+	capped=$(env "$@" LD_PRELOAD="$lib" VRAMCTL_LIMIT="$cap" VRAMCTL_GROUP="gpubench-$$" \
+		"$py" "$here/$script" --cap "$cap" 2>&1 | tail -n 1)
+	printf '%-34s uncapped: %s\n%-34s capped:   %s\n' "$name" "$base" "" "$capped"
+	case $capped in *PASS*) ;; *) fail=1 ;; esac
+}
+
+case_ "pytorch default" torch torch_case.py
+case_ "pytorch expandable_segments" torch torch_case.py \
+	PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+case_ "pytorch cudaMallocAsync" torch torch_case.py \
+	PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync
+case_ "jax default (preallocate)" jax jax_case.py
+case_ "jax allocator=platform" jax jax_case.py XLA_PYTHON_CLIENT_ALLOCATOR=platform
+case_ "cupy" cupy cupy_case.py
+exit $fail

@@ -1,0 +1,36 @@
+# bench: benchmarks (`make bench`), not tests: they print figures and never
+# assert on time. Each module adds a phony target that builds and runs its
+# benchmarks to BENCH_TARGETS; `make bench` runs them all.
+BENCHES :=
+BENCH_TARGETS :=
+
+# The injected library: an alloc+free pair, direct vs under vramctl.
+$(O)/bench/alloc_bench: bench/alloc_bench.c $(SIM_CUDA) $(HOOK_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -o $@ $< -L$(O)/sim -lcuda -ldl $(BASE_LDFLAGS)
+BENCHES += $(O)/bench/alloc_bench
+
+# A do-nothing driver, so vramctl's own cost is not lost in the simulator's.
+$(O)/bench/nulldriver/libcuda.so.1: bench/alloc_bench_driver.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $< $(BASE_LDFLAGS)
+
+.PHONY: bench-alloc
+bench-alloc: $(O)/bench/alloc_bench $(O)/bench/nulldriver/libcuda.so.1
+	@echo "== alloc_bench on the simulated driver"
+	@VRAMSIM_STATE_DIR=$$(mktemp -d) LD_LIBRARY_PATH=$(O)/sim $(O)/bench/alloc_bench
+	@echo "== alloc_bench on a do-nothing driver (vramctl's own cost)"
+	@LD_LIBRARY_PATH=$(O)/bench/nulldriver $(O)/bench/alloc_bench
+BENCH_TARGETS += bench-alloc
+
+.PHONY: bench
+bench: $(BENCH_TARGETS)
+
+# The monitor: `vramctl status --json` with 1,000 process records, and the
+# CPU `vramctl top` uses at one refresh a second (bench/top_bench.sh).
+$(O)/bench/status_bench: $(O)/bench/status_bench.o $(REGISTRY_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_LDFLAGS) -o $@ $^
+BENCHES += $(O)/bench/status_bench
+bench: $(VRAMCTL)
+bench: export VR_BUILD := $(abspath $(O))
