@@ -62,6 +62,11 @@ static uint64_t check_agree(CUdevice dev, nvmlDevice_t n, uint64_t want_total)
 static int child_capped(void)
 {
 	uint64_t cap = ht_env_u64("T_CAP");
+	/* Before cuInit: the driver's own answer, no crash. */
+	CUdeviceptr early;
+	size_t ef, et;
+	ASSERT_CU(cuMemAlloc_v2(&early, MiB), CUDA_ERROR_NOT_INITIALIZED);
+	ASSERT_CU(cuMemGetInfo_v2(&ef, &et), CUDA_ERROR_NOT_INITIALIZED);
 	CUdevice dev = ht_ctx();
 	nvmlDevice_t n = nvml_dev0(dev);
 	uint64_t f0 = check_agree(dev, n, cap);
@@ -90,6 +95,26 @@ static int child_capped(void)
 	/* Frees of pointers vramctl never saw reach the driver untouched. */
 	ASSERT_CU(cuMemFree_v2((CUdeviceptr)0x1234), CUDA_ERROR_INVALID_VALUE);
 	ASSERT_UEQ(check_agree(dev, n, cap), cap);
+
+	/* NVML through dlopen + dlsym answers the same. */
+	void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+	ASSERT(h);
+	vr_pfn_nvmlDeviceGetMemoryInfo mi =
+	    (vr_pfn_nvmlDeviceGetMemoryInfo)dlsym(h, "nvmlDeviceGetMemoryInfo");
+	ASSERT(mi == nvmlDeviceGetMemoryInfo);
+	nvmlMemory_t m;
+	ASSERT_CU(mi(n, &m), NVML_SUCCESS);
+	ASSERT_UEQ(m.total, cap);
+
+	/* Growth switches: set when asked, the user's own values kept. */
+	const char *tf = getenv("TF_FORCE_GPU_ALLOW_GROWTH");
+	const char *xla = getenv("XLA_PYTHON_CLIENT_PREALLOCATE");
+	if (getenv("T_GROWTH")) {
+		ASSERT_STR_EQ(tf, "true");
+		ASSERT_STR_EQ(xla, "mine");
+	} else {
+		ASSERT(tf == NULL && xla == NULL);
+	}
 	return 0;
 }
 
@@ -169,6 +194,15 @@ int main(int argc, char **argv)
 	snprintf(limit0, sizeof limit0, "VRAMCTL_LIMIT=0=%llu", (unsigned long long)cap);
 	const char *capped0[] = {limit0, ht_kv("T_CAP", cap), NULL};
 	ASSERT_EQ(ht_run("capped", capped0), 0);
+
+	/* --growth from the environment alone (Slurm, Kubernetes). */
+	const char *grow[] = {limit,
+	                      ht_kv("T_CAP", cap),
+	                      "VRAMCTL_GROWTH=1",
+	                      "T_GROWTH=1",
+	                      "XLA_PYTHON_CLIENT_PREALLOCATE=mine",
+	                      NULL};
+	ASSERT_EQ(ht_run("capped", grow), 0);
 
 	const char *closed[] = {"VRAMCTL_LIMIT=12Q", NULL};
 	ASSERT_EQ(ht_run("closed", closed), 0);
