@@ -6,7 +6,7 @@
 # driver and the plugin in plugstack.conf, runs jobs through srun, sbatch and
 # as a non-root user, and stops the daemons by PID at the end (also on
 # failure). Needs root, Slurm installed and a user for the non-root part:
-# tests/slurm/setup.sh provides both. Skips (77) with the reason otherwise.
+# scripts/install-deps provides both. Skips (77) with the reason otherwise.
 #
 # A transcript of every command and its output is kept in $VS/session.txt
 # (VR_SLURM_TRANSCRIPT=FILE copies it out; docs/slurm.md shows one).
@@ -38,14 +38,14 @@ esac
 [ "$(id -u)" = 0 ] || skip "slurm: needs root to start slurmctld and slurmd"
 for c in munged slurmctld slurmd srun sbatch sinfo squeue scontrol runuser ss; do
 	command -v "$c" >/dev/null ||
-		skip "slurm: '$c' not installed (tests/slurm/setup.sh installs Slurm)"
+		skip "slurm: '$c' not installed (scripts/install-deps installs Slurm)"
 done
 [ -e "$PLUGIN_SRC" ] || skip "slurm: plugin not built ($PLUGIN_SRC; needs libslurm-dev)"
 [ -e "$LIB" ] || skip "slurm: the injected library is not built ($LIB)"
 [ -e "$SIMDIR/libcuda.so.1" ] || skip "slurm: the simulated driver is not built"
 [ -x "$GPUINFO" ] || skip "slurm: $GPUINFO is not built"
 id -u "$TEST_USER" >/dev/null 2>&1 ||
-	skip "slurm: no user '$TEST_USER' for the non-root part (tests/slurm/setup.sh creates it)"
+	skip "slurm: no user '$TEST_USER' for the non-root part (scripts/install-deps creates it)"
 TEST_UID=$(id -u "$TEST_USER")
 
 # A directory every job user can read: the daemons' files, the binaries the
