@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -59,6 +60,11 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Fields that reclaim_dead() reads without the mutex (slots_hw, a slot's
+ * state and incarnation) are written with atomic stores, under the mutex. */
+#define STORE32(p, v) atomic_store_explicit((_Atomic uint32_t *)(p), (v), memory_order_release)
+#define STORE64(p, v) atomic_store_explicit((_Atomic uint64_t *)(p), (v), memory_order_release)
+
 /* ---- seqlock: readers without the mutex see whether they raced a writer */
 
 static inline void books_begin(struct vr_region_hdr *h)
@@ -88,9 +94,10 @@ static void region_recover(struct vr_region_hdr *h)
 	uint32_t hw = h->slots_hw < h->slot_count ? h->slots_hw : h->slot_count;
 	uint32_t ndev = h->ndev < VR_MAX_DEVICES ? h->ndev : VR_MAX_DEVICES;
 	h->ndev = ndev;
-	h->slots_hw = hw;
-	if (h->seq & 1)
-		h->seq++;
+	STORE32(&h->slots_hw, hw);
+	uint64_t seq = atomic_load_explicit((_Atomic uint64_t *)&h->seq, memory_order_relaxed);
+	if (seq & 1)
+		STORE64(&h->seq, seq + 1);
 	books_begin(h);
 	for (uint32_t d = 0; d < ndev; d++) {
 		uint64_t sum = 0;
@@ -106,13 +113,29 @@ static void region_recover(struct vr_region_hdr *h)
 	books_end(h);
 }
 
+#define VR_LOCK_SLICE_NS 10000000 /* 10 ms */
+
 static int region_lock(vr_member *m)
 {
 	pthread_mutex_t *mx = &m->hdr->lock.mutex;
 	int rc = pthread_mutex_trylock(mx);
 	if (VR_UNLIKELY(rc == EBUSY)) {
+		/* Wait in slices, never once for good: the kernel wakes one
+		 * waiter when a holder dies, and if that waiter is killed too
+		 * before it takes the lock, the wake-up is lost with it. A
+		 * waiter whose slice runs out looks at the lock word again and
+		 * takes an abandoned lock itself. */
 		uint64_t t0 = now_ns();
-		rc = pthread_mutex_lock(mx);
+		do {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += VR_LOCK_SLICE_NS;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			rc = pthread_mutex_timedlock(mx, &ts);
+		} while (rc == ETIMEDOUT);
 		uint64_t w = now_ns() - t0;
 		uint64_t old = atomic_load_explicit(&m->max_wait_ns, memory_order_relaxed);
 		while (w > old && !atomic_compare_exchange_weak(&m->max_wait_ns, &old, w))
@@ -157,8 +180,8 @@ static void slot_reclaim_locked(struct vr_region_hdr *h, struct vr_slot *s)
 		uint64_t b = s->dev[d].in_use;
 		h->dev[d].in_use -= b < h->dev[d].in_use ? b : h->dev[d].in_use;
 	}
-	s->state = VR_SLOT_FREE;
-	s->incarnation++;
+	STORE32(&s->state, VR_SLOT_FREE);
+	STORE64(&s->incarnation, s->incarnation + 1);
 }
 
 /*
@@ -671,8 +694,12 @@ int vr_join(const struct vr_join_opts *opts, vr_member **out, int *spec_differs,
 		    strcmp(h->limit_spec, opts->limit_spec ? opts->limit_spec : "") != 0;
 	}
 	uint64_t inc = s->incarnation + 1;
-	memset(s, 0, sizeof(*s));
-	s->incarnation = inc;
+	STORE64(&s->incarnation, inc);
+	/* Everything but state and incarnation, which others read unlocked. */
+	memset((char *)s + offsetof(struct vr_slot, pid), 0,
+	       offsetof(struct vr_slot, incarnation) - offsetof(struct vr_slot, pid));
+	memset((char *)s + offsetof(struct vr_slot, start_time), 0,
+	       sizeof(*s) - offsetof(struct vr_slot, start_time));
 	s->pid = (int32_t)getpid();
 	s->start_time = pi.start_time;
 	s->nspid_outer = pi.nspid_outer;
