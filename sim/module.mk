@@ -36,12 +36,12 @@ $(O)/sim/libnvidia-ml-no-v3.map: $(O)/sim/libnvidia-ml.map
 	grep -v 'nvmlDeviceGetComputeRunningProcesses_v3;' $< > $@
 
 $(SIM_CUDA): $(SIM_CUDA_OBJS) $(O)/sim/libcuda.map
-	$(CC) -shared -o $@ $(SIM_CUDA_OBJS) -Wl,-soname,libcuda.so.1 \
+	$(CC) -shared -o $@ $(SIM_CUDA_OBJS) -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic-functions \
 		-Wl,--version-script=$(O)/sim/libcuda.map $(SIM_ZDEFS) $(BASE_LDFLAGS)
 	ln -sf libcuda.so.1 $(O)/sim/libcuda.so
 
 $(SIM_NVML): $(SIM_NVML_OBJS) $(O)/sim/libnvidia-ml.map
-	$(CC) -shared -o $@ $(SIM_NVML_OBJS) -Wl,-soname,libnvidia-ml.so.1 \
+	$(CC) -shared -o $@ $(SIM_NVML_OBJS) -Wl,-soname,libnvidia-ml.so.1 -Wl,-Bsymbolic-functions \
 		-Wl,--version-script=$(O)/sim/libnvidia-ml.map $(SIM_ZDEFS) $(BASE_LDFLAGS)
 	ln -sf libnvidia-ml.so.1 $(O)/sim/libnvidia-ml.so
 
@@ -49,7 +49,7 @@ $(SIM_NVML): $(SIM_NVML_OBJS) $(O)/sim/libnvidia-ml.map
 # drivers ship it: same objects, a version script without that name.
 $(SIM_NVML_NOV3): $(SIM_NVML_OBJS) $(O)/sim/libnvidia-ml-no-v3.map
 	@mkdir -p $(dir $@)
-	$(CC) -shared -o $@ $(SIM_NVML_OBJS) -Wl,-soname,libnvidia-ml.so.1 \
+	$(CC) -shared -o $@ $(SIM_NVML_OBJS) -Wl,-soname,libnvidia-ml.so.1 -Wl,-Bsymbolic-functions \
 		-Wl,--version-script=$(O)/sim/libnvidia-ml-no-v3.map $(SIM_ZDEFS) $(BASE_LDFLAGS)
 
 ALL_TARGETS += $(SIM_CUDA) $(SIM_NVML) $(SIM_NVML_NOV3)
@@ -66,6 +66,6 @@ $(O)/tests/sim/%: tests/sim/%.c $(SIM_TEST_HELPERS) $(SIM_CUDA) $(SIM_NVML)
 
 # Absolute paths: tests/run runs each test from its own directory.
 TESTS += $(abspath $(SIM_TESTS))
-# The no-v3 NVML must exist for the NVML tests.
-$(SIM_TESTS) $(abspath $(SIM_TESTS)): $(SIM_NVML_NOV3)
+# The tests need both libraries, and test_nvml the no-v3 NVML too.
+$(SIM_TESTS) $(abspath $(SIM_TESTS)): $(SIM_CUDA) $(SIM_NVML) $(SIM_NVML_NOV3)
 $(abspath $(SIM_TESTS)): $(abspath $(O))/tests/sim/%: $(O)/tests/sim/%
