@@ -308,8 +308,17 @@ static void jw_sep(struct jw *w)
 static void jw_raw_str(struct jw *w, const char *s)
 {
 	fputc('"', w->f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		switch (*p) {
+	const unsigned char *p = (const unsigned char *)s;
+	while (*p) {
+		/* Runs of characters that need no escape go out in one write. */
+		const unsigned char *q = p;
+		while (*q >= 0x20 && *q != '"' && *q != '\\')
+			q++;
+		if (q > p)
+			fwrite(p, 1, (size_t)(q - p), w->f);
+		if (!*q)
+			break;
+		switch (*q) {
 		case '"':
 			fputs("\\\"", w->f);
 			break;
@@ -326,11 +335,9 @@ static void jw_raw_str(struct jw *w, const char *s)
 			fputs("\\r", w->f);
 			break;
 		default:
-			if (*p < 0x20)
-				fprintf(w->f, "\\u%04x", *p);
-			else
-				fputc(*p, w->f);
+			fprintf(w->f, "\\u%04x", *q);
 		}
+		p = q + 1;
 	}
 	fputc('"', w->f);
 }
