@@ -27,10 +27,16 @@ BENCH_TARGETS += bench-alloc
 bench: $(BENCH_TARGETS)
 
 # The monitor: `vramctl status --json` with 1,000 process records, and the
-# CPU `vramctl top` uses at one refresh a second (bench/top_bench.sh).
+# CPU `vramctl top` uses at one refresh a second, in tmux.
 $(O)/bench/status_bench: $(O)/bench/status_bench.o $(REGISTRY_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_LDFLAGS) -o $@ $^
-BENCHES += $(O)/bench/status_bench
-bench: $(VRAMCTL)
-bench: export VR_BUILD := $(abspath $(O))
+
+.PHONY: bench-monitor
+bench-monitor: $(O)/bench/status_bench $(VRAMCTL)
+	@echo "== status_bench: vramctl status --json with 1,000 process records"
+	@VRAMSIM_STATE_DIR=$$(mktemp -d) LD_LIBRARY_PATH=$(O)/sim $(O)/bench/status_bench $(VRAMCTL)
+	@echo "== top_bench: vramctl top's CPU at one refresh a second"
+	@VR_BUILD=$(O) VRAMSIM_STATE_DIR=$$(mktemp -d) LD_LIBRARY_PATH=$(abspath $(O))/sim bench/top_bench.sh 10 200
+BENCH_TARGETS += bench-monitor
+bench: bench-monitor
