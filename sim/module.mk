@@ -62,7 +62,11 @@ SIM_TESTS := $(SIM_TEST_SRCS:tests/sim/%.c=$(O)/tests/sim/%)
 
 $(O)/tests/sim/%: tests/sim/%.c $(SIM_TEST_HELPERS) $(SIM_CUDA) $(SIM_NVML)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) -Itests -o $@ $< -L$(O)/sim -lcuda -lnvidia-ml -ldl $(BASE_LDFLAGS)
+	$(CC) $(BASE_CFLAGS) -Itests -o $@ $< -L$(O)/sim -lcuda -lnvidia-ml -ldl $(BASE_LDFLAGS) \
+		$(SIM_TEST_LDFLAGS)
+
+# test_symbolic exports its own cuMemAlloc_v2, as a preloaded interposer would.
+$(O)/tests/sim/test_symbolic: SIM_TEST_LDFLAGS := -rdynamic
 
 # Absolute paths: tests/run runs each test from its own directory.
 TESTS += $(abspath $(SIM_TESTS))
