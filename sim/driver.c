@@ -467,7 +467,8 @@ static void ctx_deactivate(struct sim_ctx *c)
 			s->alive = 0;
 	c->alive = 0;
 	d->live_ctx--;
-	sim_uncharge(d, sim_config()->context_bytes);
+	sim_uncharge(d, sim_config()->context_bytes + c->limit_bytes);
+	c->limit_bytes = 0;
 }
 
 CUresult simi_cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
@@ -748,16 +749,51 @@ CUresult simi_cuCtxSynchronize_v2(CUcontext ctx)
 	SIM_UNLOCK_RETURN(CUDA_SUCCESS);
 }
 
+/*
+ * Device memory a context's limits take beyond what VRAMSIM_CONTEXT_BYTES
+ * covers (the defaults): the malloc heap and printf FIFO themselves, and the
+ * stack for every thread the device can hold resident (132 SMs x 2048).
+ */
+#define SIM_RESIDENT_THREADS (132ull * 2048ull)
+static uint64_t limits_bytes(const size_t *l)
+{
+	uint64_t b = 0;
+	if (l[CU_LIMIT_STACK_SIZE] > 1024)
+		b += (l[CU_LIMIT_STACK_SIZE] - 1024) * SIM_RESIDENT_THREADS;
+	if (l[CU_LIMIT_PRINTF_FIFO_SIZE] > (1u << 20))
+		b += l[CU_LIMIT_PRINTF_FIFO_SIZE] - (1u << 20);
+	if (l[CU_LIMIT_MALLOC_HEAP_SIZE] > (8u << 20))
+		b += l[CU_LIMIT_MALLOC_HEAP_SIZE] - (8u << 20);
+	return b;
+}
+
+/* Raising a limit takes device memory (CUDA_ERROR_OUT_OF_MEMORY, limit
+ * unchanged, when it does not fit); lowering it gives memory back. */
 CUresult simi_cuCtxSetLimit(CUlimit limit, size_t value)
 {
 	CUresult rc = CUDA_SUCCESS;
+	size_t next[3];
 	SIM_LOCK_INIT();
 	struct sim_ctx *c = sim_cur_ctx(&rc);
-	if (c && (limit < 0 || limit > CU_LIMIT_MALLOC_HEAP_SIZE))
-		rc = CUDA_ERROR_NOT_SUPPORTED;
-	else if (c)
-		c->limits[limit] = value;
-	SIM_UNLOCK_RETURN(rc);
+	if (!c)
+		SIM_UNLOCK_RETURN(rc);
+	if (limit < 0 || limit > CU_LIMIT_MALLOC_HEAP_SIZE)
+		SIM_UNLOCK_RETURN(CUDA_ERROR_NOT_SUPPORTED);
+	if (limit == CU_LIMIT_STACK_SIZE && value > (512u << 10))
+		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
+	memcpy(next, c->limits, sizeof(next));
+	next[limit] = value;
+	uint64_t want = limits_bytes(next);
+	if (want > c->limit_bytes) {
+		rc = sim_charge(&g_sim.dev[c->dev], want - c->limit_bytes);
+		if (rc != CUDA_SUCCESS)
+			SIM_UNLOCK_RETURN(rc);
+	} else {
+		sim_uncharge(&g_sim.dev[c->dev], c->limit_bytes - want);
+	}
+	c->limit_bytes = want;
+	c->limits[limit] = value;
+	SIM_UNLOCK_RETURN(CUDA_SUCCESS);
 }
 
 CUresult simi_cuCtxGetLimit(size_t *pvalue, CUlimit limit)

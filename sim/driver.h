@@ -27,6 +27,7 @@ struct sim_ctx {
 	unsigned int flags;
 	int refcount; /* primary only */
 	size_t limits[3];
+	uint64_t limit_bytes; /* charged for limits above their defaults */
 	struct sim_ctx *next;
 };
 

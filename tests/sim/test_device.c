@@ -96,10 +96,24 @@ int main(void)
 	ASSERT_CU(cuStreamSynchronize(s), CUDA_ERROR_INVALID_HANDLE);
 	ASSERT_CU(cuLaunchKernel((CUfunction)0x1, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL),
 	          CUDA_ERROR_INVALID_HANDLE);
+	/* Limits above their defaults take device memory. */
 	size_t lim;
+	unsigned long long used0 = sim_used();
+	ASSERT_CU(cuCtxGetLimit(&lim, CU_LIMIT_MALLOC_HEAP_SIZE), CUDA_SUCCESS);
+	ASSERT_UEQ(lim, 8 * MiB);
 	ASSERT_CU(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 64 * MiB), CUDA_SUCCESS);
 	ASSERT_CU(cuCtxGetLimit(&lim, CU_LIMIT_MALLOC_HEAP_SIZE), CUDA_SUCCESS);
 	ASSERT_UEQ(lim, 64 * MiB);
+	ASSERT_UEQ(sim_used(), used0 + 56 * MiB);
+	ASSERT_CU(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 2048), CUDA_SUCCESS);
+	ASSERT_UEQ(sim_used(), used0 + 56 * MiB + 1024ull * 132 * 2048);
+	ASSERT_CU(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 20 * GiB), CUDA_ERROR_OUT_OF_MEMORY);
+	ASSERT_CU(cuCtxGetLimit(&lim, CU_LIMIT_MALLOC_HEAP_SIZE), CUDA_SUCCESS);
+	ASSERT_UEQ(lim, 64 * MiB);
+	ASSERT_CU(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1024), CUDA_SUCCESS);
+	ASSERT_CU(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 8 * MiB), CUDA_SUCCESS);
+	ASSERT_UEQ(sim_used(), used0);
+	ASSERT_CU(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 40 * MiB), CUDA_SUCCESS);
 
 	/* Many threads at once. */
 	unsigned long long before = sim_used();
