@@ -229,8 +229,15 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 			why = strerror(errno);
 		else if ((size_t)got < sizeof(hdr))
 			size = (uint64_t)got;
-		if (!why && vr_region_check(&hdr, size, &why) == 0)
+		if (!why && vr_region_check(&hdr, size, &why) == 0) {
 			why = NULL;
+			size_t l = strlen(name) - 4; /* without ".vrg" */
+			if (!memchr(hdr.group, '\0', sizeof(hdr.group)) || strlen(hdr.group) != l ||
+			    memcmp(hdr.group, name, l) != 0)
+				why = "corrupt (it names another group)";
+			else if (st.st_mode & 022)
+				why = "writable by others (mode is not 0600)";
+		}
 	}
 	if (why) {
 		close(fd);

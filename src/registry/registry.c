@@ -275,9 +275,13 @@ static int open_registry_dir(const char *dir, int create, char *err, size_t errl
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0) {
 		int e = errno;
-		if (e == ELOOP || e == ENOTDIR)
-			vr_errf(err, errlen,
-			        "registry directory %s is a symlink or not a directory", dir);
+		struct stat lst;
+		if ((e == ELOOP || e == ENOTDIR) && lstat(dir, &lst) == 0 && S_ISLNK(lst.st_mode)) {
+			vr_errf(err, errlen, "registry directory %s is a symlink: refusing", dir);
+			return -ELOOP;
+		}
+		if (e == ENOTDIR)
+			vr_errf(err, errlen, "registry directory %s is not a directory", dir);
 		else
 			vr_errf(err, errlen, "cannot open registry directory %s: %s", dir,
 			        strerror(e));
