@@ -199,8 +199,9 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 		fprintf(f, "No vramctl group%s.\n",
 		        (m->valid & MON_M_REGISTRY) ? "" : " (registry not readable)");
 	} else {
-		struct grid t = {.ncols = 8};
-		grid_row(&t, "GROUP", "GPU", "CAP", "IN USE", "PEAK", "MEMBERS", "DEAD", "SPEC");
+		struct grid t = {.ncols = 9};
+		grid_row(&t, "GROUP", "GPU", "CAP", "IN USE", "PEAK", "DEAD HELD", "MEMBERS",
+		         "DEAD", "SPEC");
 		for (int i = 0; i < m->ngroups; i++) {
 			const struct mon_group *gr = &m->groups[i];
 			char mem[16], dead[16];
@@ -214,7 +215,8 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 				grid_row(&t, gr->name, dev_label(m, gd->device, 1, h, sizeof(h)),
 				         fmt_cap(gd->cap, a, sizeof(a)),
 				         mon_human_size(gd->in_use, b, sizeof(b)),
-				         mon_human_size(gd->peak, c, sizeof(c)), mem, dead,
+				         mon_human_size(gd->peak, c, sizeof(c)),
+				         mon_human_size(gd->dead_in_use, d, sizeof(d)), mem, dead,
 				         gr->limit_spec);
 			}
 		}
@@ -529,6 +531,7 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 		jw_int(&w, "owner_uid", (long long)g->owner, 1);
 		jw_int(&w, "members", g->nmembers, 1);
 		jw_int(&w, "dead_members", g->ndead, 1);
+		jw_bool(&w, "consistent", g->consistent);
 		jw_open(&w, "devices", '[');
 		for (int j = 0; j < g->ndev; j++) {
 			const struct mon_group_dev *gd = &g->dev[j];
@@ -539,6 +542,7 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 			jw_u64(&w, "cap_bytes", gd->cap, gd->cap != MON_NO_CAP);
 			jw_u64(&w, "in_use_bytes", gd->in_use, 1);
 			jw_u64(&w, "peak_bytes", gd->peak, 1);
+			jw_u64(&w, "dead_in_use_bytes", gd->dead_in_use, 1);
 			jw_close(&w, '}');
 		}
 		jw_close(&w, ']');
@@ -624,7 +628,7 @@ static void prom_sample(FILE *f, const char *name, const char *const *labels, ui
 }
 
 enum dev_metric { DM_TOTAL, DM_USED, DM_FREE, DM_CAPS, DM_OVER };
-enum grp_metric { GM_LIMIT, GM_USED, GM_PEAK };
+enum grp_metric { GM_LIMIT, GM_USED, GM_PEAK, GM_DEAD };
 enum proc_metric { PM_USED, PM_PEAK, PM_DENIED, PM_LAST_DENIED, PM_SPILLED, PM_PINNED, PM_NVML };
 
 static void gpu_label(const struct mon_model *m, int device, int known, char *buf, size_t len)

@@ -242,6 +242,7 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 		g->growth = sg->growth;
 		g->owner = sg->owner;
 		g->nmembers = sg->nmembers;
+		g->consistent = sg->consistent;
 		for (int j = 0; j < sg->ndev && j < MON_MAX_GROUP_DEVS; j++) {
 			struct mon_group_dev *gd = &g->dev[g->ndev++];
 			snprintf(gd->uuid, sizeof(gd->uuid), "%s", sg->dev[j].uuid);
@@ -251,6 +252,7 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 			gd->cap = sg->dev[j].cap;
 			gd->in_use = sg->dev[j].in_use;
 			gd->peak = sg->dev[j].peak;
+			gd->dead_in_use = sg->dev[j].dead_in_use;
 		}
 	}
 

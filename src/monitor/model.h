@@ -84,6 +84,7 @@ struct mon_group_dev {
 	int device;   /* index into mon_model.devs, or -1 */
 	uint64_t cap; /* MON_NO_CAP: none */
 	uint64_t in_use, peak;
+	uint64_t dead_in_use; /* still held by dead members until reclaimed */
 };
 
 struct mon_group {
@@ -91,8 +92,9 @@ struct mon_group {
 	char limit_spec[128];
 	int growth;
 	uid_t owner;
-	int nmembers; /* live members */
-	int ndead;    /* records of dead or stale members */
+	int nmembers;   /* live members */
+	int ndead;      /* records of dead or stale members */
+	int consistent; /* the registry's copy was taken between writes */
 	int ndev;
 	struct mon_group_dev dev[MON_MAX_GROUP_DEVS];
 };

@@ -58,6 +58,7 @@ static struct mon_group *group(struct mon_model *m, const char *name, const char
 	strcpy(g->limit_spec, spec);
 	g->owner = 1000;
 	g->nmembers = members;
+	g->consistent = 1;
 	return g;
 }
 
@@ -165,6 +166,7 @@ static void s_vanished(struct mon_model *m)
 	struct mon_group *g = group(m, "job-17", "8G", 1);
 	g->ndead = 2;
 	gdev(m, g, 0, 8 * GiB, 1 * GiB, 6 * GiB);
+	g->dev[0].dead_in_use = 5 * GiB + 512 * MiB;
 	struct mon_proc *p = capped(m, 0, 3100, 3100, "job-17", 8 * GiB, 1 * GiB, 1 * GiB);
 	p->valid |= MON_P_NVML | MON_P_NVML_USED;
 	p->nvml_used = 1 * GiB + 250 * MiB;
