@@ -40,3 +40,16 @@ bench-monitor: $(O)/bench/status_bench $(VRAMCTL)
 	@VR_BUILD=$(O) VRAMSIM_STATE_DIR=$$(mktemp -d) LD_LIBRARY_PATH=$(abspath $(O))/sim bench/top_bench.sh 10 200
 BENCH_TARGETS += bench-monitor
 bench: bench-monitor
+
+# The shared registry: reserve+release pairs (1 process; 4 processes x 2
+# threads), attach time (1 and 256 at once), a snapshot of 1,000 members.
+$(O)/bench/registry_bench: $(O)/bench/registry_bench.o $(REGISTRY_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_LDFLAGS) -o $@ $^
+
+.PHONY: bench-registry
+bench-registry: $(O)/bench/registry_bench
+	@echo "== registry_bench: the shared books' own costs"
+	@$(O)/bench/registry_bench
+BENCH_TARGETS += bench-registry
+bench: bench-registry
