@@ -160,6 +160,10 @@ VR_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t 
 	if (actual < bound) {
 		vr_books_release(d, bound - actual);
 	} else if (actual > bound && vr_books_reserve(d, actual - bound) != 0) {
+		if (!vr_real.cuMemFree_v2) { /* cannot undo: keep what was charged */
+			record(d, VR_KIND_LINEAR, *dptr, bound);
+			return rc;
+		}
 		vr_in_hook++;
 		vr_real.cuMemFree_v2(*dptr);
 		vr_in_hook--;
@@ -253,6 +257,12 @@ static CUresult settle_array(struct vr_dev *d, int kind, uint64_t key, uint64_t 
 	if (actual < charged) {
 		vr_books_release(d, charged - actual);
 	} else if (vr_books_reserve(d, actual - charged) != 0) {
+		int can_undo = kind == VR_KIND_ARRAY ? vr_real.cuArrayDestroy != NULL
+		                                     : vr_real.cuMipmappedArrayDestroy != NULL;
+		if (!can_undo) { /* keep what was charged */
+			record(d, kind, key, charged);
+			return CUDA_SUCCESS;
+		}
 		vr_in_hook++;
 		if (kind == VR_KIND_ARRAY)
 			vr_real.cuArrayDestroy((CUarray)(uintptr_t)key);

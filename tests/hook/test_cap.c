@@ -204,6 +204,18 @@ int main(int argc, char **argv)
 	                      NULL};
 	ASSERT_EQ(ht_run("capped", grow), 0);
 
+	/* A registry that cannot be used: one message, per-process books,
+	 * the cap still holds. */
+	char notdir[1024], regenv[1100];
+	snprintf(notdir, sizeof notdir, "%s/not-a-directory", ht_tmp());
+	FILE *nf = fopen(notdir, "w");
+	ASSERT(nf);
+	fclose(nf);
+	snprintf(regenv, sizeof regenv, "VRAMCTL_REGISTRY_DIR=%s", notdir);
+	const char *noreg[] = {limit, ht_kv("T_CAP", cap), regenv, "VRAMCTL_GROUP=g1", NULL};
+	ASSERT_EQ(ht_run("capped", noreg), 0);
+	ASSERT_EQ(ht_err_count("capped", "keeps its own books"), 1);
+
 	const char *closed[] = {"VRAMCTL_LIMIT=12Q", NULL};
 	ASSERT_EQ(ht_run("closed", closed), 0);
 	ASSERT_EQ(ht_err_count("closed", "vramctl: VRAMCTL_LIMIT"), 1);
