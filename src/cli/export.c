@@ -27,214 +27,206 @@ typedef enum MHD_Result mhd_result;
 #endif
 
 struct exporter {
-  struct mon_sources src;
+	struct mon_sources src;
 };
 
-static void export_usage(FILE *f) {
-  fprintf(
-      f,
-      "usage: vramctl export [--listen ADDR:PORT] [--registry DIR]\n"
-      "\n"
-      "Serves Prometheus metrics at http://ADDR:PORT/metrics (default %s;\n"
-      "ADDR is an IPv4 address or [IPv6]; port 0 picks a free port). Stops on\n"
-      "SIGINT or SIGTERM. Metrics are listed in vramctl-export(1).\n",
-      DEFAULT_LISTEN);
+static void export_usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: vramctl export [--listen ADDR:PORT] [--registry DIR]\n"
+	        "\n"
+	        "Serves Prometheus metrics at http://ADDR:PORT/metrics (default %s;\n"
+	        "ADDR is an IPv4 address or [IPv6]; port 0 picks a free port). Stops on\n"
+	        "SIGINT or SIGTERM. Metrics are listed in vramctl-export(1).\n",
+	        DEFAULT_LISTEN);
 }
 
-static mhd_result reply(struct MHD_Connection *c, unsigned status,
-                        const char *type, char *body, size_t len,
-                        enum MHD_ResponseMemoryMode mode) {
-  struct MHD_Response *r = MHD_create_response_from_buffer(len, body, mode);
-  if (!r) {
-    if (mode == MHD_RESPMEM_MUST_FREE)
-      free(body);
-    return MHD_NO;
-  }
-  MHD_add_response_header(r, "Content-Type", type);
-  mhd_result ret = MHD_queue_response(c, status, r);
-  MHD_destroy_response(r);
-  return ret;
+static mhd_result reply(struct MHD_Connection *c, unsigned status, const char *type, char *body,
+                        size_t len, enum MHD_ResponseMemoryMode mode)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, mode);
+	if (!r) {
+		if (mode == MHD_RESPMEM_MUST_FREE)
+			free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", type);
+	mhd_result ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
 }
 
-static mhd_result handle(void *cls, struct MHD_Connection *c, const char *url,
-                         const char *method, const char *version,
-                         const char *upload, size_t *upload_size,
-                         void **state) {
-  struct exporter *x = cls;
-  (void)version;
-  (void)upload;
-  (void)upload_size;
-  (void)state;
-  static char not_found[] = "not found: vramctl serves /metrics\n";
-  static char bad_method[] = "method not allowed\n";
-  if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
-    return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8",
-                 bad_method, strlen(bad_method), MHD_RESPMEM_PERSISTENT);
-  if (strcmp(url, "/metrics") != 0)
-    return reply(c, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8", not_found,
-                 strlen(not_found), MHD_RESPMEM_PERSISTENT);
+static mhd_result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                         const char *version, const char *upload, size_t *upload_size, void **state)
+{
+	struct exporter *x = cls;
+	(void)version;
+	(void)upload;
+	(void)upload_size;
+	(void)state;
+	static char not_found[] = "not found: vramctl serves /metrics\n";
+	static char bad_method[] = "method not allowed\n";
+	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8",
+		             bad_method, strlen(bad_method), MHD_RESPMEM_PERSISTENT);
+	if (strcmp(url, "/metrics") != 0)
+		return reply(c, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8", not_found,
+		             strlen(not_found), MHD_RESPMEM_PERSISTENT);
 
-  struct mon_model m = {0};
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  int rc = f ? mon_collect(&x->src, &m) : -ENOMEM;
-  if (rc == 0)
-    rc = mon_format_prom(f, &m);
-  mon_model_clear(&m);
-  if (f && fclose(f) != 0 && rc == 0)
-    rc = -EIO;
-  if (rc < 0) {
-    free(buf);
-    static char oom[] = "vramctl: could not collect metrics\n";
-    return reply(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8",
-                 oom, strlen(oom), MHD_RESPMEM_PERSISTENT);
-  }
-  return reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", buf,
-               len, MHD_RESPMEM_MUST_FREE);
+	struct mon_model m = {0};
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int rc = f ? mon_collect(&x->src, &m) : -ENOMEM;
+	if (rc == 0)
+		rc = mon_format_prom(f, &m);
+	mon_model_clear(&m);
+	if (f && fclose(f) != 0 && rc == 0)
+		rc = -EIO;
+	if (rc < 0) {
+		free(buf);
+		static char oom[] = "vramctl: could not collect metrics\n";
+		return reply(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8", oom,
+		             strlen(oom), MHD_RESPMEM_PERSISTENT);
+	}
+	return reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", buf, len,
+	             MHD_RESPMEM_MUST_FREE);
 }
 
 /* "ADDR:PORT" or "[ADDR6]:PORT" or ":PORT" (loopback). Returns 0 or -EINVAL. */
-static int parse_listen(const char *text, struct sockaddr_storage *ss,
-                        socklen_t *sl) {
-  char host[128];
-  const char *colon;
-  if (text[0] == '[') {
-    const char *end = strchr(text, ']');
-    if (!end || end[1] != ':' || (size_t)(end - text - 1) >= sizeof(host))
-      return -EINVAL;
-    memcpy(host, text + 1, (size_t)(end - text - 1));
-    host[end - text - 1] = '\0';
-    colon = end + 1;
-  } else {
-    colon = strrchr(text, ':');
-    if (!colon || (size_t)(colon - text) >= sizeof(host))
-      return -EINVAL;
-    memcpy(host, text, (size_t)(colon - text));
-    host[colon - text] = '\0';
-    if (!host[0])
-      strcpy(host, "127.0.0.1");
-  }
-  char *end;
-  errno = 0;
-  unsigned long port = strtoul(colon + 1, &end, 10);
-  if (errno || !colon[1] || *end || port > 65535)
-    return -EINVAL;
-  memset(ss, 0, sizeof(*ss));
-  struct sockaddr_in *v4 = (struct sockaddr_in *)ss;
-  struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)ss;
-  if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
-    v4->sin_family = AF_INET;
-    v4->sin_port = htons((uint16_t)port);
-    *sl = sizeof(*v4);
-    return 0;
-  }
-  if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
-    v6->sin6_family = AF_INET6;
-    v6->sin6_port = htons((uint16_t)port);
-    *sl = sizeof(*v6);
-    return 0;
-  }
-  return -EINVAL;
+static int parse_listen(const char *text, struct sockaddr_storage *ss, socklen_t *sl)
+{
+	char host[128];
+	const char *colon;
+	if (text[0] == '[') {
+		const char *end = strchr(text, ']');
+		if (!end || end[1] != ':' || (size_t)(end - text - 1) >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, text + 1, (size_t)(end - text - 1));
+		host[end - text - 1] = '\0';
+		colon = end + 1;
+	} else {
+		colon = strrchr(text, ':');
+		if (!colon || (size_t)(colon - text) >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, text, (size_t)(colon - text));
+		host[colon - text] = '\0';
+		if (!host[0])
+			strcpy(host, "127.0.0.1");
+	}
+	char *end;
+	errno = 0;
+	unsigned long port = strtoul(colon + 1, &end, 10);
+	if (errno || !colon[1] || *end || port > 65535)
+		return -EINVAL;
+	memset(ss, 0, sizeof(*ss));
+	struct sockaddr_in *v4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)ss;
+	if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+		v4->sin_family = AF_INET;
+		v4->sin_port = htons((uint16_t)port);
+		*sl = sizeof(*v4);
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
+		v6->sin6_family = AF_INET6;
+		v6->sin6_port = htons((uint16_t)port);
+		*sl = sizeof(*v6);
+		return 0;
+	}
+	return -EINVAL;
 }
 
-int cmd_export(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"listen", required_argument, NULL, 'l'},
-      {"registry", required_argument, NULL, 'r'},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0},
-  };
-  const char *listen = DEFAULT_LISTEN, *registry = NULL;
-  int c;
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "+l:r:h", opts, NULL)) != -1) {
-    switch (c) {
-    case 'l':
-      listen = optarg;
-      break;
-    case 'r':
-      registry = optarg;
-      break;
-    case 'h':
-      export_usage(stdout);
-      return 0;
-    default:
-      export_usage(stderr);
-      return 125;
-    }
-  }
-  if (optind < argc) {
-    fprintf(stderr, "vramctl: export: unexpected argument '%s'\n",
-            argv[optind]);
-    return 125;
-  }
-  struct sockaddr_storage ss;
-  socklen_t sl;
-  if (parse_listen(listen, &ss, &sl) < 0) {
-    fprintf(
-        stderr,
-        "vramctl: export: bad --listen '%s' (ADDR:PORT, e.g. 127.0.0.1:9400 or "
-        "[::1]:9400)\n",
-        listen);
-    return 125;
-  }
+int cmd_export(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"listen", required_argument, NULL, 'l'},
+	    {"registry", required_argument, NULL, 'r'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	const char *listen = DEFAULT_LISTEN, *registry = NULL;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+l:r:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'l':
+			listen = optarg;
+			break;
+		case 'r':
+			registry = optarg;
+			break;
+		case 'h':
+			export_usage(stdout);
+			return 0;
+		default:
+			export_usage(stderr);
+			return 125;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "vramctl: export: unexpected argument '%s'\n", argv[optind]);
+		return 125;
+	}
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	if (parse_listen(listen, &ss, &sl) < 0) {
+		fprintf(stderr,
+		        "vramctl: export: bad --listen '%s' (ADDR:PORT, e.g. 127.0.0.1:9400 or "
+		        "[::1]:9400)\n",
+		        listen);
+		return 125;
+	}
 
-  /* SIGINT and SIGTERM are taken with sigwait; block them before the
-   * server's thread starts so it inherits the mask. */
-  sigset_t set, old;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, &old);
+	/* SIGINT and SIGTERM are taken with sigwait; block them before the
+	 * server's thread starts so it inherits the mask. */
+	sigset_t set, old;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, &old);
 
-  char nverr[256] = "";
-  struct exporter x = {0};
-  mon_nvml_open(NULL, &x.src.nvml, nverr, sizeof(nverr));
-  x.src.nvml_error = nverr;
-  x.src.registry_dir = registry;
+	char nverr[256] = "";
+	struct exporter x = {0};
+	mon_nvml_open(NULL, &x.src.nvml, nverr, sizeof(nverr));
+	x.src.nvml_error = nverr;
+	x.src.registry_dir = registry;
 
-  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
-  if (ss.ss_family == AF_INET6)
-    flags |= MHD_USE_IPv6;
-  struct MHD_Daemon *d =
-      MHD_start_daemon(flags, 0, NULL, NULL, handle, &x, MHD_OPTION_SOCK_ADDR,
-                       (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_TIMEOUT,
-                       10u, MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_END);
-  if (!d) {
-    fprintf(stderr, "vramctl: export: cannot listen on %s: %s\n", listen,
-            strerror(errno ? errno : EADDRINUSE));
-    mon_nvml_close(x.src.nvml);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return 125;
-  }
-  unsigned port =
-      ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
-                                    : ((struct sockaddr_in6 *)&ss)->sin6_port);
-  const union MHD_DaemonInfo *info =
-      MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-  if (info && info->port)
-    port = info->port;
-  char host[INET6_ADDRSTRLEN] = "";
-  if (ss.ss_family == AF_INET)
-    inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host,
-              sizeof(host));
-  else
-    inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, host,
-              sizeof(host));
-  printf(ss.ss_family == AF_INET ? "vramctl: serving http://%s:%u/metrics\n"
-                                 : "vramctl: serving http://[%s]:%u/metrics\n",
-         host, port);
-  if (!x.src.nvml)
-    printf("vramctl: %s: GPU totals and uncapped processes unknown\n", nverr);
-  fflush(stdout);
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+	if (ss.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	struct MHD_Daemon *d = MHD_start_daemon(
+	    flags, 0, NULL, NULL, handle, &x, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+	    MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_END);
+	if (!d) {
+		fprintf(stderr, "vramctl: export: cannot listen on %s: %s\n", listen,
+		        strerror(errno ? errno : EADDRINUSE));
+		mon_nvml_close(x.src.nvml);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		return 125;
+	}
+	unsigned port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+	                                              : ((struct sockaddr_in6 *)&ss)->sin6_port);
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	if (info && info->port)
+		port = info->port;
+	char host[INET6_ADDRSTRLEN] = "";
+	if (ss.ss_family == AF_INET)
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof(host));
+	else
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, host, sizeof(host));
+	printf(ss.ss_family == AF_INET ? "vramctl: serving http://%s:%u/metrics\n"
+	                               : "vramctl: serving http://[%s]:%u/metrics\n",
+	       host, port);
+	if (!x.src.nvml)
+		printf("vramctl: %s: GPU totals and uncapped processes unknown\n", nverr);
+	fflush(stdout);
 
-  int sig = 0;
-  sigwait(&set, &sig);
-  MHD_stop_daemon(d);
-  mon_nvml_close(x.src.nvml);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  fprintf(stderr, "vramctl: export: stopped (%s)\n",
-          sig == SIGINT ? "SIGINT" : "SIGTERM");
-  return 0;
+	int sig = 0;
+	sigwait(&set, &sig);
+	MHD_stop_daemon(d);
+	mon_nvml_close(x.src.nvml);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	fprintf(stderr, "vramctl: export: stopped (%s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+	return 0;
 }

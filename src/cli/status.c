@@ -15,148 +15,144 @@
 
 enum fmt { FMT_TABLE, FMT_JSON, FMT_PROM };
 
-static void status_usage(FILE *f) {
-  fprintf(
-      f,
-      "usage: vramctl status [--json | --format table|json|prom] [--watch "
-      "[SECONDS]]\n"
-      "                      [--registry DIR]\n"
-      "\n"
-      "Shows every GPU (NVML) and every GPU process: capped ones with their "
-      "group,\n"
-      "cap, in use and peak; uncapped ones with NVML's usage.\n"
-      "\n"
-      "  --json             JSON (schema in vramctl-status(1))\n"
-      "  --format FMT       table (default), json, or prom (Prometheus text)\n"
-      "  --watch [SECONDS]  print one JSON object per line every SECONDS "
-      "(default 1)\n"
-      "  --registry DIR     registry directory (default "
-      "$VRAMCTL_REGISTRY_DIR,\n"
-      "                     $XDG_RUNTIME_DIR/vramctl, /tmp/vramctl-UID)\n"
-      "\n"
-      "NVML is loaded from $VRAMCTL_NVML, else libnvidia-ml.so.1.\n");
+static void status_usage(FILE *f)
+{
+	fprintf(f, "usage: vramctl status [--json | --format table|json|prom] [--watch "
+	           "[SECONDS]]\n"
+	           "                      [--registry DIR]\n"
+	           "\n"
+	           "Shows every GPU (NVML) and every GPU process: capped ones with their "
+	           "group,\n"
+	           "cap, in use and peak; uncapped ones with NVML's usage.\n"
+	           "\n"
+	           "  --json             JSON (schema in vramctl-status(1))\n"
+	           "  --format FMT       table (default), json, or prom (Prometheus text)\n"
+	           "  --watch [SECONDS]  print one JSON object per line every SECONDS "
+	           "(default 1)\n"
+	           "  --registry DIR     registry directory (default "
+	           "$VRAMCTL_REGISTRY_DIR,\n"
+	           "                     $XDG_RUNTIME_DIR/vramctl, /tmp/vramctl-UID)\n"
+	           "\n"
+	           "NVML is loaded from $VRAMCTL_NVML, else libnvidia-ml.so.1.\n");
 }
 
-static int emit(FILE *f, const struct mon_model *m, enum fmt fmt, int compact) {
-  switch (fmt) {
-  case FMT_JSON:
-    return mon_format_json(f, m, compact);
-  case FMT_PROM:
-    return mon_format_prom(f, m);
-  default:
-    return mon_format_table(f, m);
-  }
+static int emit(FILE *f, const struct mon_model *m, enum fmt fmt, int compact)
+{
+	switch (fmt) {
+	case FMT_JSON:
+		return mon_format_json(f, m, compact);
+	case FMT_PROM:
+		return mon_format_prom(f, m);
+	default:
+		return mon_format_table(f, m);
+	}
 }
 
-int cmd_status(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"json", no_argument, NULL, 'j'},
-      {"format", required_argument, NULL, 'f'},
-      {"watch", optional_argument, NULL, 'w'},
-      {"registry", required_argument, NULL, 'r'},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0},
-  };
-  enum fmt fmt = FMT_TABLE;
-  int fmt_given = 0, watch = 0;
-  double interval = 1.0;
-  const char *registry = NULL;
-  int c;
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "+jf:w::r:h", opts, NULL)) != -1) {
-    switch (c) {
-    case 'j':
-      fmt = FMT_JSON;
-      fmt_given = 1;
-      break;
-    case 'f':
-      if (!strcmp(optarg, "table"))
-        fmt = FMT_TABLE;
-      else if (!strcmp(optarg, "json"))
-        fmt = FMT_JSON;
-      else if (!strcmp(optarg, "prom") || !strcmp(optarg, "prometheus"))
-        fmt = FMT_PROM;
-      else {
-        fprintf(stderr,
-                "vramctl: status: unknown format '%s' (table, json, prom)\n",
-                optarg);
-        return 125;
-      }
-      fmt_given = 1;
-      break;
-    case 'w': {
-      watch = 1;
-      /* "--watch 2" as well as "--watch=2": take a following number. */
-      const char *arg = optarg;
-      if (!arg && optind < argc && argv[optind][0] >= '0' &&
-          argv[optind][0] <= '9')
-        arg = argv[optind++];
-      if (arg) {
-        char *end;
-        errno = 0;
-        interval = strtod(arg, &end);
-        if (errno || *end || !(interval > 0) || interval > 86400) {
-          fprintf(stderr,
-                  "vramctl: status: bad --watch interval '%s' "
-                  "(seconds, > 0)\n",
-                  arg);
-          return 125;
-        }
-      }
-      break;
-    }
-    case 'r':
-      registry = optarg;
-      break;
-    case 'h':
-      status_usage(stdout);
-      return 0;
-    default:
-      status_usage(stderr);
-      return 125;
-    }
-  }
-  if (optind < argc) {
-    fprintf(stderr, "vramctl: status: unexpected argument '%s'\n",
-            argv[optind]);
-    return 125;
-  }
-  if (watch && fmt_given && fmt != FMT_JSON) {
-    fprintf(stderr,
-            "vramctl: status: --watch streams JSON lines; drop --format\n");
-    return 125;
-  }
-  if (watch)
-    fmt = FMT_JSON;
+int cmd_status(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'},        {"format", required_argument, NULL, 'f'},
+	    {"watch", optional_argument, NULL, 'w'}, {"registry", required_argument, NULL, 'r'},
+	    {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
+	};
+	enum fmt fmt = FMT_TABLE;
+	int fmt_given = 0, watch = 0;
+	double interval = 1.0;
+	const char *registry = NULL;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+jf:w::r:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			fmt = FMT_JSON;
+			fmt_given = 1;
+			break;
+		case 'f':
+			if (!strcmp(optarg, "table"))
+				fmt = FMT_TABLE;
+			else if (!strcmp(optarg, "json"))
+				fmt = FMT_JSON;
+			else if (!strcmp(optarg, "prom") || !strcmp(optarg, "prometheus"))
+				fmt = FMT_PROM;
+			else {
+				fprintf(
+				    stderr,
+				    "vramctl: status: unknown format '%s' (table, json, prom)\n",
+				    optarg);
+				return 125;
+			}
+			fmt_given = 1;
+			break;
+		case 'w': {
+			watch = 1;
+			/* "--watch 2" as well as "--watch=2": take a following number. */
+			const char *arg = optarg;
+			if (!arg && optind < argc && argv[optind][0] >= '0' &&
+			    argv[optind][0] <= '9')
+				arg = argv[optind++];
+			if (arg) {
+				char *end;
+				errno = 0;
+				interval = strtod(arg, &end);
+				if (errno || *end || !(interval > 0) || interval > 86400) {
+					fprintf(stderr,
+					        "vramctl: status: bad --watch interval '%s' "
+					        "(seconds, > 0)\n",
+					        arg);
+					return 125;
+				}
+			}
+			break;
+		}
+		case 'r':
+			registry = optarg;
+			break;
+		case 'h':
+			status_usage(stdout);
+			return 0;
+		default:
+			status_usage(stderr);
+			return 125;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "vramctl: status: unexpected argument '%s'\n", argv[optind]);
+		return 125;
+	}
+	if (watch && fmt_given && fmt != FMT_JSON) {
+		fprintf(stderr, "vramctl: status: --watch streams JSON lines; drop --format\n");
+		return 125;
+	}
+	if (watch)
+		fmt = FMT_JSON;
 
-  char nverr[256] = "";
-  struct mon_nvml *nv = NULL;
-  mon_nvml_open(NULL, &nv, nverr, sizeof(nverr));
-  struct mon_sources src = {
-      .nvml = nv, .nvml_error = nverr, .registry_dir = registry};
-  int rc = 0;
-  for (;;) {
-    struct mon_model m = {0};
-    if (mon_collect(&src, &m) < 0) {
-      fprintf(stderr, "vramctl: status: out of memory\n");
-      rc = 125;
-      break;
-    }
-    int w = emit(stdout, &m, fmt, watch);
-    mon_model_clear(&m);
-    if (fflush(stdout) != 0 || w < 0) {
-      /* A reader that went away (| head) ends a watch quietly. */
-      rc = watch && errno == EPIPE ? 0 : 125;
-      break;
-    }
-    if (!watch)
-      break;
-    struct timespec ts = {
-        .tv_sec = (time_t)interval,
-        .tv_nsec = (long)((interval - (double)(time_t)interval) * 1e9)};
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-      ;
-  }
-  mon_nvml_close(nv);
-  return rc;
+	char nverr[256] = "";
+	struct mon_nvml *nv = NULL;
+	mon_nvml_open(NULL, &nv, nverr, sizeof(nverr));
+	struct mon_sources src = {.nvml = nv, .nvml_error = nverr, .registry_dir = registry};
+	int rc = 0;
+	for (;;) {
+		struct mon_model m = {0};
+		if (mon_collect(&src, &m) < 0) {
+			fprintf(stderr, "vramctl: status: out of memory\n");
+			rc = 125;
+			break;
+		}
+		int w = emit(stdout, &m, fmt, watch);
+		mon_model_clear(&m);
+		if (fflush(stdout) != 0 || w < 0) {
+			/* A reader that went away (| head) ends a watch quietly. */
+			rc = watch && errno == EPIPE ? 0 : 125;
+			break;
+		}
+		if (!watch)
+			break;
+		struct timespec ts = {.tv_sec = (time_t)interval,
+		                      .tv_nsec =
+		                          (long)((interval - (double)(time_t)interval) * 1e9)};
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+	}
+	mon_nvml_close(nv);
+	return rc;
 }
