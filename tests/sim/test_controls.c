@@ -49,6 +49,17 @@ static int child_badenv(void)
 	return 0;
 }
 
+/* A state directory that cannot be used: clean errors, no crash. */
+static int child_statedir(void)
+{
+	CUdeviceptr p;
+	ASSERT_CU(cuInit(0), CUDA_ERROR_UNKNOWN);
+	ASSERT_CU(cuMemAlloc_v2(&p, 1), CUDA_ERROR_NOT_INITIALIZED);
+	ASSERT_CU(nvmlInit_v2(), NVML_ERROR_DRIVER_NOT_LOADED);
+	ASSERT_CU(nvmlShutdown(), NVML_ERROR_UNINITIALIZED);
+	return 0;
+}
+
 static int child_slow(void)
 {
 	struct timespec a, b;
@@ -129,6 +140,8 @@ int main(int argc, char **argv)
 			return child_badenv();
 		if (strcmp(argv[1], "slow") == 0)
 			return child_slow();
+		if (strcmp(argv[1], "statedir") == 0)
+			return child_statedir();
 		if (strcmp(argv[1], "stop") == 0)
 			return child_stop();
 		if (strcmp(argv[1], "config") == 0)
@@ -151,6 +164,8 @@ int main(int argc, char **argv)
 	    "VRAMSIM_UUIDS=GPU-xyz",
 	    NULL};
 	ASSERT_EQ(sim_run_self("badenv", bad), 0);
+	const char *nodir[] = {"VRAMSIM_STATE_DIR=/proc/vramsim-cannot-exist", NULL};
+	ASSERT_EQ(sim_run_self("statedir", nodir), 0);
 	const char *slow[] = {"VRAMSIM_SLOW=cuMemGetInfo_v2:20000", NULL};
 	ASSERT_EQ(sim_run_self("slow", slow), 0);
 
