@@ -4,7 +4,8 @@
 # capped and an uncapped program, other paths 404, SIGTERM stops it with
 # status 0, a bad --listen is refused. The scrape is validated with
 # `promtool check metrics` (Debian's prometheus package); without promtool
-# the other checks still run and the test then skips, saying so.
+# the other checks still run and the test then skips, saying so. promtool
+# also checks every golden Prometheus output of the formatter.
 . "$VR_SRC/tests/monitor/lib.bash"
 require_sim
 [ -e "$LIB" ] || skip "$LIB is not built"
@@ -84,5 +85,12 @@ if [ "$fails" = 0 ]; then
 		fail "promtool check metrics:"
 		cat "$TMPDIR/promtool" >&2
 	}
+	# The formatter's golden outputs (every scenario) pass promtool too.
+	for f in "$GOLDEN"/*.prom; do
+		promtool check metrics <"$f" >"$TMPDIR/promtool" 2>&1 || {
+			fail "promtool check metrics on $f:"
+			cat "$TMPDIR/promtool" >&2
+		}
+	done
 fi
 finish
