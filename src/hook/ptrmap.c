@@ -16,7 +16,7 @@
 #include "hook/hook.h"
 
 #define STRIPES   64
-#define MIN_SLOTS 256
+#define MIN_SLOTS 16 /* small tables stay in L1: 64 x 16 x 24 bytes */
 
 enum { SLOT_EMPTY = 0, SLOT_FULL = 1 };
 
