@@ -1,0 +1,110 @@
+/*
+ * test_devices - caps follow the program's own numbering: with
+ * CUDA_VISIBLE_DEVICES=1 the program's device 0 is the card NVML calls 1,
+ * and "0=1G" caps that card, in CUDA and in NVML alike, while the card the
+ * program cannot see stays uncapped. A cap given by UUID lands on the same
+ * card; devices without a cap are counted but never refused. Needs the
+ * simulator's two-device configuration.
+ */
+#include "hooktest.h"
+
+static void uuid_text(CUdevice dev, char *text, size_t len)
+{
+	CUuuid u;
+	ASSERT_CU(cuDeviceGetUuid(&u, dev), CUDA_SUCCESS);
+	const unsigned char *b = (const unsigned char *)u.bytes;
+	snprintf(text, len,
+	         "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+	         b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+	         b[14], b[15]);
+}
+
+static void use(CUdevice dev)
+{
+	CUcontext c;
+	ASSERT_CU(cuDevicePrimaryCtxRetain(&c, dev), CUDA_SUCCESS);
+	ASSERT_CU(cuCtxSetCurrent(c), CUDA_SUCCESS);
+}
+
+static uint64_t nvml_total(unsigned idx)
+{
+	nvmlDevice_t n;
+	nvmlMemory_t m;
+	ASSERT_CU(nvmlDeviceGetHandleByIndex_v2(idx, &n), NVML_SUCCESS);
+	ASSERT_CU(nvmlDeviceGetMemoryInfo(n, &m), NVML_SUCCESS);
+	return m.total;
+}
+
+/* CUDA_VISIBLE_DEVICES=1, VRAMCTL_LIMIT=0=1G. */
+static int child_visible(void)
+{
+	int n;
+	CUdevice d;
+	size_t t;
+	ASSERT_CU(cuInit(0), CUDA_SUCCESS);
+	ASSERT_CU(cuDeviceGetCount(&n), CUDA_SUCCESS);
+	ASSERT_EQ(n, 1);
+	ASSERT_CU(cuDeviceGet(&d, 0), CUDA_SUCCESS);
+	ASSERT_CU(cuDeviceTotalMem_v2(&t, d), CUDA_SUCCESS);
+	ASSERT_UEQ(t, GiB); /* the 4 GiB card, capped */
+	ASSERT_CU(nvmlInit_v2(), NVML_SUCCESS);
+	ASSERT_UEQ(nvml_total(1), GiB);     /* the same card in NVML's numbering */
+	ASSERT_UEQ(nvml_total(0), 8 * GiB); /* a card the program cannot see */
+	use(d);
+	CUdeviceptr p;
+	ASSERT_CU(cuMemAlloc_v2(&p, GiB + GiB / 2), CUDA_ERROR_OUT_OF_MEMORY);
+	ASSERT_CU(cuMemAlloc_v2(&p, GiB / 2), CUDA_SUCCESS);
+	return 0;
+}
+
+/* Both cards visible; the cap is on card 1 only (by index or by UUID). */
+static int child_second(void)
+{
+	CUdevice d0, d1;
+	size_t t;
+	CUdeviceptr p;
+	ASSERT_CU(cuInit(0), CUDA_SUCCESS);
+	ASSERT_CU(cuDeviceGet(&d0, 0), CUDA_SUCCESS);
+	ASSERT_CU(cuDeviceGet(&d1, 1), CUDA_SUCCESS);
+	ASSERT_CU(cuDeviceTotalMem_v2(&t, d0), CUDA_SUCCESS);
+	ASSERT_UEQ(t, 8 * GiB);
+	ASSERT_CU(cuDeviceTotalMem_v2(&t, d1), CUDA_SUCCESS);
+	ASSERT_UEQ(t, GiB);
+	use(d0);
+	ASSERT_CU(cuMemAlloc_v2(&p, 2 * GiB), CUDA_SUCCESS); /* uncapped: never refused */
+	use(d1);
+	ASSERT_CU(cuMemAlloc_v2(&p, GiB + GiB / 2), CUDA_ERROR_OUT_OF_MEMORY);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	REQUIRE_SIM();
+	setenv("VRAMSIM_DEVICES", "8G,4G", 1);
+	if (argc > 1) {
+		if (!strcmp(argv[1], "visible"))
+			return child_visible();
+		if (!strcmp(argv[1], "second"))
+			return child_second();
+		return 2;
+	}
+	CUdevice d1;
+	char uuid[64], byuuid[128];
+	ASSERT_CU(cuInit(0), CUDA_SUCCESS);
+	ASSERT_CU(cuDeviceGet(&d1, 1), CUDA_SUCCESS);
+	uuid_text(d1, uuid, sizeof uuid);
+	snprintf(byuuid, sizeof byuuid, "VRAMCTL_LIMIT=%s=1G", uuid);
+
+	const char *vis[] = {"CUDA_VISIBLE_DEVICES=1", "VRAMCTL_LIMIT=0=1G", NULL};
+	ASSERT_EQ(ht_run("visible", vis), 0);
+	ASSERT_EQ(ht_err_count("visible", "on GPU 0: cap 1 GiB"), 1);
+	const char *vis_uuid[] = {"CUDA_VISIBLE_DEVICES=1", byuuid, NULL};
+	ASSERT_EQ(ht_run("visible", vis_uuid), 0);
+
+	const char *second[] = {"VRAMCTL_LIMIT=1=1G", NULL};
+	ASSERT_EQ(ht_run("second", second), 0);
+	ASSERT_EQ(ht_err_count("second", "on GPU 1: cap 1 GiB"), 1);
+	const char *second_uuid[] = {byuuid, NULL};
+	ASSERT_EQ(ht_run("second", second_uuid), 0);
+	return 0;
+}
