@@ -47,10 +47,12 @@ static const char *const sim_fn_names[SIM_FN_COUNT] = {
 };
 _Static_assert(SIM_FN_COUNT <= SIM_MAX_FNS, "raise SIM_MAX_FNS");
 
+static int error_by_name(const char *name, int *code);
 static struct sim_rules g_rules = {.names = sim_fn_names,
                                    .count = SIM_FN_COUNT,
                                    .prefix = "cu",
                                    .other_prefix = "nvml",
+                                   .code_by_name = error_by_name,
                                    .mu = PTHREAD_MUTEX_INITIALIZER};
 
 static int fn_index(const char *name, size_t len)
@@ -955,6 +957,18 @@ int sim_error_lookup(CUresult rc, const char **name, const char **str)
 		return -1;
 	}
 #undef SIM_ERR_CASE
+}
+
+static int error_by_name(const char *name, int *code)
+{
+#define SIM_ERR_NAME(c, text)                                                                      \
+	if (strcmp(name, #c) == 0) {                                                               \
+		*code = c;                                                                         \
+		return 0;                                                                          \
+	}
+	SIM_ERRORS(SIM_ERR_NAME)
+#undef SIM_ERR_NAME
+	return -1;
 }
 
 CUresult simi_cuGetErrorName(CUresult error, const char **pStr)

@@ -436,7 +436,38 @@ static const char *const simn_names[SIMN_FN_COUNT] = {
 #undef SIMN_NAME
 };
 
+#define SIMN_ERRORS(X)                                                                             \
+	X(NVML_SUCCESS)                                                                            \
+	X(NVML_ERROR_UNINITIALIZED)                                                                \
+	X(NVML_ERROR_INVALID_ARGUMENT)                                                             \
+	X(NVML_ERROR_NOT_SUPPORTED)                                                                \
+	X(NVML_ERROR_NO_PERMISSION)                                                                \
+	X(NVML_ERROR_NOT_FOUND)                                                                    \
+	X(NVML_ERROR_INSUFFICIENT_SIZE)                                                            \
+	X(NVML_ERROR_DRIVER_NOT_LOADED)                                                            \
+	X(NVML_ERROR_TIMEOUT)                                                                      \
+	X(NVML_ERROR_LIBRARY_NOT_FOUND)                                                            \
+	X(NVML_ERROR_FUNCTION_NOT_FOUND)                                                           \
+	X(NVML_ERROR_GPU_IS_LOST)                                                                  \
+	X(NVML_ERROR_MEMORY)                                                                       \
+	X(NVML_ERROR_NO_DATA)                                                                      \
+	X(NVML_ERROR_ARGUMENT_VERSION_MISMATCH)                                                    \
+	X(NVML_ERROR_UNKNOWN)
+
+static int nvml_error_by_name(const char *name, int *code)
+{
+#define SIMN_ERR(c)                                                                                \
+	if (strcmp(name, #c) == 0) {                                                               \
+		*code = c;                                                                         \
+		return 0;                                                                          \
+	}
+	SIMN_ERRORS(SIMN_ERR)
+#undef SIMN_ERR
+	return -1;
+}
+
 static struct sim_rules g_rules = {.names = simn_names,
+                                   .code_by_name = nvml_error_by_name,
                                    .count = SIMN_FN_COUNT,
                                    .prefix = "nvml",
                                    .other_prefix = "cu",

@@ -1,6 +1,7 @@
 /*
  * rules.c - the test controls shared by both simulated libraries:
- * VRAMSIM_FAULT ("name:N:code", "name:N+:code"), VRAMSIM_SLOW
+ * VRAMSIM_FAULT ("name:N:code", "name:N+:code"; code a number or a name such
+ * as CUDA_ERROR_OUT_OF_MEMORY), VRAMSIM_SLOW
  * ("name:microseconds") and VRAMSIM_STOP ("name:N"). Each library keeps its
  * own table of names and call counters; a rule naming the other library's
  * function (by its "cu"/"nvml" prefix) is left to it, an unknown name of its
@@ -59,10 +60,12 @@ static int parse_rule(struct sim_rules *r, int kind, char *tok)
 			rule.from = 1;
 			f[1][l - 1] = '\0';
 		}
-		if (parse_u64(f[1], &rule.n) || rule.n == 0 || parse_u64(f[2], &code) ||
-		    code > 100000)
+		if (parse_u64(f[1], &rule.n) || rule.n == 0)
 			return -1;
-		rule.code = (int)code;
+		if (parse_u64(f[2], &code) == 0 && code <= 100000)
+			rule.code = (int)code;
+		else if (!r->code_by_name || r->code_by_name(f[2], &rule.code) != 0)
+			return -1;
 	} else if (kind == RULE_SLOW) {
 		if (nf != 2 || parse_u64(f[1], &rule.us))
 			return -1;
@@ -89,8 +92,9 @@ static void parse_env(struct sim_rules *r, const char *var, int kind)
 		char copy[256];
 		snprintf(copy, sizeof(copy), "%s", tok);
 		if (parse_rule(r, kind, copy) != 0)
-			sim_warn("ignoring \"%s\" in %s (unknown function or bad number)", tok,
-			         var);
+			sim_warn(
+			    "ignoring \"%s\" in %s (unknown function, bad number or unknown code)",
+			    tok, var);
 	}
 }
 

@@ -112,12 +112,14 @@ struct sim_rule {
 };
 
 /* One library's controls: static, zero-initialised apart from the fields
- * given (names, count, prefix, other_prefix, mu). */
+ * given (names, count, prefixes, code_by_name, mu). */
 struct sim_rules {
 	const char *const *names;
 	int count;
 	const char *prefix;       /* "cu" or "nvml": names this library owns */
 	const char *other_prefix; /* the other library's, ignored silently */
+	/* Error code by name ("CUDA_ERROR_OUT_OF_MEMORY"): 0, or -1 if unknown. */
+	int (*code_by_name)(const char *name, int *code);
 	pthread_mutex_t mu;
 	_Atomic int loaded;
 	int nrules;

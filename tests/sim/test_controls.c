@@ -149,13 +149,14 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
-	const char *fault[] = {"VRAMSIM_FAULT=cuMemAlloc_v2:3:2,cuMemFree_v2:2+:999,cuInit:1:3,"
-	                       "nvmlInit_v2:1:9,nvmlDeviceGetCount_v2:2+:999",
-	                       NULL};
+	const char *fault[] = {
+	    "VRAMSIM_FAULT=cuMemAlloc_v2:3:CUDA_ERROR_OUT_OF_MEMORY,cuMemFree_v2:2+:999,"
+	    "cuInit:1:3,nvmlInit_v2:1:NVML_ERROR_DRIVER_NOT_LOADED,nvmlDeviceGetCount_v2:2+:999",
+	    NULL};
 	ASSERT_EQ(sim_run_self("fault", fault), 0);
 	const char *bad[] = {
 	    "VRAMSIM_FAULT=garbage,cuNoSuch:1:2,cuMemAlloc_v2:0:2,cuMemAlloc_v2:x:y,"
-	    "cuMemAlloc_v2:1",
+	    "cuMemAlloc_v2:1,cuMemAlloc_v2:1:CUDA_ERROR_NOPE,nvmlInit_v2:1:NVML_NOPE",
 	    "VRAMSIM_SLOW=cuMemAlloc_v2:abc",
 	    "VRAMSIM_STOP=cuInit:0",
 	    "VRAMSIM_DEVICES=lots",
