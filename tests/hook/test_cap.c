@@ -137,6 +137,20 @@ static int child_invisible(void)
 	return 0;
 }
 
+/* A program that only uses NVML (a monitor run under the cap). */
+static int child_nvmlonly(void)
+{
+	uint64_t cap = ht_env_u64("T_CAP");
+	nvmlDevice_t n;
+	nvmlMemory_t m;
+	ASSERT_CU(nvmlInit_v2(), NVML_SUCCESS);
+	ASSERT_CU(nvmlDeviceGetHandleByIndex_v2(0, &n), NVML_SUCCESS);
+	ASSERT_CU(nvmlDeviceGetMemoryInfo(n, &m), NVML_SUCCESS);
+	ASSERT_UEQ(m.total, cap);
+	ASSERT_ULE(m.free, cap);
+	return 0;
+}
+
 static int child_closed(void)
 {
 	ht_ctx();
@@ -165,6 +179,8 @@ int main(int argc, char **argv)
 			return child_invisible();
 		if (!strcmp(argv[1], "closed"))
 			return child_closed();
+		if (!strcmp(argv[1], "nvmlonly"))
+			return child_nvmlonly();
 		if (!strcmp(argv[1], "nodriver"))
 			return child_nodriver();
 		return 2;
@@ -194,6 +210,8 @@ int main(int argc, char **argv)
 	snprintf(limit0, sizeof limit0, "VRAMCTL_LIMIT=0=%llu", (unsigned long long)cap);
 	const char *capped0[] = {limit0, ht_kv("T_CAP", cap), NULL};
 	ASSERT_EQ(ht_run("capped", capped0), 0);
+
+	ASSERT_EQ(ht_run("nvmlonly", capped), 0);
 
 	/* --growth from the environment alone (Slurm, Kubernetes). */
 	const char *grow[] = {limit,
