@@ -1,7 +1,7 @@
 # src/cli: the vramctl command. One file per subcommand; pure formatting
 # code lives apart from terminal and network code so it can be tested.
 CLI_SRCS := $(wildcard src/cli/*.c)
-CLI_LDLIBS := -ldl
+CLI_LDLIBS := -lncursesw -lmicrohttpd -ldl
 # Libraries other modules add as prerequisites ($(VRAMCTL): $(MONITOR_LIB))
 # are linked as one group, so their order does not matter.
 $(VRAMCTL): $(CLI_SRCS:%.c=$(O)/%.o) $(REGISTRY_LIB) $(COMMON_LIB)
