@@ -25,6 +25,26 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* NVML in the same process, at the same time, on the same card. */
+static void *nvml_worker(void *arg)
+{
+	(void)arg;
+	nvmlDevice_t d;
+	ASSERT_CU(nvmlInit_v2(), NVML_SUCCESS);
+	ASSERT_CU(nvmlDeviceGetHandleByIndex_v2(0, &d), NVML_SUCCESS);
+	for (int i = 0; i < 200; i++) {
+		nvmlProcessInfo_t infos[4];
+		unsigned int n = 4;
+		nvmlMemory_t m;
+		ASSERT_CU(nvmlDeviceGetComputeRunningProcesses_v3(d, &n, infos), NVML_SUCCESS);
+		ASSERT_EQ(n, 1);
+		ASSERT_CU(nvmlDeviceGetMemoryInfo(d, &m), NVML_SUCCESS);
+		ASSERT_UGE(m.used, 64 * MiB);
+	}
+	ASSERT_CU(nvmlShutdown(), NVML_SUCCESS);
+	return NULL;
+}
+
 int main(void)
 {
 	char name[128];
@@ -117,11 +137,15 @@ int main(void)
 
 	/* Many threads at once. */
 	unsigned long long before = sim_used();
-	pthread_t t[8];
+	pthread_t t[8], nt[2];
+	for (int i = 0; i < 2; i++)
+		ASSERT_EQ(pthread_create(&nt[i], NULL, nvml_worker, NULL), 0);
 	for (int i = 0; i < 8; i++)
 		ASSERT_EQ(pthread_create(&t[i], NULL, worker, ctx), 0);
 	for (int i = 0; i < 8; i++)
 		ASSERT_EQ(pthread_join(t[i], NULL), 0);
+	for (int i = 0; i < 2; i++)
+		ASSERT_EQ(pthread_join(nt[i], NULL), 0);
 	unsigned long long expect = 0;
 	for (int i = 0; i < 200; i++)
 		expect += 4096 + (unsigned long long)i;
