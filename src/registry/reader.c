@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "common/compiler.h"
@@ -120,11 +121,180 @@ static void user_name(struct user_cache *c, uid_t uid, char out[32])
 	memcpy(c->name[k], out, 32);
 }
 
-/* One slot, copied: only the devices the group has. */
+/* One slot, copied compactly (its devices go to a separate array, only as
+ * many as the group has): a monitor reads 1,000 members in a few hundred
+ * kilobytes instead of touching megabytes of fresh memory. */
 struct slot_copy {
 	uint32_t idx;
-	struct vr_slot s; /* dev[] filled up to ndev */
+	int32_t pid;
+	uint64_t start_time;
+	int32_t nspid_outer;
+	uint32_t uid;
+	uint64_t host_pinned;
+	char command[VR_COMMAND_MAX];
 };
+
+/* Makes room for n more elements at once (one realloc per region). */
+static int reserve_room(struct growbuf *b, int n)
+{
+	if (b->n + n <= b->cap)
+		return 0;
+	int nc = b->n + n;
+	void *np = realloc(b->p, (size_t)nc * b->elem);
+	if (!np)
+		return -ENOMEM;
+	b->p = np;
+	b->cap = nc;
+	return 0;
+}
+
+/*
+ * Held locks, from one read of /proc/locks: asking the kernel slot by slot
+ * (F_GETLK) walks the file's whole lock list each time, so 1,000 members
+ * cost a million steps; the table costs one pass. OFD entries say who is
+ * alive, POSIX entries give the PID in our namespace (owners we cannot see
+ * are left out by the kernel; their OFD entry still shows).
+ */
+struct held_lock {
+	unsigned maj, min;
+	unsigned long long ino;
+	long long start;
+	int ofd;
+	int pid;
+};
+
+struct lock_table {
+	struct held_lock *e;
+	int n;
+	int ok; /* 0: /proc/locks unreadable, ask fcntl per slot */
+};
+
+/* Skips spaces, then one word; returns a pointer past it (NULL at the end). */
+static const char *word(const char *p, const char **start, size_t *len)
+{
+	while (*p == ' ')
+		p++;
+	if (!*p)
+		return NULL;
+	*start = p;
+	while (*p && *p != ' ')
+		p++;
+	*len = (size_t)(p - *start);
+	return p;
+}
+
+/* Parses one /proc/locks line by hand (sscanf costs more than the rest). */
+static int parse_lock_line(const char *p, struct held_lock *h)
+{
+	const char *w;
+	size_t n;
+	char *end;
+	if (!(p = word(p, &w, &n)) || w[n - 1] != ':') /* "N:" */
+		return -1;
+	if (!(p = word(p, &w, &n)))
+		return -1;
+	if (n == 5 && !memcmp(w, "POSIX", 5))
+		h->ofd = 0;
+	else if (n == 6 && !memcmp(w, "OFDLCK", 6))
+		h->ofd = 1;
+	else
+		return -1;                                    /* "->" waiters, FLOCK, LEASE... */
+	if (!(p = word(p, &w, &n)) || !(p = word(p, &w, &n))) /* ADVISORY, WRITE */
+		return -1;
+	h->pid = (int)strtol(p, &end, 10);
+	if (end == p)
+		return -1;
+	p = end;
+	h->maj = (unsigned)strtoul(p, &end, 16);
+	if (*end != ':')
+		return -1;
+	h->min = (unsigned)strtoul(end + 1, &end, 16);
+	if (*end != ':')
+		return -1;
+	h->ino = strtoull(end + 1, &end, 10);
+	p = end;
+	h->start = strtoll(p, &end, 10);
+	return end == p ? -1 : 0;
+}
+
+static void lock_table_read(struct lock_table *t)
+{
+	memset(t, 0, sizeof(*t));
+	/* Test-only: VRAMCTL_TEST_NO_PROC_LOCKS=1 takes the fcntl path. */
+	const char *no = getenv("VRAMCTL_TEST_NO_PROC_LOCKS");
+	if (no && *no == '1')
+		return;
+	int fd = open("/proc/locks", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	size_t cap = 1 << 16, len = 0;
+	char *buf = malloc(cap);
+	while (buf) {
+		if (len + 4096 > cap) {
+			char *nb = realloc(buf, cap * 2);
+			if (!nb) {
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		ssize_t r = read(fd, buf + len, cap - len - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	close(fd);
+	if (!buf)
+		return;
+	buf[len] = '\0';
+	int ecap = 0;
+	for (char *line = buf; line && *line;) {
+		char *nl = strchr(line, '\n');
+		if (nl)
+			*nl = '\0';
+		/* "N: POSIX  ADVISORY  WRITE PID MAJ:MIN:INO START END"; lines
+		 * with "->" are waiters, not holders, and are skipped. */
+		struct held_lock h;
+		if (parse_lock_line(line, &h) == 0) {
+			if (t->n == ecap) {
+				ecap = ecap ? ecap * 2 : 256;
+				struct held_lock *ne = realloc(t->e, (size_t)ecap * sizeof(*ne));
+				if (!ne)
+					break;
+				t->e = ne;
+			}
+			t->e[t->n++] = h;
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	free(buf);
+	t->ok = 1;
+}
+
+/* Fills alive[] and pid[] (VR_REGION_SLOTS each) for the region file st. */
+static void lock_table_region(const struct lock_table *t, const struct stat *st,
+                              unsigned char *alive, pid_t *pid)
+{
+	for (int i = 0; i < t->n; i++) {
+		const struct held_lock *l = &t->e[i];
+		if (l->ino != (unsigned long long)st->st_ino || l->maj != major(st->st_dev) ||
+		    l->min != minor(st->st_dev) || l->start < (long long)VR_REGION_HDR_SIZE)
+			continue;
+		long long rel = l->start - (long long)VR_REGION_HDR_SIZE;
+		long long slot = rel / (long long)sizeof(struct vr_slot);
+		long long off = rel % (long long)sizeof(struct vr_slot);
+		if (slot >= VR_REGION_SLOTS)
+			continue;
+		if (l->ofd && off == 0)
+			alive[slot] = 1;
+		else if (!l->ofd && off == 1 && l->pid > 0)
+			pid[slot] = l->pid;
+	}
+}
 
 /* /proc start time of pid, 0 if it does not exist. */
 static uint64_t proc_start_time(pid_t pid)
@@ -203,8 +373,9 @@ static void resolve_by_scan(struct vramctl_proc *procs, const uint64_t *want_sta
  * an entry in errors[]; only running out of memory fails the snapshot.
  */
 static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, struct growbuf *procs,
-                       struct growbuf *starts, struct user_cache *uc, int dfd, const char *dir,
-                       const char *name, int *need_scan)
+                       struct growbuf *starts, struct user_cache *uc,
+                       const struct lock_table *locks, int dfd, const char *dir, const char *name,
+                       int *need_scan)
 {
 	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
@@ -252,6 +423,10 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 
 	/* Copy the books under the seqlock. */
 	struct slot_copy *sc = NULL;
+	struct vr_slot_dev *sd = NULL;
+	unsigned char *lk_alive = NULL;
+	pid_t *lk_pid = NULL;
+	uint32_t sd_ndev = 0;
 	int nsc = 0, consistent = 0;
 	uint32_t ndev = 0;
 	struct vr_region_dev gdev[VR_MAX_DEVICES];
@@ -274,22 +449,35 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 		memcpy(gname, h->group, sizeof(gname));
 		memcpy(spec, h->limit_spec, sizeof(spec));
 		growth = h->growth;
-		if (!sc) {
+		if (!sc)
 			sc = malloc((size_t)VR_REGION_SLOTS * sizeof(*sc));
-			if (!sc) {
-				munmap((void *)h, VR_REGION_SIZE);
-				close(fd);
-				return -ENOMEM;
-			}
+		if (sc && (!sd || ndev > sd_ndev)) {
+			free(sd);
+			sd_ndev = ndev;
+			sd =
+			    malloc((size_t)VR_REGION_SLOTS * (sd_ndev ? sd_ndev : 1) * sizeof(*sd));
+		}
+		if (!sc || !sd) {
+			free(sc);
+			free(sd);
+			munmap((void *)h, VR_REGION_SIZE);
+			close(fd);
+			return -ENOMEM;
 		}
 		nsc = 0;
 		for (uint32_t i = 0; i < hw; i++) {
 			const struct vr_slot *s = vr_region_slot((struct vr_region_hdr *)h, i);
 			if (s->state != VR_SLOT_USED)
 				continue;
-			sc[nsc].idx = i;
-			memcpy(&sc[nsc].s, s, offsetof(struct vr_slot, dev));
-			memcpy(sc[nsc].s.dev, s->dev, ndev * sizeof(s->dev[0]));
+			struct slot_copy *c = &sc[nsc];
+			c->idx = i;
+			c->pid = s->pid;
+			c->start_time = s->start_time;
+			c->nspid_outer = s->nspid_outer;
+			c->uid = s->uid;
+			c->host_pinned = s->host_pinned;
+			memcpy(c->command, s->command, sizeof(c->command));
+			memcpy(&sd[(size_t)nsc * ndev], s->dev, ndev * sizeof(s->dev[0]));
 			nsc++;
 		}
 		/* The copy's loads must not pass the second read of seq: x86 keeps
@@ -327,8 +515,22 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 		g->dev[d].peak = gdev[d].peak;
 		g->dev[d].books_in_use = gdev[d].in_use;
 	}
+	if (reserve_room(procs, nsc) < 0 || reserve_room(starts, nsc) < 0) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (locks->ok) {
+		lk_alive = calloc(VR_REGION_SLOTS, 1);
+		lk_pid = calloc(VR_REGION_SLOTS, sizeof(*lk_pid));
+		if (!lk_alive || !lk_pid) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		lock_table_region(locks, &st, lk_alive, lk_pid);
+	}
 	for (int k = 0; k < nsc; k++) {
-		const struct vr_slot *s = &sc[k].s;
+		const struct slot_copy *s = &sc[k];
+		const struct vr_slot_dev *sdev = &sd[(size_t)k * ndev];
 		struct vramctl_proc *p = grow(procs);
 		uint64_t *start = grow(starts);
 		if (!p || !start) {
@@ -346,22 +548,28 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 		p->host_pinned = s->host_pinned;
 		p->ndev = (int)ndev;
 
-		/* Alive? The classic lock names the holder in our namespace. */
-		struct flock fl = {.l_type = F_WRLCK,
-		                   .l_whence = SEEK_SET,
-		                   .l_start = vr_slot_pid_byte(sc[k].idx),
-		                   .l_len = 1};
+		/* Alive? The OFD lock says; the classic lock names the holder
+		 * in our namespace. */
 		int alive = 0;
-		if (fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK) {
-			alive = 1;
-			p->host_pid = fl.l_pid > 0 ? fl.l_pid : 0;
+		if (locks->ok) {
+			alive = lk_alive[s->idx];
+			p->host_pid = lk_pid[s->idx];
 		} else {
-			struct flock ol = {.l_type = F_WRLCK,
+			struct flock fl = {.l_type = F_WRLCK,
 			                   .l_whence = SEEK_SET,
-			                   .l_start = vr_slot_live_byte(sc[k].idx),
+			                   .l_start = vr_slot_pid_byte(s->idx),
 			                   .l_len = 1};
-			if (fcntl(fd, F_OFD_GETLK, &ol) == 0)
-				alive = ol.l_type != F_UNLCK;
+			if (fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK) {
+				alive = 1;
+				p->host_pid = fl.l_pid > 0 ? fl.l_pid : 0;
+			} else {
+				struct flock ol = {.l_type = F_WRLCK,
+				                   .l_whence = SEEK_SET,
+				                   .l_start = vr_slot_live_byte(s->idx),
+				                   .l_len = 1};
+				if (fcntl(fd, F_OFD_GETLK, &ol) == 0)
+					alive = ol.l_type != F_UNLCK;
+			}
 		}
 		p->state = alive ? VRAMCTL_PROC_ALIVE : VRAMCTL_PROC_DEAD;
 		if (alive && p->host_pid == 0) {
@@ -377,19 +585,22 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 		for (uint32_t d = 0; d < ndev; d++) {
 			struct vramctl_proc_dev *pd = &p->dev[d];
 			memcpy(pd->uuid, g->dev[d].uuid, sizeof(pd->uuid));
-			pd->in_use = s->dev[d].in_use;
-			pd->peak = s->dev[d].peak;
-			pd->denied_count = s->dev[d].denied_count;
-			pd->last_denied = s->dev[d].last_denied;
-			pd->spilled = s->dev[d].spilled;
+			pd->in_use = sdev[d].in_use;
+			pd->peak = sdev[d].peak;
+			pd->denied_count = sdev[d].denied_count;
+			pd->last_denied = sdev[d].last_denied;
+			pd->spilled = sdev[d].spilled;
 			if (alive)
-				g->dev[d].in_use += s->dev[d].in_use;
+				g->dev[d].in_use += sdev[d].in_use;
 			else
-				g->dev[d].dead_in_use += s->dev[d].in_use;
+				g->dev[d].dead_in_use += sdev[d].in_use;
 		}
 	}
 out:
+	free(lk_alive);
+	free(lk_pid);
 	free(sc);
+	free(sd);
 	close(fd);
 	return rc;
 }
@@ -438,13 +649,16 @@ int vramctl_snapshot_take(const char *dir, struct vramctl_snapshot **out)
 	struct user_cache uc = {.n = 0};
 	int rc = 0, need_scan = 0;
 	struct dirent *e;
+	struct lock_table locks;
+	lock_table_read(&locks);
 	while (rc == 0 && (e = readdir(d))) {
 		if (!name_is_region(e->d_name))
 			continue;
-		rc = read_region(snap, &groups, &procs, &starts, &uc, dirfd(d), dir, e->d_name,
-		                 &need_scan);
+		rc = read_region(snap, &groups, &procs, &starts, &uc, &locks, dirfd(d), dir,
+		                 e->d_name, &need_scan);
 	}
 	closedir(d);
+	free(locks.e);
 	snap->groups = groups.p;
 	snap->ngroups = groups.n;
 	snap->procs = procs.p;

@@ -145,6 +145,22 @@ int main(void)
 	ASSERT(d != NULL);
 	ASSERT_EQ(d->state, VRAMCTL_PROC_DEAD);
 	ASSERT_UEQ(d->dev[0].in_use, 300);
+
+	/* Liveness and PIDs come from /proc/locks, or, where it cannot be read,
+	 * from fcntl per slot: both ways agree. */
+	struct vramctl_snapshot *s2 = NULL;
+	setenv("VRAMCTL_TEST_NO_PROC_LOCKS", "1", 1);
+	ASSERT_EQ(vramctl_snapshot_take(dir, &s2), 0);
+	unsetenv("VRAMCTL_TEST_NO_PROC_LOCKS");
+	ASSERT_EQ(s2->nprocs, s->nprocs);
+	for (int i = 0; i < s->nprocs; i++) {
+		const struct vramctl_proc *q = find_proc(s2, s->procs[i].pid);
+		ASSERT(q != NULL);
+		ASSERT_EQ(q->state, s->procs[i].state);
+		ASSERT_EQ(q->host_pid, s->procs[i].host_pid);
+	}
+	ASSERT_EQ(s2->groups[0].nmembers, 2);
+	vramctl_snapshot_free(s2);
 	vramctl_snapshot_free(s);
 
 	/* After a reclaim the dead member is gone from the books. */
