@@ -542,7 +542,15 @@ CUresult simi_cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int 
 	SIM_UNLOCK_RETURN(CUDA_SUCCESS);
 }
 
-#define SIM_CTX_FLAGS_MASK 0x1fu /* sched (0x7) | MAP_HOST 0x8 | LMEM_RESIZE_TO_MAX 0x10 */
+/* sched (0x7), MAP_HOST 0x8, LMEM_RESIZE_TO_MAX 0x10, COREDUMP_ENABLE 0x20,
+ * USER_COREDUMP_ENABLE 0x40, SYNC_MEMOPS 0x80 */
+#define SIM_CTX_FLAGS_MASK 0xffu
+/* Known bits, and at most one scheduling mode. */
+static int ctx_flags_ok(unsigned int f)
+{
+	unsigned int sched = f & 7u;
+	return !(f & ~SIM_CTX_FLAGS_MASK) && (sched & (sched - 1)) == 0;
+}
 
 CUresult simi_cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
 {
@@ -550,7 +558,7 @@ CUresult simi_cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
 	struct sim_dev *d = get_dev(dev);
 	if (!d)
 		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_DEVICE);
-	if (flags & ~SIM_CTX_FLAGS_MASK)
+	if (!ctx_flags_ok(flags))
 		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
 	d->primary.flags = flags;
 	SIM_UNLOCK_RETURN(CUDA_SUCCESS);
@@ -576,7 +584,7 @@ static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev)
 	CUresult rc;
 	if (!d)
 		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_DEVICE);
-	if (!pctx || (flags & ~SIM_CTX_FLAGS_MASK))
+	if (!pctx || !ctx_flags_ok(flags))
 		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
 	if (t_ctx.depth >= (int)VR_ARRAY_LEN(t_ctx.stack))
 		SIM_UNLOCK_RETURN(CUDA_ERROR_UNKNOWN);

@@ -22,6 +22,12 @@ int main(void)
 	ASSERT_CU(cuDevicePrimaryCtxGetState(0, NULL, NULL), CUDA_ERROR_INVALID_VALUE);
 	ASSERT_CU(cuCtxCreate_v2(NULL, 0, 0), CUDA_ERROR_INVALID_VALUE);
 	ASSERT_CU(cuCtxCreate_v3(NULL, NULL, 1, 0, 0), CUDA_ERROR_INVALID_VALUE);
+	CUcontext c;
+	ASSERT_CU(cuCtxCreate_v2(&c, 3, 0), CUDA_ERROR_INVALID_VALUE);     /* two sched modes */
+	ASSERT_CU(cuCtxCreate_v2(&c, 0x100, 0), CUDA_ERROR_INVALID_VALUE); /* unknown bit */
+	ASSERT_CU(cuDevicePrimaryCtxSetFlags_v2(0, 6), CUDA_ERROR_INVALID_VALUE);
+	ASSERT_CU(cuCtxCreate_v2(&c, 0x84, 0), CUDA_SUCCESS); /* blocking sync | sync memops */
+	ASSERT_CU(cuCtxDestroy_v2(c), CUDA_SUCCESS);
 	ASSERT_CU(cuCtxGetCurrent(NULL), CUDA_ERROR_INVALID_VALUE);
 	ASSERT_CU(cuCtxSetCurrent((CUcontext)0x1234), CUDA_ERROR_INVALID_CONTEXT);
 	ASSERT_CU(cuCtxPushCurrent_v2((CUcontext)0x1234), CUDA_ERROR_INVALID_CONTEXT);
