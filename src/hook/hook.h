@@ -143,6 +143,7 @@ void vr_books_pinned(int64_t delta);
 void vr_books_join(void);
 void vr_books_forget(void);
 int vr_books_device(struct vr_dev *d, uint64_t cap_if_new); /* fills d->reg, d->cap */
+
 /* ---- allocation map (ptrmap.c) --------------------------------------- */
 
 enum vr_kind {
