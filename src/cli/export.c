@@ -18,7 +18,8 @@
 #include "monitor/collect.h"
 #include "monitor/format.h"
 
-#define DEFAULT_LISTEN "127.0.0.1:9400"
+/* 9400 is dcgm-exporter's default, often running on the same GPU nodes. */
+#define DEFAULT_LISTEN "127.0.0.1:9401"
 
 #if MHD_VERSION < 0x00097002
 typedef int mhd_result;
@@ -172,8 +173,8 @@ int cmd_export(int argc, char **argv)
 	socklen_t sl;
 	if (parse_listen(listen, &ss, &sl) < 0) {
 		fprintf(stderr,
-		        "vramctl: export: bad --listen '%s' (ADDR:PORT, e.g. 127.0.0.1:9400 or "
-		        "[::1]:9400)\n",
+		        "vramctl: export: bad --listen '%s' (ADDR:PORT, e.g. 127.0.0.1:9401 or "
+		        "[::1]:9401)\n",
 		        listen);
 		return 125;
 	}
