@@ -169,6 +169,7 @@ void vr_config_init(void)
 
 /* ---- the driver ------------------------------------------------------- */
 
+/* Guards publishing the real pointers (never held across dlopen). */
 static pthread_mutex_t driver_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread int loading;
 
@@ -184,45 +185,64 @@ static void *open_driver(void)
 	return h;
 }
 
+/*
+ * Loading never holds a lock of ours across dlopen: dlopen takes the
+ * loader's lock and runs constructors under it, and a constructor in another
+ * thread calling a wrapper must not wait for us while we wait for the loader.
+ * Every thread that finds the driver missing opens and resolves it itself
+ * (the same handle, the same pointers); the first to finish publishes under
+ * a short lock. A thread re-entering from the driver's own constructor gets
+ * -1 (its call returns CUDA_ERROR_NOT_INITIALIZED).
+ */
 int vr_driver_init(void)
 {
 	vr_config_init();
 	int s = atomic_load_explicit(&vr_g.driver_state, memory_order_acquire);
 	if (s != 0)
 		return s == 1 ? 0 : -1;
-	if (loading) /* re-entered from the driver's own constructor */
+	if (loading)
 		return -1;
-	pthread_mutex_lock(&driver_lock);
-	s = atomic_load_explicit(&vr_g.driver_state, memory_order_acquire);
-	if (s == 0) {
-		loading = 1;
-		vr_in_hook++;
-		void *h = open_driver();
-		if (h) {
-#define VR_HOOK_CU(n) vr_real.n = (vr_pfn_##n)vr_dlsym_real(h, #n);
+	loading = 1;
+	vr_in_hook++;
+	struct vr_real r;
+	memset(&r, 0, sizeof r);
+	const char *e = NULL;
+	void *h = open_driver();
+	if (h) {
+#define VR_HOOK_CU(n) r.n = (vr_pfn_##n)vr_dlsym_real(h, #n);
 #define VR_USE_CU(n)  VR_HOOK_CU(n)
 #include "hook/hooks.def"
-			vr_g.driver = h;
-			s = 1;
-		} else {
-			const char *e = dlerror();
-			/* Invisible mode stays silent: the program finds out itself. */
-			if (vr_g.active)
-				vr_log(VR_LOG_ERROR,
-				       "cannot load the CUDA driver (%s): %s; driver calls "
-				       "return CUDA_ERROR_NOT_INITIALIZED",
-				       vr_g.driver_path[0] ? vr_g.driver_path : "libcuda.so.1",
-				       e ? e : "not found");
-			s = -1;
-		}
-		vr_in_hook--;
-		loading = 0;
+	} else {
+		e = dlerror();
+	}
+	vr_in_hook--;
+	loading = 0;
+
+	pthread_mutex_lock(&driver_lock);
+	s = atomic_load_explicit(&vr_g.driver_state, memory_order_acquire);
+	if (s == 0 && h) {
+#define VR_HOOK_CU(n) vr_real.n = r.n;
+#define VR_USE_CU(n)  VR_HOOK_CU(n)
+#include "hook/hooks.def"
+		vr_g.driver = h;
+		s = 1;
+		atomic_store_explicit(&vr_g.driver_state, s, memory_order_release);
+	} else if (s == 0) {
+		/* Invisible mode stays silent: the program finds out itself. */
+		if (vr_g.active)
+			vr_log(VR_LOG_ERROR,
+			       "cannot load the CUDA driver (%s): %s; driver calls return "
+			       "CUDA_ERROR_NOT_INITIALIZED",
+			       vr_g.driver_path[0] ? vr_g.driver_path : "libcuda.so.1",
+			       e ? e : "not found");
+		s = -1;
 		atomic_store_explicit(&vr_g.driver_state, s, memory_order_release);
 	}
 	pthread_mutex_unlock(&driver_lock);
 	return s == 1 ? 0 : -1;
 }
 
+/* NVML, the same way, only when the program itself uses NVML. */
 int vr_nvml_init(void)
 {
 	vr_config_init();
@@ -231,26 +251,33 @@ int vr_nvml_init(void)
 		return s == 1 ? 0 : -1;
 	if (loading)
 		return -1;
-	pthread_mutex_lock(&driver_lock);
-	s = atomic_load_explicit(&vr_g.nvml_state, memory_order_acquire);
-	if (s == 0) {
-		loading = 1;
-		vr_in_hook++;
-		const char *path = vr_g.nvml_path[0] ? vr_g.nvml_path : "libnvidia-ml.so.1";
-		void *h = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
-		if (h) {
-#define VR_HOOK_NVML(n) vr_real.n = (vr_pfn_##n)vr_dlsym_real(h, #n);
+	loading = 1;
+	vr_in_hook++;
+	struct vr_real r;
+	memset(&r, 0, sizeof r);
+	const char *path = vr_g.nvml_path[0] ? vr_g.nvml_path : "libnvidia-ml.so.1";
+	void *h = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
+	if (h) {
+#define VR_HOOK_NVML(n) r.n = (vr_pfn_##n)vr_dlsym_real(h, #n);
 #define VR_USE_NVML(n)  VR_HOOK_NVML(n)
 #include "hook/hooks.def"
-			vr_g.nvml = h;
-			s = 1;
-		} else {
-			if (vr_g.active)
-				vr_log(VR_LOG_WARN, "cannot load NVML (%s)", path);
-			s = -1;
-		}
-		vr_in_hook--;
-		loading = 0;
+	}
+	vr_in_hook--;
+	loading = 0;
+
+	pthread_mutex_lock(&driver_lock);
+	s = atomic_load_explicit(&vr_g.nvml_state, memory_order_acquire);
+	if (s == 0 && h) {
+#define VR_HOOK_NVML(n) vr_real.n = r.n;
+#define VR_USE_NVML(n)  VR_HOOK_NVML(n)
+#include "hook/hooks.def"
+		vr_g.nvml = h;
+		s = 1;
+		atomic_store_explicit(&vr_g.nvml_state, s, memory_order_release);
+	} else if (s == 0) {
+		if (vr_g.active)
+			vr_log(VR_LOG_WARN, "cannot load NVML (%s)", path);
+		s = -1;
 		atomic_store_explicit(&vr_g.nvml_state, s, memory_order_release);
 	}
 	pthread_mutex_unlock(&driver_lock);
