@@ -27,7 +27,7 @@ struct vr_join_opts {
 	const char *group;      /* group name: [A-Za-z0-9._-]{1,64} */
 	const char *limit_spec; /* the cap spec this process was given, as text */
 	int growth;             /* --growth was asked for (recorded for display) */
-	int fresh;              /* a new run: a region with no live member is reset */
+	int fresh;              /* a new run: a group with a live member is refused (-EEXIST) */
 };
 
 /*
@@ -36,6 +36,16 @@ struct vr_join_opts {
  * one-line explanation in err (never NULL-terminated past errlen).
  * If the group exists with a different limit_spec, returns 0 and sets
  * *spec_differs (when not NULL) to 1: the group's own cap applies.
+ *
+ * A group lives while it has live members: a join that finds no live
+ * member (fresh or not) resets the region (caps, spec, peaks), so an
+ * earlier run's cap never applies. With opts->fresh, a group that has a
+ * live member is refused with -EEXIST (a name collision).
+ * Refusals of a tampered registry (docs/notes/registry.md): -ELOOP
+ * (symlink), -EINVAL (not a regular file, bad group name), -EBADMSG
+ * (truncated, garbage, corrupt), -EPROTONOSUPPORT (other region version),
+ * -EPERM (another user's file or directory, or one open to others),
+ * -EUSERS (1,024 members already). Never exits, aborts or prints.
  */
 int vr_join(const struct vr_join_opts *opts, vr_member **out, int *spec_differs, char *err,
             size_t errlen);
@@ -64,7 +74,10 @@ int vr_device(vr_member *m, const unsigned char uuid[VR_UUID_LEN], uint64_t cap_
  * Returns 0, or -ENOSPC if the group's in-use plus bytes would pass the cap;
  * then *in_use (when not NULL) gets the group's in-use at the time of the
  * refusal, and the denial is counted in this process's slot. Dead members'
- * memory is reclaimed before a request is denied.
+ * memory is reclaimed before a request is denied. Other errors (nothing
+ * reserved): -EINVAL (bad member or device), -ESTALE (this member's slot
+ * was reclaimed: its liveness lock was lost, e.g. its fd closed by the
+ * program), or the lock's own error.
  */
 int vr_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use);
 
