@@ -4,6 +4,7 @@ Each case prints one last line: "total=... oom=... continued=... time=...s
 PASS|FAIL". With --cap 0 it runs uncapped and only the time matters.
 """
 import argparse
+import ctypes
 import time
 
 MiB = 1024 * 1024
@@ -13,6 +14,22 @@ def args():
     p = argparse.ArgumentParser()
     p.add_argument("--cap", type=int, default=0, help="the cap in bytes (0: uncapped)")
     return p.parse_args()
+
+
+def driver_total(ordinal=0):
+    """cuDeviceTotalMem_v2 as the framework's process sees it (through
+    dlopen + dlsym, so under vramctl it is the capped answer), or 0."""
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+        dev = ctypes.c_int()
+        total = ctypes.c_size_t()
+        if cuda.cuInit(0) != 0 or cuda.cuDeviceGet(ctypes.byref(dev), ordinal) != 0:
+            return 0
+        if cuda.cuDeviceTotalMem_v2(ctypes.byref(total), dev) != 0:
+            return 0
+        return total.value
+    except OSError:
+        return 0
 
 
 def timed(fn, repeat=3):
