@@ -88,6 +88,8 @@ int vr_books_device(struct vr_dev *d, uint64_t cap_if_new)
 static int reserve(struct vr_dev *d, uint64_t bytes, int report)
 {
 	uint64_t in_use = 0;
+	if (VR_UNLIKELY(!d)) /* no device known: nothing to hold it against */
+		return 0;
 	if (d->reg >= 0) {
 		int rc = vr_reserve(member, d->reg, bytes, &in_use);
 		if (VR_LIKELY(rc == 0))
@@ -125,6 +127,8 @@ int vr_books_try(struct vr_dev *d, uint64_t bytes)
 
 void vr_books_release(struct vr_dev *d, uint64_t bytes)
 {
+	if (VR_UNLIKELY(!d))
+		return;
 	if (d->reg >= 0)
 		vr_release(member, d->reg, bytes);
 	else

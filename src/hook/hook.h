@@ -132,7 +132,8 @@ void vr_devices_forget(void);
 /*
  * The books: reserve before the driver is called, release when it fails or
  * the memory is freed. vr_books_reserve returns 0 or -1 (denied; the denial
- * has been reported). Uncapped devices are counted and never denied.
+ * has been reported). Uncapped devices are counted and never denied. A NULL
+ * device reserves and releases nothing.
  */
 int vr_books_reserve(struct vr_dev *d, uint64_t bytes);
 void vr_books_release(struct vr_dev *d, uint64_t bytes);

@@ -131,6 +131,8 @@ static CUresult async_alloc(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool, 
 		if (bytes > slack)
 			need = (bytes + GRANULE - 1) / GRANULE * GRANULE;
 		d = vr_dev_by_ordinal(r->dev);
+		if (!d)
+			r = NULL;
 	} else {
 		r = NULL; /* not device memory, or the pool cannot be read */
 	}
