@@ -435,10 +435,10 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 	for (int t = 0; t < SEQ_TRIES; t++) {
 		uint64_t s1 =
 		    atomic_load_explicit((_Atomic uint64_t *)&h->seq, memory_order_acquire);
-		if (s1 & 1) {
+		/* A writer is inside (or stopped inside): give it the CPU, but
+		 * copy anyway, so that the last try leaves a (torn) copy. */
+		if ((s1 & 1) && t > 0)
 			sched_yield();
-			continue;
-		}
 		ndev = h->ndev;
 		if (ndev > VR_MAX_DEVICES)
 			ndev = VR_MAX_DEVICES;
@@ -489,7 +489,7 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 #endif
 		uint64_t s2 =
 		    atomic_load_explicit((_Atomic uint64_t *)&h->seq, memory_order_relaxed);
-		if (s1 == s2) {
+		if (s1 == s2 && !(s1 & 1)) {
 			consistent = 1;
 			break;
 		}

@@ -39,7 +39,8 @@ struct vr_member {
 };
 
 /* Test-only: VRAMCTL_TEST_STOP_IN_LOCK=N stops the process (SIGSTOP) inside
- * its Nth locked section, holding the mutex. Read once at the first join. */
+ * its Nth locked write section, holding the mutex with the books half open
+ * (seqlock odd). Read once at the first join. */
 static _Atomic long stop_in_lock_countdown;
 static pthread_once_t test_env_once = PTHREAD_ONCE_INIT;
 
@@ -78,6 +79,10 @@ static inline void books_begin(struct vr_region_hdr *h)
 #else
 	atomic_thread_fence(memory_order_release);
 #endif
+	/* Test-only: stop here, mutex held and the books open (seq odd). */
+	if (VR_UNLIKELY(atomic_load_explicit(&stop_in_lock_countdown, memory_order_relaxed) > 0) &&
+	    atomic_fetch_sub(&stop_in_lock_countdown, 1) == 1)
+		raise(SIGSTOP);
 }
 
 static inline void books_end(struct vr_region_hdr *h)
@@ -165,9 +170,6 @@ static int region_lock(vr_member *m)
 	}
 	if (VR_UNLIKELY(rc != 0))
 		return -rc;
-	if (VR_UNLIKELY(atomic_load_explicit(&stop_in_lock_countdown, memory_order_relaxed) > 0) &&
-	    atomic_fetch_sub(&stop_in_lock_countdown, 1) == 1)
-		raise(SIGSTOP);
 	return 0;
 }
 

@@ -38,11 +38,65 @@ static const struct vramctl_proc *find_proc(const struct vramctl_snapshot *s, pi
 	return NULL;
 }
 
-int main(void)
+/* Re-executed with VRAMCTL_TEST_STOP_IN_LOCK=2: stops inside vr_device
+ * with the books open (seqlock odd), holding the mutex. */
+static int stopper(void)
+{
+	vr_member *m = join("open", "1000");
+	vr_device(m, uuid0, 1000, NULL);
+	return 3; /* not reached */
+}
+
+/* A writer stopped in the middle of an update: the snapshot still names
+ * the group and its members, flagged not consistent, and never blocks. */
+static void test_stopped_writer(const char *argv0)
+{
+	vr_member *m = join("open", "1000");
+	pid_t pid = fork();
+	ASSERT(pid >= 0);
+	if (pid == 0) {
+		setenv("VRAMCTL_TEST_STOP_IN_LOCK", "2", 1);
+		execl("/proc/self/exe", argv0, "stopper", (char *)NULL);
+		_exit(127);
+	}
+	int st;
+	ASSERT_EQ(waitpid(pid, &st, WUNTRACED), pid);
+	ASSERT(WIFSTOPPED(st));
+	struct vramctl_snapshot *s = NULL;
+	ASSERT_EQ(vramctl_snapshot_take(dir, &s), 0);
+	const struct vramctl_group *g = NULL;
+	for (int i = 0; i < s->ngroups; i++)
+		if (!strcmp(s->groups[i].name, "open"))
+			g = &s->groups[i];
+	ASSERT(g != NULL);
+	ASSERT_EQ(g->consistent, 0);
+	ASSERT_STR_EQ(g->limit_spec, "1000");
+	ASSERT_EQ(g->nmembers, 2);
+	vramctl_snapshot_free(s);
+	kill(pid, SIGKILL);
+	ASSERT_EQ(waitpid(pid, &st, 0), pid);
+	/* The next locker repairs the books; then copies are consistent. */
+	uint64_t in_use = 1;
+	vr_usage(m, 0, &in_use, NULL);
+	ASSERT_EQ(vramctl_snapshot_take(dir, &s), 0);
+	for (int i = 0; i < s->ngroups; i++)
+		if (!strcmp(s->groups[i].name, "open")) {
+			ASSERT_EQ(s->groups[i].consistent, 1);
+			ASSERT_EQ(s->groups[i].nmembers, 1);
+		}
+	vramctl_snapshot_free(s);
+	vr_leave(m);
+	ASSERT_EQ(vr_group_remove(dir, "open"), 0);
+}
+
+int main(int argc, char **argv)
 {
 	dir = getenv("VRAMCTL_REGISTRY_DIR");
 	if (!dir)
 		SKIP("VRAMCTL_REGISTRY_DIR is not set (run under tests/run)");
+	if (argc == 2 && !strcmp(argv[1], "stopper"))
+		return stopper();
+	test_stopped_writer(argv[0]);
 
 	struct vramctl_snapshot *s = NULL;
 	ASSERT_EQ(vramctl_snapshot_take("/nonexistent/vramctl-dir", &s), 0);
