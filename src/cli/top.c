@@ -27,8 +27,8 @@
 #include "registry/registry.h"
 
 #define HIST_LEN 24 /* samples kept per row */
-#define SPARK_W 16  /* samples shown (the newest) */
-#define BAR_W 12
+#define SPARK_W  16 /* samples shown (the newest) */
+#define BAR_W    12
 
 /* ---- the NVML collector thread ---------------------------------------- */
 
@@ -36,9 +36,10 @@ struct collector {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int stop;
-	int seq;             /* bumped at each publication */
-	struct mon_model nv; /* latest NVML half (devices, NVML rows, notes) */
-	struct mon_sources src;
+	int seq;                /* bumped at each publication */
+	struct mon_model nv;    /* latest NVML half (devices, NVML rows, notes) */
+	struct mon_sources src; /* the collector's own: NVML is touched by it alone */
+	char nverr[256];
 	double period;
 };
 
@@ -52,6 +53,8 @@ static double now_s(void)
 static void *collector_main(void *arg)
 {
 	struct collector *c = arg;
+	mon_nvml_open(NULL, &c->src.nvml, c->nverr, sizeof(c->nverr));
+	c->src.nvml_error = c->nverr;
 	pthread_mutex_lock(&c->mu);
 	while (!c->stop) {
 		pthread_mutex_unlock(&c->mu);
@@ -628,22 +631,16 @@ int cmd_top(int argc, char **argv)
 	const char *cs = setlocale(LC_CTYPE, NULL);
 	u.utf8 = cs && (strstr(cs, "UTF-8") || strstr(cs, "utf8") || strstr(cs, "UTF8"));
 
-	char nverr[256] = "";
-	/* Static: a collector stuck in NVML outlives this function until exit. */
+	/* Static: a collector stuck in NVML outlives this function until exit.
+	 * Even loading and initialising NVML happen in the collector: the
+	 * screen never waits for NVML, not even for its first answer. */
 	static struct collector col;
 	col.period = u.delay;
 	pthread_mutex_init(&col.mu, NULL);
 	pthread_cond_init(&col.cv, NULL);
-	mon_nvml_open(NULL, &col.src.nvml, nverr, sizeof(nverr));
-	col.src.nvml_error = nverr;
-	/* The first NVML read happens before the screen opens, so the first frame
-	 * is complete; later ones never wait for NVML. */
-	mon_collect_nvml(&col.src, &col.nv);
-	col.seq = 1;
 
 	if (!initscr()) {
 		fprintf(stderr, "vramctl: top: cannot open the terminal\n");
-		mon_nvml_close(col.src.nvml);
 		return 125;
 	}
 	pthread_t th;
@@ -689,7 +686,14 @@ int cmd_top(int argc, char **argv)
 			mon_model_clear(&m);
 			pthread_mutex_lock(&col.mu);
 			int rc = mon_model_copy(&m, &col.nv);
+			int seq = col.seq;
 			pthread_mutex_unlock(&col.mu);
+			if (rc == 0 && seq == 0)
+				mon_model_note(&m, have_thread
+				                       ? "waiting for NVML's first answer: GPU "
+				                         "totals and uncapped processes not "
+				                         "shown yet"
+				                       : "NVML not read (no collector thread)");
 			if (rc == 0) {
 				mon_copy(m.registry_dir, sizeof(m.registry_dir), regdir);
 				struct vramctl_snapshot *snap = NULL;

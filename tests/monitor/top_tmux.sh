@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # top_tmux - `vramctl top` in a real terminal (tmux): start, rows for capped
 # and uncapped programs, sort, reverse, filter, help, resize (down to a tiny
-# terminal and back), quit. The screen is read with capture-pane and polled
+# terminal and back), quit; and with an NVML that does not answer, the
+# screen still comes up and quits at once. The screen is read with capture-pane and polled
 # for the expected text a bounded number of times; nothing waits on time.
 . "$VR_SRC/tests/monitor/lib.bash"
 require_sim
@@ -116,6 +117,25 @@ for ((i = 0; i < 200; i++)); do
 	sleep 0.05
 done
 [ "$(cat "$TMPDIR/top.rc" 2>/dev/null)" = 0 ] || fail "top did not quit with status 0 on 'q'"
+
+# NVML that answers after 60 s (the simulator's VRAMSIM_SLOW): the screen
+# still comes up with the registry's rows at once and says it is waiting,
+# and 'q' quits at once; the collector thread is left behind in NVML.
+sed -i "s|^export NO_COLOR=1|export VRAMSIM_SLOW=nvmlDeviceGetCount_v2:60000000 NO_COLOR=1|" "$TMPDIR/run-top"
+rm -f "$TMPDIR/top.rc"
+T kill-server 2>/dev/null
+T new-session -d -s top -x 120 -y 30 "$TMPDIR/run-top" || fail "tmux: second session"
+wait_for "waiting for NVML's first answer" "slow NVML: note"
+wait_for "infer" "slow NVML: registry rows shown"
+screen >"$TMPDIR/screen"
+grep -q "GPU 0 vramsim" "$TMPDIR/screen" && fail "slow NVML: GPU line shown, so NVML was not slow"
+grep -qF "waiting for NVML's first answer" "$TMPDIR/screen" || fail "slow NVML: note gone"
+T send-keys -t top q
+for ((i = 0; i < 100; i++)); do
+	[ -s "$TMPDIR/top.rc" ] && break
+	sleep 0.05
+done
+[ "$(cat "$TMPDIR/top.rc" 2>/dev/null)" = 0 ] || fail "slow NVML: top did not quit at once on 'q'"
 
 stop_holder free
 stop_holder a
