@@ -208,8 +208,15 @@ static void load(void)
 	s = getenv("VRAMSIM_NVML_UNKNOWN_USAGE");
 	c->nvml_unknown_usage = s && *s && strcmp(s, "0") != 0;
 	s = getenv("VRAMSIM_STATE_DIR");
-	if (s && *s) {
+	if (s && *s == '/') {
 		snprintf(c->state_dir, sizeof(c->state_dir), "%s", s);
+	} else if (s && *s) {
+		/* Relative: fixed now, so a later chdir cannot move the card. */
+		char cwd[400];
+		if (getcwd(cwd, sizeof(cwd)))
+			snprintf(c->state_dir, sizeof(c->state_dir), "%s/%s", cwd, s);
+		else
+			snprintf(c->state_dir, sizeof(c->state_dir), "%s", s);
 	} else {
 		const char *rt = getenv("XDG_RUNTIME_DIR");
 		if (rt && *rt)
