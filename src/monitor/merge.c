@@ -211,9 +211,14 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 {
 	if (!proc_root)
 		proc_root = "/proc";
-	if (snap_rc == 0 || snap_rc == -ENOENT)
+	if (snap_rc == 0)
 		m->valid |= MON_M_REGISTRY;
-	else
+	else if (snap_rc == -ENOENT) {
+		/* Nothing to read is not an error: no capped process ran here yet. */
+		m->valid |= MON_M_REGISTRY;
+		mon_model_note(m, "no registry at %s: no capped process has run with it",
+		               m->registry_dir[0] ? m->registry_dir : "(default)");
+	} else
 		mon_model_note(m, "registry %s unreadable (%s): capped processes unknown",
 		               m->registry_dir[0] ? m->registry_dir : "(default)",
 		               strerror(-snap_rc));
