@@ -53,7 +53,9 @@ close_holder_fds() {
 }
 
 # start_holder NAME [ENV=VALUE...] -- MIB...: starts a holder, waits for its
-# "ready" line; sets HPID_<NAME> to its PID and keeps its stdin open.
+# "ready" line; sets HPID_<NAME> to its PID (as it sees itself) and keeps its
+# stdin open. HOLD_PREFIX, when set, is a command the holder runs under
+# (e.g. unshare).
 declare -A HOLD_W HOLD_BG
 start_holder() {
 	local name=$1
@@ -70,7 +72,7 @@ start_holder() {
 	# one holder's stdin would not reach it.
 	(
 		close_holder_fds
-		exec env "${envs[@]}" "$HOLDER" "$@" <"$in" >"$out"
+		exec ${HOLD_PREFIX:-} env "${envs[@]}" "$HOLDER" "$@" <"$in" >"$out"
 	) &
 	HOLD_BG[$name]=$!
 	local w r line

@@ -47,6 +47,32 @@ kill_holder b
 status_golden sim_vanished
 grep -q '"state": "dead"' "$TMPDIR/out.json" || fail "vanished: the killed process is not marked dead"
 
+# A capped program in its own PID namespace (a container): it is PID 1 there;
+# status shows both PIDs, the host one found by the registry. (Not checked:
+# the join with NVML's row: the simulated NVML lists the PID a process sees
+# itself, where real NVML lists host PIDs; test_merge covers the join.)
+# Needs unshare(1) and the right to make a PID namespace.
+if command -v python3 >/dev/null && unshare -p -f --kill-child true 2>/dev/null; then
+	HOLD_PREFIX="unshare -p -f --kill-child" start_holder ctr VRAMCTL_LIMIT=1G VRAMCTL_GROUP=ctr LD_PRELOAD="$LIB" -- 100
+	[ "$HPID_ctr" = 1 ] || fail "namespace: the holder is not PID 1 in its namespace ($HPID_ctr)"
+	"$V" status --json >"$TMPDIR/ns.json"
+	python3 - "$TMPDIR/ns.json" <<'PY' || fail "namespace: wrong PIDs (see above)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = [p for p in d["processes"] if p["group"] == "ctr"]
+ok = len(rows) == 1 and rows[0]["ns_pid"] == 1 and rows[0]["host_pid"] not in (None, 1) \
+    and rows[0]["state"] == "alive"
+if not ok:
+    print(json.dumps(rows, indent=1))
+sys.exit(0 if ok else 1)
+PY
+	stop_holder ctr
+	unset HPID_ctr
+	unset 'HOLD_BG[ctr]'
+else
+	echo "note: PID-namespace check skipped (no unshare, no python3, or not allowed)"
+fi
+
 # --watch: one JSON object per line, as long as the reader reads.
 "$V" status --watch 0.05 2>"$TMPDIR/werr" | head -n 3 >"$TMPDIR/watch"
 [ "$(wc -l <"$TMPDIR/watch")" = 3 ] || fail "watch: expected 3 lines, got $(wc -l <"$TMPDIR/watch")"
