@@ -93,7 +93,10 @@ int cli_spawn(const char *const argv[])
 	block_forwarded(&old);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = forward;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	/* No SA_RESTART: the waits below loop on EINTR themselves, and under
+	 * TSan (which runs handlers when an intercepted call returns) a
+	 * restarted waitpid would never let the handler run. */
+	sa.sa_flags = SA_SIGINFO;
 	sigemptyset(&sa.sa_mask);
 	for (size_t i = 0; i < VR_ARRAY_LEN(forwarded); i++)
 		sigaction(forwarded[i], &sa, &saved[i]);

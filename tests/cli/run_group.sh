@@ -28,10 +28,14 @@ expect_grep "group's cap applies" err "different cap message"
 # The joiner's processes get the group's cap, not the one it asked for.
 [ "$(cat out)" = "shared 1073741824" ] || fail "the joiner's group and cap: '$(cat out)'"
 # And a program under it sees the group's 1 GiB, with no second warning.
-"$V" run --group shared --limit 2G -- "$VR_BUILD/libexec/vramctl-demo-app" >out 2>err
-expect_rc 0 $? "a program in the joined group"
-expect_grep "has 1 GiB in total" out "the group's cap applies to the joiner"
-[ "$(grep -c "group's cap applies\|different cap" err)" = 1 ] || fail "warned more than once: $(cat err)"
+if has_cap; then
+	"$V" run --group shared --limit 2G -- "$VR_BUILD/libexec/vramctl-demo-app" >out 2>err
+	rc=$?
+	expect_rc 0 $rc "a program in the joined group"
+	expect_grep "has 1 GiB in total" out "the group's cap applies to the joiner"
+	[ "$(grep -c "group's cap applies\|different cap" err)" = 1 ] ||
+		fail "warned more than once: $(cat err)"
+fi
 # The same cap: no message.
 "$V" run --group shared --limit 1G -- true 2>err
 expect_rc 0 $? "joining with the same cap"
