@@ -25,46 +25,29 @@
 #include <string.h>
 
 #include "common/contract.h"
+#include "common/nvml_api.h"
 #include "monitor/nvml.h"
 
-/* The few NVML values and layouts used here (nvml.h, driver 550). */
-typedef int nvml_ret;
-typedef void *nvml_dev;
-enum {
-	NVML_OK = 0,
-	NVML_ERR_INSUFFICIENT_SIZE = 7,
-};
-struct nvml_memory_v1 {
-	unsigned long long total, free, used;
-};
-struct nvml_memory_v2 {
-	unsigned int version;
-	unsigned long long total, reserved, free, used;
-};
-#define NVML_MEMORY_V2_VERSION ((unsigned int)(sizeof(struct nvml_memory_v2) | (2u << 24)))
-#define NVML_UUID_BUF          96
-#define NVML_NAME_BUF          96
-#define NVML_VERSION_BUF       80
-
-typedef nvml_ret (*fn_void)(void);
-typedef nvml_ret (*fn_count)(unsigned int *);
-typedef nvml_ret (*fn_handle)(unsigned int, nvml_dev *);
-typedef nvml_ret (*fn_text)(nvml_dev, char *, unsigned int);
-typedef nvml_ret (*fn_systext)(char *, unsigned int);
-typedef nvml_ret (*fn_mem)(nvml_dev, void *);
-typedef nvml_ret (*fn_procs)(nvml_dev, unsigned int *, void *);
-typedef const char *(*fn_errstr)(nvml_ret);
+/*
+ * The three process-list calls differ only in their entry layout, so they
+ * are called through one type taking an untyped buffer (see get_procs).
+ */
+typedef nvmlReturn_t (*procs_fn)(nvmlDevice_t, unsigned int *, void *);
+typedef nvmlReturn_t nvml_ret;
+typedef nvmlDevice_t nvml_dev;
 
 struct mon_nvml {
 	void *lib;
-	fn_void shutdown;
-	fn_count count;
-	fn_handle handle;
-	fn_text name, uuid;
-	fn_systext driver_version;
-	fn_mem mem_v1, mem_v2;
-	fn_procs procs_v3, procs_v2, procs_v1;
-	fn_errstr errstr;
+	vr_pfn_nvmlShutdown shutdown;
+	vr_pfn_nvmlDeviceGetCount_v2 count;
+	vr_pfn_nvmlDeviceGetHandleByIndex_v2 handle;
+	vr_pfn_nvmlDeviceGetName name;
+	vr_pfn_nvmlDeviceGetUUID uuid;
+	vr_pfn_nvmlSystemGetDriverVersion driver_version;
+	vr_pfn_nvmlDeviceGetMemoryInfo mem_v1;
+	vr_pfn_nvmlDeviceGetMemoryInfo_v2 mem_v2;
+	procs_fn procs_v3, procs_v2, procs_v1;
+	vr_pfn_nvmlErrorString errstr;
 };
 
 static void *sym(void *lib, const char *name)
@@ -96,25 +79,25 @@ int mon_nvml_open(const char *path, struct mon_nvml **out, char *err, size_t err
 		return -ENOMEM;
 	}
 	nv->lib = lib;
-	fn_void init = (fn_void)sym(lib, "nvmlInit_v2");
+	vr_pfn_nvmlInit_v2 init = (vr_pfn_nvmlInit_v2)sym(lib, "nvmlInit_v2");
 	if (!init)
-		init = (fn_void)sym(lib, "nvmlInit");
-	nv->shutdown = (fn_void)sym(lib, "nvmlShutdown");
-	nv->count = (fn_count)sym(lib, "nvmlDeviceGetCount_v2");
+		init = (vr_pfn_nvmlInit)sym(lib, "nvmlInit");
+	nv->shutdown = (vr_pfn_nvmlShutdown)sym(lib, "nvmlShutdown");
+	nv->count = (vr_pfn_nvmlDeviceGetCount_v2)sym(lib, "nvmlDeviceGetCount_v2");
 	if (!nv->count)
-		nv->count = (fn_count)sym(lib, "nvmlDeviceGetCount");
-	nv->handle = (fn_handle)sym(lib, "nvmlDeviceGetHandleByIndex_v2");
+		nv->count = (vr_pfn_nvmlDeviceGetCount)sym(lib, "nvmlDeviceGetCount");
+	nv->handle = (vr_pfn_nvmlDeviceGetHandleByIndex_v2)sym(lib, "nvmlDeviceGetHandleByIndex_v2");
 	if (!nv->handle)
-		nv->handle = (fn_handle)sym(lib, "nvmlDeviceGetHandleByIndex");
-	nv->name = (fn_text)sym(lib, "nvmlDeviceGetName");
-	nv->uuid = (fn_text)sym(lib, "nvmlDeviceGetUUID");
-	nv->driver_version = (fn_systext)sym(lib, "nvmlSystemGetDriverVersion");
-	nv->mem_v1 = (fn_mem)sym(lib, "nvmlDeviceGetMemoryInfo");
-	nv->mem_v2 = (fn_mem)sym(lib, "nvmlDeviceGetMemoryInfo_v2");
-	nv->procs_v3 = (fn_procs)sym(lib, "nvmlDeviceGetComputeRunningProcesses_v3");
-	nv->procs_v2 = (fn_procs)sym(lib, "nvmlDeviceGetComputeRunningProcesses_v2");
-	nv->procs_v1 = (fn_procs)sym(lib, "nvmlDeviceGetComputeRunningProcesses");
-	nv->errstr = (fn_errstr)sym(lib, "nvmlErrorString");
+		nv->handle = (vr_pfn_nvmlDeviceGetHandleByIndex)sym(lib, "nvmlDeviceGetHandleByIndex");
+	nv->name = (vr_pfn_nvmlDeviceGetName)sym(lib, "nvmlDeviceGetName");
+	nv->uuid = (vr_pfn_nvmlDeviceGetUUID)sym(lib, "nvmlDeviceGetUUID");
+	nv->driver_version = (vr_pfn_nvmlSystemGetDriverVersion)sym(lib, "nvmlSystemGetDriverVersion");
+	nv->mem_v1 = (vr_pfn_nvmlDeviceGetMemoryInfo)sym(lib, "nvmlDeviceGetMemoryInfo");
+	nv->mem_v2 = (vr_pfn_nvmlDeviceGetMemoryInfo_v2)sym(lib, "nvmlDeviceGetMemoryInfo_v2");
+	nv->procs_v3 = (procs_fn)sym(lib, "nvmlDeviceGetComputeRunningProcesses_v3");
+	nv->procs_v2 = (procs_fn)sym(lib, "nvmlDeviceGetComputeRunningProcesses_v2");
+	nv->procs_v1 = (procs_fn)sym(lib, "nvmlDeviceGetComputeRunningProcesses");
+	nv->errstr = (vr_pfn_nvmlErrorString)sym(lib, "nvmlErrorString");
 	if (!init || !nv->shutdown || !nv->count || !nv->handle) {
 		snprintf(err, errlen, "NVML unusable (%s lacks nvmlInit or device calls)", path);
 		dlclose(lib);
@@ -122,7 +105,7 @@ int mon_nvml_open(const char *path, struct mon_nvml **out, char *err, size_t err
 		return -ENOSYS;
 	}
 	nvml_ret r = init();
-	if (r != NVML_OK) {
+	if (r != NVML_SUCCESS) {
 		snprintf(err, errlen, "NVML failed to initialise: %s", errtext(nv, r));
 		dlclose(lib);
 		free(nv);
@@ -149,33 +132,33 @@ void mon_nvml_close(struct mon_nvml *nv)
  * the entry count and *buf a malloc'ed buffer (or NULL when n is 0).
  * Returns the NVML result.
  */
-static nvml_ret get_procs(fn_procs call, nvml_dev h, size_t stride, unsigned *n,
+static nvml_ret get_procs(procs_fn call, nvml_dev h, size_t stride, unsigned *n,
                           unsigned char **buf, size_t *buflen)
 {
 	*buf = NULL;
 	*n = 0;
 	unsigned want = 0;
 	nvml_ret r = call(h, &want, NULL);
-	if (r == NVML_OK)
-		return NVML_OK; /* no process */
-	for (int tries = 0; tries < 4 && r == NVML_ERR_INSUFFICIENT_SIZE; tries++) {
+	if (r == NVML_SUCCESS)
+		return NVML_SUCCESS; /* no process */
+	for (int tries = 0; tries < 4 && r == NVML_ERROR_INSUFFICIENT_SIZE; tries++) {
 		unsigned room = want + 8; /* the list may grow before the next call */
 		free(*buf);
 		*buflen = (size_t)room * stride;
 		*buf = malloc(*buflen);
 		if (!*buf)
-			return NVML_ERR_INSUFFICIENT_SIZE;
+			return NVML_ERROR_INSUFFICIENT_SIZE;
 		memset(*buf, PATTERN, *buflen);
 		want = room;
 		r = call(h, &want, *buf);
 	}
-	if (r != NVML_OK) {
+	if (r != NVML_SUCCESS) {
 		free(*buf);
 		*buf = NULL;
 		return r;
 	}
 	*n = want;
-	return NVML_OK;
+	return NVML_SUCCESS;
 }
 
 /* The stride _v3 really wrote: the smallest layout that covers the bytes it wrote. */
@@ -229,24 +212,24 @@ static int read_device_procs(struct mon_nvml *nv, nvml_dev h, struct mon_model *
 	nvml_ret r = -1;
 	if (nv->procs_v3) {
 		r = get_procs(nv->procs_v3, h, 32, &n, &buf, &len);
-		if (r == NVML_OK) {
+		if (r == NVML_SUCCESS) {
 			stride = buf ? probe_stride(buf, len, n) : 24;
 			snprintf(d->proc_api, sizeof(d->proc_api), "v3");
 		}
 	}
-	if (r != NVML_OK && nv->procs_v2) {
+	if (r != NVML_SUCCESS && nv->procs_v2) {
 		r = get_procs(nv->procs_v2, h, 24, &n, &buf, &len);
 		stride = 24;
-		if (r == NVML_OK)
+		if (r == NVML_SUCCESS)
 			snprintf(d->proc_api, sizeof(d->proc_api), "v2");
 	}
-	if (r != NVML_OK && nv->procs_v1) {
+	if (r != NVML_SUCCESS && nv->procs_v1) {
 		r = get_procs(nv->procs_v1, h, 16, &n, &buf, &len);
 		stride = 16;
-		if (r == NVML_OK)
+		if (r == NVML_SUCCESS)
 			snprintf(d->proc_api, sizeof(d->proc_api), "v1");
 	}
-	if (r != NVML_OK) {
+	if (r != NVML_SUCCESS) {
 		mon_model_note(m, "NVML could not list the processes on GPU %d: %s", d->index,
 		               (nv->procs_v3 || nv->procs_v2 || nv->procs_v1) ? errtext(nv, r)
 		                                                              : "no process call");
@@ -268,15 +251,15 @@ static int read_device_procs(struct mon_nvml *nv, nvml_dev h, struct mon_model *
 
 int mon_nvml_read(struct mon_nvml *nv, struct mon_model *m)
 {
-	char text[NVML_VERSION_BUF];
+	char text[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
 	m->valid |= MON_M_NVML;
-	if (nv->driver_version && nv->driver_version(text, sizeof(text)) == NVML_OK) {
+	if (nv->driver_version && nv->driver_version(text, sizeof(text)) == NVML_SUCCESS) {
 		mon_copy(m->driver_version, sizeof(m->driver_version), text);
 		m->valid |= MON_M_DRIVER;
 	}
 	unsigned count = 0;
 	nvml_ret r = nv->count(&count);
-	if (r != NVML_OK) {
+	if (r != NVML_SUCCESS) {
 		mon_model_note(m, "NVML could not count the GPUs: %s", errtext(nv, r));
 		return 0;
 	}
@@ -292,27 +275,29 @@ int mon_nvml_read(struct mon_nvml *nv, struct mon_model *m)
 		memset(d, 0, sizeof(*d));
 		d->index = (int)i;
 		r = nv->handle(i, &h);
-		if (r != NVML_OK) {
+		if (r != NVML_SUCCESS) {
 			mon_model_note(m, "NVML could not open GPU %u: %s", i, errtext(nv, r));
 			continue;
 		}
 		m->ndevs++;
 		d->valid |= MON_DEV_INDEX;
-		char buf[NVML_UUID_BUF > NVML_NAME_BUF ? NVML_UUID_BUF : NVML_NAME_BUF];
-		if (nv->uuid && nv->uuid(h, buf, NVML_UUID_BUF) == NVML_OK)
+		char buf[NVML_DEVICE_UUID_V2_BUFFER_SIZE > NVML_DEVICE_NAME_V2_BUFFER_SIZE
+			 ? NVML_DEVICE_UUID_V2_BUFFER_SIZE
+			 : NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+		if (nv->uuid && nv->uuid(h, buf, NVML_DEVICE_UUID_V2_BUFFER_SIZE) == NVML_SUCCESS)
 			snprintf(d->uuid, sizeof(d->uuid), "%s", buf);
-		if (nv->name && nv->name(h, buf, NVML_NAME_BUF) == NVML_OK) {
+		if (nv->name && nv->name(h, buf, NVML_DEVICE_NAME_V2_BUFFER_SIZE) == NVML_SUCCESS) {
 			snprintf(d->name, sizeof(d->name), "%s", buf);
 			d->valid |= MON_DEV_NAME;
 		}
-		struct nvml_memory_v2 m2 = {.version = NVML_MEMORY_V2_VERSION};
-		struct nvml_memory_v1 m1;
-		if (nv->mem_v2 && nv->mem_v2(h, &m2) == NVML_OK) {
+		nvmlMemory_v2_t m2 = {.version = nvmlMemory_v2};
+		nvmlMemory_t m1;
+		if (nv->mem_v2 && nv->mem_v2(h, &m2) == NVML_SUCCESS) {
 			d->total = m2.total;
 			d->used = m2.used;
 			d->free = m2.free;
 			d->valid |= MON_DEV_MEMORY;
-		} else if (nv->mem_v1 && nv->mem_v1(h, &m1) == NVML_OK) {
+		} else if (nv->mem_v1 && nv->mem_v1(h, &m1) == NVML_SUCCESS) {
 			d->total = m1.total;
 			d->used = m1.used;
 			d->free = m1.free;
