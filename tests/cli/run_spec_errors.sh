@@ -72,6 +72,18 @@ expect_rc 125 $? "bad group name"
 expect_grep "'bad/name'" err "bad group name"
 [ ! -e marker ] || fail "a refused run ran its command"
 
+# No driver can be loaded: a cap for every device still runs (the library
+# applies it once the program loads a driver); a device cannot be checked,
+# so an item naming one is refused.
+rm -f marker
+VRAMCTL_DRIVER=$PWD/no-such-driver.so "$V" run --limit 0=1G -- touch marker 2>err
+expect_rc 125 $? "a device without a driver"
+expect_grep "cannot check device '0'" err "a device without a driver"
+[ ! -e marker ] || fail "a device without a driver: the command ran"
+VRAMCTL_DRIVER=$PWD/no-such-driver.so "$V" run --limit 1G -- touch marker 2>err
+expect_rc 0 $? "a cap for every device without a driver"
+[ -e marker ] || fail "a cap for every device without a driver did not run: $(cat err)"
+
 # Good specs do run (so the checks above are not vacuous).
 for spec in 1G 1.5g 512MiB 50% 0=1G 0=4G,1=50% 100%; do
 	case $spec in *1=*) sim_only || continue ;; esac
