@@ -46,6 +46,12 @@ if sim_only; then
 	[ "$got" = "$UUID1=1073741824" ] || fail "index after CUDA_VISIBLE_DEVICES: '$got'"
 	CUDA_VISIBLE_DEVICES=1 "$V" run --limit 1=1G -- true 2>err
 	expect_rc 125 $? "device 1 hidden by CUDA_VISIBLE_DEVICES"
+	# The cap follows the physical GPU into a child that renumbers it.
+	if has_cap; then
+		"$V" run --limit 1=2G -- env CUDA_VISIBLE_DEVICES=1 \
+			"$VR_BUILD/libexec/vramctl-demo-app" >out 2>&1
+		expect_grep "GPU 0 has 2 GiB in total" out "cap of device 1 seen as device 0"
+	fi
 fi
 
 # VRAMCTL_GROUP: a new group per run, or the one named.
