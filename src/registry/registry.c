@@ -713,8 +713,9 @@ int vr_join(const struct vr_join_opts *opts, vr_member **out, int *spec_differs,
 		           sizeof(h->limit_spec));
 		h->epoch++;
 	} else if (spec_differs) {
-		*spec_differs =
-		    strcmp(h->limit_spec, opts->limit_spec ? opts->limit_spec : "") != 0;
+		char mine[VR_SPEC_MAX]; /* compared as stored: truncated alike */
+		vr_strlcpy(mine, opts->limit_spec ? opts->limit_spec : "", sizeof(mine));
+		*spec_differs = strcmp(h->limit_spec, mine) != 0;
 	}
 	uint64_t inc = s->incarnation + 1;
 	STORE64(&s->incarnation, inc);

@@ -97,6 +97,16 @@ static void test_reserve_release(void)
 	vr_leave(m3);
 	vr_leave(m);
 	vr_leave(NULL);
+
+	/* A spec longer than the room for it is compared as stored. */
+	char longspec[300];
+	memset(longspec, '7', sizeof(longspec) - 1);
+	longspec[sizeof(longspec) - 1] = '\0';
+	vr_member *l1 = join("longspec", longspec, 0, &differs);
+	vr_member *l2 = join("longspec", longspec, 0, &differs);
+	ASSERT_EQ(differs, 0);
+	vr_leave(l2);
+	vr_leave(l1);
 	vr_forget(NULL);
 }
 
