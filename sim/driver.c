@@ -12,12 +12,9 @@
 #include "common/compiler.h"
 
 #include <errno.h>
-#include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 struct sim_state g_sim = {.mu = PTHREAD_MUTEX_INITIALIZER};
