@@ -1,7 +1,7 @@
 /*
  * driver.c - the simulated driver's entry points, devices, contexts, streams,
- * cuGetProcAddress, error strings and the test controls (faults, slow calls,
- * stop points). Memory lives in mem.c.
+ * cuGetProcAddress and error strings. Memory lives in mem.c, the test
+ * controls (faults, slow calls, stop points) in rules.c.
  *
  * Every exported function is generated from VR_CUDA_FUNCS: it runs the test
  * controls for its own name, then calls simi_<name>. So every entry point can
