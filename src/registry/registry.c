@@ -33,6 +33,8 @@ struct vr_member {
 	struct vr_region_hdr *hdr;
 	struct vr_slot *slot;
 	int fd;
+	dev_t st_dev; /* the region file, to know our fd is still ours */
+	ino_t st_ino;
 	uint32_t slot_idx;
 	uint64_t incarnation;
 	_Atomic uint64_t max_wait_ns;
@@ -647,6 +649,11 @@ int vr_join(const struct vr_join_opts *opts, vr_member **out, int *spec_differs,
 	}
 	m->hdr = map;
 	m->fd = fd;
+	struct stat mst;
+	if (fstat(fd, &mst) == 0) {
+		m->st_dev = mst.st_dev;
+		m->st_ino = mst.st_ino;
+	}
 	struct vr_region_hdr *h = m->hdr;
 
 	struct proc_info pi;
@@ -747,6 +754,19 @@ fail:
 	return rc;
 }
 
+/* 1 if m->fd is still our descriptor: the program may have closed it and
+ * the number may now belong to another file, or to another member's open
+ * of the same file. Call while our mapping (hence our lock) still exists. */
+static int fd_is_ours(vr_member *m)
+{
+	struct stat st;
+	if (fstat(m->fd, &st) != 0 || st.st_dev != m->st_dev || st.st_ino != m->st_ino)
+		return 0;
+	/* Same file; same open file description? Through ours, our own slot
+	 * lock does not conflict; through another member's, it does. */
+	return slot_alive(m->fd, m->slot_idx) == 0;
+}
+
 void vr_leave(vr_member *m)
 {
 	if (!m)
@@ -760,8 +780,11 @@ void vr_leave(vr_member *m)
 		}
 		region_unlock(m);
 	}
+	int ours = fd_is_ours(m);
+	/* The OFD lock goes with the last reference: the fd and the mapping. */
 	munmap(m->hdr, VR_REGION_SIZE);
-	close(m->fd); /* the kernel drops our liveness locks with the last reference */
+	if (ours)
+		close(m->fd);
 	free(m);
 }
 
@@ -771,8 +794,10 @@ void vr_forget(vr_member *m)
 		return;
 	/* The open file description, and with it the OFD lock, stays the
 	 * parent's: closing our copy of the fd releases nothing of it. */
+	int ours = fd_is_ours(m);
 	munmap(m->hdr, VR_REGION_SIZE);
-	close(m->fd);
+	if (ours)
+		close(m->fd);
 	free(m);
 }
 
@@ -855,30 +880,28 @@ int vr_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use)
 	if (VR_LIKELY(rc == 0))
 		return 0;
 
-	/* Before anyone is denied, give back what dead members held. */
-	if (reclaim_dead(m) > 0) {
-		rc = region_lock(m);
-		if (rc < 0)
-			return rc;
-		rc = try_reserve_locked(m, dev, bytes, in_use);
-		if (rc == 0) {
-			region_unlock(m);
-			return 0;
-		}
-	} else {
-		rc = region_lock(m);
-		if (rc < 0)
-			return rc;
+	/* Before anyone is denied, give back what dead members held, then try
+	 * once more (live members may also have freed some meanwhile). */
+	reclaim_dead(m);
+	rc = region_lock(m);
+	if (rc < 0)
+		return rc;
+	if (!slot_ours(m)) {
+		region_unlock(m);
+		return -ESTALE;
 	}
-	if (slot_ours(m)) {
-		struct vr_region_hdr *h = m->hdr;
-		books_begin(h);
-		m->slot->dev[dev].denied_count++;
-		m->slot->dev[dev].last_denied = bytes;
-		if (in_use)
-			*in_use = h->dev[dev].in_use;
-		books_end(h);
+	rc = try_reserve_locked(m, dev, bytes, in_use);
+	if (rc == 0) {
+		region_unlock(m);
+		return 0;
 	}
+	struct vr_region_hdr *h = m->hdr;
+	books_begin(h);
+	m->slot->dev[dev].denied_count++;
+	m->slot->dev[dev].last_denied = bytes;
+	if (in_use)
+		*in_use = h->dev[dev].in_use;
+	books_end(h);
 	region_unlock(m);
 	return -ENOSPC;
 }

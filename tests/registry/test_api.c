@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "registry/registry.h"
@@ -275,6 +276,54 @@ static void test_names_remove_default_dir(void)
 	setenv("VRAMCTL_REGISTRY_DIR", dir, 1);
 }
 
+/* Counts this process's descriptors whose target contains text. */
+static int count_fds(const char *text, int close_them)
+{
+	int n = 0;
+	for (int fd = 3; fd < 1024; fd++) {
+		char link[64], target[4096];
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		ssize_t len = readlink(link, target, sizeof(target) - 1);
+		if (len <= 0)
+			continue;
+		target[len] = '\0';
+		if (strstr(target, text)) {
+			n++;
+			if (close_them)
+				close(fd);
+		}
+	}
+	return n;
+}
+
+/* The program closes our descriptor behind our back. The member's mapping
+ * still references the open file description, so its liveness lock stays:
+ * nobody reclaims a live member's slot. And at leave we do not close a
+ * descriptor number that now belongs to someone else. */
+static void test_fd_closed_by_program(void)
+{
+	vr_member *keeper = join("stale-fd", "1000", 0, NULL); /* region under a temp name */
+	ASSERT_EQ(vr_device(keeper, uuid0, 1000, NULL), 0);
+	vr_member *m = join("stale-fd", "1000", 0, NULL);
+	ASSERT_EQ(vr_device(m, uuid0, 1000, NULL), 0);
+	ASSERT_EQ(vr_reserve(m, 0, 100, NULL), 0);
+	ASSERT_EQ(count_fds("/stale-fd.vrg", 1), 1);          /* m's, closed */
+	vr_member *other = join("stale-fd", "1000", 0, NULL); /* may reuse the number */
+	ASSERT_EQ(vr_reclaim(other), 0);
+	ASSERT_EQ(vr_reserve(m, 0, 10, NULL), 0);
+	struct vr_books_sample s;
+	ASSERT_EQ(vr_sample(other, 0, &s), 0);
+	ASSERT_UEQ(s.in_use, 110);
+	ASSERT_EQ(s.used_slots, 3);
+	vr_leave(m);
+	ASSERT_EQ(count_fds("/stale-fd.vrg", 0), 1); /* other's is intact */
+	ASSERT_EQ(vr_sample(other, 0, &s), 0);
+	ASSERT_UEQ(s.in_use, 0);
+	ASSERT_EQ(s.used_slots, 2);
+	vr_leave(other);
+	vr_leave(keeper);
+}
+
 int main(void)
 {
 	dir = getenv("VRAMCTL_REGISTRY_DIR");
@@ -285,6 +334,7 @@ int main(void)
 	test_forget_keeps_parent();
 	test_stale_and_fresh();
 	test_names_remove_default_dir();
+	test_fd_closed_by_program();
 	printf("ok\n");
 	return 0;
 }
