@@ -57,6 +57,9 @@ void vr_leave(vr_member *m);
  * In a child after fork(): drops the inherited membership without touching
  * the parent's slot (unmaps and frees only). The child joins anew if it
  * needs to. Safe on NULL; async-signal-safe apart from free().
+ * Until a child forgets (or execs), its inherited mapping keeps the
+ * parent's slot alive even after the parent dies: call it in the
+ * pthread_atfork child handler.
  */
 void vr_forget(vr_member *m);
 
