@@ -72,7 +72,7 @@ include $(sort $(wildcard src/*/module.mk sim/module.mk tests/module.mk bench/mo
 build-all: $(ALL_TARGETS)
 
 test: build-all $(TESTS)
-	@tests/run --build $(O) --driver $(DRIVER) $(TESTS) $(TEST_SCRIPTS)
+	@tests/run --build $(O) --driver $(DRIVER) $(if $(T),--filter "$(T)") $(TESTS) $(TEST_SCRIPTS)
 
 # The README's test command: every build variant's suite (tests/check).
 check:
