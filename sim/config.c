@@ -1,6 +1,6 @@
 /*
  * config.c - the simulated GPU's configuration, read once from the
- * environment (docs/notes/sim.md lists every variable). A bad value gives one
+ * environment (docs/architecture.md, "The simulated GPU", lists every variable). A bad value gives one
  * message on stderr and the default is kept: the simulator never crashes on
  * its input.
  */

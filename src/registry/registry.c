@@ -1,6 +1,6 @@
 /*
  * registry.c - joining a group's region, and the books every allocation goes
- * through. See region.h for the layout and docs/notes/registry.md for why.
+ * through. See region.h for the layout and docs/architecture.md, "The shared registry" for why.
  *
  * Locking: one robust process-shared mutex per region, held for a few loads
  * and stores only (never across a system call on the hot path, never across

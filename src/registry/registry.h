@@ -41,7 +41,7 @@ struct vr_join_opts {
  * member (fresh or not) resets the region (caps, spec, peaks), so an
  * earlier run's cap never applies. With opts->fresh, a group that has a
  * live member is refused with -EEXIST (a name collision).
- * Refusals of a tampered registry (docs/notes/registry.md): -ELOOP
+ * Refusals of a tampered registry (docs/architecture.md, "The shared registry"): -ELOOP
  * (symlink), -EINVAL (not a regular file, bad group name), -EBADMSG
  * (truncated, garbage, corrupt), -EPROTONOSUPPORT (other region version),
  * -EPERM (another user's file or directory, or one open to others),
