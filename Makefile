@@ -57,7 +57,7 @@ ALL_TARGETS :=
 TESTS :=
 TEST_SCRIPTS :=
 
-.PHONY: all test check demo clean format
+.PHONY: all test check demo clean format install
 # Keep intermediate objects: they are reused by several links.
 .SECONDARY:
 all: build-all
@@ -77,6 +77,22 @@ test: build-all $(TESTS)
 # The README's test command: every build variant's suite (tests/check).
 check:
 	@tests/check
+
+# Installed layout (what vramctl looks for beside itself):
+#   $(PREFIX)/bin/vramctl
+#   $(PREFIX)/lib/vramctl/libvramctl.so        the injected library
+#   $(PREFIX)/lib/vramctl/sim/                  the simulated GPU, for the demo
+#   $(PREFIX)/libexec/vramctl/vramctl-demo-app
+#   $(PREFIX)/share/man/man1/vramctl*.1
+PREFIX ?= /usr/local
+install: build-all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/vramctl/sim \
+		$(DESTDIR)$(PREFIX)/libexec/vramctl $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 0755 $(VRAMCTL) $(DESTDIR)$(PREFIX)/bin/vramctl
+	install -m 0755 $(HOOK_LIB) $(DESTDIR)$(PREFIX)/lib/vramctl/libvramctl.so
+	install -m 0755 $(SIM_CUDA) $(SIM_NVML) $(DESTDIR)$(PREFIX)/lib/vramctl/sim/
+	install -m 0755 $(O)/libexec/vramctl-demo-app $(DESTDIR)$(PREFIX)/libexec/vramctl/
+	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
