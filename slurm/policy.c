@@ -5,25 +5,12 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
-#include "common/compiler.h"
 #include "common/size.h"
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...) VR_PRINTF(3, 4);
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
+#include "common/text.h"
 
 static int copy_text(char *dst, size_t len, const char *src)
 {
@@ -66,28 +53,28 @@ int vr_slurm_parse_args(int argc, char *const argv[], struct vr_slurm_conf *conf
 		size_t klen = eq ? (size_t)(eq - a) : strlen(a);
 
 		if (!eq || klen == 0) {
-			seterr(err, errlen, "argument '%s' is not KEY=VALUE", a);
+			vr_seterr(err, errlen, "argument '%s' is not KEY=VALUE", a);
 			return -EINVAL;
 		}
 		if (klen == 3 && !strncmp(a, "lib", 3)) {
 			if (v[0] != '/' || copy_text(c.lib, sizeof(c.lib), v)) {
-				seterr(err, errlen, "lib=%s: need an absolute path", v);
+				vr_seterr(err, errlen, "lib=%s: need an absolute path", v);
 				return -EINVAL;
 			}
 		} else if (klen == 7 && !strncmp(a, "default", 7)) {
 			if (vr_parse_limits(v, &limits, why, sizeof(why)) ||
 			    copy_text(c.default_spec, sizeof(c.default_spec), v)) {
-				seterr(err, errlen, "default=%s: %s", v, why);
+				vr_seterr(err, errlen, "default=%s: %s", v, why);
 				return -EINVAL;
 			}
 		} else if (klen == 15 && !strncmp(a, "bytes_per_shard", 15)) {
 			if (vr_parse_size(v, &c.bytes_per_shard, why, sizeof(why))) {
-				seterr(err, errlen, "bytes_per_shard=%s: %s", v, why);
+				vr_seterr(err, errlen, "bytes_per_shard=%s: %s", v, why);
 				return -EINVAL;
 			}
 		} else if (klen == 12 && !strncmp(a, "allow_optout", 12)) {
 			if (parse_bool(v, &c.allow_optout)) {
-				seterr(err, errlen, "allow_optout=%s: use yes or no", v);
+				vr_seterr(err, errlen, "allow_optout=%s: use yes or no", v);
 				return -EINVAL;
 			}
 		} else if (klen == 12 && !strncmp(a, "registry_dir", 12)) {
@@ -95,17 +82,17 @@ int vr_slurm_parse_args(int argc, char *const argv[], struct vr_slurm_conf *conf
 
 			if (v[0] != '/' || copy_text(c.registry_dir, sizeof(c.registry_dir), v) ||
 			    vr_slurm_registry_dir(v, 0, probe, sizeof(probe))) {
-				seterr(
+				vr_seterr(
 				    err, errlen,
 				    "registry_dir=%s: need an absolute path (%%u: the job's uid)",
 				    v);
 				return -EINVAL;
 			}
 		} else {
-			seterr(err, errlen,
-			       "unknown argument '%s' (known: lib, default, bytes_per_shard, "
-			       "allow_optout, registry_dir)",
-			       a);
+			vr_seterr(err, errlen,
+			          "unknown argument '%s' (known: lib, default, bytes_per_shard, "
+			          "allow_optout, registry_dir)",
+			          a);
 			return -EINVAL;
 		}
 	}
@@ -122,16 +109,16 @@ int vr_slurm_check_value(const char *value, const struct vr_slurm_conf *conf, ch
 	if (!strcasecmp(value, VR_SLURM_OPTOUT)) {
 		if (conf->allow_optout)
 			return 0;
-		seterr(err, errlen, "--gpu-mem=%s: this cluster does not allow jobs without a cap",
-		       value);
+		vr_seterr(err, errlen,
+		          "--gpu-mem=%s: this cluster does not allow jobs without a cap", value);
 		return -EINVAL;
 	}
 	if (vr_parse_limits(value, &limits, why, sizeof(why))) {
-		seterr(err, errlen, "--gpu-mem=%s: %s", value, why);
+		vr_seterr(err, errlen, "--gpu-mem=%s: %s", value, why);
 		return -EINVAL;
 	}
 	if (strlen(value) >= VR_SLURM_TEXT_MAX) {
-		seterr(err, errlen, "--gpu-mem: value too long");
+		vr_seterr(err, errlen, "--gpu-mem: value too long");
 		return -EINVAL;
 	}
 	return 0;

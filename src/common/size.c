@@ -6,24 +6,12 @@
 #include "common/size.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #include "common/compiler.h"
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...) VR_PRINTF(3, 4);
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
+#include "common/text.h"
 
 static int lower(int c)
 {
@@ -58,8 +46,8 @@ static int unit_shift(const char *s, size_t n)
 		const char *a, *b, *c;
 		int shift;
 	} units[] = {
-		{"b", "b", "b", 0},        {"k", "kb", "kib", 10}, {"m", "mb", "mib", 20},
-		{"g", "gb", "gib", 30},    {"t", "tb", "tib", 40},
+	    {"b", "b", "b", 0},     {"k", "kb", "kib", 10}, {"m", "mb", "mib", 20},
+	    {"g", "gb", "gib", 30}, {"t", "tb", "tib", 40},
 	};
 
 	if (n == 0)
@@ -143,23 +131,23 @@ static int parse_size_n(const char *s, size_t n, uint64_t *out, char *err, size_
 		start++;
 	n = trimmed_len(s, n);
 	if (start >= n) {
-		seterr(err, errlen, "empty size");
+		vr_seterr(err, errlen, "empty size");
 		return -EINVAL;
 	}
 	if (s[start] == '-') {
-		seterr(err, errlen, "'%s': a size cannot be negative", text);
+		vr_seterr(err, errlen, "'%s': a size cannot be negative", text);
 		return -EINVAL;
 	}
 	if (s[start] == '+')
 		start++;
 	used = parse_decimal(s + start, &whole, &frac);
 	if (used < 0) {
-		seterr(err, errlen, "'%s': too large", text);
+		vr_seterr(err, errlen, "'%s': too large", text);
 		return -ERANGE;
 	}
 	if (used == 0) {
-		seterr(err, errlen, "'%s': not a size (expected a number and a unit, e.g. 4G)",
-		       text);
+		vr_seterr(err, errlen, "'%s': not a size (expected a number and a unit, e.g. 4G)",
+		          text);
 		return -EINVAL;
 	}
 	start += (size_t)used;
@@ -167,16 +155,17 @@ static int parse_size_n(const char *s, size_t n, uint64_t *out, char *err, size_
 		start++;
 	shift = unit_shift(s + start, n - start);
 	if (shift < 0) {
-		seterr(err, errlen, "'%s': unknown unit '%.*s' (use B, K, M, G or T, powers of 1024)",
-		       text, (int)(n - start), s + start);
+		vr_seterr(err, errlen,
+		          "'%s': unknown unit '%.*s' (use B, K, M, G or T, powers of 1024)", text,
+		          (int)(n - start), s + start);
 		return -EINVAL;
 	}
 	if (scale_bytes(whole, frac, shift, &bytes) < 0) {
-		seterr(err, errlen, "'%s': too large", text);
+		vr_seterr(err, errlen, "'%s': too large", text);
 		return -ERANGE;
 	}
 	if (bytes == 0) {
-		seterr(err, errlen, "'%s': a cap must be more than zero bytes", text);
+		vr_seterr(err, errlen, "'%s': a cap must be more than zero bytes", text);
 		return -EINVAL;
 	}
 	*out = bytes;
@@ -186,7 +175,7 @@ static int parse_size_n(const char *s, size_t n, uint64_t *out, char *err, size_
 int vr_parse_size(const char *text, uint64_t *out, char *err, size_t errlen)
 {
 	if (!text) {
-		seterr(err, errlen, "empty size");
+		vr_seterr(err, errlen, "empty size");
 		return -EINVAL;
 	}
 	return parse_size_n(text, strlen(text), out, err, errlen);
@@ -207,20 +196,21 @@ static int parse_amount(const char *s, size_t n, struct vr_limit *l, char *err, 
 		while (start < end && is_space(s[start]))
 			start++;
 		if (start < end && s[start] == '-') {
-			seterr(err, errlen, "'%s': a percentage cannot be negative", text);
+			vr_seterr(err, errlen, "'%s': a percentage cannot be negative", text);
 			return -EINVAL;
 		}
 		used = parse_decimal(s + start, &whole, &frac);
-		if (used <= 0 || trimmed_len(s + start + used, end - 1 - start - (size_t)used) != 0) {
-			seterr(err, errlen, "'%s': not a percentage (expected e.g. 50%%)", text);
+		if (used <= 0 ||
+		    trimmed_len(s + start + used, end - 1 - start - (size_t)used) != 0) {
+			vr_seterr(err, errlen, "'%s': not a percentage (expected e.g. 50%%)", text);
 			return -EINVAL;
 		}
 		if (whole > 100 || (whole == 100 && frac > 0)) {
-			seterr(err, errlen, "'%s': more than 100%%", text);
+			vr_seterr(err, errlen, "'%s': more than 100%%", text);
 			return -ERANGE;
 		}
 		if (whole == 0 && frac == 0) {
-			seterr(err, errlen, "'%s': a cap must be more than 0%%", text);
+			vr_seterr(err, errlen, "'%s': a cap must be more than 0%%", text);
 			return -EINVAL;
 		}
 		l->is_percent = 1;
@@ -260,7 +250,7 @@ int vr_parse_limits(const char *spec, struct vr_limits *out, char *err, size_t e
 	const char *p;
 
 	if (!spec || !*spec) {
-		seterr(err, errlen, "empty limit");
+		vr_seterr(err, errlen, "empty limit");
 		return -EINVAL;
 	}
 	memset(&res, 0, sizeof(res));
@@ -276,7 +266,7 @@ int vr_parse_limits(const char *spec, struct vr_limits *out, char *err, size_t e
 		memset(&l, 0, sizeof(l));
 		snprintf(item, sizeof(item), "%.*s", (int)(n < 80 ? n : 80), p);
 		if (trimmed_len(p, n) == 0) {
-			seterr(err, errlen, "'%s': empty item in the limit list", spec);
+			vr_seterr(err, errlen, "'%s': empty item in the limit list", spec);
 			return -EINVAL;
 		}
 		if (eq) {
@@ -289,10 +279,10 @@ int vr_parse_limits(const char *spec, struct vr_limits *out, char *err, size_t e
 			}
 			dn = trimmed_len(d, dn);
 			if (!valid_dev(d, dn) || dn >= VR_DEV_TEXT_MAX) {
-				seterr(err, errlen,
-				       "'%s': '%.*s' is not a device (an index such as 0, or a "
-				       "UUID such as GPU-...)",
-				       item, (int)dn, d);
+				vr_seterr(err, errlen,
+				          "'%s': '%.*s' is not a device (an index such as 0, or a "
+				          "UUID such as GPU-...)",
+				          item, (int)dn, d);
 				return -EINVAL;
 			}
 			memcpy(l.dev, d, dn);
@@ -305,14 +295,14 @@ int vr_parse_limits(const char *spec, struct vr_limits *out, char *err, size_t e
 			return rc;
 		for (int i = 0; i < res.count; i++) {
 			if (strcasecmp(res.item[i].dev, l.dev) == 0) {
-				seterr(err, errlen, "'%s': %s given more than once", item,
-				       l.dev[0] ? "device" : "the cap for every device");
+				vr_seterr(err, errlen, "'%s': %s given more than once", item,
+				          l.dev[0] ? "device" : "the cap for every device");
 				return -EINVAL;
 			}
 		}
 		if (res.count == VR_MAX_LIMITS) {
-			seterr(err, errlen, "too many items in the limit list (at most %d)",
-			       VR_MAX_LIMITS);
+			vr_seterr(err, errlen, "too many items in the limit list (at most %d)",
+			          VR_MAX_LIMITS);
 			return -E2BIG;
 		}
 		res.item[res.count++] = l;
@@ -334,7 +324,7 @@ static uint64_t percent_of(uint64_t total, double percent)
 }
 
 int vr_limits_cap_for(const struct vr_limits *l, int index, const char *uuid_text,
-		      uint64_t physical_total, uint64_t *cap)
+                      uint64_t physical_total, uint64_t *cap)
 {
 	const struct vr_limit *hit = NULL, *all = NULL;
 	char idx[16];
@@ -346,7 +336,7 @@ int vr_limits_cap_for(const struct vr_limits *l, int index, const char *uuid_tex
 		if (!it->dev[0])
 			all = it;
 		else if ((index >= 0 && strcmp(it->dev, idx) == 0) ||
-			 (uuid_text && strcasecmp(it->dev, uuid_text) == 0))
+		         (uuid_text && strcasecmp(it->dev, uuid_text) == 0))
 			hit = it;
 	}
 	if (!hit)
@@ -374,7 +364,7 @@ char *vr_format_size(uint64_t bytes, char *buf, size_t len)
 
 		if (tenth)
 			snprintf(buf, len, "%llu.%llu %s", (unsigned long long)whole,
-				 (unsigned long long)tenth, names[u]);
+			         (unsigned long long)tenth, names[u]);
 		else
 			snprintf(buf, len, "%llu %s", (unsigned long long)whole, names[u]);
 	}
@@ -386,9 +376,9 @@ char *vr_format_uuid(const unsigned char uuid[16], char *buf, size_t len)
 	const unsigned char *u = uuid;
 
 	snprintf(buf, len,
-		 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
-		 u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
-		 u[14], u[15]);
+	         "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+	         u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+	         u[14], u[15]);
 	return buf;
 }
 
