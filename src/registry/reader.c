@@ -617,12 +617,9 @@ int vramctl_snapshot_take(const char *dir, struct vramctl_snapshot **out)
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
-	if (!dir || !*dir) {
-		int rc = vr_default_dir(dirbuf, sizeof(dirbuf));
-		if (rc < 0)
-			return rc;
-		dir = dirbuf;
-	}
+	int rc = vr_dir_or_default(&dir, dirbuf, sizeof(dirbuf));
+	if (rc < 0)
+		return rc;
 	struct vramctl_snapshot *snap = calloc(1, sizeof(*snap));
 	if (!snap)
 		return -ENOMEM;
@@ -647,7 +644,7 @@ int vramctl_snapshot_take(const char *dir, struct vramctl_snapshot **out)
 	struct growbuf procs = {.elem = sizeof(struct vramctl_proc)};
 	struct growbuf starts = {.elem = sizeof(uint64_t)};
 	struct user_cache uc = {.n = 0};
-	int rc = 0, need_scan = 0;
+	int need_scan = 0; /* rc is 0 here */
 	struct dirent *e;
 	struct lock_table locks;
 	lock_table_read(&locks);

@@ -604,13 +604,10 @@ int vr_join(const struct vr_join_opts *opts, vr_member **out, int *spec_differs,
 	}
 	pthread_once(&test_env_once, read_test_env);
 	const char *dir = opts->dir;
-	if (!dir || !*dir) {
-		rc = vr_default_dir(dirbuf, sizeof(dirbuf));
-		if (rc < 0) {
-			vr_errf(err, errlen, "registry directory path too long");
-			return rc;
-		}
-		dir = dirbuf;
+	rc = vr_dir_or_default(&dir, dirbuf, sizeof(dirbuf));
+	if (rc < 0) {
+		vr_errf(err, errlen, "registry directory path too long");
+		return rc;
 	}
 	snprintf(name, sizeof(name), "%s.vrg", opts->group);
 
@@ -1015,17 +1012,14 @@ int vr_group_remove(const char *dir, const char *group)
 	char name[VR_GROUP_MAX + 8];
 	if (!vr_group_name_ok(group))
 		return -EINVAL;
-	if (!dir || !*dir) {
-		int rc = vr_default_dir(dirbuf, sizeof(dirbuf));
-		if (rc < 0)
-			return rc;
-		dir = dirbuf;
-	}
+	int rc = vr_dir_or_default(&dir, dirbuf, sizeof(dirbuf));
+	if (rc < 0)
+		return rc;
 	int dfd = open_registry_dir(dir, 0, NULL, 0);
 	if (dfd < 0)
 		return dfd;
 	snprintf(name, sizeof(name), "%s.vrg", group);
-	int rc = unlinkat(dfd, name, 0) < 0 ? -errno : 0;
+	rc = unlinkat(dfd, name, 0) < 0 ? -errno : 0;
 	close(dfd);
 	return rc;
 }
@@ -1047,5 +1041,16 @@ int vr_default_dir(char *buf, size_t len)
 		buf[0] = '\0';
 		return -ENAMETOOLONG;
 	}
+	return 0;
+}
+
+int vr_dir_or_default(const char **dir, char *buf, size_t len)
+{
+	if (*dir && **dir)
+		return 0;
+	int rc = vr_default_dir(buf, len);
+	if (rc < 0)
+		return rc;
+	*dir = buf;
 	return 0;
 }

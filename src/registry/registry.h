@@ -130,4 +130,9 @@ int vr_slot_index(const vr_member *m);
  * $XDG_RUNTIME_DIR/vramctl, else /tmp/vramctl-<uid>. Writes into buf. */
 int vr_default_dir(char *buf, size_t len);
 
+/* Resolves a caller's registry directory: a NULL or empty *dir becomes
+ * vr_default_dir() written into buf, with *dir pointed at buf. Returns 0, or
+ * a negative errno with *dir untouched. */
+int vr_dir_or_default(const char **dir, char *buf, size_t len);
+
 #endif /* VRAMCTL_REGISTRY_H */
