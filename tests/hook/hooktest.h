@@ -134,6 +134,42 @@ static inline CUdevice ht_ctx(void)
 	return dev;
 }
 
+/* Device 0's physical total as the driver reports it: for the parent, which
+ * runs without the library. */
+static inline uint64_t ht_total(void)
+{
+	CUdevice dev;
+	size_t total;
+	ASSERT_CU(cuInit(0), CUDA_SUCCESS);
+	ASSERT_CU(cuDeviceGet(&dev, 0), CUDA_SUCCESS);
+	ASSERT_CU(cuDeviceTotalMem_v2(&total, dev), CUDA_SUCCESS);
+	return total;
+}
+
+/* dev's UUID as NVML and VRAMCTL_LIMIT write it ("GPU-xxxxxxxx-..."). */
+static inline void ht_uuid_text(CUdevice dev, char *text, size_t len)
+{
+	CUuuid u;
+	ASSERT_CU(cuDeviceGetUuid(&u, dev), CUDA_SUCCESS);
+	const unsigned char *b = (const unsigned char *)u.bytes;
+	snprintf(text, len,
+	         "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+	         b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+	         b[14], b[15]);
+}
+
+/* Initialises NVML and returns the handle of the card that is dev (found by
+ * UUID: NVML numbers the cards its own way). */
+static inline nvmlDevice_t ht_nvml_dev(CUdevice dev)
+{
+	char text[64];
+	nvmlDevice_t n;
+	ht_uuid_text(dev, text, sizeof text);
+	ASSERT_CU(nvmlInit_v2(), NVML_SUCCESS);
+	ASSERT_CU(nvmlDeviceGetHandleByUUID(text, &n), NVML_SUCCESS);
+	return n;
+}
+
 static inline uint64_t ht_env_u64(const char *name)
 {
 	const char *v = getenv(name);

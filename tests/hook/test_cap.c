@@ -11,22 +11,6 @@
  */
 #include "hooktest.h"
 
-static nvmlDevice_t nvml_dev0(CUdevice dev)
-{
-	CUuuid u;
-	char text[64];
-	nvmlDevice_t n;
-	ASSERT_CU(cuDeviceGetUuid(&u, dev), CUDA_SUCCESS);
-	const unsigned char *b = (const unsigned char *)u.bytes;
-	snprintf(text, sizeof text,
-	         "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-	         b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-	         b[14], b[15]);
-	ASSERT_CU(nvmlInit_v2(), NVML_SUCCESS);
-	ASSERT_CU(nvmlDeviceGetHandleByUUID(text, &n), NVML_SUCCESS);
-	return n;
-}
-
 /* Every memory question, one answer: returns the free bytes. */
 static uint64_t check_agree(CUdevice dev, nvmlDevice_t n, uint64_t want_total)
 {
@@ -68,7 +52,7 @@ static int child_capped(void)
 	ASSERT_CU(cuMemAlloc_v2(&early, MiB), CUDA_ERROR_NOT_INITIALIZED);
 	ASSERT_CU(cuMemGetInfo_v2(&ef, &et), CUDA_ERROR_NOT_INITIALIZED);
 	CUdevice dev = ht_ctx();
-	nvmlDevice_t n = nvml_dev0(dev);
+	nvmlDevice_t n = ht_nvml_dev(dev);
 	uint64_t f0 = check_agree(dev, n, cap);
 	ASSERT_UEQ(f0, cap); /* nothing allocated yet, the card has room */
 
@@ -122,7 +106,7 @@ static int child_invisible(void)
 {
 	uint64_t total = ht_env_u64("T_TOTAL");
 	CUdevice dev = ht_ctx();
-	nvmlDevice_t n = nvml_dev0(dev);
+	nvmlDevice_t n = ht_nvml_dev(dev);
 	check_agree(dev, n, total);
 	/* dlsym hands out the driver's own pointers when nothing is capped. */
 	void *h = dlopen("libcuda.so.1", RTLD_NOW);
@@ -185,11 +169,7 @@ int main(int argc, char **argv)
 			return child_nodriver();
 		return 2;
 	}
-	size_t total;
-	CUdevice dev;
-	ASSERT_CU(cuInit(0), CUDA_SUCCESS);
-	ASSERT_CU(cuDeviceGet(&dev, 0), CUDA_SUCCESS);
-	ASSERT_CU(cuDeviceTotalMem_v2(&total, dev), CUDA_SUCCESS);
+	uint64_t total = ht_total();
 	uint64_t cap = total / 4 / MiB * MiB;
 	if (cap > GiB)
 		cap = GiB;

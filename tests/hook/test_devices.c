@@ -8,17 +8,6 @@
  */
 #include "hooktest.h"
 
-static void uuid_text(CUdevice dev, char *text, size_t len)
-{
-	CUuuid u;
-	ASSERT_CU(cuDeviceGetUuid(&u, dev), CUDA_SUCCESS);
-	const unsigned char *b = (const unsigned char *)u.bytes;
-	snprintf(text, len,
-	         "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-	         b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-	         b[14], b[15]);
-}
-
 static void use(CUdevice dev)
 {
 	CUcontext c;
@@ -92,7 +81,7 @@ int main(int argc, char **argv)
 	char uuid[64], byuuid[128];
 	ASSERT_CU(cuInit(0), CUDA_SUCCESS);
 	ASSERT_CU(cuDeviceGet(&d1, 1), CUDA_SUCCESS);
-	uuid_text(d1, uuid, sizeof uuid);
+	ht_uuid_text(d1, uuid, sizeof uuid);
 	snprintf(byuuid, sizeof byuuid, "VRAMCTL_LIMIT=%s=1G", uuid);
 
 	const char *vis[] = {"CUDA_VISIBLE_DEVICES=1", "VRAMCTL_LIMIT=0=1G", NULL};

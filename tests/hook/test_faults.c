@@ -92,16 +92,9 @@ int main(int argc, char **argv)
 	REQUIRE_SIM();
 	if (argc > 1)
 		return strcmp(argv[1], "child") == 0 ? child() : 2;
-	CUdevice dev;
-	size_t total;
-	ASSERT_CU(cuInit(0), CUDA_SUCCESS);
-	ASSERT_CU(cuDeviceGet(&dev, 0), CUDA_SUCCESS);
-	ASSERT_CU(cuDeviceTotalMem_v2(&total, dev), CUDA_SUCCESS);
-	uint64_t c = total / 4;
-	char limit[64];
-	snprintf(limit, sizeof limit, "VRAMCTL_LIMIT=%llu", (unsigned long long)c);
+	uint64_t c = ht_total() / 4;
 	const char *env[] = {
-	    limit, ht_kv("T_CAP", c),
+	    ht_kv("VRAMCTL_LIMIT", c), ht_kv("T_CAP", c),
 	    "VRAMSIM_FAULT=cuMemAlloc_v2:1:999,cuMemAllocPitch_v2:1:2,cuMemAllocManaged:1:1,"
 	    "cuMemCreate:1:2,cuArrayCreate_v2:1:999,cuMemAllocAsync:1:2,"
 	    "cuGraphInstantiateWithFlags:1:2,cuMemHostAlloc:1:2,cuMemFree_v2:1:1",

@@ -70,16 +70,10 @@ int main(int argc, char **argv)
 			return child();
 		return 2;
 	}
-	CUdevice dev;
-	size_t total;
-	ASSERT_CU(cuInit(0), CUDA_SUCCESS);
-	ASSERT_CU(cuDeviceGet(&dev, 0), CUDA_SUCCESS);
-	ASSERT_CU(cuDeviceTotalMem_v2(&total, dev), CUDA_SUCCESS);
-	uint64_t cap = total / 4;
-	char limit[64], group[64];
-	snprintf(limit, sizeof limit, "VRAMCTL_LIMIT=%llu", (unsigned long long)cap);
+	uint64_t cap = ht_total() / 4;
+	char group[64];
 	snprintf(group, sizeof group, "VRAMCTL_GROUP=forktest-%d", (int)getpid());
-	const char *env[] = {limit, group, ht_kv("T_CAP", cap), NULL};
+	const char *env[] = {ht_kv("VRAMCTL_LIMIT", cap), group, ht_kv("T_CAP", cap), NULL};
 	ASSERT_EQ(ht_run("parent", env), 0);
 	ASSERT_EQ(ht_err_count("parent", "vramctl: denied"), 1);
 	return 0;

@@ -326,16 +326,10 @@ int main(int argc, char **argv)
 			return importer();
 		return 2;
 	}
-	CUdevice dev;
-	size_t total;
-	ASSERT_CU(cuInit(0), CUDA_SUCCESS);
-	ASSERT_CU(cuDeviceGet(&dev, 0), CUDA_SUCCESS);
-	ASSERT_CU(cuDeviceTotalMem_v2(&total, dev), CUDA_SUCCESS);
-	uint64_t c = total / 4 / MiB * MiB;
-	char limit[64], group[64];
-	snprintf(limit, sizeof limit, "VRAMCTL_LIMIT=%llu", (unsigned long long)c);
+	uint64_t c = ht_total() / 4 / MiB * MiB;
+	char group[64];
 	snprintf(group, sizeof group, "VRAMCTL_GROUP=kinds-%d", (int)getpid());
-	const char *env[] = {limit, group, ht_kv("T_CAP", c), NULL};
+	const char *env[] = {ht_kv("VRAMCTL_LIMIT", c), group, ht_kv("T_CAP", c), NULL};
 	ASSERT_EQ(ht_run("child", env), 0);
 	return 0;
 }

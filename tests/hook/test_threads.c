@@ -78,16 +78,7 @@ static int child(void)
 	chunk_max = cap / 32;
 	CUdevice dev = ht_ctx();
 	ASSERT_CU(cuCtxGetCurrent(&ctx), CUDA_SUCCESS);
-	CUuuid u;
-	char text[64];
-	ASSERT_CU(cuDeviceGetUuid(&u, dev), CUDA_SUCCESS);
-	const unsigned char *b = (const unsigned char *)u.bytes;
-	snprintf(text, sizeof text,
-	         "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-	         b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-	         b[14], b[15]);
-	ASSERT_CU(nvmlInit_v2(), NVML_SUCCESS);
-	ASSERT_CU(nvmlDeviceGetHandleByUUID(text, &nvdev), NVML_SUCCESS);
+	nvdev = ht_nvml_dev(dev);
 	base_phys = phys_used();
 
 	pthread_t t[THREADS];
@@ -117,16 +108,10 @@ int main(int argc, char **argv)
 {
 	if (argc > 1)
 		return strcmp(argv[1], "child") == 0 ? child() : 2;
-	CUdevice dev;
-	size_t total;
-	ASSERT_CU(cuInit(0), CUDA_SUCCESS);
-	ASSERT_CU(cuDeviceGet(&dev, 0), CUDA_SUCCESS);
-	ASSERT_CU(cuDeviceTotalMem_v2(&total, dev), CUDA_SUCCESS);
-	uint64_t c = total / 8;
-	char limit[64];
-	snprintf(limit, sizeof limit, "VRAMCTL_LIMIT=%llu", (unsigned long long)c);
+	uint64_t c = ht_total() / 8;
 	/* Denials are expected by the hundred: keep the log short. */
-	const char *env[] = {limit, ht_kv("T_CAP", c), "VRAMCTL_LOG=error", NULL};
+	const char *env[] = {ht_kv("VRAMCTL_LIMIT", c), ht_kv("T_CAP", c), "VRAMCTL_LOG=error",
+	                     NULL};
 	ASSERT_EQ(ht_run("child", env), 0);
 	return 0;
 }

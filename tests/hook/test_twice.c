@@ -39,12 +39,7 @@ int main(int argc, char **argv)
 {
 	if (argc > 1)
 		return strcmp(argv[1], "child") == 0 ? child() : 2;
-	CUdevice dev;
-	size_t total;
-	ASSERT_CU(cuInit(0), CUDA_SUCCESS);
-	ASSERT_CU(cuDeviceGet(&dev, 0), CUDA_SUCCESS);
-	ASSERT_CU(cuDeviceTotalMem_v2(&total, dev), CUDA_SUCCESS);
-	uint64_t cap = total / 4;
+	uint64_t cap = ht_total() / 4;
 
 	/* A copy of the library at another path. */
 	char copy[1024], cmd[3000];
@@ -52,14 +47,14 @@ int main(int argc, char **argv)
 	snprintf(cmd, sizeof cmd, "mkdir -p %s/copy && cp %s %s", ht_tmp(), ht_lib(), copy);
 	ASSERT_EQ(system(cmd), 0);
 
-	char limit[64], same[3000], two[3000], rev[3000];
-	snprintf(limit, sizeof limit, "VRAMCTL_LIMIT=%llu", (unsigned long long)cap);
+	char same[3000], two[3000], rev[3000];
 	snprintf(same, sizeof same, "LD_PRELOAD=%s %s", ht_lib(), ht_lib());
 	snprintf(two, sizeof two, "LD_PRELOAD=%s:%s", ht_lib(), copy);
 	snprintf(rev, sizeof rev, "LD_PRELOAD=%s:%s", copy, ht_lib());
 	const char *pre[] = {same, two, rev};
 	for (int i = 0; i < 3; i++) {
-		const char *env[] = {limit, ht_kv("T_CAP", cap), pre[i], NULL};
+		const char *env[] = {ht_kv("VRAMCTL_LIMIT", cap), ht_kv("T_CAP", cap), pre[i],
+		                     NULL};
 		ASSERT_EQ(ht_run("child", env), 0);
 		ASSERT_EQ(ht_err_count("child", "vramctl: denied"), 1);
 	}

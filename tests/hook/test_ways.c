@@ -246,11 +246,7 @@ int main(int argc, char **argv)
 	table(out, 0);
 	fclose(out);
 
-	CUdevice dev;
-	size_t total;
-	ASSERT_CU(cuDeviceGet(&dev, 0), CUDA_SUCCESS);
-	ASSERT_CU(cuDeviceTotalMem_v2(&total, dev), CUDA_SUCCESS);
-	uint64_t cap = total / 4;
+	uint64_t cap = ht_total() / 4;
 	char limit[64], pre1[2048], pre2[2048];
 	snprintf(limit, sizeof limit, "VRAMCTL_LIMIT=%llu", (unsigned long long)cap);
 	snprintf(pre1, sizeof pre1, "LD_PRELOAD=%s:%s/tests/hook/libinterposer.so", ht_lib(),
