@@ -41,6 +41,93 @@ static inline void record(struct vr_dev *d, int kind, uint64_t key, uint64_t byt
 	}
 }
 
+/* The driver's size of an array or mipmapped array (its
+ * cu[Mipmapped]ArrayGetMemoryRequirements), or 0 where it cannot say. */
+static uint64_t array_size(int kind, uint64_t key, struct vr_dev *d)
+{
+	CUDA_ARRAY_MEMORY_REQUIREMENTS r;
+	memset(&r, 0, sizeof r);
+	CUresult rc = CUDA_ERROR_NOT_SUPPORTED;
+	vr_in_hook++;
+	if (kind == VR_KIND_ARRAY && vr_real.cuArrayGetMemoryRequirements)
+		rc = vr_real.cuArrayGetMemoryRequirements(&r, (CUarray)(uintptr_t)key, d->handle);
+	else if (kind == VR_KIND_MIPMAP && vr_real.cuMipmappedArrayGetMemoryRequirements)
+		rc = vr_real.cuMipmappedArrayGetMemoryRequirements(
+		    &r, (CUmipmappedArray)(uintptr_t)key, d->handle);
+	vr_in_hook--;
+	return rc == CUDA_SUCCESS ? r.size : 0;
+}
+
+/*
+ * After a successful allocation charged at `charged`: record it. Arrays:
+ * their layout is the driver's; the plain size was charged before the call,
+ * and the record settles to cuArrayGetMemoryRequirements' size (CUDA 11.6+;
+ * older drivers keep the computed one). If the true size does not fit, the
+ * array is destroyed and the call refused, so the cap is never passed.
+ * Returns what the wrapper returns.
+ */
+static CUresult settle(struct vr_dev *d, int kind, uint64_t key, uint64_t charged)
+{
+	uint64_t actual =
+	    kind == VR_KIND_ARRAY || kind == VR_KIND_MIPMAP ? array_size(kind, key, d) : 0;
+	if (actual == 0 || actual == charged) {
+		record(d, kind, key, charged);
+		return CUDA_SUCCESS;
+	}
+	if (actual < charged) {
+		vr_books_release(d, charged - actual);
+	} else if (vr_books_reserve(d, actual - charged) != 0) {
+		int can_undo = kind == VR_KIND_ARRAY ? vr_real.cuArrayDestroy != NULL
+		                                     : vr_real.cuMipmappedArrayDestroy != NULL;
+		if (!can_undo) { /* keep what was charged */
+			record(d, kind, key, charged);
+			return CUDA_SUCCESS;
+		}
+		vr_in_hook++;
+		if (kind == VR_KIND_ARRAY)
+			vr_real.cuArrayDestroy((CUarray)(uintptr_t)key);
+		else
+			vr_real.cuMipmappedArrayDestroy((CUmipmappedArray)(uintptr_t)key);
+		vr_in_hook--;
+		vr_books_release(d, charged);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	record(d, kind, key, actual);
+	return CUDA_SUCCESS;
+}
+
+/* An allocation charged at bytes on d: charge, call the driver, then settle
+ * the allocation under key (read only after a successful call), or release
+ * the charge and return the driver's code if it failed. */
+#define VR_ALLOC(d, kind, bytes, call, key)                                                        \
+	do {                                                                                       \
+		if (charge(d, bytes) != CUDA_SUCCESS)                                              \
+			return CUDA_ERROR_OUT_OF_MEMORY;                                           \
+		vr_in_hook++;                                                                      \
+		CUresult rc_ = call;                                                               \
+		vr_in_hook--;                                                                      \
+		if (rc_ != CUDA_SUCCESS) {                                                         \
+			vr_books_release(d, bytes);                                                \
+			return rc_;                                                                \
+		}                                                                                  \
+		return settle(d, kind, key, bytes);                                                \
+	} while (0)
+
+/* After the driver's answer to a free of a known record: the bytes go back
+ * (pinned host memory, device -1, to its own count), or the record is put
+ * back if the driver refused. Returns rc. */
+static CUresult settle_free(int kind, uint64_t key, int dev, uint64_t bytes, CUresult rc)
+{
+	struct vr_dev *d = kind == VR_KIND_HOST ? NULL : vr_dev_by_ordinal(dev);
+	if (rc != CUDA_SUCCESS)
+		vr_map_put(kind, key, dev, bytes);
+	else if (kind == VR_KIND_HOST)
+		vr_books_pinned(-(int64_t)bytes);
+	else if (d)
+		vr_books_release(d, bytes);
+	return rc;
+}
+
 /* A free: take the record, call the driver, settle. */
 #define VR_FREE(kind, key, call)                                                                   \
 	do {                                                                                       \
@@ -50,14 +137,7 @@ static inline void record(struct vr_dev *d, int kind, uint64_t key, uint64_t byt
 		vr_in_hook++;                                                                      \
 		CUresult rc_ = call;                                                               \
 		vr_in_hook--;                                                                      \
-		if (known_) {                                                                      \
-			struct vr_dev *d_ = vr_dev_by_ordinal(dev_);                               \
-			if (rc_ != CUDA_SUCCESS)                                                   \
-				vr_map_put(kind, key, dev_, bytes_);                               \
-			else if (d_)                                                               \
-				vr_books_release(d_, bytes_);                                      \
-		}                                                                                  \
-		return rc_;                                                                        \
+		return known_ ? settle_free(kind, key, dev_, bytes_, rc_) : rc_;                   \
 	} while (0)
 
 /* ---- linear ---------------------------------------------------------- */
@@ -68,16 +148,7 @@ VR_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 	struct vr_dev *d = vr_dev_current();
 	if (!d || !dptr || bytesize == 0)
 		return vr_real.cuMemAlloc_v2(dptr, bytesize);
-	if (charge(d, bytesize) != CUDA_SUCCESS)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	vr_in_hook++;
-	CUresult rc = vr_real.cuMemAlloc_v2(dptr, bytesize);
-	vr_in_hook--;
-	if (rc != CUDA_SUCCESS)
-		vr_books_release(d, bytesize);
-	else
-		record(d, VR_KIND_LINEAR, *dptr, bytesize);
-	return rc;
+	VR_ALLOC(d, VR_KIND_LINEAR, bytesize, vr_real.cuMemAlloc_v2(dptr, bytesize), *dptr);
 }
 
 VR_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
@@ -93,16 +164,7 @@ VR_EXPORT CUresult cuMemAlloc(unsigned int *dptr, unsigned int bytesize)
 	struct vr_dev *d = vr_dev_current();
 	if (!d || !dptr || bytesize == 0)
 		return vr_real.cuMemAlloc(dptr, bytesize);
-	if (charge(d, bytesize) != CUDA_SUCCESS)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	vr_in_hook++;
-	CUresult rc = vr_real.cuMemAlloc(dptr, bytesize);
-	vr_in_hook--;
-	if (rc != CUDA_SUCCESS)
-		vr_books_release(d, bytesize);
-	else
-		record(d, VR_KIND_LINEAR, *dptr, bytesize);
-	return rc;
+	VR_ALLOC(d, VR_KIND_LINEAR, bytesize, vr_real.cuMemAlloc(dptr, bytesize), *dptr);
 }
 
 VR_EXPORT CUresult cuMemFree(unsigned int dptr)
@@ -117,16 +179,8 @@ VR_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigne
 	struct vr_dev *d = vr_dev_current();
 	if (!d || !dptr || bytesize == 0)
 		return vr_real.cuMemAllocManaged(dptr, bytesize, flags);
-	if (charge(d, bytesize) != CUDA_SUCCESS)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	vr_in_hook++;
-	CUresult rc = vr_real.cuMemAllocManaged(dptr, bytesize, flags);
-	vr_in_hook--;
-	if (rc != CUDA_SUCCESS)
-		vr_books_release(d, bytesize);
-	else
-		record(d, VR_KIND_LINEAR, *dptr, bytesize);
-	return rc;
+	VR_ALLOC(d, VR_KIND_LINEAR, bytesize, vr_real.cuMemAllocManaged(dptr, bytesize, flags),
+	         *dptr);
 }
 
 /*
@@ -188,16 +242,7 @@ VR_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size
 		d = vr_dev_by_handle(prop->location.id);
 	if (!d)
 		return vr_real.cuMemCreate(handle, size, prop, flags);
-	if (charge(d, size) != CUDA_SUCCESS)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	vr_in_hook++;
-	CUresult rc = vr_real.cuMemCreate(handle, size, prop, flags);
-	vr_in_hook--;
-	if (rc != CUDA_SUCCESS)
-		vr_books_release(d, size);
-	else
-		record(d, VR_KIND_VMM, *handle, size);
-	return rc;
+	VR_ALLOC(d, VR_KIND_VMM, size, vr_real.cuMemCreate(handle, size, prop, flags), *handle);
 }
 
 VR_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
@@ -241,81 +286,6 @@ static uint64_t volume(uint64_t w, uint64_t h, uint64_t dd, uint64_t elem)
 	return v;
 }
 
-/*
- * Arrays: their layout is the driver's; charge the plain size before the
- * call, then settle to cuArrayGetMemoryRequirements' size (CUDA 11.6+; older
- * drivers keep the computed one). If the true size does not fit, the array
- * is destroyed and the call refused, so the cap is never passed.
- */
-static CUresult settle_array(struct vr_dev *d, int kind, uint64_t key, uint64_t charged,
-                             uint64_t actual)
-{
-	if (actual == 0 || actual == charged) {
-		record(d, kind, key, charged);
-		return CUDA_SUCCESS;
-	}
-	if (actual < charged) {
-		vr_books_release(d, charged - actual);
-	} else if (vr_books_reserve(d, actual - charged) != 0) {
-		int can_undo = kind == VR_KIND_ARRAY ? vr_real.cuArrayDestroy != NULL
-		                                     : vr_real.cuMipmappedArrayDestroy != NULL;
-		if (!can_undo) { /* keep what was charged */
-			record(d, kind, key, charged);
-			return CUDA_SUCCESS;
-		}
-		vr_in_hook++;
-		if (kind == VR_KIND_ARRAY)
-			vr_real.cuArrayDestroy((CUarray)(uintptr_t)key);
-		else
-			vr_real.cuMipmappedArrayDestroy((CUmipmappedArray)(uintptr_t)key);
-		vr_in_hook--;
-		vr_books_release(d, charged);
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
-	record(d, kind, key, actual);
-	return CUDA_SUCCESS;
-}
-
-static uint64_t array_size(CUarray a, struct vr_dev *d)
-{
-	CUDA_ARRAY_MEMORY_REQUIREMENTS r;
-	memset(&r, 0, sizeof r);
-	if (!vr_real.cuArrayGetMemoryRequirements ||
-	    vr_real.cuArrayGetMemoryRequirements(&r, a, d->handle) != CUDA_SUCCESS)
-		return 0;
-	return r.size;
-}
-
-static CUresult array_create(CUarray *pHandle, struct vr_dev *d, uint64_t bound,
-                             CUresult (*call)(CUarray *, const void *), const void *desc)
-{
-	if (bound == UINT64_MAX)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	if (charge(d, bound) != CUDA_SUCCESS)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	vr_in_hook++;
-	CUresult rc = call(pHandle, desc);
-	vr_in_hook--;
-	if (rc != CUDA_SUCCESS) {
-		vr_books_release(d, bound);
-		return rc;
-	}
-	vr_in_hook++;
-	uint64_t actual = array_size(*pHandle, d);
-	vr_in_hook--;
-	return settle_array(d, VR_KIND_ARRAY, (uintptr_t)*pHandle, bound, actual);
-}
-
-static CUresult call_array2d(CUarray *h, const void *desc)
-{
-	return vr_real.cuArrayCreate_v2(h, desc);
-}
-
-static CUresult call_array3d(CUarray *h, const void *desc)
-{
-	return vr_real.cuArray3DCreate_v2(h, desc);
-}
-
 VR_EXPORT CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *p)
 {
 	VR_PASS(cuArrayCreate_v2, (pHandle, p));
@@ -324,7 +294,10 @@ VR_EXPORT CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTO
 		return vr_real.cuArrayCreate_v2(pHandle, p);
 	uint64_t bound =
 	    volume(p->Width, dim(p->Height), 1, format_bytes(p->Format) * dim(p->NumChannels));
-	return array_create(pHandle, d, bound, call_array2d, p);
+	if (bound == UINT64_MAX)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	VR_ALLOC(d, VR_KIND_ARRAY, bound, vr_real.cuArrayCreate_v2(pHandle, p),
+	         (uintptr_t)*pHandle);
 }
 
 VR_EXPORT CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *p)
@@ -335,7 +308,10 @@ VR_EXPORT CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCR
 		return vr_real.cuArray3DCreate_v2(pHandle, p);
 	uint64_t bound = volume(p->Width, dim(p->Height), dim(p->Depth),
 	                        format_bytes(p->Format) * dim(p->NumChannels));
-	return array_create(pHandle, d, bound, call_array3d, p);
+	if (bound == UINT64_MAX)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	VR_ALLOC(d, VR_KIND_ARRAY, bound, vr_real.cuArray3DCreate_v2(pHandle, p),
+	         (uintptr_t)*pHandle);
 }
 
 VR_EXPORT CUresult cuArrayDestroy(CUarray hArray)
@@ -360,23 +336,8 @@ VR_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
 	}
 	if (bound == UINT64_MAX)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	if (charge(d, bound) != CUDA_SUCCESS)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	vr_in_hook++;
-	CUresult rc = vr_real.cuMipmappedArrayCreate(pHandle, p, numMipmapLevels);
-	vr_in_hook--;
-	if (rc != CUDA_SUCCESS) {
-		vr_books_release(d, bound);
-		return rc;
-	}
-	CUDA_ARRAY_MEMORY_REQUIREMENTS r;
-	memset(&r, 0, sizeof r);
-	vr_in_hook++;
-	if (!vr_real.cuMipmappedArrayGetMemoryRequirements ||
-	    vr_real.cuMipmappedArrayGetMemoryRequirements(&r, *pHandle, d->handle) != CUDA_SUCCESS)
-		r.size = 0;
-	vr_in_hook--;
-	return settle_array(d, VR_KIND_MIPMAP, (uintptr_t)*pHandle, bound, r.size);
+	VR_ALLOC(d, VR_KIND_MIPMAP, bound,
+	         vr_real.cuMipmappedArrayCreate(pHandle, p, numMipmapLevels), (uintptr_t)*pHandle);
 }
 
 VR_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray h)
@@ -506,17 +467,6 @@ static void note_host(void *p, size_t bytes)
 		vr_books_pinned((int64_t)bytes);
 }
 
-static CUresult free_host(void *p, CUresult rc, int known, uint64_t bytes)
-{
-	if (!known)
-		return rc;
-	if (rc != CUDA_SUCCESS)
-		vr_map_put(VR_KIND_HOST, (uintptr_t)p, -1, bytes);
-	else
-		vr_books_pinned(-(int64_t)bytes);
-	return rc;
-}
-
 VR_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
 {
 	VR_PASS(cuMemAllocHost_v2, (pp, bytesize));
@@ -553,23 +503,11 @@ VR_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int F
 VR_EXPORT CUresult cuMemFreeHost(void *p)
 {
 	VR_PASS(cuMemFreeHost, (p));
-	int dev;
-	uint64_t bytes;
-	int known = vr_map_take(VR_KIND_HOST, (uintptr_t)p, &dev, &bytes);
-	vr_in_hook++;
-	CUresult rc = vr_real.cuMemFreeHost(p);
-	vr_in_hook--;
-	return free_host(p, rc, known, bytes);
+	VR_FREE(VR_KIND_HOST, (uintptr_t)p, vr_real.cuMemFreeHost(p));
 }
 
 VR_EXPORT CUresult cuMemHostUnregister(void *p)
 {
 	VR_PASS(cuMemHostUnregister, (p));
-	int dev;
-	uint64_t bytes;
-	int known = vr_map_take(VR_KIND_HOST, (uintptr_t)p, &dev, &bytes);
-	vr_in_hook++;
-	CUresult rc = vr_real.cuMemHostUnregister(p);
-	vr_in_hook--;
-	return free_host(p, rc, known, bytes);
+	VR_FREE(VR_KIND_HOST, (uintptr_t)p, vr_real.cuMemHostUnregister(p));
 }
