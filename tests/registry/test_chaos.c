@@ -38,11 +38,11 @@
 #include <unistd.h>
 
 #include "registry/registry.h"
+#include "tests/registry/regtest.h"
 #include "tests/test.h"
 
 #define ALIVE               6
 #define TOTAL               40
-#define NTHREAD             4
 #define ITERS               3000
 #define CAP                 (1u << 20)
 #define HANDOVER_BOUND_NS   (100ull * 1000 * 1000)
@@ -51,63 +51,20 @@
 static const char *dir;
 static const unsigned char uuid0[VR_UUID_LEN] = {9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9};
 static vr_member *member;
-static _Atomic int bad;
-
-static uint64_t rnd(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
-static void *worker_thread(void *arg)
-{
-	uint64_t seed = (uint64_t)(uintptr_t)arg * 0x9e3779b97f4a7c15ull + 1;
-	uint64_t held[32];
-	int n = 0;
-	for (int i = 0; i < ITERS; i++) {
-		if (n < 32 && (n == 0 || rnd(&seed) % 2)) {
-			uint64_t b = 1 + rnd(&seed) % (CAP / 8);
-			int rc = vr_reserve(member, 0, b, NULL);
-			if (rc == 0)
-				held[n++] = b;
-			else if (rc != -ENOSPC)
-				bad = rc;
-		} else {
-			int k = (int)(rnd(&seed) % (uint64_t)n);
-			vr_release(member, 0, held[k]);
-			held[k] = held[--n];
-		}
-	}
-	while (n > 0)
-		vr_release(member, 0, held[--n]);
-	return NULL;
-}
 
 /* A worker: joins, runs its threads, leaves, then writes its longest lock
  * wait to fd 3 (the result pipe). */
 static int worker(int id)
 {
-	struct vr_join_opts o = {.dir = dir, .group = "chaos", .limit_spec = "1M"};
-	char err[256];
-	if (vr_join(&o, &member, NULL, err, sizeof(err)) != 0) {
-		fprintf(stderr, "worker %d: %s\n", id, err);
-		return 2;
-	}
-	uint64_t cap = 0;
-	if (vr_device(member, uuid0, 1, &cap) != 0 || cap != CAP)
-		return 3;
+	int rc = churn_join(dir, "chaos", uuid0, CAP, id, &member);
+	if (rc)
+		return rc;
 	/* Tell the parent we are in. */
 	char c = 'r';
 	if (write(4, &c, 1) != 1)
 		return 6;
-	pthread_t t[NTHREAD];
-	for (int i = 0; i < NTHREAD; i++)
-		pthread_create(&t[i], NULL, worker_thread,
-		               (void *)(uintptr_t)(id * NTHREAD + i + 1));
-	for (int i = 0; i < NTHREAD; i++)
-		pthread_join(t[i], NULL);
+	struct churn ch = {.m = member, .id = id, .iters = ITERS, .most = 32, .cap = CAP};
+	int bad = churn_run(&ch);
 	uint64_t w = vr_max_lock_wait_ns(member);
 	vr_leave(member);
 	if (write(3, &w, sizeof(w)) != (ssize_t)sizeof(w))
@@ -185,16 +142,8 @@ static void handover(char *argv0)
 	vr_member *m = NULL;
 	ASSERT_EQ(vr_join(&o, &m, NULL, err, sizeof(err)), 0);
 	ASSERT_EQ(vr_device(m, uuid0, CAP, NULL), 0);
-	pid_t pid = fork();
-	ASSERT(pid >= 0);
-	if (pid == 0) {
-		setenv("VRAMCTL_TEST_STOP_IN_LOCK", "2", 1);
-		execl("/proc/self/exe", argv0, "stopper", (char *)NULL);
-		_exit(127);
-	}
+	pid_t pid = start_stopper(argv0); /* holding the mutex */
 	int st;
-	ASSERT_EQ(waitpid(pid, &st, WUNTRACED), pid);
-	ASSERT(WIFSTOPPED(st)); /* holding the mutex */
 	pthread_t t;
 	ASSERT_EQ(pthread_create(&t, NULL, waiter, m), 0);
 	/* The waiter may or may not be asleep on the lock yet; either way it

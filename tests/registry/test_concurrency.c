@@ -12,68 +12,25 @@
 #include <unistd.h>
 
 #include "registry/registry.h"
+#include "tests/registry/regtest.h"
 #include "tests/test.h"
 #include "vramctl/registry.h"
 
-#define NPROC   4
-#define NTHREAD 4
-#define ITERS   20000
-#define CAP     (1u << 20)
+#define NPROC 4
+#define ITERS 20000
+#define CAP   (1u << 20)
 
 static const char *dir;
 static const unsigned char uuid0[VR_UUID_LEN] = {7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7};
 static vr_member *member;
-static _Atomic int bad;
-
-static uint64_t rnd(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
-static void *worker_thread(void *arg)
-{
-	uint64_t seed = (uint64_t)(uintptr_t)arg * 0x9e3779b97f4a7c15ull + 1;
-	uint64_t held[64];
-	int n = 0;
-	for (int i = 0; i < ITERS; i++) {
-		if (n < 64 && (n == 0 || rnd(&seed) % 2)) {
-			uint64_t b = 1 + rnd(&seed) % (CAP / 8);
-			int rc = vr_reserve(member, 0, b, NULL);
-			if (rc == 0)
-				held[n++] = b;
-			else if (rc != -ENOSPC)
-				bad = 1;
-		} else {
-			int k = (int)(rnd(&seed) % (uint64_t)n);
-			vr_release(member, 0, held[k]);
-			held[k] = held[--n];
-		}
-	}
-	while (n > 0)
-		vr_release(member, 0, held[--n]);
-	return NULL;
-}
 
 static int worker(int id)
 {
-	struct vr_join_opts o = {.dir = dir, .group = "conc", .limit_spec = "1M"};
-	char err[256];
-	if (vr_join(&o, &member, NULL, err, sizeof(err)) != 0) {
-		fprintf(stderr, "worker %d: %s\n", id, err);
-		return 2;
-	}
-	uint64_t cap = 0;
-	if (vr_device(member, uuid0, 1, &cap) != 0 || cap != CAP)
-		return 3;
-	pthread_t t[NTHREAD];
-	for (int i = 0; i < NTHREAD; i++)
-		pthread_create(&t[i], NULL, worker_thread,
-		               (void *)(uintptr_t)(id * NTHREAD + i + 1));
-	for (int i = 0; i < NTHREAD; i++)
-		pthread_join(t[i], NULL);
+	int rc = churn_join(dir, "conc", uuid0, CAP, id, &member);
+	if (rc)
+		return rc;
+	struct churn ch = {.m = member, .id = id, .iters = ITERS, .most = 64, .cap = CAP};
+	int bad = churn_run(&ch);
 	struct vr_books_sample s;
 	if (vr_sample(member, 0, &s) != 0 || s.in_use > CAP)
 		return 4;

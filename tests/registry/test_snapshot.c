@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "registry/registry.h"
+#include "tests/registry/regtest.h"
 #include "tests/test.h"
 #include "vramctl/registry.h"
 
@@ -52,16 +53,8 @@ static int stopper(void)
 static void test_stopped_writer(const char *argv0)
 {
 	vr_member *m = join("open", "1000");
-	pid_t pid = fork();
-	ASSERT(pid >= 0);
-	if (pid == 0) {
-		setenv("VRAMCTL_TEST_STOP_IN_LOCK", "2", 1);
-		execl("/proc/self/exe", argv0, "stopper", (char *)NULL);
-		_exit(127);
-	}
+	pid_t pid = start_stopper(argv0);
 	int st;
-	ASSERT_EQ(waitpid(pid, &st, WUNTRACED), pid);
-	ASSERT(WIFSTOPPED(st));
 	struct vramctl_snapshot *s = NULL;
 	ASSERT_EQ(vramctl_snapshot_take(dir, &s), 0);
 	const struct vramctl_group *g = NULL;

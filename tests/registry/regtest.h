@@ -1,0 +1,135 @@
+/*
+ * regtest.h - helpers the registry tests share: the random reserve/release
+ * churn of the stress tests (test_concurrency, test_chaos), and re-executing
+ * a test as a member that stops itself inside the group's lock
+ * (test_chaos, test_snapshot).
+ */
+#ifndef VRAMCTL_REGTEST_H
+#define VRAMCTL_REGTEST_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "registry/registry.h"
+#include "tests/test.h"
+
+/* xorshift64: a fast, reproducible sequence from a nonzero seed. */
+static inline uint64_t rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/*
+ * A stress worker's start: joins `group` in dir with the spec "1M" and opens
+ * the device uuid, which must come back capped at cap. Returns 0 with *m set,
+ * else the worker's exit status: 2 when the join failed (said on stderr with
+ * the worker's id), 3 when the device or its cap is wrong.
+ */
+static inline int churn_join(const char *dir, const char *group, const unsigned char *uuid,
+                             uint64_t cap, int id, vr_member **m)
+{
+	struct vr_join_opts o = {.dir = dir, .group = group, .limit_spec = "1M"};
+	char err[256];
+	if (vr_join(&o, m, NULL, err, sizeof(err)) != 0) {
+		fprintf(stderr, "worker %d: %s\n", id, err);
+		return 2;
+	}
+	uint64_t got = 0;
+	if (vr_device(*m, uuid, 1, &got) != 0 || got != cap)
+		return 3;
+	return 0;
+}
+
+#define CHURN_THREADS  4
+#define CHURN_MAX_HELD 64
+
+struct churn {
+	vr_member *m;
+	int id;          /* the worker's number: threads seed from it */
+	int iters;       /* rounds per thread */
+	int most;        /* reservations one thread holds at most, <= CHURN_MAX_HELD */
+	uint64_t cap;    /* each reservation is 1 .. cap/8 bytes */
+	_Atomic int bad; /* the last error other than -ENOSPC; 0 if none */
+};
+
+struct churn_thread_ {
+	struct churn *c;
+	uint64_t seed;
+};
+
+static inline void *churn_thread_(void *arg)
+{
+	struct churn *c = ((struct churn_thread_ *)arg)->c;
+	uint64_t seed = ((struct churn_thread_ *)arg)->seed * 0x9e3779b97f4a7c15ull + 1;
+	uint64_t held[CHURN_MAX_HELD];
+	int n = 0;
+	for (int i = 0; i < c->iters; i++) {
+		if (n < c->most && (n == 0 || rnd(&seed) % 2)) {
+			uint64_t b = 1 + rnd(&seed) % (c->cap / 8);
+			int rc = vr_reserve(c->m, 0, b, NULL);
+			if (rc == 0)
+				held[n++] = b;
+			else if (rc != -ENOSPC)
+				c->bad = rc;
+		} else {
+			int k = (int)(rnd(&seed) % (uint64_t)n);
+			vr_release(c->m, 0, held[k]);
+			held[k] = held[--n];
+		}
+	}
+	while (n > 0)
+		vr_release(c->m, 0, held[--n]);
+	return NULL;
+}
+
+/*
+ * Runs CHURN_THREADS threads that each, for c->iters rounds, reserve a
+ * random amount on device 0 of c->m or release one of their reservations at
+ * random, then release what they still hold. Thread i of worker id seeds
+ * from id * CHURN_THREADS + i + 1. Returns c->bad: 0, or the last error other
+ * than -ENOSPC that a reservation returned.
+ */
+static inline int churn_run(struct churn *c)
+{
+	pthread_t t[CHURN_THREADS];
+	struct churn_thread_ arg[CHURN_THREADS];
+	for (int i = 0; i < CHURN_THREADS; i++) {
+		arg[i].c = c;
+		arg[i].seed = (uint64_t)(c->id * CHURN_THREADS + i + 1);
+		pthread_create(&t[i], NULL, churn_thread_, &arg[i]);
+	}
+	for (int i = 0; i < CHURN_THREADS; i++)
+		pthread_join(t[i], NULL);
+	return c->bad;
+}
+
+/*
+ * Re-executes this test as `argv0 stopper` with VRAMCTL_TEST_STOP_IN_LOCK=2,
+ * which makes it stop itself (SIGSTOP) inside its 2nd locked section with
+ * the group's mutex held, and waits until it has stopped. The test's main
+ * runs its stopper for that argument. Returns the child's pid; the caller
+ * SIGKILLs and reaps it.
+ */
+static inline pid_t start_stopper(const char *argv0)
+{
+	pid_t pid = fork();
+	ASSERT(pid >= 0);
+	if (pid == 0) {
+		setenv("VRAMCTL_TEST_STOP_IN_LOCK", "2", 1);
+		execl("/proc/self/exe", argv0, "stopper", (char *)NULL);
+		_exit(127);
+	}
+	int st;
+	ASSERT_EQ(waitpid(pid, &st, WUNTRACED), pid);
+	ASSERT(WIFSTOPPED(st)); /* holding the mutex */
+	return pid;
+}
+
+#endif /* VRAMCTL_REGTEST_H */
