@@ -976,7 +976,9 @@ static int error_by_name(const char *name, int *code)
 	return -1;
 }
 
-CUresult simi_cuGetErrorName(CUresult error, const char **pStr)
+/* cuGetErrorName (want_name) and cuGetErrorString: an unknown code sets
+ * *pStr to NULL and returns CUDA_ERROR_INVALID_VALUE, as cuda.h says. */
+static CUresult error_text(CUresult error, const char **pStr, int want_name)
 {
 	const char *name, *str;
 	if (!pStr)
@@ -985,21 +987,18 @@ CUresult simi_cuGetErrorName(CUresult error, const char **pStr)
 		*pStr = NULL;
 		return CUDA_ERROR_INVALID_VALUE;
 	}
-	*pStr = name;
+	*pStr = want_name ? name : str;
 	return CUDA_SUCCESS;
+}
+
+CUresult simi_cuGetErrorName(CUresult error, const char **pStr)
+{
+	return error_text(error, pStr, 1);
 }
 
 CUresult simi_cuGetErrorString(CUresult error, const char **pStr)
 {
-	const char *name, *str;
-	if (!pStr)
-		return CUDA_ERROR_INVALID_VALUE;
-	if (sim_error_lookup(error, &name, &str) != 0) {
-		*pStr = NULL;
-		return CUDA_ERROR_INVALID_VALUE;
-	}
-	*pStr = str;
-	return CUDA_SUCCESS;
+	return error_text(error, pStr, 0);
 }
 
 /* ---- cuGetProcAddress ---- */
