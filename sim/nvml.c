@@ -333,22 +333,21 @@ static nvmlReturn_t simn_nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory
 	return NVML_SUCCESS;
 }
 
-/* The simulated card reserves nothing for the driver: reserved is 0. */
+/* The v1 form's checks and figures, then the version check; nothing is
+ * written on any error. The simulated card reserves nothing for the driver:
+ * reserved is 0. */
 static nvmlReturn_t simn_nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
 {
-	nvmlReturn_t rc = check_dev(device);
-	unsigned long long total, used;
+	nvmlMemory_t v1;
+	nvmlReturn_t rc = simn_nvmlDeviceGetMemoryInfo(device, memory ? &v1 : NULL);
 	if (rc != NVML_SUCCESS)
 		return rc;
-	if (!memory)
-		return NVML_ERROR_INVALID_ARGUMENT;
 	if (memory->version != nvmlMemory_v2)
 		return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
-	card_usage(device, &total, &used);
-	memory->total = total;
+	memory->total = v1.total;
 	memory->reserved = 0;
-	memory->used = used;
-	memory->free = total - used;
+	memory->used = v1.used;
+	memory->free = v1.free;
 	return NVML_SUCCESS;
 }
 
