@@ -635,6 +635,20 @@ CUresult simi_cuMemHostGetDevicePointer(unsigned int *pdptr, void *p, unsigned i
 
 /* ---- stream-ordered allocation and pools ---- */
 
+/* Reserves whole granules so that sz more bytes fit unused in the pool; 0
+ * when maxSize or the card refuses, with the pool and the card untouched. */
+static int pool_grow(struct sim_pool *p, struct sim_dev *d, size_t sz)
+{
+	if (p->reserved - p->used >= sz)
+		return 1;
+	uint64_t grow = sim_round_up(sz - (p->reserved - p->used), SIM_GRANULARITY);
+	if ((p->max_size && grow > p->max_size - p->reserved) ||
+	    sim_charge(d, grow) != CUDA_SUCCESS)
+		return 0;
+	p->reserved += grow;
+	return 1;
+}
+
 static CUresult pool_alloc(CUdeviceptr *dptr, size_t bytesize, struct sim_pool *p,
                            struct sim_ctx *c)
 {
@@ -647,20 +661,13 @@ static CUresult pool_alloc(CUdeviceptr *dptr, size_t bytesize, struct sim_pool *
 	a = calloc(1, sizeof(*a));
 	if (!a)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	if (p->reserved - p->used < sz) {
-		uint64_t grow = sim_round_up(sz - (p->reserved - p->used), SIM_GRANULARITY);
-		if ((p->max_size && grow > p->max_size - p->reserved) ||
-		    sim_charge(d, grow) != CUDA_SUCCESS) {
-			/* Like the driver, give back what the pool holds unused and retry. */
-			pool_trim(p, 0);
-			grow = sim_round_up(sz - (p->reserved - p->used), SIM_GRANULARITY);
-			if ((p->max_size && grow > p->max_size - p->reserved) ||
-			    sim_charge(d, grow) != CUDA_SUCCESS) {
-				free(a);
-				return CUDA_ERROR_OUT_OF_MEMORY;
-			}
+	if (!pool_grow(p, d, sz)) {
+		/* Like the driver, give back what the pool holds unused and retry. */
+		pool_trim(p, 0);
+		if (!pool_grow(p, d, sz)) {
+			free(a);
+			return CUDA_ERROR_OUT_OF_MEMORY;
 		}
-		p->reserved += grow;
 	}
 	p->used += sz;
 	pool_note_high(p);
