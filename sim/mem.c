@@ -161,6 +161,17 @@ static struct sim_dev *ctx_dev(struct sim_ctx *c)
 	return &g_sim.dev[c->dev];
 }
 
+/* This process's ordinal for a physical card (how handles from another
+ * process name it); -1 when the card is not visible here. */
+static int dev_of_phys(int phys)
+{
+	int dev = -1;
+	for (int i = 0; i < g_sim.ndev; i++)
+		if (g_sim.dev[i].phys == phys)
+			dev = i;
+	return dev;
+}
+
 /* ---- pools ---- */
 
 static void pool_note_high(struct sim_pool *p)
@@ -1157,10 +1168,7 @@ CUresult simi_cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handl
 		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
 	if (pread(fd, &b, sizeof(b), 0) != (ssize_t)sizeof(b) || b.magic != SHARE_MAGIC)
 		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
-	int dev = -1;
-	for (int i = 0; i < g_sim.ndev; i++)
-		if (g_sim.dev[i].phys == b.dev_phys)
-			dev = i;
+	int dev = dev_of_phys(b.dev_phys);
 	if (b.dev_phys >= 0 && dev < 0)
 		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_DEVICE);
 	struct vmm *v = calloc(1, sizeof(*v));
@@ -1383,10 +1391,7 @@ CUresult simi_cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, u
 		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
 	if (b.pid == (int32_t)getpid())
 		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_CONTEXT); /* not in the exporting process */
-	int dev = -1;
-	for (int i = 0; i < g_sim.ndev; i++)
-		if (g_sim.dev[i].phys == b.dev_phys)
-			dev = i;
+	int dev = dev_of_phys(b.dev_phys);
 	if (dev < 0)
 		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_DEVICE);
 	for (unsigned k = 0; k < NBUCKETS; k++)
