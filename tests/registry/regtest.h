@@ -1,8 +1,9 @@
 /*
  * regtest.h - helpers the registry tests share: the random reserve/release
- * churn of the stress tests (test_concurrency, test_chaos), and re-executing
- * a test as a member that stops itself inside the group's lock
- * (test_chaos, test_snapshot).
+ * churn of the stress tests (test_concurrency, test_chaos), re-executing a
+ * test as a member that stops itself inside the group's lock (test_chaos,
+ * test_snapshot), and a forked member that reports and stays alive
+ * (test_api, test_snapshot).
  */
 #ifndef VRAMCTL_REGTEST_H
 #define VRAMCTL_REGTEST_H
@@ -130,6 +131,29 @@ static inline pid_t start_stopper(const char *argv0)
 	ASSERT_EQ(waitpid(pid, &st, WUNTRACED), pid);
 	ASSERT(WIFSTOPPED(st)); /* holding the mutex */
 	return pid;
+}
+
+/*
+ * A forked member that must stay alive, holding what it reserved, while the
+ * parent looks: the child ends with hold_and_report(fd, ok), ok being 1 when
+ * its setup worked, which writes 'y' or 'n' to the pipe and waits to be
+ * killed (exit 2 if the write fails); the parent calls expect_held(fd),
+ * which asserts that it reads 'y'.
+ */
+static inline _Noreturn void hold_and_report(int fd, int ok)
+{
+	char c = ok ? 'y' : 'n';
+	if (write(fd, &c, 1) != 1)
+		_exit(2);
+	pause();
+	_exit(0);
+}
+
+static inline void expect_held(int fd)
+{
+	char ok = 0;
+	ASSERT_EQ(read(fd, &ok, 1), 1);
+	ASSERT_EQ(ok, 'y');
 }
 
 #endif /* VRAMCTL_REGTEST_H */

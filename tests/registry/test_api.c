@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "registry/registry.h"
+#include "tests/registry/regtest.h"
 #include "tests/test.h"
 
 static const char *dir;
@@ -124,15 +125,9 @@ static void test_dead_member_reclaimed(void)
 		vr_forget(m); /* as the library does after fork */
 		vr_member *c = join("dead", "1000", 0, NULL);
 		int d = vr_device(c, uuid0, 1, NULL);
-		char ok = vr_reserve(c, d, 800, NULL) == 0 ? 'y' : 'n';
-		if (write(p[1], &ok, 1) != 1)
-			_exit(2);
-		pause();
-		_exit(0);
+		hold_and_report(p[1], vr_reserve(c, d, 800, NULL) == 0);
 	}
-	char ok = 0;
-	ASSERT_EQ(read(p[0], &ok, 1), 1);
-	ASSERT_EQ(ok, 'y');
+	expect_held(p[0]);
 	uint64_t in_use;
 	ASSERT_EQ(vr_reserve(m, 0, 300, &in_use), -ENOSPC); /* the child is alive */
 	ASSERT_UEQ(in_use, 800);
