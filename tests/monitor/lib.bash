@@ -2,26 +2,9 @@
 # not a test itself). Programs are synchronised through pipes: a holder says
 # "ready N PID" once its memory is allocated and frees it when its stdin
 # closes; nothing waits on time.
-set -u
-V=$VR_BUILD/vramctl
+. "$VR_SRC/tests/lib.bash"
 HOLDER=$VR_BUILD/tests/monitor/holder
-LIB=$VR_BUILD/libvramctl.so
 GOLDEN=$VR_SRC/tests/monitor/golden
-fails=0
-
-fail() {
-	echo "FAIL: $*" >&2
-	fails=$((fails + 1))
-}
-
-finish() {
-	if [ "$fails" -gt 0 ]; then
-		echo "$fails check(s) failed"
-		exit 1
-	fi
-	echo "all checks passed"
-	exit 0
-}
 
 skip() {
 	echo "skipped: $*"
