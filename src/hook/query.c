@@ -32,55 +32,40 @@ static void clamp(struct vr_dev *d, uint64_t *freep, uint64_t *totalp)
 		*freep = *totalp;
 }
 
-VR_EXPORT CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
-{
-	VR_PASS(cuMemGetInfo_v2, (free, total));
-	CUresult rc = vr_real.cuMemGetInfo_v2(free, total);
-	struct vr_dev *d;
-	if (rc != CUDA_SUCCESS || !free || !total || !(d = vr_dev_current()) || !d->capped)
-		return rc;
-	uint64_t f = *free, t = *total;
-	clamp(d, &f, &t);
-	*free = f;
-	*total = t;
-	return rc;
-}
+/* cuMemGetInfo[_v2]: the driver's (free, total), clamped on a capped device;
+ * the two differ only in the width of the numbers. */
+#define VR_MEM_GET_INFO(name, type)                                                                \
+	VR_EXPORT CUresult name(type *free, type *total)                                           \
+	{                                                                                          \
+		VR_PASS(name, (free, total));                                                      \
+		CUresult rc = vr_real.name(free, total);                                           \
+		struct vr_dev *d;                                                                  \
+		if (rc != CUDA_SUCCESS || !free || !total || !(d = vr_dev_current()) ||            \
+		    !d->capped)                                                                    \
+			return rc;                                                                 \
+		uint64_t f = *free, t = *total;                                                    \
+		clamp(d, &f, &t);                                                                  \
+		*free = (type)f;                                                                   \
+		*total = (type)t;                                                                  \
+		return rc;                                                                         \
+	}
+VR_MEM_GET_INFO(cuMemGetInfo_v2, size_t)
+VR_MEM_GET_INFO(cuMemGetInfo, unsigned int)
 
-VR_EXPORT CUresult cuMemGetInfo(unsigned int *free, unsigned int *total)
-{
-	VR_PASS(cuMemGetInfo, (free, total));
-	CUresult rc = vr_real.cuMemGetInfo(free, total);
-	struct vr_dev *d;
-	if (rc != CUDA_SUCCESS || !free || !total || !(d = vr_dev_current()) || !d->capped)
-		return rc;
-	uint64_t f = *free, t = *total;
-	clamp(d, &f, &t);
-	*free = (unsigned int)f;
-	*total = (unsigned int)t;
-	return rc;
-}
-
-VR_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
-{
-	VR_PASS(cuDeviceTotalMem_v2, (bytes, dev));
-	CUresult rc = vr_real.cuDeviceTotalMem_v2(bytes, dev);
-	struct vr_dev *d;
-	if (rc == CUDA_SUCCESS && bytes && (d = vr_dev_by_handle(dev)) && d->capped &&
-	    *bytes > d->cap)
-		*bytes = d->cap;
-	return rc;
-}
-
-VR_EXPORT CUresult cuDeviceTotalMem(unsigned int *bytes, CUdevice dev)
-{
-	VR_PASS(cuDeviceTotalMem, (bytes, dev));
-	CUresult rc = vr_real.cuDeviceTotalMem(bytes, dev);
-	struct vr_dev *d;
-	if (rc == CUDA_SUCCESS && bytes && (d = vr_dev_by_handle(dev)) && d->capped &&
-	    *bytes > d->cap)
-		*bytes = (unsigned int)d->cap;
-	return rc;
-}
+/* cuDeviceTotalMem[_v2]: the driver's total, at most the cap. */
+#define VR_DEVICE_TOTAL_MEM(name, type)                                                            \
+	VR_EXPORT CUresult name(type *bytes, CUdevice dev)                                         \
+	{                                                                                          \
+		VR_PASS(name, (bytes, dev));                                                       \
+		CUresult rc = vr_real.name(bytes, dev);                                            \
+		struct vr_dev *d;                                                                  \
+		if (rc == CUDA_SUCCESS && bytes && (d = vr_dev_by_handle(dev)) && d->capped &&     \
+		    *bytes > d->cap)                                                               \
+			*bytes = (type)d->cap;                                                     \
+		return rc;                                                                         \
+	}
+VR_DEVICE_TOTAL_MEM(cuDeviceTotalMem_v2, size_t)
+VR_DEVICE_TOTAL_MEM(cuDeviceTotalMem, unsigned int)
 
 /* ---- NVML ------------------------------------------------------------ */
 
