@@ -77,6 +77,14 @@ static struct slot *probe(struct stripe *s, uint64_t key, int kind, uint64_t h, 
 	}
 }
 
+/* Under s's lock: key's slot, or NULL if it is not there. */
+static struct slot *find(struct stripe *s, uint64_t key, int kind, uint64_t h)
+{
+	int found = 0;
+	struct slot *e = s->cap ? probe(s, key, kind, h, &found) : NULL;
+	return found ? e : NULL;
+}
+
 /*
  * Removes slot i by shifting later members of its probe run back (no
  * tombstones: alloc/free churn never lengthens probes or forces rehashes).
@@ -156,33 +164,26 @@ int vr_map_take(int kind, uint64_t key, int *dev, uint64_t *bytes)
 {
 	uint64_t h = mix(key, kind);
 	struct stripe *s = &stripes[h & (STRIPES - 1)];
-	int found = 0;
 	lock(s);
-	if (s->cap) {
-		struct slot *e = probe(s, key, kind, h, &found);
-		if (found) {
-			*dev = e->dev;
-			*bytes = e->bytes;
-			erase(s, (size_t)(e - s->slots));
-		}
+	struct slot *e = find(s, key, kind, h);
+	if (e) {
+		*dev = e->dev;
+		*bytes = e->bytes;
+		erase(s, (size_t)(e - s->slots));
 	}
 	unlock(s);
-	return found;
+	return e != NULL;
 }
 
 int vr_map_add(int kind, uint64_t key, int dev, uint64_t delta)
 {
 	uint64_t h = mix(key, kind);
 	struct stripe *s = &stripes[h & (STRIPES - 1)];
-	int found = 0;
 	lock(s);
-	if (s->cap) {
-		struct slot *e = probe(s, key, kind, h, &found);
-		if (found && e->dev == dev)
-			e->bytes += delta;
-		else
-			found = 0;
-	}
+	struct slot *e = find(s, key, kind, h);
+	int found = e && e->dev == dev;
+	if (found)
+		e->bytes += delta;
 	unlock(s);
 	return found;
 }
