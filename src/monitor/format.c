@@ -144,19 +144,34 @@ static const char *proc_state_text(const struct mon_proc *p)
 	return mon_state_name(p->state);
 }
 
-static const char *dev_label(const struct mon_model *m, int device, int known, char *buf,
-                             size_t len)
+/* v in decimal when known, else the text none ("-" in a table, "" in a
+ * Prometheus label). */
+static const char *fmt_int_or(long long v, int known, const char *none, char *buf, size_t len)
 {
-	if (!known || device < 0 || device >= m->ndevs) {
-		snprintf(buf, len, "-");
-		return buf;
-	}
-	const struct mon_device *d = &m->devs[device];
-	if (d->valid & MON_DEV_INDEX)
-		snprintf(buf, len, "%d", d->index);
+	if (known)
+		snprintf(buf, len, "%lld", v);
 	else
-		snprintf(buf, len, "-"); /* a device only the registry names */
+		snprintf(buf, len, "%s", none);
 	return buf;
+}
+
+/* The GPU index of a model device, or -1 when unknown (a device only the
+ * registry names has none). */
+static int dev_index_of(const struct mon_model *m, int device, int known)
+{
+	if (!known || device < 0 || device >= m->ndevs)
+		return -1;
+	if (!(m->devs[device].valid & MON_DEV_INDEX))
+		return -1;
+	return m->devs[device].index;
+}
+
+/* The GPU index of a model device as text, else none. */
+static const char *gpu_text(const struct mon_model *m, int device, int known, const char *none,
+                            char *buf, size_t len)
+{
+	int idx = dev_index_of(m, device, known);
+	return fmt_int_or(idx, idx >= 0, none, buf, len);
 }
 
 int mon_format_table(FILE *f, const struct mon_model *m)
@@ -182,7 +197,7 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 				         mon_human_size(v->caps_sum, g, sizeof(g)));
 			else
 				snprintf(caps, sizeof(caps), "none");
-			grid_row(&t, dev_label(m, i, 1, h, sizeof(h)),
+			grid_row(&t, gpu_text(m, i, 1, "-", h, sizeof(h)),
 			         (v->valid & MON_DEV_NAME) ? v->name : "-",
 			         fmt_size_or(v->total, mem, a, sizeof(a)),
 			         fmt_size_or(v->used, mem, b, sizeof(b)),
@@ -212,7 +227,8 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 				         gr->limit_spec);
 			for (int j = 0; j < gr->ndev; j++) {
 				const struct mon_group_dev *gd = &gr->dev[j];
-				grid_row(&t, gr->name, dev_label(m, gd->device, 1, h, sizeof(h)),
+				grid_row(&t, gr->name,
+				         gpu_text(m, gd->device, 1, "-", h, sizeof(h)),
 				         fmt_cap(gd->cap, a, sizeof(a)),
 				         mon_human_size(gd->in_use, b, sizeof(b)),
 				         mon_human_size(gd->peak, c, sizeof(c)),
@@ -237,14 +253,10 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 			const struct mon_proc *p = &m->procs[i];
 			int capped = !!(p->valid & MON_P_CAPPED);
 			char pid[16], nspid[16], denied[24], user[40];
-			if (p->valid & MON_P_HOST_PID)
-				snprintf(pid, sizeof(pid), "%d", (int)p->host_pid);
-			else
-				snprintf(pid, sizeof(pid), "-");
-			if (p->valid & MON_P_NS_PID)
-				snprintf(nspid, sizeof(nspid), "%d", (int)p->ns_pid);
-			else
-				snprintf(nspid, sizeof(nspid), "-");
+			fmt_int_or(p->host_pid, !!(p->valid & MON_P_HOST_PID), "-", pid,
+			           sizeof(pid));
+			fmt_int_or(p->ns_pid, !!(p->valid & MON_P_NS_PID), "-", nspid,
+			           sizeof(nspid));
 			if (capped)
 				snprintf(denied, sizeof(denied), "%" PRIu64, p->denied_count);
 			else
@@ -260,14 +272,15 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 				nvml = "unknown";
 			else
 				nvml = "-";
-			grid_row(&t, pid, nspid,
-			         dev_label(m, p->device, !!(p->valid & MON_P_DEVICE), h, sizeof(h)),
-			         proc_state_text(p), capped ? p->group : "-",
-			         capped ? fmt_cap(p->cap, a, sizeof(a)) : "-",
-			         fmt_size_or(p->in_use, capped, b, sizeof(b)),
-			         fmt_size_or(p->peak, capped, c, sizeof(c)), nvml, denied,
-			         fmt_size_or(p->host_pinned, capped, e, sizeof(e)), user,
-			         (p->valid & MON_P_COMMAND) ? p->command : "-");
+			grid_row(
+			    &t, pid, nspid,
+			    gpu_text(m, p->device, !!(p->valid & MON_P_DEVICE), "-", h, sizeof(h)),
+			    proc_state_text(p), capped ? p->group : "-",
+			    capped ? fmt_cap(p->cap, a, sizeof(a)) : "-",
+			    fmt_size_or(p->in_use, capped, b, sizeof(b)),
+			    fmt_size_or(p->peak, capped, c, sizeof(c)), nvml, denied,
+			    fmt_size_or(p->host_pinned, capped, e, sizeof(e)), user,
+			    (p->valid & MON_P_COMMAND) ? p->command : "-");
 		}
 		grid_print(f, &t, "");
 		grid_free(&t);
@@ -473,15 +486,6 @@ static void jw_item_str(struct jw *w, const char *v)
 	jw_raw_str(w, v);
 }
 
-static int dev_index_of(const struct mon_model *m, int device, int known)
-{
-	if (!known || device < 0 || device >= m->ndevs)
-		return -1;
-	if (!(m->devs[device].valid & MON_DEV_INDEX))
-		return -1;
-	return m->devs[device].index;
-}
-
 int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 {
 	struct jw w = {.f = f, .compact = compact};
@@ -631,15 +635,6 @@ enum dev_metric { DM_TOTAL, DM_USED, DM_FREE, DM_CAPS, DM_OVER };
 enum grp_metric { GM_LIMIT, GM_USED, GM_PEAK, GM_DEAD };
 enum proc_metric { PM_USED, PM_PEAK, PM_DENIED, PM_LAST_DENIED, PM_SPILLED, PM_PINNED, PM_NVML };
 
-static void gpu_label(const struct mon_model *m, int device, int known, char *buf, size_t len)
-{
-	int idx = dev_index_of(m, device, known);
-	if (idx >= 0)
-		snprintf(buf, len, "%d", idx);
-	else
-		buf[0] = '\0';
-}
-
 static void prom_devices(FILE *f, const struct mon_model *m, enum dev_metric which,
                          const char *name, const char *help)
 {
@@ -672,7 +667,7 @@ static void prom_devices(FILE *f, const struct mon_model *m, enum dev_metric whi
 			prom_head(f, name, "gauge", help);
 		any = 1;
 		char gpu[16];
-		gpu_label(m, i, 1, gpu, sizeof(gpu));
+		gpu_text(m, i, 1, "", gpu, sizeof(gpu));
 		const char *labels[] = {"gpu", gpu, "uuid", d->uuid, NULL};
 		prom_sample(f, name, labels, v);
 	}
@@ -695,7 +690,7 @@ static void prom_groups(FILE *f, const struct mon_model *m, enum grp_metric whic
 				prom_head(f, name, "gauge", help);
 			any = 1;
 			char gpu[16];
-			gpu_label(m, gd->device, 1, gpu, sizeof(gpu));
+			gpu_text(m, gd->device, 1, "", gpu, sizeof(gpu));
 			const char *labels[] = {"group", g->name,  "gpu", gpu,
 			                        "uuid",  gd->uuid, NULL};
 			prom_sample(f, name, labels, v);
@@ -731,15 +726,9 @@ static void prom_procs(FILE *f, const struct mon_model *m, enum proc_metric whic
 			prom_head(f, name, type, help);
 		any = 1;
 		char pid[16], nspid[16], gpu[16];
-		if (p->valid & MON_P_HOST_PID)
-			snprintf(pid, sizeof(pid), "%d", (int)p->host_pid);
-		else
-			pid[0] = '\0';
-		if (p->valid & MON_P_NS_PID)
-			snprintf(nspid, sizeof(nspid), "%d", (int)p->ns_pid);
-		else
-			nspid[0] = '\0';
-		gpu_label(m, p->device, !!(p->valid & MON_P_DEVICE), gpu, sizeof(gpu));
+		fmt_int_or(p->host_pid, !!(p->valid & MON_P_HOST_PID), "", pid, sizeof(pid));
+		fmt_int_or(p->ns_pid, !!(p->valid & MON_P_NS_PID), "", nspid, sizeof(nspid));
+		gpu_text(m, p->device, !!(p->valid & MON_P_DEVICE), "", gpu, sizeof(gpu));
 		const char *labels[] = {
 		    "pid", pid,    "ns_pid", nspid,   "gpu",
 		    gpu,   "uuid", p->uuid,  "group", (p->valid & MON_P_CAPPED) ? p->group : "",
@@ -763,7 +752,7 @@ int mon_format_prom(FILE *f, const struct mon_model *m)
 		for (int i = 0; i < m->ndevs; i++) {
 			const struct mon_device *d = &m->devs[i];
 			char gpu[16];
-			gpu_label(m, i, 1, gpu, sizeof(gpu));
+			gpu_text(m, i, 1, "", gpu, sizeof(gpu));
 			const char *labels[] = {"gpu",  gpu,
 			                        "uuid", d->uuid,
 			                        "name", (d->valid & MON_DEV_NAME) ? d->name : "",
