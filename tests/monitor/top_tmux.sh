@@ -34,14 +34,23 @@ T new-session -d -s top -x 120 -y 30 "$TMPDIR/run-top" || skip "tmux cannot star
 
 screen() { T capture-pane -p -t top 2>/dev/null; }
 
-# wait_for TEXT WHAT: polls the screen (at most 200 times) for a fixed string.
-wait_for() {
+# poll_screen TEXT GREP_STATUS: polls the screen (at most 200 times) until
+# grep for the fixed string TEXT exits with GREP_STATUS (0: the text is on
+# the screen, 1: it is not); returns 1 if that never happened.
+poll_screen() {
 	local i
 	for ((i = 0; i < 200; i++)); do
 		screen >"$TMPDIR/screen"
-		grep -qF -- "$1" "$TMPDIR/screen" && return 0
+		grep -qF -- "$1" "$TMPDIR/screen"
+		[ $? = "$2" ] && return 0
 		sleep 0.05
 	done
+	return 1
+}
+
+# wait_for TEXT WHAT: polls the screen for a fixed string.
+wait_for() {
+	poll_screen "$1" 0 && return 0
 	fail "$2: '$1' never appeared; the screen:"
 	sed 's/^/      | /' "$TMPDIR/screen" >&2
 	return 1
@@ -49,15 +58,22 @@ wait_for() {
 
 # wait_gone TEXT WHAT: the same until the text is no longer on the screen.
 wait_gone() {
-	local i
-	for ((i = 0; i < 200; i++)); do
-		screen >"$TMPDIR/screen"
-		grep -qF -- "$1" "$TMPDIR/screen" || return 0
-		sleep 0.05
-	done
+	poll_screen "$1" 1 && return 0
 	fail "$2: '$1' is still on the screen"
 	sed 's/^/      | /' "$TMPDIR/screen" >&2
 	return 1
+}
+
+# quit_top TRIES WHAT: sends 'q' and waits (at most TRIES polls 50 ms apart)
+# for top's exit status, which must be 0.
+quit_top() {
+	local i
+	T send-keys -t top q
+	for ((i = 0; i < $1; i++)); do
+		[ -s "$TMPDIR/top.rc" ] && break
+		sleep 0.05
+	done
+	[ "$(cat "$TMPDIR/top.rc" 2>/dev/null)" = 0 ] || fail "$2"
 }
 
 # The PIDs of the process rows, top to bottom.
@@ -111,12 +127,7 @@ T resize-window -t top -x 120 -y 30
 wait_for "(uncapped)" "back to full size"
 
 # Quit.
-T send-keys -t top q
-for ((i = 0; i < 200; i++)); do
-	[ -s "$TMPDIR/top.rc" ] && break
-	sleep 0.05
-done
-[ "$(cat "$TMPDIR/top.rc" 2>/dev/null)" = 0 ] || fail "top did not quit with status 0 on 'q'"
+quit_top 200 "top did not quit with status 0 on 'q'"
 
 # NVML that answers after 60 s (the simulator's VRAMSIM_SLOW): the screen
 # still comes up with the registry's rows at once and says it is waiting,
@@ -130,12 +141,7 @@ wait_for "infer" "slow NVML: registry rows shown"
 screen >"$TMPDIR/screen"
 grep -q "GPU 0 vramsim" "$TMPDIR/screen" && fail "slow NVML: GPU line shown, so NVML was not slow"
 grep -qF "waiting for NVML's first answer" "$TMPDIR/screen" || fail "slow NVML: note gone"
-T send-keys -t top q
-for ((i = 0; i < 100; i++)); do
-	[ -s "$TMPDIR/top.rc" ] && break
-	sleep 0.05
-done
-[ "$(cat "$TMPDIR/top.rc" 2>/dev/null)" = 0 ] || fail "slow NVML: top did not quit at once on 'q'"
+quit_top 100 "slow NVML: top did not quit at once on 'q'"
 
 stop_holder free
 stop_holder a
