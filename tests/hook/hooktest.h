@@ -122,13 +122,20 @@ static inline size_t ht_err_size(const char *mode)
 	return n > 0 ? (size_t)n : 0;
 }
 
+/* cuInit; returns device 0. */
+static inline CUdevice ht_dev0(void)
+{
+	CUdevice dev;
+	ASSERT_CU(cuInit(0), CUDA_SUCCESS);
+	ASSERT_CU(cuDeviceGet(&dev, 0), CUDA_SUCCESS);
+	return dev;
+}
+
 /* cuInit, device 0's primary context made current. Returns the device. */
 static inline CUdevice ht_ctx(void)
 {
-	CUdevice dev;
+	CUdevice dev = ht_dev0();
 	CUcontext ctx;
-	ASSERT_CU(cuInit(0), CUDA_SUCCESS);
-	ASSERT_CU(cuDeviceGet(&dev, 0), CUDA_SUCCESS);
 	ASSERT_CU(cuDevicePrimaryCtxRetain(&ctx, dev), CUDA_SUCCESS);
 	ASSERT_CU(cuCtxSetCurrent(ctx), CUDA_SUCCESS);
 	return dev;
@@ -138,10 +145,8 @@ static inline CUdevice ht_ctx(void)
  * runs without the library. */
 static inline uint64_t ht_total(void)
 {
-	CUdevice dev;
+	CUdevice dev = ht_dev0();
 	size_t total;
-	ASSERT_CU(cuInit(0), CUDA_SUCCESS);
-	ASSERT_CU(cuDeviceGet(&dev, 0), CUDA_SUCCESS);
 	ASSERT_CU(cuDeviceTotalMem_v2(&total, dev), CUDA_SUCCESS);
 	return total;
 }
