@@ -28,7 +28,7 @@ bench: $(BENCH_TARGETS)
 
 # The monitor: `vramctl status --json` with 1,000 process records, and the
 # CPU `vramctl top` uses at one refresh a second, in tmux.
-$(O)/bench/status_bench: $(O)/bench/status_bench.o $(REGISTRY_LIB)
+$(O)/bench/status_bench: $(O)/bench/status_bench.o $(REGISTRY_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_LDFLAGS) -o $@ $^
 
@@ -43,7 +43,7 @@ bench: bench-monitor
 
 # The shared registry: reserve+release pairs (1 process; 4 processes x 2
 # threads), attach time (1 and 256 at once), a snapshot of 1,000 members.
-$(O)/bench/registry_bench: $(O)/bench/registry_bench.o $(REGISTRY_LIB)
+$(O)/bench/registry_bench: $(O)/bench/registry_bench.o $(REGISTRY_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_LDFLAGS) -o $@ $^
 

@@ -8,10 +8,10 @@ $(REGISTRY_LIB): $(REGISTRY_SRCS:%.c=$(O)/%.o)
 ALL_TARGETS += $(REGISTRY_LIB)
 
 # Tests: one program per file in tests/registry/, each linked with the
-# registry alone.
+# registry (and the common helpers it uses).
 REGISTRY_TEST_SRCS := $(wildcard tests/registry/*.c)
 REGISTRY_TESTS := $(REGISTRY_TEST_SRCS:%.c=$(O)/%)
-$(REGISTRY_TESTS): $(O)/tests/registry/%: $(O)/tests/registry/%.o $(REGISTRY_LIB)
+$(REGISTRY_TESTS): $(O)/tests/registry/%: $(O)/tests/registry/%.o $(REGISTRY_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_LDFLAGS) -o $@ $^
 TESTS += $(REGISTRY_TESTS)

@@ -281,13 +281,13 @@ static int open_registry_dir(const char *dir, int create, char *err, size_t errl
 		int e = errno;
 		struct stat lst;
 		if ((e == ELOOP || e == ENOTDIR) && lstat(dir, &lst) == 0 && S_ISLNK(lst.st_mode)) {
-			vr_errf(err, errlen, "registry directory %s is a symlink: refusing", dir);
+			vr_seterr(err, errlen, "registry directory %s is a symlink: refusing", dir);
 			return -ELOOP;
 		}
 		if (e == ENOTDIR)
-			vr_errf(err, errlen, "registry directory %s is not a directory", dir);
+			vr_seterr(err, errlen, "registry directory %s is not a directory", dir);
 		else
-			vr_errf(err, errlen, "cannot open registry directory %s: %s", dir,
+			vr_seterr(err, errlen, "cannot open registry directory %s: %s", dir,
 			        strerror(e));
 		return -e;
 	}
@@ -295,7 +295,7 @@ static int open_registry_dir(const char *dir, int create, char *err, size_t errl
 	if (fstat(dfd, &st) < 0) {
 		int e = errno;
 		close(dfd);
-		vr_errf(err, errlen, "cannot stat registry directory %s: %s", dir, strerror(e));
+		vr_seterr(err, errlen, "cannot stat registry directory %s: %s", dir, strerror(e));
 		return -e;
 	}
 	/* mkdir's mode went through the host's umask; set it exactly instead of
@@ -306,14 +306,14 @@ static int open_registry_dir(const char *dir, int create, char *err, size_t errl
 	}
 	if (st.st_uid != geteuid()) {
 		close(dfd);
-		vr_errf(err, errlen,
+		vr_seterr(err, errlen,
 		        "registry directory %s is owned by uid %u, not by uid %u: refusing", dir,
 		        (unsigned)st.st_uid, (unsigned)geteuid());
 		return -EPERM;
 	}
 	if (st.st_mode & 022) {
 		close(dfd);
-		vr_errf(err, errlen,
+		vr_seterr(err, errlen,
 		        "registry directory %s is group or world writable (mode %04o): refusing",
 		        dir, (unsigned)(st.st_mode & 07777));
 		return -EPERM;
@@ -382,9 +382,9 @@ static int open_region(int dfd, const char *dir, const char *group, const char *
 		if (e == ENOENT)
 			return -ENOENT;
 		if (e == ELOOP)
-			vr_errf(err, errlen, "region %s/%s is a symlink: refusing", dir, name);
+			vr_seterr(err, errlen, "region %s/%s is a symlink: refusing", dir, name);
 		else
-			vr_errf(err, errlen, "cannot open region %s/%s: %s", dir, name,
+			vr_seterr(err, errlen, "cannot open region %s/%s: %s", dir, name,
 			        strerror(e));
 		return -e;
 	}
@@ -425,11 +425,11 @@ static int open_region(int dfd, const char *dir, const char *group, const char *
 	if (rc != 0) {
 		close(ro);
 		if (rc == -EPERM && st.st_uid != geteuid())
-			vr_errf(err, errlen,
+			vr_seterr(err, errlen,
 			        "region %s/%s is owned by uid %u, not uid %u: refusing", dir, name,
 			        (unsigned)st.st_uid, (unsigned)geteuid());
 		else
-			vr_errf(err, errlen, "region %s/%s: %s; remove it to start afresh", dir,
+			vr_seterr(err, errlen, "region %s/%s: %s; remove it to start afresh", dir,
 			        name, why);
 		return rc;
 	}
@@ -441,7 +441,7 @@ static int open_region(int dfd, const char *dir, const char *group, const char *
 		if (rw >= 0)
 			close(rw);
 		close(ro);
-		vr_errf(err, errlen, "region %s/%s changed while being opened", dir, name);
+		vr_seterr(err, errlen, "region %s/%s changed while being opened", dir, name);
 		return -e;
 	}
 	close(ro);
@@ -478,7 +478,7 @@ static int create_region(int dfd, const char *dir, const char *name, const struc
 	    openat(dfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
 	if (fd < 0) {
 		int e = errno;
-		vr_errf(err, errlen, "cannot create region in %s: %s", dir, strerror(e));
+		vr_seterr(err, errlen, "cannot create region in %s: %s", dir, strerror(e));
 		return -e;
 	}
 	int rc = 0;
@@ -512,14 +512,14 @@ static int create_region(int dfd, const char *dir, const char *name, const struc
 		unlinkat(dfd, tmp, 0);
 		close(fd);
 		if (rc != -EEXIST)
-			vr_errf(err, errlen, "cannot publish region %s/%s: %s", dir, name,
+			vr_seterr(err, errlen, "cannot publish region %s/%s: %s", dir, name,
 			        strerror(-rc));
 		return rc;
 	}
 	unlinkat(dfd, tmp, 0);
 	return fd;
 fail:
-	vr_errf(err, errlen, "cannot create region %s/%s: %s", dir, name, strerror(-rc));
+	vr_seterr(err, errlen, "cannot create region %s/%s: %s", dir, name, strerror(-rc));
 	if (map != MAP_FAILED)
 		munmap(map, VR_REGION_SIZE);
 	unlinkat(dfd, tmp, 0);
@@ -592,11 +592,11 @@ int vr_join(const struct vr_join_opts *opts, vr_member **out, int *spec_differs,
 	if (spec_differs)
 		*spec_differs = 0;
 	if (!opts || !out) {
-		vr_errf(err, errlen, "vr_join: missing arguments");
+		vr_seterr(err, errlen, "vr_join: missing arguments");
 		return -EINVAL;
 	}
 	if (!vr_group_name_ok(opts->group)) {
-		vr_errf(err, errlen,
+		vr_seterr(err, errlen,
 		        "bad group name '%.80s': use 1 to 64 of A-Z a-z 0-9 . _ -, not starting "
 		        "with '.'",
 		        opts->group ? opts->group : "(null)");
@@ -606,7 +606,7 @@ int vr_join(const struct vr_join_opts *opts, vr_member **out, int *spec_differs,
 	const char *dir = opts->dir;
 	rc = vr_dir_or_default(&dir, dirbuf, sizeof(dirbuf));
 	if (rc < 0) {
-		vr_errf(err, errlen, "registry directory path too long");
+		vr_seterr(err, errlen, "registry directory path too long");
 		return rc;
 	}
 	snprintf(name, sizeof(name), "%s.vrg", opts->group);
@@ -625,7 +625,7 @@ int vr_join(const struct vr_join_opts *opts, vr_member **out, int *spec_differs,
 	close(dfd);
 	if (fd < 0) {
 		if (fd == -EEXIST || fd == -ENOENT)
-			vr_errf(err, errlen, "region %s/%s keeps changing while being opened", dir,
+			vr_seterr(err, errlen, "region %s/%s keeps changing while being opened", dir,
 			        name);
 		return fd;
 	}
@@ -633,7 +633,7 @@ int vr_join(const struct vr_join_opts *opts, vr_member **out, int *spec_differs,
 	void *map = mmap(NULL, VR_REGION_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED) {
 		rc = -errno;
-		vr_errf(err, errlen, "cannot map region %s/%s: %s", dir, name, strerror(-rc));
+		vr_seterr(err, errlen, "cannot map region %s/%s: %s", dir, name, strerror(-rc));
 		close(fd);
 		return rc;
 	}
@@ -641,7 +641,7 @@ int vr_join(const struct vr_join_opts *opts, vr_member **out, int *spec_differs,
 	if (!m) {
 		munmap(map, VR_REGION_SIZE);
 		close(fd);
-		vr_errf(err, errlen, "out of memory");
+		vr_seterr(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	m->hdr = map;
@@ -659,10 +659,10 @@ int vr_join(const struct vr_join_opts *opts, vr_member **out, int *spec_differs,
 	rc = claim_slot(fd, h);
 	if (rc < 0) {
 		if (rc == -EUSERS)
-			vr_errf(err, errlen, "group %s is full (%u members)", opts->group,
+			vr_seterr(err, errlen, "group %s is full (%u members)", opts->group,
 			        VR_REGION_SLOTS);
 		else
-			vr_errf(err, errlen, "cannot lock a slot in %s/%s: %s", dir, name,
+			vr_seterr(err, errlen, "cannot lock a slot in %s/%s: %s", dir, name,
 			        strerror(-rc));
 		goto fail;
 	}
@@ -678,7 +678,7 @@ int vr_join(const struct vr_join_opts *opts, vr_member **out, int *spec_differs,
 
 	rc = region_lock(m);
 	if (rc < 0) {
-		vr_errf(err, errlen, "cannot lock region %s/%s: %s", dir, name, strerror(-rc));
+		vr_seterr(err, errlen, "cannot lock region %s/%s: %s", dir, name, strerror(-rc));
 		goto fail;
 	}
 	books_begin(h);
@@ -700,7 +700,7 @@ int vr_join(const struct vr_join_opts *opts, vr_member **out, int *spec_differs,
 	if (live_other && opts->fresh) {
 		books_end(h);
 		region_unlock(m);
-		vr_errf(err, errlen,
+		vr_seterr(err, errlen,
 		        "group %s is in use by a live process; a new run needs a new name",
 		        opts->group);
 		rc = -EEXIST;

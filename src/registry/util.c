@@ -11,16 +11,6 @@
 
 #include "registry/util.h"
 
-void vr_errf(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (!err || errlen == 0)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 void vr_strlcpy(char *dst, const char *src, size_t len)
 {
 	size_t n = strlen(src);

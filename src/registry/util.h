@@ -10,9 +10,7 @@
 #include <sys/types.h>
 
 #include "common/compiler.h"
-
-/* snprintf into err when err is not NULL and errlen > 0. */
-void vr_errf(char *err, size_t errlen, const char *fmt, ...) VR_PRINTF(3, 4);
+#include "common/text.h" /* vr_seterr, for one-line error messages */
 
 /* Copies at most len-1 bytes and always terminates (len > 0). */
 void vr_strlcpy(char *dst, const char *src, size_t len);
