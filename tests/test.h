@@ -39,12 +39,12 @@
 			TEST_FAIL_("expected %s %s %s, got %llu vs %llu", #a, #op, #b, a_, b_);    \
 	} while (0)
 
-#define ASSERT_EQ(a, b) ASSERT_INT_OP_(a, ==, b)
-#define ASSERT_NE(a, b) ASSERT_INT_OP_(a, !=, b)
-#define ASSERT_LT(a, b) ASSERT_INT_OP_(a, <, b)
-#define ASSERT_LE(a, b) ASSERT_INT_OP_(a, <=, b)
-#define ASSERT_GT(a, b) ASSERT_INT_OP_(a, >, b)
-#define ASSERT_GE(a, b) ASSERT_INT_OP_(a, >=, b)
+#define ASSERT_EQ(a, b)  ASSERT_INT_OP_(a, ==, b)
+#define ASSERT_NE(a, b)  ASSERT_INT_OP_(a, !=, b)
+#define ASSERT_LT(a, b)  ASSERT_INT_OP_(a, <, b)
+#define ASSERT_LE(a, b)  ASSERT_INT_OP_(a, <=, b)
+#define ASSERT_GT(a, b)  ASSERT_INT_OP_(a, >, b)
+#define ASSERT_GE(a, b)  ASSERT_INT_OP_(a, >=, b)
 #define ASSERT_UEQ(a, b) ASSERT_UINT_OP_(a, ==, b)
 #define ASSERT_ULE(a, b) ASSERT_UINT_OP_(a, <=, b)
 #define ASSERT_UGE(a, b) ASSERT_UINT_OP_(a, >=, b)
@@ -54,7 +54,7 @@
 		const char *a_ = (a), *b_ = (b);                                                   \
 		if (!a_ || !b_ || strcmp(a_, b_) != 0)                                             \
 			TEST_FAIL_("expected %s == %s, got \"%s\" vs \"%s\"", #a, #b,              \
-				   a_ ? a_ : "(null)", b_ ? b_ : "(null)");                        \
+			           a_ ? a_ : "(null)", b_ ? b_ : "(null)");                        \
 	} while (0)
 
 /* A CUDA or NVML call that must return the given code. */

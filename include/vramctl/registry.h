@@ -47,8 +47,8 @@ struct vramctl_proc_dev {
 };
 
 struct vramctl_proc {
-	pid_t pid;        /* as the process saw itself (its own namespace) */
-	pid_t host_pid;   /* in the reader's namespace, 0 if unknown */
+	pid_t pid;           /* as the process saw itself (its own namespace) */
+	pid_t host_pid;      /* in the reader's namespace, 0 if unknown */
 	uint64_t start_time; /* /proc/PID/stat field 22 (clock ticks since boot) */
 	uid_t uid;
 	char user[32];
@@ -79,8 +79,8 @@ struct vramctl_snapshot {
 	struct vramctl_group *groups;
 	int nprocs;
 	struct vramctl_proc *procs;
-	int nerrors;     /* regions that could not be read (corrupt, foreign) */
-	char **errors;   /* one line each */
+	int nerrors;   /* regions that could not be read (corrupt, foreign) */
+	char **errors; /* one line each */
 };
 
 /* dir NULL: the default registry directory (see vramctl(1)). */

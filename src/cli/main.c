@@ -16,11 +16,11 @@ static const struct {
 	int (*fn)(int argc, char **argv);
 	const char *summary;
 } commands[] = {
-	{"run", cmd_run, "run a command under a GPU memory cap"},
-	{"demo", cmd_demo, "show what a cap does, on the simulated GPU"},
-	{"status", cmd_status, "show every GPU and process against its cap"},
-	{"top", cmd_top, "live terminal view of GPU memory and caps"},
-	{"export", cmd_export, "serve Prometheus metrics over HTTP"},
+    {"run", cmd_run, "run a command under a GPU memory cap"},
+    {"demo", cmd_demo, "show what a cap does, on the simulated GPU"},
+    {"status", cmd_status, "show every GPU and process against its cap"},
+    {"top", cmd_top, "live terminal view of GPU memory and caps"},
+    {"export", cmd_export, "serve Prometheus metrics over HTTP"},
 };
 
 static void usage(FILE *f)

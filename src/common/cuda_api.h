@@ -59,7 +59,7 @@ typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphNode_st *CUgraphNode;
 typedef struct CUgraphExec_st *CUgraphExec;
 
-#define CU_STREAM_LEGACY ((CUstream)0x1)
+#define CU_STREAM_LEGACY     ((CUstream)0x1)
 #define CU_STREAM_PER_THREAD ((CUstream)0x2)
 
 typedef struct CUuuid_st {
@@ -92,13 +92,13 @@ enum {
 typedef int CUlimit;
 enum { CU_LIMIT_STACK_SIZE = 0, CU_LIMIT_PRINTF_FIFO_SIZE = 1, CU_LIMIT_MALLOC_HEAP_SIZE = 2 };
 
-#define CU_MEMHOSTALLOC_PORTABLE 0x01
-#define CU_MEMHOSTALLOC_DEVICEMAP 0x02
+#define CU_MEMHOSTALLOC_PORTABLE      0x01
+#define CU_MEMHOSTALLOC_DEVICEMAP     0x02
 #define CU_MEMHOSTALLOC_WRITECOMBINED 0x04
-#define CU_MEMHOSTREGISTER_PORTABLE 0x01
-#define CU_MEMHOSTREGISTER_DEVICEMAP 0x02
-#define CU_MEM_ATTACH_GLOBAL 0x1
-#define CU_MEM_ATTACH_HOST 0x2
+#define CU_MEMHOSTREGISTER_PORTABLE   0x01
+#define CU_MEMHOSTREGISTER_DEVICEMAP  0x02
+#define CU_MEM_ATTACH_GLOBAL          0x1
+#define CU_MEM_ATTACH_HOST            0x2
 
 typedef int CUmemLocationType;
 enum {
@@ -109,11 +109,19 @@ enum {
 	CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT = 4,
 };
 typedef int CUmemAllocationType;
-enum { CU_MEM_ALLOCATION_TYPE_INVALID = 0, CU_MEM_ALLOCATION_TYPE_PINNED = 1, CU_MEM_ALLOCATION_TYPE_MANAGED = 2 };
+enum {
+	CU_MEM_ALLOCATION_TYPE_INVALID = 0,
+	CU_MEM_ALLOCATION_TYPE_PINNED = 1,
+	CU_MEM_ALLOCATION_TYPE_MANAGED = 2
+};
 typedef int CUmemAllocationHandleType;
 enum { CU_MEM_HANDLE_TYPE_NONE = 0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1 };
 typedef int CUmemAccess_flags;
-enum { CU_MEM_ACCESS_FLAGS_PROT_NONE = 0, CU_MEM_ACCESS_FLAGS_PROT_READ = 1, CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3 };
+enum {
+	CU_MEM_ACCESS_FLAGS_PROT_NONE = 0,
+	CU_MEM_ACCESS_FLAGS_PROT_READ = 1,
+	CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3
+};
 typedef int CUmemAllocationGranularity_flags;
 enum { CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 1 };
 
@@ -155,11 +163,11 @@ enum {
 	CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES = 1,
 	CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC = 2,
 	CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES = 3,
-	CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,     /* cuuint64_t */
-	CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT = 5,  /* cuuint64_t */
-	CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH = 6,     /* cuuint64_t */
-	CU_MEMPOOL_ATTR_USED_MEM_CURRENT = 7,      /* cuuint64_t */
-	CU_MEMPOOL_ATTR_USED_MEM_HIGH = 8,         /* cuuint64_t */
+	CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,    /* cuuint64_t */
+	CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT = 5, /* cuuint64_t */
+	CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH = 6,    /* cuuint64_t */
+	CU_MEMPOOL_ATTR_USED_MEM_CURRENT = 7,     /* cuuint64_t */
+	CU_MEMPOOL_ATTR_USED_MEM_HIGH = 8,        /* cuuint64_t */
 };
 
 typedef int CUarray_format;
@@ -239,120 +247,200 @@ enum {
  * all; the injected library hooks a subset (src/hook/hooks.def). Keeping the
  * signatures in one list means the two can never disagree.
  */
-#define VR_CUDA_FUNCS(X) \
-	X(cuInit, (unsigned int Flags), (Flags)) \
-	X(cuDriverGetVersion, (int *driverVersion), (driverVersion)) \
-	X(cuDeviceGet, (CUdevice *device, int ordinal), (device, ordinal)) \
-	X(cuDeviceGetCount, (int *count), (count)) \
-	X(cuDeviceGetName, (char *name, int len, CUdevice dev), (name, len, dev)) \
-	X(cuDeviceGetUuid, (CUuuid *uuid, CUdevice dev), (uuid, dev)) \
-	X(cuDeviceGetUuid_v2, (CUuuid *uuid, CUdevice dev), (uuid, dev)) \
-	X(cuDeviceTotalMem, (unsigned int *bytes, CUdevice dev), (bytes, dev)) \
-	X(cuDeviceTotalMem_v2, (size_t *bytes, CUdevice dev), (bytes, dev)) \
-	X(cuDeviceGetAttribute, (int *pi, CUdevice_attribute attrib, CUdevice dev), (pi, attrib, dev)) \
-	X(cuDevicePrimaryCtxRetain, (CUcontext *pctx, CUdevice dev), (pctx, dev)) \
-	X(cuDevicePrimaryCtxRelease_v2, (CUdevice dev), (dev)) \
-	X(cuDevicePrimaryCtxReset_v2, (CUdevice dev), (dev)) \
-	X(cuDevicePrimaryCtxGetState, (CUdevice dev, unsigned int *flags, int *active), (dev, flags, active)) \
-	X(cuDevicePrimaryCtxSetFlags_v2, (CUdevice dev, unsigned int flags), (dev, flags)) \
-	X(cuCtxCreate_v2, (CUcontext *pctx, unsigned int flags, CUdevice dev), (pctx, flags, dev)) \
-	X(cuCtxCreate_v4, (CUcontext *pctx, CUctxCreateParams *params, unsigned int flags, CUdevice dev), (pctx, params, flags, dev)) \
-	X(cuCtxDestroy_v2, (CUcontext ctx), (ctx)) \
-	X(cuCtxSetCurrent, (CUcontext ctx), (ctx)) \
-	X(cuCtxGetCurrent, (CUcontext *pctx), (pctx)) \
-	X(cuCtxGetDevice, (CUdevice *device), (device)) \
-	X(cuCtxPushCurrent_v2, (CUcontext ctx), (ctx)) \
-	X(cuCtxPopCurrent_v2, (CUcontext *pctx), (pctx)) \
-	X(cuCtxSynchronize, (void), ()) \
-	X(cuCtxSetLimit, (CUlimit limit, size_t value), (limit, value)) \
-	X(cuCtxGetLimit, (size_t *pvalue, CUlimit limit), (pvalue, limit)) \
-	X(cuMemGetInfo, (unsigned int *free, unsigned int *total), (free, total)) \
-	X(cuMemGetInfo_v2, (size_t *free, size_t *total), (free, total)) \
-	X(cuMemAlloc, (unsigned int *dptr, unsigned int bytesize), (dptr, bytesize)) \
-	X(cuMemAlloc_v2, (CUdeviceptr *dptr, size_t bytesize), (dptr, bytesize)) \
-	X(cuMemAllocPitch_v2, (CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height, unsigned int ElementSizeBytes), (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes)) \
-	X(cuMemAllocManaged, (CUdeviceptr *dptr, size_t bytesize, unsigned int flags), (dptr, bytesize, flags)) \
-	X(cuMemFree, (unsigned int dptr), (dptr)) \
-	X(cuMemFree_v2, (CUdeviceptr dptr), (dptr)) \
-	X(cuMemGetAddressRange_v2, (CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr), (pbase, psize, dptr)) \
-	X(cuMemAllocHost_v2, (void **pp, size_t bytesize), (pp, bytesize)) \
+#define VR_CUDA_FUNCS(X)                                                                           \
+	X(cuInit, (unsigned int Flags), (Flags))                                                   \
+	X(cuDriverGetVersion, (int *driverVersion), (driverVersion))                               \
+	X(cuDeviceGet, (CUdevice * device, int ordinal), (device, ordinal))                        \
+	X(cuDeviceGetCount, (int *count), (count))                                                 \
+	X(cuDeviceGetName, (char *name, int len, CUdevice dev), (name, len, dev))                  \
+	X(cuDeviceGetUuid, (CUuuid * uuid, CUdevice dev), (uuid, dev))                             \
+	X(cuDeviceGetUuid_v2, (CUuuid * uuid, CUdevice dev), (uuid, dev))                          \
+	X(cuDeviceTotalMem, (unsigned int *bytes, CUdevice dev), (bytes, dev))                     \
+	X(cuDeviceTotalMem_v2, (size_t * bytes, CUdevice dev), (bytes, dev))                       \
+	X(cuDeviceGetAttribute, (int *pi, CUdevice_attribute attrib, CUdevice dev),                \
+	  (pi, attrib, dev))                                                                       \
+	X(cuDevicePrimaryCtxRetain, (CUcontext * pctx, CUdevice dev), (pctx, dev))                 \
+	X(cuDevicePrimaryCtxRelease_v2, (CUdevice dev), (dev))                                     \
+	X(cuDevicePrimaryCtxReset_v2, (CUdevice dev), (dev))                                       \
+	X(cuDevicePrimaryCtxGetState, (CUdevice dev, unsigned int *flags, int *active),            \
+	  (dev, flags, active))                                                                    \
+	X(cuDevicePrimaryCtxSetFlags_v2, (CUdevice dev, unsigned int flags), (dev, flags))         \
+	X(cuCtxCreate_v2, (CUcontext * pctx, unsigned int flags, CUdevice dev),                    \
+	  (pctx, flags, dev))                                                                      \
+	X(cuCtxCreate_v4,                                                                          \
+	  (CUcontext * pctx, CUctxCreateParams * params, unsigned int flags, CUdevice dev),        \
+	  (pctx, params, flags, dev))                                                              \
+	X(cuCtxDestroy_v2, (CUcontext ctx), (ctx))                                                 \
+	X(cuCtxSetCurrent, (CUcontext ctx), (ctx))                                                 \
+	X(cuCtxGetCurrent, (CUcontext * pctx), (pctx))                                             \
+	X(cuCtxGetDevice, (CUdevice * device), (device))                                           \
+	X(cuCtxPushCurrent_v2, (CUcontext ctx), (ctx))                                             \
+	X(cuCtxPopCurrent_v2, (CUcontext * pctx), (pctx))                                          \
+	X(cuCtxSynchronize, (void), ())                                                            \
+	X(cuCtxSetLimit, (CUlimit limit, size_t value), (limit, value))                            \
+	X(cuCtxGetLimit, (size_t * pvalue, CUlimit limit), (pvalue, limit))                        \
+	X(cuMemGetInfo, (unsigned int *free, unsigned int *total), (free, total))                  \
+	X(cuMemGetInfo_v2, (size_t * free, size_t * total), (free, total))                         \
+	X(cuMemAlloc, (unsigned int *dptr, unsigned int bytesize), (dptr, bytesize))               \
+	X(cuMemAlloc_v2, (CUdeviceptr * dptr, size_t bytesize), (dptr, bytesize))                  \
+	X(cuMemAllocPitch_v2,                                                                      \
+	  (CUdeviceptr * dptr, size_t * pPitch, size_t WidthInBytes, size_t Height,                \
+	   unsigned int ElementSizeBytes),                                                         \
+	  (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes))                                  \
+	X(cuMemAllocManaged, (CUdeviceptr * dptr, size_t bytesize, unsigned int flags),            \
+	  (dptr, bytesize, flags))                                                                 \
+	X(cuMemFree, (unsigned int dptr), (dptr))                                                  \
+	X(cuMemFree_v2, (CUdeviceptr dptr), (dptr))                                                \
+	X(cuMemGetAddressRange_v2, (CUdeviceptr * pbase, size_t * psize, CUdeviceptr dptr),        \
+	  (pbase, psize, dptr))                                                                    \
+	X(cuMemAllocHost_v2, (void **pp, size_t bytesize), (pp, bytesize))                         \
 	X(cuMemHostAlloc, (void **pp, size_t bytesize, unsigned int Flags), (pp, bytesize, Flags)) \
-	X(cuMemFreeHost, (void *p), (p)) \
-	X(cuMemHostRegister_v2, (void *p, size_t bytesize, unsigned int Flags), (p, bytesize, Flags)) \
-	X(cuMemHostUnregister, (void *p), (p)) \
-	X(cuMemHostGetDevicePointer_v2, (CUdeviceptr *pdptr, void *p, unsigned int Flags), (pdptr, p, Flags)) \
-	X(cuStreamCreate, (CUstream *phStream, unsigned int Flags), (phStream, Flags)) \
-	X(cuStreamDestroy_v2, (CUstream hStream), (hStream)) \
-	X(cuStreamSynchronize, (CUstream hStream), (hStream)) \
-	X(cuStreamSynchronize_ptsz, (CUstream hStream), (hStream)) \
-	X(cuMemAllocAsync, (CUdeviceptr *dptr, size_t bytesize, CUstream hStream), (dptr, bytesize, hStream)) \
-	X(cuMemAllocAsync_ptsz, (CUdeviceptr *dptr, size_t bytesize, CUstream hStream), (dptr, bytesize, hStream)) \
-	X(cuMemAllocFromPoolAsync, (CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream), (dptr, bytesize, pool, hStream)) \
-	X(cuMemAllocFromPoolAsync_ptsz, (CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream), (dptr, bytesize, pool, hStream)) \
-	X(cuMemFreeAsync, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream)) \
-	X(cuMemFreeAsync_ptsz, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream)) \
-	X(cuMemPoolCreate, (CUmemoryPool *pool, const CUmemPoolProps *poolProps), (pool, poolProps)) \
-	X(cuMemPoolDestroy, (CUmemoryPool pool), (pool)) \
-	X(cuMemPoolTrimTo, (CUmemoryPool pool, size_t minBytesToKeep), (pool, minBytesToKeep)) \
-	X(cuMemPoolSetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value), (pool, attr, value)) \
-	X(cuMemPoolGetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value), (pool, attr, value)) \
-	X(cuDeviceGetDefaultMemPool, (CUmemoryPool *pool_out, CUdevice dev), (pool_out, dev)) \
-	X(cuDeviceGetMemPool, (CUmemoryPool *pool, CUdevice dev), (pool, dev)) \
-	X(cuDeviceSetMemPool, (CUdevice dev, CUmemoryPool pool), (dev, pool)) \
-	X(cuMemGetAllocationGranularity, (size_t *granularity, const CUmemAllocationProp *prop, CUmemAllocationGranularity_flags option), (granularity, prop, option)) \
-	X(cuMemCreate, (CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop, unsigned long long flags), (handle, size, prop, flags)) \
-	X(cuMemRelease, (CUmemGenericAllocationHandle handle), (handle)) \
-	X(cuMemAddressReserve, (CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags), (ptr, size, alignment, addr, flags)) \
-	X(cuMemAddressFree, (CUdeviceptr ptr, size_t size), (ptr, size)) \
-	X(cuMemMap, (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle, unsigned long long flags), (ptr, size, offset, handle, flags)) \
-	X(cuMemUnmap, (CUdeviceptr ptr, size_t size), (ptr, size)) \
-	X(cuMemSetAccess, (CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count), (ptr, size, desc, count)) \
-	X(cuMemExportToShareableHandle, (void *shareableHandle, CUmemGenericAllocationHandle handle, CUmemAllocationHandleType handleType, unsigned long long flags), (shareableHandle, handle, handleType, flags)) \
-	X(cuMemImportFromShareableHandle, (CUmemGenericAllocationHandle *handle, void *osHandle, CUmemAllocationHandleType shHandleType), (handle, osHandle, shHandleType)) \
-	X(cuArrayCreate_v2, (CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray), (pHandle, pAllocateArray)) \
-	X(cuArray3DCreate_v2, (CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray), (pHandle, pAllocateArray)) \
-	X(cuArrayDestroy, (CUarray hArray), (hArray)) \
-	X(cuArrayGetMemoryRequirements, (CUDA_ARRAY_MEMORY_REQUIREMENTS *memoryRequirements, CUarray array, CUdevice device), (memoryRequirements, array, device)) \
-	X(cuMipmappedArrayCreate, (CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pDesc, unsigned int numMipmapLevels), (pHandle, pDesc, numMipmapLevels)) \
-	X(cuMipmappedArrayDestroy, (CUmipmappedArray hMipmappedArray), (hMipmappedArray)) \
-	X(cuMipmappedArrayGetMemoryRequirements, (CUDA_ARRAY_MEMORY_REQUIREMENTS *memoryRequirements, CUmipmappedArray mipmap, CUdevice device), (memoryRequirements, mipmap, device)) \
-	X(cuIpcGetMemHandle, (CUipcMemHandle *pHandle, CUdeviceptr dptr), (pHandle, dptr)) \
-	X(cuIpcOpenMemHandle_v2, (CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags), (pdptr, handle, Flags)) \
-	X(cuIpcCloseMemHandle, (CUdeviceptr dptr), (dptr)) \
-	X(cuGraphCreate, (CUgraph *phGraph, unsigned int flags), (phGraph, flags)) \
-	X(cuGraphDestroy, (CUgraph hGraph), (hGraph)) \
-	X(cuGraphAddMemAllocNode, (CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams), (phGraphNode, hGraph, dependencies, numDependencies, nodeParams)) \
-	X(cuGraphInstantiateWithFlags, (CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags), (phGraphExec, hGraph, flags)) \
-	X(cuGraphExecDestroy, (CUgraphExec hGraphExec), (hGraphExec)) \
-	X(cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream)) \
-	X(cuGraphLaunch_ptsz, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream)) \
-	X(cuGraphUpload, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream)) \
-	X(cuDeviceGraphMemTrim, (CUdevice device), (device)) \
-	X(cuLaunchKernel, (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra), (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra)) \
-	X(cuLaunchKernel_ptsz, (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra), (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams, extra)) \
-	X(cuGetErrorName, (CUresult error, const char **pStr), (error, pStr)) \
-	X(cuGetErrorString, (CUresult error, const char **pStr), (error, pStr)) \
-	X(cuGetProcAddress, (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags), (symbol, pfn, cudaVersion, flags)) \
-	X(cuGetProcAddress_v2, (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus), (symbol, pfn, cudaVersion, flags, symbolStatus)) \
-	/* Older and newer ABI variants the driver still exports, which \
-	 * cuGetProcAddress hands out for other cudaVersion values. */ \
-	X(cuCtxCreate, (CUcontext *pctx, unsigned int flags, CUdevice dev), (pctx, flags, dev)) \
-	X(cuCtxCreate_v3, (CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams, unsigned int flags, CUdevice dev), (pctx, paramsArray, numParams, flags, dev)) \
-	X(cuCtxDestroy, (CUcontext ctx), (ctx)) \
-	X(cuCtxPushCurrent, (CUcontext ctx), (ctx)) \
-	X(cuCtxPopCurrent, (CUcontext *pctx), (pctx)) \
-	X(cuCtxGetDevice_v2, (CUdevice *device, CUcontext ctx), (device, ctx)) \
-	X(cuCtxSynchronize_v2, (CUcontext ctx), (ctx)) \
-	X(cuDevicePrimaryCtxRelease, (CUdevice dev), (dev)) \
-	X(cuDevicePrimaryCtxReset, (CUdevice dev), (dev)) \
-	X(cuDevicePrimaryCtxSetFlags, (CUdevice dev, unsigned int flags), (dev, flags)) \
-	X(cuStreamDestroy, (CUstream hStream), (hStream)) \
-	X(cuMemAllocPitch, (unsigned int *dptr, unsigned int *pPitch, unsigned int WidthInBytes, unsigned int Height, unsigned int ElementSizeBytes), (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes)) \
-	X(cuMemAllocHost, (void **pp, unsigned int bytesize), (pp, bytesize)) \
-	X(cuMemGetAddressRange, (unsigned int *pbase, unsigned int *psize, unsigned int dptr), (pbase, psize, dptr)) \
-	X(cuMemHostGetDevicePointer, (unsigned int *pdptr, void *p, unsigned int Flags), (pdptr, p, Flags)) \
+	X(cuMemFreeHost, (void *p), (p))                                                           \
+	X(cuMemHostRegister_v2, (void *p, size_t bytesize, unsigned int Flags),                    \
+	  (p, bytesize, Flags))                                                                    \
+	X(cuMemHostUnregister, (void *p), (p))                                                     \
+	X(cuMemHostGetDevicePointer_v2, (CUdeviceptr * pdptr, void *p, unsigned int Flags),        \
+	  (pdptr, p, Flags))                                                                       \
+	X(cuStreamCreate, (CUstream * phStream, unsigned int Flags), (phStream, Flags))            \
+	X(cuStreamDestroy_v2, (CUstream hStream), (hStream))                                       \
+	X(cuStreamSynchronize, (CUstream hStream), (hStream))                                      \
+	X(cuStreamSynchronize_ptsz, (CUstream hStream), (hStream))                                 \
+	X(cuMemAllocAsync, (CUdeviceptr * dptr, size_t bytesize, CUstream hStream),                \
+	  (dptr, bytesize, hStream))                                                               \
+	X(cuMemAllocAsync_ptsz, (CUdeviceptr * dptr, size_t bytesize, CUstream hStream),           \
+	  (dptr, bytesize, hStream))                                                               \
+	X(cuMemAllocFromPoolAsync,                                                                 \
+	  (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),              \
+	  (dptr, bytesize, pool, hStream))                                                         \
+	X(cuMemAllocFromPoolAsync_ptsz,                                                            \
+	  (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),              \
+	  (dptr, bytesize, pool, hStream))                                                         \
+	X(cuMemFreeAsync, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream))                   \
+	X(cuMemFreeAsync_ptsz, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream))              \
+	X(cuMemPoolCreate, (CUmemoryPool * pool, const CUmemPoolProps *poolProps),                 \
+	  (pool, poolProps))                                                                       \
+	X(cuMemPoolDestroy, (CUmemoryPool pool), (pool))                                           \
+	X(cuMemPoolTrimTo, (CUmemoryPool pool, size_t minBytesToKeep), (pool, minBytesToKeep))     \
+	X(cuMemPoolSetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value),       \
+	  (pool, attr, value))                                                                     \
+	X(cuMemPoolGetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value),       \
+	  (pool, attr, value))                                                                     \
+	X(cuDeviceGetDefaultMemPool, (CUmemoryPool * pool_out, CUdevice dev), (pool_out, dev))     \
+	X(cuDeviceGetMemPool, (CUmemoryPool * pool, CUdevice dev), (pool, dev))                    \
+	X(cuDeviceSetMemPool, (CUdevice dev, CUmemoryPool pool), (dev, pool))                      \
+	X(cuMemGetAllocationGranularity,                                                           \
+	  (size_t * granularity, const CUmemAllocationProp *prop,                                  \
+	   CUmemAllocationGranularity_flags option),                                               \
+	  (granularity, prop, option))                                                             \
+	X(cuMemCreate,                                                                             \
+	  (CUmemGenericAllocationHandle * handle, size_t size, const CUmemAllocationProp *prop,    \
+	   unsigned long long flags),                                                              \
+	  (handle, size, prop, flags))                                                             \
+	X(cuMemRelease, (CUmemGenericAllocationHandle handle), (handle))                           \
+	X(cuMemAddressReserve,                                                                     \
+	  (CUdeviceptr * ptr, size_t size, size_t alignment, CUdeviceptr addr,                     \
+	   unsigned long long flags),                                                              \
+	  (ptr, size, alignment, addr, flags))                                                     \
+	X(cuMemAddressFree, (CUdeviceptr ptr, size_t size), (ptr, size))                           \
+	X(cuMemMap,                                                                                \
+	  (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,       \
+	   unsigned long long flags),                                                              \
+	  (ptr, size, offset, handle, flags))                                                      \
+	X(cuMemUnmap, (CUdeviceptr ptr, size_t size), (ptr, size))                                 \
+	X(cuMemSetAccess,                                                                          \
+	  (CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count),               \
+	  (ptr, size, desc, count))                                                                \
+	X(cuMemExportToShareableHandle,                                                            \
+	  (void *shareableHandle, CUmemGenericAllocationHandle handle,                             \
+	   CUmemAllocationHandleType handleType, unsigned long long flags),                        \
+	  (shareableHandle, handle, handleType, flags))                                            \
+	X(cuMemImportFromShareableHandle,                                                          \
+	  (CUmemGenericAllocationHandle * handle, void *osHandle,                                  \
+	   CUmemAllocationHandleType shHandleType),                                                \
+	  (handle, osHandle, shHandleType))                                                        \
+	X(cuArrayCreate_v2, (CUarray * pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray),      \
+	  (pHandle, pAllocateArray))                                                               \
+	X(cuArray3DCreate_v2, (CUarray * pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray),  \
+	  (pHandle, pAllocateArray))                                                               \
+	X(cuArrayDestroy, (CUarray hArray), (hArray))                                              \
+	X(cuArrayGetMemoryRequirements,                                                            \
+	  (CUDA_ARRAY_MEMORY_REQUIREMENTS * memoryRequirements, CUarray array, CUdevice device),   \
+	  (memoryRequirements, array, device))                                                     \
+	X(cuMipmappedArrayCreate,                                                                  \
+	  (CUmipmappedArray * pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pDesc,                       \
+	   unsigned int numMipmapLevels),                                                          \
+	  (pHandle, pDesc, numMipmapLevels))                                                       \
+	X(cuMipmappedArrayDestroy, (CUmipmappedArray hMipmappedArray), (hMipmappedArray))          \
+	X(cuMipmappedArrayGetMemoryRequirements,                                                   \
+	  (CUDA_ARRAY_MEMORY_REQUIREMENTS * memoryRequirements, CUmipmappedArray mipmap,           \
+	   CUdevice device),                                                                       \
+	  (memoryRequirements, mipmap, device))                                                    \
+	X(cuIpcGetMemHandle, (CUipcMemHandle * pHandle, CUdeviceptr dptr), (pHandle, dptr))        \
+	X(cuIpcOpenMemHandle_v2, (CUdeviceptr * pdptr, CUipcMemHandle handle, unsigned int Flags), \
+	  (pdptr, handle, Flags))                                                                  \
+	X(cuIpcCloseMemHandle, (CUdeviceptr dptr), (dptr))                                         \
+	X(cuGraphCreate, (CUgraph * phGraph, unsigned int flags), (phGraph, flags))                \
+	X(cuGraphDestroy, (CUgraph hGraph), (hGraph))                                              \
+	X(cuGraphAddMemAllocNode,                                                                  \
+	  (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,             \
+	   size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams),                        \
+	  (phGraphNode, hGraph, dependencies, numDependencies, nodeParams))                        \
+	X(cuGraphInstantiateWithFlags,                                                             \
+	  (CUgraphExec * phGraphExec, CUgraph hGraph, unsigned long long flags),                   \
+	  (phGraphExec, hGraph, flags))                                                            \
+	X(cuGraphExecDestroy, (CUgraphExec hGraphExec), (hGraphExec))                              \
+	X(cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream))        \
+	X(cuGraphLaunch_ptsz, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream))   \
+	X(cuGraphUpload, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream))        \
+	X(cuDeviceGraphMemTrim, (CUdevice device), (device))                                       \
+	X(cuLaunchKernel,                                                                          \
+	  (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,      \
+	   unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                 \
+	   unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra),      \
+	  (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,       \
+	   hStream, kernelParams, extra))                                                          \
+	X(cuLaunchKernel_ptsz,                                                                     \
+	  (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,      \
+	   unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                 \
+	   unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra),      \
+	  (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,       \
+	   hStream, kernelParams, extra))                                                          \
+	X(cuGetErrorName, (CUresult error, const char **pStr), (error, pStr))                      \
+	X(cuGetErrorString, (CUresult error, const char **pStr), (error, pStr))                    \
+	X(cuGetProcAddress, (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags),   \
+	  (symbol, pfn, cudaVersion, flags))                                                       \
+	X(cuGetProcAddress_v2,                                                                     \
+	  (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,                      \
+	   CUdriverProcAddressQueryResult *symbolStatus),                                          \
+	  (symbol, pfn, cudaVersion, flags, symbolStatus))                                         \
+	/* Older and newer ABI variants the driver still exports, which                            \
+	 * cuGetProcAddress hands out for other cudaVersion values. */                             \
+	X(cuCtxCreate, (CUcontext * pctx, unsigned int flags, CUdevice dev), (pctx, flags, dev))   \
+	X(cuCtxCreate_v3,                                                                          \
+	  (CUcontext * pctx, CUexecAffinityParam * paramsArray, int numParams, unsigned int flags, \
+	   CUdevice dev),                                                                          \
+	  (pctx, paramsArray, numParams, flags, dev))                                              \
+	X(cuCtxDestroy, (CUcontext ctx), (ctx))                                                    \
+	X(cuCtxPushCurrent, (CUcontext ctx), (ctx))                                                \
+	X(cuCtxPopCurrent, (CUcontext * pctx), (pctx))                                             \
+	X(cuCtxGetDevice_v2, (CUdevice * device, CUcontext ctx), (device, ctx))                    \
+	X(cuCtxSynchronize_v2, (CUcontext ctx), (ctx))                                             \
+	X(cuDevicePrimaryCtxRelease, (CUdevice dev), (dev))                                        \
+	X(cuDevicePrimaryCtxReset, (CUdevice dev), (dev))                                          \
+	X(cuDevicePrimaryCtxSetFlags, (CUdevice dev, unsigned int flags), (dev, flags))            \
+	X(cuStreamDestroy, (CUstream hStream), (hStream))                                          \
+	X(cuMemAllocPitch,                                                                         \
+	  (unsigned int *dptr, unsigned int *pPitch, unsigned int WidthInBytes,                    \
+	   unsigned int Height, unsigned int ElementSizeBytes),                                    \
+	  (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes))                                  \
+	X(cuMemAllocHost, (void **pp, unsigned int bytesize), (pp, bytesize))                      \
+	X(cuMemGetAddressRange, (unsigned int *pbase, unsigned int *psize, unsigned int dptr),     \
+	  (pbase, psize, dptr))                                                                    \
+	X(cuMemHostGetDevicePointer, (unsigned int *pdptr, void *p, unsigned int Flags),           \
+	  (pdptr, p, Flags))                                                                       \
 	X(cuMemHostRegister, (void *p, size_t bytesize, unsigned int Flags), (p, bytesize, Flags)) \
-	X(cuIpcOpenMemHandle, (CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags), (pdptr, handle, Flags)) \
+	X(cuIpcOpenMemHandle, (CUdeviceptr * pdptr, CUipcMemHandle handle, unsigned int Flags),    \
+	  (pdptr, handle, Flags))                                                                  \
 	X(cuGraphUpload_ptsz, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream))
 
 /* Function pointer types: vr_pfn_cuMemAlloc_v2 and so on. */

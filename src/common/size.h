@@ -20,14 +20,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define VR_MAX_LIMITS 64
+#define VR_MAX_LIMITS   64
 #define VR_DEV_TEXT_MAX 48 /* "GPU-" + 36 characters, with room */
 
 struct vr_limit {
 	char dev[VR_DEV_TEXT_MAX]; /* "" for every device; else index or UUID */
 	int is_percent;
-	double percent;    /* when is_percent: (0, 100] */
-	uint64_t bytes;    /* otherwise: > 0 */
+	double percent; /* when is_percent: (0, 100] */
+	uint64_t bytes; /* otherwise: > 0 */
 };
 
 struct vr_limits {
@@ -45,7 +45,7 @@ int vr_parse_limits(const char *spec, struct vr_limits *out, char *err, size_t e
  * uuid_text is "GPU-..." (may be NULL).
  */
 int vr_limits_cap_for(const struct vr_limits *l, int index, const char *uuid_text,
-		      uint64_t physical_total, uint64_t *cap);
+                      uint64_t physical_total, uint64_t *cap);
 
 /* Human form, powers of 1024: "600 MiB", "1 GiB", "1.5 GiB", "512 B". */
 char *vr_format_size(uint64_t bytes, char *buf, size_t len);

@@ -86,12 +86,15 @@ int mon_nvml_open(const char *path, struct mon_nvml **out, char *err, size_t err
 	nv->count = (vr_pfn_nvmlDeviceGetCount_v2)sym(lib, "nvmlDeviceGetCount_v2");
 	if (!nv->count)
 		nv->count = (vr_pfn_nvmlDeviceGetCount)sym(lib, "nvmlDeviceGetCount");
-	nv->handle = (vr_pfn_nvmlDeviceGetHandleByIndex_v2)sym(lib, "nvmlDeviceGetHandleByIndex_v2");
+	nv->handle =
+	    (vr_pfn_nvmlDeviceGetHandleByIndex_v2)sym(lib, "nvmlDeviceGetHandleByIndex_v2");
 	if (!nv->handle)
-		nv->handle = (vr_pfn_nvmlDeviceGetHandleByIndex)sym(lib, "nvmlDeviceGetHandleByIndex");
+		nv->handle =
+		    (vr_pfn_nvmlDeviceGetHandleByIndex)sym(lib, "nvmlDeviceGetHandleByIndex");
 	nv->name = (vr_pfn_nvmlDeviceGetName)sym(lib, "nvmlDeviceGetName");
 	nv->uuid = (vr_pfn_nvmlDeviceGetUUID)sym(lib, "nvmlDeviceGetUUID");
-	nv->driver_version = (vr_pfn_nvmlSystemGetDriverVersion)sym(lib, "nvmlSystemGetDriverVersion");
+	nv->driver_version =
+	    (vr_pfn_nvmlSystemGetDriverVersion)sym(lib, "nvmlSystemGetDriverVersion");
 	nv->mem_v1 = (vr_pfn_nvmlDeviceGetMemoryInfo)sym(lib, "nvmlDeviceGetMemoryInfo");
 	nv->mem_v2 = (vr_pfn_nvmlDeviceGetMemoryInfo_v2)sym(lib, "nvmlDeviceGetMemoryInfo_v2");
 	nv->procs_v3 = (procs_fn)sym(lib, "nvmlDeviceGetComputeRunningProcesses_v3");
@@ -282,8 +285,8 @@ int mon_nvml_read(struct mon_nvml *nv, struct mon_model *m)
 		m->ndevs++;
 		d->valid |= MON_DEV_INDEX;
 		char buf[NVML_DEVICE_UUID_V2_BUFFER_SIZE > NVML_DEVICE_NAME_V2_BUFFER_SIZE
-			 ? NVML_DEVICE_UUID_V2_BUFFER_SIZE
-			 : NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+		             ? NVML_DEVICE_UUID_V2_BUFFER_SIZE
+		             : NVML_DEVICE_NAME_V2_BUFFER_SIZE];
 		if (nv->uuid && nv->uuid(h, buf, NVML_DEVICE_UUID_V2_BUFFER_SIZE) == NVML_SUCCESS)
 			snprintf(d->uuid, sizeof(d->uuid), "%s", buf);
 		if (nv->name && nv->name(h, buf, NVML_DEVICE_NAME_V2_BUFFER_SIZE) == NVML_SUCCESS) {

@@ -84,16 +84,16 @@ static void test_limits(void)
 	ASSERT_EQ(vr_limits_cap_for(&l, 2, NULL, 100ull << 30, &cap), 0);
 
 	/* A device item wins over the item for every device. */
-	ASSERT_EQ(vr_parse_limits("8G,GPU-00112233-4455-6677-8899-aabbccddeeff=1G", &l, err,
-				  sizeof(err)),
-		  0);
-	ASSERT_EQ(vr_limits_cap_for(&l, 3, "GPU-00112233-4455-6677-8899-AABBCCDDEEFF", 1ull << 40,
-				    &cap),
-		  1);
+	ASSERT_EQ(
+	    vr_parse_limits("8G,GPU-00112233-4455-6677-8899-aabbccddeeff=1G", &l, err, sizeof(err)),
+	    0);
+	ASSERT_EQ(
+	    vr_limits_cap_for(&l, 3, "GPU-00112233-4455-6677-8899-AABBCCDDEEFF", 1ull << 40, &cap),
+	    1);
 	ASSERT_UEQ(cap, 1ull << 30);
-	ASSERT_EQ(vr_limits_cap_for(&l, 0, "GPU-ffffffff-4455-6677-8899-aabbccddeeff", 1ull << 40,
-				    &cap),
-		  1);
+	ASSERT_EQ(
+	    vr_limits_cap_for(&l, 0, "GPU-ffffffff-4455-6677-8899-aabbccddeeff", 1ull << 40, &cap),
+	    1);
 	ASSERT_UEQ(cap, 8ull << 30);
 
 	ASSERT_EQ(vr_parse_limits("100%", &l, err, sizeof(err)), 0);
@@ -106,21 +106,21 @@ static void test_limits(void)
 	static const struct {
 		const char *spec, *needle;
 	} bad[] = {
-		{"", "empty"},
-		{"101%", "more than 100%"},
-		{"100.5%", "more than 100%"},
-		{"0%", "more than 0%"},
-		{"-5%", "negative"},
-		{"abc%", "not a percentage"},
-		{"0=4G,0=2G", "more than once"},
-		{"4G,2G", "more than once"},
-		{"4G,", "empty item"},
-		{",4G", "empty item"},
-		{"x=4G", "'x' is not a device"},
-		{"=4G", "is not a device"},
-		{"0=", "empty size"},
-		{"0=4Q", "unknown unit 'Q'"},
-		{"1=0", "'0'"},
+	    {"", "empty"},
+	    {"101%", "more than 100%"},
+	    {"100.5%", "more than 100%"},
+	    {"0%", "more than 0%"},
+	    {"-5%", "negative"},
+	    {"abc%", "not a percentage"},
+	    {"0=4G,0=2G", "more than once"},
+	    {"4G,2G", "more than once"},
+	    {"4G,", "empty item"},
+	    {",4G", "empty item"},
+	    {"x=4G", "'x' is not a device"},
+	    {"=4G", "is not a device"},
+	    {"0=", "empty size"},
+	    {"0=4Q", "unknown unit 'Q'"},
+	    {"1=0", "'0'"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct vr_limits keep = l;
@@ -130,7 +130,7 @@ static void test_limits(void)
 			TEST_FAIL_("'%s' accepted", bad[i].spec);
 		if (!strstr(err, bad[i].needle))
 			TEST_FAIL_("'%s': message '%s' lacks '%s'", bad[i].spec, err,
-				   bad[i].needle);
+			           bad[i].needle);
 		ASSERT_EQ(memcmp(&keep, &l, sizeof(l)), 0);
 	}
 }
@@ -149,7 +149,7 @@ static void test_format(void)
 	for (int i = 0; i < 16; i++)
 		u[i] = (unsigned char)(i * 17);
 	ASSERT_STR_EQ(vr_format_uuid(u, buf, sizeof(buf)),
-		      "GPU-00112233-4455-6677-8899-aabbccddeeff");
+	              "GPU-00112233-4455-6677-8899-aabbccddeeff");
 	ASSERT_EQ(vr_parse_uuid(buf, back), 0);
 	ASSERT_EQ(memcmp(u, back, 16), 0);
 	ASSERT_EQ(vr_parse_uuid("GPU-00112233-4455-6677-8899-AABBCCDDEEFF", back), 0);
