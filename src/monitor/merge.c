@@ -197,6 +197,21 @@ static int cmp_rows(const void *a, const void *b)
 	return strcmp(x->group, y->group);
 }
 
+/* 1 if NVML lists this host PID on the device with this UUID. */
+static int nvml_lists(const struct mon_model *m, int nnv, pid_t host, const char *uuid)
+{
+	for (int k = 0; k < nnv; k++)
+		if (m->procs[k].host_pid == host && !strcmp(m->procs[k].uuid, uuid))
+			return 1;
+	return 0;
+}
+
+/* 1 if a member has used this device: memory now or before, or a denial. */
+static int proc_dev_used(const struct vramctl_proc_dev *d)
+{
+	return d->in_use || d->peak || d->denied_count || d->spilled;
+}
+
 /* NVML's rows come with host PIDs; their namespaced PIDs are read once, on demand. */
 struct nv_row {
 	int looked;
@@ -293,8 +308,16 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 			state = MON_PROC_STALE;
 		}
 		const struct vramctl_group *sg = snap_group(s, r->group);
-		int ndev = r->ndev > 0 ? r->ndev : 1;
-		for (int j = 0; j < ndev; j++) {
+		for (int j = 0; j < r->ndev; j++) {
+			/* A member's slot has a column for every device of its group;
+			 * only the devices it has used (or NVML sees it on) make it
+			 * a GPU process there. Members that used none (a `vramctl run` parent, a program
+			 * that has not allocated yet) are counted in the group's
+			 * members, not listed. */
+			if (!proc_dev_used(&r->dev[j]) &&
+			    !(state == MON_PROC_ALIVE && host > 0 &&
+			      nvml_lists(m, nnv, host, r->dev[j].uuid)))
+				continue;
 			struct mon_proc *p = rows_add(&out);
 			if (!p)
 				goto oom;
@@ -310,8 +333,6 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 			snprintf(p->command, sizeof(p->command), "%s", r->command);
 			snprintf(p->group, sizeof(p->group), "%s", r->group);
 			p->host_pinned = r->host_pinned;
-			if (r->ndev == 0)
-				continue; /* registered, no GPU touched yet */
 			const struct vramctl_proc_dev *rd = &r->dev[j];
 			snprintf(p->uuid, sizeof(p->uuid), "%s", rd->uuid);
 			p->device = device_for(m, rd->uuid);

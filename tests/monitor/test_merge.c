@@ -106,6 +106,9 @@ int main(void)
 	fake_proc(6100, "6100\t8", 1000, 999, "other");  /* PID 8 inside, but a newer process */
 	fake_proc(4300, "4300", 1002, 50, "reuser");     /* reuses a dead record's PID */
 	fake_proc(4400, "4400", 1000, 444, "train");     /* capped, host namespace */
+	fake_proc(4500, "4500", 1000, 450, "train");     /* capped, one of two GPUs used */
+	fake_proc(4600, "4600", 1000, 460, "vramctl");   /* a member that used no GPU */
+	fake_proc(4700, "4700", 1000, 470, "train");     /* capped, context only */
 
 	struct mon_model m = {0};
 	m.valid = MON_M_NVML;
@@ -119,6 +122,7 @@ int main(void)
 	nvml_row(&m, 6100, 3 * GiB);
 	nvml_row(&m, 4300, 4 * GiB);
 	nvml_row(&m, 4400, 5 * GiB);
+	nvml_row(&m, 4700, 64 << 20);
 
 	struct vramctl_snapshot s = {0};
 	struct vramctl_group groups[2];
@@ -144,6 +148,13 @@ int main(void)
 	rec(&s, 4242, 4242, 1, "g1", 0, 300);  /* alive by the registry, gone from /proc */
 	rec(&s, 4300, 4300, 49, "g2", 1, 400); /* dead; 4300 is someone else now */
 	rec(&s, 4400, 4400, 444, "g1", 0, 500);
+	/* A slot has a column for every device of its group: only used ones
+	 * (or ones NVML lists the process on) are GPU-process rows. */
+	struct vramctl_proc *two = rec(&s, 4500, 4500, 450, "g1", 0, 600);
+	two->ndev = 2;
+	strcpy(two->dev[1].uuid, UX);
+	rec(&s, 4600, 4600, 460, "g1", 0, 0);
+	rec(&s, 4700, 4700, 470, "g1", 0, 0);
 
 	ASSERT_EQ(mon_merge_registry(&m, &s, 0, root), 0);
 	ASSERT(m.valid & MON_M_REGISTRY);
@@ -207,7 +218,25 @@ int main(void)
 	ASSERT_EQ(m.groups[1].ndead, 1);
 	ASSERT_EQ(m.groups[0].ndead, 1);
 	/* 5 records + 3 unclaimed NVML rows (5000, 6100, 4300). */
-	ASSERT_EQ(m.nprocs, 8);
+	/* 4500: one row, on the GPU it used. */
+	p = find(&m, 1, 4500, 4500);
+	ASSERT(p);
+	ASSERT_STR_EQ(p->uuid, U0);
+	ASSERT_UEQ(p->in_use, 600);
+	for (int i = 0; i < m.nprocs; i++)
+		ASSERT(!(m.procs[i].host_pid == 4500 && !strcmp(m.procs[i].uuid, UX)));
+	/* 4600 used no GPU: not listed (the group counts it as a member). */
+	ASSERT(find(&m, 1, 4600, -1) == NULL);
+	ASSERT(find(&m, 0, 4600, -1) == NULL);
+	/* 4700 holds only what NVML sees (a context): listed capped, never as
+	 * an uncapped process. */
+	p = find(&m, 1, 4700, 4700);
+	ASSERT(p);
+	ASSERT(p->valid & MON_P_NVML_USED);
+	ASSERT_UEQ(p->nvml_used, 64 << 20);
+	ASSERT(find(&m, 0, 4700, -1) == NULL);
+
+	ASSERT_EQ(m.nprocs, 10);
 
 	/* A registry that cannot be read is a note, not a failure. */
 	struct mon_model e = {0};
