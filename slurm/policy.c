@@ -178,7 +178,8 @@ int vr_slurm_decide(const struct vr_slurm_conf *conf, const char *user_value, in
 				         " shard(s); the cap is theirs: %s",
 				         user_value, shards,
 				         vr_format_size(shard_cap, cap_text, sizeof(cap_text)));
-			snprintf(out->spec, sizeof(out->spec), "%" PRIu64, shard_cap);
+			struct vr_limit amount = {.bytes = shard_cap};
+			vr_format_amount(&amount, out->spec, sizeof(out->spec));
 			out->source = "shards";
 		}
 		out->capped = 1;

@@ -147,14 +147,6 @@ static int find_device(const char *dev, const struct cli_dev *devs, int ndev)
 	return -1;
 }
 
-static void amount_text(const struct vr_limit *l, char *buf, size_t len)
-{
-	if (l->is_percent)
-		snprintf(buf, len, "%.9g%%", l->percent);
-	else
-		snprintf(buf, len, "%llu", (unsigned long long)l->bytes);
-}
-
 /*
  * Checks every DEV against the devices and writes the normalised spec:
  * amounts in bytes or percent, every DEV as the device's UUID, so that the
@@ -176,7 +168,7 @@ static int normalise(const struct vr_limits *l, const struct cli_dev *devs, int 
 		char amount[64];
 		int d, n;
 
-		amount_text(it, amount, sizeof(amount));
+		vr_format_amount(it, amount, sizeof(amount));
 		if (!it->dev[0]) {
 			n = snprintf(out + used, outlen - used, "%s%s", used ? "," : "", amount);
 		} else {

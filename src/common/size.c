@@ -347,6 +347,27 @@ int vr_limits_cap_for(const struct vr_limits *l, int index, const char *uuid_tex
 	return 1;
 }
 
+char *vr_format_amount(const struct vr_limit *l, char *buf, size_t len)
+{
+	static const char units[] = "KMGT";
+	uint64_t v = l->bytes;
+	int u = -1;
+
+	if (l->is_percent) {
+		snprintf(buf, len, "%.9g%%", l->percent);
+		return buf;
+	}
+	while (u < 3 && v >= 1024 && v % 1024 == 0) {
+		v /= 1024;
+		u++;
+	}
+	if (u < 0)
+		snprintf(buf, len, "%llu", (unsigned long long)v);
+	else
+		snprintf(buf, len, "%llu%c", (unsigned long long)v, units[u]);
+	return buf;
+}
+
 char *vr_format_size(uint64_t bytes, char *buf, size_t len)
 {
 	static const char *const names[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};

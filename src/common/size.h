@@ -47,6 +47,13 @@ int vr_parse_limits(const char *spec, struct vr_limits *out, char *err, size_t e
 int vr_limits_cap_for(const struct vr_limits *l, int index, const char *uuid_text,
                       uint64_t physical_total, uint64_t *cap);
 
+/*
+ * An AMOUNT in the grammar's own words, exact and short: a percentage as
+ * "50%", bytes in the largest unit that divides them ("4G", "1536M",
+ * "1000"). vr_parse_limits reads it back to the same value.
+ */
+char *vr_format_amount(const struct vr_limit *l, char *buf, size_t len);
+
 /* Human form, powers of 1024: "600 MiB", "1 GiB", "1.5 GiB", "512 B". */
 char *vr_format_size(uint64_t bytes, char *buf, size_t len);
 

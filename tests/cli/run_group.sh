@@ -26,7 +26,7 @@ expect_grep "group 'shared'" err "different cap message"
 expect_grep "group's cap applies" err "different cap message"
 [ "$(wc -l <err)" = 1 ] || fail "more than one message: $(cat err)"
 # The joiner's processes get the group's cap, not the one it asked for.
-[ "$(cat out)" = "shared 1073741824" ] || fail "the joiner's group and cap: '$(cat out)'"
+[ "$(cat out)" = "shared 1G" ] || fail "the joiner's group and cap: '$(cat out)'"
 # And a program under it sees the group's 1 GiB, with no second warning.
 if has_cap; then
 	"$V" run --group shared --limit 2G -- "$VR_BUILD/libexec/vramctl-demo-app" >out 2>err

@@ -135,9 +135,34 @@ static void test_limits(void)
 	}
 }
 
+/* vr_format_amount is exact: it reads back to the same item. */
+static void amount_is(uint64_t bytes, const char *expect)
+{
+	struct vr_limit l = {.bytes = bytes};
+	struct vr_limits back;
+	char buf[64];
+
+	ASSERT_STR_EQ(vr_format_amount(&l, buf, sizeof(buf)), expect);
+	ASSERT_EQ(vr_parse_limits(buf, &back, NULL, 0), 0);
+	ASSERT_UEQ(back.item[0].bytes, bytes);
+}
+
 static void test_format(void)
 {
 	char buf[64];
+
+	amount_is(1, "1");
+	amount_is(1000, "1000");
+	amount_is(1024, "1K");
+	amount_is(1536ull << 20, "1536M");
+	amount_is(4ull << 30, "4G");
+	amount_is(3ull << 40, "3T");
+	amount_is(5ull << 50, "5120T");
+	amount_is(UINT64_MAX, "18446744073709551615");
+	{
+		struct vr_limit p = {.is_percent = 1, .percent = 12.5};
+		ASSERT_STR_EQ(vr_format_amount(&p, buf, sizeof(buf)), "12.5%");
+	}
 	unsigned char u[16], back[16];
 
 	ASSERT_STR_EQ(vr_format_size(512, buf, sizeof(buf)), "512 B");
