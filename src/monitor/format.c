@@ -296,7 +296,8 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 /*
  * The writer appends to its own buffer and hands it to stdio once: a
  * thousand processes make some 20,000 tokens, and a stdio call per token
- * cost more than everything else `status --json` does.
+ * cost more than everything else `status --json` does. Keys are the
+ * literals below and need no escaping; only values are scanned for it.
  */
 struct jw {
 	FILE *f;
@@ -308,30 +309,44 @@ struct jw {
 	int oom;
 };
 
+/* Grows the buffer to hold len more bytes (jb_room's slow path). Returns 0,
+ * or -1 (and sets oom, leaving the buffer as it was) when memory runs out. */
+static int jb_grow(struct jw *w, size_t len)
+{
+	if (w->oom)
+		return -1;
+	size_t ncap = w->cap ? w->cap : 16384;
+	while (ncap < w->n + len)
+		ncap *= 2;
+	char *nb = realloc(w->b, ncap);
+	if (!nb) {
+		w->oom = 1;
+		return -1;
+	}
+	w->b = nb;
+	w->cap = ncap;
+	return 0;
+}
+
+/* Makes room for len more bytes: 0, or -1 when memory runs out. Inline, as
+ * it runs for every token and almost always finds the room there. */
+static inline int jb_room(struct jw *w, size_t len)
+{
+	return w->n + len <= w->cap ? 0 : jb_grow(w, len);
+}
+
 static void jb_write(struct jw *w, const void *p, size_t len)
 {
-	if (w->n + len > w->cap) {
-		size_t ncap = w->cap ? w->cap : 16384;
-		while (ncap < w->n + len)
-			ncap *= 2;
-		char *nb = realloc(w->b, ncap);
-		if (!nb) {
-			w->oom = 1;
-			return;
-		}
-		w->b = nb;
-		w->cap = ncap;
+	if (jb_room(w, len) == 0) {
+		memcpy(w->b + w->n, p, len);
+		w->n += len;
 	}
-	memcpy(w->b + w->n, p, len);
-	w->n += len;
 }
 
 static void jb_putc(struct jw *w, char c)
 {
-	if (w->n < w->cap)
+	if (jb_room(w, 1) == 0)
 		w->b[w->n++] = c;
-	else
-		jb_write(w, &c, 1);
 }
 
 static void jb_puts(struct jw *w, const char *s)
@@ -360,13 +375,16 @@ static void jb_i64(struct jw *w, long long v)
 	}
 }
 
+/* A line break and the indentation of the current depth, in one copy: two
+ * spaces a level, at most as deep as first[] allows. */
 static void jw_nl(struct jw *w)
 {
+	static const char nl_indent[] = "\n"
+	                                "                                "
+	                                "                                ";
 	if (w->compact)
 		return;
-	jb_putc(w, '\n');
-	for (int i = 0; i < w->depth; i++)
-		jb_puts(w, "  ");
+	jb_write(w, nl_indent, 1 + 2 * (size_t)w->depth);
 }
 
 /* Before a value or a key: the comma and line break its container needs. */
@@ -380,6 +398,19 @@ static void jw_sep(struct jw *w)
 	jw_nl(w);
 }
 
+/* The bytes a JSON string cannot hold as they are: controls (NUL ends the
+ * string and stops the scan too), the quote and the backslash. A table
+ * makes the scan of a value (commands are long) one load per byte. */
+static const unsigned char json_escaped[256] = {
+    /* clang-format off */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    /* clang-format on */
+    ['"'] = 1,
+    ['\\'] = 1,
+};
+
+/* A string value, quoted and escaped. */
 static void jw_raw_str(struct jw *w, const char *s)
 {
 	jb_putc(w, '"');
@@ -387,7 +418,7 @@ static void jw_raw_str(struct jw *w, const char *s)
 	while (*p) {
 		/* Runs of characters that need no escape go out in one write. */
 		const unsigned char *q = p;
-		while (*q >= 0x20 && *q != '"' && *q != '\\')
+		while (!json_escaped[*q])
 			q++;
 		if (q > p)
 			jb_write(w, p, (size_t)(q - p));
@@ -419,13 +450,29 @@ static void jw_raw_str(struct jw *w, const char *s)
 	jb_putc(w, '"');
 }
 
+/* "key": with its separator. Keys are this file's own literals, plain
+ * ASCII, so they are copied without the escape scan values get. */
+static void jw_plain_key(struct jw *w, const char *key)
+{
+	size_t len = strlen(key);
+	if (jb_room(w, len + 4) != 0)
+		return;
+	char *d = w->b + w->n;
+	*d++ = '"';
+	memcpy(d, key, len);
+	d += len;
+	*d++ = '"';
+	*d++ = ':';
+	if (!w->compact)
+		*d++ = ' ';
+	w->n = (size_t)(d - w->b);
+}
+
 static void jw_open(struct jw *w, const char *key, char c)
 {
 	jw_sep(w);
-	if (key) {
-		jw_raw_str(w, key);
-		jb_puts(w, w->compact ? ":" : ": ");
-	}
+	if (key)
+		jw_plain_key(w, key);
 	jb_putc(w, c);
 	w->depth++;
 	w->first[w->depth] = 1;
@@ -443,8 +490,7 @@ static void jw_close(struct jw *w, char c)
 static void jw_key(struct jw *w, const char *key)
 {
 	jw_sep(w);
-	jw_raw_str(w, key);
-	jb_puts(w, w->compact ? ":" : ": ");
+	jw_plain_key(w, key);
 }
 
 static void jw_str(struct jw *w, const char *key, const char *v)
