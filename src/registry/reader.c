@@ -194,12 +194,48 @@ static const char *word(const char *p, const char **start, size_t *len)
 	return p;
 }
 
+/*
+ * A number in base 10 or 16 after optional spaces and, where neg is not
+ * NULL, a minus sign (OFD locks show PID -1). Returns a pointer past its
+ * digits, or NULL when there is none. strtol and strtoul cost more than the
+ * rest of a 2,000-line /proc/locks together; this file's numbers are
+ * plain digits that fit (no 0x, no plus, no overflow to report).
+ */
+static const char *lock_num(const char *p, unsigned base, int *neg, unsigned long long *out)
+{
+	while (*p == ' ')
+		p++;
+	if (neg) {
+		*neg = *p == '-';
+		p += *neg;
+	}
+	unsigned long long v = 0;
+	const char *start = p;
+	for (;; p++) {
+		unsigned d;
+		if (*p >= '0' && *p <= '9')
+			d = (unsigned)(*p - '0');
+		else if (base == 16 && *p >= 'a' && *p <= 'f')
+			d = (unsigned)(*p - 'a' + 10);
+		else if (base == 16 && *p >= 'A' && *p <= 'F')
+			d = (unsigned)(*p - 'A' + 10);
+		else
+			break;
+		v = v * base + d;
+	}
+	if (p == start)
+		return NULL;
+	*out = v;
+	return p;
+}
+
 /* Parses one /proc/locks line by hand (sscanf costs more than the rest). */
 static int parse_lock_line(const char *p, struct held_lock *h)
 {
 	const char *w;
 	size_t n;
-	char *end;
+	int neg;
+	unsigned long long v;
 	if (!(p = word(p, &w, &n)) || w[n - 1] != ':') /* "N:" */
 		return -1;
 	if (!(p = word(p, &w, &n)))
@@ -212,20 +248,23 @@ static int parse_lock_line(const char *p, struct held_lock *h)
 		return -1;                                    /* "->" waiters, FLOCK, LEASE... */
 	if (!(p = word(p, &w, &n)) || !(p = word(p, &w, &n))) /* ADVISORY, WRITE */
 		return -1;
-	h->pid = (int)strtol(p, &end, 10);
-	if (end == p)
+	if (!(p = lock_num(p, 10, &neg, &v)))
 		return -1;
-	p = end;
-	h->maj = (unsigned)strtoul(p, &end, 16);
-	if (*end != ':')
+	h->pid = neg ? -(int)v : (int)v;
+	/* MAJ:MIN:INO, the first two in hex. */
+	if (!(p = lock_num(p, 16, NULL, &v)) || *p != ':')
 		return -1;
-	h->min = (unsigned)strtoul(end + 1, &end, 16);
-	if (*end != ':')
+	h->maj = (unsigned)v;
+	if (!(p = lock_num(p + 1, 16, NULL, &v)) || *p != ':')
 		return -1;
-	h->ino = strtoull(end + 1, &end, 10);
-	p = end;
-	h->start = strtoll(p, &end, 10);
-	return end == p ? -1 : 0;
+	h->min = (unsigned)v;
+	if (!(p = lock_num(p + 1, 10, NULL, &v)))
+		return -1;
+	h->ino = v;
+	if (!(p = lock_num(p, 10, &neg, &v)))
+		return -1;
+	h->start = neg ? -(long long)v : (long long)v;
+	return 0;
 }
 
 static void lock_table_read(struct lock_table *t)
