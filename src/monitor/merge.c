@@ -159,6 +159,19 @@ struct rows {
 	int n, cap;
 };
 
+/* Room for n rows in all. Returns 0, or -ENOMEM leaving r as it was. */
+static int rows_reserve(struct rows *r, int n)
+{
+	if (n <= r->cap)
+		return 0;
+	struct mon_proc *v = realloc(r->v, sizeof(*v) * (size_t)n);
+	if (!v)
+		return -ENOMEM;
+	r->v = v;
+	r->cap = n;
+	return 0;
+}
+
 static struct mon_proc *rows_add(struct rows *r)
 {
 	if (r->n == r->cap) {
@@ -246,6 +259,11 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 	struct rows out = {0};
 	if (!nvr)
 		return -ENOMEM;
+	/* A row per record and per NVML row is the usual count (a record has
+	 * one for each device it used): room for them at once saves growing
+	 * and copying an array of rows of some 400 bytes each, again and again. */
+	if (rows_reserve(&out, nnv + (s ? s->nprocs : 0)) < 0)
+		goto oom;
 
 	/* Groups. */
 	int ng = s ? s->ngroups : 0;
