@@ -210,11 +210,46 @@ static int cmp_rows(const void *a, const void *b)
 	return strcmp(x->group, y->group);
 }
 
-/* 1 if NVML lists this host PID on the device with this UUID. */
-static int nvml_lists(const struct mon_model *m, int nnv, pid_t host, const char *uuid)
+/*
+ * NVML's rows by host PID: each record looks up the rows of its own PID
+ * instead of scanning them all, which with a thousand records and a
+ * thousand NVML rows was a million comparisons. Rows of one PID stay in
+ * NVML's order (k breaks ties), so the first match is the one a scan
+ * would have found.
+ */
+struct nv_pid {
+	pid_t pid;
+	int k; /* the row in m->procs */
+};
+
+static int cmp_nv_pid(const void *a, const void *b)
 {
-	for (int k = 0; k < nnv; k++)
-		if (m->procs[k].host_pid == host && !strcmp(m->procs[k].uuid, uuid))
+	const struct nv_pid *x = a, *y = b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->k < y->k ? -1 : x->k > y->k;
+}
+
+/* The first entry of by_pid[n] with this PID, or n when there is none. */
+static int nv_first(const struct nv_pid *by_pid, int n, pid_t pid)
+{
+	int lo = 0, hi = n;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (by_pid[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && by_pid[lo].pid == pid ? lo : n;
+}
+
+/* 1 if NVML lists this host PID on the device with this UUID. */
+static int nvml_lists(const struct mon_model *m, const struct nv_pid *by_pid, int nnv, pid_t host,
+                      const char *uuid)
+{
+	for (int i = nv_first(by_pid, nnv, host); i < nnv && by_pid[i].pid == host; i++)
+		if (!strcmp(m->procs[by_pid[i].k].uuid, uuid))
 			return 1;
 	return 0;
 }
@@ -256,9 +291,14 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 
 	int nnv = m->nprocs;
 	struct nv_row *nvr = calloc((size_t)nnv + 1, sizeof(*nvr));
+	struct nv_pid *by_pid = calloc((size_t)nnv + 1, sizeof(*by_pid));
 	struct rows out = {0};
-	if (!nvr)
-		return -ENOMEM;
+	if (!nvr || !by_pid)
+		goto oom;
+	for (int k = 0; k < nnv; k++)
+		by_pid[k] = (struct nv_pid){.pid = m->procs[k].host_pid, .k = k};
+	if (nnv > 1)
+		qsort(by_pid, (size_t)nnv, sizeof(*by_pid), cmp_nv_pid);
 	/* A row per record and per NVML row is the usual count (a record has
 	 * one for each device it used): room for them at once saves growing
 	 * and copying an array of rows of some 400 bytes each, again and again. */
@@ -334,7 +374,7 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 			 * not listed. */
 			if (!proc_dev_used(&r->dev[j]) &&
 			    !(state == MON_PROC_ALIVE && host > 0 &&
-			      nvml_lists(m, nnv, host, r->dev[j].uuid)))
+			      nvml_lists(m, by_pid, nnv, host, r->dev[j].uuid)))
 				continue;
 			struct mon_proc *p = rows_add(&out);
 			if (!p)
@@ -370,10 +410,11 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 			/* A dead record's PID may belong to someone else now. */
 			if (state != MON_PROC_ALIVE || host <= 0)
 				continue;
-			for (int k = 0; k < nnv; k++) {
+			for (int e = nv_first(by_pid, nnv, host); e < nnv && by_pid[e].pid == host;
+			     e++) {
+				int k = by_pid[e].k;
 				const struct mon_proc *q = &m->procs[k];
-				if (nvr[k].consumed || q->host_pid != host ||
-				    q->device != p->device)
+				if (nvr[k].consumed || q->device != p->device)
 					continue;
 				nvr[k].consumed = 1;
 				p->valid |= q->valid & (MON_P_NVML | MON_P_NVML_USED);
@@ -436,10 +477,12 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 	free(m->procs);
 	m->procs = out.v;
 	m->nprocs = out.n;
+	free(by_pid);
 	free(nvr);
 	return 0;
 oom:
 	free(out.v);
+	free(by_pid);
 	free(nvr);
 	return -ENOMEM;
 }
