@@ -57,7 +57,7 @@ struct vr_state {
 	int growth;
 	int log_level;
 	struct vr_limits limits;
-	char limit_text[512];
+	char limit_text[VR_MAX_LIMITS * 64]; /* a full spec with UUIDs fits */
 	char group[72];
 	char registry_dir[512];
 	char driver_path[512];

@@ -95,7 +95,15 @@ static void read_option(const struct vr_option *o)
 	switch (o->kind) {
 	case OPT_TEXT:
 		if (strlen(v) >= o->len) {
-			config_error("%s is too long; ignored (%s)", o->env, o->help);
+			/* A cap that cannot be read must not become no cap. */
+			if (o->text == vr_g.limit_text) {
+				vr_g.limit_bad = 1;
+				config_error("%s is too long (over %zu characters); every device "
+				             "allocation is refused (fail closed)",
+				             o->env, o->len - 1);
+			} else {
+				config_error("%s is too long; ignored (%s)", o->env, o->help);
+			}
 			return;
 		}
 		strcpy(o->text, v);
@@ -129,7 +137,9 @@ static void config_init_once(void)
 	for (size_t i = 0; i < VR_ARRAY_LEN(options); i++)
 		read_option(&options[i]);
 
-	if (vr_g.limit_text[0]) {
+	if (vr_g.limit_bad) {
+		vr_g.active = 1; /* too long to read: fail closed (read_option) */
+	} else if (vr_g.limit_text[0]) {
 		char err[256];
 		if (vr_parse_limits(vr_g.limit_text, &vr_g.limits, err, sizeof err) != 0) {
 			/* Fail closed: whoever set a cap wants one. The CLI and the

@@ -61,15 +61,15 @@ static inline int ht_run(const char *mode, const char *const *env)
 	if (pid == 0) {
 		setenv("LD_PRELOAD", ht_lib(), 1);
 		for (int i = 0; env && env[i]; i++) {
-			char kv[4096];
-			snprintf(kv, sizeof kv, "%s", env[i]);
-			char *eq = strchr(kv, '=');
-			if (eq) {
-				*eq = 0;
-				setenv(kv, eq + 1, 1);
-			} else {
-				unsetenv(kv);
-			}
+			/* Only the name is copied: values may be long. */
+			char name[256];
+			const char *eq = strchr(env[i], '=');
+			size_t n = eq ? (size_t)(eq - env[i]) : strlen(env[i]);
+			snprintf(name, sizeof name, "%.*s", (int)n, env[i]);
+			if (eq)
+				setenv(name, eq + 1, 1);
+			else
+				unsetenv(name);
 		}
 		int fd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		if (fd >= 0) {

@@ -219,6 +219,16 @@ int main(int argc, char **argv)
 	ASSERT_EQ(ht_err_count("closed", "vramctl: VRAMCTL_LIMIT"), 1);
 	ASSERT_EQ(ht_err_count("closed", "fail closed"), 1);
 
+	/* A spec too long to read is no reason to run uncapped either. */
+	static char huge[8192];
+	size_t n = (size_t)snprintf(huge, sizeof huge, "VRAMCTL_LIMIT=");
+	while (n + 4 < sizeof huge - 1)
+		n += (size_t)snprintf(huge + n, sizeof huge - n, "1G,");
+	const char *toolong[] = {huge, NULL};
+	ASSERT_EQ(ht_run("closed", toolong), 0);
+	ASSERT_EQ(ht_err_count("closed", "too long"), 1);
+	ASSERT_EQ(ht_err_count("closed", "fail closed"), 1);
+
 	const char *nodrv[] = {limit, "VRAMCTL_DRIVER=/nonexistent/libcuda.so.1", NULL};
 	ASSERT_EQ(ht_run("nodriver", nodrv), 0);
 	ASSERT_EQ(ht_err_count("nodriver", "cannot load the CUDA driver"), 1);
