@@ -212,6 +212,30 @@ typedef struct CUDA_MEM_ALLOC_NODE_PARAMS_st {
 	CUdeviceptr dptr;
 } CUDA_MEM_ALLOC_NODE_PARAMS;
 
+typedef int CUgraphInstantiateResult;
+enum {
+	CUDA_GRAPH_INSTANTIATE_SUCCESS = 0,
+	CUDA_GRAPH_INSTANTIATE_ERROR = 1,
+	CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE = 2,
+	CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED = 3,
+	CUDA_GRAPH_INSTANTIATE_MULTIPLE_CTXS_NOT_SUPPORTED = 4,
+	CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED = 5,
+};
+enum {
+	CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH = 1,
+	CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD = 2,
+	CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH = 4,
+	CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY = 8,
+};
+
+/* cuGraphInstantiateWithParams' parameter block (CUDA 12.0). */
+typedef struct CUDA_GRAPH_INSTANTIATE_PARAMS_st {
+	cuuint64_t flags;
+	CUstream hUploadStream;
+	CUgraphNode hErrNode_out;
+	CUgraphInstantiateResult result_out;
+} CUDA_GRAPH_INSTANTIATE_PARAMS;
+
 /* cuCtxCreate_v3's execution-affinity parameter (CU_EXEC_AFFINITY_TYPE_SM_COUNT = 0). */
 typedef struct CUexecAffinityParam_st {
 	int type;
@@ -388,6 +412,14 @@ enum {
 	X(cuGraphInstantiateWithFlags,                                                             \
 	  (CUgraphExec * phGraphExec, CUgraph hGraph, unsigned long long flags),                   \
 	  (phGraphExec, hGraph, flags))                                                            \
+	X(cuGraphInstantiateWithParams,                                                            \
+	  (CUgraphExec * phGraphExec, CUgraph hGraph,                                              \
+	   CUDA_GRAPH_INSTANTIATE_PARAMS * instantiateParams),                                     \
+	  (phGraphExec, hGraph, instantiateParams))                                                \
+	X(cuGraphInstantiateWithParams_ptsz,                                                       \
+	  (CUgraphExec * phGraphExec, CUgraph hGraph,                                              \
+	   CUDA_GRAPH_INSTANTIATE_PARAMS * instantiateParams),                                     \
+	  (phGraphExec, hGraph, instantiateParams))                                                \
 	X(cuGraphExecDestroy, (CUgraphExec hGraphExec), (hGraphExec))                              \
 	X(cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream))        \
 	X(cuGraphLaunch_ptsz, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream))   \
@@ -441,7 +473,11 @@ enum {
 	X(cuMemHostRegister, (void *p, size_t bytesize, unsigned int Flags), (p, bytesize, Flags)) \
 	X(cuIpcOpenMemHandle, (CUdeviceptr * pdptr, CUipcMemHandle handle, unsigned int Flags),    \
 	  (pdptr, handle, Flags))                                                                  \
-	X(cuGraphUpload_ptsz, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream))
+	X(cuGraphUpload_ptsz, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream))   \
+	X(cuGraphInstantiate_v2,                                                                   \
+	  (CUgraphExec * phGraphExec, CUgraph hGraph, CUgraphNode * phErrorNode, char *logBuffer,  \
+	   size_t bufferSize),                                                                     \
+	  (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize))
 
 /* Function pointer types: vr_pfn_cuMemAlloc_v2 and so on. */
 #define VR_CUDA_PFN(name, params, args) typedef CUresult(*vr_pfn_##name) params;

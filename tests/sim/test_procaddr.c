@@ -122,6 +122,11 @@ int main(void)
 	expect("cuGetProcAddress", 11030, 0, "cuGetProcAddress");
 	expect("cuGetProcAddress", 11080, 0, "cuGetProcAddress");
 	expect("cuGetProcAddress", 12000, 0, "cuGetProcAddress_v2");
+	expect("cuGraphInstantiate", 11000, 0, "cuGraphInstantiate_v2");
+	expect("cuGraphInstantiate", 13000, 0, "cuGraphInstantiate_v2");
+	expect("cuGraphInstantiateWithFlags", 11040, 0, "cuGraphInstantiateWithFlags");
+	expect("cuGraphInstantiateWithParams", 12000, 0, "cuGraphInstantiateWithParams");
+	expect("cuGraphInstantiateWithParams", 13000, 1, "cuGraphInstantiateWithParams");
 
 	/* Per-thread default stream variants: flag 2 only; flag 0 and 1 legacy. */
 	expect("cuMemAllocAsync", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
@@ -133,6 +138,7 @@ int main(void)
 	expect("cuLaunchKernel", 12000, 2, "cuLaunchKernel_ptsz");
 	expect("cuGraphLaunch", 12000, 2, "cuGraphLaunch_ptsz");
 	expect("cuStreamSynchronize", 12000, 2, "cuStreamSynchronize_ptsz");
+	expect("cuGraphInstantiateWithParams", 12000, 2, "cuGraphInstantiateWithParams_ptsz");
 	/* No per-thread variant: the legacy one. */
 	expect("cuMemAlloc", 12000, 2, "cuMemAlloc_v2");
 
@@ -143,6 +149,8 @@ int main(void)
 	/* Known but newer than cudaVersion. */
 	expect_none("cuMemAllocAsync", 11000, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
 	expect_none("cuGetProcAddress", 11020, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+	expect_none("cuGraphInstantiateWithParams", 11080,
+	            CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
 	/* NULL status is allowed. */
 	ASSERT_CU(cuGetProcAddress_v2("cuMemAlloc", &p, 12000, 0, NULL), CUDA_SUCCESS);
 	ASSERT(p == exported("cuMemAlloc_v2"));
