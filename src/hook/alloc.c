@@ -398,12 +398,16 @@ VR_EXPORT CUresult cuGraphDestroy(CUgraph hGraph)
 	return rc;
 }
 
-VR_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
-                                               unsigned long long flags)
+/*
+ * Before any instantiation: reserve what each device's memory nodes of
+ * hGraph add up to, into need[] (0 where nothing). If a device's share does
+ * not fit, what was reserved on the others is released and
+ * CUDA_ERROR_OUT_OF_MEMORY returned, before the driver commits anything.
+ */
+static CUresult graph_reserve(CUgraph hGraph, uint64_t need[VR_MAX_DEVICES])
 {
-	VR_PASS(cuGraphInstantiateWithFlags, (phGraphExec, hGraph, flags));
 	int n = vr_dev_count();
-	uint64_t need[VR_MAX_DEVICES] = {0};
+	memset(need, 0, VR_MAX_DEVICES * sizeof need[0]);
 	for (int i = 0; i < n; i++) {
 		int dev;
 		uint64_t b;
@@ -420,9 +424,16 @@ VR_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph
 			need[i] = d ? b : 0;
 		}
 	}
-	vr_in_hook++;
-	CUresult rc = vr_real.cuGraphInstantiateWithFlags(phGraphExec, hGraph, flags);
-	vr_in_hook--;
+	return CUDA_SUCCESS;
+}
+
+/* After the driver's answer rc: the reservation becomes the executable
+ * graph's record (returned at cuGraphExecDestroy), or is released if the
+ * driver failed. Returns rc. */
+static CUresult graph_settle(const uint64_t need[VR_MAX_DEVICES], CUresult rc,
+                             CUgraphExec *phGraphExec)
+{
+	int n = vr_dev_count();
 	for (int i = 0; i < n; i++) {
 		if (!need[i])
 			continue;
@@ -433,6 +444,84 @@ VR_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph
 			record(d, VR_KIND_GRAPHEXEC, graph_key(*phGraphExec, i), need[i]);
 	}
 	return rc;
+}
+
+/* Every form of instantiation: reserve the graph's memory, or refuse
+ * (running `refused` first, to fill the form's own error reporting); call
+ * the driver; settle. */
+#define VR_INSTANTIATE(phGraphExec, hGraph, call, refused)                                         \
+	do {                                                                                       \
+		uint64_t need_[VR_MAX_DEVICES];                                                    \
+		if (graph_reserve(hGraph, need_) != CUDA_SUCCESS) {                                \
+			refused;                                                                   \
+			return CUDA_ERROR_OUT_OF_MEMORY;                                           \
+		}                                                                                  \
+		vr_in_hook++;                                                                      \
+		CUresult rc_ = call;                                                               \
+		vr_in_hook--;                                                                      \
+		return graph_settle(need_, rc_, phGraphExec);                                      \
+	} while (0)
+
+VR_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                               unsigned long long flags)
+{
+	VR_PASS(cuGraphInstantiateWithFlags, (phGraphExec, hGraph, flags));
+	VR_INSTANTIATE(phGraphExec, hGraph,
+	               vr_real.cuGraphInstantiateWithFlags(phGraphExec, hGraph, flags), (void)0);
+}
+
+/* A refusal reads as the driver's own: result_out ERROR, no error node
+ * (cuda.h: "an unexpected error ... described by the return value"). */
+static void params_refused(CUDA_GRAPH_INSTANTIATE_PARAMS *p)
+{
+	if (p) {
+		p->hErrNode_out = NULL;
+		p->result_out = CUDA_GRAPH_INSTANTIATE_ERROR;
+	}
+}
+
+VR_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                                CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+{
+	VR_PASS(cuGraphInstantiateWithParams, (phGraphExec, hGraph, instantiateParams));
+	VR_INSTANTIATE(phGraphExec, hGraph,
+	               vr_real.cuGraphInstantiateWithParams(phGraphExec, hGraph, instantiateParams),
+	               params_refused(instantiateParams));
+}
+
+VR_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(
+    CUgraphExec *phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+{
+	VR_PASS(cuGraphInstantiateWithParams_ptsz, (phGraphExec, hGraph, instantiateParams));
+	VR_INSTANTIATE(
+	    phGraphExec, hGraph,
+	    vr_real.cuGraphInstantiateWithParams_ptsz(phGraphExec, hGraph, instantiateParams),
+	    params_refused(instantiateParams));
+}
+
+/* The CUDA 11.0 form: a refusal leaves no error node and says why in the
+ * log buffer, as the driver reports its own failures there. */
+static void log_refused(CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize)
+{
+	static const char why[] = "vramctl: graph memory does not fit under the cap";
+	if (phErrorNode)
+		*phErrorNode = NULL;
+	if (logBuffer && bufferSize) {
+		size_t len = bufferSize - 1 < sizeof why - 1 ? bufferSize - 1 : sizeof why - 1;
+		memcpy(logBuffer, why, len);
+		logBuffer[len] = '\0';
+	}
+}
+
+VR_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                         CUgraphNode *phErrorNode, char *logBuffer,
+                                         size_t bufferSize)
+{
+	VR_PASS(cuGraphInstantiate_v2, (phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize));
+	VR_INSTANTIATE(
+	    phGraphExec, hGraph,
+	    vr_real.cuGraphInstantiate_v2(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize),
+	    log_refused(phErrorNode, logBuffer, bufferSize));
 }
 
 VR_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)

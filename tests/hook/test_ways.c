@@ -77,6 +77,9 @@ static const char *const asked[] = {"cuMemAlloc",
                                     "cuMemAddressReserve",
                                     "cuMemMap",
                                     "cuGraphLaunch",
+                                    "cuGraphInstantiate",
+                                    "cuGraphInstantiateWithFlags",
+                                    "cuGraphInstantiateWithParams",
                                     "cuNoSuchFunction",
                                     NULL};
 static const int versions[] = {11030, 12000, 13000};
