@@ -335,7 +335,9 @@ static inline int jb_room(struct jw *w, size_t len)
 	return w->n + len <= w->cap ? 0 : jb_grow(w, len);
 }
 
-static void jb_write(struct jw *w, const void *p, size_t len)
+/* jb_write and jb_putc are inline for the same reason as jb_room: a call
+ * per token cost as much as the copy it made. */
+static inline void jb_write(struct jw *w, const void *p, size_t len)
 {
 	if (jb_room(w, len) == 0) {
 		memcpy(w->b + w->n, p, len);
@@ -343,7 +345,7 @@ static void jb_write(struct jw *w, const void *p, size_t len)
 	}
 }
 
-static void jb_putc(struct jw *w, char c)
+static inline void jb_putc(struct jw *w, char c)
 {
 	if (jb_room(w, 1) == 0)
 		w->b[w->n++] = c;
