@@ -1187,29 +1187,10 @@ CUresult simi_cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handl
 
 #define SIM_ARRAY_PAGE ((size_t)64 << 10)
 
-static size_t format_bytes(CUarray_format f)
-{
-	switch (f) {
-	case CU_AD_FORMAT_UNSIGNED_INT8:
-	case CU_AD_FORMAT_SIGNED_INT8:
-		return 1;
-	case CU_AD_FORMAT_UNSIGNED_INT16:
-	case CU_AD_FORMAT_SIGNED_INT16:
-	case CU_AD_FORMAT_HALF:
-		return 2;
-	case CU_AD_FORMAT_UNSIGNED_INT32:
-	case CU_AD_FORMAT_SIGNED_INT32:
-	case CU_AD_FORMAT_FLOAT:
-		return 4;
-	default:
-		return 0;
-	}
-}
-
 /* Bytes of one level; 0 when the description is invalid or overflows. */
 static size_t level_bytes(size_t w, size_t h, size_t d, CUarray_format f, unsigned ch)
 {
-	size_t e = format_bytes(f), n;
+	size_t e = vr_array_format_bytes(f), n;
 	if (!e || (ch != 1 && ch != 2 && ch != 4) || w == 0)
 		return 0;
 	n = e * ch;

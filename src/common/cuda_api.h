@@ -182,6 +182,27 @@ enum {
 	CU_AD_FORMAT_FLOAT = 0x20,
 };
 
+/* Bytes per channel of an array format; 0 for a format this file does not
+ * name (the simulator rejects those, the library assumes the widest). */
+static inline size_t vr_array_format_bytes(CUarray_format f)
+{
+	switch (f) {
+	case CU_AD_FORMAT_UNSIGNED_INT8:
+	case CU_AD_FORMAT_SIGNED_INT8:
+		return 1;
+	case CU_AD_FORMAT_UNSIGNED_INT16:
+	case CU_AD_FORMAT_SIGNED_INT16:
+	case CU_AD_FORMAT_HALF:
+		return 2;
+	case CU_AD_FORMAT_UNSIGNED_INT32:
+	case CU_AD_FORMAT_SIGNED_INT32:
+	case CU_AD_FORMAT_FLOAT:
+		return 4;
+	default:
+		return 0;
+	}
+}
+
 typedef struct CUDA_ARRAY_DESCRIPTOR_st {
 	size_t Width;
 	size_t Height;

@@ -253,19 +253,11 @@ VR_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 
 /* ---- arrays ---------------------------------------------------------- */
 
+/* Bytes per channel; an unknown format is counted at the widest (4). */
 static uint64_t format_bytes(CUarray_format f)
 {
-	switch (f) {
-	case CU_AD_FORMAT_UNSIGNED_INT8:
-	case CU_AD_FORMAT_SIGNED_INT8:
-		return 1;
-	case CU_AD_FORMAT_UNSIGNED_INT16:
-	case CU_AD_FORMAT_SIGNED_INT16:
-	case CU_AD_FORMAT_HALF:
-		return 2;
-	default:
-		return 4;
-	}
+	size_t b = vr_array_format_bytes(f);
+	return b ? b : 4;
 }
 
 static inline uint64_t dim(size_t x)
