@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -168,14 +169,42 @@ uint64_t sim_card_used(struct sim_card *c, int reap)
 	return sum;
 }
 
-static int claim_slot(struct sim_card *c)
+/*
+ * The PID real NVML would list: the kernel's PID in the host's namespace,
+ * not getpid() inside a container. /proc/self/status's NSpid starts with the
+ * PID in the namespace of the /proc that is mounted; where that is the host's
+ * (a PID namespace without its own /proc, as the tests make), it is the host
+ * PID. Elsewhere getpid() is the best a process can know.
+ */
+static int32_t nvml_pid(void)
+{
+	char buf[4096];
+	int32_t pid = (int32_t)getpid();
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return pid;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return pid;
+	buf[n] = '\0';
+	const char *p = strstr(buf, "\nNSpid:");
+	if (p) {
+		long v = strtol(p + 8, NULL, 10);
+		if (v > 0 && v <= INT32_MAX)
+			pid = (int32_t)v;
+	}
+	return pid;
+}
+
+static int claim_slot(struct sim_card *c, int32_t pid)
 {
 	for (int i = 0; i < SIM_MAX_SLOTS; i++) {
 		if (c->file->slots[i].in_use && sim_card_slot_live(c, i))
 			continue;
 		if (ofd_lock(c->fd, F_WRLCK, SIM_SLOT_LOCK_BASE + i, 0) != 0)
 			continue;
-		c->file->slots[i].pid = (int32_t)getpid();
+		c->file->slots[i].pid = pid;
 		c->file->slots[i].used = 0;
 		c->file->slots[i].in_use = 1;
 		c->slot = i;
@@ -187,8 +216,9 @@ static int claim_slot(struct sim_card *c)
 int sim_card_charge(struct sim_card *c, int64_t delta, int force)
 {
 	int rc = 0;
+	int32_t pid = c->slot < 0 ? nvml_pid() : 0; /* outside the lock */
 	sim_card_lock(c);
-	if (c->slot < 0 && claim_slot(c) != 0) {
+	if (c->slot < 0 && claim_slot(c, pid ? pid : (int32_t)getpid()) != 0) {
 		sim_warn("card %s: no free process slot", c->file->uuid);
 		rc = -1;
 	} else if (delta > 0) {

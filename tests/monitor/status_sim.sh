@@ -48,9 +48,9 @@ status_golden sim_vanished
 grep -q '"state": "dead"' "$TMPDIR/out.json" || fail "vanished: the killed process is not marked dead"
 
 # A capped program in its own PID namespace (a container): it is PID 1 there;
-# status shows both PIDs, the host one found by the registry. (Not checked:
-# the join with NVML's row: the simulated NVML lists the PID a process sees
-# itself, where real NVML lists host PIDs; test_merge covers the join.)
+# status shows both PIDs, the host one found by the registry, and joins it
+# with NVML's row, which lists host PIDs (the simulated NVML, like the real
+# one, reports the host PID: NSpid's first entry with the host's /proc).
 # Needs unshare(1) and the right to make a PID namespace.
 if command -v python3 >/dev/null && unshare -p -f --kill-child true 2>/dev/null; then
 	HOLD_PREFIX="unshare -p -f --kill-child" start_holder ctr VRAMCTL_LIMIT=1G VRAMCTL_GROUP=ctr LD_PRELOAD="$LIB" -- 100
@@ -61,7 +61,10 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 rows = [p for p in d["processes"] if p["group"] == "ctr"]
 ok = len(rows) == 1 and rows[0]["ns_pid"] == 1 and rows[0]["host_pid"] not in (None, 1) \
-    and rows[0]["state"] == "alive"
+    and rows[0]["state"] == "alive" and rows[0]["nvml_listed"] is True
+# ...and is never listed a second time as an uncapped process.
+ok = ok and not [p for p in d["processes"]
+                 if not p["capped"] and p["host_pid"] == rows[0]["host_pid"]]
 if not ok:
     print(json.dumps(rows, indent=1))
 sys.exit(0 if ok else 1)
