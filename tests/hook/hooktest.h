@@ -21,6 +21,7 @@
 #define VR_NVML_PROTOTYPES
 #include "common/nvml_api.h"
 #include "test.h"
+#include "cudatest.h"
 
 #define MiB (1024ull * 1024)
 #define GiB (1024ull * MiB)

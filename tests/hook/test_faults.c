@@ -52,12 +52,7 @@ static int child(void)
 	CUgraph g;
 	CUgraphNode n;
 	CUgraphExec e;
-	CUDA_MEM_ALLOC_NODE_PARAMS np;
-	memset(&np, 0, sizeof np);
-	np.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-	np.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-	np.poolProps.location.id = dev;
-	np.bytesize = 4 * MiB;
+	CUDA_MEM_ALLOC_NODE_PARAMS np = ct_mem_node(dev, 4 * MiB);
 	ASSERT_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
 	ASSERT_CU(cuGraphAddMemAllocNode(&n, g, NULL, 0, &np), CUDA_SUCCESS);
 	ASSERT_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_ERROR_OUT_OF_MEMORY);

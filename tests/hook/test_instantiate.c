@@ -17,31 +17,9 @@ static uint64_t used(void)
 	return cap - ht_free();
 }
 
-/* A new graph with one memory node of `bytes` on dev. */
 static CUgraph graph_with(CUdevice dev, uint64_t bytes)
 {
-	CUgraph g;
-	CUgraphNode n;
-	CUDA_MEM_ALLOC_NODE_PARAMS np;
-	memset(&np, 0, sizeof np);
-	np.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-	np.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-	np.poolProps.location.id = dev;
-	np.bytesize = bytes;
-	ASSERT_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
-	ASSERT_CU(cuGraphAddMemAllocNode(&n, g, NULL, 0, &np), CUDA_SUCCESS);
-	return g;
-}
-
-static CUDA_GRAPH_INSTANTIATE_PARAMS params(cuuint64_t flags, CUstream s)
-{
-	CUDA_GRAPH_INSTANTIATE_PARAMS p;
-	memset(&p, 0, sizeof p);
-	p.flags = flags;
-	p.hUploadStream = s;
-	p.hErrNode_out = (CUgraphNode)0x1;
-	p.result_out = (CUgraphInstantiateResult)-1;
-	return p;
+	return ct_graph_with(dev, bytes, NULL);
 }
 
 enum form { WITH_FLAGS, WITH_PARAMS, WITH_PARAMS_UPLOAD, WITH_PARAMS_PTSZ, V2, NFORMS };
@@ -65,7 +43,8 @@ static CUresult instantiate(enum form f, CUgraphExec *e, CUgraph g, CUstream s)
 	case WITH_PARAMS:
 	case WITH_PARAMS_UPLOAD:
 	case WITH_PARAMS_PTSZ:
-		p = params(f == WITH_PARAMS_UPLOAD ? CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD : 0, s);
+		p = ct_instantiate_params(
+		    f == WITH_PARAMS_UPLOAD ? CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD : 0, s);
 		rc = f == WITH_PARAMS_PTSZ ? cuGraphInstantiateWithParams_ptsz(e, g, &p)
 		                           : cuGraphInstantiateWithParams(e, g, &p);
 		if (injected)
@@ -227,7 +206,7 @@ static int ways(void)
 	          CUDA_SUCCESS);
 	CUgraph g = graph_with(dev, 8 * MiB), h = graph_with(dev, cap);
 	CUgraphExec e, f;
-	CUDA_GRAPH_INSTANTIATE_PARAMS p = params(0, NULL);
+	CUDA_GRAPH_INSTANTIATE_PARAMS p = ct_instantiate_params(0, NULL);
 	ASSERT_CU(wp(&e, g, &p), CUDA_SUCCESS);
 	ASSERT_UEQ(used(), 8 * MiB);
 	ASSERT_CU(v2(&f, h, NULL, NULL, 0), CUDA_ERROR_OUT_OF_MEMORY);

@@ -217,12 +217,7 @@ static void graphs(CUdevice dev)
 	CUgraphNode n;
 	CUgraphExec e;
 	ASSERT_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
-	CUDA_MEM_ALLOC_NODE_PARAMS np;
-	memset(&np, 0, sizeof np);
-	np.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-	np.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-	np.poolProps.location.id = dev;
-	np.bytesize = 32 * MiB;
+	CUDA_MEM_ALLOC_NODE_PARAMS np = ct_mem_node(dev, 32 * MiB);
 	ASSERT_CU(cuGraphAddMemAllocNode(&n, g, NULL, 0, &np), CUDA_SUCCESS);
 	ASSERT_UEQ(used(), 0); /* nothing committed yet */
 	ASSERT_CU(cuGraphInstantiateWithFlags(&e, g, 0), CUDA_SUCCESS);

@@ -12,6 +12,7 @@
 #include "common/cuda_api.h"
 #include "common/nvml_api.h"
 #include "test.h"
+#include "cudatest.h"
 
 #include <signal.h>
 #include <stdlib.h>

@@ -21,11 +21,7 @@ int main(void)
 	ASSERT_CU(cuGraphCreate(&g, 1), CUDA_ERROR_INVALID_VALUE);
 	ASSERT_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
 
-	CUDA_MEM_ALLOC_NODE_PARAMS np = {0};
-	np.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-	np.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-	np.poolProps.location.id = 0;
-	np.bytesize = 3 * MiB;
+	CUDA_MEM_ALLOC_NODE_PARAMS np = ct_mem_node(0, 3 * MiB);
 	ASSERT_CU(cuGraphAddMemAllocNode(&n, g, NULL, 0, &np), CUDA_SUCCESS);
 	CUdeviceptr dptr = np.dptr;
 	ASSERT(dptr != 0);

@@ -18,33 +18,9 @@ _Static_assert(offsetof(CUDA_GRAPH_INSTANTIATE_PARAMS, hErrNode_out) == 16, "lay
 _Static_assert(offsetof(CUDA_GRAPH_INSTANTIATE_PARAMS, result_out) == 24, "layout");
 _Static_assert(sizeof(CUDA_GRAPH_INSTANTIATE_PARAMS) == 32, "layout");
 
-/* A new graph with one memory node of `bytes` on device 0. */
 static CUgraph graph_with(unsigned long long bytes, CUdeviceptr *dptr)
 {
-	CUgraph g;
-	CUgraphNode n;
-	CUDA_MEM_ALLOC_NODE_PARAMS np;
-	memset(&np, 0, sizeof np);
-	np.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-	np.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-	np.poolProps.location.id = 0;
-	np.bytesize = bytes;
-	ASSERT_CU(cuGraphCreate(&g, 0), CUDA_SUCCESS);
-	ASSERT_CU(cuGraphAddMemAllocNode(&n, g, NULL, 0, &np), CUDA_SUCCESS);
-	if (dptr)
-		*dptr = np.dptr;
-	return g;
-}
-
-static CUDA_GRAPH_INSTANTIATE_PARAMS params(cuuint64_t flags, CUstream s)
-{
-	CUDA_GRAPH_INSTANTIATE_PARAMS p;
-	memset(&p, 0, sizeof p);
-	p.flags = flags;
-	p.hUploadStream = s;
-	p.hErrNode_out = (CUgraphNode)0x1; /* must be overwritten */
-	p.result_out = (CUgraphInstantiateResult)-1;
-	return p;
+	return ct_graph_with(0, bytes, dptr);
 }
 
 static void with_params(CUstream s, unsigned long long base)
@@ -54,13 +30,13 @@ static void with_params(CUstream s, unsigned long long base)
 	CUgraph g = graph_with(3 * MiB, &dptr);
 
 	/* No upload: nothing committed, SUCCESS reported. */
-	CUDA_GRAPH_INSTANTIATE_PARAMS p = params(0, NULL);
+	CUDA_GRAPH_INSTANTIATE_PARAMS p = ct_instantiate_params(0, NULL);
 	ASSERT_CU(cuGraphInstantiateWithParams(&e, g, &p), CUDA_SUCCESS);
 	ASSERT_EQ(p.result_out, CUDA_GRAPH_INSTANTIATE_SUCCESS);
 	ASSERT(p.hErrNode_out == NULL);
 	ASSERT_UEQ(sim_used(), base);
 	/* A second executable graph of a graph with memory nodes: ERROR. */
-	p = params(0, NULL);
+	p = ct_instantiate_params(0, NULL);
 	ASSERT_CU(cuGraphInstantiateWithParams(&e2, g, &p), CUDA_ERROR_NOT_SUPPORTED);
 	ASSERT_EQ(p.result_out, CUDA_GRAPH_INSTANTIATE_ERROR);
 	ASSERT(p.hErrNode_out == NULL);
@@ -71,7 +47,7 @@ static void with_params(CUstream s, unsigned long long base)
 	ASSERT_UEQ(sim_used(), base);
 
 	/* Upload: committed at instantiation, into the stream given. */
-	p = params(CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD, s);
+	p = ct_instantiate_params(CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD, s);
 	ASSERT_CU(cuGraphInstantiateWithParams(&e, g, &p), CUDA_SUCCESS);
 	ASSERT_EQ(p.result_out, CUDA_GRAPH_INSTANTIATE_SUCCESS);
 	ASSERT_UEQ(sim_used(), base + 4 * MiB);
@@ -82,7 +58,7 @@ static void with_params(CUstream s, unsigned long long base)
 	ASSERT_UEQ(sim_used(), base);
 
 	/* The per-thread form, uploading into the per-thread default stream. */
-	p = params(CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD, CU_STREAM_PER_THREAD);
+	p = ct_instantiate_params(CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD, CU_STREAM_PER_THREAD);
 	ASSERT_CU(cuGraphInstantiateWithParams_ptsz(&e, g, &p), CUDA_SUCCESS);
 	ASSERT_EQ(p.result_out, CUDA_GRAPH_INSTANTIATE_SUCCESS);
 	ASSERT_UEQ(sim_used(), base + 4 * MiB);
@@ -91,42 +67,42 @@ static void with_params(CUstream s, unsigned long long base)
 
 	/* Bad arguments create nothing and report ERROR. */
 	e = (CUgraphExec)0x1;
-	p = params(0x10, NULL);
+	p = ct_instantiate_params(0x10, NULL);
 	ASSERT_CU(cuGraphInstantiateWithParams(&e, g, &p), CUDA_ERROR_INVALID_VALUE);
 	ASSERT_EQ(p.result_out, CUDA_GRAPH_INSTANTIATE_ERROR);
 	ASSERT(p.hErrNode_out == NULL);
 	ASSERT(e == (CUgraphExec)0x1);
-	p = params(CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH |
-	               CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH,
-	           NULL);
+	p = ct_instantiate_params(CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH |
+	                              CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH,
+	                          NULL);
 	ASSERT_CU(cuGraphInstantiateWithParams(&e, g, &p), CUDA_ERROR_INVALID_VALUE);
 	ASSERT_EQ(p.result_out, CUDA_GRAPH_INSTANTIATE_ERROR);
-	p = params(CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD, (CUstream)0x1234);
+	p = ct_instantiate_params(CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD, (CUstream)0x1234);
 	ASSERT_CU(cuGraphInstantiateWithParams(&e, g, &p), CUDA_ERROR_INVALID_HANDLE);
 	ASSERT_EQ(p.result_out, CUDA_GRAPH_INSTANTIATE_ERROR);
 	ASSERT(e == (CUgraphExec)0x1);
 	ASSERT_CU(cuGraphInstantiateWithParams(&e, g, NULL), CUDA_ERROR_INVALID_VALUE);
-	p = params(0, NULL);
+	p = ct_instantiate_params(0, NULL);
 	ASSERT_CU(cuGraphInstantiateWithParams(NULL, g, &p), CUDA_ERROR_INVALID_VALUE);
 	ASSERT_EQ(p.result_out, CUDA_GRAPH_INSTANTIATE_ERROR);
-	p = params(0, NULL);
+	p = ct_instantiate_params(0, NULL);
 	ASSERT_CU(cuGraphInstantiateWithParams(&e, (CUgraph)0x1234, &p), CUDA_ERROR_INVALID_VALUE);
 	ASSERT_EQ(p.result_out, CUDA_GRAPH_INSTANTIATE_ERROR);
 	/* None of them left an executable graph behind. */
-	p = params(0, NULL);
+	p = ct_instantiate_params(0, NULL);
 	ASSERT_CU(cuGraphInstantiateWithParams(&e, g, &p), CUDA_SUCCESS);
 	ASSERT_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
 	ASSERT_CU(cuGraphDestroy(g), CUDA_SUCCESS);
 
 	/* An upload that does not fit: the executable graph goes again. */
 	CUgraph big = graph_with(20 * GiB, NULL);
-	p = params(CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD, s);
+	p = ct_instantiate_params(CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD, s);
 	e = (CUgraphExec)0x1;
 	ASSERT_CU(cuGraphInstantiateWithParams(&e, big, &p), CUDA_ERROR_OUT_OF_MEMORY);
 	ASSERT_EQ(p.result_out, CUDA_GRAPH_INSTANTIATE_ERROR);
 	ASSERT(e == (CUgraphExec)0x1);
 	ASSERT_UEQ(sim_used(), base);
-	p = params(0, NULL);
+	p = ct_instantiate_params(0, NULL);
 	ASSERT_CU(cuGraphInstantiateWithParams(&e, big, &p), CUDA_SUCCESS); /* not taken */
 	ASSERT_CU(cuGraphExecDestroy(e), CUDA_SUCCESS);
 	ASSERT_CU(cuGraphDestroy(big), CUDA_SUCCESS);
