@@ -13,7 +13,9 @@
 #include <string.h>
 
 #define VR_CUDA_PROTOTYPES
-#include "hook/hook.h"
+#include "hook/policy.h"
+#include "hook/books.h"
+#include "hook/ptrmap.h"
 
 #define MIB (1024ull * 1024)
 
@@ -25,7 +27,7 @@ static inline uint64_t round_up(uint64_t x, uint64_t to)
 /* Reserves, or explains and refuses. */
 static inline CUresult charge(struct vr_dev *d, uint64_t bytes)
 {
-	return vr_books_reserve(d, bytes) == 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+	return vr_policy_reserve(d, bytes) == 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 /* After a successful allocation: remember it, or forget the charge if the
@@ -33,7 +35,7 @@ static inline CUresult charge(struct vr_dev *d, uint64_t bytes)
 static inline void record(struct vr_dev *d, int kind, uint64_t key, uint64_t bytes)
 {
 	if (vr_map_put(kind, key, d->ordinal, bytes) != 0) {
-		vr_books_release(d, bytes);
+		vr_policy_release(d, bytes);
 		vr_log(VR_LOG_WARN,
 		       "out of memory for the allocation map; an allocation of "
 		       "GPU %d goes uncounted",
@@ -48,13 +50,12 @@ static uint64_t array_size(int kind, uint64_t key, struct vr_dev *d)
 	CUDA_ARRAY_MEMORY_REQUIREMENTS r;
 	memset(&r, 0, sizeof r);
 	CUresult rc = CUDA_ERROR_NOT_SUPPORTED;
-	vr_in_hook++;
 	if (kind == VR_KIND_ARRAY && vr_real.cuArrayGetMemoryRequirements)
-		rc = vr_real.cuArrayGetMemoryRequirements(&r, (CUarray)(uintptr_t)key, d->handle);
+		VR_OWN(rc = vr_real.cuArrayGetMemoryRequirements(&r, (CUarray)(uintptr_t)key,
+		                                                 d->handle));
 	else if (kind == VR_KIND_MIPMAP && vr_real.cuMipmappedArrayGetMemoryRequirements)
-		rc = vr_real.cuMipmappedArrayGetMemoryRequirements(
-		    &r, (CUmipmappedArray)(uintptr_t)key, d->handle);
-	vr_in_hook--;
+		VR_OWN(rc = vr_real.cuMipmappedArrayGetMemoryRequirements(
+		           &r, (CUmipmappedArray)(uintptr_t)key, d->handle));
 	return rc == CUDA_SUCCESS ? r.size : 0;
 }
 
@@ -75,21 +76,19 @@ static CUresult settle(struct vr_dev *d, int kind, uint64_t key, uint64_t charge
 		return CUDA_SUCCESS;
 	}
 	if (actual < charged) {
-		vr_books_release(d, charged - actual);
-	} else if (vr_books_reserve(d, actual - charged) != 0) {
+		vr_policy_release(d, charged - actual);
+	} else if (vr_policy_reserve(d, actual - charged) != 0) {
 		int can_undo = kind == VR_KIND_ARRAY ? vr_real.cuArrayDestroy != NULL
 		                                     : vr_real.cuMipmappedArrayDestroy != NULL;
 		if (!can_undo) { /* keep what was charged */
 			record(d, kind, key, charged);
 			return CUDA_SUCCESS;
 		}
-		vr_in_hook++;
 		if (kind == VR_KIND_ARRAY)
-			vr_real.cuArrayDestroy((CUarray)(uintptr_t)key);
+			VR_OWN(vr_real.cuArrayDestroy((CUarray)(uintptr_t)key));
 		else
-			vr_real.cuMipmappedArrayDestroy((CUmipmappedArray)(uintptr_t)key);
-		vr_in_hook--;
-		vr_books_release(d, charged);
+			VR_OWN(vr_real.cuMipmappedArrayDestroy((CUmipmappedArray)(uintptr_t)key));
+		vr_policy_release(d, charged);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	record(d, kind, key, actual);
@@ -103,11 +102,10 @@ static CUresult settle(struct vr_dev *d, int kind, uint64_t key, uint64_t charge
 	do {                                                                                       \
 		if (charge(d, bytes) != CUDA_SUCCESS)                                              \
 			return CUDA_ERROR_OUT_OF_MEMORY;                                           \
-		vr_in_hook++;                                                                      \
-		CUresult rc_ = call;                                                               \
-		vr_in_hook--;                                                                      \
+		CUresult rc_;                                                                      \
+		VR_OWN(rc_ = call);                                                                \
 		if (rc_ != CUDA_SUCCESS) {                                                         \
-			vr_books_release(d, bytes);                                                \
+			vr_policy_release(d, bytes);                                               \
 			return rc_;                                                                \
 		}                                                                                  \
 		return settle(d, kind, key, bytes);                                                \
@@ -124,7 +122,7 @@ static CUresult settle_free(int kind, uint64_t key, int dev, uint64_t bytes, CUr
 	else if (kind == VR_KIND_HOST)
 		vr_books_pinned(-(int64_t)bytes);
 	else if (d)
-		vr_books_release(d, bytes);
+		vr_policy_release(d, bytes);
 	return rc;
 }
 
@@ -134,9 +132,8 @@ static CUresult settle_free(int kind, uint64_t key, int dev, uint64_t bytes, CUr
 		int dev_;                                                                          \
 		uint64_t bytes_;                                                                   \
 		int known_ = vr_map_take(kind, key, &dev_, &bytes_);                               \
-		vr_in_hook++;                                                                      \
-		CUresult rc_ = call;                                                               \
-		vr_in_hook--;                                                                      \
+		CUresult rc_;                                                                      \
+		VR_OWN(rc_ = call);                                                                \
 		return known_ ? settle_free(kind, key, dev_, bytes_, rc_) : rc_;                   \
 	} while (0)
 
@@ -202,26 +199,23 @@ VR_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t 
 	bound *= Height;
 	if (charge(d, bound) != CUDA_SUCCESS)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	vr_in_hook++;
-	CUresult rc =
-	    vr_real.cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
-	vr_in_hook--;
+	CUresult rc;
+	VR_OWN(
+	    rc = vr_real.cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes));
 	if (rc != CUDA_SUCCESS) {
-		vr_books_release(d, bound);
+		vr_policy_release(d, bound);
 		return rc;
 	}
 	uint64_t actual = (uint64_t)*pPitch * Height;
 	if (actual < bound) {
-		vr_books_release(d, bound - actual);
-	} else if (actual > bound && vr_books_reserve(d, actual - bound) != 0) {
+		vr_policy_release(d, bound - actual);
+	} else if (actual > bound && vr_policy_reserve(d, actual - bound) != 0) {
 		if (!vr_real.cuMemFree_v2) { /* cannot undo: keep what was charged */
 			record(d, VR_KIND_LINEAR, *dptr, bound);
 			return rc;
 		}
-		vr_in_hook++;
-		vr_real.cuMemFree_v2(*dptr);
-		vr_in_hook--;
-		vr_books_release(d, bound);
+		VR_OWN(vr_real.cuMemFree_v2(*dptr));
+		vr_policy_release(d, bound);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	record(d, VR_KIND_LINEAR, *dptr, actual);
@@ -359,10 +353,9 @@ VR_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGra
 {
 	VR_PASS(cuGraphAddMemAllocNode,
 	        (phGraphNode, hGraph, dependencies, numDependencies, nodeParams));
-	vr_in_hook++;
-	CUresult rc = vr_real.cuGraphAddMemAllocNode(phGraphNode, hGraph, dependencies,
-	                                             numDependencies, nodeParams);
-	vr_in_hook--;
+	CUresult rc;
+	VR_OWN(rc = vr_real.cuGraphAddMemAllocNode(phGraphNode, hGraph, dependencies,
+	                                           numDependencies, nodeParams));
 	if (rc != CUDA_SUCCESS || !nodeParams ||
 	    nodeParams->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE)
 		return rc;
@@ -378,9 +371,8 @@ VR_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGra
 VR_EXPORT CUresult cuGraphDestroy(CUgraph hGraph)
 {
 	VR_PASS(cuGraphDestroy, (hGraph));
-	vr_in_hook++;
-	CUresult rc = vr_real.cuGraphDestroy(hGraph);
-	vr_in_hook--;
+	CUresult rc;
+	VR_OWN(rc = vr_real.cuGraphDestroy(hGraph));
 	if (rc == CUDA_SUCCESS) {
 		int n = vr_dev_count(), dev;
 		uint64_t b;
@@ -407,10 +399,10 @@ static CUresult graph_reserve(CUgraph hGraph, uint64_t need[VR_MAX_DEVICES])
 		if (vr_map_take(VR_KIND_GRAPH, graph_key(hGraph, i), &dev, &b)) {
 			vr_map_put(VR_KIND_GRAPH, graph_key(hGraph, i), dev, b);
 			struct vr_dev *d = vr_dev_by_ordinal(i);
-			if (d && vr_books_reserve(d, b) != 0) {
+			if (d && vr_policy_reserve(d, b) != 0) {
 				for (int j = 0; j < i; j++)
 					if (need[j])
-						vr_books_release(vr_dev_by_ordinal(j), need[j]);
+						vr_policy_release(vr_dev_by_ordinal(j), need[j]);
 				return CUDA_ERROR_OUT_OF_MEMORY;
 			}
 			need[i] = d ? b : 0;
@@ -431,7 +423,7 @@ static CUresult graph_settle(const uint64_t need[VR_MAX_DEVICES], CUresult rc,
 			continue;
 		struct vr_dev *d = vr_dev_by_ordinal(i);
 		if (rc != CUDA_SUCCESS)
-			vr_books_release(d, need[i]);
+			vr_policy_release(d, need[i]);
 		else
 			record(d, VR_KIND_GRAPHEXEC, graph_key(*phGraphExec, i), need[i]);
 	}
@@ -448,9 +440,8 @@ static CUresult graph_settle(const uint64_t need[VR_MAX_DEVICES], CUresult rc,
 			refused;                                                                   \
 			return CUDA_ERROR_OUT_OF_MEMORY;                                           \
 		}                                                                                  \
-		vr_in_hook++;                                                                      \
-		CUresult rc_ = call;                                                               \
-		vr_in_hook--;                                                                      \
+		CUresult rc_;                                                                      \
+		VR_OWN(rc_ = call);                                                                \
 		return graph_settle(need_, rc_, phGraphExec);                                      \
 	} while (0)
 
@@ -526,16 +517,15 @@ VR_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
 		if (!vr_map_take(VR_KIND_GRAPHEXEC, graph_key(hGraphExec, i), &dev, &had[i]))
 			had[i] = 0;
 	}
-	vr_in_hook++;
-	CUresult rc = vr_real.cuGraphExecDestroy(hGraphExec);
-	vr_in_hook--;
+	CUresult rc;
+	VR_OWN(rc = vr_real.cuGraphExecDestroy(hGraphExec));
 	for (int i = 0; i < n; i++) {
 		if (!had[i])
 			continue;
 		if (rc != CUDA_SUCCESS)
 			vr_map_put(VR_KIND_GRAPHEXEC, graph_key(hGraphExec, i), i, had[i]);
 		else
-			vr_books_release(vr_dev_by_ordinal(i), had[i]);
+			vr_policy_release(vr_dev_by_ordinal(i), had[i]);
 	}
 	return rc;
 }
@@ -551,9 +541,8 @@ static void note_host(void *p, size_t bytes)
 VR_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
 {
 	VR_PASS(cuMemAllocHost_v2, (pp, bytesize));
-	vr_in_hook++;
-	CUresult rc = vr_real.cuMemAllocHost_v2(pp, bytesize);
-	vr_in_hook--;
+	CUresult rc;
+	VR_OWN(rc = vr_real.cuMemAllocHost_v2(pp, bytesize));
 	if (rc == CUDA_SUCCESS && pp)
 		note_host(*pp, bytesize);
 	return rc;
@@ -562,9 +551,8 @@ VR_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
 VR_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
 {
 	VR_PASS(cuMemHostAlloc, (pp, bytesize, Flags));
-	vr_in_hook++;
-	CUresult rc = vr_real.cuMemHostAlloc(pp, bytesize, Flags);
-	vr_in_hook--;
+	CUresult rc;
+	VR_OWN(rc = vr_real.cuMemHostAlloc(pp, bytesize, Flags));
 	if (rc == CUDA_SUCCESS && pp)
 		note_host(*pp, bytesize);
 	return rc;
@@ -573,9 +561,8 @@ VR_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags
 VR_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
 {
 	VR_PASS(cuMemHostRegister_v2, (p, bytesize, Flags));
-	vr_in_hook++;
-	CUresult rc = vr_real.cuMemHostRegister_v2(p, bytesize, Flags);
-	vr_in_hook--;
+	CUresult rc;
+	VR_OWN(rc = vr_real.cuMemHostRegister_v2(p, bytesize, Flags));
 	if (rc == CUDA_SUCCESS)
 		note_host(p, bytesize);
 	return rc;

@@ -11,24 +11,27 @@
  * or the memory is freed, so the books never run behind the driver.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "hook/hook.h"
+#include "hook/books.h"
 #include "registry/registry.h"
 
+/*
+ * The membership is written once, under join_lock, before `joined` is set
+ * (release); readers that find `joined` set (acquire) see it without the
+ * lock. Devices are added after the join (their ready flag orders the rest).
+ */
+static pthread_mutex_t join_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int joined;
 static vr_member *member;
-static int join_tried;
 static char private_group[72];
 static _Atomic int64_t local_pinned;
 
-/* Called with the devices lock held. */
-void vr_books_join(void)
+static void join_locked(void)
 {
-	if (join_tried)
-		return;
-	join_tried = 1;
 	const char *group = vr_g.group;
 	int fresh = 0;
 	if (!group[0]) {
@@ -45,10 +48,8 @@ void vr_books_join(void)
 	    .fresh = fresh,
 	};
 	char err[256] = "";
-	int differs = 0;
-	vr_in_hook++;
-	int rc = vr_join(&o, &member, &differs, err, sizeof err);
-	vr_in_hook--;
+	int differs = 0, rc;
+	VR_OWN(rc = vr_join(&o, &member, &differs, err, sizeof err));
 	if (rc != 0) {
 		member = NULL;
 		vr_log(VR_LOG_ERROR,
@@ -63,9 +64,21 @@ void vr_books_join(void)
 		       group, vr_g.limit_text);
 }
 
-/* Called with the devices lock held, after vr_books_join. */
-int vr_books_device(struct vr_dev *d, uint64_t cap_if_new)
+void vr_books_join(void)
 {
+	if (VR_LIKELY(atomic_load_explicit(&joined, memory_order_acquire)))
+		return;
+	VR_OWN(pthread_mutex_lock(&join_lock));
+	if (!atomic_load_explicit(&joined, memory_order_relaxed)) {
+		join_locked();
+		atomic_store_explicit(&joined, 1, memory_order_release);
+	}
+	pthread_mutex_unlock(&join_lock);
+}
+
+void vr_books_device(struct vr_dev *d, uint64_t cap_if_new)
+{
+	vr_books_join();
 	d->reg = -1;
 	d->cap = cap_if_new;
 	if (member) {
@@ -81,22 +94,17 @@ int vr_books_device(struct vr_dev *d, uint64_t cap_if_new)
 			       d->ordinal, strerror(-idx));
 		}
 	}
-	d->capped = d->cap != UINT64_MAX;
-	return 0;
 }
 
-static int reserve(struct vr_dev *d, uint64_t bytes, int report)
+int vr_books_reserve(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
 {
-	uint64_t in_use = 0;
-	if (VR_UNLIKELY(!d)) /* no device known: nothing to hold it against */
-		return 0;
 	if (d->reg >= 0) {
-		int rc = vr_reserve(member, d->reg, bytes, &in_use);
+		int rc = vr_reserve(member, d->reg, bytes, in_use);
 		if (VR_LIKELY(rc == 0))
 			return 0;
 		if (rc != -ENOSPC) { /* the registry failed: refuse, never pass the cap */
 			uint64_t cap;
-			vr_usage(member, d->reg, &in_use, &cap);
+			vr_usage(member, d->reg, in_use, &cap);
 		}
 	} else {
 		uint64_t cur = atomic_load_explicit(&d->local_in_use, memory_order_relaxed);
@@ -108,27 +116,13 @@ static int reserve(struct vr_dev *d, uint64_t bytes, int report)
 			                                          memory_order_relaxed))
 				return 0;
 		}
-		in_use = cur;
+		*in_use = cur;
 	}
-	if (report)
-		vr_log_denied(d->ordinal, bytes, d->cap, in_use);
 	return -1;
-}
-
-int vr_books_reserve(struct vr_dev *d, uint64_t bytes)
-{
-	return reserve(d, bytes, 1);
-}
-
-int vr_books_try(struct vr_dev *d, uint64_t bytes)
-{
-	return reserve(d, bytes, 0);
 }
 
 void vr_books_release(struct vr_dev *d, uint64_t bytes)
 {
-	if (VR_UNLIKELY(!d))
-		return;
 	if (d->reg >= 0)
 		vr_release(member, d->reg, bytes);
 	else
@@ -147,20 +141,19 @@ uint64_t vr_books_in_use(struct vr_dev *d)
 
 void vr_books_pinned(int64_t delta)
 {
-	if (!join_tried)
-		vr_devices_join();
+	vr_books_join();
 	if (member)
 		vr_note_pinned(member, delta);
 	else
 		atomic_fetch_add_explicit(&local_pinned, delta, memory_order_relaxed);
 }
 
-/* In a child after fork (one thread): drop the parent's membership. */
-void vr_books_forget(void)
+void vr_books_atfork_child(void)
 {
+	pthread_mutex_init(&join_lock, NULL);
 	vr_forget(member);
 	member = NULL;
-	join_tried = 0;
+	atomic_store(&joined, 0);
 	atomic_store(&local_pinned, 0);
 }
 

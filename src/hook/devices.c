@@ -7,8 +7,8 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "hook/hook.h"
-#include "registry/registry.h"
+#include "hook/devices.h"
+#include "hook/policy.h"
 
 static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct vr_dev devs[VR_MAX_DEVICES];
@@ -38,7 +38,7 @@ static int enumerate(void)
 	return count;
 }
 
-/* Under dev_lock: UUID, total, cap, the group's books. */
+/* Under dev_lock: UUID, total, then the policy's cap and the books. */
 static void setup(struct vr_dev *d)
 {
 	if (atomic_load_explicit(&d->ready, memory_order_acquire))
@@ -56,16 +56,7 @@ static void setup(struct vr_dev *d)
 	if (vr_real.cuDeviceTotalMem_v2)
 		vr_real.cuDeviceTotalMem_v2(&total, d->handle);
 	d->phys_total = total;
-
-	uint64_t cap = UINT64_MAX;
-	if (vr_g.limit_bad)
-		cap = 0;
-	else if (!vr_limits_cap_for(&vr_g.limits, d->ordinal, d->uuid_text, total, &cap))
-		cap = UINT64_MAX;
-	vr_books_join();
-	vr_books_device(d, cap);
-	if (d->capped && d->cap != cap && cap != UINT64_MAX)
-		vr_log(VR_LOG_INFO, "GPU %d: the group's cap is in force", d->ordinal);
+	vr_policy_device(d);
 	atomic_store_explicit(&d->ready, 1, memory_order_release);
 }
 
@@ -88,11 +79,8 @@ struct vr_dev *vr_dev_by_handle(CUdevice h)
 	if (VR_LIKELY(h >= 0 && h < n && devs[h].handle == h &&
 	              atomic_load_explicit(&devs[h].ready, memory_order_acquire)))
 		return &devs[h];
-	vr_in_hook++;
-	pthread_mutex_lock(&dev_lock);
-	struct vr_dev *d = find_locked(h);
-	pthread_mutex_unlock(&dev_lock);
-	vr_in_hook--;
+	struct vr_dev *d;
+	VR_OWN(pthread_mutex_lock(&dev_lock); d = find_locked(h); pthread_mutex_unlock(&dev_lock));
 	return d;
 }
 
@@ -108,15 +96,6 @@ struct vr_dev *vr_dev_by_ordinal(int ordinal)
 	if (!vr_real.cuDeviceGet || vr_real.cuDeviceGet(&h, ordinal) != CUDA_SUCCESS)
 		return NULL;
 	return vr_dev_by_handle(h);
-}
-
-void vr_devices_join(void)
-{
-	vr_in_hook++;
-	pthread_mutex_lock(&dev_lock);
-	vr_books_join();
-	pthread_mutex_unlock(&dev_lock);
-	vr_in_hook--;
 }
 
 int vr_dev_count(void)
@@ -138,30 +117,31 @@ struct vr_dev *vr_dev_current(void)
  * the driver (an NVML-only program under a cap), vramctl calls cuInit(0)
  * once to learn the program's numbering.
  */
-struct vr_dev *vr_dev_by_uuid_text(const char *uuid)
+static struct vr_dev *by_uuid_locked(const char *uuid)
 {
-	struct vr_dev *found = NULL;
-	vr_in_hook++;
-	pthread_mutex_lock(&dev_lock);
 	int n = enumerate();
 	if (n == 0 && vr_real.cuInit && vr_real.cuInit(0) == CUDA_SUCCESS)
 		n = enumerate();
-	for (int i = 0; i < n && !found; i++) {
+	for (int i = 0; i < n; i++) {
 		setup(&devs[i]);
 		if (!strcmp(devs[i].uuid_text, uuid))
-			found = &devs[i];
+			return &devs[i];
 	}
-	pthread_mutex_unlock(&dev_lock);
-	vr_in_hook--;
+	return NULL;
+}
+
+struct vr_dev *vr_dev_by_uuid_text(const char *uuid)
+{
+	struct vr_dev *found;
+	VR_OWN(pthread_mutex_lock(&dev_lock); found = by_uuid_locked(uuid);
+	       pthread_mutex_unlock(&dev_lock));
 	return found;
 }
 
-/* In a child after fork (one thread left): forget the books, keep nothing
- * that another thread may have been changing. */
-void vr_devices_forget(void)
+/* Keeps nothing that another thread may have been changing at the fork. */
+void vr_devices_atfork_child(void)
 {
 	pthread_mutex_init(&dev_lock, NULL);
-	vr_books_forget();
 	for (int i = 0; i < VR_MAX_DEVICES; i++) {
 		atomic_store(&devs[i].ready, 0);
 		atomic_store(&devs[i].local_in_use, 0);

@@ -24,48 +24,9 @@
 
 #include "hook/hook.h"
 
-/* Read by the assembly thunk; filled by vr_dlsym_resolve. */
-void *vr_dlsym_next;
-void *vr_dlsym_resolve(void);
+/* Read by the assembly thunk (dlreal.c). */
+extern void *vr_dlsym_next;
 void *vr_dlsym_handle(void *handle, const char *name);
-void *vr_dlsym_real(void *handle, const char *name);
-void *vr_lookup_substitute(void *real, const char *name);
-
-/* Stands in for dlsym if glibc offered none (never seen): finds nothing. */
-static void *dlsym_none(void *handle, const char *name)
-{
-	(void)handle;
-	(void)name;
-	return NULL;
-}
-
-/*
- * The real dlsym: the next definition after this library, so that another
- * interposer later in the search order keeps its place in the chain. dlvsym
- * is not interposed, so this is safe before any constructor has run, from
- * any thread (the result is the same for every caller). Never returns NULL.
- */
-void *vr_dlsym_resolve(void)
-{
-	void *p = __atomic_load_n(&vr_dlsym_next, __ATOMIC_ACQUIRE);
-	if (p)
-		return p;
-	p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-	if (!p)
-		p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-	if (!p)
-		p = (void *)dlsym_none;
-	__atomic_store_n(&vr_dlsym_next, p, __ATOMIC_RELEASE);
-	return p;
-}
-
-/* The real dlsym on a handle (not RTLD_NEXT/RTLD_DEFAULT: see above). */
-void *vr_dlsym_real(void *handle, const char *name)
-{
-	void *(*real)(void *, const char *) = (void *(*)(void *, const char *))vr_dlsym_resolve();
-	return real(handle, name);
-}
-
 /* dlsym on a real handle: the driver's answer, or the matching wrapper. */
 void *vr_dlsym_handle(void *handle, const char *name)
 {

@@ -1,12 +1,21 @@
 /*
- * hook.h - internals of the injected library (libvramctl.so).
+ * hook.h - the core of the injected library (libvramctl.so) that every other
+ * file of src/hook uses: the configuration (vr_g), the real entry points
+ * (vr_real), the re-entry guard and the log.
  *
- * Data path: a program reaches a wrapper (exported name, dlsym substitution
- * or cuGetProcAddress substitution, lookup.c); the wrapper checks one flag
- * (vr_g.active) and either calls the driver through vr_real or goes through
- * the policy: find the device (devices.c), reserve in the books (books.c),
- * call the driver, remember the allocation (ptrmap.c), and on free give it
- * back. Nothing here is exported except the wrappers and dlsym.
+ * Data path, one file per step, each with its own header:
+ *   ways in     exported wrappers (alloc.c, pools.c, query.c), dlsym (dlsym.c)
+ *               and cuGetProcAddress (lookup.c) hand the program a wrapper;
+ *   devices.h   which of the program's devices a call is about;
+ *   policy.h    does it fit? reserve or deny, the cap of each device and
+ *               the numbers the program is shown;
+ *   books.h     where the bytes are held: the group's registry or this
+ *               process's own books;
+ *   ptrmap.h    what each allocation was charged, until it is freed;
+ *   pools.h     stream-ordered pools, charged by what they hold.
+ * Calls only go down this list (a wrapper -> devices -> policy -> books ->
+ * registry); init.c loads the driver and runs every module's fork handler.
+ * Nothing here is exported except the wrappers and dlsym.
  */
 #ifndef VRAMCTL_HOOK_H
 #define VRAMCTL_HOOK_H
@@ -73,6 +82,11 @@ extern struct vr_state vr_g;
 
 /* Reads the environment once (idempotent, thread-safe, re-entrant). */
 void vr_config_init(void);
+/* The real dlsym on a real handle (dlreal.c; never substituted). */
+void *vr_dlsym_real(void *handle, const char *name);
+/* What dlsym on a handle hands the program for the driver's or NVML's
+ * pointer real (lookup.c): the matching wrapper, or real itself. */
+void *vr_lookup_substitute(void *real, const char *name);
 /* Loads the driver and fills vr_real. Returns 0, or -1 (message once). */
 int vr_driver_init(void);
 /* Loads NVML (only when the program uses NVML). Returns 0 or -1. */
@@ -81,6 +95,16 @@ int vr_nvml_init(void);
 /* Thread-local guard: set while vramctl itself calls into the driver, so
  * that a driver calling its own exported entry points comes straight through. */
 extern __thread int vr_in_hook __attribute__((tls_model("initial-exec")));
+
+/* Runs stmt as vramctl's own work (a driver or NVML call, a look-up under a
+ * lock): every wrapper reached from inside it passes straight through.
+ * Nests. The one way the guard is set. */
+#define VR_OWN(stmt)                                                                               \
+	do {                                                                                       \
+		vr_in_hook++;                                                                      \
+		stmt;                                                                              \
+		vr_in_hook--;                                                                      \
+	} while (0)
 
 /* Every wrapper starts with this (through VR_PASS): 1 = apply the policy, 0 = pass through.
  * Returns -1 when the driver could not be loaded. */
@@ -104,81 +128,5 @@ void vr_log_(int level, const char *fmt, ...) VR_PRINTF(2, 3);
 	} while (0)
 /* The denial line, rate limited to a few a second plus a count of the rest. */
 void vr_log_denied(int ordinal, uint64_t bytes, uint64_t cap, uint64_t in_use);
-
-/* ---- devices and books (devices.c, books.c) -------------------------- */
-
-struct vr_dev {
-	atomic_int ready; /* 1 once filled in */
-	int ordinal;      /* as the program numbers it */
-	CUdevice handle;
-	unsigned char uuid[16];
-	char uuid_text[48];
-	uint64_t phys_total;
-	int capped;
-	uint64_t cap;                  /* cap in force (UINT64_MAX: none) */
-	int reg;                       /* registry device index, -1: per-process books */
-	_Atomic uint64_t local_in_use; /* per-process books */
-};
-
-/* The device of the calling thread's current context, or NULL. */
-struct vr_dev *vr_dev_current(void);
-/* The device for a CUdevice handle (as returned by cuDeviceGet), or NULL. */
-struct vr_dev *vr_dev_by_handle(CUdevice h);
-/* The device with this "GPU-..." UUID text, or NULL. */
-struct vr_dev *vr_dev_by_uuid_text(const char *uuid);
-/* After fork, in the child: forget the group membership. */
-void vr_devices_forget(void);
-
-/*
- * The books: reserve before the driver is called, release when it fails or
- * the memory is freed. vr_books_reserve returns 0 or -1 (denied; the denial
- * has been reported). Uncapped devices are counted and never denied. A NULL
- * device reserves and releases nothing.
- */
-int vr_books_reserve(struct vr_dev *d, uint64_t bytes);
-void vr_books_release(struct vr_dev *d, uint64_t bytes);
-/* Group-wide in-use of d. */
-uint64_t vr_books_in_use(struct vr_dev *d);
-void vr_books_pinned(int64_t delta);
-/* Joins the group (once per process); called under the devices lock. */
-void vr_books_join(void);
-void vr_books_forget(void);
-int vr_books_device(struct vr_dev *d, uint64_t cap_if_new); /* fills d->reg, d->cap */
-
-/* ---- allocation map (ptrmap.c) --------------------------------------- */
-
-enum vr_kind {
-	VR_KIND_LINEAR = 1, /* key: device pointer */
-	VR_KIND_VMM,        /* key: CUmemGenericAllocationHandle */
-	VR_KIND_ARRAY,      /* key: CUarray */
-	VR_KIND_MIPMAP,     /* key: CUmipmappedArray */
-	VR_KIND_HOST,       /* key: host pointer (pinned) */
-	VR_KIND_GRAPH,      /* key: CUgraph (bytes of its alloc nodes, not charged) */
-	VR_KIND_GRAPHEXEC,  /* key: CUgraphExec (charged) */
-	VR_KIND_COUNT
-};
-
-/* Records key -> (dev, bytes). Returns 0, or -1 when memory runs out
- * (the allocation then stays uncounted: it is never released twice). */
-int vr_map_put(int kind, uint64_t key, int dev, uint64_t bytes);
-/* Removes key and returns 1 with its dev and bytes, or 0 when unknown. */
-int vr_map_take(int kind, uint64_t key, int *dev, uint64_t *bytes);
-/* Adds delta to a recorded entry's bytes (graphs). Returns 1 if found. */
-int vr_map_add(int kind, uint64_t key, int dev, uint64_t delta);
-void vr_map_forget(void);
-
-/* ---- pools (pools.c) ------------------------------------------------- */
-
-void vr_pools_settle_all(void);
-void vr_pools_forget(void);
-extern atomic_int vr_pools_count;
-
-struct vr_dev *vr_dev_by_ordinal(int ordinal);
-/* Joins the group outside any device (pinned memory before a device). */
-void vr_devices_join(void);
-/* Devices enumerated so far (0 before the program's cuInit). */
-int vr_dev_count(void);
-/* Like vr_books_reserve, without the denial line (settling pools). */
-int vr_books_try(struct vr_dev *d, uint64_t bytes);
 
 #endif /* VRAMCTL_HOOK_H */

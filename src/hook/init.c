@@ -24,13 +24,14 @@
 #define VR_CUDA_PROTOTYPES
 #define VR_NVML_PROTOTYPES
 #include "common/contract.h"
-#include "hook/hook.h"
+#include "hook/books.h"
+#include "hook/devices.h"
+#include "hook/pools.h"
+#include "hook/ptrmap.h"
 
 struct vr_state vr_g = {.log_level = VR_LOG_WARN};
 struct vr_real vr_real;
 __thread int vr_in_hook __attribute__((tls_model("initial-exec")));
-
-void *vr_dlsym_real(void *handle, const char *name);
 
 /*
  * The process-wide marker: the first copy of the library in the global
@@ -298,14 +299,11 @@ static int load(const struct lib *l)
 	if (loading)
 		return -1;
 	loading = 1;
-	vr_in_hook++;
 	struct vr_real r;
 	memset(&r, 0, sizeof r);
 	const char *e = NULL;
-	void *h = l->open(&e);
-	if (h)
-		l->resolve(&r, h);
-	vr_in_hook--;
+	void *h;
+	VR_OWN(h = l->open(&e); if (h) l->resolve(&r, h));
 	loading = 0;
 
 	pthread_mutex_lock(&driver_lock);
@@ -341,16 +339,18 @@ int vr_nvml_init(void)
 
 /*
  * In a child after fork: the CUDA state of the parent does not carry over,
- * so neither do its books. The child forgets the membership and its maps and
- * joins anew at its first allocation. Locks another thread may have held at
- * the fork are made new.
+ * so neither do its books. Each module forgets what it holds (and makes new
+ * the locks another thread may have held at the fork); the child joins anew
+ * at its first allocation. This is the one fork handler; modules never call
+ * each other's.
  */
 static void atfork_child(void)
 {
 	pthread_mutex_init(&driver_lock, NULL);
-	vr_pools_forget();
-	vr_map_forget();
-	vr_devices_forget();
+	vr_pools_atfork_child();
+	vr_map_atfork_child();
+	vr_devices_atfork_child();
+	vr_books_atfork_child();
 }
 
 /*

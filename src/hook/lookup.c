@@ -16,8 +16,6 @@
 #define VR_NVML_PROTOTYPES
 #include "hook/hook.h"
 
-void *vr_lookup_substitute(void *real, const char *name);
-
 /* The wrapper of the hooked symbol whose real address is p, or NULL. */
 static void *wrapper_for(const void *p)
 {

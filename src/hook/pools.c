@@ -27,7 +27,8 @@
 #include <string.h>
 
 #define VR_CUDA_PROTOTYPES
-#include "hook/hook.h"
+#include "hook/pools.h"
+#include "hook/policy.h"
 
 #define MAX_POOLS 256
 #define GRANULE   (2ull * 1024 * 1024)
@@ -72,9 +73,8 @@ static int pool_attr(CUmemoryPool p, CUmemPool_attribute a, uint64_t *out)
 	cuuint64_t v = 0;
 	if (!vr_real.cuMemPoolGetAttribute)
 		return -1;
-	vr_in_hook++;
-	CUresult rc = vr_real.cuMemPoolGetAttribute(p, a, &v);
-	vr_in_hook--;
+	CUresult rc;
+	VR_OWN(rc = vr_real.cuMemPoolGetAttribute(p, a, &v));
 	if (rc != CUDA_SUCCESS)
 		return -1;
 	*out = v;
@@ -92,9 +92,9 @@ static void settle_locked(struct pool *r)
 		return;
 	uint64_t target = reserved + r->inflight;
 	if (target < r->charged) {
-		vr_books_release(d, r->charged - target);
+		vr_policy_release(d, r->charged - target);
 		r->charged = target;
-	} else if (target > r->charged && vr_books_try(d, target - r->charged) == 0) {
+	} else if (target > r->charged && vr_policy_try(d, target - r->charged) == 0) {
 		r->charged = target;
 	}
 }
@@ -137,7 +137,7 @@ static CUresult async_alloc(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool, 
 		r = NULL; /* not device memory, or the pool cannot be read */
 	}
 	if (r && need) {
-		if (vr_books_reserve(d, need) != 0) {
+		if (vr_policy_reserve(d, need) != 0) {
 			pthread_mutex_unlock(&pool_lock);
 			return CUDA_ERROR_OUT_OF_MEMORY;
 		}
@@ -146,9 +146,8 @@ static CUresult async_alloc(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool, 
 	}
 	pthread_mutex_unlock(&pool_lock);
 
-	vr_in_hook++;
-	CUresult rc = call(dptr, bytes, pool, s, fn);
-	vr_in_hook--;
+	CUresult rc;
+	VR_OWN(rc = call(dptr, bytes, pool, s, fn));
 
 	if (r) {
 		pthread_mutex_lock(&pool_lock);
@@ -207,9 +206,8 @@ VR_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesi
 VR_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
 {
 	VR_PASS(cuMemPoolCreate, (pool, props));
-	vr_in_hook++;
-	CUresult rc = vr_real.cuMemPoolCreate(pool, props);
-	vr_in_hook--;
+	CUresult rc;
+	VR_OWN(rc = vr_real.cuMemPoolCreate(pool, props));
 	if (rc != CUDA_SUCCESS || !pool || !props)
 		return rc;
 	int dev = -1;
@@ -228,16 +226,15 @@ VR_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *pro
 VR_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
 {
 	VR_PASS(cuMemPoolDestroy, (pool));
-	vr_in_hook++;
-	CUresult rc = vr_real.cuMemPoolDestroy(pool);
-	vr_in_hook--;
+	CUresult rc;
+	VR_OWN(rc = vr_real.cuMemPoolDestroy(pool));
 	if (rc != CUDA_SUCCESS)
 		return rc;
 	pthread_mutex_lock(&pool_lock);
 	struct pool *r = find_locked(pool);
 	if (r) {
 		if (r->dev >= 0 && r->charged)
-			vr_books_release(vr_dev_by_ordinal(r->dev), r->charged);
+			vr_policy_release(vr_dev_by_ordinal(r->dev), r->charged);
 		int n = atomic_load_explicit(&vr_pools_count, memory_order_relaxed);
 		*r = pools[n - 1];
 		atomic_store_explicit(&vr_pools_count, n - 1, memory_order_release);
@@ -249,9 +246,8 @@ VR_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
 VR_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 {
 	VR_PASS(cuMemPoolTrimTo, (pool, minBytesToKeep));
-	vr_in_hook++;
-	CUresult rc = vr_real.cuMemPoolTrimTo(pool, minBytesToKeep);
-	vr_in_hook--;
+	CUresult rc;
+	VR_OWN(rc = vr_real.cuMemPoolTrimTo(pool, minBytesToKeep));
 	if (rc == CUDA_SUCCESS)
 		vr_pools_settle_all();
 	return rc;
@@ -262,9 +258,8 @@ VR_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 	VR_EXPORT CUresult name params                                                             \
 	{                                                                                          \
 		VR_PASS(name, args);                                                               \
-		vr_in_hook++;                                                                      \
-		CUresult rc = vr_real.name args;                                                   \
-		vr_in_hook--;                                                                      \
+		CUresult rc;                                                                       \
+		VR_OWN(rc = vr_real.name args);                                                    \
 		if (atomic_load_explicit(&vr_pools_count, memory_order_relaxed))                   \
 			vr_pools_settle_all();                                                     \
 		return rc;                                                                         \
@@ -273,8 +268,7 @@ VR_SYNC(cuStreamSynchronize, (CUstream hStream), (hStream))
 VR_SYNC(cuStreamSynchronize_ptsz, (CUstream hStream), (hStream))
 VR_SYNC(cuCtxSynchronize, (void), ())
 
-/* In a child after fork: the parent's pools are not the child's. */
-void vr_pools_forget(void)
+void vr_pools_atfork_child(void)
 {
 	pthread_mutex_init(&pool_lock, NULL);
 	memset(pools, 0, sizeof pools);

@@ -10,10 +10,11 @@
  * half full, which amortises to nothing; it never shrinks).
  */
 #include <sched.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
 
-#include "hook/hook.h"
+#include "hook/ptrmap.h"
 
 #define STRIPES   64
 #define MIN_SLOTS 16 /* small tables stay in L1: 64 x 16 x 24 bytes */
@@ -188,8 +189,7 @@ int vr_map_add(int kind, uint64_t key, int dev, uint64_t delta)
 	return found;
 }
 
-/* In a child after fork: the parent's allocations are not the child's. */
-void vr_map_forget(void)
+void vr_map_atfork_child(void)
 {
 	for (int i = 0; i < STRIPES; i++) {
 		struct stripe *s = &stripes[i];

@@ -15,21 +15,16 @@
 
 #define VR_CUDA_PROTOTYPES
 #define VR_NVML_PROTOTYPES
-#include "hook/hook.h"
+#include "hook/policy.h"
+#include "hook/pools.h"
 
-/* Applies d's cap to a (free, total) pair from the driver. */
+/* Applies d's cap to a (free, total) pair from the driver, with the pools'
+ * charges brought up to date first. */
 static void clamp(struct vr_dev *d, uint64_t *freep, uint64_t *totalp)
 {
 	if (atomic_load_explicit(&vr_pools_count, memory_order_relaxed))
 		vr_pools_settle_all();
-	uint64_t used = vr_books_in_use(d);
-	uint64_t room = used < d->cap ? d->cap - used : 0;
-	if (*totalp > d->cap)
-		*totalp = d->cap;
-	if (*freep > room)
-		*freep = room;
-	if (*freep > *totalp)
-		*freep = *totalp;
+	vr_policy_view(d, freep, totalp);
 }
 
 /* cuMemGetInfo[_v2]: the driver's (free, total), clamped on a capped device;
@@ -59,9 +54,8 @@ VR_MEM_GET_INFO(cuMemGetInfo, unsigned int)
 		VR_PASS(name, (bytes, dev));                                                       \
 		CUresult rc = vr_real.name(bytes, dev);                                            \
 		struct vr_dev *d;                                                                  \
-		if (rc == CUDA_SUCCESS && bytes && (d = vr_dev_by_handle(dev)) && d->capped &&     \
-		    *bytes > d->cap)                                                               \
-			*bytes = (type)d->cap;                                                     \
+		if (rc == CUDA_SUCCESS && bytes && (d = vr_dev_by_handle(dev)))                    \
+			*bytes = (type)vr_policy_total(d, *bytes);                                 \
 		return rc;                                                                         \
 	}
 VR_DEVICE_TOTAL_MEM(cuDeviceTotalMem_v2, size_t)
@@ -75,9 +69,8 @@ static struct vr_dev *nvml_dev(nvmlDevice_t device)
 	char uuid[96];
 	if (!vr_g.active || vr_in_hook || !vr_real.nvmlDeviceGetUUID || vr_driver_init() != 0)
 		return NULL;
-	vr_in_hook++;
-	nvmlReturn_t rc = vr_real.nvmlDeviceGetUUID(device, uuid, sizeof uuid);
-	vr_in_hook--;
+	nvmlReturn_t rc;
+	VR_OWN(rc = vr_real.nvmlDeviceGetUUID(device, uuid, sizeof uuid));
 	if (rc != NVML_SUCCESS)
 		return NULL;
 	struct vr_dev *d = vr_dev_by_uuid_text(uuid);

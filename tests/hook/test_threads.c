@@ -5,6 +5,11 @@
  * process (NVML's process list, which vramctl does not touch) both stay
  * within the cap, and the cap is nearly full. Rounds are separated by
  * barriers, not by time.
+ *
+ * Mode "join": the first device allocation (which joins the group) and
+ * pinned host allocations (which need the membership too) start together
+ * in several threads; under TSan this finds any unsynchronised read of the
+ * membership.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -104,14 +109,49 @@ static int child(void)
 	return 0;
 }
 
+static void *join_worker(void *arg)
+{
+	ASSERT_CU(cuCtxSetCurrent(ctx), CUDA_SUCCESS);
+	pthread_barrier_wait(&bar);
+	for (int i = 0; i < 16; i++) {
+		if ((uintptr_t)arg % 2) {
+			void *h;
+			ASSERT_CU(cuMemAllocHost_v2(&h, 4096), CUDA_SUCCESS);
+			ASSERT_CU(cuMemFreeHost(h), CUDA_SUCCESS);
+		} else {
+			CUdeviceptr p;
+			ASSERT_CU(cuMemAlloc_v2(&p, MiB), CUDA_SUCCESS);
+			ASSERT_CU(cuMemFree_v2(p), CUDA_SUCCESS);
+		}
+	}
+	return NULL;
+}
+
+static int child_join(void)
+{
+	ht_ctx();
+	ASSERT_CU(cuCtxGetCurrent(&ctx), CUDA_SUCCESS);
+	pthread_t t[THREADS];
+	pthread_barrier_init(&bar, NULL, THREADS);
+	for (int i = 0; i < THREADS; i++)
+		pthread_create(&t[i], NULL, join_worker, (void *)(uintptr_t)i);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(t[i], NULL);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1)
-		return strcmp(argv[1], "child") == 0 ? child() : 2;
+		return strcmp(argv[1], "child") == 0  ? child()
+		       : strcmp(argv[1], "join") == 0 ? child_join()
+		                                      : 2;
 	uint64_t c = ht_total() / 8;
 	/* Denials are expected by the hundred: keep the log short. */
 	const char *env[] = {ht_kv("VRAMCTL_LIMIT", c), ht_kv("T_CAP", c), "VRAMCTL_LOG=error",
 	                     NULL};
 	ASSERT_EQ(ht_run("child", env), 0);
+	const char *join_env[] = {ht_kv("VRAMCTL_LIMIT", c), NULL};
+	ASSERT_EQ(ht_run("join", join_env), 0);
 	return 0;
 }

@@ -1,0 +1,37 @@
+/*
+ * devices.h - the program's devices as it numbers them (after
+ * CUDA_VISIBLE_DEVICES), each with its UUID, physical total and the cap the
+ * policy set for it (devices.c).
+ */
+#ifndef VRAMCTL_HOOK_DEVICES_H
+#define VRAMCTL_HOOK_DEVICES_H
+
+#include "hook/hook.h"
+
+struct vr_dev {
+	atomic_int ready; /* 1 once filled in */
+	int ordinal;      /* as the program numbers it */
+	CUdevice handle;
+	unsigned char uuid[16];
+	char uuid_text[48];
+	uint64_t phys_total;
+	int capped;
+	uint64_t cap;                  /* cap in force (UINT64_MAX: none) */
+	int reg;                       /* registry device index, -1: per-process books */
+	_Atomic uint64_t local_in_use; /* per-process books */
+};
+
+/* The device of the calling thread's current context, or NULL. */
+struct vr_dev *vr_dev_current(void);
+/* The device for a CUdevice handle (as returned by cuDeviceGet), or NULL. */
+struct vr_dev *vr_dev_by_handle(CUdevice h);
+/* The device with this program ordinal, or NULL. */
+struct vr_dev *vr_dev_by_ordinal(int ordinal);
+/* The device with this "GPU-..." UUID text, or NULL. */
+struct vr_dev *vr_dev_by_uuid_text(const char *uuid);
+/* Devices enumerated so far (0 before the program's cuInit). */
+int vr_dev_count(void);
+/* In a child after fork (one thread left): forget every device. */
+void vr_devices_atfork_child(void);
+
+#endif /* VRAMCTL_HOOK_DEVICES_H */

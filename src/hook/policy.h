@@ -1,0 +1,33 @@
+/*
+ * policy.h - "does this fit?" (policy.c): the cap of each device, reserve
+ * or deny before the driver is called, and the numbers every memory query
+ * shows the program. The wrappers ask here and nowhere else.
+ */
+#ifndef VRAMCTL_HOOK_POLICY_H
+#define VRAMCTL_HOOK_POLICY_H
+
+#include "hook/devices.h"
+
+/* Called once per device as it is set up (devices.c): the cap asked for it,
+ * then the books (the group's cap, if it has one, wins). */
+void vr_policy_device(struct vr_dev *d);
+
+/*
+ * Reserve before the driver is called, release when it fails or the memory
+ * is freed. vr_policy_reserve returns 0, or -1 when the request does not fit
+ * (the denial has been reported); vr_policy_try is the same without the
+ * report (settling pools). Uncapped devices are counted and never denied.
+ * A NULL device reserves and releases nothing.
+ */
+int vr_policy_reserve(struct vr_dev *d, uint64_t bytes);
+int vr_policy_try(struct vr_dev *d, uint64_t bytes);
+void vr_policy_release(struct vr_dev *d, uint64_t bytes);
+
+/* What the program is shown for a capped device, from the driver's (free,
+ * total): total = min(cap, total); free = min(cap - group in-use, free),
+ * never below zero, never above total. */
+void vr_policy_view(struct vr_dev *d, uint64_t *freep, uint64_t *totalp);
+/* The total shown for d, from the driver's physical total. */
+uint64_t vr_policy_total(const struct vr_dev *d, uint64_t total);
+
+#endif /* VRAMCTL_HOOK_POLICY_H */
