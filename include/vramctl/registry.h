@@ -37,13 +37,30 @@ struct vramctl_group_dev {
 	                          (both read from one consistent copy when consistent) */
 };
 
+/*
+ * One member's numbers for one device: the same five words in the region
+ * file, in a snapshot and in the monitor's model, copied whole from one to
+ * the next. VRAMCTL_COUNTS_FIELDS lets a struct name them directly too:
+ *   union { struct vramctl_counts counts; struct { VRAMCTL_COUNTS_FIELDS }; };
+ *   in_use        bytes held now
+ *   peak          the most held at once
+ *   denied_count  requests refused at the cap
+ *   last_denied   size of the last refused request
+ *   spilled       bytes served from host memory past the cap
+ */
+#define VRAMCTL_COUNTS_FIELDS uint64_t in_use, peak, denied_count, last_denied, spilled;
+struct vramctl_counts {
+	VRAMCTL_COUNTS_FIELDS
+};
+
 struct vramctl_proc_dev {
 	char uuid[VRAMCTL_UUID_TEXT_LEN];
-	uint64_t in_use;
-	uint64_t peak;
-	uint64_t denied_count;
-	uint64_t last_denied; /* size of the last denied request */
-	uint64_t spilled;     /* bytes served from host memory past the cap */
+	union {
+		struct vramctl_counts counts;
+		struct {
+			VRAMCTL_COUNTS_FIELDS
+		};
+	};
 };
 
 struct vramctl_proc {

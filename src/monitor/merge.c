@@ -14,107 +14,27 @@
 #include <unistd.h>
 
 #include "monitor/collect.h"
+#include "registry/proc.h"
 
-/* ---- /proc ------------------------------------------------------------ */
+/* ---- /proc (through the registry's one /proc layer) ------------------ */
 
-static int read_file(const char *root, pid_t pid, const char *name, char *buf, size_t len)
-{
-	char path[256];
-	snprintf(path, sizeof(path), "%s/%d/%s", root, (int)pid, name);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ssize_t n = read(fd, buf, len - 1);
-	int e = errno;
-	close(fd);
-	if (n < 0)
-		return -e;
-	buf[n] = '\0';
-	return (int)n;
-}
-
-/* Field 22 of /proc/PID/stat: start time in clock ticks since boot. */
-static int proc_start_time(const char *root, pid_t pid, uint64_t *out)
-{
-	char buf[1024];
-	if (read_file(root, pid, "stat", buf, sizeof(buf)) < 0)
-		return -ENOENT;
-	char *p = strrchr(buf, ')'); /* the command may hold spaces and parentheses */
-	if (!p)
-		return -EINVAL;
-	p++;
-	/* After ')': field 3 (state) is the first; field 22 is the 20th. */
-	for (int field = 3; field < 22; field++) {
-		p = strchr(p + 1, ' ');
-		if (!p)
-			return -EINVAL;
-	}
-	*out = strtoull(p + 1, NULL, 10);
-	return 0;
-}
-
-static int proc_exists(const char *root, pid_t pid)
-{
-	/* kill(pid, 0) is the cheapest existence check; tests use a fake root. */
-	if (!strcmp(root, "/proc"))
-		return kill(pid, 0) == 0 || errno == EPERM;
-	char path[256];
-	struct stat st;
-	snprintf(path, sizeof(path), "%s/%d", root, (int)pid);
-	return stat(path, &st) == 0;
-}
-
-/* The innermost PID of NSpid (the PID as the process sees itself), and the uid. */
+/* The innermost PID of NSpid (the PID as the process sees itself), and the
+ * uid: bit 1 and bit 2 of the result say which were found. */
 static int proc_status(const char *root, pid_t pid, pid_t *nspid, uid_t *uid)
 {
-	char buf[4096];
-	if (read_file(root, pid, "status", buf, sizeof(buf)) < 0)
+	struct vr_proc_status ps;
+	if (vr_proc_status(root, pid, &ps) < 0)
 		return -ENOENT;
 	int found = 0;
-	char *l = strstr(buf, "\nNSpid:");
-	if (l) {
-		char *end = strchr(l + 1, '\n');
-		if (end)
-			*end = '\0';
-		char *tok = l + 7, *last = NULL;
-		for (char *t = strtok(tok, " \t"); t; t = strtok(NULL, " \t"))
-			last = t;
-		if (last) {
-			*nspid = (pid_t)atoi(last);
-			found |= 1;
-		}
-		if (end)
-			*end = '\n';
+	if (ps.have & VR_PROC_NSPID) {
+		*nspid = ps.nspid_inner;
+		found |= 1;
 	}
-	l = strstr(buf, "\nUid:");
-	if (l) {
-		*uid = (uid_t)strtoul(l + 5, NULL, 10);
+	if (ps.have & VR_PROC_UID) {
+		*uid = ps.uid;
 		found |= 2;
 	}
 	return found;
-}
-
-static void proc_command(const char *root, pid_t pid, char *out, size_t len)
-{
-	char buf[512];
-	int n = read_file(root, pid, "cmdline", buf, sizeof(buf));
-	out[0] = '\0';
-	if (n > 0) {
-		for (int i = 0; i < n; i++)
-			if (buf[i] == '\0')
-				buf[i] = ' ';
-		while (n > 0 && buf[n - 1] == ' ')
-			buf[--n] = '\0';
-		mon_copy(out, len, buf);
-	}
-	if (!out[0] && read_file(root, pid, "comm", buf + 1, sizeof(buf) - 2) > 0) {
-		/* A kernel thread or a zombie has no command line: show [comm]. */
-		buf[0] = '[';
-		size_t l = strcspn(buf, "\n");
-		buf[l] = ']';
-		buf[l + 1] = '\0';
-		mon_copy(out, len, buf);
-	}
 }
 
 static void user_name(uid_t uid, char *out, size_t len)
@@ -350,7 +270,7 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 				}
 				uint64_t st;
 				if ((nvr[k].ok & 1) && nvr[k].nspid == r->pid &&
-				    proc_start_time(proc_root, m->procs[k].host_pid, &st) == 0 &&
+				    vr_proc_start_time(proc_root, m->procs[k].host_pid, &st) == 0 &&
 				    st == r->start_time)
 					host = m->procs[k].host_pid;
 			}
@@ -358,7 +278,7 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 		enum mon_proc_state state = MON_PROC_ALIVE;
 		if (r->state == VRAMCTL_PROC_DEAD) {
 			state = MON_PROC_DEAD;
-		} else if (host > 0 && !proc_exists(proc_root, host)) {
+		} else if (host > 0 && !vr_proc_exists(proc_root, host)) {
 			/* The registry found it alive a moment ago (its lock holder);
 			 * reading /proc/PID/stat for each of a thousand records would
 			 * cost more than the rest of `status`, so only existence is
@@ -399,11 +319,7 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 			if (p->device < 0)
 				goto oom;
 			p->valid |= MON_P_DEVICE;
-			p->in_use = rd->in_use;
-			p->peak = rd->peak;
-			p->denied_count = rd->denied_count;
-			p->last_denied = rd->last_denied;
-			p->spilled = rd->spilled;
+			p->counts = rd->counts;
 			for (int k = 0; sg && k < sg->ndev; k++)
 				if (!strcmp(sg->dev[k].uuid, rd->uuid))
 					p->cap = sg->dev[k].cap;
@@ -449,7 +365,7 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 			user_name(p->uid, p->user, sizeof(p->user));
 			p->valid |= MON_P_USER;
 		}
-		proc_command(proc_root, p->host_pid, p->command, sizeof(p->command));
+		vr_proc_cmdline(proc_root, p->host_pid, 1, p->command, sizeof(p->command));
 		if (p->command[0])
 			p->valid |= MON_P_COMMAND;
 	}

@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "vramctl/registry.h"
+
 #define MON_SCHEMA_VERSION 1
 #define MON_UUID_MAX       96 /* NVML_DEVICE_UUID_V2_BUFFER_SIZE */
 #define MON_NAME_MAX       96 /* NVML_DEVICE_NAME_V2_BUFFER_SIZE */
@@ -73,7 +75,12 @@ struct mon_proc {
 	/* MON_P_CAPPED: */
 	char group[65];
 	uint64_t cap; /* the group's cap on this device; MON_NO_CAP: none */
-	uint64_t in_use, peak, denied_count, last_denied, spilled;
+	union {       /* as the registry's snapshot has them */
+		struct vramctl_counts counts;
+		struct {
+			VRAMCTL_COUNTS_FIELDS
+		};
+	};
 	uint64_t host_pinned; /* per process, repeated on each of its rows */
 	/* MON_P_NVML_USED: */
 	uint64_t nvml_used;

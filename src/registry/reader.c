@@ -32,6 +32,8 @@
 #include <unistd.h>
 
 #include "common/compiler.h"
+#include "registry/member.h"
+#include "registry/proc.h"
 #include "registry/region.h"
 #include "registry/registry.h"
 #include "registry/util.h"
@@ -349,35 +351,10 @@ static void lock_table_region(const struct lock_table *t, const struct stat *st,
 /* /proc start time of pid, 0 if it does not exist. */
 static uint64_t proc_start_time(pid_t pid)
 {
-	char path[64], buf[1024];
-	if (pid <= 0)
+	uint64_t t = 0;
+	if (pid <= 0 || vr_proc_start_time(NULL, pid, &t) < 0)
 		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (vr_read_file(path, buf, sizeof(buf)) <= 0)
-		return 0;
-	return vr_stat_start_time(buf);
-}
-
-/* The last NSpid entry (the PID the process sees itself as) of a
- * /proc/PID/status text, 0 if none. */
-static pid_t status_inner_pid(const char *status)
-{
-	const char *l = strstr(status, "\nNSpid:");
-	if (!l)
-		return 0;
-	l += 7;
-	pid_t last = 0;
-	for (;;) {
-		char *end;
-		long v = strtol(l, &end, 10);
-		if (end == l)
-			break;
-		last = (pid_t)v;
-		l = end;
-		if (*l == '\n' || !*l)
-			break;
-	}
-	return last;
+	return t;
 }
 
 /* For members whose host PID is still unknown, scan /proc once: a process
@@ -394,14 +371,13 @@ static void resolve_by_scan(struct vramctl_proc *procs, const uint64_t *want_sta
 	while (left > 0 && (e = readdir(d))) {
 		if (e->d_name[0] < '1' || e->d_name[0] > '9')
 			continue;
-		char path[300], status[4096];
-		snprintf(path, sizeof(path), "/proc/%s/status", e->d_name);
-		if (vr_read_file(path, status, sizeof(status)) <= 0)
+		pid_t host = (pid_t)atoi(e->d_name);
+		struct vr_proc_status ps;
+		if (vr_proc_status(NULL, host, &ps) < 0 || !(ps.have & VR_PROC_NSPID))
 			continue;
-		pid_t inner = status_inner_pid(status);
+		pid_t inner = ps.nspid_inner;
 		if (inner <= 0)
 			continue;
-		pid_t host = (pid_t)atoi(e->d_name);
 		uint64_t st = 0;
 		for (int i = 0; i < n; i++) {
 			struct vramctl_proc *p = &procs[i];
@@ -436,30 +412,14 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 	struct stat st;
 	struct vr_region_hdr hdr;
 	const char *why = NULL;
-	int rc = 0;
-	if (fstat(fd, &st) < 0) {
-		why = strerror(errno);
-	} else if (!S_ISREG(st.st_mode)) {
-		why = "not a regular file";
-	} else if (st.st_uid != geteuid() && geteuid() != 0) {
-		why = "owned by another user";
-	} else {
-		ssize_t got = pread(fd, &hdr, sizeof(hdr), 0);
-		uint64_t size = (uint64_t)st.st_size;
-		if (got < 0)
-			why = strerror(errno);
-		else if ((size_t)got < sizeof(hdr))
-			size = (uint64_t)got;
-		if (!why && vr_region_check(&hdr, size, &why) == 0) {
-			why = NULL;
-			size_t l = strlen(name) - 4; /* without ".vrg" */
-			if (!memchr(hdr.group, '\0', sizeof(hdr.group)) || strlen(hdr.group) != l ||
-			    memcmp(hdr.group, name, l) != 0)
-				why = "corrupt (it names another group)";
-			else if (st.st_mode & 022)
-				why = "writable by others (mode is not 0600)";
-		}
-	}
+	char group[VR_GROUP_MAX + 1];
+	size_t glen = strlen(name) - 4; /* without ".vrg" */
+	vr_strlcpy(group, name, glen + 1 < sizeof(group) ? glen + 1 : sizeof(group));
+	int rc = vr_region_validate(fd, group, VR_REGION_READ, &st, &hdr, &why);
+	if (rc == 0)
+		why = NULL;
+	else if (!why)
+		why = strerror(-rc);
 	if (why) {
 		close(fd);
 		return add_error(snap, "%s/%s: %s", dir, name, why);
@@ -473,7 +433,7 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 
 	/* Copy the books under the seqlock. */
 	struct slot_copy *sc = NULL;
-	struct vr_slot_dev *sd = NULL;
+	struct vramctl_counts *sd = NULL;
 	unsigned char *lk_alive = NULL;
 	pid_t *lk_pid = NULL;
 	uint32_t sd_ndev = 0;
@@ -580,7 +540,7 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 	}
 	for (int k = 0; k < nsc; k++) {
 		const struct slot_copy *s = &sc[k];
-		const struct vr_slot_dev *sdev = &sd[(size_t)k * ndev];
+		const struct vramctl_counts *sdev = &sd[(size_t)k * ndev];
 		struct vramctl_proc *p =
 		    grow_zeroed(procs, offsetof(struct vramctl_proc, dev) +
 		                           ndev * sizeof(((struct vramctl_proc *)0)->dev[0]));
@@ -637,11 +597,7 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 		for (uint32_t d = 0; d < ndev; d++) {
 			struct vramctl_proc_dev *pd = &p->dev[d];
 			memcpy(pd->uuid, g->dev[d].uuid, sizeof(pd->uuid));
-			pd->in_use = sdev[d].in_use;
-			pd->peak = sdev[d].peak;
-			pd->denied_count = sdev[d].denied_count;
-			pd->last_denied = sdev[d].last_denied;
-			pd->spilled = sdev[d].spilled;
+			pd->counts = sdev[d];
 			if (alive)
 				g->dev[d].in_use += sdev[d].in_use;
 			else

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "registry/registry.h"
+#include "vramctl/registry.h"
 
 #define VR_REGION_MAGIC    0x3147524c54434d56ULL /* "VMCTLRG1" read little-endian */
 #define VR_REGION_VERSION  1u
@@ -70,15 +71,6 @@ struct vr_region_hdr {
 	    pad2[VR_REGION_HDR_SIZE - 384 - VR_MAX_DEVICES * sizeof(struct vr_region_dev)];
 };
 
-/* One member's numbers for one device. */
-struct vr_slot_dev {
-	uint64_t in_use;
-	uint64_t peak;
-	uint64_t denied_count;
-	uint64_t last_denied;
-	uint64_t spilled;
-};
-
 struct vr_slot {
 	uint32_t state;       /* VR_SLOT_FREE / VR_SLOT_USED, written last when taken */
 	int32_t pid;          /* getpid() of the member: its own namespace's view */
@@ -92,7 +84,7 @@ struct vr_slot {
 	uint32_t growth;
 	uint32_t pad0;
 	uint64_t pad1;
-	struct vr_slot_dev dev[VR_MAX_DEVICES];
+	struct vramctl_counts dev[VR_MAX_DEVICES]; /* vramctl/registry.h */
 };
 
 #define VR_REGION_SIZE                                                                             \
@@ -114,11 +106,5 @@ static inline long long vr_slot_pid_byte(uint32_t i)
 {
 	return vr_slot_live_byte(i) + 1;
 }
-
-/*
- * Checks a header read from a file of file_size bytes. Returns 0, or a
- * negative errno with what is wrong in why (a fragment such as "bad magic").
- */
-int vr_region_check(const struct vr_region_hdr *h, uint64_t file_size, const char **why);
 
 #endif /* VRAMCTL_REGISTRY_REGION_H */

@@ -38,20 +38,3 @@ ssize_t vr_read_file(const char *path, char *buf, size_t len)
 	buf[got] = '\0';
 	return (ssize_t)got;
 }
-
-uint64_t vr_stat_start_time(const char *line)
-{
-	/* The command (field 2) may hold spaces and parentheses: count fields
-	 * from the last ')'. */
-	const char *p = strrchr(line, ')');
-	if (!p)
-		return 0;
-	p++;
-	for (int field = 2; field < 22; field++) {
-		p = strchr(p, ' ');
-		if (!p)
-			return 0;
-		p++;
-	}
-	return strtoull(p, NULL, 10);
-}

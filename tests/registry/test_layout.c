@@ -47,12 +47,12 @@ int main(void)
 	/* The mutex must fit its 64-byte room (glibc x86_64: 40 bytes). */
 	ASSERT_LE(sizeof(pthread_mutex_t), 64);
 
-	ASSERT_EQ(sizeof(struct vr_slot_dev), 40);
-	OFF(vr_slot_dev, in_use, 0);
-	OFF(vr_slot_dev, peak, 8);
-	OFF(vr_slot_dev, denied_count, 16);
-	OFF(vr_slot_dev, last_denied, 24);
-	OFF(vr_slot_dev, spilled, 32);
+	ASSERT_EQ(sizeof(struct vramctl_counts), 40);
+	OFF(vramctl_counts, in_use, 0);
+	OFF(vramctl_counts, peak, 8);
+	OFF(vramctl_counts, denied_count, 16);
+	OFF(vramctl_counts, last_denied, 24);
+	OFF(vramctl_counts, spilled, 32);
 
 	ASSERT_EQ(sizeof(struct vr_slot), 2752);
 	OFF(vr_slot, state, 0);

@@ -1,0 +1,113 @@
+/*
+ * live.c - liveness of members and reclaiming the dead.
+ *
+ * Each member holds an OFD write lock on one byte of its slot for its whole
+ * life; the kernel drops it when the last descriptor of that open file goes
+ * away, i.e. at death, at exec (O_CLOEXEC) or at vr_leave. A USED slot whose
+ * byte nobody holds belongs to a dead process and is reclaimed. PIDs are
+ * only recorded for display.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <sys/stat.h>
+
+#include "registry/member.h"
+
+/* 1 if some open file description other than ours holds slot i's byte, 0 if
+ * none does (its owner is gone), negative errno on error. */
+int vr_slot_alive(int fd, uint32_t i)
+{
+	struct flock fl = {
+	    .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = vr_slot_live_byte(i), .l_len = 1};
+	if (fcntl(fd, F_OFD_GETLK, &fl) < 0)
+		return -errno;
+	return fl.l_type != F_UNLCK;
+}
+
+/* Returns a dead slot's bytes to the group and frees it. Mutex held. */
+void vr_slot_reclaim_locked(struct vr_region_hdr *h, struct vr_slot *s)
+{
+	uint32_t ndev = h->ndev;
+	for (uint32_t d = 0; d < ndev; d++) {
+		uint64_t b = s->dev[d].in_use;
+		h->dev[d].in_use -= b < h->dev[d].in_use ? b : h->dev[d].in_use;
+	}
+	STORE32(&s->state, VR_SLOT_FREE);
+	STORE64(&s->incarnation, s->incarnation + 1);
+}
+
+/*
+ * Reclaims the slots of dead members. The liveness probes (system calls)
+ * run without the mutex; a slot seen USED and unheld with incarnation X is
+ * reclaimed under the mutex only if it is still USED with incarnation X: a
+ * member takes its lock before it marks the slot USED and marks it FREE
+ * before it drops the lock, so "USED, unheld, same incarnation" can only
+ * mean its owner died. Returns the number of slots reclaimed.
+ */
+int vr_reclaim_dead(vr_member *m)
+{
+	struct vr_region_hdr *h = m->hdr;
+	uint32_t hw = atomic_load_explicit((_Atomic uint32_t *)&h->slots_hw, memory_order_acquire);
+	if (hw > h->slot_count)
+		hw = h->slot_count;
+	int total = 0;
+	uint32_t i = 0;
+	while (i < hw) {
+		struct {
+			uint32_t idx;
+			uint64_t inc;
+		} cand[32];
+		int n = 0;
+		for (; i < hw && n < (int)VR_ARRAY_LEN(cand); i++) {
+			if (i == m->slot_idx)
+				continue;
+			struct vr_slot *s = vr_region_slot(h, i);
+			uint64_t inc = atomic_load_explicit((_Atomic uint64_t *)&s->incarnation,
+			                                    memory_order_acquire);
+			if (atomic_load_explicit((_Atomic uint32_t *)&s->state,
+			                         memory_order_acquire) != VR_SLOT_USED)
+				continue;
+			if (vr_slot_alive(m->fd, i) == 0) {
+				cand[n].idx = i;
+				cand[n].inc = inc;
+				n++;
+			}
+		}
+		if (n == 0)
+			continue;
+		if (vr_region_lock(m) != 0)
+			return total;
+		books_begin(h);
+		for (int k = 0; k < n; k++) {
+			struct vr_slot *s = vr_region_slot(h, cand[k].idx);
+			if (s->state == VR_SLOT_USED && s->incarnation == cand[k].inc) {
+				vr_slot_reclaim_locked(h, s);
+				total++;
+			}
+		}
+		books_end(h);
+		vr_region_unlock(m);
+	}
+	return total;
+}
+
+int vr_reclaim(vr_member *m)
+{
+	if (!m)
+		return -EINVAL;
+	return vr_reclaim_dead(m);
+}
+
+/* 1 if m->fd is still our descriptor: the program may have closed it and
+ * the number may now belong to another file, or to another member's open
+ * of the same file. Call while our mapping (hence our lock) still exists. */
+int vr_fd_is_ours(vr_member *m)
+{
+	struct stat st;
+	if (fstat(m->fd, &st) != 0 || st.st_dev != m->st_dev || st.st_ino != m->st_ino)
+		return 0;
+	/* Same file; same open file description? Through ours, our own slot
+	 * lock does not conflict; through another member's, it does. */
+	return vr_slot_alive(m->fd, m->slot_idx) == 0;
+}

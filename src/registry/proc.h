@@ -1,0 +1,43 @@
+/*
+ * proc.h - the one /proc layer of vramctl: the registry (a member's own
+ * identity, a reader's PID mapping) and the monitor (NVML's processes) read
+ * /proc only through these. libc only.
+ *
+ * root is the /proc mount to read (NULL: "/proc"; tests point it at a fake
+ * tree); pid 0 means "self".
+ */
+#ifndef VRAMCTL_REGISTRY_PROC_H
+#define VRAMCTL_REGISTRY_PROC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Reads up to len-1 bytes of root/pid/name and terminates them. Returns the
+ * bytes read or a negative errno. */
+ssize_t vr_proc_read(const char *root, pid_t pid, const char *name, char *buf, size_t len);
+
+/* Field 22 (starttime, clock ticks since boot) of root/pid/stat. Returns 0,
+ * -ENOENT (no such process) or -EINVAL (unparsable). */
+int vr_proc_start_time(const char *root, pid_t pid, uint64_t *out);
+
+/* What root/pid/status says; `have` tells which fields were found. */
+enum { VR_PROC_NSPID = 1, VR_PROC_UID = 2 };
+struct vr_proc_status {
+	unsigned have;
+	pid_t nspid_outer; /* first NSpid entry: the PID in the outermost namespace */
+	pid_t nspid_inner; /* last NSpid entry: the PID as the process sees itself */
+	uid_t uid;         /* real uid */
+};
+int vr_proc_status(const char *root, pid_t pid, struct vr_proc_status *out);
+
+/* The command line, NULs shown as spaces, trailing spaces trimmed, cut to
+ * len-1 bytes; with comm, a process without one (a kernel thread, a zombie)
+ * shows as "[comm]". out is "" when nothing could be read. The text is the
+ * process's own: views escape it (vr_text_escape) before printing. */
+void vr_proc_cmdline(const char *root, pid_t pid, int comm, char *out, size_t len);
+
+/* 1 if the process exists (kill(pid, 0) under /proc; a stat under a fake root). */
+int vr_proc_exists(const char *root, pid_t pid);
+
+#endif /* VRAMCTL_REGISTRY_PROC_H */
