@@ -3,5 +3,5 @@
 COMMON_SRCS := $(wildcard src/common/*.c)
 $(COMMON_LIB): $(COMMON_SRCS:%.c=$(O)/%.o)
 	@mkdir -p $(dir $@)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 ALL_TARGETS += $(COMMON_LIB)

@@ -5,7 +5,7 @@ MONITOR_LIB := $(O)/libvr_monitor.a
 MONITOR_SRCS := $(wildcard src/monitor/*.c)
 $(MONITOR_LIB): $(MONITOR_SRCS:%.c=$(O)/%.o)
 	@mkdir -p $(dir $@)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 ALL_TARGETS += $(MONITOR_LIB)
 # The CLI links it (src/cli/module.mk names it in CLI_LDLIBS).
 $(VRAMCTL): $(MONITOR_LIB)

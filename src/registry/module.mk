@@ -4,7 +4,7 @@
 REGISTRY_SRCS := $(wildcard src/registry/*.c)
 $(REGISTRY_LIB): $(REGISTRY_SRCS:%.c=$(O)/%.o)
 	@mkdir -p $(dir $@)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 ALL_TARGETS += $(REGISTRY_LIB)
 
 # Tests: one program per file in tests/registry/, each linked with the
