@@ -30,6 +30,13 @@ static vr_member *member;
 static char private_group[72];
 static _Atomic int64_t local_pinned;
 
+/* The registry found the group's books damaged: said once, by the member
+ * that found it; it keeps its own books under the caps it joined with. */
+static void books_damaged(const char *line)
+{
+	vr_log(VR_LOG_ERROR, "group %s: %s", vr_g.group[0] ? vr_g.group : private_group, line);
+}
+
 static void join_locked(void)
 {
 	const char *group = vr_g.group;
@@ -46,6 +53,7 @@ static void join_locked(void)
 	    .limit_spec = vr_g.limit_text,
 	    .growth = vr_g.growth,
 	    .fresh = fresh,
+	    .notice = books_damaged,
 	};
 	char err[256] = "";
 	int differs = 0, rc;

@@ -42,7 +42,7 @@ static void read_proc_info(struct proc_info *p)
  * succeeds, since no live member holds it. Returns the index or -errno. */
 static int claim_slot(int fd, struct vr_region_hdr *h)
 {
-	uint32_t n = h->slot_count;
+	uint32_t n = VR_REGION_SLOTS; /* never the header's: it may be damaged */
 	uint32_t start = atomic_fetch_add((_Atomic uint32_t *)&h->slot_hint, 1) % n;
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t i = (start + k) % n;
@@ -101,26 +101,25 @@ static int open_or_create(const struct vr_join_opts *opts, const char *dir, cons
 	return fd;
 }
 
-/* Maps the region and makes a member of it (no slot yet). Closes fd on failure. */
-static int map_member(int fd, const char *dir, const char *name, vr_member **out, char *err,
+/* Makes a member of the door fd (no segment, no slot yet). Closes fd on failure. */
+static int new_member(int fd, const struct vr_join_opts *opts, vr_member **out, char *err,
                       size_t errlen)
 {
-	void *map = mmap(NULL, VR_REGION_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED) {
-		int rc = -errno;
-		vr_seterr(err, errlen, "cannot map region %s/%s: %s", dir, name, strerror(-rc));
-		close(fd);
-		return rc;
-	}
 	vr_member *m = calloc(1, sizeof(*m));
-	if (!m) {
-		munmap(map, VR_REGION_SIZE);
+	/* A mapping of the door that is never touched: it keeps the door's
+	 * open file description, hence our liveness lock, alive even if the
+	 * program closes our descriptor (it cannot fault: nothing reads it). */
+	void *pin = m ? mmap(NULL, VR_DOOR_SIZE, PROT_NONE, MAP_SHARED, fd, 0) : MAP_FAILED;
+	if (!m || pin == MAP_FAILED) {
+		int e = m ? errno : ENOMEM;
+		free(m);
 		close(fd);
-		vr_seterr(err, errlen, "out of memory");
-		return -ENOMEM;
+		vr_seterr(err, errlen, "cannot map region: %s", strerror(e));
+		return -e;
 	}
-	m->hdr = map;
+	m->pin = pin;
 	m->fd = fd;
+	m->notice = opts->notice;
 	struct stat mst;
 	if (fstat(fd, &mst) == 0) {
 		m->st_dev = mst.st_dev;
@@ -128,6 +127,47 @@ static int map_member(int fd, const char *dir, const char *name, vr_member **out
 	}
 	*out = m;
 	return 0;
+}
+
+/*
+ * Attaches the group's segment, or makes one when the group has no live
+ * member, with the door's lock held so that two joiners never make two.
+ * A segment that cannot be reached while members are alive (they are in
+ * another IPC namespace, or the door was overwritten) is refused: making a
+ * new one would split the group.
+ */
+static int attach_segment(vr_member *m, const struct vr_join_opts *opts, const char *dir,
+                          const char *name, char *err, size_t errlen)
+{
+	int rc = vr_door_lock(m->fd, 1);
+	if (rc < 0) {
+		vr_seterr(err, errlen, "cannot lock region %s/%s: %s", dir, name, strerror(-rc));
+		return rc;
+	}
+	struct vr_region_hdr door;
+	if (pread(m->fd, &door, sizeof(door), 0) != (ssize_t)sizeof(door)) {
+		vr_door_lock(m->fd, 0);
+		vr_seterr(err, errlen, "region %s/%s: truncated while being opened", dir, name);
+		return -EBADMSG;
+	}
+	m->hdr = vr_segment_attach(&door, 0);
+	if (!m->hdr) {
+		if (vr_others_alive(m->fd, VR_REGION_SLOTS)) {
+			vr_door_lock(m->fd, 0);
+			vr_seterr(
+			    err, errlen,
+			    "region %s/%s: the group has live members but their books cannot be "
+			    "reached (another IPC namespace, or the file was overwritten)",
+			    dir, name);
+			return -EBADMSG;
+		}
+		rc = vr_segment_create(m->fd, opts, &m->hdr);
+		if (rc < 0)
+			vr_seterr(err, errlen, "cannot create the books of %s/%s: %s", dir, name,
+			          strerror(-rc));
+	}
+	vr_door_lock(m->fd, 0);
+	return rc;
 }
 
 /* Takes a slot and its liveness lock (and, best effort, the PID lock). */
@@ -146,6 +186,7 @@ static int take_slot(vr_member *m, const char *group, const char *dir, const cha
 	}
 	m->slot_idx = (uint32_t)rc;
 	m->slot = vr_region_slot(m->hdr, m->slot_idx);
+	m->lock_id = vr_lock_id(m->slot_idx);
 	/* Best effort: a classic POSIX lock tells readers our PID in their own
 	 * namespace. Liveness never depends on it. */
 	struct flock pl = {.l_type = F_WRLCK,
@@ -156,26 +197,21 @@ static int take_slot(vr_member *m, const char *group, const char *dir, const cha
 	return 0;
 }
 
-/* 1 if another member is alive; dead ones met on the way are reclaimed.
- * Lock held, books open. */
-static int live_others_locked(vr_member *m)
-{
-	struct vr_region_hdr *h = m->hdr;
-	for (uint32_t i = 0; i < h->slots_hw; i++) {
-		struct vr_slot *o = vr_region_slot(h, i);
-		if (i == m->slot_idx || o->state != VR_SLOT_USED)
-			continue;
-		if (vr_slot_alive(m->fd, i) != 0)
-			return 1; /* alive, or cannot tell: assume alive */
-		vr_slot_reclaim_locked(h, o);
-	}
-	return 0;
-}
-
 /* A group lives as long as it has live members: whoever finds it empty
  * starts it afresh, so an earlier run's caps never apply. Lock held. */
-static void start_group_locked(struct vr_region_hdr *h, const struct vr_join_opts *opts)
+static void start_group_locked(vr_member *m, const struct vr_join_opts *opts)
 {
+	struct vr_region_hdr *h = m->hdr;
+	/* Whatever the slots say, nobody else is alive: free them all. */
+	uint32_t hw = vr_hdr_hw(h);
+	for (uint32_t i = 0; i < hw; i++) {
+		struct vr_slot *o = vr_region_slot(h, i);
+		if (i != m->slot_idx && o->state != VR_SLOT_FREE) {
+			STORE32(&o->state, VR_SLOT_FREE);
+			STORE64(&o->incarnation, o->incarnation + 1);
+		}
+	}
+	STORE32(&h->slots_hw, hw);
 	h->ndev = 0;
 	memset(h->dev, 0, sizeof(h->dev));
 	h->growth = opts->growth ? 1 : 0;
@@ -212,7 +248,8 @@ static void fill_slot_locked(vr_member *m, const struct vr_join_opts *opts,
 }
 
 /* Under the group's lock: starts the group afresh or checks it, and enters
- * this process in its slot. */
+ * this process in its slot. A group with live members is never started
+ * afresh, and is not joined when its books are damaged. */
 static int enter_group(vr_member *m, const struct vr_join_opts *opts, const struct proc_info *pi,
                        int *spec_differs, const char *dir, const char *name, char *err,
                        size_t errlen)
@@ -220,37 +257,48 @@ static int enter_group(vr_member *m, const struct vr_join_opts *opts, const stru
 	struct vr_region_hdr *h = m->hdr;
 	int rc = vr_region_lock(m);
 	if (rc < 0) {
-		vr_seterr(err, errlen, "cannot lock region %s/%s: %s", dir, name, strerror(-rc));
+		vr_seterr(err, errlen, "cannot lock region %s/%s: %s (held by a live member)", dir,
+		          name, strerror(-rc));
 		return rc;
 	}
 	books_begin(h);
-	if (m->slot->state == VR_SLOT_USED) /* we hold its byte: its owner is gone */
-		vr_slot_reclaim_locked(h, m->slot);
-	int live_other = live_others_locked(m);
+	int live_other = vr_others_alive(m->fd, m->slot_idx);
+	const char *bad = NULL;
 	if (live_other && opts->fresh) {
-		books_end(h);
-		vr_region_unlock(m);
+		rc = -EEXIST;
 		vr_seterr(err, errlen,
 		          "group %s is in use by a live process; a new run needs a new name",
 		          opts->group);
-		return -EEXIST;
+	} else if (live_other) {
+		/* Our slot's previous owner is gone (we hold its byte). */
+		bad = vr_audit_locked(m);
+		if (!bad && m->slot->state == VR_SLOT_USED && vr_slot_reclaim_locked(h, m->slot) != 0)
+			bad = "a dead member's slot holds more than the group's total";
+		if (bad) {
+			rc = -EBADMSG;
+			vr_seterr(err, errlen,
+			          "region %s/%s: the books of group %s are damaged (%s) and it has "
+			          "live members: not joining them",
+			          dir, name, opts->group, bad);
+		} else if (spec_differs) {
+			char mine[VR_SPEC_MAX]; /* compared as stored: truncated alike */
+			vr_strlcpy(mine, opts->limit_spec ? opts->limit_spec : "", sizeof(mine));
+			*spec_differs = strcmp(h->limit_spec, mine) != 0;
+		}
+	} else {
+		start_group_locked(m, opts);
 	}
-	if (!live_other) {
-		start_group_locked(h, opts);
-	} else if (spec_differs) {
-		char mine[VR_SPEC_MAX]; /* compared as stored: truncated alike */
-		vr_strlcpy(mine, opts->limit_spec ? opts->limit_spec : "", sizeof(mine));
-		*spec_differs = strcmp(h->limit_spec, mine) != 0;
-	}
-	fill_slot_locked(m, opts, pi);
+	if (rc == 0)
+		fill_slot_locked(m, opts, pi);
 	books_end(h);
 	vr_region_unlock(m);
-	return 0;
+	return rc;
 }
 
 static void drop_member(vr_member *m)
 {
-	munmap(m->hdr, VR_REGION_SIZE);
+	vr_segment_detach(m->hdr);
+	munmap(m->pin, VR_DOOR_SIZE);
 	close(m->fd); /* drops our slot's locks */
 	free(m);
 }
@@ -277,12 +325,14 @@ int vr_join(const struct vr_join_opts *opts, vr_member **out, int *spec_differs,
 	int fd = open_or_create(opts, dir, name, err, errlen);
 	if (fd < 0)
 		return fd;
-	rc = map_member(fd, dir, name, &m, err, errlen);
+	rc = new_member(fd, opts, &m, err, errlen);
 	if (rc < 0)
 		return rc;
 	struct proc_info pi;
 	read_proc_info(&pi);
-	rc = take_slot(m, opts->group, dir, name, err, errlen);
+	rc = attach_segment(m, opts, dir, name, err, errlen);
+	if (rc == 0)
+		rc = take_slot(m, opts->group, dir, name, err, errlen);
 	if (rc == 0)
 		rc = enter_group(m, opts, &pi, spec_differs, dir, name, err, errlen);
 	if (rc < 0) {
@@ -298,30 +348,29 @@ void vr_leave(vr_member *m)
 	if (!m)
 		return;
 	struct vr_region_hdr *h = m->hdr;
-	if (vr_region_lock(m) == 0) {
+	/* A detached member never writes into the books again: its slot is
+	 * reclaimed (or found damaged) by the others once it is gone. */
+	if (!atomic_load(&m->detached) && vr_region_lock(m) == 0) {
 		if (m->slot->state == VR_SLOT_USED && m->slot->incarnation == m->incarnation) {
 			books_begin(h);
-			vr_slot_reclaim_locked(h, m->slot);
+			(void)vr_slot_reclaim_locked(h, m->slot);
 			books_end(h);
 		}
 		vr_region_unlock(m);
 	}
-	int ours = vr_fd_is_ours(m);
-	/* The OFD lock goes with the last reference: the fd and the mapping. */
-	munmap(m->hdr, VR_REGION_SIZE);
-	if (ours)
-		close(m->fd);
-	free(m);
+	vr_forget(m);
 }
 
 void vr_forget(vr_member *m)
 {
 	if (!m)
 		return;
-	/* The open file description, and with it the OFD lock, stays the
-	 * parent's: closing our copy of the fd releases nothing of it. */
+	/* After a fork the open file description, and with it the OFD lock,
+	 * stays the parent's: closing our copy of the fd releases nothing of
+	 * it. At vr_leave it is ours and goes with the fd and the pin. */
 	int ours = vr_fd_is_ours(m);
-	munmap(m->hdr, VR_REGION_SIZE);
+	vr_segment_detach(m->hdr);
+	munmap(m->pin, VR_DOOR_SIZE);
 	if (ours)
 		close(m->fd);
 	free(m);

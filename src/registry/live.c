@@ -25,22 +25,41 @@ int vr_slot_alive(int fd, uint32_t i)
 	return fl.l_type != F_UNLCK;
 }
 
-/* Returns a dead slot's bytes to the group and frees it. Mutex held. */
-void vr_slot_reclaim_locked(struct vr_region_hdr *h, struct vr_slot *s)
+int vr_slot_reclaim_locked(struct vr_region_hdr *h, struct vr_slot *s)
 {
-	uint32_t ndev = h->ndev;
-	for (uint32_t d = 0; d < ndev; d++) {
-		uint64_t b = s->dev[d].in_use;
-		h->dev[d].in_use -= b < h->dev[d].in_use ? b : h->dev[d].in_use;
-	}
+	uint32_t ndev = vr_hdr_ndev(h);
+	for (uint32_t d = 0; d < ndev; d++)
+		if (s->dev[d].in_use > h->dev[d].in_use)
+			return -EBADMSG;
+	for (uint32_t d = 0; d < ndev; d++)
+		vr_dev_set_in_use(&h->dev[d], h->dev[d].in_use - s->dev[d].in_use);
 	STORE32(&s->state, VR_SLOT_FREE);
 	STORE64(&s->incarnation, s->incarnation + 1);
+	return 0;
+}
+
+int vr_others_alive(int fd, uint32_t self)
+{
+	/* One probe per side of our own slot: F_OFD_GETLK reports the first
+	 * lock of anyone else in the range, whatever the slots' bytes say. */
+	long long lo = vr_slot_live_byte(0), mine = vr_slot_live_byte(self);
+	long long next = vr_slot_live_byte(self + 1), end = vr_slot_live_byte(VR_REGION_SLOTS);
+	long long r[2][2] = {{lo, mine - lo}, {next, end - next}};
+	for (int k = 0; k < 2; k++) {
+		if (r[k][1] <= 0)
+			continue;
+		struct flock fl = {
+		    .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = r[k][0], .l_len = r[k][1]};
+		if (fcntl(fd, F_OFD_GETLK, &fl) < 0 || fl.l_type != F_UNLCK)
+			return 1; /* alive, or cannot tell: assume alive */
+	}
+	return 0;
 }
 
 /*
  * Reclaims the slots of dead members. The liveness probes (system calls)
- * run without the mutex; a slot seen USED and unheld with incarnation X is
- * reclaimed under the mutex only if it is still USED with incarnation X: a
+ * run without the lock; a slot seen USED and unheld with incarnation X is
+ * reclaimed under the lock only if it is still USED with incarnation X: a
  * member takes its lock before it marks the slot USED and marks it FREE
  * before it drops the lock, so "USED, unheld, same incarnation" can only
  * mean its owner died. Returns the number of slots reclaimed.
@@ -48,9 +67,7 @@ void vr_slot_reclaim_locked(struct vr_region_hdr *h, struct vr_slot *s)
 int vr_reclaim_dead(vr_member *m)
 {
 	struct vr_region_hdr *h = m->hdr;
-	uint32_t hw = atomic_load_explicit((_Atomic uint32_t *)&h->slots_hw, memory_order_acquire);
-	if (hw > h->slot_count)
-		hw = h->slot_count;
+	uint32_t hw = vr_hdr_hw(h);
 	int total = 0;
 	uint32_t i = 0;
 	while (i < hw) {
@@ -76,18 +93,27 @@ int vr_reclaim_dead(vr_member *m)
 		}
 		if (n == 0)
 			continue;
-		if (vr_region_lock(m) != 0)
+		if (atomic_load_explicit(&m->detached, memory_order_relaxed))
 			return total;
+		if (vr_region_lock(m) != 0) {
+			vr_detach(m, "the group's lock stayed held by a live member");
+			return total;
+		}
 		books_begin(h);
-		for (int k = 0; k < n; k++) {
+		int bad = 0;
+		for (int k = 0; k < n && !bad; k++) {
 			struct vr_slot *s = vr_region_slot(h, cand[k].idx);
 			if (s->state == VR_SLOT_USED && s->incarnation == cand[k].inc) {
-				vr_slot_reclaim_locked(h, s);
-				total++;
+				bad = vr_slot_reclaim_locked(h, s) != 0;
+				total += !bad;
 			}
 		}
 		books_end(h);
 		vr_region_unlock(m);
+		if (bad) {
+			vr_detach(m, "a dead member's slot holds more than the group's total");
+			return total;
+		}
 	}
 	return total;
 }

@@ -1,20 +1,36 @@
 /*
  * lock.c - the group's lock. See region.h for the layout and
- * docs/architecture.md, "The shared registry", for why.
+ * docs/architecture.md, "Failure model", for why it is built this way.
  *
- * One robust process-shared mutex per region, held for a few loads and
- * stores only (never across a system call on the hot path, never across a
- * driver call).
+ * The lock is one 32-bit word in the segment: 0 when free, else the
+ * holder's lock id (its slot index + 1 in the low 11 bits, a per-member
+ * token above, and VR_LOCK_WAITERS when someone may sleep on it). It is
+ * held for a few loads and stores only, never across a system call on the
+ * hot path or a driver call. Naming the holder by its slot (not by a thread
+ * id, as a pthread mutex does) lets a waiter decide who holds it with the
+ * slot's liveness lock, which works across PID namespaces and PID reuse:
+ *   - the word names no slot, or a slot whose liveness byte nobody holds:
+ *     the holder is dead or the word is damage; the waiter takes the lock
+ *     over and recomputes the totals (region_recover);
+ *   - it names a live member: the waiter sleeps on the word in slices and
+ *     gives up after the bound (vr_lock_bound_ns) with -ETIMEDOUT. A member
+ *     holds the lock for nanoseconds; one that holds it for seconds is
+ *     stopped (a debugger, SIGSTOP) or the word is damage naming a live
+ *     slot; the caller then keeps its own books (books.c).
+ * So no wait on the lock is ever longer than the bound.
  */
 #include <errno.h>
-#include <pthread.h>
+#include <linux/futex.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "registry/member.h"
 
 _Atomic long vr_stop_in_lock_countdown;
+uint64_t vr_lock_bound_ns = 5000000000ull; /* 5 s */
 
 void vr_read_test_env(void)
 {
@@ -23,6 +39,12 @@ void vr_read_test_env(void)
 		long n = strtol(s, NULL, 10);
 		if (n > 0)
 			atomic_store(&vr_stop_in_lock_countdown, n);
+	}
+	s = getenv("VRAMCTL_TEST_LOCK_BOUND_MS");
+	if (s && *s) {
+		long n = strtol(s, NULL, 10);
+		if (n > 0)
+			vr_lock_bound_ns = (uint64_t)n * 1000000u;
 	}
 }
 
@@ -33,13 +55,21 @@ uint64_t vr_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Recomputes what a writer that died holding the mutex may have left half
- * done: the per-device totals (from the slots, which each writer updates
- * with single stores) and the seqlock parity. Called with the mutex held. */
+uint32_t vr_lock_id(uint32_t slot_idx)
+{
+	static _Atomic uint32_t counter;
+	uint32_t tok =
+	    ((uint32_t)getpid() * 2654435761u) ^ (atomic_fetch_add(&counter, 1) * 40503u);
+	return (slot_idx + 1) | ((tok << VR_LOCK_SLOT_BITS) & VR_LOCK_TOKEN_MASK);
+}
+
+/* Recomputes what a holder that died may have left half done: the
+ * per-device totals (from the slots, which each writer updates with single
+ * stores) and the seqlock parity. Called with the lock held. */
 static void region_recover(struct vr_region_hdr *h)
 {
-	uint32_t hw = h->slots_hw < h->slot_count ? h->slots_hw : h->slot_count;
-	uint32_t ndev = h->ndev < VR_MAX_DEVICES ? h->ndev : VR_MAX_DEVICES;
+	uint32_t hw = vr_hdr_hw(h);
+	uint32_t ndev = vr_hdr_ndev(h);
 	h->ndev = ndev;
 	STORE32(&h->slots_hw, hw);
 	uint64_t seq = atomic_load_explicit((_Atomic uint64_t *)&h->seq, memory_order_relaxed);
@@ -53,69 +83,105 @@ static void region_recover(struct vr_region_hdr *h)
 			if (s->state == VR_SLOT_USED)
 				sum += s->dev[d].in_use;
 		}
-		h->dev[d].in_use = sum;
+		vr_dev_set_in_use(&h->dev[d], sum);
 		if (h->dev[d].peak < sum)
 			h->dev[d].peak = sum;
 	}
 	books_end(h);
 }
 
-#define VR_LOCK_SLICE_NS 10000000 /* 10 ms */
+static long futex(_Atomic uint32_t *w, int op, uint32_t val, const struct timespec *ts)
+{
+	return syscall(SYS_futex, (uint32_t *)w, op, val, ts, NULL, 0);
+}
 
-#if defined(__SANITIZE_THREAD__)
-#define VR_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define VR_TSAN 1
-#endif
-#endif
-#ifndef VR_TSAN
-#define VR_TSAN 0
-#endif
+/* 1 if the lock word names a live member (this one included), 0 if it
+ * names none: a dead member, a free slot, or no slot at all. */
+static int holder_alive(vr_member *m, uint32_t word)
+{
+	uint32_t idx = (word & VR_LOCK_SLOT_MASK);
+	if (idx == 0 || idx > VR_REGION_SLOTS)
+		return 0;
+	idx--;
+	if (idx == m->slot_idx) /* our own slot: another thread of ours, or damage */
+		return (word & ~VR_LOCK_WAITERS) == m->lock_id;
+	return vr_slot_alive(m->fd, idx) != 0; /* cannot tell: assume alive */
+}
+
+#define VR_LOCK_SLICE_NS 10000000 /* 10 ms */
+#define VR_LOCK_SPINS    100
+
+static int lock_slow(vr_member *m, _Atomic uint32_t *w)
+{
+	uint64_t t0 = vr_now_ns();
+	int rc = 0;
+	for (int spin = 0;; spin++) {
+		uint32_t cur = atomic_load_explicit(w, memory_order_relaxed);
+		if (cur == 0) {
+			/* Taken after a wait: others may still sleep on it. */
+			if (atomic_compare_exchange_weak_explicit(
+			        w, &cur, m->lock_id | VR_LOCK_WAITERS, memory_order_acquire,
+			        memory_order_relaxed))
+				break;
+			continue;
+		}
+		if (spin < VR_LOCK_SPINS)
+			continue;
+		if (!holder_alive(m, cur)) {
+			/* Dead holder or damage: take it over as it is. */
+			if (atomic_compare_exchange_strong_explicit(
+			        w, &cur, m->lock_id | VR_LOCK_WAITERS, memory_order_acquire,
+			        memory_order_relaxed)) {
+				region_recover(m->hdr);
+				break;
+			}
+			continue;
+		}
+		uint64_t waited = vr_now_ns() - t0;
+		if (waited >= vr_lock_bound_ns) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+		if (!(cur & VR_LOCK_WAITERS) &&
+		    !atomic_compare_exchange_strong_explicit(
+		        w, &cur, cur | VR_LOCK_WAITERS, memory_order_relaxed, memory_order_relaxed))
+			continue;
+		uint64_t left = vr_lock_bound_ns - waited;
+		uint64_t slice = left < VR_LOCK_SLICE_NS ? left : VR_LOCK_SLICE_NS;
+		struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)slice};
+		futex(w, FUTEX_WAIT, cur | VR_LOCK_WAITERS, &ts);
+	}
+	uint64_t wns = vr_now_ns() - t0;
+	uint64_t old = atomic_load_explicit(&m->max_wait_ns, memory_order_relaxed);
+	while (wns > old && !atomic_compare_exchange_weak(&m->max_wait_ns, &old, wns))
+		;
+	return rc;
+}
 
 int vr_region_lock(vr_member *m)
 {
-	pthread_mutex_t *mx = &m->hdr->lock.mutex;
-	int rc = pthread_mutex_trylock(mx);
-	if (VR_UNLIKELY(rc == EBUSY)) {
-		/* Wait in slices, never once for good: the kernel wakes one
-		 * waiter when a holder dies, and if that waiter is killed too
-		 * before it takes the lock, the wake-up is lost with it. A
-		 * waiter whose slice runs out looks at the lock word again and
-		 * takes an abandoned lock itself. */
-		uint64_t t0 = vr_now_ns();
-#if VR_TSAN
-		/* TSan's timedlock interceptor does not count EOWNERDEAD as
-		 * locked; TSan builds wait in one piece. */
-		rc = pthread_mutex_lock(mx);
-#else
-		do {
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += VR_LOCK_SLICE_NS;
-			if (ts.tv_nsec >= 1000000000) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000;
-			}
-			rc = pthread_mutex_timedlock(mx, &ts);
-		} while (rc == ETIMEDOUT);
-#endif
-		uint64_t w = vr_now_ns() - t0;
-		uint64_t old = atomic_load_explicit(&m->max_wait_ns, memory_order_relaxed);
-		while (w > old && !atomic_compare_exchange_weak(&m->max_wait_ns, &old, w))
-			;
-	}
-	if (VR_UNLIKELY(rc == EOWNERDEAD)) {
-		pthread_mutex_consistent(mx);
-		region_recover(m->hdr);
-		rc = 0;
-	}
-	if (VR_UNLIKELY(rc != 0))
-		return -rc;
-	return 0;
+	_Atomic uint32_t *w = (_Atomic uint32_t *)&m->hdr->lock.word;
+	uint32_t zero = 0;
+	if (VR_LIKELY(atomic_compare_exchange_strong_explicit(
+	        w, &zero, m->lock_id, memory_order_acquire, memory_order_relaxed)))
+		return 0;
+	return lock_slow(m, w);
 }
 
 void vr_region_unlock(vr_member *m)
 {
-	pthread_mutex_unlock(&m->hdr->lock.mutex);
+	_Atomic uint32_t *w = (_Atomic uint32_t *)&m->hdr->lock.word;
+	uint32_t old = atomic_exchange_explicit(w, 0, memory_order_release);
+	if (VR_UNLIKELY(old & VR_LOCK_WAITERS))
+		futex(w, FUTEX_WAKE, 1, NULL);
+}
+
+int vr_lock_word_alive(int fd, uint32_t word, const unsigned char *alive)
+{
+	uint32_t idx = word & VR_LOCK_SLOT_MASK;
+	if (idx == 0 || idx > VR_REGION_SLOTS)
+		return 0;
+	if (alive)
+		return alive[idx - 1] != 0;
+	return vr_slot_alive(fd, idx - 1) != 0;
 }

@@ -17,6 +17,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -24,16 +25,72 @@
 #include "registry/region.h"
 #include "registry/registry.h"
 
+/* What a member joined under, kept in its own memory: the books in the
+ * segment are checked against it, and it is what the member falls back to
+ * when they cannot be trusted (books.c). Indexed like the group's devices. */
+struct vr_priv_dev {
+	unsigned char uuid[VR_UUID_LEN];
+	uint64_t cap;
+	_Atomic uint64_t mine; /* what this process holds on the device */
+	int known;
+};
+
 struct vr_member {
-	struct vr_region_hdr *hdr;
+	struct vr_region_hdr *hdr; /* the segment, attached read-write */
 	struct vr_slot *slot;
-	int fd;
-	dev_t st_dev; /* the region file, to know our fd is still ours */
+	int fd;       /* the door: liveness locks */
+	void *pin;    /* an untouched mapping of the door: keeps fd's locks */
+	dev_t st_dev; /* the door file, to know our fd is still ours */
 	ino_t st_ino;
 	uint32_t slot_idx;
+	uint32_t lock_id;
 	uint64_t incarnation;
 	_Atomic uint64_t max_wait_ns;
+	/* Damage: once set, this member keeps its own books (books.c). */
+	_Atomic int detached;
+	char why[320];
+	void (*notice)(const char *line);
+	uint32_t audit_tick; /* reserves since the last full check (lock held) */
+	struct vr_priv_dev priv[VR_MAX_DEVICES];
 };
+
+/* The lock word (lock.c). */
+#define VR_LOCK_SLOT_BITS  11
+#define VR_LOCK_SLOT_MASK  ((1u << VR_LOCK_SLOT_BITS) - 1)
+#define VR_LOCK_WAITERS    0x80000000u
+#define VR_LOCK_TOKEN_MASK (~VR_LOCK_SLOT_MASK & ~VR_LOCK_WAITERS)
+
+/* Counts read from the segment, clamped to what the layout holds. */
+static inline uint32_t vr_hdr_ndev(const struct vr_region_hdr *h)
+{
+	uint32_t n = atomic_load_explicit((_Atomic uint32_t *)&h->ndev, memory_order_relaxed);
+	return n < VR_MAX_DEVICES ? n : VR_MAX_DEVICES;
+}
+static inline uint32_t vr_hdr_hw(const struct vr_region_hdr *h)
+{
+	uint32_t n = atomic_load_explicit((_Atomic uint32_t *)&h->slots_hw, memory_order_acquire);
+	return n < VR_REGION_SLOTS ? n : VR_REGION_SLOTS;
+}
+/* A device's check word: ~in_use mixed with its cap and UUID, so that a
+ * write of any one of them alone is seen as damage. */
+static inline uint64_t vr_dev_check(const struct vr_region_dev *g, uint64_t in_use)
+{
+	uint64_t u0, u1;
+	memcpy(&u0, g->uuid, 8);
+	memcpy(&u1, g->uuid + 8, 8);
+	return ~in_use ^ (g->cap * 0x9e3779b97f4a7c15ull) ^ (u0 * 0xbf58476d1ce4e5b9ull) ^
+	       (u1 * 0x94d049bb133111ebull);
+}
+static inline int vr_dev_ok(const struct vr_region_dev *g)
+{
+	return g->check == vr_dev_check(g, g->in_use);
+}
+/* Sets a device's in-use and its check word together. Lock held. */
+static inline void vr_dev_set_in_use(struct vr_region_dev *g, uint64_t v)
+{
+	g->in_use = v;
+	g->check = vr_dev_check(g, v);
+}
 
 /* Fields that reclaim_dead() reads without the mutex (slots_hw, a slot's
  * state and incarnation) are written with atomic stores, under the mutex. */
@@ -46,7 +103,14 @@ uint64_t vr_now_ns(void);
 
 /* Test-only: VRAMCTL_TEST_STOP_IN_LOCK=N (read at the first join). */
 extern _Atomic long vr_stop_in_lock_countdown;
+/* The longest wait for the lock on a live holder (VRAMCTL_TEST_LOCK_BOUND_MS). */
+extern uint64_t vr_lock_bound_ns;
 void vr_read_test_env(void);
+/* A lock id for a member in slot slot_idx (unique per member, in practice). */
+uint32_t vr_lock_id(uint32_t slot_idx);
+/* 1 if a lock word names a live member: alive[] (one byte per slot, from a
+ * reader's lock table) when not NULL, else asked of the kernel through fd. */
+int vr_lock_word_alive(int fd, uint32_t word, const unsigned char *alive);
 
 /* ---- seqlock: readers without the mutex see whether they raced a writer */
 
@@ -74,8 +138,9 @@ static inline void books_end(struct vr_region_hdr *h)
 	atomic_store_explicit((_Atomic uint64_t *)&h->seq, s + 1, memory_order_release);
 }
 
-/* Takes the group's lock (0 or a negative errno); recovers what a holder
- * that died left half done. */
+/* Takes the group's lock: 0, or -ETIMEDOUT after vr_lock_bound_ns when a
+ * live member keeps it. Takes over a lock held by anything else (a dead
+ * member, damage) and recovers what it may have left half done. */
 int vr_region_lock(vr_member *m);
 void vr_region_unlock(vr_member *m);
 
@@ -84,8 +149,21 @@ void vr_region_unlock(vr_member *m);
 /* 1 if some open file description other than fd's holds slot i's liveness
  * byte, 0 if none does (its owner is gone), negative errno on error. */
 int vr_slot_alive(int fd, uint32_t i);
-/* Returns a dead slot's bytes to the group and frees it. Lock held. */
-void vr_slot_reclaim_locked(struct vr_region_hdr *h, struct vr_slot *s);
+/* Returns a dead slot's bytes to the group and frees it. Lock held.
+ * Returns 0, or -EBADMSG (nothing changed) when the slot holds more than
+ * the group's total: the books are damaged. */
+int vr_slot_reclaim_locked(struct vr_region_hdr *h, struct vr_slot *s);
+/* 1 if a member other than slot `self` holds any slot's liveness byte. */
+int vr_others_alive(int fd, uint32_t self);
+
+/* ---- books.c */
+
+/* Marks the member's books damaged (once): it says why through its notice
+ * callback and keeps its own books under the caps it joined with. */
+void vr_detach(vr_member *m, const char *fmt, ...) VR_PRINTF(2, 3);
+/* A full check of the books against the slots. Lock held. Returns NULL or
+ * what is wrong. */
+const char *vr_audit_locked(vr_member *m);
 /* Reclaims the slots of dead members; returns how many. */
 int vr_reclaim_dead(vr_member *m);
 /* 1 if m->fd is still this member's descriptor of its region. */
@@ -110,12 +188,24 @@ enum vr_region_use { VR_REGION_WRITE, VR_REGION_READ };
 int vr_region_validate(int fd, const char *group, enum vr_region_use use, struct stat *st,
                        struct vr_region_hdr *hdr, const char **why);
 
-/* Opens an existing region for writing (-ENOENT: there is none) or creates
+/* Opens an existing door for writing (-ENOENT: there is none) or creates
  * and publishes a new one (-EEXIST: another process published one first).
  * Return an fd or a negative errno, with a message in err. */
 int vr_region_open(int dfd, const char *dir, const char *group, const char *name, char *err,
                    size_t errlen);
 int vr_region_create(int dfd, const char *dir, const char *name, const struct vr_join_opts *o,
                      char *err, size_t errlen);
+
+/* Attaches the segment a door names, checked (owner, mode, size, header,
+ * key, group), read-only or read-write. NULL: none that can be used (gone,
+ * reused, or not this group's). */
+struct vr_region_hdr *vr_segment_attach(const struct vr_region_hdr *door, int rdonly);
+void vr_segment_detach(struct vr_region_hdr *h);
+/* Creates a group's segment, attaches it and names it in the door fd.
+ * Door lock held. Returns 0 or a negative errno. */
+int vr_segment_create(int fd, const struct vr_join_opts *o, struct vr_region_hdr **out);
+/* Takes (lock 1, bounded like the group's lock) or drops (0) the door's
+ * own lock (byte 0), held while a segment is found or made. */
+int vr_door_lock(int fd, int lock);
 
 #endif /* VRAMCTL_REGISTRY_MEMBER_H */

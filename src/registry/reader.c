@@ -424,12 +424,20 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 		close(fd);
 		return add_error(snap, "%s/%s: %s", dir, name, why);
 	}
-	const struct vr_region_hdr *h = mmap(NULL, VR_REGION_SIZE, PROT_READ, MAP_SHARED, fd, 0);
-	if (h == MAP_FAILED) {
-		int e = errno;
+	/* The segment, attached read-only: it cannot shrink under us (a mapped
+	 * file could, and a read of it would fault). */
+	const struct vr_region_hdr *h = vr_segment_attach(&hdr, 1);
+	if (!h) {
+		int alive = vr_others_alive(fd, VR_REGION_SLOTS);
 		close(fd);
-		return add_error(snap, "%s/%s: cannot map: %s", dir, name, strerror(e));
+		if (!alive) /* no live member: nothing is held, nothing to show */
+			return 0;
+		return add_error(snap,
+		                 "%s/%s: the group has live members but their books cannot be "
+		                 "reached (another IPC namespace, or the file was overwritten)",
+		                 dir, name);
 	}
+	uint32_t lockword = 0;
 
 	/* Copy the books under the seqlock. */
 	struct slot_copy *sc = NULL;
@@ -470,7 +478,7 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 		if (!sc || !sd) {
 			free(sc);
 			free(sd);
-			munmap((void *)h, VR_REGION_SIZE);
+			vr_segment_detach((struct vr_region_hdr *)h);
 			close(fd);
 			return -ENOMEM;
 		}
@@ -504,7 +512,8 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 			break;
 		}
 	}
-	munmap((void *)h, VR_REGION_SIZE);
+	lockword = atomic_load_explicit((_Atomic uint32_t *)&h->lock.word, memory_order_relaxed);
+	vr_segment_detach((struct vr_region_hdr *)h);
 	gname[sizeof(gname) - 1] = '\0';
 	spec[sizeof(spec) - 1] = '\0';
 
@@ -537,6 +546,14 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 			goto out;
 		}
 		lock_table_region(locks, &st, lk_alive, lk_pid);
+	}
+	if (lockword && !vr_lock_word_alive(fd, lockword, lk_alive) &&
+	    add_error(snap,
+	              "%s/%s: damaged: the group's lock is held by something that is not a live "
+	              "member (lock word %#x); the next member that waits for it takes it over",
+	              dir, name, lockword) < 0) {
+		rc = -ENOMEM;
+		goto out;
 	}
 	for (int k = 0; k < nsc; k++) {
 		const struct slot_copy *s = &sc[k];
@@ -602,6 +619,21 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 				g->dev[d].in_use += sdev[d].in_use;
 			else
 				g->dev[d].dead_in_use += sdev[d].in_use;
+		}
+	}
+	/* Damage a member would find too: a total that is not its check word's,
+	 * or not its members' sum (only said of a copy taken between writes). */
+	for (uint32_t d = 0; consistent && d < ndev; d++) {
+		const char *bad = !vr_dev_ok(&gdev[d])
+		                      ? "a device's cap, UUID or total was overwritten"
+		                  : gdev[d].in_use != g->dev[d].in_use + g->dev[d].dead_in_use
+		                      ? "a device's total differs from its members' holdings"
+		                      : NULL;
+		if (bad) {
+			if (add_error(snap, "%s/%s: damaged: %s (device %s)", dir, name, bad,
+			              g->dev[d].uuid) < 0)
+				rc = -ENOMEM;
+			break;
 		}
 	}
 out:

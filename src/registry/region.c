@@ -1,16 +1,17 @@
 /*
- * region.c - the registry directory and the region files: where they live,
- * the one check every opener makes, creating and publishing a new region.
+ * region.c - the registry directory, the doors and the segments (region.h):
+ * where they live, the one check every opener makes, creating and
+ * publishing them.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
+#include <sys/ipc.h>
+#include <sys/shm.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -60,11 +61,13 @@ int vr_open_registry_dir(const char *dir, int create, char *err, size_t errlen)
 		          (unsigned)st.st_uid, (unsigned)geteuid());
 		return -EPERM;
 	}
-	if (st.st_mode & 022) {
+	if (st.st_mode & 077) {
 		close(dfd);
-		vr_seterr(err, errlen,
-		          "registry directory %s is group or world writable (mode %04o): refusing",
-		          dir, (unsigned)(st.st_mode & 07777));
+		vr_seterr(
+		    err, errlen,
+		    "registry directory %s is readable or writable by other users (mode %04o, "
+		    "not 0700): refusing",
+		    dir, (unsigned)(st.st_mode & 07777));
 		return -EPERM;
 	}
 	return dfd;
@@ -86,7 +89,8 @@ int vr_group_name_ok(const char *g)
 	return 1;
 }
 
-/* The header's own consistency, for a file of file_size bytes. */
+/* The header's own consistency (a door's or a segment's), for a door file of
+ * file_size bytes (a segment: its header's size). */
 static int header_check(const struct vr_region_hdr *h, uint64_t file_size, const char **why)
 {
 	if (file_size < sizeof(*h)) {
@@ -104,10 +108,6 @@ static int header_check(const struct vr_region_hdr *h, uint64_t file_size, const
 	if (h->hdr_size != VR_REGION_HDR_SIZE || h->slot_size != sizeof(struct vr_slot) ||
 	    h->slot_count != VR_REGION_SLOTS || h->total_size != VR_REGION_SIZE) {
 		*why = "corrupt (sizes in the header do not match this version)";
-		return -EBADMSG;
-	}
-	if (file_size < h->total_size) {
-		*why = "truncated";
 		return -EBADMSG;
 	}
 	if (h->ndev > VR_MAX_DEVICES || h->slots_hw > h->slot_count) {
@@ -220,9 +220,10 @@ static void init_header(struct vr_region_hdr *h, const struct vr_join_opts *o)
 }
 
 /*
- * Creates the region under a temporary name and links it into place only
- * when complete. Returns an fd, -EEXIST if another process published the
- * region first, or another negative errno.
+ * Creates the door under a temporary name and links it into place only
+ * when complete (its segment comes later, vr_segment_create). Returns an
+ * fd, -EEXIST if another process published the door first, or another
+ * negative errno.
  */
 int vr_region_create(int dfd, const char *dir, const char *name, const struct vr_join_opts *o,
                      char *err, size_t errlen)
@@ -238,32 +239,22 @@ int vr_region_create(int dfd, const char *dir, const char *name, const struct vr
 		vr_seterr(err, errlen, "cannot create region in %s: %s", dir, strerror(e));
 		return -e;
 	}
+	static struct vr_region_hdr zero;
+	struct vr_region_hdr door = zero;
+	init_header(&door, o);
+	door.shm_id = -1;
+	door.magic = VR_REGION_MAGIC;
 	int rc = 0;
-	void *map = MAP_FAILED;
-	if (fchmod(fd, 0600) < 0 || ftruncate(fd, (off_t)VR_REGION_SIZE) < 0) {
+	if (fchmod(fd, 0600) < 0)
 		rc = -errno;
-		goto fail;
+	else if (pwrite(fd, &door, sizeof(door), 0) != (ssize_t)sizeof(door))
+		rc = errno ? -errno : -EIO;
+	if (rc < 0) {
+		vr_seterr(err, errlen, "cannot create region %s/%s: %s", dir, name, strerror(-rc));
+		unlinkat(dfd, tmp, 0);
+		close(fd);
+		return rc;
 	}
-	map = mmap(NULL, VR_REGION_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED) {
-		rc = -errno;
-		goto fail;
-	}
-	struct vr_region_hdr *h = map;
-	init_header(h, o);
-	pthread_mutexattr_t a;
-	pthread_mutexattr_init(&a);
-	pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-	int e = pthread_mutex_init(&h->lock.mutex, &a);
-	pthread_mutexattr_destroy(&a);
-	if (e != 0) {
-		rc = -e;
-		goto fail;
-	}
-	atomic_store_explicit((_Atomic uint64_t *)&h->magic, VR_REGION_MAGIC, memory_order_release);
-	munmap(map, VR_REGION_SIZE);
-	map = MAP_FAILED;
 	if (linkat(dfd, tmp, dfd, name, 0) < 0) {
 		rc = -errno;
 		unlinkat(dfd, tmp, 0);
@@ -275,14 +266,90 @@ int vr_region_create(int dfd, const char *dir, const char *name, const struct vr
 	}
 	unlinkat(dfd, tmp, 0);
 	return fd;
-fail:
-	vr_seterr(err, errlen, "cannot create region %s/%s: %s", dir, name, strerror(-rc));
-	if (map != MAP_FAILED)
-		munmap(map, VR_REGION_SIZE);
-	unlinkat(dfd, tmp, 0);
-	close(fd);
-	return rc;
 }
+
+/* ---- the segment */
+
+struct vr_region_hdr *vr_segment_attach(const struct vr_region_hdr *door, int rdonly)
+{
+	int id = door->shm_id;
+	struct shmid_ds ds;
+	if (id < 0 || shmctl(id, IPC_STAT, &ds) < 0)
+		return NULL;
+	if ((ds.shm_perm.uid != geteuid() && !(rdonly && geteuid() == 0)) ||
+	    (ds.shm_perm.mode & 077) || ds.shm_segsz != VR_REGION_SIZE)
+		return NULL;
+	void *p = shmat(id, NULL, rdonly ? SHM_RDONLY : 0);
+	if (p == (void *)-1)
+		return NULL;
+	struct vr_region_hdr *h = p;
+	const char *why;
+	if (header_check(h, VR_REGION_HDR_SIZE, &why) != 0 || h->shm_key != door->shm_key ||
+	    memcmp(h->group, door->group, sizeof(h->group)) != 0) {
+		shmdt(p);
+		return NULL;
+	}
+	return h;
+}
+
+void vr_segment_detach(struct vr_region_hdr *h)
+{
+	if (h)
+		shmdt(h);
+}
+
+int vr_segment_create(int fd, const struct vr_join_opts *o, struct vr_region_hdr **out)
+{
+	int id = shmget(IPC_PRIVATE, VR_REGION_SIZE, IPC_CREAT | IPC_EXCL | 0600);
+	if (id < 0)
+		return -errno;
+	void *p = shmat(id, NULL, 0);
+	/* Marked for removal at once: it lives while attached, and goes with
+	 * its last member (Linux lets members attach it by id meanwhile). */
+	int e = p == (void *)-1 ? errno : 0;
+	shmctl(id, IPC_RMID, NULL);
+	if (e)
+		return -e;
+	struct vr_region_hdr *h = p;
+	init_header(h, o);
+	uint64_t key = 0;
+	int rfd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	if (rfd < 0 || read(rfd, &key, sizeof(key)) != (ssize_t)sizeof(key))
+		key = vr_now_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)p;
+	if (rfd >= 0)
+		close(rfd);
+	h->shm_key = key;
+	h->shm_id = id;
+	atomic_store_explicit((_Atomic uint64_t *)&h->magic, VR_REGION_MAGIC, memory_order_release);
+	/* The door names it: key and id are next to each other, one write. */
+	unsigned char ids[offsetof(struct vr_region_hdr, pad1a) -
+	                  offsetof(struct vr_region_hdr, shm_key)];
+	memcpy(ids, (unsigned char *)h + offsetof(struct vr_region_hdr, shm_key), sizeof(ids));
+	if (pwrite(fd, ids, sizeof(ids), offsetof(struct vr_region_hdr, shm_key)) !=
+	    (ssize_t)sizeof(ids)) {
+		e = errno ? errno : EIO;
+		shmdt(p);
+		return -e;
+	}
+	*out = h;
+	return 0;
+}
+
+int vr_door_lock(int fd, int lock)
+{
+	struct flock fl = {.l_type = lock ? F_WRLCK : F_UNLCK, .l_whence = SEEK_SET, .l_len = 1};
+	uint64_t t0 = vr_now_ns();
+	while (fcntl(fd, F_OFD_SETLK, &fl) < 0) {
+		if (!lock || (errno != EAGAIN && errno != EACCES))
+			return -errno;
+		if (vr_now_ns() - t0 > vr_lock_bound_ns)
+			return -ETIMEDOUT;
+		struct timespec ts = {.tv_nsec = 200000};
+		nanosleep(&ts, NULL);
+	}
+	return 0;
+}
+
 int vr_group_remove(const char *dir, const char *group)
 {
 	char dirbuf[PATH_MAX];

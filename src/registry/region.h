@@ -1,16 +1,26 @@
 /*
- * region.h - the on-disk (in-memory) layout of one group's region file.
+ * region.h - the layout of one group's books.
  *
- * One file per group, <dir>/<group>.vrg, mapped MAP_SHARED by every member
- * and read-only by monitors. Fixed width: a 4 KiB header (identity, the
- * robust process-shared mutex, the seqlock counter, the per-device books)
- * followed by VR_REGION_SLOTS slots, one per member process.
+ * Two pieces per group:
+ *   the door, <dir>/<group>.vrg: a 4 KiB file holding the header's identity
+ *     (magic, version, group, spec) and the id and key of the segment below.
+ *     Members hold their liveness locks on its bytes (slot offsets, past its
+ *     end). It is only ever read and written with pread/pwrite, never mapped.
+ *   the segment: a System V shared memory segment of VR_REGION_SIZE bytes, a
+ *     4 KiB header (identity, the lock word, the seqlock counter, the
+ *     per-device books) followed by VR_REGION_SLOTS slots, one per member
+ *     process. Members attach it read-write, monitors read-only. A segment
+ *     cannot shrink, so no process can make another's access fault (a
+ *     mapped file can be truncated under its mappers: SIGBUS); it is marked
+ *     for removal at creation and goes with its last member.
  *
- * Invariant, true whenever the mutex is free: for every device d,
+ * Invariant, true whenever the lock is free: for every device d,
  *   hdr->dev[d].in_use == sum of slot[i].dev[d].in_use over USED slots,
- * dead-but-unreclaimed slots included. A writer that dies holding the mutex
- * may break it; the next locker sees EOWNERDEAD and recomputes the totals
- * from the slots (region_recover).
+ * dead-but-unreclaimed slots included, and hdr->dev[d].check == ~in_use.
+ * A writer that dies holding the lock may break the first; the next locker
+ * finds the holder dead and recomputes the totals from the slots
+ * (region_recover). Anything else that breaks them is damage
+ * (docs/architecture.md, "Failure model").
  *
  * Any change here changes VR_REGION_VERSION and the pinned numbers in
  * tests/registry/test_layout.c.
@@ -18,14 +28,13 @@
 #ifndef VRAMCTL_REGISTRY_REGION_H
 #define VRAMCTL_REGISTRY_REGION_H
 
-#include <pthread.h>
 #include <stdint.h>
 
 #include "registry/registry.h"
 #include "vramctl/registry.h"
 
 #define VR_REGION_MAGIC    0x3147524c54434d56ULL /* "VMCTLRG1" read little-endian */
-#define VR_REGION_VERSION  1u
+#define VR_REGION_VERSION  2u
 #define VR_REGION_SLOTS    1024u
 #define VR_REGION_HDR_SIZE 4096u
 #define VR_GROUP_MAX       64  /* group name length, without the NUL */
@@ -40,7 +49,7 @@ struct vr_region_dev {
 	uint64_t cap;    /* UINT64_MAX: uncapped */
 	uint64_t in_use; /* sum of the USED slots' in_use */
 	uint64_t peak;
-	uint64_t reserved;
+	uint64_t check; /* ~in_use: a write of in_use alone is damage */
 };
 
 struct vr_region_hdr {
@@ -61,11 +70,14 @@ struct vr_region_hdr {
 	char group[72]; /* NUL-terminated */
 	char limit_spec[VR_SPEC_MAX];
 	union {
-		pthread_mutex_t mutex; /* robust, process-shared */
+		uint32_t word; /* 0 free, else the holder (lock.c) */
 		unsigned char bytes[64];
 	} lock;
-	uint64_t epoch; /* incremented at each reset */
-	uint64_t pad1[5];
+	uint64_t epoch;   /* incremented at each reset */
+	uint64_t shm_key; /* random; the door and its segment carry the same */
+	int32_t shm_id;   /* in the door: the segment's System V id */
+	uint32_t pad1a;
+	uint64_t pad1[3];
 	struct vr_region_dev dev[VR_MAX_DEVICES];
 	unsigned char
 	    pad2[VR_REGION_HDR_SIZE - 384 - VR_MAX_DEVICES * sizeof(struct vr_region_dev)];
@@ -89,6 +101,7 @@ struct vr_slot {
 
 #define VR_REGION_SIZE                                                                             \
 	((uint64_t)VR_REGION_HDR_SIZE + (uint64_t)VR_REGION_SLOTS * sizeof(struct vr_slot))
+#define VR_DOOR_SIZE VR_REGION_HDR_SIZE
 
 static inline struct vr_slot *vr_region_slot(struct vr_region_hdr *h, uint32_t i)
 {

@@ -28,6 +28,9 @@ struct vr_join_opts {
 	const char *limit_spec; /* the cap spec this process was given, as text */
 	int growth;             /* --growth was asked for (recorded for display) */
 	int fresh;              /* a new run: a group with a live member is refused (-EEXIST) */
+	/* Called once, with one line, when this member finds the books damaged
+	 * and starts keeping its own (see vr_reserve). NULL: nobody is told. */
+	void (*notice)(const char *line);
 };
 
 /*
@@ -45,7 +48,9 @@ struct vr_join_opts {
  * (symlink), -EINVAL (not a regular file, bad group name), -EBADMSG
  * (truncated, garbage, corrupt), -EPROTONOSUPPORT (other region version),
  * -EPERM (another user's file or directory, or one open to others),
- * -EUSERS (1,024 members already). Never exits, aborts or prints.
+ * -EUSERS (1,024 members already), -EBADMSG also when the books of a group
+ * with live members are damaged (a new member does not join them, and never
+ * starts them afresh). Never exits, aborts or prints.
  */
 int vr_join(const struct vr_join_opts *opts, vr_member **out, int *spec_differs, char *err,
             size_t errlen);
@@ -77,12 +82,22 @@ int vr_device(vr_member *m, const unsigned char uuid[VR_UUID_LEN], uint64_t cap_
  * Returns 0, or -ENOSPC if the group's in-use plus bytes would pass the cap;
  * then *in_use (when not NULL) gets the group's in-use at the time of the
  * refusal, and the denial is counted in this process's slot. Dead members'
- * memory is reclaimed before a request is denied. Other errors (nothing
- * reserved): -EINVAL (bad member or device), -ESTALE (this member's slot
- * was reclaimed: its liveness lock was lost, e.g. its fd closed by the
- * program), or the lock's own error.
+ * memory is reclaimed before a request is denied. -EINVAL: bad member or
+ * device (nothing reserved).
+ *
+ * Every call checks the books against what this member joined under (the
+ * caps, its own holdings, the totals' check words; all slots now and then).
+ * When they contradict it, when the lock stays held by a live member past
+ * its bound, or when this member's slot was taken from it, the member is
+ * detached: it says so once through opts->notice and from then on keeps its
+ * own books, under the caps it joined with, for itself alone
+ * (docs/architecture.md, "Failure model"). The group is never reset under
+ * live members.
  */
 int vr_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use);
+
+/* NULL while the member uses the group's books; after damage, why not. */
+const char *vr_damaged(const vr_member *m);
 
 /* Returns bytes reserved earlier (a driver failure, or a free). */
 void vr_release(vr_member *m, int dev, uint64_t bytes);

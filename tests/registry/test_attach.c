@@ -84,10 +84,10 @@ int main(void)
 		ASSERT(WIFEXITED(st));
 		ASSERT_EQ(WEXITSTATUS(st), 0);
 	}
+	/* The books went with the last member: nothing is listed. */
 	ASSERT_EQ(vramctl_snapshot_take(dir, &s), 0);
-	ASSERT_EQ(s->groups[0].nmembers, 0);
+	ASSERT_EQ(s->ngroups, 0);
 	ASSERT_EQ(s->nprocs, 0);
-	ASSERT_UEQ(s->groups[0].dev[0].books_in_use, 0);
 	vramctl_snapshot_free(s);
 	printf("ok: %d members attached, all slots distinct\n", N);
 	return 0;
