@@ -91,6 +91,7 @@ static int opt_growth(int val VR_UNUSED, const char *arg VR_UNUSED, int remote V
 
 VR_EXPORT int slurm_spank_init(spank_t sp, int ac, char **av);
 VR_EXPORT int slurm_spank_init_post_opt(spank_t sp, int ac, char **av);
+VR_EXPORT int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av);
 VR_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char **av);
 VR_EXPORT int slurm_spank_job_epilog(spank_t sp, int ac, char **av);
 VR_EXPORT int slurm_spank_exit(spank_t sp, int ac, char **av);
@@ -249,6 +250,33 @@ static int undo_contract(spank_t sp)
 	if (next[0])
 		return set_env(sp, "LD_PRELOAD", next);
 	spank_unsetenv(sp, "LD_PRELOAD");
+	return 0;
+}
+
+/*
+ * Per task, as root, before privileges are dropped: the job's registry
+ * directory is made the user's own (0700), whatever another local user put
+ * at that path first (/tmp/vramctl-<uid> can be created by anyone): no one
+ * else can deny the job its books or split them.
+ */
+int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
+{
+	struct vr_slurm_decision d;
+	char group[128], dir[VR_SLURM_TEXT_MAX], err[512];
+	uid_t uid;
+	gid_t gid;
+
+	if (load_conf(ac, av))
+		return -1;
+	vr_slurm_decide(&conf, user_value, is_gpu_step(sp), shards_on_node(sp), &d);
+	if (d.optout || !d.capped || geteuid() != 0)
+		return 0;
+	if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS ||
+	    names_for(sp, uid, group, sizeof(group), dir, sizeof(dir)))
+		return 0; /* task_init says it */
+	if (vr_prepare_user_dir(dir, uid, gid, err, sizeof(err)) < 0)
+		slurm_error("vramctl: %s", err);
 	return 0;
 }
 

@@ -136,7 +136,7 @@ static const char *check_locked(vr_member *m, int dev)
 	const struct vr_slot *s = m->slot;
 	struct vr_priv_dev *p = &m->priv[dev];
 	if (s->state != VR_SLOT_USED || s->incarnation != m->incarnation)
-		return "this process's slot was taken from it";
+		return "this process's slot was overwritten or taken from it";
 	if ((uint32_t)dev >= h->ndev)
 		return p->known ? "the group's device count went down" : not_a_device;
 	const struct vr_region_dev *g = &h->dev[dev];

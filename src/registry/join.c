@@ -154,11 +154,10 @@ static int attach_segment(vr_member *m, const struct vr_join_opts *opts, const c
 	if (!m->hdr) {
 		if (vr_others_alive(m->fd, VR_REGION_SLOTS)) {
 			vr_door_lock(m->fd, 0);
-			vr_seterr(
-			    err, errlen,
-			    "region %s/%s: the group has live members but their books cannot be "
-			    "reached (another IPC namespace, or the file was overwritten)",
-			    dir, name);
+			vr_seterr(err, errlen,
+			          "region %s/%s: the group has live members but their books cannot "
+			          "be read (gone, in another IPC namespace, or overwritten)",
+			          dir, name);
 			return -EBADMSG;
 		}
 		rc = vr_segment_create(m->fd, opts, &m->hdr);
@@ -272,7 +271,8 @@ static int enter_group(vr_member *m, const struct vr_join_opts *opts, const stru
 	} else if (live_other) {
 		/* Our slot's previous owner is gone (we hold its byte). */
 		bad = vr_audit_locked(m);
-		if (!bad && m->slot->state == VR_SLOT_USED && vr_slot_reclaim_locked(h, m->slot) != 0)
+		if (!bad && m->slot->state == VR_SLOT_USED &&
+		    vr_slot_reclaim_locked(h, m->slot) != 0)
 			bad = "a dead member's slot holds more than the group's total";
 		if (bad) {
 			rc = -EBADMSG;

@@ -434,7 +434,7 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 			return 0;
 		return add_error(snap,
 		                 "%s/%s: the group has live members but their books cannot be "
-		                 "reached (another IPC namespace, or the file was overwritten)",
+		                 "read (gone, in another IPC namespace, or overwritten)",
 		                 dir, name);
 	}
 	uint32_t lockword = 0;

@@ -322,8 +322,8 @@ int vr_segment_create(int fd, const struct vr_join_opts *o, struct vr_region_hdr
 	h->shm_id = id;
 	atomic_store_explicit((_Atomic uint64_t *)&h->magic, VR_REGION_MAGIC, memory_order_release);
 	/* The door names it: key and id are next to each other, one write. */
-	unsigned char ids[offsetof(struct vr_region_hdr, pad1a) -
-	                  offsetof(struct vr_region_hdr, shm_key)];
+	unsigned char
+	    ids[offsetof(struct vr_region_hdr, pad1a) - offsetof(struct vr_region_hdr, shm_key)];
 	memcpy(ids, (unsigned char *)h + offsetof(struct vr_region_hdr, shm_key), sizeof(ids));
 	if (pwrite(fd, ids, sizeof(ids), offsetof(struct vr_region_hdr, shm_key)) !=
 	    (ssize_t)sizeof(ids)) {
@@ -368,6 +368,30 @@ int vr_group_remove(const char *dir, const char *group)
 	return rc;
 }
 
+/* 1 if path exists and is not a directory of ours (another user's squat). */
+static int taken_by_another(const char *path)
+{
+	struct stat st;
+	if (lstat(path, &st) != 0)
+		return 0;
+	return !S_ISDIR(st.st_mode) || st.st_uid != geteuid();
+}
+
+/* $HOME/.vramctl-run-<host>: where the books go when /tmp/vramctl-<uid> is
+ * another user's. 0 when there is no usable home. */
+static int home_dir(char *buf, size_t len)
+{
+	const char *home = getenv("HOME");
+	char host[64];
+	struct stat st;
+	if (!home || home[0] != '/' || stat(home, &st) != 0 || !S_ISDIR(st.st_mode) ||
+	    st.st_uid != geteuid() || gethostname(host, sizeof(host)) != 0)
+		return 0;
+	host[sizeof(host) - 1] = '\0';
+	int n = snprintf(buf, len, "%s/.vramctl-run-%s", home, host);
+	return n > 0 && (size_t)n < len;
+}
+
 int vr_default_dir(char *buf, size_t len)
 {
 	const char *e = getenv("VRAMCTL_REGISTRY_DIR");
@@ -379,13 +403,79 @@ int vr_default_dir(char *buf, size_t len)
 	} else if ((e = getenv("XDG_RUNTIME_DIR")) && e[0] == '/') {
 		n = snprintf(buf, len, "%s/vramctl", e);
 	} else {
-		n = snprintf(buf, len, "/tmp/vramctl-%u", (unsigned)geteuid());
+		/* /tmp/vramctl-<uid>, unless another user took that name first:
+		 * then, and from then on (so that the user's processes never
+		 * split between two places), a directory in the home. */
+		char home[PATH_MAX];
+		struct stat st;
+		if (home_dir(home, sizeof(home)) && lstat(home, &st) == 0 && S_ISDIR(st.st_mode) &&
+		    st.st_uid == geteuid())
+			n = snprintf(buf, len, "%s", home);
+		else if (((n = snprintf(buf, len, "/tmp/vramctl-%u", (unsigned)geteuid())) < 0 ||
+		          (size_t)n >= len || taken_by_another(buf)) &&
+		         home_dir(home, sizeof(home)))
+			n = snprintf(buf, len, "%s", home);
 	}
 	if (n < 0 || (size_t)n >= len) {
 		buf[0] = '\0';
 		return -ENAMETOOLONG;
 	}
 	return 0;
+}
+
+int vr_prepare_user_dir(const char *dir, uid_t uid, gid_t gid, char *err, size_t errlen)
+{
+	char parent[PATH_MAX];
+	const char *slash = strrchr(dir, '/');
+	if (!slash || slash == dir + strlen(dir) - 1 || (size_t)(slash - dir) >= sizeof(parent)) {
+		vr_seterr(err, errlen, "%s: not an absolute path to a directory", dir);
+		return -EINVAL;
+	}
+	memcpy(parent, dir, (size_t)(slash - dir));
+	parent[slash - dir] = '\0';
+	const char *base = slash + 1;
+	int pfd = open(parent[0] ? parent : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0) {
+		int e = errno;
+		vr_seterr(err, errlen, "cannot open %s: %s", parent, strerror(e));
+		return -e;
+	}
+	int rc = 0, fd = -1;
+	for (int attempt = 0; attempt < 8 && fd < 0; attempt++) {
+		struct stat st;
+		if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    (!S_ISDIR(st.st_mode) || st.st_uid != uid)) {
+			/* Someone else's (a squat): moved aside, kept for a look. */
+			char aside[NAME_MAX + 1];
+			snprintf(aside, sizeof(aside), ".%.200s.taken-by-uid-%u.%ld", base,
+			         (unsigned)st.st_uid, (long)time(NULL));
+			if (renameat(pfd, base, pfd, aside) != 0 && errno != ENOENT) {
+				rc = -errno;
+				break;
+			}
+		}
+		if (mkdirat(pfd, base, 0700) != 0 && errno != EEXIST) {
+			rc = -errno;
+			break;
+		}
+		fd = openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0 &&
+		    (fstat(fd, &st) != 0 || (st.st_uid != uid && st.st_uid != geteuid()))) {
+			close(fd); /* replaced meanwhile: look again */
+			fd = -1;
+		}
+	}
+	if (fd >= 0 && (fchown(fd, uid, gid) != 0 || fchmod(fd, 0700) != 0))
+		rc = -errno;
+	else if (fd < 0 && rc == 0)
+		rc = -EAGAIN;
+	if (rc < 0)
+		vr_seterr(err, errlen, "cannot prepare %s for uid %u: %s", dir, (unsigned)uid,
+		          strerror(-rc));
+	if (fd >= 0)
+		close(fd);
+	close(pfd);
+	return rc;
 }
 
 int vr_dir_or_default(const char **dir, char *buf, size_t len)

@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define VR_MAX_DEVICES 64
 #define VR_UUID_LEN    16
@@ -141,9 +142,17 @@ uint64_t vr_max_lock_wait_ns(const vr_member *m);
 /* This member's slot index in the region, or -1 for NULL. */
 int vr_slot_index(const vr_member *m);
 
-/* The registry directory used when none is given: $VRAMCTL_REGISTRY_DIR, else
- * $XDG_RUNTIME_DIR/vramctl, else /tmp/vramctl-<uid>. Writes into buf. */
+/* The registry directory used when none is given: $VRAMCTL_REGISTRY_DIR,
+ * else $XDG_RUNTIME_DIR/vramctl, else /tmp/vramctl-<uid> unless another
+ * user has taken that path (then, and from then on, $HOME/.vramctl-run-<host>).
+ * Writes into buf. */
 int vr_default_dir(char *buf, size_t len);
+
+/* For launchers that run as root (the Slurm plugin): makes dir a directory
+ * owned by uid:gid with mode 0700, moving aside whatever another user put
+ * at that path. Its parent must exist. Returns 0 or a negative errno (with
+ * a line in err). */
+int vr_prepare_user_dir(const char *dir, uid_t uid, gid_t gid, char *err, size_t errlen);
 
 /* Resolves a caller's registry directory: a NULL or empty *dir becomes
  * vr_default_dir() written into buf, with *dir pointed at buf. Returns 0, or

@@ -237,6 +237,12 @@ run srun "$G"
 [ "$RC" = 0 ] || fail "the node did not recover from a bad plugin argument: $OUT"
 
 # --- the same as a user ----------------------------------------------------
+# Another local user took the user's registry path first (anyone can make a
+# name in a sticky directory like /tmp): the plugin, as root, moves it
+# aside and makes the directory the user's own, so the job's tasks still
+# share one cap (they would each get their own books otherwise).
+mkdir -m 0755 "$VS/reg/$TEST_UID"
+chown nobody "$VS/reg/$TEST_UID"
 mkdir "$VS/barrier2" "$VS/user-out"
 chown "$TEST_USER" "$VS/barrier2" "$VS/user-out"
 AS_USER=1 run srun --gpu-mem=1G "$G"
@@ -249,7 +255,9 @@ denied=$(printf '%s\n' "$OUT" | grep -c 'alloc=denied')
 [ "$ok" = 1 ] && [ "$denied" = 1 ] || fail "as $TEST_USER, srun -n2: $OUT"
 g2=$(field VRAMCTL_GROUP)
 printf '%s\n' "$OUT" | grep -qx "$g2.vrg" || fail "as $TEST_USER: no region in $VS/reg/$TEST_UID"
-[ "$(stat -c %u "$VS/reg/$TEST_UID")" = "$TEST_UID" ] || fail "registry dir not the user's"
+[ "$(stat -c %u:%a "$VS/reg/$TEST_UID")" = "$TEST_UID:700" ] ||
+	fail "registry dir not the user's own: $(stat -c %u:%a "$VS/reg/$TEST_UID")"
+ls -a "$VS/reg" | grep -q "^\.$TEST_UID\.taken-by-uid-65534\." || fail "the squat was not moved aside"
 expect_books_gone "$(echo "$g2" | cut -d- -f2)" "$TEST_UID"
 AS_USER=1 run sbatch --wait --gpu-mem=1G -o "$VS/user-out/batch.out" --wrap "srun $G"
 OUT=$(cat "$VS/user-out/batch.out")
