@@ -4,3 +4,9 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(O)/tests/unit/%,$(wildcard tests/unit/
 $(O)/tests/unit/%: $(O)/tests/unit/%.o $(COMMON_LIB)
 	$(CC) $(BASE_LDFLAGS) -o $@ $^
 TESTS += $(UNIT_TESTS)
+
+# A helper of the shell tests (not a test): writes into a live group's books.
+$(O)/tests/cli/regpoke: $(O)/tests/cli/regpoke.o $(REGISTRY_LIB) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_LDFLAGS) -o $@ $^
+ALL_TARGETS += $(O)/tests/cli/regpoke
