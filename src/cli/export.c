@@ -2,6 +2,13 @@
  * export.c - `vramctl export`: the Prometheus formatter's output served at
  * /metrics by libmicrohttpd (one internal polling thread, so scrapes are
  * served one after another and share one NVML handle). Loopback by default.
+ *
+ * Idle and slow clients never starve scrapes: there is room for hundreds of
+ * connections (poll or epoll, not select's 1,024 descriptors), an idle one
+ * is dropped after IDLE_S seconds, and one that has not finished sending a
+ * request REQUEST_S seconds after it connected or was last answered (one
+ * byte now and then resets libmicrohttpd's idle timer: slow-loris) is shut
+ * down by the main thread's watchdog.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -12,7 +19,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
 #include "monitor/collect.h"
@@ -27,9 +38,101 @@ typedef int mhd_result;
 typedef enum MHD_Result mhd_result;
 #endif
 
+#define IDLE_S      5u
+#define REQUEST_S   5
+#define MAX_CONNS   512u
+#define WATCH_EVERY 250000000L /* ns */
+
+/* A connection the watchdog keeps an eye on (its socket context). */
+struct conn {
+	struct conn *next, **prev;
+	int fd;
+	time_t since; /* connected, or last answered */
+};
+
 struct exporter {
 	struct mon_sources src;
+	pthread_mutex_t lock; /* the list; held by notify() while a socket closes */
+	struct conn *conns;
 };
+
+static time_t now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
+
+/* libmicrohttpd calls this as a connection opens and just before its socket
+ * is closed, so the watchdog never touches a closed (or reused) descriptor. */
+static void notify(void *cls, struct MHD_Connection *c, void **socket_context,
+                   enum MHD_ConnectionNotificationCode code)
+{
+	struct exporter *x = cls;
+	struct conn *k = *socket_context;
+	pthread_mutex_lock(&x->lock);
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci =
+		    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		k = ci ? calloc(1, sizeof(*k)) : NULL;
+		if (k) {
+			k->fd = ci->connect_fd;
+			k->since = now_s();
+			k->next = x->conns;
+			k->prev = &x->conns;
+			if (x->conns)
+				x->conns->prev = &k->next;
+			x->conns = k;
+		}
+		*socket_context = k;
+	} else if (k) {
+		*k->prev = k->next;
+		if (k->next)
+			k->next->prev = k->prev;
+		free(k);
+		*socket_context = NULL;
+	}
+	pthread_mutex_unlock(&x->lock);
+}
+
+/* Shuts down connections that took too long to send a request; libmicrohttpd
+ * then sees them end and closes them. */
+static void watchdog(struct exporter *x)
+{
+	time_t t = now_s();
+	pthread_mutex_lock(&x->lock);
+	for (struct conn *k = x->conns; k; k = k->next)
+		if (t - k->since > REQUEST_S)
+			shutdown(k->fd, SHUT_RDWR);
+	pthread_mutex_unlock(&x->lock);
+}
+
+/* A request arrived whole: the connection's clock starts again. */
+static void answered(struct exporter *x, struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	pthread_mutex_lock(&x->lock);
+	if (ci && ci->socket_context)
+		((struct conn *)ci->socket_context)->since = now_s();
+	pthread_mutex_unlock(&x->lock);
+}
+
+/* Room for MAX_CONNS connections if the descriptor limit allows it. */
+static unsigned conn_limit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return 64;
+	if (rl.rlim_cur < MAX_CONNS + 64 && rl.rlim_max > rl.rlim_cur) {
+		rl.rlim_cur = rl.rlim_max < MAX_CONNS + 64 ? rl.rlim_max : MAX_CONNS + 64;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur < 128)
+		return 32;
+	return rl.rlim_cur - 64 < MAX_CONNS ? (unsigned)(rl.rlim_cur - 64) : MAX_CONNS;
+}
 
 static void export_usage(FILE *f)
 {
@@ -66,6 +169,7 @@ static mhd_result handle(void *cls, struct MHD_Connection *c, const char *url, c
 	(void)upload_size;
 	(void)state;
 	static char not_found[] = "not found: vramctl serves /metrics\n";
+	answered(x, c);
 	static char bad_method[] = "method not allowed\n";
 	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
 		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8",
@@ -188,17 +292,18 @@ int cmd_export(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, &old);
 
 	char nverr[256] = "";
-	struct exporter x = {0};
+	struct exporter x = {.lock = PTHREAD_MUTEX_INITIALIZER};
 	mon_nvml_open(NULL, &x.src.nvml, nverr, sizeof(nverr));
 	x.src.nvml_error = nverr;
 	x.src.registry_dir = registry;
 
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	struct MHD_Daemon *d = MHD_start_daemon(
 	    flags, 0, NULL, NULL, handle, &x, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-	    MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_END);
+	    MHD_OPTION_CONNECTION_TIMEOUT, IDLE_S, MHD_OPTION_CONNECTION_LIMIT, conn_limit(),
+	    MHD_OPTION_NOTIFY_CONNECTION, notify, &x, MHD_OPTION_END);
 	if (!d) {
 		fprintf(stderr, "vramctl: export: cannot listen on %s: %s\n", listen,
 		        strerror(errno ? errno : EADDRINUSE));
@@ -224,7 +329,13 @@ int cmd_export(int argc, char **argv)
 	fflush(stdout);
 
 	int sig = 0;
-	sigwait(&set, &sig);
+	for (;;) {
+		struct timespec tick = {.tv_nsec = WATCH_EVERY};
+		sig = sigtimedwait(&set, NULL, &tick);
+		if (sig == SIGINT || sig == SIGTERM)
+			break;
+		watchdog(&x);
+	}
 	MHD_stop_daemon(d);
 	mon_nvml_close(x.src.nvml);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# export_starve - `vramctl export` keeps answering scrapes while 200 idle
+# clients and 80 slow-loris clients (one header byte now and then) are
+# connected on loopback, and closes them itself (before: 64 connection
+# slots, all held, and no scrape answered until they left). Bounded: every
+# scrape under curl -m, every wait a fixed number of rounds; the exporter is
+# stopped at the end.
+. "$VR_SRC/tests/monitor/lib.bash"
+command -v curl >/dev/null || skip "curl not installed"
+ulimit -n 4096 2>/dev/null || ulimit -n 1024
+trap "" PIPE # a write to a client the exporter closed fails, it does not kill us
+
+mkfifo "$TMPDIR/exp.out"
+(
+	exec "$V" export --listen 127.0.0.1:0 >"$TMPDIR/exp.out" 2>"$TMPDIR/exp.err"
+) &
+xpid=$!
+trap 'kill -TERM $xpid 2>/dev/null' EXIT
+exec {xr}<"$TMPDIR/exp.out"
+read -r -t 20 -u "$xr" line || {
+	fail "export printed nothing: $(cat "$TMPDIR/exp.err")"
+	finish
+}
+port=${line##*:}
+port=${port%%/*}
+scrape() { curl -s -m 10 -o "$TMPDIR/scrape" -w '%{http_code}' "http://127.0.0.1:$port/metrics"; }
+
+# 200 idle clients: connected, never sending a byte.
+idle=()
+for i in $(seq 200); do
+	exec {f}<>"/dev/tcp/127.0.0.1/$port" || { fail "idle client $i could not connect"; break; }
+	idle+=("$f")
+done
+# 80 slow-loris clients: a request line, then one header byte per second.
+loris=()
+for i in $(seq 80); do
+	exec {f}<>"/dev/tcp/127.0.0.1/$port" || { fail "slow client $i could not connect"; break; }
+	printf 'GET /metrics HTTP/1.1\r\nX' >&"$f"
+	loris+=("$f")
+done
+ok=0
+for round in $(seq 12); do
+	for f in "${loris[@]}"; do printf 'x' >&"$f" 2>/dev/null; done
+	[ "$(scrape)" = 200 ] && ok=$((ok + 1))
+	sleep 1
+done
+[ "$ok" = 12 ] || fail "only $ok of 12 scrapes answered with 200 while clients held connections"
+grep -q '^vramctl_build_info' "$TMPDIR/scrape" || fail "the last scrape has no metrics"
+
+# By now (12 s, past the exporter's 5 s limits) it has closed them all: a
+# read sees the end of the stream (bounded: up to 20 more rounds).
+open=0
+for f in "${idle[@]}" "${loris[@]}"; do
+	for try in $(seq 20); do
+		read -r -t 1 -u "$f" _
+		rc=$?
+		[ $rc -le 128 ] && break # end of stream (or a reply), not a timeout
+	done
+	[ $rc -gt 128 ] && open=$((open + 1))
+	exec {f}<&-
+done
+[ "$open" = 0 ] || fail "$open client connections were never closed by the exporter"
+
+kill -TERM "$xpid"
+wait "$xpid"
+rc=$?
+trap - EXIT
+[ $rc = 0 ] || fail "export exited $rc on SIGTERM"
+finish
