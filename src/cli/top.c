@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "cli/commands.h"
+#include "common/text.h"
 #include "monitor/collect.h"
 #include "monitor/format.h"
 #include "registry/registry.h"
@@ -251,11 +252,14 @@ static int cmp_proc(const void *a, const void *b)
 
 enum { PAIR_OK = 1, PAIR_WARN, PAIR_BAD, PAIR_HEAD, PAIR_DIM };
 
+/* Draws text, escaped: much of it comes from other processes (command
+ * lines, from the books and from /proc). */
 static void put(int y, int x, const char *s)
 {
+	char safe[1024];
 	if (y < 0 || y >= LINES || x >= COLS)
 		return;
-	mvaddnstr(y, x, s, COLS - x);
+	mvaddnstr(y, x, vr_text_escape(safe, sizeof(safe), s), COLS - x);
 }
 
 static void ui_attr_on(struct ui *u, int pair, int extra)

@@ -13,4 +13,13 @@
  * errlen is 0, so callers may pass an optional buffer straight through. */
 void vr_seterr(char *err, size_t errlen, const char *fmt, ...) VR_PRINTF(3, 4);
 
+/*
+ * Copies text a view did not write itself (command lines, user and group
+ * names, notes) into dst (len > 0, always terminated), so that printing it
+ * cannot drive a terminal: control characters (C0, DEL, and C1 as UTF-8),
+ * and bytes that are not valid UTF-8, become \xNN. Valid printable UTF-8
+ * is kept. Returns dst.
+ */
+char *vr_text_escape(char *dst, size_t len, const char *src);
+
 #endif /* VRAMCTL_TEXT_H */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/text.h"
 #include "monitor/format.h"
 
 char *mon_human_size(uint64_t bytes, char *buf, size_t len)
@@ -73,8 +74,10 @@ static void grid_row(struct grid *g, ...)
 	va_list ap;
 	va_start(ap, g);
 	for (int c = 0; c < g->ncols; c++) {
+		/* Cells hold text from other processes (command lines): escaped. */
 		const char *s = va_arg(ap, const char *);
-		char *d = strdup(s ? s : "");
+		char safe[1024];
+		char *d = strdup(vr_text_escape(safe, sizeof(safe), s));
 		if (!d)
 			g->oom = 1;
 		g->cells[g->nrows * g->ncols + c] = d;
@@ -286,8 +289,10 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 		grid_free(&t);
 	}
 
+	char safe[MON_NOTE_LEN * 4];
 	for (int i = 0; i < m->nnotes; i++)
-		fprintf(f, "%snote: %s\n", i == 0 ? "\n" : "", m->notes[i]);
+		fprintf(f, "%snote: %s\n", i == 0 ? "\n" : "",
+		        vr_text_escape(safe, sizeof(safe), m->notes[i]));
 	return ferror(f) ? -EIO : 0;
 }
 
