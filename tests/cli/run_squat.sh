@@ -33,7 +33,9 @@ vuid=$(id -u "$vi")
 as_victim() {
 	(cd "$W/home" && runuser -u "$vi" -- env -i PATH="$PATH" HOME="$W/home" \
 		LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}" VRAMSIM_DEVICES=16G \
-		VRAMSIM_STATE_DIR="$W/home/sim" VRAMCTL_LIBRARY="${VRAMCTL_LIBRARY:-}" "$@")
+		VRAMSIM_STATE_DIR="$W/home/sim" VRAMCTL_LIBRARY="${VRAMCTL_LIBRARY:-}" \
+		ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" \
+		TSAN_OPTIONS="${TSAN_OPTIONS:-}" LSAN_OPTIONS="${LSAN_OPTIONS:-}" "$@")
 }
 
 runuser -u "$sq" -- mkdir -m 0777 "/tmp/vramctl-$vuid" || fail "the squatter could not squat"
