@@ -4,6 +4,8 @@
  *
  *   regpoke DIR GROUP lock WORD    the group's lock word (hex or decimal)
  *   regpoke DIR GROUP slot0        the lock id a member in slot 0 never uses
+ *   regpoke DIR GROUP cap V        device 0's cap, alone
+ *   regpoke DIR GROUP inuse V      device 0's in-use total, alone
  *
  * Exit 0, or 1 with a message.
  */
@@ -19,7 +21,7 @@
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
-		fprintf(stderr, "usage: regpoke DIR GROUP lock WORD | slot0\n");
+		fprintf(stderr, "usage: regpoke DIR GROUP lock WORD | slot0 | cap V | inuse V\n");
 		return 1;
 	}
 	char path[4096];
@@ -35,14 +37,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "regpoke: no books for %s\n", path);
 		return 1;
 	}
-	uint32_t w;
+	uint64_t v = argc == 5 ? strtoull(argv[4], NULL, 0) : 0;
 	if (!strcmp(argv[3], "lock") && argc == 5)
-		w = (uint32_t)strtoul(argv[4], NULL, 0);
-	else if (!strcmp(argv[3], "slot0"))
-		w = 1 | VR_LOCK_TOKEN_MASK; /* slot 0, a token nobody draws in practice */
+		atomic_store((_Atomic uint32_t *)&h->lock.word, (uint32_t)v);
+	else if (!strcmp(argv[3], "slot0")) /* slot 0, a token nobody draws in practice */
+		atomic_store((_Atomic uint32_t *)&h->lock.word, 1 | VR_LOCK_TOKEN_MASK);
+	else if (!strcmp(argv[3], "cap") && argc == 5)
+		atomic_store((_Atomic uint64_t *)&h->dev[0].cap, v);
+	else if (!strcmp(argv[3], "inuse") && argc == 5)
+		atomic_store((_Atomic uint64_t *)&h->dev[0].in_use, v);
 	else
 		return 1;
-	atomic_store((_Atomic uint32_t *)&h->lock.word, w);
 	vr_segment_detach(h);
 	return 0;
 }

@@ -6,6 +6,9 @@
 #   - a word naming a live member: a run of the group gives up at the
 #     bound with a clear message (exit 125), and dies of SIGTERM while it
 #     waits (it never hangs).
+# And a capped program whose group's cap is raised, or whose in-use total is
+# zeroed, while it runs: it says so once on stderr, keeps its own books, and
+# exits normally.
 # Every command runs under `timeout`, so a hang fails instead of stalling.
 . "$VR_SRC/tests/cli/common.bash"
 export VRAMSIM_DEVICES=16G
@@ -43,4 +46,28 @@ case $rc in 143 | 125) ;; *) fail "a run sent SIGTERM while waiting: exit $rc, e
 echo >release
 wait $holder
 expect_rc 0 $? "the holder"
+
+HOLDER=$VR_BUILD/tests/monitor/holder
+if has_cap && [ -x "$HOLDER" ]; then
+	for what in "cap 0xffffffffffffff" "inuse 0"; do
+		g=h${what%% *}
+		rm -f h.in h.out
+		mkfifo h.in h.out
+		VRAMCTL_LIMIT=1G VRAMCTL_GROUP=$g LD_PRELOAD="$LIB" "$HOLDER" 100 200 <h.in >h.out 2>h.err &
+		hp=$!
+		exec {hw}>h.in
+		exec {hr}<h.out
+		read -r -t 20 -u "$hr" line || fail "$g: the holder did not start"
+		case $line in "ready 2 "*) ;; *) fail "$g: holder: $line" ;; esac
+		# shellcheck disable=SC2086
+		"$POKE" "$reg" "$g" $what || fail "poke $what"
+		exec {hw}>&- # the holder frees its two blocks and exits
+		wait $hp
+		expect_rc 0 $? "$g: the holder"
+		exec {hr}<&-
+		n=$(grep -c "the group's books are damaged" h.err)
+		[ "$n" = 1 ] || fail "$g: expected the damage said once, got $n: $(cat h.err)"
+		expect_grep "this process keeps its own books under the caps it joined with" h.err "$g: the outcome"
+	done
+fi
 finish
