@@ -47,6 +47,7 @@ BASE_LDFLAGS := -pthread $(SANFLAGS) $(LDFLAGS)
 # What each module builds, named here so any module can depend on another's.
 COMMON_LIB := $(O)/libvr_common.a
 REGISTRY_LIB := $(O)/libvr_registry.a
+LAUNCH_LIB := $(O)/libvr_launch.a
 HOOK_LIB := $(O)/libvramctl.so
 VRAMCTL := $(O)/vramctl
 SIM_CUDA := $(O)/sim/libcuda.so.1

@@ -20,18 +20,20 @@ SLURM_PLUGIN_DIR ?= $(or $(shell timeout 5 scontrol show config 2>/dev/null | \
 SLURM_CONF_DIR ?= /etc/slurm
 VRAMCTL_LIBDIR ?= /usr/local/lib/vramctl
 
-$(O)/slurm/vramctl.so: $(O)/slurm/vramctl_spank.o $(SLURM_POLICY_OBJ) $(REGISTRY_LIB) \
-		$(COMMON_LIB) slurm/vramctl.map
+$(O)/slurm/vramctl.so: $(O)/slurm/vramctl_spank.o $(SLURM_POLICY_OBJ) $(LAUNCH_LIB) \
+		$(REGISTRY_LIB) $(COMMON_LIB) slurm/vramctl.map
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_LDFLAGS) -shared -Wl,--version-script=slurm/vramctl.map -o $@ \
-		$(O)/slurm/vramctl_spank.o $(SLURM_POLICY_OBJ) $(REGISTRY_LIB) $(COMMON_LIB)
+		$(O)/slurm/vramctl_spank.o $(SLURM_POLICY_OBJ) $(LAUNCH_LIB) $(REGISTRY_LIB) \
+		$(COMMON_LIB)
 
 # The test program a job runs: what one task sees of device 0.
 $(O)/tests/slurm/gpuinfo: $(O)/tests/slurm/gpuinfo.o
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_LDFLAGS) -o $@ $^ -ldl
 
-$(O)/tests/slurm/test_policy: $(O)/tests/slurm/test_policy.o $(SLURM_POLICY_OBJ) $(COMMON_LIB)
+$(O)/tests/slurm/test_policy: $(O)/tests/slurm/test_policy.o $(SLURM_POLICY_OBJ) $(LAUNCH_LIB) \
+		$(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_LDFLAGS) -o $@ $^
 

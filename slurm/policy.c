@@ -9,8 +9,10 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/contract.h"
 #include "common/size.h"
 #include "common/text.h"
+#include "launch/launch.h"
 
 static int copy_text(char *dst, size_t len, const char *src)
 {
@@ -81,7 +83,7 @@ int vr_slurm_parse_args(int argc, char *const argv[], struct vr_slurm_conf *conf
 			char probe[VR_SLURM_TEXT_MAX];
 
 			if (v[0] != '/' || copy_text(c.registry_dir, sizeof(c.registry_dir), v) ||
-			    vr_slurm_registry_dir(v, 0, probe, sizeof(probe))) {
+			    vr_dir_pattern(v, 0, probe, sizeof(probe))) {
 				vr_seterr(
 				    err, errlen,
 				    "registry_dir=%s: need an absolute path (%%u: the job's uid)",
@@ -201,114 +203,18 @@ int vr_slurm_decide(const struct vr_slurm_conf *conf, const char *user_value, in
 
 int vr_slurm_group_name(uint32_t jobid, const char *host, char *buf, size_t len)
 {
-	char name[65];
+	char name[VR_GROUP_NAME_MAX + 1];
 	int n = snprintf(name, sizeof(name), "slurm-%" PRIu32 "-", jobid);
 	size_t i;
 
 	for (i = 0; host[i] && host[i] != '.' && (size_t)n < sizeof(name) - 1; i++, n++) {
 		char c = host[i];
-		int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		         (c >= '0' && c <= '9') || c == '_' || c == '-';
-		name[n] = ok ? c : '_';
+
+		name[n] = vr_group_name_char((unsigned char)c) ? c : '_';
 	}
 	name[n] = '\0';
+	/* The registry's rule, checked rather than assumed. */
+	if (vr_group_name_check(name, NULL, 0) < 0)
+		return -EINVAL;
 	return copy_text(buf, len, name);
-}
-
-int vr_slurm_registry_dir(const char *pattern, uid_t uid, char *buf, size_t len)
-{
-	size_t o = 0;
-	const char *p;
-
-	for (p = pattern; *p; p++) {
-		char piece[24];
-		size_t n;
-
-		if (*p == '%' && p[1] == 'u') {
-			snprintf(piece, sizeof(piece), "%lu", (unsigned long)uid);
-			p++;
-		} else if (*p == '%' && p[1] == '%') {
-			strcpy(piece, "%");
-			p++;
-		} else if (*p == '%') {
-			return -EINVAL;
-		} else {
-			piece[0] = *p;
-			piece[1] = '\0';
-		}
-		n = strlen(piece);
-		if (o + n >= len)
-			return -ENAMETOOLONG;
-		memcpy(buf + o, piece, n);
-		o += n;
-	}
-	if (o >= len)
-		return -ENAMETOOLONG;
-	buf[o] = '\0';
-	return 0;
-}
-
-static int is_sep(char c)
-{
-	return c == ':' || c == ' ';
-}
-
-/* Whether lib is one of the entries of an LD_PRELOAD value. */
-static int has_entry(const char *cur, const char *lib)
-{
-	size_t ll = strlen(lib);
-	const char *p = cur;
-
-	while (p && *p) {
-		size_t n = 0;
-
-		while (is_sep(*p))
-			p++;
-		while (p[n] && !is_sep(p[n]))
-			n++;
-		if (n == ll && n && !strncmp(p, lib, n))
-			return 1;
-		p += n;
-	}
-	return 0;
-}
-
-int vr_slurm_preload_add(const char *cur, const char *lib, char *buf, size_t len)
-{
-	int n;
-
-	if (!cur || !cur[0])
-		return copy_text(buf, len, lib);
-	if (has_entry(cur, lib))
-		return copy_text(buf, len, cur);
-	n = snprintf(buf, len, "%s:%s", cur, lib);
-	return (n < 0 || (size_t)n >= len) ? -ENAMETOOLONG : 0;
-}
-
-int vr_slurm_preload_remove(const char *cur, const char *lib, char *buf, size_t len)
-{
-	size_t ll = strlen(lib), o = 0;
-	const char *p = cur ? cur : "";
-
-	if (len == 0)
-		return -ENAMETOOLONG;
-	while (*p) {
-		size_t n = 0;
-
-		while (is_sep(*p))
-			p++;
-		while (p[n] && !is_sep(p[n]))
-			n++;
-		if (n && !(n == ll && !strncmp(p, lib, n))) {
-			if (o + n + (o ? 1 : 0) >= len)
-				return -ENAMETOOLONG;
-			if (o)
-				buf[o++] = ':';
-			memcpy(buf + o, p, n);
-			o += n;
-		}
-		p += n;
-	}
-	buf[o] = '\0';
-	return 0;
 }

@@ -2,8 +2,9 @@
  * policy.h - the Slurm plugin's decisions, kept apart from Slurm so they can
  * be tested without it: the plugin's arguments (plugstack.conf), the check of
  * a user's --gpu-mem value, which cap a job step gets (the user's, its shards',
- * the site default or none), the group and registry names, and the edits of
- * LD_PRELOAD. Pure code: no I/O, no allocation, no global state.
+ * the site default or none) and the group's name. The contract itself is
+ * written with the launchers' module (src/launch/launch.h). Pure code: no
+ * I/O, no allocation, no global state.
  */
 #ifndef VRAMCTL_SLURM_POLICY_H
 #define VRAMCTL_SLURM_POLICY_H
@@ -12,9 +13,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/contract.h"
+
 #define VR_SLURM_TEXT_MAX    1024
 #define VR_SLURM_DEFAULT_LIB "/usr/local/lib/vramctl/libvramctl.so"
-#define VR_SLURM_DEFAULT_DIR "/tmp/vramctl-%u"
+#define VR_SLURM_DEFAULT_DIR VR_DEFAULT_DIR_PREFIX "%u" /* vr_dir_pattern */
 #define VR_SLURM_OPTOUT      "none"
 
 /* The plugin's arguments, as given in plugstack.conf. */
@@ -69,25 +72,10 @@ int vr_slurm_decide(const struct vr_slurm_conf *conf, const char *user_value, in
 
 /*
  * "slurm-<jobid>-<host>", the host name cut at its first dot and any
- * character outside [A-Za-z0-9._-] replaced by '_', at most 64 characters
- * (the registry's group grammar). Returns 0 or -ENAMETOOLONG.
+ * character a group name cannot hold replaced by '_', cut to
+ * VR_GROUP_NAME_MAX characters: always a valid group name
+ * (vr_group_name_check). Returns 0 or -ENAMETOOLONG.
  */
 int vr_slurm_group_name(uint32_t jobid, const char *host, char *buf, size_t len);
-
-/* The registry directory: pattern with every "%u" replaced by uid and "%%"
- * by "%". Returns 0, -EINVAL for another '%' sequence, or -ENAMETOOLONG. */
-int vr_slurm_registry_dir(const char *pattern, uid_t uid, char *buf, size_t len);
-
-/*
- * LD_PRELOAD with lib appended (after the entries already there, which keep
- * their order and take precedence), or unchanged when lib is already one of
- * its entries (separated by ':' or ' ' as ld.so reads them). cur may be NULL.
- * Returns 0 or -ENAMETOOLONG.
- */
-int vr_slurm_preload_add(const char *cur, const char *lib, char *buf, size_t len);
-
-/* LD_PRELOAD without any entry equal to lib; other entries keep their order.
- * Returns 0 or -ENAMETOOLONG. */
-int vr_slurm_preload_remove(const char *cur, const char *lib, char *buf, size_t len);
 
 #endif /* VRAMCTL_SLURM_POLICY_H */

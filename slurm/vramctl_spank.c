@@ -29,6 +29,7 @@
 
 #include "common/compiler.h"
 #include "common/contract.h"
+#include "launch/launch.h"
 #include "registry/registry.h"
 #include "slurm/policy.h"
 
@@ -202,15 +203,22 @@ static int names_for(spank_t sp, uid_t uid, char *group, size_t glen, char *dir,
 	host[sizeof(host) - 1] = '\0';
 	if (vr_slurm_group_name(jobid, host, group, glen))
 		return -1;
-	if (vr_slurm_registry_dir(conf.registry_dir, uid, dir, dlen))
+	if (vr_dir_pattern(conf.registry_dir, uid, dir, dlen))
 		return -1;
 	return 0;
 }
 
-static int set_env(spank_t sp, const char *name, const char *value)
+/* The plugin's way of writing the contract: the task's environment. */
+static int set_env(void *ctx, const char *name, const char *value, int overwrite)
 {
-	spank_err_t rc = spank_setenv(sp, name, value, 1);
+	spank_t sp = ctx;
+	spank_err_t rc;
 
+	if (!value)
+		return spank_unsetenv(sp, name) == ESPANK_SUCCESS ? 0 : -1;
+	rc = spank_setenv(sp, name, value, overwrite);
+	if (rc == ESPANK_ENV_EXISTS && !overwrite)
+		return 0;
 	if (rc != ESPANK_SUCCESS) {
 		slurm_error("vramctl: cannot set %s: %s", name, spank_strerror(rc));
 		return -1;
@@ -238,18 +246,10 @@ static int get_preload(spank_t sp, char *buf, int len)
  * environment passed down. */
 static int undo_contract(spank_t sp)
 {
-	char cur[ENV_MAX], next[ENV_MAX];
+	char cur[ENV_MAX];
+	int have = get_preload(sp, cur, sizeof(cur));
 
-	spank_unsetenv(sp, VR_ENV_LIMIT);
-	spank_unsetenv(sp, VR_ENV_GROUP);
-	spank_unsetenv(sp, VR_ENV_GROWTH);
-	if (get_preload(sp, cur, sizeof(cur)) != 1)
-		return 0;
-	if (vr_slurm_preload_remove(cur, conf.lib, next, sizeof(next)))
-		return 0;
-	if (next[0])
-		return set_env(sp, "LD_PRELOAD", next);
-	spank_unsetenv(sp, "LD_PRELOAD");
+	vr_contract_undo(conf.lib, have == 1 ? cur : NULL, set_env, sp);
 	return 0;
 }
 
@@ -288,7 +288,7 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
 	struct vr_slurm_decision d;
-	char group[128], dir[VR_SLURM_TEXT_MAX], cur[ENV_MAX], next[ENV_MAX];
+	char group[128], dir[VR_SLURM_TEXT_MAX], cur[ENV_MAX], err[512];
 	uid_t uid;
 	int have;
 
@@ -307,15 +307,20 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 		return -1;
 	}
 	have = get_preload(sp, cur, sizeof(cur));
-	if (have < 0 || vr_slurm_preload_add(have ? cur : NULL, conf.lib, next, sizeof(next))) {
+	if (have < 0) {
 		slurm_error("vramctl: LD_PRELOAD too long to add %s: not capping", conf.lib);
 		return -1;
 	}
-	if (set_env(sp, VR_ENV_LIMIT, d.spec) || set_env(sp, VR_ENV_GROUP, group) ||
-	    set_env(sp, VR_ENV_REGISTRY_DIR, dir) || set_env(sp, "LD_PRELOAD", next))
+	struct vr_contract c = {.limit = d.spec,
+	                        .group = group,
+	                        .registry_dir = dir,
+	                        .growth = user_growth,
+	                        .lib = conf.lib,
+	                        .cur_preload = have ? cur : NULL};
+	if (vr_contract_apply(&c, set_env, sp, err, sizeof(err)) < 0) {
+		slurm_error("vramctl: %s: not capping", err);
 		return -1;
-	if (user_growth && set_env(sp, VR_ENV_GROWTH, "1"))
-		return -1;
+	}
 	return 0;
 }
 

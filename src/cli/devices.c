@@ -17,7 +17,7 @@
 #include "common/cuda_api.h"
 #include "common/size.h"
 
-int cli_devices(struct cli_dev *devs, int max, char *err, size_t errlen)
+int cli_devices(struct vr_launch_dev *devs, int max, char *err, size_t errlen)
 {
 	const char *path = getenv(VR_ENV_DRIVER);
 	vr_pfn_cuInit init;

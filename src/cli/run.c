@@ -23,12 +23,8 @@
 #include "common/compiler.h"
 #include "common/contract.h"
 #include "common/size.h"
+#include "launch/launch.h"
 #include "registry/registry.h"
-#include "vramctl/registry.h"
-
-#define VR_ENV_LIBRARY "VRAMCTL_LIBRARY"
-#define LIB_NAME       "libvramctl.so"
-#define GROUP_NAME_MAX 64
 
 static void run_usage(FILE *f)
 {
@@ -116,117 +112,6 @@ static int add_limit(struct vr_limits *all, const char *arg)
 	return 0;
 }
 
-static int is_index(const char *s)
-{
-	if (!*s)
-		return 0;
-	for (; *s; s++)
-		if (*s < '0' || *s > '9')
-			return 0;
-	return 1;
-}
-
-/* The device a DEV text names, or -1. MIG-... UUIDs match by their bytes. */
-static int find_device(const char *dev, const struct cli_dev *devs, int ndev)
-{
-	unsigned char raw[16];
-	const char *hex = dev;
-
-	if (is_index(dev)) {
-		long v = strtol(dev, NULL, 10);
-
-		return v < ndev ? (int)v : -1;
-	}
-	if (!strncasecmp(hex, "MIG-", 4))
-		hex += 4;
-	if (vr_parse_uuid(hex, raw) < 0)
-		return -1;
-	for (int i = 0; i < ndev; i++)
-		if (!memcmp(devs[i].raw, raw, sizeof(raw)))
-			return i;
-	return -1;
-}
-
-/*
- * Checks every DEV against the devices and writes the normalised spec:
- * amounts in bytes or percent, every DEV as the device's UUID, so that the
- * cap stays on the same physical GPU for processes that see another
- * CUDA_VISIBLE_DEVICES (a launcher giving each rank one GPU). ndev < 0: no
- * driver, and then a DEV item cannot be checked and is refused.
- */
-static int normalise(const struct vr_limits *l, const struct cli_dev *devs, int ndev,
-                     const char *why_no_driver, char *out, size_t outlen)
-{
-	int owner[CLI_MAX_DEVICES];
-	size_t used = 0;
-
-	for (int i = 0; i < CLI_MAX_DEVICES; i++)
-		owner[i] = -1;
-	out[0] = '\0';
-	for (int i = 0; i < l->count; i++) {
-		const struct vr_limit *it = &l->item[i];
-		char amount[64];
-		int d, n;
-
-		vr_format_amount(it, amount, sizeof(amount));
-		if (!it->dev[0]) {
-			n = snprintf(out + used, outlen - used, "%s%s", used ? "," : "", amount);
-		} else {
-			if (ndev < 0) {
-				fprintf(
-				    stderr,
-				    "vramctl: --limit: cannot check device '%s': %s\n"
-				    "vramctl: give a cap for every device (e.g. --limit 4G), or "
-				    "make the driver loadable (LD_LIBRARY_PATH, VRAMCTL_DRIVER)\n",
-				    it->dev, why_no_driver);
-				return -1;
-			}
-			d = find_device(it->dev, devs, ndev);
-			if (d < 0) {
-				if (ndev == 0)
-					fprintf(stderr,
-					        "vramctl: --limit: unknown device '%s' (the driver "
-					        "reports no device)\n",
-					        it->dev);
-				else
-					fprintf(stderr,
-					        "vramctl: --limit: unknown device '%s' (devices: "
-					        "0..%d; 'vramctl status' lists their UUIDs)\n",
-					        it->dev, ndev - 1);
-				return -1;
-			}
-			if (owner[d] >= 0) {
-				fprintf(stderr,
-				        "vramctl: --limit: device %d named twice ('%s' and '%s')\n",
-				        d, l->item[owner[d]].dev, it->dev);
-				return -1;
-			}
-			owner[d] = i;
-			n = snprintf(out + used, outlen - used, "%s%s=%s", used ? "," : "",
-			             devs[d].uuid, amount);
-		}
-		if (n < 0 || (size_t)n >= outlen - used) {
-			fprintf(stderr, "vramctl: --limit: the spec is too long\n");
-			return -1;
-		}
-		used += (size_t)n;
-	}
-	return 0;
-}
-
-static int valid_group(const char *g)
-{
-	size_t n = strlen(g);
-
-	if (n == 0 || n > GROUP_NAME_MAX)
-		return 0;
-	for (; *g; g++)
-		if (!((*g >= 'a' && *g <= 'z') || (*g >= 'A' && *g <= 'Z') ||
-		      (*g >= '0' && *g <= '9') || *g == '.' || *g == '_' || *g == '-'))
-			return 0;
-	return 1;
-}
-
 static void unique_group(char *buf, size_t len)
 {
 	unsigned int r = 0;
@@ -273,170 +158,33 @@ static int find_library(char *out, size_t len)
 	slash = strrchr(exe, '/');
 	if (slash)
 		*slash = '\0';
-	snprintf(cand, sizeof(cand), "%s/%s", exe, LIB_NAME);
+	snprintf(cand, sizeof(cand), "%s/%s", exe, VR_LIBRARY_NAME);
 	if (!file_exists(cand))
-		snprintf(cand, sizeof(cand), "%s/../lib/vramctl/%s", exe, LIB_NAME);
+		snprintf(cand, sizeof(cand), "%s/../lib/vramctl/%s", exe, VR_LIBRARY_NAME);
 	if (!file_exists(cand) || !realpath(cand, out)) {
 		fprintf(stderr,
 		        "vramctl: cannot find %s (looked in %s and %s/../lib/vramctl); set %s\n",
-		        LIB_NAME, exe, exe, VR_ENV_LIBRARY);
+		        VR_LIBRARY_NAME, exe, exe, VR_ENV_LIBRARY);
 		return -1;
 	}
 	return 0;
 }
 
-/*
- * LD_PRELOAD for the child: the library appended to what the user has, never
- * replacing it, and not added when a libvramctl.so is already there (a
- * nested run): the library loaded twice would act once anyway.
- */
-static int set_preload(const char *lib)
+/* The CLI's way of writing the contract: its own environment, which the
+ * child inherits. */
+static int set_own_env(void *ctx VR_UNUSED, const char *name, const char *value, int overwrite)
 {
-	const char *old = getenv("LD_PRELOAD");
-	char *copy, *tok, *save = NULL, *val;
-	int present = 0;
-	size_t need;
-
-	if (strpbrk(lib, " :\t")) {
-		fprintf(stderr,
-		        "vramctl: the library path '%s' cannot go in LD_PRELOAD (it holds "
-		        "a space or ':')\n",
-		        lib);
-		return -1;
-	}
-	if (old && *old) {
-		copy = strdup(old);
-		if (!copy)
-			return -1;
-		for (tok = strtok_r(copy, " :\t", &save); tok;
-		     tok = strtok_r(NULL, " :\t", &save)) {
-			const char *base = strrchr(tok, '/');
-
-			base = base ? base + 1 : tok;
-			if (!strcmp(tok, lib) || !strcmp(base, LIB_NAME))
-				present = 1;
-		}
-		free(copy);
-	}
-	if (present)
-		return 0;
-	if (!old || !*old)
-		return setenv("LD_PRELOAD", lib, 1);
-	need = strlen(old) + strlen(lib) + 2;
-	val = malloc(need);
-	if (!val)
-		return -1;
-	snprintf(val, need, "%s:%s", old, lib);
-	if (setenv("LD_PRELOAD", val, 1) < 0) {
-		free(val);
-		return -1;
-	}
-	free(val);
-	return 0;
-}
-
-/* Sets a framework's switch unless the user chose a value already. */
-static void default_env(const char *name, const char *value)
-{
-	if (!getenv(name))
-		setenv(name, value, 1);
-}
-
-/*
- * The cap spec a group was created with, from the registry's read-only view;
- * 0 and the text in buf, or -1 when it cannot be read.
- */
-static int group_spec(const char *group, char *buf, size_t len)
-{
-	struct vramctl_snapshot *snap = NULL;
-	int found = -1;
-
-	if (vramctl_snapshot_take(NULL, &snap) < 0 || !snap)
-		return -1;
-	for (int i = 0; i < snap->ngroups; i++) {
-		if (!strcmp(snap->groups[i].name, group) && snap->groups[i].limit_spec[0]) {
-			snprintf(buf, len, "%s", snap->groups[i].limit_spec);
-			found = 0;
-			break;
-		}
-	}
-	vramctl_snapshot_free(snap);
-	return found;
-}
-
-/*
- * Joins the group for the run and fixes the caps on every device this run
- * can see (the first member fixes a device's cap). When the group already
- * had a different cap, says so: the group's cap, fixed by its creator,
- * applies. Returns the membership or NULL after a message.
- */
-static vr_member *join_group(const char *group, const char *spec, int growth, int fresh,
-                             const struct vr_limits *lim, const struct cli_dev *devs, int ndev)
-{
-	struct vr_join_opts o = {
-	    .dir = NULL, .group = group, .limit_spec = spec, .growth = growth, .fresh = fresh};
-	vr_member *m = NULL;
-	char err[256];
-	int differs = 0, rc;
-
-	rc = vr_join(&o, &m, &differs, err, sizeof(err));
-	if (rc < 0) {
-		fprintf(stderr, "vramctl: cannot join group '%s': %s\n", group, err);
-		return NULL;
-	}
-	for (int i = 0; i < ndev; i++) {
-		uint64_t want = UINT64_MAX, have = UINT64_MAX;
-		char a[32], b[32];
-
-		if (!vr_limits_cap_for(lim, i, devs[i].uuid, devs[i].total, &want))
-			want = UINT64_MAX;
-		rc = vr_device(m, devs[i].raw, want, &have);
-		if (rc < 0) {
-			fprintf(stderr, "vramctl: group '%s': cannot record device %d: %s\n", group,
-			        i, strerror(-rc));
-			vr_leave(m);
-			return NULL;
-		}
-		if (have != want) {
-			differs = 1;
-			fprintf(stderr,
-			        "vramctl: group '%s' already has a different cap on GPU %d: %s, "
-			        "not %s; the group's cap applies\n",
-			        group, i,
-			        have == UINT64_MAX ? "none" : vr_format_size(have, a, sizeof(a)),
-			        want == UINT64_MAX ? "none" : vr_format_size(want, b, sizeof(b)));
-		}
-	}
-	if (differs) {
-		char theirs[256];
-
-		/* The children get the group's own spec: it is the cap that
-		 * applies, and they then have nothing to warn about again. */
-		if (group_spec(group, theirs, sizeof(theirs)) == 0) {
-			if (ndev <= 0)
-				fprintf(stderr,
-				        "vramctl: group '%s' was created with the cap '%s', not "
-				        "'%s'; the group's cap applies\n",
-				        group, theirs, spec);
-			setenv(VR_ENV_LIMIT, theirs, 1);
-		} else if (ndev <= 0) {
-			fprintf(stderr,
-			        "vramctl: group '%s' was created with a different cap than '%s'; "
-			        "the group's cap applies\n",
-			        group, spec);
-		}
-	}
-	return m;
+	return value ? setenv(name, value, overwrite) : unsetenv(name);
 }
 
 int cmd_run(int argc, char **argv)
 {
 	struct vr_limits lim;
-	struct cli_dev devs[CLI_MAX_DEVICES];
-	char spec[4096], group[GROUP_NAME_MAX + 1], lib[PATH_MAX], why[256] = "";
+	struct vr_launch_dev devs[VR_MAX_DEVICES];
+	struct vr_launch_group g = {.member = NULL};
+	char spec[4096], group[VR_GROUP_NAME_MAX + 1], lib[PATH_MAX], why[256] = "", err[512];
 	const char *group_opt = NULL, *value;
 	int growth = 0, have_limit = 0, ndev = -1, i, rc;
-	vr_member *m = NULL;
 
 	memset(&lim, 0, sizeof(lim));
 	for (i = 1; i < argc; i++) {
@@ -466,11 +214,8 @@ int cmd_run(int argc, char **argv)
 		if ((rc = opt_value(argc, argv, &i, "--group", &value)) != 0) {
 			if (rc < 0)
 				return VR_EXIT_ERROR;
-			if (!valid_group(value)) {
-				fprintf(stderr,
-				        "vramctl: --group '%s': a group name is 1 to %d of "
-				        "A-Z a-z 0-9 . _ -\n",
-				        value, GROUP_NAME_MAX);
+			if (vr_group_name_check(value, err, sizeof(err)) < 0) {
+				fprintf(stderr, "vramctl: --group: %s\n", err);
 				return VR_EXIT_ERROR;
 			}
 			group_opt = value;
@@ -493,39 +238,49 @@ int cmd_run(int argc, char **argv)
 	}
 
 	if (have_limit) {
-		ndev = cli_devices(devs, CLI_MAX_DEVICES, why, sizeof(why));
-		if (normalise(&lim, devs, ndev, why, spec, sizeof(spec)) < 0)
+		ndev = cli_devices(devs, VR_MAX_DEVICES, why, sizeof(why));
+		if (vr_launch_normalise(&lim, devs, ndev, why, spec, sizeof(spec), err,
+		                        sizeof(err)) < 0) {
+			fprintf(stderr, "vramctl: --limit: %s\n", err);
 			return VR_EXIT_ERROR;
+		}
 	}
 	if (find_library(lib, sizeof(lib)) < 0)
 		return VR_EXIT_ERROR;
 
 	if (have_limit) {
+		struct vr_launch_join j = {.group = group,
+		                           .spec = spec,
+		                           .limits = &lim,
+		                           .growth = growth,
+		                           .fresh = !group_opt,
+		                           .devs = devs,
+		                           .ndev = ndev < 0 ? 0 : ndev};
+
 		if (group_opt)
 			snprintf(group, sizeof(group), "%s", group_opt);
 		else
 			unique_group(group, sizeof(group));
-		/* join_group replaces the cap with the group's own if it differs. */
-		setenv(VR_ENV_LIMIT, spec, 1);
-		setenv(VR_ENV_GROUP, group, 1);
-		m = join_group(group, spec, growth, !group_opt, &lim, devs, ndev < 0 ? 0 : ndev);
-		if (!m)
+		if (vr_launch_join(&j, &g, err, sizeof(err)) < 0) {
+			fprintf(stderr, "vramctl: %s\n", err);
 			return VR_EXIT_ERROR;
+		}
+		fputs(g.notes, stderr);
 	}
-	if (growth) {
-		setenv(VR_ENV_GROWTH, "1", 1);
-		default_env("TF_FORCE_GPU_ALLOW_GROWTH", "true");
-		default_env("XLA_PYTHON_CLIENT_PREALLOCATE", "false");
-	}
-	if (set_preload(lib) < 0) {
-		fprintf(stderr, "vramctl: cannot set LD_PRELOAD\n");
+	struct vr_contract c = {.limit = have_limit ? g.spec : NULL,
+	                        .group = have_limit ? group : NULL,
+	                        .growth = growth,
+	                        .lib = lib,
+	                        .cur_preload = getenv("LD_PRELOAD")};
+	if (vr_contract_apply(&c, set_own_env, NULL, err, sizeof(err)) < 0) {
+		fprintf(stderr, "vramctl: %s\n", err);
 		rc = VR_EXIT_ERROR;
 	} else {
 		rc = cli_spawn((const char *const *)(argv + i));
 	}
 
-	if (m) {
-		vr_leave(m);
+	if (g.member) {
+		vr_leave(g.member);
 		/* A run's own group ends with it; a named group may have other
 		 * members, and its next fresh join resets it when none is alive. */
 		if (!group_opt) {

@@ -9,19 +9,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "launch/launch.h"
+
 /* vramctl's own exit statuses (as env(1), timeout(1)). */
 #define VR_EXIT_ERROR    125
 #define VR_EXIT_NOEXEC   126
 #define VR_EXIT_NOTFOUND 127
-
-struct cli_dev {
-	int index; /* as the program sees it (after CUDA_VISIBLE_DEVICES) */
-	unsigned char raw[16];
-	char uuid[48];  /* "GPU-..." as vr_format_uuid writes it */
-	uint64_t total; /* cuDeviceTotalMem_v2 */
-};
-
-#define CLI_MAX_DEVICES 64
 
 /*
  * Loads the driver ($VRAMCTL_DRIVER, else "libcuda.so.1" as the loader finds
@@ -29,7 +22,7 @@ struct cli_dev {
  * with a one-line reason in err when no driver can be loaded or initialised.
  * The driver stays loaded (vramctl only execs children afterwards).
  */
-int cli_devices(struct cli_dev *devs, int max, char *err, size_t errlen);
+int cli_devices(struct vr_launch_dev *devs, int max, char *err, size_t errlen);
 
 /*
  * Runs argv[0] (searched in PATH) as a child and waits for it, forwarding

@@ -7,19 +7,38 @@
 #ifndef VRAMCTL_CONTRACT_H
 #define VRAMCTL_CONTRACT_H
 
+#include <stddef.h>
+
 /* Cap spec (size.h grammar). Unset: no cap, the library is invisible. */
 #define VR_ENV_LIMIT "VRAMCTL_LIMIT"
 /* "1": frameworks that preallocate grow on demand instead. */
 #define VR_ENV_GROWTH "VRAMCTL_GROWTH"
 /* Group name: processes with the same name share one cap per device. */
 #define VR_ENV_GROUP "VRAMCTL_GROUP"
-/* Registry directory (default $XDG_RUNTIME_DIR/vramctl or /tmp/vramctl-UID). */
-#define VR_ENV_REGISTRY_DIR "VRAMCTL_REGISTRY_DIR"
+/* Registry directory (default $XDG_RUNTIME_DIR/vramctl, else
+ * VR_DEFAULT_DIR_PREFIX followed by the effective uid). */
+#define VR_ENV_REGISTRY_DIR   "VRAMCTL_REGISTRY_DIR"
+#define VR_DEFAULT_DIR_PREFIX "/tmp/vramctl-"
 /* Path of the real driver library; default: found as the loader would. */
 #define VR_ENV_DRIVER "VRAMCTL_DRIVER"
 /* Path of the real NVML library; default: libnvidia-ml.so.1. */
 #define VR_ENV_NVML "VRAMCTL_NVML"
 /* Messages: "quiet", "error", "warn" (default), "info", "debug". */
 #define VR_ENV_LOG "VRAMCTL_LOG"
+
+/*
+ * Group names, one rule for the registry and every launcher: 1 to
+ * VR_GROUP_NAME_MAX of A-Z a-z 0-9 . _ -, not starting with '.' (the region
+ * file is "<name>.vrg" in the registry directory, and names starting with a
+ * dot are the registry's temporary files).
+ */
+#define VR_GROUP_NAME_MAX 64
+
+/* 1 if c may appear in a group name, else 0. */
+int vr_group_name_char(int c);
+
+/* Returns 0 for a valid group name, or -EINVAL with the one message every
+ * part of vramctl gives for a bad one in err (when err is not NULL). */
+int vr_group_name_check(const char *name, char *err, size_t errlen);
 
 #endif /* VRAMCTL_CONTRACT_H */

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "registry/member.h"
+#include "registry/util.h"
 
 #define VR_AUDIT_EVERY 256
 
@@ -444,6 +445,16 @@ int vr_sample(vr_member *m, int dev, struct vr_books_sample *out)
 uint64_t vr_max_lock_wait_ns(const vr_member *m)
 {
 	return m ? atomic_load(&((vr_member *)m)->max_wait_ns) : 0;
+}
+
+int vr_group_spec(const vr_member *m, char *buf, size_t len)
+{
+	if (!m || !buf || len == 0)
+		return -EINVAL;
+	/* Written only by a join that finds no live member, and this member is
+	 * live: the text cannot change under us. */
+	vr_strlcpy(buf, m->hdr->limit_spec, len);
+	return 0;
 }
 
 int vr_slot_index(const vr_member *m)

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/contract.h"
 #include "registry/member.h"
 #include "registry/proc.h"
 #include "registry/util.h"
@@ -66,13 +67,8 @@ static int check_args(const struct vr_join_opts *opts, vr_member **out, const ch
 		vr_seterr(err, errlen, "vr_join: missing arguments");
 		return -EINVAL;
 	}
-	if (!vr_group_name_ok(opts->group)) {
-		vr_seterr(err, errlen,
-		          "bad group name '%.80s': use 1 to 64 of A-Z a-z 0-9 . _ -, not starting "
-		          "with '.'",
-		          opts->group ? opts->group : "(null)");
+	if (vr_group_name_check(opts->group, err, errlen) < 0)
 		return -EINVAL;
-	}
 	*dir = opts->dir;
 	int rc = vr_dir_or_default(dir, dirbuf, dirlen);
 	if (rc < 0)

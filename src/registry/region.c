@@ -16,8 +16,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/contract.h"
 #include "registry/member.h"
 #include "registry/util.h"
+
+_Static_assert(VR_GROUP_MAX == VR_GROUP_NAME_MAX, "the region holds any valid group name");
 
 /* Opens (creating if missing) the registry directory and checks that it is
  * ours and private. Returns a directory fd or a negative errno. */
@@ -71,22 +74,6 @@ int vr_open_registry_dir(const char *dir, int create, char *err, size_t errlen)
 		return -EPERM;
 	}
 	return dfd;
-}
-
-int vr_group_name_ok(const char *g)
-{
-	size_t n = 0;
-	if (!g || !*g || g[0] == '.')
-		return 0;
-	for (; g[n]; n++) {
-		char c = g[n];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '.' || c == '_' || c == '-'))
-			return 0;
-		if (n >= VR_GROUP_MAX)
-			return 0;
-	}
-	return 1;
 }
 
 /* The header's own consistency (a door's or a segment's), for a door file of
@@ -354,7 +341,7 @@ int vr_group_remove(const char *dir, const char *group)
 {
 	char dirbuf[PATH_MAX];
 	char name[VR_GROUP_MAX + 8];
-	if (!vr_group_name_ok(group))
+	if (vr_group_name_check(group, NULL, 0) < 0)
 		return -EINVAL;
 	int rc = vr_dir_or_default(&dir, dirbuf, sizeof(dirbuf));
 	if (rc < 0)
@@ -411,7 +398,7 @@ int vr_default_dir(char *buf, size_t len)
 		if (home_dir(home, sizeof(home)) && lstat(home, &st) == 0 && S_ISDIR(st.st_mode) &&
 		    st.st_uid == geteuid())
 			n = snprintf(buf, len, "%s", home);
-		else if (((n = snprintf(buf, len, "/tmp/vramctl-%u", (unsigned)geteuid())) < 0 ||
+		else if (((n = snprintf(buf, len, VR_DEFAULT_DIR_PREFIX "%u", (unsigned)geteuid())) < 0 ||
 		          (size_t)n >= len || taken_by_another(buf)) &&
 		         home_dir(home, sizeof(home)))
 			n = snprintf(buf, len, "%s", home);

@@ -25,7 +25,7 @@ typedef struct vr_member vr_member; /* this process's membership of one group */
 
 struct vr_join_opts {
 	const char *dir;        /* registry directory; NULL: vr_default_dir() */
-	const char *group;      /* group name: [A-Za-z0-9._-]{1,64} */
+	const char *group;      /* group name: vr_group_name_check (contract.h) */
 	const char *limit_spec; /* the cap spec this process was given, as text */
 	int growth;             /* --growth was asked for (recorded for display) */
 	int fresh;              /* a new run: a group with a live member is refused (-EEXIST) */
@@ -138,6 +138,10 @@ int vr_sample(vr_member *m, int dev, struct vr_books_sample *out);
 /* The longest this member waited for the group's lock, in ns (only waits
  * that found the lock taken are timed). */
 uint64_t vr_max_lock_wait_ns(const vr_member *m);
+
+/* The cap spec the group was created with (the text that applies to every
+ * member), truncated to len - 1 bytes. Returns 0 or -EINVAL. */
+int vr_group_spec(const vr_member *m, char *buf, size_t len);
 
 /* This member's slot index in the region, or -1 for NULL. */
 int vr_slot_index(const vr_member *m);

@@ -19,7 +19,5 @@ void vr_strlcpy(char *dst, const char *src, size_t len);
  * Returns the bytes read or a negative errno. */
 ssize_t vr_read_file(const char *path, char *buf, size_t len);
 
-/* 1 if the name is a valid group name: [A-Za-z0-9._-]{1,64}, no leading '.'. */
-int vr_group_name_ok(const char *g);
 
 #endif /* VRAMCTL_REGISTRY_UTIL_H */

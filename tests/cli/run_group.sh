@@ -48,4 +48,27 @@ expect_rc 0 $? "first member"
 "$V" run --group shared --limit 2G -- true 2>err
 expect_rc 0 $? "a stale group is started afresh"
 [ ! -s err ] || fail "a stale group's cap was applied: $(cat err)"
+
+# One group-name rule: `run` refuses a name the registry refuses, as an
+# option error (nothing runs), in the registry's own words, which are also
+# what the library says when it meets the name in VRAMCTL_GROUP.
+for name in .x .hidden "a b" a123456789b123456789c123456789d123456789e123456789f123456789g1234; do
+	rm -f marker
+	"$V" run --group "$name" -- touch marker 2>err
+	expect_rc 125 $? "--group '$name'"
+	expect_grep "vramctl: --group: bad group name '$name': use 1 to 64 of" err "--group '$name'"
+	[ "$(wc -l <err)" = 1 ] || fail "--group '$name': more than one message: $(cat err)"
+	[ ! -e marker ] || fail "--group '$name': the command ran"
+done
+"$V" run --group a123456789b123456789c123456789d123456789e123456789f123456789g123 --limit 1G -- true
+expect_rc 0 $? "a 64-character group name"
+"$V" run --group .x --limit 1G -- true 2>err
+run_says=$(grep -o "bad group name '[^']*': [^;]*" err)
+if has_cap; then
+	VRAMCTL_LIMIT=1G VRAMCTL_GROUP=.x LD_PRELOAD=$LIB \
+		"$VR_BUILD/libexec/vramctl-demo-app" >out 2>err
+	lib_says=$(grep -o "bad group name '[^']*': [^;]*" err)
+	[ -n "$run_says" ] && [ "$run_says" = "$lib_says" ] ||
+		fail "run and the library word a bad group name differently: '$run_says' vs '$lib_says'"
+fi
 finish

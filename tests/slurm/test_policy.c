@@ -1,7 +1,7 @@
 /*
  * test_policy - the Slurm plugin's decisions, without Slurm: its arguments,
  * the submit-side check, which cap a step gets (user, shards, default, none),
- * group and directory names, and LD_PRELOAD edits.
+ * and group names (one rule with the registry).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -167,38 +167,22 @@ static void test_names(void)
 	ASSERT_EQ((int)strlen(buf), 64);
 	ASSERT_EQ(vr_slurm_group_name(1, "h", buf, 5), -ENAMETOOLONG);
 
-	ASSERT_EQ(vr_slurm_registry_dir("/tmp/vramctl-%u", 1000, buf, sizeof(buf)), 0);
-	ASSERT_STR_EQ(buf, "/tmp/vramctl-1000");
-	ASSERT_EQ(vr_slurm_registry_dir("/r/%u/%%/%u", 0, buf, sizeof(buf)), 0);
-	ASSERT_STR_EQ(buf, "/r/0/%/0");
-	ASSERT_EQ(vr_slurm_registry_dir("/r/%x", 0, buf, sizeof(buf)), -EINVAL);
-	ASSERT_EQ(vr_slurm_registry_dir("/tmp/vramctl-%u", 1000, buf, 10), -ENAMETOOLONG);
-}
+	/* Whatever the host is called, the name is one the registry takes: the
+	 * same rule (vr_group_name_check), no second copy of it. */
+	for (int c = 1; c < 256; c++) {
+		char host[4] = {'h', (char)c, 'x', '\0'};
 
-static void test_preload(void)
-{
-	char buf[256];
-
-	ASSERT_EQ(vr_slurm_preload_add(NULL, "/l/v.so", buf, sizeof(buf)), 0);
-	ASSERT_STR_EQ(buf, "/l/v.so");
-	ASSERT_EQ(vr_slurm_preload_add("", "/l/v.so", buf, sizeof(buf)), 0);
-	ASSERT_STR_EQ(buf, "/l/v.so");
-	ASSERT_EQ(vr_slurm_preload_add("/a.so /b.so", "/l/v.so", buf, sizeof(buf)), 0);
-	ASSERT_STR_EQ(buf, "/a.so /b.so:/l/v.so");
-	ASSERT_EQ(vr_slurm_preload_add("/a.so:/l/v.so", "/l/v.so", buf, sizeof(buf)), 0);
-	ASSERT_STR_EQ(buf, "/a.so:/l/v.so");
-	ASSERT_EQ(vr_slurm_preload_add("/l/v.so.1", "/l/v.so", buf, sizeof(buf)), 0);
-	ASSERT_STR_EQ(buf, "/l/v.so.1:/l/v.so");
-	ASSERT_EQ(vr_slurm_preload_add("/a.so", "/l/v.so", buf, 8), -ENAMETOOLONG);
-
-	ASSERT_EQ(vr_slurm_preload_remove("/a.so:/l/v.so /b.so", "/l/v.so", buf, sizeof(buf)), 0);
-	ASSERT_STR_EQ(buf, "/a.so:/b.so");
-	ASSERT_EQ(vr_slurm_preload_remove("/l/v.so", "/l/v.so", buf, sizeof(buf)), 0);
-	ASSERT_STR_EQ(buf, "");
-	ASSERT_EQ(vr_slurm_preload_remove(NULL, "/l/v.so", buf, sizeof(buf)), 0);
-	ASSERT_STR_EQ(buf, "");
-	ASSERT_EQ(vr_slurm_preload_remove("/l/v.so.1", "/l/v.so", buf, sizeof(buf)), 0);
-	ASSERT_STR_EQ(buf, "/l/v.so.1");
+		ASSERT_EQ(vr_slurm_group_name(9, host, buf, sizeof(buf)), 0);
+		ASSERT_EQ(vr_group_name_check(buf, NULL, 0), 0);
+		if (c == '.')
+			ASSERT_STR_EQ(buf, "slurm-9-h");
+		else if (vr_group_name_char(c))
+			ASSERT_EQ(buf[9], c);
+		else
+			ASSERT_EQ(buf[9], '_');
+	}
+	ASSERT_EQ(vr_slurm_group_name(9, "", buf, sizeof(buf)), 0);
+	ASSERT_EQ(vr_group_name_check(buf, NULL, 0), 0);
 }
 
 int main(void)
@@ -207,7 +191,6 @@ int main(void)
 	test_check_value();
 	test_decide();
 	test_names();
-	test_preload();
 	printf("ok\n");
 	return 0;
 }

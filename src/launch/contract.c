@@ -1,0 +1,266 @@
+/*
+ * contract.c - a launcher's request turned into the environment contract:
+ * the spec normalised against the devices, LD_PRELOAD, the growth switches
+ * and the registry directory (see launch.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/contract.h"
+#include "common/text.h"
+#include "launch/launch.h"
+
+static int is_sep(char c)
+{
+	return c == ':' || c == ' ';
+}
+
+/* Whether lib is one of the entries of an LD_PRELOAD value. */
+static int has_entry(const char *cur, const char *lib)
+{
+	size_t ll = strlen(lib);
+	const char *p = cur;
+
+	while (p && *p) {
+		size_t n = 0;
+
+		while (is_sep(*p))
+			p++;
+		while (p[n] && !is_sep(p[n]))
+			n++;
+		if (n == ll && n && !strncmp(p, lib, n))
+			return 1;
+		p += n;
+	}
+	return 0;
+}
+
+static int copy_text(char *dst, size_t len, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (n >= len)
+		return -ENAMETOOLONG;
+	memcpy(dst, src, n + 1);
+	return 0;
+}
+
+int vr_preload_add(const char *cur, const char *lib, char *buf, size_t len)
+{
+	int n;
+
+	if (!lib[0] || strpbrk(lib, ": "))
+		return -EINVAL;
+	if (!cur || !cur[0])
+		return copy_text(buf, len, lib);
+	if (has_entry(cur, lib))
+		return copy_text(buf, len, cur);
+	n = snprintf(buf, len, "%s:%s", cur, lib);
+	return (n < 0 || (size_t)n >= len) ? -ENAMETOOLONG : 0;
+}
+
+int vr_preload_remove(const char *cur, const char *lib, char *buf, size_t len)
+{
+	size_t ll = strlen(lib), o = 0;
+	const char *p = cur ? cur : "";
+
+	if (len == 0)
+		return -ENAMETOOLONG;
+	while (*p) {
+		size_t n = 0;
+
+		while (is_sep(*p))
+			p++;
+		while (p[n] && !is_sep(p[n]))
+			n++;
+		if (n && !(n == ll && !strncmp(p, lib, n))) {
+			if (o + n + (o ? 1 : 0) >= len)
+				return -ENAMETOOLONG;
+			if (o)
+				buf[o++] = ':';
+			memcpy(buf + o, p, n);
+			o += n;
+		}
+		p += n;
+	}
+	buf[o] = '\0';
+	return 0;
+}
+
+int vr_contract_apply(const struct vr_contract *c, vr_setenv_fn set, void *ctx, char *err,
+                      size_t errlen)
+{
+	size_t len = (c->cur_preload ? strlen(c->cur_preload) : 0) + strlen(c->lib) + 2;
+	char *preload = malloc(len);
+	int rc;
+
+	if (!preload) {
+		vr_seterr(err, errlen, "out of memory");
+		return -1;
+	}
+	rc = vr_preload_add(c->cur_preload, c->lib, preload, len);
+	if (rc == -EINVAL) {
+		vr_seterr(err, errlen,
+		          "the library path '%s' cannot go in LD_PRELOAD (it holds a space or ':')",
+		          c->lib);
+		free(preload);
+		return -1;
+	}
+	rc = rc < 0 || (c->limit && set(ctx, VR_ENV_LIMIT, c->limit, 1)) ||
+	     (c->group && set(ctx, VR_ENV_GROUP, c->group, 1)) ||
+	     (c->registry_dir && set(ctx, VR_ENV_REGISTRY_DIR, c->registry_dir, 1)) ||
+	     (c->growth && (set(ctx, VR_ENV_GROWTH, "1", 1) ||
+	                    set(ctx, "TF_FORCE_GPU_ALLOW_GROWTH", "true", 0) ||
+	                    set(ctx, "XLA_PYTHON_CLIENT_PREALLOCATE", "false", 0))) ||
+	     set(ctx, "LD_PRELOAD", preload, 1);
+	free(preload);
+	if (rc) {
+		vr_seterr(err, errlen, "cannot set the environment for the program");
+		return -1;
+	}
+	return 0;
+}
+
+int vr_contract_undo(const char *lib, const char *cur_preload, vr_setenv_fn set, void *ctx)
+{
+	size_t len = cur_preload ? strlen(cur_preload) + 1 : 1;
+	char *rest = malloc(len);
+	int rc = set(ctx, VR_ENV_LIMIT, NULL, 1) | set(ctx, VR_ENV_GROUP, NULL, 1) |
+	         set(ctx, VR_ENV_GROWTH, NULL, 1);
+
+	if (!rest)
+		return -1;
+	if (cur_preload && vr_preload_remove(cur_preload, lib, rest, len) == 0)
+		rc |= set(ctx, "LD_PRELOAD", rest[0] ? rest : NULL, 1);
+	free(rest);
+	return rc ? -1 : 0;
+}
+
+int vr_dir_pattern(const char *pattern, uid_t uid, char *buf, size_t len)
+{
+	size_t o = 0;
+	const char *p;
+
+	for (p = pattern; *p; p++) {
+		char piece[24];
+		size_t n;
+
+		if (*p == '%' && p[1] == 'u') {
+			snprintf(piece, sizeof(piece), "%lu", (unsigned long)uid);
+			p++;
+		} else if (*p == '%' && p[1] == '%') {
+			strcpy(piece, "%");
+			p++;
+		} else if (*p == '%') {
+			return -EINVAL;
+		} else {
+			piece[0] = *p;
+			piece[1] = '\0';
+		}
+		n = strlen(piece);
+		if (o + n >= len)
+			return -ENAMETOOLONG;
+		memcpy(buf + o, piece, n);
+		o += n;
+	}
+	if (o >= len)
+		return -ENAMETOOLONG;
+	buf[o] = '\0';
+	return 0;
+}
+
+static int is_index(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return 0;
+	return 1;
+}
+
+/* The device a DEV text names, or -1. MIG-... UUIDs match by their bytes. */
+static int find_device(const char *dev, const struct vr_launch_dev *devs, int ndev)
+{
+	unsigned char raw[VR_UUID_LEN];
+	const char *hex = dev;
+
+	if (is_index(dev)) {
+		long v = strtol(dev, NULL, 10);
+
+		return v < ndev ? (int)v : -1;
+	}
+	if (!strncasecmp(hex, "MIG-", 4))
+		hex += 4;
+	if (vr_parse_uuid(hex, raw) < 0)
+		return -1;
+	for (int i = 0; i < ndev; i++)
+		if (!memcmp(devs[i].raw, raw, sizeof(raw)))
+			return i;
+	return -1;
+}
+
+int vr_launch_normalise(const struct vr_limits *l, const struct vr_launch_dev *devs, int ndev,
+                        const char *why_no_driver, char *out, size_t outlen, char *err,
+                        size_t errlen)
+{
+	int owner[VR_MAX_DEVICES];
+	size_t used = 0;
+
+	for (int i = 0; i < VR_MAX_DEVICES; i++)
+		owner[i] = -1;
+	if (ndev > VR_MAX_DEVICES)
+		ndev = VR_MAX_DEVICES;
+	out[0] = '\0';
+	for (int i = 0; i < l->count; i++) {
+		const struct vr_limit *it = &l->item[i];
+		char amount[64];
+		int d, n;
+
+		vr_format_amount(it, amount, sizeof(amount));
+		if (!it->dev[0]) {
+			n = snprintf(out + used, outlen - used, "%s%s", used ? "," : "", amount);
+		} else {
+			if (ndev < 0) {
+				vr_seterr(
+				    err, errlen,
+				    "cannot check device '%s': %s\n"
+				    "vramctl: give a cap for every device (e.g. --limit 4G), or "
+				    "make the driver loadable (LD_LIBRARY_PATH, VRAMCTL_DRIVER)",
+				    it->dev, why_no_driver);
+				return -1;
+			}
+			d = find_device(it->dev, devs, ndev);
+			if (d < 0) {
+				if (ndev == 0)
+					vr_seterr(
+					    err, errlen,
+					    "unknown device '%s' (the driver reports no device)",
+					    it->dev);
+				else
+					vr_seterr(err, errlen,
+					          "unknown device '%s' (devices: 0..%d; 'vramctl "
+					          "status' lists their UUIDs)",
+					          it->dev, ndev - 1);
+				return -1;
+			}
+			if (owner[d] >= 0) {
+				vr_seterr(err, errlen, "device %d named twice ('%s' and '%s')", d,
+				          l->item[owner[d]].dev, it->dev);
+				return -1;
+			}
+			owner[d] = i;
+			n = snprintf(out + used, outlen - used, "%s%s=%s", used ? "," : "",
+			             devs[d].uuid, amount);
+		}
+		if (n < 0 || (size_t)n >= outlen - used) {
+			vr_seterr(err, errlen, "the spec is too long");
+			return -1;
+		}
+		used += (size_t)n;
+	}
+	return 0;
+}

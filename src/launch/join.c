@@ -1,0 +1,100 @@
+/*
+ * join.c - a launcher that stays a member of its group for the whole run
+ * (`vramctl run`): joining, fixing the caps, and what applies when the group
+ * already had other caps (see launch.h).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/text.h"
+#include "launch/launch.h"
+
+/* Appends one line to the notes (dropped when they are full). */
+static void note(struct vr_launch_group *g, const char *fmt, ...) VR_PRINTF(2, 3);
+
+static void note(struct vr_launch_group *g, const char *fmt, ...)
+{
+	size_t used = strlen(g->notes);
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(g->notes + used, sizeof(g->notes) - used, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(g->notes) - used - 1)
+		g->notes[used] = '\0';
+	else
+		strcat(g->notes, "\n");
+}
+
+int vr_launch_join(const struct vr_launch_join *j, struct vr_launch_group *g, char *err,
+                   size_t errlen)
+{
+	struct vr_join_opts o = {.dir = j->dir,
+	                         .group = j->group,
+	                         .limit_spec = j->spec,
+	                         .growth = j->growth,
+	                         .fresh = j->fresh};
+	int ndev = j->ndev < VR_MAX_DEVICES ? j->ndev : VR_MAX_DEVICES;
+	char why[256];
+	int rc;
+
+	memset(g, 0, sizeof(*g));
+	if (strlen(j->spec) >= sizeof(g->spec)) {
+		vr_seterr(err, errlen, "the spec is too long");
+		return -1;
+	}
+	strcpy(g->spec, j->spec);
+	rc = vr_join(&o, &g->member, &g->differs, why, sizeof(why));
+	if (rc < 0) {
+		vr_seterr(err, errlen, "cannot join group '%s': %s", j->group, why);
+		return -1;
+	}
+	for (int i = 0; i < ndev; i++) {
+		char a[32], b[32];
+
+		if (!vr_limits_cap_for(j->limits, i, j->devs[i].uuid, j->devs[i].total,
+		                       &g->asked[i]))
+			g->asked[i] = UINT64_MAX;
+		rc = vr_device(g->member, j->devs[i].raw, g->asked[i], &g->cap[i]);
+		if (rc < 0) {
+			vr_seterr(err, errlen, "group '%s': cannot record device %d: %s", j->group,
+			          i, strerror(-rc));
+			vr_leave(g->member);
+			g->member = NULL;
+			return -1;
+		}
+		if (g->cap[i] != g->asked[i]) {
+			g->differs = 1;
+			note(g,
+			     "vramctl: group '%s' already has a different cap on GPU %d: %s, not "
+			     "%s; the group's cap applies",
+			     j->group, i,
+			     g->cap[i] == UINT64_MAX ? "none"
+			                             : vr_format_size(g->cap[i], a, sizeof(a)),
+			     g->asked[i] == UINT64_MAX ? "none"
+			                               : vr_format_size(g->asked[i], b, sizeof(b)));
+		}
+	}
+	if (g->differs) {
+		char theirs[sizeof(g->spec)];
+
+		vr_group_spec(g->member, theirs, sizeof(theirs));
+		if (theirs[0]) {
+			if (ndev <= 0)
+				note(g,
+				     "vramctl: group '%s' was created with the cap '%s', not '%s'; "
+				     "the "
+				     "group's cap applies",
+				     j->group, theirs, j->spec);
+			strcpy(g->spec, theirs);
+		} else if (ndev <= 0) {
+			note(g,
+			     "vramctl: group '%s' was created with a different cap than '%s'; the "
+			     "group's cap applies",
+			     j->group, j->spec);
+		}
+	}
+	return 0;
+}

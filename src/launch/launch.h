@@ -1,0 +1,138 @@
+/*
+ * launch.h - what every launcher uses (`vramctl run`, the Slurm plugin, and
+ * any container or notebook launcher): turn a request into the environment
+ * contract (contract.h) and, for a launcher that stays a member for the run,
+ * join the group and learn the caps that apply.
+ *
+ * A launcher keeps its own option parsing and its own way of writing the
+ * environment (setenv, spank_setenv, a spec file); everything a launcher
+ * decides about the contract is here, so every launcher decides it alike.
+ * libc and the registry only: the Slurm plugin links it into slurmstepd.
+ * Nothing here prints: messages go to the caller's err buffer.
+ */
+#ifndef VRAMCTL_LAUNCH_H
+#define VRAMCTL_LAUNCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/size.h"
+#include "registry/registry.h"
+
+/* Where a launcher that ships beside the library finds it. */
+#define VR_ENV_LIBRARY  "VRAMCTL_LIBRARY"
+#define VR_LIBRARY_NAME "libvramctl.so"
+
+/* A device as the launcher's driver reports it (after CUDA_VISIBLE_DEVICES). */
+struct vr_launch_dev {
+	int index; /* as the program sees it */
+	unsigned char raw[VR_UUID_LEN];
+	char uuid[48];  /* "GPU-..." as vr_format_uuid writes it */
+	uint64_t total; /* cuDeviceTotalMem_v2 */
+};
+
+/* ---- LD_PRELOAD (ld.so separates entries with ':' or ' ') */
+
+/*
+ * cur with lib appended (after the entries already there, which keep their
+ * order and take precedence), or cur unchanged when lib is already one of
+ * its entries. cur may be NULL. Returns 0, -EINVAL when lib itself holds a
+ * separator (it cannot be an entry), or -ENAMETOOLONG; buf is then untouched
+ * or truncated.
+ */
+int vr_preload_add(const char *cur, const char *lib, char *buf, size_t len);
+
+/* cur without any entry equal to lib; other entries keep their order,
+ * joined by ':'. Returns 0 or -ENAMETOOLONG. */
+int vr_preload_remove(const char *cur, const char *lib, char *buf, size_t len);
+
+/* ---- the contract */
+
+/* How a launcher writes one variable: value NULL unsets it; overwrite 0
+ * keeps a value already set. Returns 0 or -1 (the launcher says why). */
+typedef int (*vr_setenv_fn)(void *ctx, const char *name, const char *value, int overwrite);
+
+struct vr_contract {
+	const char *limit;        /* VRAMCTL_LIMIT: the normalised spec */
+	const char *group;        /* VRAMCTL_GROUP; NULL: the library's group of one */
+	const char *registry_dir; /* VRAMCTL_REGISTRY_DIR; NULL: the library's default */
+	int growth;               /* VRAMCTL_GROWTH=1 and the frameworks' switches */
+	const char *lib;          /* the injected library, appended to LD_PRELOAD */
+	const char *cur_preload;  /* LD_PRELOAD as the program would inherit it */
+};
+
+/*
+ * Writes the contract through set: VRAMCTL_LIMIT, VRAMCTL_GROUP and
+ * VRAMCTL_REGISTRY_DIR when given; with growth VRAMCTL_GROWTH=1,
+ * TF_FORCE_GPU_ALLOW_GROWTH=true and XLA_PYTHON_CLIENT_PREALLOCATE=false (the
+ * last two never over a value the user set; the library sets them the same
+ * way in its constructor); LD_PRELOAD with lib appended (vr_preload_add).
+ * LD_PRELOAD is checked first, so a refusal writes nothing. Returns 0, or -1
+ * with a message in err (a failing set may have written some variables).
+ */
+int vr_contract_apply(const struct vr_contract *c, vr_setenv_fn set, void *ctx, char *err,
+                      size_t errlen);
+
+/*
+ * Undoes an inherited contract (a user who opts out inside a capped job):
+ * unsets VRAMCTL_LIMIT, VRAMCTL_GROUP and VRAMCTL_GROWTH and removes lib from
+ * cur_preload (LD_PRELOAD unset when nothing else is left). Returns 0 or -1.
+ */
+int vr_contract_undo(const char *lib, const char *cur_preload, vr_setenv_fn set, void *ctx);
+
+/*
+ * A registry directory from a site's pattern: every "%u" replaced by uid,
+ * "%%" by "%". Returns 0, -EINVAL for another '%' sequence, or -ENAMETOOLONG.
+ * VR_DEFAULT_DIR_PREFIX "%u" is the library's own default for that uid.
+ */
+int vr_dir_pattern(const char *pattern, uid_t uid, char *buf, size_t len);
+
+/*
+ * The request's spec normalised against the devices the program will see:
+ * amounts exact (vr_format_amount) and every DEV as the device's UUID, so the
+ * cap stays on the same physical GPU for processes that see another
+ * CUDA_VISIBLE_DEVICES. ndev < 0: no driver could be loaded (why_no_driver
+ * says why); then an item naming a device cannot be checked and is refused.
+ * Returns 0, or -1 with a message in err (at most two lines; the second
+ * starts with "vramctl: ").
+ */
+int vr_launch_normalise(const struct vr_limits *l, const struct vr_launch_dev *devs, int ndev,
+                        const char *why_no_driver, char *out, size_t outlen, char *err,
+                        size_t errlen);
+
+/* ---- joining, for a launcher that is a member for the whole run */
+
+struct vr_launch_join {
+	const char *dir;                /* registry directory; NULL: the default */
+	const char *group;              /* the group's name */
+	const char *spec;               /* the normalised spec asked for */
+	const struct vr_limits *limits; /* the same, parsed */
+	int growth;
+	int fresh; /* a new run's own group: refuse one in use */
+	const struct vr_launch_dev *devs;
+	int ndev; /* 0 when the launcher sees no device */
+};
+
+struct vr_launch_group {
+	vr_member *member;
+	int differs;     /* the group's caps are not the ones asked for */
+	char spec[4096]; /* the spec the children get: the group's own when differs */
+	uint64_t asked[VR_MAX_DEVICES]; /* per devs[i]: UINT64_MAX uncapped */
+	uint64_t cap[VR_MAX_DEVICES];   /* per devs[i]: the group's cap in force */
+	char notes[1024];               /* "" or lines "vramctl: ...\n" the user should see */
+};
+
+/*
+ * Joins the group and fixes the asked caps on every device the launcher sees
+ * (the first member to name a device fixes its cap). When the group already
+ * had other caps, g->differs is set, the notes say so (one line per device
+ * that differs, or one naming the group's spec when no device is seen), and
+ * g->spec is the group's own spec: children then run under the cap that
+ * applies and have nothing to warn about again. Returns 0, or -1 with a
+ * message in err and no membership.
+ */
+int vr_launch_join(const struct vr_launch_join *j, struct vr_launch_group *g, char *err,
+                   size_t errlen);
+
+#endif /* VRAMCTL_LAUNCH_H */
