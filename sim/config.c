@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/size.h"
+
 static struct sim_config g_cfg;
 static pthread_once_t g_cfg_once = PTHREAD_ONCE_INIT;
 
@@ -72,13 +74,6 @@ int sim_parse_size(const char *s, uint64_t *out)
 		return -1;
 	*out = v * mul;
 	return 0;
-}
-
-static void uuid_format(const unsigned char *b, char *out, size_t n)
-{
-	snprintf(out, n, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-	         b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
-	         b[13], b[14], b[15]);
 }
 
 static int hexval(int ch)
@@ -182,7 +177,7 @@ static void load(void)
 		}
 	}
 	for (int i = 0; i < c->ndev; i++)
-		uuid_format(c->dev[i].uuid, c->dev[i].uuid_str, sizeof(c->dev[i].uuid_str));
+		vr_format_uuid(c->dev[i].uuid, c->dev[i].uuid_str, sizeof(c->dev[i].uuid_str));
 	s = getenv("VRAMSIM_NAME");
 	if (s && *s)
 		for (int i = 0; i < c->ndev; i++)

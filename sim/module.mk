@@ -35,21 +35,21 @@ $(O)/sim/libnvidia-ml.map: sim/nvml_syms.c src/common/nvml_api.h
 $(O)/sim/libnvidia-ml-no-v3.map: $(O)/sim/libnvidia-ml.map
 	grep -v 'nvmlDeviceGetComputeRunningProcesses_v3;' $< > $@
 
-$(SIM_CUDA): $(SIM_CUDA_OBJS) $(O)/sim/libcuda.map
-	$(CC) -shared -o $@ $(SIM_CUDA_OBJS) -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic-functions \
+$(SIM_CUDA): $(SIM_CUDA_OBJS) $(COMMON_LIB) $(O)/sim/libcuda.map
+	$(CC) -shared -o $@ $(SIM_CUDA_OBJS) $(COMMON_LIB) -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic-functions \
 		-Wl,--version-script=$(O)/sim/libcuda.map $(SIM_ZDEFS) $(BASE_LDFLAGS)
 	ln -sf libcuda.so.1 $(O)/sim/libcuda.so
 
-$(SIM_NVML): $(SIM_NVML_OBJS) $(O)/sim/libnvidia-ml.map
-	$(CC) -shared -o $@ $(SIM_NVML_OBJS) -Wl,-soname,libnvidia-ml.so.1 -Wl,-Bsymbolic-functions \
+$(SIM_NVML): $(SIM_NVML_OBJS) $(COMMON_LIB) $(O)/sim/libnvidia-ml.map
+	$(CC) -shared -o $@ $(SIM_NVML_OBJS) $(COMMON_LIB) -Wl,-soname,libnvidia-ml.so.1 -Wl,-Bsymbolic-functions \
 		-Wl,--version-script=$(O)/sim/libnvidia-ml.map $(SIM_ZDEFS) $(BASE_LDFLAGS)
 	ln -sf libnvidia-ml.so.1 $(O)/sim/libnvidia-ml.so
 
 # The same NVML without nvmlDeviceGetComputeRunningProcesses_v3, as older
 # drivers ship it: same objects, a version script without that name.
-$(SIM_NVML_NOV3): $(SIM_NVML_OBJS) $(O)/sim/libnvidia-ml-no-v3.map
+$(SIM_NVML_NOV3): $(SIM_NVML_OBJS) $(COMMON_LIB) $(O)/sim/libnvidia-ml-no-v3.map
 	@mkdir -p $(dir $@)
-	$(CC) -shared -o $@ $(SIM_NVML_OBJS) -Wl,-soname,libnvidia-ml.so.1 -Wl,-Bsymbolic-functions \
+	$(CC) -shared -o $@ $(SIM_NVML_OBJS) $(COMMON_LIB) -Wl,-soname,libnvidia-ml.so.1 -Wl,-Bsymbolic-functions \
 		-Wl,--version-script=$(O)/sim/libnvidia-ml-no-v3.map $(SIM_ZDEFS) $(BASE_LDFLAGS)
 
 ALL_TARGETS += $(SIM_CUDA) $(SIM_NVML) $(SIM_NVML_NOV3)
@@ -60,9 +60,9 @@ SIM_TEST_SRCS := $(sort $(wildcard tests/sim/*.c))
 SIM_TEST_HELPERS := tests/sim/simtest.h
 SIM_TESTS := $(SIM_TEST_SRCS:tests/sim/%.c=$(O)/tests/sim/%)
 
-$(O)/tests/sim/%: tests/sim/%.c $(SIM_TEST_HELPERS) $(SIM_CUDA) $(SIM_NVML)
+$(O)/tests/sim/%: tests/sim/%.c $(SIM_TEST_HELPERS) $(SIM_CUDA) $(SIM_NVML) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) -Itests -o $@ $< -L$(O)/sim -lcuda -lnvidia-ml -ldl $(BASE_LDFLAGS) \
+	$(CC) $(BASE_CFLAGS) -Itests -o $@ $< $(COMMON_LIB) -L$(O)/sim -lcuda -lnvidia-ml -ldl $(BASE_LDFLAGS) \
 		$(SIM_TEST_LDFLAGS)
 
 # test_symbolic exports its own cuMemAlloc_v2, as a preloaded interposer would.

@@ -6,10 +6,7 @@
 
 #include "cli/commands.h"
 #include "common/compiler.h"
-
-#ifndef VRAMCTL_VERSION
-#define VRAMCTL_VERSION "0.1.0"
-#endif
+#include "common/version.h"
 
 static const struct {
 	const char *name;

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/size.h"
 #include "cli/commands.h"
 #include "common/text.h"
 #include "monitor/collect.h"
@@ -329,7 +330,7 @@ static void draw_spark(struct ui *u, int y, int x, int w, const struct hist *h)
 
 static const char *sz(uint64_t v, char *buf, size_t len)
 {
-	return mon_human_size(v, buf, len);
+	return vr_format_size(v, buf, len);
 }
 
 static int row_matches(const struct ui *u, const struct mon_proc *p)

@@ -368,38 +368,61 @@ char *vr_format_amount(const struct vr_limit *l, char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * The rule, for every size vramctl shows a person: the largest unit the
+ * amount reaches, one decimal rounded to the nearest (halves up), ".0"
+ * dropped; a value that rounds to 1024 of a unit is shown in the next one.
+ * So 1,500 MiB is "1.5 GiB" (1.46), 1,536 MiB "1.5 GiB", 40 GiB "40 GiB",
+ * 1,048,575 bytes "1 MiB".
+ */
 char *vr_format_size(uint64_t bytes, char *buf, size_t len)
 {
 	static const char *const names[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
 	int u = 0;
+	uint64_t tenths;
 
 	while (u < 6 && bytes >= (1ull << (10 * (u + 1))))
 		u++;
 	if (u == 0) {
 		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
-	} else {
-		uint64_t unit = 1ull << (10 * u);
-		uint64_t whole = bytes / unit;
-		/* One decimal, rounded down, shown only when not zero. */
-		uint64_t tenth = (uint64_t)(((unsigned __int128)(bytes % unit) * 10) / unit);
-
-		if (tenth)
-			snprintf(buf, len, "%llu.%llu %s", (unsigned long long)whole,
-			         (unsigned long long)tenth, names[u]);
-		else
-			snprintf(buf, len, "%llu %s", (unsigned long long)whole, names[u]);
+		return buf;
 	}
+	for (;;) {
+		uint64_t unit = 1ull << (10 * u);
+
+		tenths = (uint64_t)(((unsigned __int128)bytes * 10 + unit / 2) / unit);
+		if (tenths < 10240 || u == 6)
+			break;
+		u++;
+	}
+	if (tenths % 10)
+		snprintf(buf, len, "%llu.%llu %s", (unsigned long long)(tenths / 10),
+		         (unsigned long long)(tenths % 10), names[u]);
+	else
+		snprintf(buf, len, "%llu %s", (unsigned long long)(tenths / 10), names[u]);
 	return buf;
 }
 
 char *vr_format_uuid(const unsigned char uuid[16], char *buf, size_t len)
 {
-	const unsigned char *u = uuid;
+	static const char hx[] = "0123456789abcdef";
+	char text[41], *p = text;
 
-	snprintf(buf, len,
-	         "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
-	         u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
-	         u[14], u[15]);
+	memcpy(p, "GPU-", 4);
+	p += 4;
+	for (int i = 0; i < 16; i++) {
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			*p++ = '-';
+		*p++ = hx[uuid[i] >> 4];
+		*p++ = hx[uuid[i] & 15];
+	}
+	*p = '\0';
+	if (len) {
+		size_t n = sizeof(text) - 1 < len - 1 ? sizeof(text) - 1 : len - 1;
+
+		memcpy(buf, text, n);
+		buf[n] = '\0';
+	}
 	return buf;
 }
 

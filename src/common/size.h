@@ -54,10 +54,14 @@ int vr_limits_cap_for(const struct vr_limits *l, int index, const char *uuid_tex
  */
 char *vr_format_amount(const struct vr_limit *l, char *buf, size_t len);
 
-/* Human form, powers of 1024: "600 MiB", "1 GiB", "1.5 GiB", "512 B". */
+/* The one human form of a size in vramctl (status, top, messages), powers
+ * of 1024, one decimal rounded to the nearest: "512 B", "600 MiB", "1 GiB",
+ * "1.5 GiB" (size.c states the rule). */
 char *vr_format_size(uint64_t bytes, char *buf, size_t len);
 
-/* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" from 16 raw bytes (buf >= 41). */
+/* The one text form of a GPU UUID, as NVML writes it:
+ * "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (lower-case hex) from 16 raw
+ * bytes; truncated to len - 1 characters (41 bytes hold it all). */
 char *vr_format_uuid(const unsigned char uuid[16], char *buf, size_t len);
 /* The reverse; accepts upper or lower case hex. Returns 0 or -EINVAL. */
 int vr_parse_uuid(const char *text, unsigned char uuid[16]);

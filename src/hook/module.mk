@@ -37,9 +37,9 @@ HOOK_TESTS := $(HOOK_TEST_SRCS:tests/hook/%.c=$(O)/tests/hook/%)
 HOOK_TEST_LIBS := $(O)/tests/hook/libinterposer.so
 
 $(O)/tests/hook/%: tests/hook/%.c tests/hook/hooktest.h $(SIM_CUDA) $(SIM_NVML) $(HOOK_LIB) \
-		$(HOOK_TEST_LIBS)
+		$(HOOK_TEST_LIBS) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) -Itests -o $@ $< -L$(O)/sim -lcuda -lnvidia-ml -ldl $(BASE_LDFLAGS)
+	$(CC) $(BASE_CFLAGS) -Itests -o $@ $< $(COMMON_LIB) -L$(O)/sim -lcuda -lnvidia-ml -ldl $(BASE_LDFLAGS)
 
 # Another LD_PRELOAD interposer, built at -O0 on purpose: its
 # dlsym(RTLD_NEXT, ...) must keep its meaning behind vramctl's dlsym.

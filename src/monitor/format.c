@@ -12,28 +12,8 @@
 #include "common/text.h"
 #include "monitor/format.h"
 
-char *mon_human_size(uint64_t bytes, char *buf, size_t len)
-{
-	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-	if (bytes < 1024) {
-		snprintf(buf, len, "%" PRIu64 " B", bytes);
-		return buf;
-	}
-	double v = (double)bytes;
-	int u = 0;
-	while (v >= 1024.0 && u < 6) {
-		v /= 1024.0;
-		u++;
-	}
-	/* Rounding may carry into the next unit: 1023.99 KiB prints as 1024 KiB. */
-	if (v >= 99.95)
-		snprintf(buf, len, "%.0f %s", v, units[u]);
-	else if (v >= 9.995)
-		snprintf(buf, len, "%.1f %s", v, units[u]);
-	else
-		snprintf(buf, len, "%.2f %s", v, units[u]);
-	return buf;
-}
+#include "common/size.h"
+#include "common/version.h"
 
 const char *mon_state_name(int state)
 {
@@ -128,7 +108,7 @@ static char *fmt_size_or(uint64_t v, int known, char *buf, size_t len)
 		snprintf(buf, len, "-");
 		return buf;
 	}
-	return mon_human_size(v, buf, len);
+	return vr_format_size(v, buf, len);
 }
 
 static char *fmt_cap(uint64_t cap, char *buf, size_t len)
@@ -137,7 +117,7 @@ static char *fmt_cap(uint64_t cap, char *buf, size_t len)
 		snprintf(buf, len, "none");
 		return buf;
 	}
-	return mon_human_size(cap, buf, len);
+	return vr_format_size(cap, buf, len);
 }
 
 static const char *proc_state_text(const struct mon_proc *p)
@@ -197,7 +177,7 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 			char caps[48];
 			if (v->ncapped)
 				snprintf(caps, sizeof(caps), "%s",
-				         mon_human_size(v->caps_sum, g, sizeof(g)));
+				         vr_format_size(v->caps_sum, g, sizeof(g)));
 			else
 				snprintf(caps, sizeof(caps), "none");
 			grid_row(&t, gpu_text(m, i, 1, "-", h, sizeof(h)),
@@ -233,9 +213,9 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 				grid_row(&t, gr->name,
 				         gpu_text(m, gd->device, 1, "-", h, sizeof(h)),
 				         fmt_cap(gd->cap, a, sizeof(a)),
-				         mon_human_size(gd->in_use, b, sizeof(b)),
-				         mon_human_size(gd->peak, c, sizeof(c)),
-				         mon_human_size(gd->dead_in_use, d, sizeof(d)), mem, dead,
+				         vr_format_size(gd->in_use, b, sizeof(b)),
+				         vr_format_size(gd->peak, c, sizeof(c)),
+				         vr_format_size(gd->dead_in_use, d, sizeof(d)), mem, dead,
 				         gr->limit_spec);
 			}
 		}
@@ -270,7 +250,7 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 				snprintf(user, sizeof(user), "-");
 			const char *nvml;
 			if (p->valid & MON_P_NVML_USED)
-				nvml = mon_human_size(p->nvml_used, d, sizeof(d));
+				nvml = vr_format_size(p->nvml_used, d, sizeof(d));
 			else if (p->valid & MON_P_NVML)
 				nvml = "unknown";
 			else

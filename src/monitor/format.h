@@ -14,10 +14,6 @@
 
 #include "monitor/model.h"
 
-#ifndef VRAMCTL_VERSION
-#define VRAMCTL_VERSION "0.1.0"
-#endif
-
 /* The readable table of `vramctl status`. */
 int mon_format_table(FILE *f, const struct mon_model *m);
 
@@ -26,9 +22,6 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact);
 
 /* Prometheus text exposition format 0.0.4 (metrics in man/vramctl-export.1). */
 int mon_format_prom(FILE *f, const struct mon_model *m);
-
-/* Human size, powers of 1024, 3 significant digits: "512 B", "1.50 GiB", "600 MiB". */
-char *mon_human_size(uint64_t bytes, char *buf, size_t len);
 
 /* "alive", "dead", "stale". */
 const char *mon_state_name(int state);

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "common/compiler.h"
+#include "common/size.h"
 #include "registry/member.h"
 #include "registry/proc.h"
 #include "registry/region.h"
@@ -91,21 +92,6 @@ static int add_error(struct vramctl_snapshot *s, const char *fmt, ...)
 		return -ENOMEM;
 	s->nerrors++;
 	return 0;
-}
-
-static void uuid_text(const unsigned char u[VR_UUID_LEN], char out[VRAMCTL_UUID_TEXT_LEN])
-{
-	static const char hx[] = "0123456789abcdef";
-	char *p = out;
-	memcpy(p, "GPU-", 4);
-	p += 4;
-	for (int i = 0; i < VR_UUID_LEN; i++) {
-		if (i == 4 || i == 6 || i == 8 || i == 10)
-			*p++ = '-';
-		*p++ = hx[u[i] >> 4];
-		*p++ = hx[u[i] & 15];
-	}
-	*p = '\0';
 }
 
 /* A small cache of uid -> user name (most members share one user). */
@@ -529,7 +515,7 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 	g->ndev = (int)ndev;
 	g->consistent = consistent;
 	for (uint32_t d = 0; d < ndev; d++) {
-		uuid_text(gdev[d].uuid, g->dev[d].uuid);
+		vr_format_uuid(gdev[d].uuid, g->dev[d].uuid, sizeof(g->dev[d].uuid));
 		g->dev[d].cap = gdev[d].cap;
 		g->dev[d].peak = gdev[d].peak;
 		g->dev[d].books_in_use = gdev[d].in_use;

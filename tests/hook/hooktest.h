@@ -20,6 +20,7 @@
 #include "common/cuda_api.h"
 #define VR_NVML_PROTOTYPES
 #include "common/nvml_api.h"
+#include "common/size.h"
 #include "test.h"
 #include "cudatest.h"
 
@@ -157,11 +158,7 @@ static inline void ht_uuid_text(CUdevice dev, char *text, size_t len)
 {
 	CUuuid u;
 	ASSERT_CU(cuDeviceGetUuid(&u, dev), CUDA_SUCCESS);
-	const unsigned char *b = (const unsigned char *)u.bytes;
-	snprintf(text, len,
-	         "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-	         b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-	         b[14], b[15]);
+	vr_format_uuid((const unsigned char *)u.bytes, text, len);
 }
 
 /* Initialises NVML and returns the handle of the card that is dev (found by

@@ -284,18 +284,6 @@ static int check(const char *scenario, const char *ext, const char *got, size_t 
 	return bad;
 }
 
-static void test_human_size(void)
-{
-	char b[32];
-	ASSERT_STR_EQ(mon_human_size(0, b, sizeof(b)), "0 B");
-	ASSERT_STR_EQ(mon_human_size(1023, b, sizeof(b)), "1023 B");
-	ASSERT_STR_EQ(mon_human_size(1024, b, sizeof(b)), "1.00 KiB");
-	ASSERT_STR_EQ(mon_human_size(600 * MiB, b, sizeof(b)), "600 MiB");
-	ASSERT_STR_EQ(mon_human_size(1536 * MiB, b, sizeof(b)), "1.50 GiB");
-	ASSERT_STR_EQ(mon_human_size(40 * GiB, b, sizeof(b)), "40.0 GiB");
-	ASSERT_STR_EQ(mon_human_size(UINT64_MAX, b, sizeof(b)), "16.0 EiB");
-}
-
 /* Label values with quotes, backslashes and newlines are escaped. */
 static void test_prom_escape(void)
 {
@@ -331,7 +319,6 @@ int main(void)
 {
 	static const char *const exts[] = {"table", "json", "prom"};
 	int bad = 0;
-	test_human_size();
 	test_prom_escape();
 	test_json_compact();
 	for (size_t s = 0; s < sizeof(scenarios) / sizeof(scenarios[0]); s++) {

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "common/size.h"
+
 static nvmlDevice_t dev0(void)
 {
 	nvmlDevice_t d;
@@ -40,11 +42,7 @@ static int child_physical(void)
 	CUuuid u;
 	char want[64], got[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
 	ASSERT_CU(cuDeviceGetUuid_v2(&u, 0), CUDA_SUCCESS);
-	const unsigned char *b = (const unsigned char *)u.bytes;
-	snprintf(want, sizeof(want),
-	         "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-	         b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-	         b[14], b[15]);
+	vr_format_uuid((const unsigned char *)u.bytes, want, sizeof(want));
 	ASSERT_CU(nvmlDeviceGetUUID(d, got, sizeof(got)), NVML_SUCCESS);
 	ASSERT_STR_EQ(got, want);
 	ASSERT_CU(nvmlShutdown(), NVML_SUCCESS);

@@ -169,7 +169,29 @@ static void test_format(void)
 	ASSERT_STR_EQ(vr_format_size(600ull << 20, buf, sizeof(buf)), "600 MiB");
 	ASSERT_STR_EQ(vr_format_size(1ull << 30, buf, sizeof(buf)), "1 GiB");
 	ASSERT_STR_EQ(vr_format_size(3ull << 29, buf, sizeof(buf)), "1.5 GiB");
-	ASSERT_STR_EQ(vr_format_size(UINT64_MAX, buf, sizeof(buf)), "15.9 EiB");
+	ASSERT_STR_EQ(vr_format_size(UINT64_MAX, buf, sizeof(buf)), "16 EiB");
+	/* Rounded to what a reader expects: the nearest tenth, ".0" dropped. */
+	ASSERT_STR_EQ(vr_format_size(0, buf, sizeof(buf)), "0 B");
+	ASSERT_STR_EQ(vr_format_size(1023, buf, sizeof(buf)), "1023 B");
+	ASSERT_STR_EQ(vr_format_size(1024, buf, sizeof(buf)), "1 KiB");
+	ASSERT_STR_EQ(vr_format_size(1500ull << 20, buf, sizeof(buf)), "1.5 GiB");
+	ASSERT_STR_EQ(vr_format_size(1536ull << 20, buf, sizeof(buf)), "1.5 GiB");
+	ASSERT_STR_EQ(vr_format_size(40ull << 30, buf, sizeof(buf)), "40 GiB");
+	ASSERT_STR_EQ(vr_format_size(943718400, buf, sizeof(buf)), "900 MiB");
+	ASSERT_STR_EQ(vr_format_size(966367641, buf, sizeof(buf)), "921.6 MiB");
+	ASSERT_STR_EQ(vr_format_size((1ull << 30) - 1, buf, sizeof(buf)), "1 GiB");
+	ASSERT_STR_EQ(
+	    vr_format_size((1ull << 20) * 1023 + (1ull << 20) * 95 / 100, buf, sizeof(buf)),
+	    "1023.9 MiB");
+	ASSERT_STR_EQ(
+	    vr_format_size((1ull << 20) * 1023 + (1ull << 20) * 96 / 100, buf, sizeof(buf)),
+	    "1 GiB");
+	/* The one UUID form, truncated to the buffer. */
+	static const unsigned char w[16] = {0x11, 0x11, 0x11, 0x11, 0x22, 0x22, 0x33, 0x33,
+	                                    0x44, 0x44, 0xab, 0xcd, 0xef, 0x55, 0x55, 0x55};
+	ASSERT_STR_EQ(vr_format_uuid(w, buf, sizeof(buf)),
+	              "GPU-11111111-2222-3333-4444-abcdef555555");
+	ASSERT_STR_EQ(vr_format_uuid(w, buf, 8), "GPU-111");
 
 	for (int i = 0; i < 16; i++)
 		u[i] = (unsigned char)(i * 17);
