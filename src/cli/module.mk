@@ -22,3 +22,9 @@ demo: build-all
 	$(VRAMCTL) demo
 
 TEST_SCRIPTS += $(sort $(wildcard tests/cli/*.sh))
+
+# The pure layout of top's columns, tested on fixed input.
+$(O)/tests/cli/test_top_layout: $(O)/tests/cli/test_top_layout.o $(O)/src/cli/top_layout.o
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_LDFLAGS) -o $@ $^
+TESTS += $(O)/tests/cli/test_top_layout

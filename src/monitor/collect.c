@@ -16,6 +16,22 @@ int mon_collect_nvml(const struct mon_sources *src, struct mon_model *out)
 	return 0;
 }
 
+int mon_collect_registry(const struct mon_sources *src, struct mon_model *m)
+{
+	if (src->registry_dir)
+		mon_copy(m->registry_dir, sizeof(m->registry_dir), src->registry_dir);
+	else
+		vr_default_dir(m->registry_dir, sizeof(m->registry_dir));
+	struct vramctl_snapshot *snap = NULL;
+	int snap_rc = vramctl_snapshot_take(m->registry_dir, &snap);
+	int rc = mon_merge_registry(m, snap_rc == 0 ? snap : NULL, snap_rc, src->proc_root);
+	if (snap)
+		vramctl_snapshot_free(snap);
+	if (rc < 0)
+		mon_model_clear(m);
+	return rc;
+}
+
 int mon_collect(const struct mon_sources *src, struct mon_model *out)
 {
 	struct timespec ts;
@@ -24,16 +40,5 @@ int mon_collect(const struct mon_sources *src, struct mon_model *out)
 	if (rc < 0)
 		return rc;
 	out->time_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-	if (src->registry_dir)
-		snprintf(out->registry_dir, sizeof(out->registry_dir), "%s", src->registry_dir);
-	else
-		vr_default_dir(out->registry_dir, sizeof(out->registry_dir));
-	struct vramctl_snapshot *snap = NULL;
-	int src_rc = vramctl_snapshot_take(out->registry_dir, &snap);
-	rc = mon_merge_registry(out, src_rc == 0 ? snap : NULL, src_rc, src->proc_root);
-	if (snap)
-		vramctl_snapshot_free(snap);
-	if (rc < 0)
-		mon_model_clear(out);
-	return rc;
+	return mon_collect_registry(src, out);
 }

@@ -32,6 +32,13 @@ int mon_collect(const struct mon_sources *src, struct mon_model *out);
 int mon_collect_nvml(const struct mon_sources *src, struct mon_model *out);
 
 /*
+ * The registry half, read now: the snapshot of src->registry_dir (NULL: the
+ * default) merged into m, which holds the NVML half (mon_merge_registry).
+ * m is cleared on failure. Returns 0 or -ENOMEM.
+ */
+int mon_collect_registry(const struct mon_sources *src, struct mon_model *m);
+
+/*
  * The registry half: merges snapshot s (NULL: none) into m, which holds the
  * NVML half. snap_rc is what vramctl_snapshot_take returned (for the note).
  * Sets MON_M_REGISTRY, groups, capped rows, per-device caps; sorts the rows.

@@ -13,6 +13,7 @@ fixed_card
 start_holder free -- 100 200
 start_holder a VRAMCTL_LIMIT=1G VRAMCTL_GROUP=train LD_PRELOAD="$LIB" -- 300
 start_holder b VRAMCTL_LIMIT=2G VRAMCTL_GROUP=infer LD_PRELOAD="$LIB" -- 700
+start_holder c VRAMCTL_LIMIT=3G VRAMCTL_GROUP=run-1067-5df5a3a6 LD_PRELOAD="$LIB" -- 300
 
 sock=$TMPDIR/tmux.sock
 T() { tmux -S "$sock" -f /dev/null "$@"; }
@@ -84,6 +85,10 @@ wait_for "GPU 0 vramsim test GPU" "GPU line"
 wait_for "train" "capped row"
 wait_for "infer" "second group's row"
 wait_for "(uncapped)" "uncapped row"
+# A group name wider than its column: cut, marked, and a space before the
+# next column's value (it once read "run-1067-5d300 MiB").
+wait_for "run-1067-~ 300 MiB" "long group name cut with a marker"
+grep -q "run-1067-5d" "$TMPDIR/screen" && fail "long group name runs into the next column"
 # NO_COLOR: bars are drawn with characters: the 700 MiB of a 2 GiB cap.
 grep -E "infer .*\[###" "$TMPDIR/screen" >/dev/null || fail "no '#' bar for the infer row under NO_COLOR"
 
@@ -92,7 +97,7 @@ T send-keys -t top p
 wait_for "PIDv" "sort by PID"
 row_pids >"$TMPDIR/pids"
 sort -n "$TMPDIR/pids" | cmp -s - "$TMPDIR/pids" || fail "rows not in PID order: $(tr '\n' ' ' <"$TMPDIR/pids")"
-[ "$(wc -l <"$TMPDIR/pids")" = 3 ] || fail "expected 3 rows, got $(wc -l <"$TMPDIR/pids")"
+[ "$(wc -l <"$TMPDIR/pids")" = 4 ] || fail "expected 4 rows, got $(wc -l <"$TMPDIR/pids")"
 T send-keys -t top r
 wait_for "PID^" "reverse"
 row_pids >"$TMPDIR/pids"
@@ -146,4 +151,5 @@ quit_top 100 "slow NVML: top did not quit at once on 'q'"
 stop_holder free
 stop_holder a
 stop_holder b
+stop_holder c
 finish

@@ -1,0 +1,298 @@
+/*
+ * top_draw.c - one frame of `vramctl top` from a model, into ncurses'
+ * virtual screen (see top.h): a line per GPU with a bar of its memory, then
+ * the process rows in fixed-width columns (top_layout.c).
+ */
+#include <ncurses.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/top.h"
+#include "common/size.h"
+#include "common/text.h"
+#include "monitor/format.h"
+
+enum { PAIR_OK = 1, PAIR_WARN, PAIR_BAD, PAIR_HEAD, PAIR_DIM };
+
+/* Draws text, escaped: much of it comes from other processes (command
+ * lines, from the books and from /proc). */
+static void put(int y, int x, const char *s)
+{
+	char safe[1024];
+	if (y < 0 || y >= LINES || x >= COLS)
+		return;
+	mvaddnstr(y, x, vr_text_escape(safe, sizeof(safe), s), COLS - x);
+}
+
+static void ui_attr_on(struct ui *u, int pair, int extra)
+{
+	if (u->color && pair)
+		attron(COLOR_PAIR(pair));
+	if (extra)
+		attron(extra);
+}
+
+static void ui_attr_off(struct ui *u, int pair, int extra)
+{
+	if (u->color && pair)
+		attroff(COLOR_PAIR(pair));
+	if (extra)
+		attroff(extra);
+}
+
+/* A bar of width w: filled to frac, a marker at mark (< 0: none). */
+static void draw_bar(struct ui *u, int y, int x, int w, double frac, double mark, int pair)
+{
+	if (w < 3 || y >= LINES || x + w > COLS)
+		return;
+	int fill = (int)(frac * (w - 2) + 0.5);
+	if (fill > w - 2)
+		fill = w - 2;
+	int mk = mark >= 0 ? (int)(mark * (w - 2) + 0.5) : -1;
+	if (mk > w - 3)
+		mk = w - 3;
+	mvaddch(y, x, '[');
+	for (int i = 0; i < w - 2; i++) {
+		int on = i < fill;
+		if (on)
+			ui_attr_on(u, pair, u->color ? A_REVERSE : 0);
+		if (i == mk)
+			addch(on ? '|' : '|');
+		else
+			addch(on ? (u->color ? ' ' : '#') : '.');
+		if (on)
+			ui_attr_off(u, pair, u->color ? A_REVERSE : 0);
+	}
+	addch(']');
+}
+
+static void draw_spark(struct ui *u, int y, int x, int w, const struct hist *h)
+{
+	static const char *const blocks[] = {"\u2581", "\u2582", "\u2583", "\u2584",
+	                                     "\u2585", "\u2586", "\u2587", "\u2588"};
+	static const char ascii[] = "_.-~=+*#";
+	if (!h || y >= LINES)
+		return;
+	int start = h->n > w ? h->n - w : 0;
+	move(y, x);
+	for (int i = start; i < h->n && x + (i - start) < COLS; i++) {
+		float v = h->v[i];
+		int lvl = (int)(v * 7.0f + 0.5f);
+		if (lvl < 0)
+			lvl = 0;
+		if (lvl > 7)
+			lvl = 7;
+		if (u->utf8)
+			addstr(blocks[lvl]);
+		else
+			addch((chtype)(unsigned char)ascii[lvl]);
+	}
+}
+
+static int row_matches(const struct ui *u, const struct mon_proc *p)
+{
+	if (!u->filter[0])
+		return 1;
+	return strstr(p->user, u->filter) ||
+	       ((p->valid & MON_P_CAPPED) && strstr(p->group, u->filter));
+}
+
+static void draw_help(void)
+{
+	static const char *const lines[] = {
+	    "vramctl top - keys",
+	    "",
+	    "  h ?      this help (any key closes it)",
+	    "  q        quit",
+	    "  p g u G  sort by PID, GPU, user, group",
+	    "  m c k    sort by in use, cap, peak",
+	    "  n d C    sort by NVML usage, denied count, command",
+	    "  < >      sort by the previous / next column",
+	    "  r        reverse the order",
+	    "  / f      filter by user or group (empty: all)",
+	    "  Esc      clear the filter",
+	    "",
+	    "Bars: '#' in use, '|' the cap (GPUs) or the peak (processes).",
+	};
+	int n = (int)(sizeof(lines) / sizeof(lines[0]));
+	for (int i = 0; i < n && i + 1 < LINES; i++) {
+		move(i + 1, 0);
+		clrtoeol();
+		put(i + 1, 1, lines[i]);
+	}
+}
+
+void draw(struct ui *u, const struct mon_model *m)
+{
+	char a[32], b[32], c[32], line[512];
+	erase();
+	if (COLS < 20 || LINES < 4) {
+		put(0, 0, "vramctl top: terminal too small");
+		return;
+	}
+	int y = 0;
+	snprintf(line, sizeof(line),
+	         "vramctl top  %d GPU%s  %d process row%s  sort: %s%s  %s%s%s  h: help", m->ndevs,
+	         m->ndevs == 1 ? "" : "s", m->nprocs, m->nprocs == 1 ? "" : "s",
+	         top_cols[u->sort_col].title, u->reverse ? " (reversed)" : "",
+	         u->filter[0] ? "filter: " : "", u->filter, u->filter[0] ? "" : "");
+	ui_attr_on(u, PAIR_HEAD, A_BOLD);
+	put(y++, 0, line);
+	ui_attr_off(u, PAIR_HEAD, A_BOLD);
+	for (int i = 0; i < m->nnotes && y < LINES - 1; i++) {
+		snprintf(line, sizeof(line), "note: %s", m->notes[i]);
+		ui_attr_on(u, PAIR_WARN, 0);
+		put(y++, 0, line);
+		ui_attr_off(u, PAIR_WARN, 0);
+	}
+	if (u->help) {
+		draw_help();
+		return;
+	}
+
+	/* GPUs: a bar of NVML's used memory with the groups' caps marked
+	 * (cumulatively: where the caps' sum ends). */
+	for (int i = 0; i < m->ndevs && y < LINES - 1; i++) {
+		const struct mon_device *d = &m->devs[i];
+		char idx[16];
+		if (d->valid & MON_DEV_INDEX)
+			snprintf(idx, sizeof(idx), "%d", d->index);
+		else
+			snprintf(idx, sizeof(idx), "-");
+		int mem = !!(d->valid & MON_DEV_MEMORY);
+		if (mem)
+			snprintf(line, sizeof(line), "GPU %s %.24s %s/%s caps %s%s", idx,
+			         (d->valid & MON_DEV_NAME) ? d->name : d->uuid,
+			         vr_format_size(d->used, a, sizeof(a)),
+			         vr_format_size(d->total, b, sizeof(b)),
+			         vr_format_size(d->caps_sum, c, sizeof(c)),
+			         d->overcommitted ? " OVERCOMMITTED" : "");
+		else
+			snprintf(line, sizeof(line), "GPU %s %.40s memory unknown, caps %s", idx,
+			         d->uuid, vr_format_size(d->caps_sum, c, sizeof(c)));
+		int bw = COLS / 3;
+		if (bw > 40)
+			bw = 40;
+		if (COLS < 50)
+			bw = 0;
+		put(y, 0, line);
+		if (bw && mem && d->total) {
+			int x = COLS - bw - 1;
+			double frac = (double)d->used / (double)d->total;
+			double cap = d->ncapped ? (double)d->caps_sum / (double)d->total : -1;
+			if (cap > 1)
+				cap = 1;
+			int pair = d->overcommitted ? PAIR_BAD : frac > 0.9 ? PAIR_WARN : PAIR_OK;
+			draw_bar(u, y, x, bw, frac, cap, pair);
+		}
+		y++;
+	}
+	if (m->ndevs == 0 && y < LINES - 1)
+		put(y++, 0, "No GPU known.");
+	y++;
+
+	/* Process rows, filtered and sorted. */
+	const struct mon_proc **rows = malloc(sizeof(*rows) * (size_t)(m->nprocs + 1));
+	int n = 0;
+	for (int i = 0; rows && i < m->nprocs; i++)
+		if (row_matches(u, &m->procs[i]))
+			rows[n++] = &m->procs[i];
+	if (rows)
+		sort_rows(rows, n, u->sort_col, u->reverse);
+
+	/* The process columns, with the bar and the sparkline after DENIED. */
+	enum { L_BAR = C_DENIED + 1, L_SPARK, L_CMD, NL };
+	int widths[NL], xs[NL];
+	const char *texts[NL];
+	char cells[NL][160];
+	for (int cI = 0; cI <= C_DENIED; cI++)
+		widths[cI] = top_cols[cI].width;
+	widths[L_BAR] = BAR_W;
+	widths[L_SPARK] = SPARK_W;
+	widths[L_CMD] = 0;
+	for (int i = 0; i < NL; i++)
+		texts[i] = cells[i];
+
+	/* Header: the sort column carries a marker. */
+	for (int cI = 0; cI < NCOLS; cI++)
+		snprintf(cells[cI == C_CMD ? L_CMD : cI], sizeof(cells[0]), "%s%s",
+		         top_cols[cI].title, cI == u->sort_col ? (u->reverse ? "^" : "v") : "");
+	snprintf(cells[L_BAR], sizeof(cells[0]), "USE/CAP");
+	snprintf(cells[L_SPARK], sizeof(cells[0]), "HISTORY");
+	top_layout(widths, NL, texts, line, sizeof(line), xs);
+	ui_attr_on(u, PAIR_HEAD, A_BOLD);
+	put(y++, 0, line);
+	ui_attr_off(u, PAIR_HEAD, A_BOLD);
+	for (int r = 0; r < n && y < LINES; r++, y++) {
+		const struct mon_proc *p = rows[r];
+		int capped = !!(p->valid & MON_P_CAPPED);
+		size_t cl = sizeof(cells[0]);
+		if (p->valid & MON_P_HOST_PID)
+			snprintf(cells[C_PID], cl, "%d", (int)p->host_pid);
+		else
+			snprintf(cells[C_PID], cl, "ns:%d", (int)p->ns_pid);
+		if ((p->valid & MON_P_DEVICE) && (m->devs[p->device].valid & MON_DEV_INDEX))
+			snprintf(cells[C_GPU], cl, "%d", m->devs[p->device].index);
+		else
+			snprintf(cells[C_GPU], cl, "-");
+		/* Text from other processes is escaped before the layout
+		 * measures it, so the columns hold what is drawn. */
+		vr_text_escape(cells[C_USER], cl, (p->valid & MON_P_USER) ? p->user : "-");
+		vr_text_escape(cells[C_GROUP], cl, capped ? p->group : "(uncapped)");
+		snprintf(cells[C_USED], cl, "%s",
+		         capped ? vr_format_size(p->in_use, a, sizeof(a)) : "-");
+		snprintf(cells[C_CAP], cl, "%s",
+		         !capped                ? "-"
+		         : p->cap == MON_NO_CAP ? "none"
+		                                : vr_format_size(p->cap, a, sizeof(a)));
+		snprintf(cells[C_PEAK], cl, "%s",
+		         capped ? vr_format_size(p->peak, a, sizeof(a)) : "-");
+		snprintf(cells[C_NVML], cl, "%s",
+		         (p->valid & MON_P_NVML_USED) ? vr_format_size(p->nvml_used, a, sizeof(a))
+		         : (p->valid & MON_P_NVML)    ? "unknown"
+		                                      : "-");
+		snprintf(cells[C_DENIED], cl, "%s", "-");
+		if (capped)
+			snprintf(cells[C_DENIED], cl, "%llu", (unsigned long long)p->denied_count);
+		cells[L_BAR][0] = cells[L_SPARK][0] = '\0';
+		char cmd[sizeof(cells[0]) - 32]; /* room for "[state] " */
+		vr_text_escape(cmd, sizeof(cmd), (p->valid & MON_P_COMMAND) ? p->command : "-");
+		if (capped && p->state != MON_PROC_ALIVE)
+			snprintf(cells[L_CMD], cl, "[%s] %s", mon_state_name(p->state), cmd);
+		else
+			snprintf(cells[L_CMD], cl, "%s", cmd);
+		int pair = capped && p->state != MON_PROC_ALIVE ? PAIR_DIM : 0;
+		ui_attr_on(u, pair, 0);
+		top_layout(widths, NL, texts, line, sizeof(line), xs);
+		put(y, 0, line);
+		double frac = row_fraction(m, p);
+		double peak = -1;
+		if (capped && p->cap != MON_NO_CAP && p->cap)
+			peak = (double)p->peak / (double)p->cap;
+		int bp = frac > 1 ? PAIR_BAD : frac > 0.9 ? PAIR_WARN : PAIR_OK;
+		if (xs[L_BAR] + BAR_W <= COLS)
+			draw_bar(u, y, xs[L_BAR], BAR_W, frac > 1 ? 1 : frac, peak > 1 ? 1 : peak,
+			         bp);
+		draw_spark(u, y, xs[L_SPARK], SPARK_W, history_of(&u->hist, p));
+		ui_attr_off(u, pair, 0);
+	}
+	if (n == 0 && y < LINES)
+		put(y, 0, u->filter[0] ? "No process matches the filter." : "No GPU process.");
+	free(rows);
+}
+
+void draw_init(struct ui *u)
+{
+	const char *nc = getenv("NO_COLOR");
+	u->color = !(nc && *nc) && has_colors();
+	if (u->color) {
+		start_color();
+		use_default_colors();
+		init_pair(PAIR_OK, COLOR_GREEN, -1);
+		init_pair(PAIR_WARN, COLOR_YELLOW, -1);
+		init_pair(PAIR_BAD, COLOR_RED, -1);
+		init_pair(PAIR_HEAD, COLOR_CYAN, -1);
+		init_pair(PAIR_DIM, COLOR_MAGENTA, -1);
+	}
+}
