@@ -7,7 +7,8 @@
  * behind its own small spinlock, so threads allocating at once rarely meet.
  * Tables live in mmap'ed memory, never malloc: the host's allocator is not
  * touched, and the hot path allocates nothing (a table doubles when it is
- * half full, which amortises to nothing; it never shrinks).
+ * half full, which amortises to nothing; it never shrinks). The spinlock is
+ * held for a few loads and stores only, never across a system call.
  */
 #include <sched.h>
 #include <stdatomic.h>
@@ -109,17 +110,17 @@ static void erase(struct stripe *s, size_t i)
 	s->used--;
 }
 
-/* Makes room for one more entry (at most half full). Returns 0, or -1 if
- * mmap failed. */
-static int grow(struct stripe *s)
+/* Whether one more entry fits (a table stays at most half full). Under
+ * s's lock. */
+static int has_room(const struct stripe *s)
 {
-	if (s->cap && (s->used + 1) * 2 <= s->cap)
-		return 0;
-	size_t ncap = s->cap ? s->cap * 2 : MIN_SLOTS;
-	void *mem = mmap(NULL, ncap * sizeof(struct slot), PROT_READ | PROT_WRITE,
-	                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (mem == MAP_FAILED)
-		return -1;
+	return s->cap && (s->used + 1) * 2 <= s->cap;
+}
+
+/* Under s's lock: moves every entry into mem (ncap slots, zeroed) and makes
+ * it the table. Returns the old table for the caller to unmap unlocked. */
+static struct slot *rehash(struct stripe *s, struct slot *mem, size_t ncap)
+{
 	struct slot *old = s->slots;
 	size_t ocap = s->cap;
 	s->slots = mem;
@@ -132,33 +133,49 @@ static int grow(struct stripe *s)
 		    probe(s, old[i].key, old[i].kind, mix(old[i].key, old[i].kind), &found);
 		*e = old[i];
 	}
-	if (old)
-		munmap(old, ocap * sizeof(struct slot));
-	return 0;
+	return old;
 }
 
 int vr_map_put(int kind, uint64_t key, int dev, uint64_t bytes)
 {
 	uint64_t h = mix(key, kind);
 	struct stripe *s = &stripes[h & (STRIPES - 1)];
-	int rc = 0, found;
+	int found;
 	lock(s);
-	if (grow(s) != 0) {
-		rc = -1;
-	} else {
-		struct slot *e = probe(s, key, kind, h, &found);
-		if (!found)
-			s->used++;
-		/* A key the driver hands out again was freed behind our back
-		 * (e.g. by a context reset): the new allocation replaces it. */
-		*e = (struct slot){.key = key,
-		                   .bytes = bytes,
-		                   .dev = dev,
-		                   .kind = (uint8_t)kind,
-		                   .state = SLOT_FULL};
+	/* A full table grows into a fresh mapping. mmap and munmap are system
+	 * calls, so they run with the spinlock released (other threads would
+	 * spin through them); a thread that finds the table grown meanwhile
+	 * gives its mapping back and looks again. */
+	while (!has_room(s)) {
+		size_t ocap = s->cap, ncap = ocap ? ocap * 2 : MIN_SLOTS;
+		unlock(s);
+		void *mem = mmap(NULL, ncap * sizeof(struct slot), PROT_READ | PROT_WRITE,
+		                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (mem == MAP_FAILED)
+			return -1;
+		lock(s);
+		if (s->cap != ocap) { /* another thread grew it */
+			unlock(s);
+			munmap(mem, ncap * sizeof(struct slot));
+			lock(s);
+			continue;
+		}
+		struct slot *old = rehash(s, mem, ncap);
+		if (old) {
+			unlock(s);
+			munmap(old, ocap * sizeof(struct slot));
+			lock(s);
+		}
 	}
+	struct slot *e = probe(s, key, kind, h, &found);
+	if (!found)
+		s->used++;
+	/* A key the driver hands out again was freed behind our back
+	 * (e.g. by a context reset): the new allocation replaces it. */
+	*e = (struct slot){
+	    .key = key, .bytes = bytes, .dev = dev, .kind = (uint8_t)kind, .state = SLOT_FULL};
 	unlock(s);
-	return rc;
+	return 0;
 }
 
 int vr_map_take(int kind, uint64_t key, int *dev, uint64_t *bytes)
