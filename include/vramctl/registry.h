@@ -31,7 +31,6 @@ struct vramctl_group_dev {
 	uint64_t cap;    /* UINT64_MAX: no cap */
 	uint64_t in_use; /* sum over live members */
 	uint64_t peak;
-	/* Additions (registry engineer): */
 	uint64_t dead_in_use;  /* held by dead members, returned at the next reclaim */
 	uint64_t books_in_use; /* what the cap is checked against: in_use + dead_in_use
 	                          (both read from one consistent copy when consistent) */
@@ -85,7 +84,7 @@ struct vramctl_group {
 	int nmembers; /* live members */
 	int ndev;
 	struct vramctl_group_dev dev[64];
-	/* Addition (registry engineer): 1 when the copy was taken between two
+	/* 1 when the copy was taken between two
 	 * writes (all numbers of the group agree); 0 when writers kept changing
 	 * the books for the whole read (each number is real, sums may differ). */
 	int consistent;

@@ -1,11 +1,12 @@
 /*
  * run.c - `vramctl run [--limit SPEC]... [--growth] [--group NAME] [--] COMMAND [ARG...]`
  *
- * The CLI re-implements no policy: it checks the cap the user typed against
- * the devices the command will see, writes the environment contract
- * (contract.h) and LD_PRELOAD for the child, keeps the group's books alive for
- * the run by being a member itself, and removes them when a run that created
- * them ends. The injected library does the enforcing.
+ * The CLI re-implements no policy: it parses the options, checks the cap
+ * the user typed against the devices the command will see, writes the
+ * environment contract and LD_PRELOAD for the child and joins the group
+ * through the launchers' module (src/launch), keeps the group's books alive
+ * for the run by being a member itself, and removes them when a run that
+ * created them ends. The injected library does the enforcing.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 /*
  * nvml.c - reads devices and GPU processes from NVML, loaded with dlopen.
  *
- * The traps (DESIGN.md §6) and what this file does about each:
+ * NVML's traps and what this file does about each:
  *  - nvmlMemory_v2 needs version = sizeof(nvmlMemory_v2_t) | 2 << 24; older
  *    drivers lack the call, so nvmlDeviceGetMemoryInfo is the fallback.
  *  - The running-process struct changed size without a version bump: R535

@@ -118,7 +118,7 @@ void vr_note_spilled(vr_member *m, int dev, int64_t delta);
 int vr_group_remove(const char *dir, const char *group);
 
 /*
- * Additions for diagnostics and tests (registry engineer).
+ * For diagnostics and tests.
  */
 
 /* Reclaims the slots of dead members now (it also happens on its own before

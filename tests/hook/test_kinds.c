@@ -1,5 +1,6 @@
 /*
- * test_kinds - each allocation family is counted as DESIGN.md §4 says, and
+ * test_kinds - each allocation family is counted as docs/architecture.md
+ * ("What is counted") says, and
  * what is not device memory is not: linear, pitch (pitch x height), managed,
  * stream-ordered (by what the pool physically holds), pools of our own,
  * virtual memory (device handles; never address reservations, never host

@@ -1,5 +1,5 @@
 /*
- * procaddr.c - cuGetProcAddress_v2 and the 11.3 four-argument form follow the
+ * test_procaddr - cuGetProcAddress_v2 and the 11.3 four-argument form follow the
  * driver's rules: newest variant at or before cudaVersion, per-thread
  * variants under the per-thread flag only, status for unknown and too-new
  * symbols, CUDA_ERROR_INVALID_VALUE above the driver's version.
