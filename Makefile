@@ -4,7 +4,8 @@
 #   make test                 build and run the whole test suite
 #   make test SANITIZE=address   the same under ASan+UBSan
 #   make test SANITIZE=thread    the same under TSan
-#   make check                the README's test command: all of the above
+#   make check                the README's test command: all of the above and
+#                             the format check (make format-check)
 #   make CC=clang             any of the above with clang
 #   make demo                 run the demo on the simulated GPU
 #
@@ -58,7 +59,7 @@ ALL_TARGETS :=
 TESTS :=
 TEST_SCRIPTS :=
 
-.PHONY: all test check demo clean format install
+.PHONY: all test check demo clean format format-check install
 # Keep intermediate objects: they are reused by several links.
 .SECONDARY:
 all: build-all
@@ -95,8 +96,20 @@ install: build-all
 	install -m 0755 $(O)/libexec/vramctl-demo-app $(DESTDIR)$(PREFIX)/libexec/vramctl/
 	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 
+# The C files of the tree: tracked ones in a git clone, else every one
+# outside the build folders.
+C_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null || \
+	find . -path ./$(BUILD) -prune -o -name '*.[ch]' -print)
+
 format:
-	clang-format -i $$(git ls-files '*.c' '*.h')
+	clang-format -i $(C_FILES)
+
+# Fails, naming each file and line, when a C file is not as clang-format
+# (.clang-format) would write it; `make format` fixes them.
+format-check:
+	@command -v clang-format >/dev/null || \
+		{ echo "format-check: clang-format is not installed"; exit 1; }
+	@clang-format --dry-run --Werror $(C_FILES)
 
 clean:
 	rm -rf $(BUILD)

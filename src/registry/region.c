@@ -398,7 +398,8 @@ int vr_default_dir(char *buf, size_t len)
 		if (home_dir(home, sizeof(home)) && lstat(home, &st) == 0 && S_ISDIR(st.st_mode) &&
 		    st.st_uid == geteuid())
 			n = snprintf(buf, len, "%s", home);
-		else if (((n = snprintf(buf, len, VR_DEFAULT_DIR_PREFIX "%u", (unsigned)geteuid())) < 0 ||
+		else if (((n = snprintf(buf, len, VR_DEFAULT_DIR_PREFIX "%u",
+		                        (unsigned)geteuid())) < 0 ||
 		          (size_t)n >= len || taken_by_another(buf)) &&
 		         home_dir(home, sizeof(home)))
 			n = snprintf(buf, len, "%s", home);

@@ -19,5 +19,4 @@ void vr_strlcpy(char *dst, const char *src, size_t len);
  * Returns the bytes read or a negative errno. */
 ssize_t vr_read_file(const char *path, char *buf, size_t len);
 
-
 #endif /* VRAMCTL_REGISTRY_UTIL_H */
