@@ -14,16 +14,6 @@
 #include "common/text.h"
 #include "launch/launch.h"
 
-static int copy_text(char *dst, size_t len, const char *src)
-{
-	size_t n = strlen(src);
-
-	if (n >= len)
-		return -ENAMETOOLONG;
-	memcpy(dst, src, n + 1);
-	return 0;
-}
-
 static int parse_bool(const char *v, int *out)
 {
 	if (!strcasecmp(v, "yes") || !strcasecmp(v, "true") || !strcmp(v, "1")) {
@@ -59,13 +49,13 @@ int vr_slurm_parse_args(int argc, char *const argv[], struct vr_slurm_conf *conf
 			return -EINVAL;
 		}
 		if (klen == 3 && !strncmp(a, "lib", 3)) {
-			if (v[0] != '/' || copy_text(c.lib, sizeof(c.lib), v)) {
+			if (v[0] != '/' || vr_text_copy(c.lib, sizeof(c.lib), v)) {
 				vr_seterr(err, errlen, "lib=%s: need an absolute path", v);
 				return -EINVAL;
 			}
 		} else if (klen == 7 && !strncmp(a, "default", 7)) {
 			if (vr_parse_limits(v, &limits, why, sizeof(why)) ||
-			    copy_text(c.default_spec, sizeof(c.default_spec), v)) {
+			    vr_text_copy(c.default_spec, sizeof(c.default_spec), v)) {
 				vr_seterr(err, errlen, "default=%s: %s", v, why);
 				return -EINVAL;
 			}
@@ -82,7 +72,8 @@ int vr_slurm_parse_args(int argc, char *const argv[], struct vr_slurm_conf *conf
 		} else if (klen == 12 && !strncmp(a, "registry_dir", 12)) {
 			char probe[VR_SLURM_TEXT_MAX];
 
-			if (v[0] != '/' || copy_text(c.registry_dir, sizeof(c.registry_dir), v) ||
+			if (v[0] != '/' ||
+			    vr_text_copy(c.registry_dir, sizeof(c.registry_dir), v) ||
 			    vr_dir_pattern(v, 0, probe, sizeof(probe))) {
 				vr_seterr(
 				    err, errlen,
@@ -216,5 +207,5 @@ int vr_slurm_group_name(uint32_t jobid, const char *host, char *buf, size_t len)
 	/* The registry's rule, checked rather than assumed. */
 	if (vr_group_name_check(name, NULL, 0) < 0)
 		return -EINVAL;
-	return copy_text(buf, len, name);
+	return vr_text_copy(buf, len, name);
 }

@@ -3,8 +3,10 @@
  */
 #include "common/text.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 void vr_seterr(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -68,4 +70,14 @@ char *vr_text_escape(char *dst, size_t len, const char *src)
 	}
 	dst[o] = '\0';
 	return dst;
+}
+
+int vr_text_copy(char *dst, size_t len, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (n >= len)
+		return -ENAMETOOLONG;
+	memcpy(dst, src, n + 1);
+	return 0;
 }

@@ -22,4 +22,8 @@ void vr_seterr(char *err, size_t errlen, const char *fmt, ...) VR_PRINTF(3, 4);
  */
 char *vr_text_escape(char *dst, size_t len, const char *src);
 
+/* Copies src into dst whole: 0, or -ENAMETOOLONG (dst untouched) when it
+ * needs more than len bytes with its NUL. */
+int vr_text_copy(char *dst, size_t len, const char *src);
+
 #endif /* VRAMCTL_TEXT_H */

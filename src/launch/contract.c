@@ -38,16 +38,6 @@ static int has_entry(const char *cur, const char *lib)
 	return 0;
 }
 
-static int copy_text(char *dst, size_t len, const char *src)
-{
-	size_t n = strlen(src);
-
-	if (n >= len)
-		return -ENAMETOOLONG;
-	memcpy(dst, src, n + 1);
-	return 0;
-}
-
 int vr_preload_add(const char *cur, const char *lib, char *buf, size_t len)
 {
 	int n;
@@ -55,9 +45,9 @@ int vr_preload_add(const char *cur, const char *lib, char *buf, size_t len)
 	if (!lib[0] || strpbrk(lib, ": "))
 		return -EINVAL;
 	if (!cur || !cur[0])
-		return copy_text(buf, len, lib);
+		return vr_text_copy(buf, len, lib);
 	if (has_entry(cur, lib))
-		return copy_text(buf, len, cur);
+		return vr_text_copy(buf, len, cur);
 	n = snprintf(buf, len, "%s:%s", cur, lib);
 	return (n < 0 || (size_t)n >= len) ? -ENAMETOOLONG : 0;
 }
