@@ -28,6 +28,33 @@ static void note(struct vr_launch_group *g, const char *fmt, ...)
 		strcat(g->notes, "\n");
 }
 
+/*
+ * The caps in force on the devices seen, as a spec ("GPU-...=1G,..."). Returns
+ * 0, or -1 when there is no device, no capped one, or no room.
+ */
+static int caps_spec(const struct vr_launch_join *j, const struct vr_launch_group *g, int ndev,
+                     char *out, size_t len)
+{
+	size_t used = 0;
+
+	out[0] = '\0';
+	for (int i = 0; i < ndev; i++) {
+		struct vr_limit amount = {.bytes = g->cap[i]};
+		char a[32];
+		int n;
+
+		if (g->cap[i] == UINT64_MAX)
+			continue;
+		vr_format_amount(&amount, a, sizeof(a));
+		n = snprintf(out + used, len - used, "%s%s=%s", used ? "," : "", j->devs[i].uuid,
+		             a);
+		if (n < 0 || (size_t)n >= len - used)
+			return -1;
+		used += (size_t)n;
+	}
+	return used ? 0 : -1;
+}
+
 int vr_launch_join(const struct vr_launch_join *j, struct vr_launch_group *g, char *err,
                    size_t errlen)
 {
@@ -80,13 +107,17 @@ int vr_launch_join(const struct vr_launch_join *j, struct vr_launch_group *g, ch
 	if (g->differs) {
 		char theirs[sizeof(g->spec)];
 
-		vr_group_spec(g->member, theirs, sizeof(theirs));
-		if (theirs[0]) {
+		if (vr_group_spec(g->member, theirs, sizeof(theirs)) != 0)
+			theirs[0] = '\0';
+		if (!theirs[0] && caps_spec(j, g, ndev, theirs, sizeof(theirs)) == 0) {
+			/* The group's text was too long for its region: the caps in
+			 * force on the devices seen say the same for the children. */
+			strcpy(g->spec, theirs);
+		} else if (theirs[0]) {
 			if (ndev <= 0)
 				note(g,
 				     "vramctl: group '%s' was created with the cap '%s', not '%s'; "
-				     "the "
-				     "group's cap applies",
+				     "the group's cap applies",
 				     j->group, theirs, j->spec);
 			strcpy(g->spec, theirs);
 		} else if (ndev <= 0) {

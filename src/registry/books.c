@@ -453,8 +453,11 @@ int vr_group_spec(const vr_member *m, char *buf, size_t len)
 		return -EINVAL;
 	/* Written only by a join that finds no live member, and this member is
 	 * live: the text cannot change under us. */
-	vr_strlcpy(buf, m->hdr->limit_spec, len);
-	return 0;
+	const char *spec = m->hdr->limit_spec;
+	size_t n = strnlen(spec, sizeof(m->hdr->limit_spec));
+	vr_strlcpy(buf, n < sizeof(m->hdr->limit_spec) ? spec : "", len);
+	/* A text that fills the field may have been cut when it was stored. */
+	return n >= sizeof(m->hdr->limit_spec) - 1 || n >= len ? 1 : 0;
 }
 
 int vr_slot_index(const vr_member *m)

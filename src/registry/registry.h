@@ -140,7 +140,9 @@ int vr_sample(vr_member *m, int dev, struct vr_books_sample *out);
 uint64_t vr_max_lock_wait_ns(const vr_member *m);
 
 /* The cap spec the group was created with (the text that applies to every
- * member), truncated to len - 1 bytes. Returns 0 or -EINVAL. */
+ * member), truncated to len - 1 bytes. Returns 0; 1 when the text may be cut
+ * (the region keeps VR_SPEC_MAX - 1 bytes of it, or len was too small), so
+ * it must not be handed on as a spec; or -EINVAL. */
 int vr_group_spec(const vr_member *m, char *buf, size_t len);
 
 /* This member's slot index in the region, or -1 for NULL. */

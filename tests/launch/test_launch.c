@@ -120,7 +120,7 @@ static void test_dir_pattern(void)
 	ASSERT_EQ(vr_dir_pattern("/tmp/vramctl-%u", 1000, buf, 10), -ENAMETOOLONG);
 }
 
-static const struct vr_launch_dev devs[2] = {
+static const struct vr_launch_dev devs[3] = {
     {.index = 0,
      .raw = {0x11, 0x11, 0x11, 0x11, 0x22, 0x22, 0x33, 0x33, 0x44, 0x44, 0x55, 0x55, 0x55, 0x55,
              0x55, 0x55},
@@ -130,6 +130,11 @@ static const struct vr_launch_dev devs[2] = {
      .raw = {0x66, 0x66, 0x66, 0x66, 0x77, 0x77, 0x88, 0x88, 0x99, 0x99, 0xaa, 0xaa, 0xaa, 0xaa,
              0xaa, 0xaa},
      .uuid = "GPU-66666666-7777-8888-9999-aaaaaaaaaaaa",
+     .total = 8ull << 30},
+    {.index = 2,
+     .raw = {0xbb, 0xbb, 0xbb, 0xbb, 0xcc, 0xcc, 0xdd, 0xdd, 0xee, 0xee, 0xff, 0xff, 0xff, 0xff,
+             0xff, 0xff},
+     .uuid = "GPU-bbbbbbbb-cccc-dddd-eeee-ffffffffffff",
      .total = 8ull << 30},
 };
 
@@ -252,6 +257,35 @@ static void test_join(const char *dir)
 	                       "'GPU-11111111-2222-3333-4444-555555555555=1G', not '2G'; the "
 	                       "group's cap applies\n");
 	vr_leave(b.member);
+
+	/* A group whose spec is longer than its region keeps (three UUID items
+	 * are): the children get the caps in force, never a cut text (which
+	 * the library would refuse as malformed, failing closed). */
+	struct vr_limits three, other;
+	const char *long_spec = "GPU-11111111-2222-3333-4444-555555555555=1G,"
+	                        "GPU-66666666-7777-8888-9999-aaaaaaaaaaaa=1536M,"
+	                        "GPU-bbbbbbbb-cccc-dddd-eeee-ffffffffffff=512M";
+	struct vr_launch_group c, d;
+	parse(long_spec, &three);
+	parse("2G", &other);
+	struct vr_launch_join k = {.dir = dir,
+	                           .group = "long",
+	                           .spec = long_spec,
+	                           .limits = &three,
+	                           .devs = devs,
+	                           .ndev = 3};
+	ASSERT_EQ(vr_launch_join(&k, &c, err, sizeof(err)), 0);
+	ASSERT_EQ(c.differs, 0);
+	ASSERT_STR_EQ(c.spec, long_spec);
+	k.spec = "2G";
+	k.limits = &other;
+	ASSERT_EQ(vr_launch_join(&k, &d, err, sizeof(err)), 0);
+	ASSERT_EQ(d.differs, 1);
+	ASSERT_STR_EQ(d.spec, long_spec);
+	struct vr_limits back;
+	ASSERT_EQ(vr_parse_limits(d.spec, &back, err, sizeof(err)), 0);
+	vr_leave(d.member);
+	vr_leave(c.member);
 
 	/* A fresh run's group that is in use: refused, no membership. */
 	j.fresh = 1;
