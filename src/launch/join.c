@@ -107,7 +107,11 @@ int vr_launch_join(const struct vr_launch_join *j, struct vr_launch_group *g, ch
 	if (g->differs) {
 		char theirs[sizeof(g->spec)];
 
-		if (vr_group_spec(g->member, theirs, sizeof(theirs)) != 0)
+		struct vr_limits parsed;
+
+		/* Cut, or not a spec at all (damaged books): never handed on. */
+		if (vr_group_spec(g->member, theirs, sizeof(theirs)) != 0 ||
+		    (theirs[0] && vr_parse_limits(theirs, &parsed, NULL, 0) < 0))
 			theirs[0] = '\0';
 		if (!theirs[0] && caps_spec(j, g, ndev, theirs, sizeof(theirs)) == 0) {
 			/* The group's text was too long for its region: the caps in
