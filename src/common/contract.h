@@ -16,7 +16,8 @@
 /* Group name: processes with the same name share one cap per device. */
 #define VR_ENV_GROUP "VRAMCTL_GROUP"
 /* Registry directory (default $XDG_RUNTIME_DIR/vramctl, else
- * VR_DEFAULT_DIR_PREFIX followed by the effective uid). */
+ * VR_DEFAULT_DIR_PREFIX followed by the effective uid, or a directory in the
+ * home when another user took that name: vr_default_dir). */
 #define VR_ENV_REGISTRY_DIR   "VRAMCTL_REGISTRY_DIR"
 #define VR_DEFAULT_DIR_PREFIX "/tmp/vramctl-"
 /* Path of the real driver library; default: found as the loader would. */
