@@ -59,10 +59,15 @@ static int unit_shift(const char *s, size_t n)
 	return -1;
 }
 
+#define FRAC_DIGITS 9
+#define FRAC_ONE    1000000000ull /* 10^FRAC_DIGITS */
+
 /*
- * Parses "INT[.FRAC]" at s (no sign, no exponent) as a fixed-point number:
- * *whole and up to 9 fractional digits scaled by 1e9 in *frac. Returns the
- * characters consumed, 0 when there is no number, -1 on overflow.
+ * Parses "INT[.FRAC]" at s (no sign, no exponent) as an exact fixed-point
+ * number: *whole, and up to 9 fractional digits scaled by 1e9 in *frac.
+ * Returns the characters consumed, 0 when there is no number, -1 on
+ * overflow, -2 when more than 9 digits follow the point (a value that
+ * cannot be kept exactly is refused, never rounded).
  */
 static int parse_decimal(const char *s, uint64_t *whole, uint64_t *frac)
 {
@@ -81,6 +86,8 @@ static int parse_decimal(const char *s, uint64_t *whole, uint64_t *frac)
 	if (*p == '.') {
 		p++;
 		while (is_digit(*p)) {
+			if (scale == 0)
+				return -2;
 			f += (uint64_t)(*p - '0') * scale;
 			scale /= 10;
 			p++;
@@ -141,6 +148,11 @@ static int parse_size_n(const char *s, size_t n, uint64_t *out, char *err, size_
 	if (s[start] == '+')
 		start++;
 	used = parse_decimal(s + start, &whole, &frac);
+	if (used == -2) {
+		vr_seterr(err, errlen, "'%s': at most %d digits after the point", text,
+		          FRAC_DIGITS);
+		return -EINVAL;
+	}
 	if (used < 0) {
 		vr_seterr(err, errlen, "'%s': too large", text);
 		return -ERANGE;
@@ -200,6 +212,11 @@ static int parse_amount(const char *s, size_t n, struct vr_limit *l, char *err, 
 			return -EINVAL;
 		}
 		used = parse_decimal(s + start, &whole, &frac);
+		if (used == -2) {
+			vr_seterr(err, errlen, "'%s': at most %d digits after the point", text,
+			          FRAC_DIGITS);
+			return -EINVAL;
+		}
 		if (used <= 0 ||
 		    trimmed_len(s + start + used, end - 1 - start - (size_t)used) != 0) {
 			vr_seterr(err, errlen, "'%s': not a percentage (expected e.g. 50%%)", text);
@@ -214,12 +231,12 @@ static int parse_amount(const char *s, size_t n, struct vr_limit *l, char *err, 
 			return -EINVAL;
 		}
 		l->is_percent = 1;
-		l->percent = (double)whole + (double)frac / 1e9;
+		l->percent_e9 = whole * FRAC_ONE + frac;
 		l->bytes = 0;
 		return 0;
 	}
 	l->is_percent = 0;
-	l->percent = 0;
+	l->percent_e9 = 0;
 	return parse_size_n(s, n, &l->bytes, err, errlen);
 }
 
@@ -314,13 +331,14 @@ int vr_parse_limits(const char *spec, struct vr_limits *out, char *err, size_t e
 	return 0;
 }
 
-static uint64_t percent_of(uint64_t total, double percent)
+/* percent_e9 / 1e9 percent of total, rounded down, at least one byte. */
+static uint64_t percent_of(uint64_t total, uint64_t percent_e9)
 {
-	long double v = (long double)total * (long double)percent / 100.0L;
+	unsigned __int128 v = (unsigned __int128)total * percent_e9 / (100 * FRAC_ONE);
 
-	if (v >= (long double)total)
+	if (v >= total)
 		return total;
-	return v < 1.0L ? 1 : (uint64_t)v;
+	return v < 1 ? 1 : (uint64_t)v;
 }
 
 int vr_limits_cap_for(const struct vr_limits *l, int index, const char *uuid_text,
@@ -343,7 +361,7 @@ int vr_limits_cap_for(const struct vr_limits *l, int index, const char *uuid_tex
 		hit = all;
 	if (!hit)
 		return 0;
-	*cap = hit->is_percent ? percent_of(physical_total, hit->percent) : hit->bytes;
+	*cap = hit->is_percent ? percent_of(physical_total, hit->percent_e9) : hit->bytes;
 	return 1;
 }
 
@@ -354,7 +372,19 @@ char *vr_format_amount(const struct vr_limit *l, char *buf, size_t len)
 	int u = -1;
 
 	if (l->is_percent) {
-		snprintf(buf, len, "%.9g%%", l->percent);
+		uint64_t whole = l->percent_e9 / FRAC_ONE, frac = l->percent_e9 % FRAC_ONE;
+		int digits = FRAC_DIGITS;
+
+		if (!frac) {
+			snprintf(buf, len, "%llu%%", (unsigned long long)whole);
+			return buf;
+		}
+		while (frac % 10 == 0) {
+			frac /= 10;
+			digits--;
+		}
+		snprintf(buf, len, "%llu.%0*llu%%", (unsigned long long)whole, digits,
+		         (unsigned long long)frac);
 		return buf;
 	}
 	while (u < 3 && v >= 1024 && v % 1024 == 0) {

@@ -6,6 +6,7 @@
  *   ITEM  := AMOUNT | DEV "=" AMOUNT
  *   AMOUNT:= SIZE | NUMBER "%"            (0 < percent <= 100)
  *   SIZE  := NUMBER [UNIT]                (integer or decimal, > 0)
+ *   NUMBER:= DIGITS ["." DIGITS]          (at most 9 digits after the point)
  *   UNIT  := B | K | KB | KiB | M | MB | MiB | G | GB | GiB | T | TB | TiB
  *            (case-insensitive; all powers of 1024, as nvidia-smi reports)
  *   DEV   := device index as the program sees it (after CUDA_VISIBLE_DEVICES)
@@ -26,8 +27,8 @@
 struct vr_limit {
 	char dev[VR_DEV_TEXT_MAX]; /* "" for every device; else index or UUID */
 	int is_percent;
-	double percent; /* when is_percent: (0, 100] */
-	uint64_t bytes; /* otherwise: > 0 */
+	uint64_t percent_e9; /* when is_percent: percent x 1e9, exact, in (0, 100e9] */
+	uint64_t bytes;      /* otherwise: > 0 */
 };
 
 struct vr_limits {
@@ -49,8 +50,9 @@ int vr_limits_cap_for(const struct vr_limits *l, int index, const char *uuid_tex
 
 /*
  * An AMOUNT in the grammar's own words, exact and short: a percentage as
- * "50%", bytes in the largest unit that divides them ("4G", "1536M",
- * "1000"). vr_parse_limits reads it back to the same value.
+ * "50%" or "0.00001%" (never an exponent), bytes in the largest unit that
+ * divides them ("4G", "1536M", "1000"). vr_parse_limits reads it back to the
+ * same value: this is the one formatter of what launchers hand the library.
  */
 char *vr_format_amount(const struct vr_limit *l, char *buf, size_t len);
 

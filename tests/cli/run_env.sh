@@ -38,6 +38,21 @@ got=$(env_of VRAMCTL_LIMIT --limit 1.5G)
 [ "$got" = 1536M ] || fail "VRAMCTL_LIMIT for 1.5G: '$got'"
 got=$(env_of VRAMCTL_LIMIT --limit 512MiB)
 [ "$got" = 512M ] || fail "VRAMCTL_LIMIT for 512MiB: '$got'"
+# What the CLI writes, the library reads back exactly: no exponent, no
+# rounding up to 100%.
+for pct in 0.00001% 99.999999999% 33.333333333%; do
+	got=$(env_of VRAMCTL_LIMIT --limit $pct)
+	[ "$got" = $pct ] || fail "VRAMCTL_LIMIT for $pct: '$got'"
+	if has_cap; then
+		VRAMCTL_LOG=info "$V" run --limit $pct -- "$VR_BUILD/libexec/vramctl-demo-app" \
+			>out 2>&1
+		expect_grep "vramctl: cap $pct" out "the library read $pct"
+		! grep -q "fail closed" out || fail "the library refused $pct: $(cat out)"
+	fi
+done
+"$V" run --limit 0.0000000001% -- true 2>err
+expect_rc 125 $? "a percentage with 10 decimals"
+expect_grep "at most 9 digits after the point" err "a percentage with 10 decimals"
 if sim_only; then
 	got=$(env_of VRAMCTL_LIMIT --limit 1=25%,2G)
 	[ "$got" = "$UUID1=25%,2G" ] || fail "VRAMCTL_LIMIT for 1=25%,2G: '$got'"

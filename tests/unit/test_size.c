@@ -49,7 +49,8 @@ static void test_sizes(void)
 	size_bad("", -EINVAL, "empty");
 	size_bad("0", -EINVAL, "'0'");
 	size_bad("0G", -EINVAL, "more than zero");
-	size_bad("0.0000000001K", -EINVAL, "more than zero");
+	size_bad("0.0000000001K", -EINVAL, "at most 9 digits after the point");
+	size_bad("0.000000001B", -EINVAL, "more than zero");
 	size_bad("-1G", -EINVAL, "negative");
 	size_bad("4X", -EINVAL, "unknown unit 'X'");
 	size_bad("4 Gibibytes", -EINVAL, "unknown unit");
@@ -160,8 +161,38 @@ static void test_format(void)
 	amount_is(5ull << 50, "5120T");
 	amount_is(UINT64_MAX, "18446744073709551615");
 	{
-		struct vr_limit p = {.is_percent = 1, .percent = 12.5};
+		struct vr_limit p = {.is_percent = 1, .percent_e9 = 12500000000ull};
 		ASSERT_STR_EQ(vr_format_amount(&p, buf, sizeof(buf)), "12.5%");
+	}
+	/* What a launcher writes, the library reads back exactly: one grammar,
+	 * one formatter. */
+	{
+		static const char *const pct[] = {"0.00001%",     "99.999999999%", "100%",
+		                                  "0.000000001%", "12.5%",         "50%",
+		                                  "33.333333333%"};
+		for (size_t i = 0; i < sizeof pct / sizeof pct[0]; i++) {
+			struct vr_limits l, back;
+			char err[200];
+			ASSERT_EQ(vr_parse_limits(pct[i], &l, err, sizeof(err)), 0);
+			ASSERT_STR_EQ(vr_format_amount(&l.item[0], buf, sizeof(buf)), pct[i]);
+			ASSERT_EQ(vr_parse_limits(buf, &back, err, sizeof(err)), 0);
+			ASSERT_UEQ(back.item[0].percent_e9, l.item[0].percent_e9);
+		}
+		struct vr_limits l;
+		char err[200];
+		uint64_t cap;
+		/* Not rounded: refused with a message. */
+		ASSERT_EQ(vr_parse_limits("0.0000000001%", &l, err, sizeof(err)), -EINVAL);
+		ASSERT(strstr(err, "at most 9 digits"));
+		ASSERT_EQ(vr_parse_limits("1.0000000001G", &l, err, sizeof(err)), -EINVAL);
+		/* Exact arithmetic: 0.00001% of 100 GiB is 10737 bytes, 99.999999999%
+		 * is not the whole device. */
+		ASSERT_EQ(vr_parse_limits("0.00001%", &l, err, sizeof(err)), 0);
+		ASSERT_EQ(vr_limits_cap_for(&l, 0, NULL, 100ull << 30, &cap), 1);
+		ASSERT_UEQ(cap, 10737);
+		ASSERT_EQ(vr_parse_limits("99.999999999%", &l, err, sizeof(err)), 0);
+		ASSERT_EQ(vr_limits_cap_for(&l, 0, NULL, 100ull << 30, &cap), 1);
+		ASSERT_UEQ(cap, (100ull << 30) - 2);
 	}
 	unsigned char u[16], back[16];
 
