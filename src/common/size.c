@@ -39,6 +39,16 @@ static int word_eq(const char *s, size_t n, const char *word)
 	return word[i] == '\0';
 }
 
+/* A DEV index (at most 9 digits, checked by the parser) as a number. */
+static int strtol_index(const char *s)
+{
+	int v = 0;
+
+	for (; is_digit(*s); s++)
+		v = v * 10 + (*s - '0');
+	return v;
+}
+
 /* Unit text to a power of 1024; -1 when unknown. */
 static int unit_shift(const char *s, size_t n)
 {
@@ -341,20 +351,41 @@ static uint64_t percent_of(uint64_t total, uint64_t percent_e9)
 	return v < 1 ? 1 : (uint64_t)v;
 }
 
+/* The 16 bytes of a "GPU-..." or "MIG-..." DEV text; -EINVAL if it is not one. */
+static int dev_uuid(const char *dev, unsigned char raw[16])
+{
+	if (word_eq(dev, 4, "mig-"))
+		dev += 4;
+	return vr_parse_uuid(dev, raw);
+}
+
+int vr_limit_names(const struct vr_limit *it, int index, const unsigned char *uuid)
+{
+	unsigned char raw[16];
+	size_t n = strlen(it->dev), i;
+
+	if (!n)
+		return 0;
+	for (i = 0; i < n && is_digit(it->dev[i]); i++)
+		;
+	if (i == n)
+		return index >= 0 && strtol_index(it->dev) == index;
+	return uuid && dev_uuid(it->dev, raw) == 0 && memcmp(raw, uuid, 16) == 0;
+}
+
 int vr_limits_cap_for(const struct vr_limits *l, int index, const char *uuid_text,
                       uint64_t physical_total, uint64_t *cap)
 {
 	const struct vr_limit *hit = NULL, *all = NULL;
-	char idx[16];
+	unsigned char raw[16];
+	const unsigned char *uuid = uuid_text && vr_parse_uuid(uuid_text, raw) == 0 ? raw : NULL;
 
-	snprintf(idx, sizeof(idx), "%d", index);
 	for (int i = 0; i < l->count; i++) {
 		const struct vr_limit *it = &l->item[i];
 
 		if (!it->dev[0])
 			all = it;
-		else if ((index >= 0 && strcmp(it->dev, idx) == 0) ||
-		         (uuid_text && strcasecmp(it->dev, uuid_text) == 0))
+		else if (vr_limit_names(it, index, uuid))
 			hit = it;
 	}
 	if (!hit)

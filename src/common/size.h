@@ -49,6 +49,14 @@ int vr_limits_cap_for(const struct vr_limits *l, int index, const char *uuid_tex
                       uint64_t physical_total, uint64_t *cap);
 
 /*
+ * Does the item name this device: its index (as the program numbers it), or
+ * its UUID compared by bytes ("GPU-..." and "MIG-..." texts, any case)?
+ * uuid may be NULL (16 raw bytes otherwise). The item for every device
+ * names none.
+ */
+int vr_limit_names(const struct vr_limit *it, int index, const unsigned char *uuid);
+
+/*
  * An AMOUNT in the grammar's own words, exact and short: a percentage as
  * "50%" or "0.00001%" (never an exponent), bytes in the largest unit that
  * divides them ("4G", "1536M", "1000"). vr_parse_limits reads it back to the

@@ -60,16 +60,20 @@ static void setup(struct vr_dev *d)
 	atomic_store_explicit(&d->ready, 1, memory_order_release);
 }
 
-static struct vr_dev *find_locked(CUdevice h)
+static struct vr_dev *by_handle(CUdevice h)
 {
+	struct vr_dev *found = NULL;
+	vr_policy_check_devices(); /* before the lock: see by_uuid */
+	pthread_mutex_lock(&dev_lock);
 	int n = enumerate();
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n && !found; i++) {
 		if (devs[i].handle == h) {
 			setup(&devs[i]);
-			return &devs[i];
+			found = &devs[i];
 		}
 	}
-	return NULL;
+	pthread_mutex_unlock(&dev_lock);
+	return found;
 }
 
 struct vr_dev *vr_dev_by_handle(CUdevice h)
@@ -80,7 +84,7 @@ struct vr_dev *vr_dev_by_handle(CUdevice h)
 	              atomic_load_explicit(&devs[h].ready, memory_order_acquire)))
 		return &devs[h];
 	struct vr_dev *d;
-	VR_OWN(pthread_mutex_lock(&dev_lock); d = find_locked(h); pthread_mutex_unlock(&dev_lock));
+	VR_OWN(d = by_handle(h));
 	return d;
 }
 
@@ -117,24 +121,32 @@ struct vr_dev *vr_dev_current(void)
  * the driver (an NVML-only program under a cap), vramctl calls cuInit(0)
  * once to learn the program's numbering.
  */
-static struct vr_dev *by_uuid_locked(const char *uuid)
+/* The cap's devices are checked before the devices lock is taken: the
+ * check may load NVML, and nothing is ever dlopen'ed under a lock of ours. */
+static struct vr_dev *by_uuid(const char *uuid)
 {
+	struct vr_dev *found = NULL;
+	int count;
+	/* An NVML-only program under a cap: learn the program's numbering. */
+	if (vr_real.cuDeviceGetCount && vr_real.cuDeviceGetCount(&count) != CUDA_SUCCESS &&
+	    vr_real.cuInit)
+		vr_real.cuInit(0);
+	vr_policy_check_devices();
+	pthread_mutex_lock(&dev_lock);
 	int n = enumerate();
-	if (n == 0 && vr_real.cuInit && vr_real.cuInit(0) == CUDA_SUCCESS)
-		n = enumerate();
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n && !found; i++) {
 		setup(&devs[i]);
 		if (!strcmp(devs[i].uuid_text, uuid))
-			return &devs[i];
+			found = &devs[i];
 	}
-	return NULL;
+	pthread_mutex_unlock(&dev_lock);
+	return found;
 }
 
 struct vr_dev *vr_dev_by_uuid_text(const char *uuid)
 {
 	struct vr_dev *found;
-	VR_OWN(pthread_mutex_lock(&dev_lock); found = by_uuid_locked(uuid);
-	       pthread_mutex_unlock(&dev_lock));
+	VR_OWN(found = by_uuid(uuid));
 	return found;
 }
 

@@ -10,13 +10,98 @@
  *   view: total = min(cap, physical total), free = min(cap - group in-use,
  *     physical free), so every framework sizes itself inside the cap.
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "hook/policy.h"
 #include "hook/books.h"
+
+/*
+ * Does every device item of the cap name a device? Checked once, before the
+ * first device is set up. An index must be one of the program's devices; a
+ * UUID one of its devices or, when CUDA_VISIBLE_DEVICES hides some, a GPU
+ * NVML knows on this machine (a launcher may give each rank one GPU of a
+ * cap written for all). Anything else fails closed: cap 0 on every device.
+ */
+static atomic_int devices_checked; /* 1 once the check has run to the end */
+static atomic_int devices_bad;     /* 1: an item names no device */
+static atomic_int devices_said;
+
+/* Is the UUID text a GPU of this machine that CUDA_VISIBLE_DEVICES hides? */
+static int hidden_gpu(const char *uuid)
+{
+	nvmlDevice_t h;
+	nvmlReturn_t rc = NVML_ERROR_UNINITIALIZED;
+	const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+	if (!cvd || vr_nvml_init() != 0 || !vr_real.nvmlInit_v2 ||
+	    !vr_real.nvmlDeviceGetHandleByUUID)
+		return 0;
+	VR_OWN(if (vr_real.nvmlInit_v2() == NVML_SUCCESS) {
+		rc = vr_real.nvmlDeviceGetHandleByUUID(uuid, &h);
+		if (vr_real.nvmlShutdown)
+			vr_real.nvmlShutdown();
+	});
+	return rc == NVML_SUCCESS;
+}
+
+/* The first item that names no device of this process, or NULL. */
+static const struct vr_limit *unmatched(int count)
+{
+	for (int i = 0; i < vr_g.limits.count; i++) {
+		const struct vr_limit *it = &vr_g.limits.item[i];
+		int found = !it->dev[0];
+		for (int k = 0; k < count && !found; k++) {
+			CUdevice h;
+			CUuuid u;
+			memset(&u, 0, sizeof u);
+			if (vr_real.cuDeviceGet(&h, k) != CUDA_SUCCESS)
+				return it; /* cannot tell: fail closed */
+			if (vr_real.cuDeviceGetUuid_v2)
+				vr_real.cuDeviceGetUuid_v2(&u, h);
+			else if (vr_real.cuDeviceGetUuid)
+				vr_real.cuDeviceGetUuid(&u, h);
+			found = vr_limit_names(it, k, (const unsigned char *)u.bytes);
+		}
+		if (!found && !(it->dev[0] < '0' || it->dev[0] > '9' ? hidden_gpu(it->dev) : 0))
+			return it;
+	}
+	return NULL;
+}
+
+void vr_policy_check_devices(void)
+{
+	if (VR_LIKELY(atomic_load_explicit(&devices_checked, memory_order_acquire)))
+		return;
+	int count = 0, device_items = 0;
+	for (int i = 0; i < vr_g.limits.count; i++)
+		device_items += vr_g.limits.item[i].dev[0] != 0;
+	if (vr_g.limit_bad || !device_items) {
+		atomic_store_explicit(&devices_checked, 1, memory_order_release);
+		return;
+	}
+	if (!vr_real.cuDeviceGetCount || !vr_real.cuDeviceGet ||
+	    vr_real.cuDeviceGetCount(&count) != CUDA_SUCCESS)
+		return; /* before cuInit: no device can be set up either */
+	const struct vr_limit *it = unmatched(count);
+	if (it) {
+		atomic_store(&devices_bad, 1);
+		if (!atomic_exchange(&devices_said, 1))
+			vr_log(VR_LOG_ERROR,
+			       "VRAMCTL_LIMIT names GPU '%s', which this process does not have "
+			       "(it has %d GPU%s%s); every device allocation is refused (fail "
+			       "closed)",
+			       it->dev, count, count == 1 ? "" : "s",
+			       getenv("CUDA_VISIBLE_DEVICES") ? " after CUDA_VISIBLE_DEVICES" : "");
+	}
+	atomic_store_explicit(&devices_checked, 1, memory_order_release);
+}
 
 void vr_policy_device(struct vr_dev *d)
 {
 	uint64_t cap = UINT64_MAX;
-	if (vr_g.limit_bad)
+	vr_policy_check_devices(); /* normally done already, before the devices lock */
+	if (vr_g.limit_bad || atomic_load(&devices_bad) ||
+	    !atomic_load_explicit(&devices_checked, memory_order_acquire))
 		cap = 0;
 	else if (!vr_limits_cap_for(&vr_g.limits, d->ordinal, d->uuid_text, d->phys_total, &cap))
 		cap = UINT64_MAX;

@@ -8,6 +8,12 @@
 
 #include "hook/devices.h"
 
+/* Checks that every device the cap names is one of this process's (or a
+ * GPU of this machine hidden by CUDA_VISIBLE_DEVICES); if one is not, says
+ * so once and every device's cap becomes 0 (fail closed). Idempotent; called
+ * before the devices lock is taken (it may load NVML). */
+void vr_policy_check_devices(void);
+
 /* Called once per device as it is set up (devices.c): the cap asked for it,
  * then the books (the group's cap, if it has one, wins). */
 void vr_policy_device(struct vr_dev *d);

@@ -5,6 +5,12 @@
  * program cannot see stays uncapped. A cap given by UUID lands on the same
  * card; devices without a cap are counted but never refused. Needs the
  * simulator's two-device configuration.
+ *
+ * A cap that names a device the program does not have (an index past its
+ * last device, a UUID of no GPU on this machine) is never dropped in
+ * silence: one message, and every device allocation is refused (fail
+ * closed). A UUID of a GPU that CUDA_VISIBLE_DEVICES hides is not an error:
+ * a launcher may give each rank one GPU of a cap written for all.
  */
 #include "hooktest.h"
 
@@ -66,6 +72,29 @@ static int child_second(void)
 	return 0;
 }
 
+/* The cap names a device this process does not have: every device is
+ * capped at 0, and the memory queries say so. */
+static int child_unknown(void)
+{
+	CUdevice d0, d1;
+	CUdeviceptr p;
+	size_t f, t;
+	ASSERT_CU(cuInit(0), CUDA_SUCCESS);
+	ASSERT_CU(cuDeviceGet(&d0, 0), CUDA_SUCCESS);
+	use(d0);
+	ASSERT_CU(cuMemAlloc_v2(&p, MiB), CUDA_ERROR_OUT_OF_MEMORY);
+	ASSERT_CU(cuMemGetInfo_v2(&f, &t), CUDA_SUCCESS);
+	ASSERT_UEQ(t, 0);
+	int n;
+	ASSERT_CU(cuDeviceGetCount(&n), CUDA_SUCCESS);
+	if (n > 1) {
+		ASSERT_CU(cuDeviceGet(&d1, 1), CUDA_SUCCESS);
+		use(d1);
+		ASSERT_CU(cuMemAlloc_v2(&p, MiB), CUDA_ERROR_OUT_OF_MEMORY);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	REQUIRE_SIM();
@@ -75,6 +104,8 @@ int main(int argc, char **argv)
 			return child_visible();
 		if (!strcmp(argv[1], "second"))
 			return child_second();
+		if (!strcmp(argv[1], "unknown"))
+			return child_unknown();
 		return 2;
 	}
 	CUdevice d1;
@@ -95,5 +126,35 @@ int main(int argc, char **argv)
 	ASSERT_EQ(ht_err_count("second", "on GPU 1: cap 1 GiB"), 1);
 	const char *second_uuid[] = {byuuid, NULL};
 	ASSERT_EQ(ht_run("second", second_uuid), 0);
+	/* The same card named as a MIG-... UUID text is matched by its bytes. */
+	char bymig[128];
+	snprintf(bymig, sizeof bymig, "VRAMCTL_LIMIT=MIG-%s=1G", uuid + 4);
+	const char *second_mig[] = {bymig, NULL};
+	ASSERT_EQ(ht_run("second", second_mig), 0);
+
+	/* Devices the program does not have: fail closed, said once. */
+	static const char *const unknown[][3] = {
+	    {"VRAMCTL_LIMIT=5=1G", NULL, "names GPU '5'"},
+	    {"VRAMCTL_LIMIT=1=1G", "CUDA_VISIBLE_DEVICES=1", "names GPU '1'"},
+	    {"VRAMCTL_LIMIT=GPU-deadbeef=1G", NULL, "names GPU 'GPU-deadbeef'"},
+	    {"VRAMCTL_LIMIT=8G,GPU-00000000-1111-2222-3333-444444444444=1G",
+	     "CUDA_VISIBLE_DEVICES=0", "names GPU 'GPU-00000000-1111-2222-3333-444444444444'"},
+	};
+	for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
+		const char *env[] = {unknown[i][0], unknown[i][1], NULL};
+		ASSERT_EQ(ht_run("unknown", env), 0);
+		ASSERT_EQ(ht_err_count("unknown", unknown[i][2]), 1);
+		ASSERT_EQ(
+		    ht_err_count("unknown", "every device allocation is refused (fail closed)"), 1);
+	}
+	/* A UUID of a GPU that CUDA_VISIBLE_DEVICES hides is no error. */
+	CUdevice d0;
+	char uuid0[64], both[256];
+	ASSERT_CU(cuDeviceGet(&d0, 0), CUDA_SUCCESS);
+	ht_uuid_text(d0, uuid0, sizeof uuid0);
+	snprintf(both, sizeof both, "VRAMCTL_LIMIT=%s=2G,%s=1G", uuid0, uuid);
+	const char *hidden[] = {"CUDA_VISIBLE_DEVICES=1", both, NULL};
+	ASSERT_EQ(ht_run("visible", hidden), 0);
+	ASSERT_EQ(ht_err_count("visible", "fail closed"), 0);
 	return 0;
 }

@@ -165,6 +165,17 @@ expect_total $GIB 0 "srun --gpu-mem=1G"
 [ "$(field LD_PRELOAD)" = "$LD_PRELOAD_USER:$LIBV" ] ||
 	fail "LD_PRELOAD not appended to: $(field LD_PRELOAD)"
 
+# --- a cap for a GPU the node does not have is never dropped in silence ----
+# (one GPU here): the library says so and refuses every device allocation.
+run srun --gpu-mem=1=1G "$G"
+expect_total 0 0 "srun --gpu-mem=1=1G on a one-GPU node"
+printf '%s\n' "$OUT" | grep -q "vramctl: VRAMCTL_LIMIT names GPU '1'.*(fail closed)" ||
+	fail "srun --gpu-mem=1=1G: no clear message: $OUT"
+mkdir "$VS/barrier0"
+run srun --gpu-mem=GPU-deadbeef=1G "$G" hold 1 "$VS/barrier0" 1
+printf '%s\n' "$OUT" | grep -q "^rank=0 alloc=denied" ||
+	fail "srun --gpu-mem=GPU-deadbeef=1G: the allocation was not refused: $OUT"
+
 run srun --gpu-mem=1G --gpu-mem-growth printenv VRAMCTL_GROWTH
 [ "$OUT" = 1 ] || fail "--gpu-mem-growth did not set VRAMCTL_GROWTH=1: $OUT"
 
