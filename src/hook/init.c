@@ -228,8 +228,9 @@ static void publish_driver(const struct vr_real *r)
 static void driver_failed(const char *err)
 {
 	vr_log(VR_LOG_ERROR,
-	       "cannot load the CUDA driver (%s): %s; driver calls return "
-	       "CUDA_ERROR_NOT_INITIALIZED",
+	       "cannot load the CUDA driver (%s): %s; under the cap, the driver's memory "
+	       "entry points fail: called by name they return CUDA_ERROR_NOT_INITIALIZED, "
+	       "and dlsym/cuGetProcAddress find none of them (fail closed)",
 	       vr_g.driver_path[0] ? vr_g.driver_path : "libcuda.so.1", err ? err : "not found");
 }
 

@@ -66,6 +66,39 @@ static void *substitute_cu(void *p, const char *requested)
 	return p;
 }
 
+/*
+ * A hooked driver symbol found in a library other than the driver vramctl
+ * loaded (VRAMCTL_DRIVER naming another copy, or a path that does not load):
+ * vramctl cannot count what that driver allocates, so the program is handed
+ * nothing for it (fail closed), and told why once.
+ */
+static void *foreign(void *real, const char *name)
+{
+	static atomic_int said;
+	Dl_info di;
+	if (!wrapper_named(name))
+		return real; /* not a memory entry point: the program's own business */
+	if (!atomic_exchange(&said, 1))
+		vr_log(VR_LOG_ERROR,
+		       "the program looks up the CUDA driver in %s, but vramctl uses %s "
+		       "(VRAMCTL_DRIVER%s); its look-ups of %s and every other memory entry "
+		       "point find nothing, so nothing runs uncapped (fail closed)",
+		       dladdr(real, &di) && di.dli_fname ? di.dli_fname : "another library",
+		       vr_g.driver_path[0] ? vr_g.driver_path : "libcuda.so.1",
+		       vr_g.driver ? "" : ", which did not load", name);
+	return NULL;
+}
+
+/* Is p in the driver vramctl loaded? */
+static int in_our_driver(const void *p)
+{
+	Dl_info a, b;
+	const void *ours = (const void *)vr_real.cuGetProcAddress_v2;
+	if (!ours)
+		ours = (const void *)vr_real.cuInit;
+	return ours && dladdr(p, &a) && dladdr(ours, &b) && a.dli_fbase == b.dli_fbase;
+}
+
 /* dlsym on a handle found a name starting with 'c' or 'n' (dlsym.c). */
 void *vr_lookup_substitute(void *real, const char *name)
 {
@@ -76,9 +109,11 @@ void *vr_lookup_substitute(void *real, const char *name)
 		return real;
 	if (name[0] == 'c' && name[1] == 'u') {
 		if (vr_driver_init() != 0)
-			return real;
+			return foreign(real, name);
 		void *w = wrapper_for(real);
-		return w ? w : real;
+		if (w)
+			return w;
+		return in_our_driver(real) ? real : foreign(real, name);
 	}
 	if (!strncmp(name, "nvml", 4)) {
 		if (vr_nvml_init() != 0)

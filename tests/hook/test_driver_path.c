@@ -1,0 +1,87 @@
+/*
+ * test_driver_path - VRAMCTL_DRIVER naming something other than the driver
+ * the program loads never lets the program run uncapped. The program reaches
+ * the driver as TensorFlow and cudart do: dlopen("libcuda.so.1") + dlsym,
+ * and cuGetProcAddress_v2 found that way. With VRAMCTL_DRIVER naming a
+ * missing path, or another copy of the driver, each memory entry point is
+ * either capped (two 600 MiB allocations under 1 GiB: the second refused) or
+ * not handed out at all, and the message says which (fail closed).
+ */
+#include "hooktest.h"
+
+typedef CUresult (*alloc_fn)(CUdeviceptr *, size_t);
+typedef CUresult (*proc_fn)(const char *, void **, int, cuuint64_t,
+                            CUdriverProcAddressQueryResult *);
+
+/* Two 600 MiB allocations through alloc: never both granted under 1 GiB. */
+static void never_uncapped(alloc_fn alloc)
+{
+	CUdeviceptr a, b;
+	if (!alloc)
+		return; /* not handed out: fail closed */
+	CUresult r1 = alloc(&a, 600 * MiB), r2 = alloc(&b, 600 * MiB);
+	ASSERT(r1 != CUDA_SUCCESS || r2 != CUDA_SUCCESS);
+}
+
+static int child(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	ASSERT(h);
+	CUresult (*init)(unsigned) = (CUresult(*)(unsigned))dlsym(h, "cuInit");
+	CUresult (*get)(CUdevice *, int) = (CUresult(*)(CUdevice *, int))dlsym(h, "cuDeviceGet");
+	CUresult (*retain)(CUcontext *, CUdevice) =
+	    (CUresult(*)(CUcontext *, CUdevice))dlsym(h, "cuDevicePrimaryCtxRetain");
+	CUresult (*set)(CUcontext) = (CUresult(*)(CUcontext))dlsym(h, "cuCtxSetCurrent");
+	ASSERT(init && get && retain && set);
+	CUdevice dev;
+	CUcontext ctx;
+	ASSERT_CU(init(0), CUDA_SUCCESS);
+	ASSERT_CU(get(&dev, 0), CUDA_SUCCESS);
+	ASSERT_CU(retain(&ctx, dev), CUDA_SUCCESS);
+	ASSERT_CU(set(ctx), CUDA_SUCCESS);
+
+	never_uncapped((alloc_fn)dlsym(h, "cuMemAlloc_v2"));
+	proc_fn proc = (proc_fn)dlsym(h, "cuGetProcAddress_v2");
+	if (proc) {
+		void *p = NULL;
+		CUdriverProcAddressQueryResult st;
+		ASSERT_CU(proc("cuMemAlloc", &p, 12000, 0, &st), CUDA_SUCCESS);
+		never_uncapped((alloc_fn)p);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1)
+		return strcmp(argv[1], "child") == 0 ? child() : 2;
+	REQUIRE_SIM();
+	if (ht_total() < 2 * GiB)
+		SKIP("needs a device of 2 GiB or more");
+	/* Another copy of the driver: the same file under another name. */
+	Dl_info di;
+	ASSERT(dladdr((void *)cuInit, &di) && di.dli_fname);
+	char copy[1024], cmd[2200], drv[1100];
+	snprintf(copy, sizeof copy, "%s/other-libcuda.so.1", ht_tmp());
+	snprintf(cmd, sizeof cmd, "cp '%s' '%s'", di.dli_fname, copy);
+	ASSERT_EQ(system(cmd), 0);
+
+	snprintf(drv, sizeof drv, "VRAMCTL_DRIVER=%s", copy);
+	const char *other[] = {"VRAMCTL_LIMIT=1G", drv, NULL};
+	ASSERT_EQ(ht_run("child", other), 0);
+	ASSERT_EQ(ht_err_count("child", "(fail closed)"), 1);
+	ASSERT_EQ(ht_err_count("child", "other-libcuda.so.1"), 1);
+
+	snprintf(drv, sizeof drv, "VRAMCTL_DRIVER=%s/missing/libcuda.so.1", ht_tmp());
+	const char *missing[] = {"VRAMCTL_LIMIT=1G", drv, NULL};
+	ASSERT_EQ(ht_run("child", missing), 0);
+	ASSERT_EQ(ht_err_count("child", "cannot load the CUDA driver"), 1);
+	ASSERT_EQ(ht_err_count("child", "(fail closed)"), 2);
+
+	/* The same driver by its own path: capped, and nothing to say. */
+	snprintf(drv, sizeof drv, "VRAMCTL_DRIVER=%s", di.dli_fname);
+	const char *same[] = {"VRAMCTL_LIMIT=1G", drv, NULL};
+	ASSERT_EQ(ht_run("child", same), 0);
+	ASSERT_EQ(ht_err_count("child", "fail closed"), 0);
+	return 0;
+}
