@@ -24,6 +24,16 @@ static inline uint64_t round_up(uint64_t x, uint64_t to)
 	return (x + to - 1) / to * to;
 }
 
+/* The device of the current context into d, or return the error of the
+ * look-up that failed: an allocation is refused, never made uncounted. */
+#define VR_CURRENT_DEVICE(d)                                                                       \
+	struct vr_dev *d;                                                                          \
+	do {                                                                                       \
+		CUresult dev_rc_ = vr_dev_for_alloc(&d);                                           \
+		if (dev_rc_ != CUDA_SUCCESS)                                                       \
+			return dev_rc_;                                                            \
+	} while (0)
+
 /* Reserves, or explains and refuses. */
 static inline CUresult charge(struct vr_dev *d, uint64_t bytes)
 {
@@ -142,9 +152,9 @@ static CUresult settle_free(int kind, uint64_t key, int dev, uint64_t bytes, CUr
 VR_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
 	VR_PASS(cuMemAlloc_v2, (dptr, bytesize));
-	struct vr_dev *d = vr_dev_current();
-	if (!d || !dptr || bytesize == 0)
+	if (!dptr || bytesize == 0)
 		return vr_real.cuMemAlloc_v2(dptr, bytesize);
+	VR_CURRENT_DEVICE(d);
 	VR_ALLOC(d, VR_KIND_LINEAR, bytesize, vr_real.cuMemAlloc_v2(dptr, bytesize), *dptr);
 }
 
@@ -158,9 +168,9 @@ VR_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 VR_EXPORT CUresult cuMemAlloc(unsigned int *dptr, unsigned int bytesize)
 {
 	VR_PASS(cuMemAlloc, (dptr, bytesize));
-	struct vr_dev *d = vr_dev_current();
-	if (!d || !dptr || bytesize == 0)
+	if (!dptr || bytesize == 0)
 		return vr_real.cuMemAlloc(dptr, bytesize);
+	VR_CURRENT_DEVICE(d);
 	VR_ALLOC(d, VR_KIND_LINEAR, bytesize, vr_real.cuMemAlloc(dptr, bytesize), *dptr);
 }
 
@@ -173,9 +183,9 @@ VR_EXPORT CUresult cuMemFree(unsigned int dptr)
 VR_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
 {
 	VR_PASS(cuMemAllocManaged, (dptr, bytesize, flags));
-	struct vr_dev *d = vr_dev_current();
-	if (!d || !dptr || bytesize == 0)
+	if (!dptr || bytesize == 0)
 		return vr_real.cuMemAllocManaged(dptr, bytesize, flags);
+	VR_CURRENT_DEVICE(d);
 	VR_ALLOC(d, VR_KIND_LINEAR, bytesize, vr_real.cuMemAllocManaged(dptr, bytesize, flags),
 	         *dptr);
 }
@@ -190,12 +200,13 @@ VR_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t 
                                       size_t Height, unsigned int ElementSizeBytes)
 {
 	VR_PASS(cuMemAllocPitch_v2, (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes));
-	struct vr_dev *d = vr_dev_current();
 	uint64_t bound = round_up(WidthInBytes, 512);
-	if (!d || !dptr || !pPitch || WidthInBytes == 0 || Height == 0 ||
-	    bound > UINT64_MAX / Height)
+	if (!dptr || !pPitch || WidthInBytes == 0 || Height == 0)
 		return vr_real.cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height,
 		                                  ElementSizeBytes);
+	if (bound > UINT64_MAX / Height)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	VR_CURRENT_DEVICE(d);
 	bound *= Height;
 	if (charge(d, bound) != CUDA_SUCCESS)
 		return CUDA_ERROR_OUT_OF_MEMORY;
@@ -232,10 +243,11 @@ VR_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size
 {
 	VR_PASS(cuMemCreate, (handle, size, prop, flags));
 	struct vr_dev *d = NULL;
-	if (prop && handle && size && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
-		d = vr_dev_by_handle(prop->location.id);
-	if (!d)
+	if (!prop || !handle || !size || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
 		return vr_real.cuMemCreate(handle, size, prop, flags);
+	CUresult dev_rc = vr_dev_for_handle(prop->location.id, &d);
+	if (dev_rc != CUDA_SUCCESS)
+		return dev_rc;
 	VR_ALLOC(d, VR_KIND_VMM, size, vr_real.cuMemCreate(handle, size, prop, flags), *handle);
 }
 
@@ -275,9 +287,9 @@ static uint64_t volume(uint64_t w, uint64_t h, uint64_t dd, uint64_t elem)
 VR_EXPORT CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *p)
 {
 	VR_PASS(cuArrayCreate_v2, (pHandle, p));
-	struct vr_dev *d = vr_dev_current();
-	if (!d || !pHandle || !p || p->Width == 0)
+	if (!pHandle || !p || p->Width == 0)
 		return vr_real.cuArrayCreate_v2(pHandle, p);
+	VR_CURRENT_DEVICE(d);
 	uint64_t bound =
 	    volume(p->Width, dim(p->Height), 1, format_bytes(p->Format) * dim(p->NumChannels));
 	if (bound == UINT64_MAX)
@@ -289,9 +301,9 @@ VR_EXPORT CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTO
 VR_EXPORT CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *p)
 {
 	VR_PASS(cuArray3DCreate_v2, (pHandle, p));
-	struct vr_dev *d = vr_dev_current();
-	if (!d || !pHandle || !p || p->Width == 0)
+	if (!pHandle || !p || p->Width == 0)
 		return vr_real.cuArray3DCreate_v2(pHandle, p);
+	VR_CURRENT_DEVICE(d);
 	uint64_t bound = volume(p->Width, dim(p->Height), dim(p->Depth),
 	                        format_bytes(p->Format) * dim(p->NumChannels));
 	if (bound == UINT64_MAX)
@@ -311,9 +323,9 @@ VR_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
                                           unsigned int numMipmapLevels)
 {
 	VR_PASS(cuMipmappedArrayCreate, (pHandle, p, numMipmapLevels));
-	struct vr_dev *d = vr_dev_current();
-	if (!d || !pHandle || !p || p->Width == 0 || numMipmapLevels == 0)
+	if (!pHandle || !p || p->Width == 0 || numMipmapLevels == 0)
 		return vr_real.cuMipmappedArrayCreate(pHandle, p, numMipmapLevels);
+	VR_CURRENT_DEVICE(d);
 	uint64_t bound = 0, elem = format_bytes(p->Format) * dim(p->NumChannels);
 	for (unsigned l = 0; l < numMipmapLevels && l < 64; l++) {
 		uint64_t v =
@@ -353,14 +365,18 @@ VR_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGra
 {
 	VR_PASS(cuGraphAddMemAllocNode,
 	        (phGraphNode, hGraph, dependencies, numDependencies, nodeParams));
+	/* The device first: a node whose memory could not be charged at
+	 * instantiation is never added. */
+	struct vr_dev *d = NULL;
+	if (nodeParams && nodeParams->poolProps.location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
+		CUresult dev_rc = vr_dev_for_handle(nodeParams->poolProps.location.id, &d);
+		if (dev_rc != CUDA_SUCCESS)
+			return dev_rc;
+	}
 	CUresult rc;
 	VR_OWN(rc = vr_real.cuGraphAddMemAllocNode(phGraphNode, hGraph, dependencies,
 	                                           numDependencies, nodeParams));
-	if (rc != CUDA_SUCCESS || !nodeParams ||
-	    nodeParams->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE)
-		return rc;
-	struct vr_dev *d = vr_dev_by_handle(nodeParams->poolProps.location.id);
-	if (!d)
+	if (rc != CUDA_SUCCESS || !d)
 		return rc;
 	uint64_t k = graph_key(hGraph, d->ordinal);
 	if (!vr_map_add(VR_KIND_GRAPH, k, d->ordinal, nodeParams->bytesize))

@@ -14,18 +14,20 @@ static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct vr_dev devs[VR_MAX_DEVICES];
 static atomic_int ndev; /* 0: not enumerated yet */
 
-/* Under dev_lock. Returns the device count, or 0 if the driver cannot say
- * yet (cuInit not called): nothing is cached then. */
-static int enumerate(void)
+/* Under dev_lock. Returns CUDA_SUCCESS with the device count in *np, or
+ * the driver's error (cuInit not called, or the look-up failing): nothing is
+ * cached then. */
+static CUresult enumerate(int *np)
 {
-	int n = atomic_load_explicit(&ndev, memory_order_acquire);
+	int n = atomic_load_explicit(&ndev, memory_order_acquire), count = 0;
+	*np = n;
 	if (n > 0)
-		return n;
+		return CUDA_SUCCESS;
 	if (!vr_real.cuDeviceGetCount || !vr_real.cuDeviceGet)
-		return 0;
-	int count = 0;
-	if (vr_real.cuDeviceGetCount(&count) != CUDA_SUCCESS || count <= 0)
-		return 0;
+		return CUDA_ERROR_NOT_INITIALIZED;
+	CUresult rc = vr_real.cuDeviceGetCount(&count);
+	if (rc != CUDA_SUCCESS || count <= 0)
+		return rc;
 	if (count > VR_MAX_DEVICES)
 		count = VR_MAX_DEVICES;
 	for (int i = 0; i < count; i++) {
@@ -35,7 +37,8 @@ static int enumerate(void)
 			devs[i].handle = i;
 	}
 	atomic_store_explicit(&ndev, count, memory_order_release);
-	return count;
+	*np = count;
+	return CUDA_SUCCESS;
 }
 
 /* Under dev_lock: UUID, total, then the policy's cap and the books. */
@@ -60,32 +63,55 @@ static void setup(struct vr_dev *d)
 	atomic_store_explicit(&d->ready, 1, memory_order_release);
 }
 
-static struct vr_dev *by_handle(CUdevice h)
+static CUresult by_handle(CUdevice h, struct vr_dev **out)
 {
-	struct vr_dev *found = NULL;
+	int n;
 	vr_policy_check_devices(); /* before the lock: see by_uuid */
 	pthread_mutex_lock(&dev_lock);
-	int n = enumerate();
-	for (int i = 0; i < n && !found; i++) {
+	CUresult rc = enumerate(&n);
+	if (rc == CUDA_SUCCESS)
+		rc = CUDA_ERROR_INVALID_DEVICE;
+	for (int i = 0; i < n; i++) {
 		if (devs[i].handle == h) {
 			setup(&devs[i]);
-			found = &devs[i];
+			*out = &devs[i];
+			rc = CUDA_SUCCESS;
+			break;
 		}
 	}
 	pthread_mutex_unlock(&dev_lock);
-	return found;
+	return rc;
+}
+
+CUresult vr_dev_for_handle(CUdevice h, struct vr_dev **out)
+{
+	int n = atomic_load_explicit(&ndev, memory_order_acquire);
+	*out = NULL;
+	/* Every driver seen so far hands out ordinals as handles. */
+	if (VR_LIKELY(h >= 0 && h < n && devs[h].handle == h &&
+	              atomic_load_explicit(&devs[h].ready, memory_order_acquire))) {
+		*out = &devs[h];
+		return CUDA_SUCCESS;
+	}
+	CUresult rc;
+	VR_OWN(rc = by_handle(h, out));
+	return rc;
 }
 
 struct vr_dev *vr_dev_by_handle(CUdevice h)
 {
-	int n = atomic_load_explicit(&ndev, memory_order_acquire);
-	/* Every driver seen so far hands out ordinals as handles. */
-	if (VR_LIKELY(h >= 0 && h < n && devs[h].handle == h &&
-	              atomic_load_explicit(&devs[h].ready, memory_order_acquire)))
-		return &devs[h];
 	struct vr_dev *d;
-	VR_OWN(d = by_handle(h));
-	return d;
+	return vr_dev_for_handle(h, &d) == CUDA_SUCCESS ? d : NULL;
+}
+
+CUresult vr_dev_for_alloc(struct vr_dev **out)
+{
+	CUdevice h;
+	*out = NULL;
+	if (VR_UNLIKELY(!vr_real.cuCtxGetDevice))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	CUresult rc = vr_real.cuCtxGetDevice(&h);
+	return rc != CUDA_SUCCESS ? rc : vr_dev_for_handle(h, out);
 }
 
 struct vr_dev *vr_dev_by_ordinal(int ordinal)
@@ -109,10 +135,8 @@ int vr_dev_count(void)
 
 struct vr_dev *vr_dev_current(void)
 {
-	CUdevice h;
-	if (!vr_real.cuCtxGetDevice || vr_real.cuCtxGetDevice(&h) != CUDA_SUCCESS)
-		return NULL;
-	return vr_dev_by_handle(h);
+	struct vr_dev *d;
+	return vr_dev_for_alloc(&d) == CUDA_SUCCESS ? d : NULL;
 }
 
 /*
@@ -133,7 +157,8 @@ static struct vr_dev *by_uuid(const char *uuid)
 		vr_real.cuInit(0);
 	vr_policy_check_devices();
 	pthread_mutex_lock(&dev_lock);
-	int n = enumerate();
+	int n;
+	enumerate(&n);
 	for (int i = 0; i < n && !found; i++) {
 		setup(&devs[i]);
 		if (!strcmp(devs[i].uuid_text, uuid))

@@ -23,6 +23,15 @@ struct vr_dev {
 
 /* The device of the calling thread's current context, or NULL. */
 struct vr_dev *vr_dev_current(void);
+/*
+ * For an allocation: the device of the current context (vr_dev_for_alloc)
+ * or with this handle (vr_dev_for_handle). Returns CUDA_SUCCESS with *out,
+ * or the error of the look-up that failed (cuCtxGetDevice's, cuDeviceGetCount's;
+ * CUDA_ERROR_INVALID_DEVICE for a handle that is no device) with *out NULL:
+ * the allocation is then refused with that code, never made uncounted.
+ */
+CUresult vr_dev_for_alloc(struct vr_dev **out);
+CUresult vr_dev_for_handle(CUdevice h, struct vr_dev **out);
 /* The device for a CUdevice handle (as returned by cuDeviceGet), or NULL. */
 struct vr_dev *vr_dev_by_handle(CUdevice h);
 /* The device with this program ordinal, or NULL. */

@@ -60,7 +60,10 @@ static struct pool *get_locked(CUmemoryPool p, int dev)
 		return r;
 	int n = atomic_load_explicit(&vr_pools_count, memory_order_relaxed);
 	if (n == MAX_POOLS) {
-		vr_log(VR_LOG_WARN, "more than %d memory pools; the rest go uncounted", MAX_POOLS);
+		vr_log(VR_LOG_WARN,
+		       "more than %d memory pools; allocations from the others are refused "
+		       "(they could not be counted)",
+		       MAX_POOLS);
 		return NULL;
 	}
 	pools[n] = (struct pool){.pool = p, .dev = dev};
@@ -68,24 +71,25 @@ static struct pool *get_locked(CUmemoryPool p, int dev)
 	return &pools[n];
 }
 
-static int pool_attr(CUmemoryPool p, CUmemPool_attribute a, uint64_t *out)
+/* One attribute of a pool: CUDA_SUCCESS, or the driver's error. */
+static CUresult pool_attr(CUmemoryPool p, CUmemPool_attribute a, uint64_t *out)
 {
 	cuuint64_t v = 0;
 	if (!vr_real.cuMemPoolGetAttribute)
-		return -1;
+		return CUDA_ERROR_NOT_SUPPORTED;
 	CUresult rc;
 	VR_OWN(rc = vr_real.cuMemPoolGetAttribute(p, a, &v));
-	if (rc != CUDA_SUCCESS)
-		return -1;
-	*out = v;
-	return 0;
+	if (rc == CUDA_SUCCESS)
+		*out = v;
+	return rc;
 }
 
 /* Under pool_lock: the charge follows reserved + in flight. */
 static void settle_locked(struct pool *r)
 {
 	uint64_t reserved;
-	if (r->dev < 0 || pool_attr(r->pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) != 0)
+	if (r->dev < 0 ||
+	    pool_attr(r->pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) != CUDA_SUCCESS)
 		return;
 	struct vr_dev *d = vr_dev_by_ordinal(r->dev);
 	if (!d)
@@ -110,43 +114,55 @@ void vr_pools_settle_all(void)
 
 typedef CUresult (*async_call)(CUdeviceptr *, size_t, CUmemoryPool, CUstream, void *);
 
+/*
+ * Every look-up this needs (the current device, the device's pool, the
+ * pool's figures) must succeed: if one fails, the allocation is refused
+ * with that look-up's error, before the driver is called, so nothing is
+ * ever made uncounted.
+ */
 static CUresult async_alloc(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool, CUstream s,
                             async_call call, void *fn)
 {
-	struct vr_dev *d = vr_dev_current();
-	if (!d || !dptr || bytes == 0)
+	if (!dptr || bytes == 0)
 		return call(dptr, bytes, pool, s, fn);
+	struct vr_dev *d;
+	CUresult rc = vr_dev_for_alloc(&d);
+	if (rc != CUDA_SUCCESS)
+		return rc;
 	if (!pool) {
-		if (!vr_real.cuDeviceGetMemPool ||
-		    vr_real.cuDeviceGetMemPool(&pool, d->handle) != CUDA_SUCCESS)
-			return call(dptr, bytes, NULL, s, fn);
+		if (!vr_real.cuDeviceGetMemPool)
+			return CUDA_ERROR_NOT_SUPPORTED;
+		rc = vr_real.cuDeviceGetMemPool(&pool, d->handle);
+		if (rc != CUDA_SUCCESS)
+			return rc;
 	}
 	pthread_mutex_lock(&pool_lock);
 	struct pool *r = get_locked(pool, d->ordinal);
 	uint64_t reserved = 0, used = 0, need = 0;
-	if (r && r->dev >= 0 &&
-	    pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) == 0 &&
-	    pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used) == 0) {
+	if (!r) {
+		rc = CUDA_ERROR_OUT_OF_MEMORY;
+	} else if (r->dev >= 0) { /* not a host pool */
+		rc = pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved);
+		if (rc == CUDA_SUCCESS)
+			rc = pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used);
+		if (rc == CUDA_SUCCESS && !(d = vr_dev_by_ordinal(r->dev)))
+			rc = CUDA_ERROR_OUT_OF_MEMORY;
 		uint64_t slack = reserved > used ? reserved - used : 0;
-		if (bytes > slack)
+		if (rc == CUDA_SUCCESS && bytes > slack)
 			need = (bytes + GRANULE - 1) / GRANULE * GRANULE;
-		d = vr_dev_by_ordinal(r->dev);
-		if (!d)
-			r = NULL;
-	} else {
-		r = NULL; /* not device memory, or the pool cannot be read */
-	}
-	if (r && need) {
-		if (vr_policy_reserve(d, need) != 0) {
-			pthread_mutex_unlock(&pool_lock);
-			return CUDA_ERROR_OUT_OF_MEMORY;
+		if (need && vr_policy_reserve(d, need) != 0)
+			rc = CUDA_ERROR_OUT_OF_MEMORY;
+		else if (need) {
+			r->charged += need;
+			r->inflight += need;
 		}
-		r->charged += need;
-		r->inflight += need;
+	} else {
+		r = NULL; /* host memory: not counted */
 	}
 	pthread_mutex_unlock(&pool_lock);
+	if (rc != CUDA_SUCCESS)
+		return rc;
 
-	CUresult rc;
 	VR_OWN(rc = call(dptr, bytes, pool, s, fn));
 
 	if (r) {
@@ -206,15 +222,16 @@ VR_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesi
 VR_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
 {
 	VR_PASS(cuMemPoolCreate, (pool, props));
+	/* The device first: a device pool is never created uncounted. */
+	struct vr_dev *d = NULL;
 	CUresult rc;
+	if (pool && props && props->location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
+	    (rc = vr_dev_for_handle(props->location.id, &d)) != CUDA_SUCCESS)
+		return rc;
 	VR_OWN(rc = vr_real.cuMemPoolCreate(pool, props));
 	if (rc != CUDA_SUCCESS || !pool || !props)
 		return rc;
-	int dev = -1;
-	if (props->location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
-		struct vr_dev *d = vr_dev_by_handle(props->location.id);
-		dev = d ? d->ordinal : -1;
-	}
+	int dev = d ? d->ordinal : -1;
 	pthread_mutex_lock(&pool_lock);
 	struct pool *r = get_locked(*pool, dev);
 	if (r) /* a handle the driver reuses is a new pool */

@@ -1,0 +1,59 @@
+/*
+ * test_lookups - when a look-up the library needs fails, the allocation is
+ * refused, never made uncounted. The simulator fails every call of one
+ * look-up (VRAMSIM_FAULT=name:1+:CUDA_ERROR_UNKNOWN); the program then asks
+ * for three blocks of 600 MiB under a 1 GiB cap. Each is refused with the
+ * look-up's own error, and the card (NVML's process list, which vramctl does
+ * not touch) holds nothing for the process.
+ */
+#include "hooktest.h"
+
+static uint64_t phys_used(nvmlDevice_t nvdev)
+{
+	nvmlProcessInfo_t info[64];
+	unsigned int n = 64;
+	ASSERT_CU(nvmlDeviceGetComputeRunningProcesses_v3(nvdev, &n, info), NVML_SUCCESS);
+	for (unsigned i = 0; i < n; i++)
+		if (info[i].pid == (unsigned)getpid())
+			return info[i].usedGpuMemory;
+	return 0;
+}
+
+static int child(const char *how)
+{
+	CUdevice dev = ht_ctx();
+	nvmlDevice_t nvdev = ht_nvml_dev(dev);
+	uint64_t base = phys_used(nvdev);
+	CUstream s;
+	ASSERT_CU(cuStreamCreate(&s, 0), CUDA_SUCCESS);
+	for (int i = 0; i < 3; i++) {
+		CUdeviceptr p;
+		CUresult rc = !strcmp(how, "async") ? cuMemAllocAsync(&p, 600 * MiB, s)
+		                                    : cuMemAlloc_v2(&p, 600 * MiB);
+		ASSERT_CU(rc, CUDA_ERROR_UNKNOWN);
+	}
+	ASSERT_CU(cuStreamSynchronize(s), CUDA_SUCCESS);
+	ASSERT_UEQ(phys_used(nvdev) - base, 0);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1)
+		return child(argv[1]);
+	REQUIRE_SIM();
+	if (ht_total() < 2 * GiB)
+		SKIP("needs a device of 2 GiB or more");
+	static const char *const cases[][2] = {
+	    {"VRAMSIM_FAULT=cuCtxGetDevice:1+:CUDA_ERROR_UNKNOWN", "linear"},
+	    {"VRAMSIM_FAULT=cuDeviceGetCount:1+:CUDA_ERROR_UNKNOWN", "linear"},
+	    {"VRAMSIM_FAULT=cuMemPoolGetAttribute:1+:CUDA_ERROR_UNKNOWN", "async"},
+	    {"VRAMSIM_FAULT=cuDeviceGetMemPool:1+:CUDA_ERROR_UNKNOWN", "async"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const char *env[] = {"VRAMCTL_LIMIT=1G", cases[i][0], NULL};
+		fprintf(stderr, "case %s\n", cases[i][0]);
+		ASSERT_EQ(ht_run(cases[i][1], env), 0);
+	}
+	return 0;
+}
