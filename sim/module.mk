@@ -52,7 +52,19 @@ $(SIM_NVML_NOV3): $(SIM_NVML_OBJS) $(COMMON_LIB) $(O)/sim/libnvidia-ml-no-v3.map
 	$(CC) -shared -o $@ $(SIM_NVML_OBJS) $(COMMON_LIB) -Wl,-soname,libnvidia-ml.so.1 -Wl,-Bsymbolic-functions \
 		-Wl,--version-script=$(O)/sim/libnvidia-ml-no-v3.map $(SIM_ZDEFS) $(BASE_LDFLAGS)
 
-ALL_TARGETS += $(SIM_CUDA) $(SIM_NVML) $(SIM_NVML_NOV3)
+# The same driver as one before CUDA 11.6 ships it: without
+# cu[Mipmapped]ArrayGetMemoryRequirements (run it with
+# VRAMSIM_DRIVER_VERSION=11050 so cuGetProcAddress agrees).
+SIM_CUDA_OLD := $(O)/sim/cuda-11.5/libcuda.so.1
+$(O)/sim/libcuda-11.5.map: $(O)/sim/libcuda.map
+	grep -v 'ArrayGetMemoryRequirements;' $< > $@
+
+$(SIM_CUDA_OLD): $(SIM_CUDA_OBJS) $(O)/sim/libcuda-11.5.map
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ $(SIM_CUDA_OBJS) -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic-functions \
+		-Wl,--version-script=$(O)/sim/libcuda-11.5.map $(SIM_ZDEFS) $(BASE_LDFLAGS)
+
+ALL_TARGETS += $(SIM_CUDA) $(SIM_NVML) $(SIM_NVML_NOV3) $(SIM_CUDA_OLD)
 
 # Tests of the simulator itself: each tests/sim/*.c is one program, linked
 # against the simulated libraries as a CUDA program links against the driver.

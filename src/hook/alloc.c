@@ -71,9 +71,9 @@ static uint64_t array_size(int kind, uint64_t key, struct vr_dev *d)
 
 /*
  * After a successful allocation charged at `charged`: record it. Arrays:
- * their layout is the driver's; the plain size was charged before the call,
- * and the record settles to cuArrayGetMemoryRequirements' size (CUDA 11.6+;
- * older drivers keep the computed one). If the true size does not fit, the
+ * their layout is the driver's; a bound was charged before the call
+ * (array_bound), and the record settles to cuArrayGetMemoryRequirements'
+ * size (CUDA 11.6+; older drivers keep the bound). If the true size does not fit, the
  * array is destroyed and the call refused, so the cap is never passed.
  * Returns what the wrapper returns.
  */
@@ -271,17 +271,46 @@ static inline uint64_t dim(size_t x)
 	return x ? x : 1;
 }
 
-/* Bytes of a w x h x d array, saturating instead of wrapping. */
-static uint64_t volume(uint64_t w, uint64_t h, uint64_t dd, uint64_t elem)
+/*
+ * What the driver can take for an array, charged before the call. Where the
+ * driver can say (cuArrayGetMemoryRequirements, CUDA 11.6+) the charge then
+ * settles to its figure; older drivers cannot, so the bound must hold on its
+ * own: every row padded to 64 bytes and 2D/3D arrays to whole 8-row tiles
+ * (the block-linear layout's smallest tile), the whole rounded up to 64 KiB
+ * (the array alignment drivers report, and the page an array occupies at
+ * least). Never less than the driver takes; a tiny array costs 64 KiB.
+ */
+#define ARRAY_ROW  64u
+#define ARRAY_TILE 8u
+#define ARRAY_PAGE (64u * 1024)
+
+/* Bytes of one w x h x d level (h, d: 0 for none), saturating. */
+static uint64_t level_bound(uint64_t w, uint64_t h, uint64_t dd, uint64_t elem)
 {
-	uint64_t v = w;
-	uint64_t f[3] = {h, dd, elem};
-	for (int i = 0; i < 3; i++) {
-		if (f[i] && v > UINT64_MAX / f[i])
+	if (w > UINT64_MAX / elem)
+		return UINT64_MAX;
+	uint64_t v = round_up(w * elem, ARRAY_ROW);
+	uint64_t f[2] = {h > 1 ? round_up(h, ARRAY_TILE) : 1, dd ? dd : 1};
+	for (int i = 0; i < 2; i++) {
+		if (v > UINT64_MAX / f[i])
 			return UINT64_MAX;
 		v *= f[i];
 	}
 	return v;
+}
+
+/* The bound of an array of `levels` mipmap levels (1: a plain array). */
+static uint64_t array_bound(const CUDA_ARRAY3D_DESCRIPTOR *p, unsigned levels)
+{
+	uint64_t sum = 0, elem = format_bytes(p->Format) * dim(p->NumChannels);
+	for (unsigned l = 0; l < levels && l < 64; l++) {
+		uint64_t v = level_bound(dim(p->Width >> l), p->Height ? dim(p->Height >> l) : 0,
+		                         p->Depth ? dim(p->Depth >> l) : 0, elem);
+		if (v > UINT64_MAX - ARRAY_PAGE - sum)
+			return UINT64_MAX;
+		sum += v;
+	}
+	return round_up(sum, ARRAY_PAGE);
 }
 
 VR_EXPORT CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *p)
@@ -290,8 +319,11 @@ VR_EXPORT CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTO
 	if (!pHandle || !p || p->Width == 0)
 		return vr_real.cuArrayCreate_v2(pHandle, p);
 	VR_CURRENT_DEVICE(d);
-	uint64_t bound =
-	    volume(p->Width, dim(p->Height), 1, format_bytes(p->Format) * dim(p->NumChannels));
+	CUDA_ARRAY3D_DESCRIPTOR p3 = {.Width = p->Width,
+	                              .Height = p->Height,
+	                              .Format = p->Format,
+	                              .NumChannels = p->NumChannels};
+	uint64_t bound = array_bound(&p3, 1);
 	if (bound == UINT64_MAX)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	VR_ALLOC(d, VR_KIND_ARRAY, bound, vr_real.cuArrayCreate_v2(pHandle, p),
@@ -304,8 +336,7 @@ VR_EXPORT CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCR
 	if (!pHandle || !p || p->Width == 0)
 		return vr_real.cuArray3DCreate_v2(pHandle, p);
 	VR_CURRENT_DEVICE(d);
-	uint64_t bound = volume(p->Width, dim(p->Height), dim(p->Depth),
-	                        format_bytes(p->Format) * dim(p->NumChannels));
+	uint64_t bound = array_bound(p, 1);
 	if (bound == UINT64_MAX)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	VR_ALLOC(d, VR_KIND_ARRAY, bound, vr_real.cuArray3DCreate_v2(pHandle, p),
@@ -326,12 +357,7 @@ VR_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
 	if (!pHandle || !p || p->Width == 0 || numMipmapLevels == 0)
 		return vr_real.cuMipmappedArrayCreate(pHandle, p, numMipmapLevels);
 	VR_CURRENT_DEVICE(d);
-	uint64_t bound = 0, elem = format_bytes(p->Format) * dim(p->NumChannels);
-	for (unsigned l = 0; l < numMipmapLevels && l < 64; l++) {
-		uint64_t v =
-		    volume(dim(p->Width >> l), dim(p->Height >> l), dim(p->Depth >> l), elem);
-		bound = v > UINT64_MAX - bound ? UINT64_MAX : bound + v;
-	}
+	uint64_t bound = array_bound(p, numMipmapLevels);
 	if (bound == UINT64_MAX)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	VR_ALLOC(d, VR_KIND_MIPMAP, bound,
