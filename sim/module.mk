@@ -59,9 +59,9 @@ SIM_CUDA_OLD := $(O)/sim/cuda-11.5/libcuda.so.1
 $(O)/sim/libcuda-11.5.map: $(O)/sim/libcuda.map
 	grep -v 'ArrayGetMemoryRequirements;' $< > $@
 
-$(SIM_CUDA_OLD): $(SIM_CUDA_OBJS) $(O)/sim/libcuda-11.5.map
+$(SIM_CUDA_OLD): $(SIM_CUDA_OBJS) $(COMMON_LIB) $(O)/sim/libcuda-11.5.map
 	@mkdir -p $(dir $@)
-	$(CC) -shared -o $@ $(SIM_CUDA_OBJS) -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic-functions \
+	$(CC) -shared -o $@ $(SIM_CUDA_OBJS) $(COMMON_LIB) -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic-functions \
 		-Wl,--version-script=$(O)/sim/libcuda-11.5.map $(SIM_ZDEFS) $(BASE_LDFLAGS)
 
 ALL_TARGETS += $(SIM_CUDA) $(SIM_NVML) $(SIM_NVML_NOV3) $(SIM_CUDA_OLD)

@@ -178,6 +178,28 @@ static int set_own_env(void *ctx VR_UNUSED, const char *name, const char *value,
 	return value ? setenv(name, value, overwrite) : unsetenv(name);
 }
 
+/*
+ * A relative VRAMCTL_REGISTRY_DIR is made absolute once, here, for the run
+ * and every process it starts: the library refuses relative ones (processes
+ * in other directories would keep other books). Returns 0 or -1 after a
+ * message.
+ */
+static int absolute_registry_dir(void)
+{
+	const char *d = getenv(VR_ENV_REGISTRY_DIR);
+	char cwd[PATH_MAX], path[2 * PATH_MAX];
+
+	if (!d || !*d || d[0] == '/')
+		return 0;
+	if (!getcwd(cwd, sizeof(cwd)) ||
+	    snprintf(path, sizeof(path), "%s/%s", cwd, d) >= (int)sizeof(path)) {
+		fprintf(stderr, "vramctl: %s=%s: cannot make it absolute: %s\n",
+		        VR_ENV_REGISTRY_DIR, d, strerror(errno ? errno : ENAMETOOLONG));
+		return -1;
+	}
+	return setenv(VR_ENV_REGISTRY_DIR, path, 1);
+}
+
 int cmd_run(int argc, char **argv)
 {
 	struct vr_limits lim;
@@ -249,6 +271,8 @@ int cmd_run(int argc, char **argv)
 	if (find_library(lib, sizeof(lib)) < 0)
 		return VR_EXIT_ERROR;
 
+	if (have_limit && absolute_registry_dir() < 0)
+		return VR_EXIT_ERROR;
 	if (have_limit) {
 		struct vr_launch_join j = {.group = group,
 		                           .spec = spec,

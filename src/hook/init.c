@@ -153,6 +153,17 @@ static void config_init_once(void)
 		vr_g.active = 1;
 	}
 
+	/* A relative registry directory would split one group by working
+	 * directory (each process its own books under a shared cap); launchers
+	 * make it absolute, and a hand-set relative one fails closed. */
+	if (vr_g.active && !vr_g.limit_bad && vr_g.registry_dir[0] && vr_g.registry_dir[0] != '/') {
+		vr_g.limit_bad = 1;
+		config_error("%s=%s is not an absolute path (processes in other directories "
+		             "would keep other books); every device allocation is refused (fail "
+		             "closed)",
+		             VR_ENV_REGISTRY_DIR, vr_g.registry_dir);
+	}
+
 	/* Are we the acting copy? Ask the loader for the first marker. */
 	const char *first = vr_dlsym_real(RTLD_DEFAULT, "vramctl_instance_v1");
 	if (first && first != marker) {

@@ -14,6 +14,18 @@ expect_rc 0 $? "the run's region exists while it runs"
 expect_rc 137 $? "SIGKILL"
 [ -z "$(ls -A "$reg")" ] || fail "region left after a killed command: $(ls -A "$reg")"
 
+# A relative VRAMCTL_REGISTRY_DIR is made absolute once, for every process
+# of the run whatever its working directory (the library refuses relative
+# ones: a group would split by directory).
+mkdir -p sub
+got=$(cd sub && VRAMCTL_REGISTRY_DIR=rel "$V" run --limit 1G -- sh -c 'cd / && printf %s "$VRAMCTL_REGISTRY_DIR"')
+[ "$got" = "$PWD/sub/rel" ] || fail "relative VRAMCTL_REGISTRY_DIR: '$got', expected '$PWD/sub/rel'"
+if has_cap; then
+	(cd sub && VRAMCTL_REGISTRY_DIR=rel "$V" run --limit 1G -- \
+		sh -c "cd / && '$VR_BUILD/libexec/vramctl-demo-app'") >out 2>&1
+	! grep -q "fail closed" out || fail "a run with a relative registry directory: $(cat out)"
+fi
+
 # A named group, held open by a first run, joined with another cap.
 mkfifo ready release
 "$V" run --group shared --limit 1G -- sh -c 'echo up >ready; read -r _ <release' &

@@ -214,6 +214,13 @@ int main(int argc, char **argv)
 	ASSERT_EQ(ht_run("capped", noreg), 0);
 	ASSERT_EQ(ht_err_count("capped", "keeps its own books"), 1);
 
+	/* A relative registry directory would split the group by working
+	 * directory: refused, fail closed. */
+	const char *relreg[] = {limit, "VRAMCTL_REGISTRY_DIR=reg", "VRAMCTL_GROUP=g2", NULL};
+	ASSERT_EQ(ht_run("closed", relreg), 0);
+	ASSERT_EQ(ht_err_count("closed", "VRAMCTL_REGISTRY_DIR=reg is not an absolute path"), 1);
+	ASSERT_EQ(ht_err_count("closed", "fail closed"), 1);
+
 	const char *closed[] = {"VRAMCTL_LIMIT=12Q", NULL};
 	ASSERT_EQ(ht_run("closed", closed), 0);
 	ASSERT_EQ(ht_err_count("closed", "vramctl: VRAMCTL_LIMIT"), 1);
