@@ -40,11 +40,24 @@ static inline CUresult charge(struct vr_dev *d, uint64_t bytes)
 	return vr_policy_reserve(d, bytes) == 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
+/* The context that owns an allocation of this kind: linear memory and
+ * arrays go with their context (destroyed or reset, the driver frees
+ * them: context.c); 0 for the rest, and when the driver cannot say. */
+static uint64_t owner_of(int kind)
+{
+	CUcontext c = NULL;
+	if (kind != VR_KIND_LINEAR && kind != VR_KIND_ARRAY && kind != VR_KIND_MIPMAP)
+		return 0;
+	if (!vr_real.cuCtxGetCurrent || vr_real.cuCtxGetCurrent(&c) != CUDA_SUCCESS)
+		return 0;
+	return (uint64_t)(uintptr_t)c;
+}
+
 /* After a successful allocation: remember it, or forget the charge if the
  * map cannot grow (never released twice). */
 static inline void record(struct vr_dev *d, int kind, uint64_t key, uint64_t bytes)
 {
-	if (vr_map_put(kind, key, d->ordinal, bytes) != 0) {
+	if (vr_map_put_owned(kind, key, d->ordinal, bytes, owner_of(kind)) != 0) {
 		vr_policy_release(d, bytes);
 		vr_log(VR_LOG_WARN,
 		       "out of memory for the allocation map; an allocation of "

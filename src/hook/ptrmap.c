@@ -18,13 +18,14 @@
 #include "hook/ptrmap.h"
 
 #define STRIPES   64
-#define MIN_SLOTS 16 /* small tables stay in L1: 64 x 16 x 24 bytes */
+#define MIN_SLOTS 16 /* small tables stay small: 64 x 16 x 32 bytes */
 
 enum { SLOT_EMPTY = 0, SLOT_FULL = 1 };
 
 struct slot {
 	uint64_t key;
 	uint64_t bytes;
+	uint64_t owner; /* the context that owns it, 0: none (see vr_map_put_owned) */
 	int32_t dev;
 	uint8_t kind;
 	uint8_t state;
@@ -138,6 +139,11 @@ static struct slot *rehash(struct stripe *s, struct slot *mem, size_t ncap)
 
 int vr_map_put(int kind, uint64_t key, int dev, uint64_t bytes)
 {
+	return vr_map_put_owned(kind, key, dev, bytes, 0);
+}
+
+int vr_map_put_owned(int kind, uint64_t key, int dev, uint64_t bytes, uint64_t owner)
+{
 	uint64_t h = mix(key, kind);
 	struct stripe *s = &stripes[h & (STRIPES - 1)];
 	int found;
@@ -172,8 +178,12 @@ int vr_map_put(int kind, uint64_t key, int dev, uint64_t bytes)
 		s->used++;
 	/* A key the driver hands out again was freed behind our back
 	 * (e.g. by a context reset): the new allocation replaces it. */
-	*e = (struct slot){
-	    .key = key, .bytes = bytes, .dev = dev, .kind = (uint8_t)kind, .state = SLOT_FULL};
+	*e = (struct slot){.key = key,
+	                   .bytes = bytes,
+	                   .owner = owner,
+	                   .dev = dev,
+	                   .kind = (uint8_t)kind,
+	                   .state = SLOT_FULL};
 	unlock(s);
 	return 0;
 }
@@ -203,6 +213,31 @@ int vr_map_add(int kind, uint64_t key, int dev, uint64_t delta)
 	if (found)
 		e->bytes += delta;
 	unlock(s);
+	return found;
+}
+
+int vr_map_take_owned(uint64_t owner, unsigned kinds, uint64_t bytes[], int ndev)
+{
+	int found = 0;
+	for (int i = 0; i < STRIPES; i++) {
+		struct stripe *s = &stripes[i];
+		lock(s);
+		for (size_t j = 0; j < s->cap;) {
+			struct slot *e = &s->slots[j];
+			if (e->state != SLOT_FULL || e->owner != owner ||
+			    !(kinds & (1u << e->kind))) {
+				j++;
+				continue;
+			}
+			if (e->dev >= 0 && e->dev < ndev)
+				bytes[e->dev] += e->bytes;
+			found++;
+			/* Shifting back may move a later slot into j: look at j again.
+			 * One that wrapped around from the front was already seen. */
+			erase(s, j);
+		}
+		unlock(s);
+	}
 	return found;
 }
 

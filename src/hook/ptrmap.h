@@ -21,6 +21,12 @@ enum vr_kind {
 /* Records key -> (dev, bytes). Returns 0, or -1 when memory runs out
  * (the allocation then stays uncounted: it is never released twice). */
 int vr_map_put(int kind, uint64_t key, int dev, uint64_t bytes);
+/* The same, for an allocation the context `owner` owns: the driver frees it
+ * when that context is destroyed or reset (vr_map_take_owned). */
+int vr_map_put_owned(int kind, uint64_t key, int dev, uint64_t bytes, uint64_t owner);
+/* Removes every entry of a kind in the mask kinds (1 << kind) owned by
+ * owner, adding its bytes to bytes[dev] (dev < ndev). Returns how many. */
+int vr_map_take_owned(uint64_t owner, unsigned kinds, uint64_t bytes[], int ndev);
 /* Removes key and returns 1 with its dev and bytes, or 0 when unknown. */
 int vr_map_take(int kind, uint64_t key, int *dev, uint64_t *bytes);
 /* Adds delta to a recorded entry's bytes (graphs). Returns 1 if found. */

@@ -1,0 +1,96 @@
+/*
+ * context.c - context teardown. Destroying a context (cuCtxDestroy), or the
+ * primary context being reset (cuDevicePrimaryCtxReset, the path of
+ * cudaDeviceReset) or released for the last time, frees the linear memory
+ * and arrays it owns in the driver; the books give them back at that moment
+ * (ptrmap.c records each one's context). Stream-ordered pools follow what
+ * they physically hold at their next settle (pools.c); VMM handles, pinned
+ * host memory and graph memory outlive a context and stay counted.
+ */
+#define VR_CUDA_PROTOTYPES
+#include "hook/devices.h"
+#include "hook/policy.h"
+#include "hook/ptrmap.h"
+
+#define OWNED_KINDS ((1u << VR_KIND_LINEAR) | (1u << VR_KIND_ARRAY) | (1u << VR_KIND_MIPMAP))
+
+/* After the driver has freed what ctx owned: release it from the books. */
+static void forget_context(CUcontext ctx)
+{
+	uint64_t bytes[VR_MAX_DEVICES] = {0};
+	int n = vr_dev_count();
+	if (!ctx || !vr_map_take_owned((uint64_t)(uintptr_t)ctx, OWNED_KINDS, bytes, n))
+		return;
+	for (int i = 0; i < n; i++)
+		if (bytes[i])
+			vr_policy_release(vr_dev_by_ordinal(i), bytes[i]);
+}
+
+/* dev's primary context if it is active (taking and giving back one
+ * reference, which creates nothing), or NULL. */
+static CUcontext active_primary(CUdevice dev)
+{
+	unsigned flags;
+	int active = 0;
+	CUcontext c = NULL;
+	if (!vr_real.cuDevicePrimaryCtxGetState || !vr_real.cuDevicePrimaryCtxRetain ||
+	    !vr_real.cuDevicePrimaryCtxRelease_v2)
+		return NULL;
+	VR_OWN(if (vr_real.cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS &&
+	           active && vr_real.cuDevicePrimaryCtxRetain(&c, dev) == CUDA_SUCCESS)
+	           vr_real.cuDevicePrimaryCtxRelease_v2(dev));
+	return c;
+}
+
+static int primary_active(CUdevice dev)
+{
+	unsigned flags;
+	int active = 1;
+	if (vr_real.cuDevicePrimaryCtxGetState &&
+	    vr_real.cuDevicePrimaryCtxGetState(dev, &flags, &active) != CUDA_SUCCESS)
+		active = 1; /* cannot tell: keep counting */
+	return active;
+}
+
+#define VR_CTX_DESTROY(name)                                                                       \
+	VR_EXPORT CUresult name(CUcontext ctx)                                                     \
+	{                                                                                          \
+		VR_PASS(name, (ctx));                                                              \
+		CUresult rc;                                                                       \
+		VR_OWN(rc = vr_real.name(ctx));                                                    \
+		if (rc == CUDA_SUCCESS)                                                            \
+			forget_context(ctx);                                                       \
+		return rc;                                                                         \
+	}
+VR_CTX_DESTROY(cuCtxDestroy)
+VR_CTX_DESTROY(cuCtxDestroy_v2)
+
+/* A reset frees everything of the primary context at once. */
+#define VR_PRIMARY_RESET(name)                                                                     \
+	VR_EXPORT CUresult name(CUdevice dev)                                                      \
+	{                                                                                          \
+		VR_PASS(name, (dev));                                                              \
+		CUcontext c = active_primary(dev);                                                 \
+		CUresult rc;                                                                       \
+		VR_OWN(rc = vr_real.name(dev));                                                    \
+		if (rc == CUDA_SUCCESS)                                                            \
+			forget_context(c);                                                         \
+		return rc;                                                                         \
+	}
+VR_PRIMARY_RESET(cuDevicePrimaryCtxReset)
+VR_PRIMARY_RESET(cuDevicePrimaryCtxReset_v2)
+
+/* A release frees only when it was the last reference. */
+#define VR_PRIMARY_RELEASE(name)                                                                   \
+	VR_EXPORT CUresult name(CUdevice dev)                                                      \
+	{                                                                                          \
+		VR_PASS(name, (dev));                                                              \
+		CUcontext c = active_primary(dev);                                                 \
+		CUresult rc;                                                                       \
+		VR_OWN(rc = vr_real.name(dev));                                                    \
+		if (rc == CUDA_SUCCESS && !primary_active(dev))                                    \
+			forget_context(c);                                                         \
+		return rc;                                                                         \
+	}
+VR_PRIMARY_RELEASE(cuDevicePrimaryCtxRelease)
+VR_PRIMARY_RELEASE(cuDevicePrimaryCtxRelease_v2)

@@ -1,0 +1,70 @@
+/*
+ * test_context - context teardown gives back what the driver frees. After
+ * cuDevicePrimaryCtxReset (cudaDeviceReset's path), after the last
+ * cuDevicePrimaryCtxRelease, and after cuCtxDestroy of a context that still
+ * owns allocations, the driver has freed them (the simulator does as a real
+ * driver does), and the books must not keep them: under a 1 GiB cap, a
+ * 600 MiB block is granted again. A release that is not the last keeps the
+ * memory, and counted.
+ */
+#include "hooktest.h"
+
+static void alloc600(CUresult want)
+{
+	CUdeviceptr p;
+	CUarray a;
+	CUDA_ARRAY_DESCRIPTOR d = {
+	    .Width = 1024, .Height = 1024, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
+	ASSERT_CU(cuMemAlloc_v2(&p, 596 * MiB), want);
+	if (want == CUDA_SUCCESS)
+		ASSERT_CU(cuArrayCreate_v2(&a, &d), CUDA_SUCCESS); /* 4 MiB, owned too */
+}
+
+static void set_primary(CUdevice dev)
+{
+	CUcontext c;
+	ASSERT_CU(cuDevicePrimaryCtxRetain(&c, dev), CUDA_SUCCESS);
+	ASSERT_CU(cuCtxSetCurrent(c), CUDA_SUCCESS);
+}
+
+static int child(void)
+{
+	uint64_t cap = ht_env_u64("T_CAP");
+	CUdevice dev = ht_ctx(); /* primary retained once */
+
+	/* Reset (which keeps the reference: cuda.h). */
+	alloc600(CUDA_SUCCESS);
+	alloc600(CUDA_ERROR_OUT_OF_MEMORY);
+	ASSERT_CU(cuDevicePrimaryCtxReset_v2(dev), CUDA_SUCCESS);
+	set_primary(dev); /* two references now */
+	ASSERT_UEQ(ht_free(), cap);
+	alloc600(CUDA_SUCCESS);
+
+	/* A release that is not the last keeps it; the last frees it. */
+	ASSERT_CU(cuDevicePrimaryCtxRelease_v2(dev), CUDA_SUCCESS);
+	ASSERT_UEQ(ht_free(), cap - 600 * MiB);
+	ASSERT_CU(cuDevicePrimaryCtxRelease_v2(dev), CUDA_SUCCESS);
+	set_primary(dev);
+	ASSERT_UEQ(ht_free(), cap);
+
+	/* A context of its own, destroyed with its memory. */
+	CUcontext mine;
+	ASSERT_CU(cuCtxCreate_v2(&mine, 0, dev), CUDA_SUCCESS);
+	alloc600(CUDA_SUCCESS);
+	ASSERT_CU(cuCtxDestroy_v2(mine), CUDA_SUCCESS);
+	set_primary(dev);
+	ASSERT_UEQ(ht_free(), cap);
+	alloc600(CUDA_SUCCESS);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1)
+		return strcmp(argv[1], "child") == 0 ? child() : 2;
+	if (ht_total() < 2 * GiB)
+		SKIP("needs a device of 2 GiB or more");
+	const char *env[] = {"VRAMCTL_LIMIT=1G", ht_kv("T_CAP", GiB), NULL};
+	ASSERT_EQ(ht_run("child", env), 0);
+	return 0;
+}
