@@ -47,6 +47,12 @@ static int claim_slot(int fd, struct vr_region_hdr *h)
 	uint32_t start = atomic_fetch_add((_Atomic uint32_t *)&h->slot_hint, 1) % n;
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t i = (start + k) % n;
+		/* A dead member not yet reaped keeps its slot and its bytes. */
+		struct vr_slot *s = vr_region_slot(h, i);
+		if (atomic_load_explicit((_Atomic uint32_t *)&s->state, memory_order_acquire) ==
+		        VR_SLOT_USED &&
+		    !vr_member_gone(s))
+			continue;
 		struct flock fl = {.l_type = F_WRLCK,
 		                   .l_whence = SEEK_SET,
 		                   .l_start = vr_slot_live_byte(i),
@@ -257,7 +263,7 @@ static int enter_group(vr_member *m, const struct vr_join_opts *opts, const stru
 		return rc;
 	}
 	books_begin(h);
-	int live_other = vr_others_alive(m->fd, m->slot_idx);
+	int live_other = vr_others_alive(m->fd, m->slot_idx) || vr_unreaped_others(h, m->slot_idx);
 	const char *bad = NULL;
 	if (live_other && opts->fresh) {
 		rc = -EEXIST;

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "registry/member.h"
+#include "registry/proc.h"
 
 /* 1 if some open file description other than ours holds slot i's byte, 0 if
  * none does (its owner is gone), negative errno on error. */
@@ -23,6 +24,39 @@ int vr_slot_alive(int fd, uint32_t i)
 	if (fcntl(fd, F_OFD_GETLK, &fl) < 0)
 		return -errno;
 	return fl.l_type != F_UNLCK;
+}
+
+/*
+ * A member whose liveness lock has dropped is dead, but the driver may still
+ * hold its memory: the lock goes when the process closes its files on the
+ * way out, and the driver frees a context when it is torn down, which on a
+ * real GPU takes a while for a large one. Its bytes stay held until the
+ * process is reaped: while /proc still shows it (the same PID and start
+ * time, in our namespace or, seen from the host, its outer PID), it is not
+ * gone. Returns 1 when it is.
+ */
+int vr_member_gone(const struct vr_slot *s)
+{
+	uint64_t st = s->start_time, now;
+	if (!st)
+		return 1; /* nothing to compare: the lock decides */
+	if (s->pid > 0 && vr_proc_start_time(NULL, s->pid, &now) == 0 && now == st)
+		return 0;
+	if (s->nspid_outer > 0 && s->nspid_outer != s->pid &&
+	    vr_proc_start_time(NULL, s->nspid_outer, &now) == 0 && now == st)
+		return 0;
+	return 1;
+}
+
+int vr_unreaped_others(struct vr_region_hdr *h, uint32_t self)
+{
+	uint32_t hw = vr_hdr_hw(h);
+	for (uint32_t i = 0; i < hw; i++) {
+		struct vr_slot *s = vr_region_slot(h, i);
+		if (i != self && s->state == VR_SLOT_USED && !vr_member_gone(s))
+			return 1;
+	}
+	return 0;
 }
 
 int vr_slot_reclaim_locked(struct vr_region_hdr *h, struct vr_slot *s)
@@ -85,7 +119,7 @@ int vr_reclaim_dead(vr_member *m)
 			if (atomic_load_explicit((_Atomic uint32_t *)&s->state,
 			                         memory_order_acquire) != VR_SLOT_USED)
 				continue;
-			if (vr_slot_alive(m->fd, i) == 0) {
+			if (vr_slot_alive(m->fd, i) == 0 && vr_member_gone(s)) {
 				cand[n].idx = i;
 				cand[n].inc = inc;
 				n++;

@@ -149,6 +149,12 @@ void vr_region_unlock(vr_member *m);
 /* 1 if some open file description other than fd's holds slot i's liveness
  * byte, 0 if none does (its owner is gone), negative errno on error. */
 int vr_slot_alive(int fd, uint32_t i);
+/* 1 once a dead member's process is reaped (its memory may be in the driver
+ * until then: live.c). */
+int vr_member_gone(const struct vr_slot *s);
+/* 1 if a USED slot other than self belongs to a process not yet reaped
+ * (dead or alive): the group is not empty. Lock held. */
+int vr_unreaped_others(struct vr_region_hdr *h, uint32_t self);
 /* Returns a dead slot's bytes to the group and frees it. Lock held.
  * Returns 0, or -EBADMSG (nothing changed) when the slot holds more than
  * the group's total: the books are damaged. */

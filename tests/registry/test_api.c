@@ -142,6 +142,43 @@ static void test_dead_member_reclaimed(void)
 	close(p[1]);
 }
 
+/*
+ * A member whose lock has dropped but whose process is not yet reaped (here
+ * a zombie: its files are closed, its parent has not waited) may still have
+ * its memory in the driver: its bytes stay held until it is reaped.
+ */
+static void test_dead_member_held_until_reaped(void)
+{
+	vr_member *m = join("zombie", "1000", 0, NULL);
+	ASSERT_EQ(vr_device(m, uuid0, 1000, NULL), 0);
+	int p[2];
+	ASSERT_EQ(pipe(p), 0);
+	pid_t pid = fork();
+	ASSERT(pid >= 0);
+	if (pid == 0) {
+		vr_forget(m);
+		vr_member *c = join("zombie", "1000", 0, NULL);
+		int d = vr_device(c, uuid0, 1, NULL);
+		hold_and_report(p[1], vr_reserve(c, d, 800, NULL) == 0);
+	}
+	expect_held(p[0]);
+	kill(pid, SIGKILL);
+	/* Dead (its liveness lock is gone), not reaped: wait without reaping. */
+	siginfo_t si;
+	ASSERT_EQ(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), 0);
+	uint64_t in_use;
+	ASSERT_EQ(vr_reserve(m, 0, 300, &in_use), -ENOSPC);
+	ASSERT_UEQ(in_use, 800);
+	ASSERT_EQ(vr_reclaim(m), 0);
+	ASSERT_EQ(waitpid(pid, NULL, 0), pid);
+	ASSERT_EQ(vr_reserve(m, 0, 300, NULL), 0);
+	vr_usage(m, 0, &in_use, NULL);
+	ASSERT_UEQ(in_use, 300);
+	vr_leave(m);
+	close(p[0]);
+	close(p[1]);
+}
+
 /* A child that forgets its inherited membership leaves the parent's slot
  * alone: the parent is still alive to everyone else. */
 static void test_forget_keeps_parent(void)
@@ -326,6 +363,7 @@ int main(void)
 		SKIP("VRAMCTL_REGISTRY_DIR is not set (run under tests/run)");
 	test_reserve_release();
 	test_dead_member_reclaimed();
+	test_dead_member_held_until_reaped();
 	test_forget_keeps_parent();
 	test_stale_and_fresh();
 	test_names_remove_default_dir();
