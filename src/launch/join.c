@@ -58,11 +58,14 @@ static int caps_spec(const struct vr_launch_join *j, const struct vr_launch_grou
 int vr_launch_join(const struct vr_launch_join *j, struct vr_launch_group *g, char *err,
                    size_t errlen)
 {
+	/* The launcher holds the group open for its command and runs no GPU
+	 * code: it is not counted among the group's members. */
 	struct vr_join_opts o = {.dir = j->dir,
 	                         .group = j->group,
 	                         .limit_spec = j->spec,
 	                         .growth = j->growth,
-	                         .fresh = j->fresh};
+	                         .fresh = j->fresh,
+	                         .launcher = 1};
 	int ndev = j->ndev < VR_MAX_DEVICES ? j->ndev : VR_MAX_DEVICES;
 	char why[256];
 	int rc;

@@ -401,19 +401,22 @@ static void prom_head(FILE *f, const char *name, const char *type, const char *h
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* Writes name{k="v",...} value. labels: NULL-terminated key, value pairs. */
+/* Writes name{k="v",...} value. labels: NULL-terminated key, value pairs.
+ * A label whose value is unknown (empty: a GPU index or a name without
+ * NVML, a PID in another namespace) is left out, never written as "". */
 static void prom_sample(FILE *f, const char *name, const char *const *labels, uint64_t value)
 {
 	fputs(name, f);
-	if (labels && labels[0]) {
-		fputc('{', f);
-		for (int i = 0; labels[i]; i += 2) {
-			fprintf(f, "%s%s=\"", i ? "," : "", labels[i]);
-			prom_label_value(f, labels[i + 1]);
-			fputc('"', f);
-		}
-		fputc('}', f);
+	int n = 0;
+	for (int i = 0; labels && labels[i]; i += 2) {
+		if (!labels[i + 1][0])
+			continue;
+		fprintf(f, "%s%s=\"", n++ ? "," : "{", labels[i]);
+		prom_label_value(f, labels[i + 1]);
+		fputc('"', f);
 	}
+	if (n)
+		fputc('}', f);
 	fprintf(f, " %" PRIu64 "\n", value);
 }
 

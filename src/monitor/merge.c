@@ -375,8 +375,10 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 		m->devs[i].caps_sum = 0;
 		m->devs[i].ncapped = 0;
 	}
+	/* Only groups with live members hold a claim on a device: a named
+	 * group that everyone has left caps nothing until someone joins. */
 	for (int i = 0; i < m->ngroups; i++)
-		for (int j = 0; j < m->groups[i].ndev; j++) {
+		for (int j = 0; j < m->groups[i].ndev && m->groups[i].nmembers > 0; j++) {
 			const struct mon_group_dev *gd = &m->groups[i].dev[j];
 			if (gd->cap == MON_NO_CAP || gd->device < 0)
 				continue;

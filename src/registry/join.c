@@ -240,6 +240,7 @@ static void fill_slot_locked(vr_member *m, const struct vr_join_opts *opts,
 	s->uid = (uint32_t)getuid();
 	s->joined = (uint64_t)time(NULL);
 	s->growth = opts->growth ? 1 : 0;
+	s->flags = opts->launcher ? VR_SLOT_F_LAUNCHER : 0;
 	memcpy(s->command, pi->command, sizeof(s->command));
 	atomic_store_explicit((_Atomic uint32_t *)&s->state, VR_SLOT_USED, memory_order_release);
 	if (h->slots_hw <= m->slot_idx)
@@ -341,6 +342,9 @@ int vr_join(const struct vr_join_opts *opts, vr_member **out, int *spec_differs,
 		drop_member(m);
 		return rc;
 	}
+	/* Dead members are given back whenever someone joins, not only before
+	 * a denial: their records do not pile up in a group nobody is refused. */
+	vr_reclaim_dead(m);
 	*out = m;
 	return 0;
 }

@@ -130,6 +130,7 @@ struct slot_copy {
 	int32_t nspid_outer;
 	uint32_t uid;
 	uint64_t host_pinned;
+	uint32_t flags;
 	char command[VR_COMMAND_MAX];
 };
 
@@ -480,6 +481,7 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 			c->nspid_outer = s->nspid_outer;
 			c->uid = s->uid;
 			c->host_pinned = s->host_pinned;
+			c->flags = s->flags;
 			memcpy(c->command, s->command, sizeof(c->command));
 			memcpy(&sd[(size_t)nsc * ndev], s->dev, ndev * sizeof(s->dev[0]));
 			nsc++;
@@ -595,7 +597,7 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 			else
 				*need_scan = 1;
 		}
-		if (alive)
+		if (alive && !(s->flags & VR_SLOT_F_LAUNCHER))
 			g->nmembers++;
 		for (uint32_t d = 0; d < ndev; d++) {
 			struct vramctl_proc_dev *pd = &p->dev[d];

@@ -42,6 +42,9 @@
 #define VR_COMMAND_MAX     128
 
 enum { VR_SLOT_FREE = 0, VR_SLOT_USED = 1 };
+/* struct vr_slot.flags: a launcher (`vramctl run`) holds the group open for
+ * its command and runs no GPU code: not counted among the members. */
+enum { VR_SLOT_F_LAUNCHER = 1u << 0 };
 
 /* A group's books for one device. */
 struct vr_region_dev {
@@ -94,7 +97,7 @@ struct vr_slot {
 	uint64_t joined; /* CLOCK_REALTIME seconds */
 	char command[VR_COMMAND_MAX];
 	uint32_t growth;
-	uint32_t pad0;
+	uint32_t flags; /* VR_SLOT_F_* */
 	uint64_t pad1;
 	struct vramctl_counts dev[VR_MAX_DEVICES]; /* vramctl/registry.h */
 };

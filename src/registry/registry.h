@@ -32,6 +32,7 @@ struct vr_join_opts {
 	/* Called once, with one line, when this member finds the books damaged
 	 * and starts keeping its own (see vr_reserve). NULL: nobody is told. */
 	void (*notice)(const char *line);
+	int launcher; /* a launcher holding the group open: not counted as a member */
 };
 
 /*

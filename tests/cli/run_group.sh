@@ -14,6 +14,18 @@ expect_rc 0 $? "the run's region exists while it runs"
 expect_rc 137 $? "SIGKILL"
 [ -z "$(ls -A "$reg")" ] || fail "region left after a killed command: $(ls -A "$reg")"
 
+# The run itself holds its group open but is not one of its members: a
+# command that has not touched a GPU leaves the group with none.
+mkfifo up0 go0
+"$V" run --group idle --limit 1G -- sh -c 'echo up >up0; read -r _ <go0' &
+idle=$!
+read -r _ <up0
+got=$("$V" status --format prom 2>/dev/null | grep '^vramctl_group_members{group="idle"}')
+echo go >go0
+wait $idle
+[ "$got" = 'vramctl_group_members{group="idle"} 0' ] ||
+	fail "the launcher counted as a member: '$got'"
+
 # A relative VRAMCTL_REGISTRY_DIR is made absolute once, for every process
 # of the run whatever its working directory (the library refuses relative
 # ones: a group would split by directory).

@@ -125,12 +125,12 @@ int main(void)
 	nvml_row(&m, 4700, 64 << 20);
 
 	struct vramctl_snapshot s = {0};
-	struct vramctl_group groups[2];
+	struct vramctl_group groups[3];
 	struct vramctl_proc procs[8];
 	memset(groups, 0, sizeof(groups));
 	s.groups = groups;
 	s.procs = procs;
-	s.ngroups = 2;
+	s.ngroups = 3;
 	strcpy(groups[0].name, "g1");
 	groups[0].nmembers = 3;
 	groups[0].ndev = 2;
@@ -143,6 +143,12 @@ int main(void)
 	groups[1].ndev = 1;
 	strcpy(groups[1].dev[0].uuid, U0);
 	groups[1].dev[0].cap = 8 * GiB;
+	/* A named group everyone has left: it caps nothing now. */
+	strcpy(groups[2].name, "left");
+	groups[2].nmembers = 0;
+	groups[2].ndev = 1;
+	strcpy(groups[2].dev[0].uuid, U0);
+	groups[2].dev[0].cap = 12 * GiB;
 	rec(&s, 7, 0, 777, "g1", 0, 100);      /* in a container: found through NSpid */
 	rec(&s, 8, 0, 555, "g1", 0, 200);      /* NSpid matches 6100, start time does not */
 	rec(&s, 4242, 4242, 1, "g1", 0, 300);  /* alive by the registry, gone from /proc */
@@ -163,7 +169,7 @@ int main(void)
 	ASSERT_EQ(m.ndevs, 2);
 	ASSERT_STR_EQ(m.devs[1].uuid, UX);
 	ASSERT(!(m.devs[1].valid & MON_DEV_INDEX));
-	/* Caps on GPU 0: 10 + 8 GiB > 16 GiB. */
+	/* Caps on GPU 0: 10 + 8 GiB > 16 GiB; the empty group's 12 GiB not. */
 	ASSERT_UEQ(m.devs[0].caps_sum, 18 * GiB);
 	ASSERT_EQ(m.devs[0].ncapped, 2);
 	ASSERT_EQ(m.devs[0].overcommitted, 1);

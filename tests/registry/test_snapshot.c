@@ -82,6 +82,66 @@ static void test_stopped_writer(const char *argv0)
 	ASSERT_EQ(vr_group_remove(dir, "open"), 0);
 }
 
+static const struct vramctl_group *snap_group(const struct vramctl_snapshot *s, const char *name)
+{
+	for (int i = 0; i < s->ngroups; i++)
+		if (!strcmp(s->groups[i].name, name))
+			return &s->groups[i];
+	return NULL;
+}
+
+/* A fork that joins `group`, reserves 10 bytes and exits at once (reaped
+ * here): a dead record. */
+static void dead_member(vr_member *parent, const char *group)
+{
+	pid_t pid = fork();
+	ASSERT(pid >= 0);
+	if (pid == 0) {
+		vr_forget(parent);
+		vr_member *c = join(group, "1000");
+		_exit(vr_device(c, uuid0, 1000, NULL) == 0 && vr_reserve(c, 0, 10, NULL) == 0 ? 0
+		                                                                              : 2);
+	}
+	int st;
+	ASSERT_EQ(waitpid(pid, &st, 0), pid);
+	ASSERT_EQ(WEXITSTATUS(st), 0);
+}
+
+/* The launcher (`vramctl run`) is not one of a group's members; dead
+ * records do not pile up: every join gives back the dead it finds. */
+static void test_members_and_dead(void)
+{
+	struct vr_join_opts lo = {
+	    .dir = dir, .group = "counted", .limit_spec = "1000", .launcher = 1};
+	vr_member *launcher = NULL;
+	char err[256];
+	ASSERT_EQ(vr_join(&lo, &launcher, NULL, err, sizeof(err)), 0);
+	dead_member(launcher, "counted");
+	dead_member(launcher, "counted");
+	struct vramctl_snapshot *s = NULL;
+	ASSERT_EQ(vramctl_snapshot_take(dir, &s), 0);
+	const struct vramctl_group *g = snap_group(s, "counted");
+	ASSERT(g);
+	ASSERT_EQ(g->nmembers, 0); /* the launcher alone */
+	vramctl_snapshot_free(s);
+
+	vr_member *m = join("counted", "1000"); /* gives the dead back */
+	ASSERT_EQ(vramctl_snapshot_take(dir, &s), 0);
+	g = snap_group(s, "counted");
+	ASSERT(g);
+	ASSERT_EQ(g->nmembers, 1);
+	ASSERT_UEQ(g->dev[0].dead_in_use, 0);
+	int dead = 0;
+	for (int i = 0; i < s->nprocs; i++)
+		dead += !strcmp(s->procs[i].group, "counted") &&
+		        s->procs[i].state != VRAMCTL_PROC_ALIVE;
+	ASSERT_EQ(dead, 0);
+	vramctl_snapshot_free(s);
+	vr_leave(m);
+	vr_leave(launcher);
+	ASSERT_EQ(vr_group_remove(dir, "counted"), 0);
+}
+
 int main(int argc, char **argv)
 {
 	dir = getenv("VRAMCTL_REGISTRY_DIR");
@@ -90,6 +150,7 @@ int main(int argc, char **argv)
 	if (argc == 2 && !strcmp(argv[1], "stopper"))
 		return stopper();
 	test_stopped_writer(argv[0]);
+	test_members_and_dead();
 
 	struct vramctl_snapshot *s = NULL;
 	ASSERT_EQ(vramctl_snapshot_take("/nonexistent/vramctl-dir", &s), 0);
@@ -108,6 +169,16 @@ int main(int argc, char **argv)
 	/* A member that dies holding 300 bytes, and one alive holding 200. */
 	int p[2];
 	ASSERT_EQ(pipe(p), 0);
+	/* The live member first: a join gives back the dead members it finds,
+	 * so the dead one dies last to be seen. */
+	pid_t live = fork();
+	if (live == 0) {
+		vr_forget(m);
+		vr_member *c = join("snap", "other spec");
+		hold_and_report(p[1], vr_device(c, uuid0, 1, NULL) == 0 &&
+		                          vr_reserve(c, 0, 200, NULL) == 0);
+	}
+	expect_held(p[0]);
 	pid_t dead = fork();
 	if (dead == 0) {
 		vr_forget(m);
@@ -119,14 +190,6 @@ int main(int argc, char **argv)
 	int st;
 	ASSERT_EQ(waitpid(dead, &st, 0), dead);
 	ASSERT_EQ(WEXITSTATUS(st), 0);
-	pid_t live = fork();
-	if (live == 0) {
-		vr_forget(m);
-		vr_member *c = join("snap", "other spec");
-		hold_and_report(p[1], vr_device(c, uuid0, 1, NULL) == 0 &&
-		                          vr_reserve(c, 0, 200, NULL) == 0);
-	}
-	expect_held(p[0]);
 
 	/* Garbage beside it: listed, not fatal. */
 	char path[8200];
