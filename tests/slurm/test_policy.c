@@ -42,6 +42,8 @@ static void test_args(void)
 	char *bad5[] = {(char *)"allow_optout=maybe"};
 	char *bad6[] = {(char *)"registry_dir=/x/%d"};
 	char *bad7[] = {(char *)"lib"};
+	/* Relative: a group would split by the working directory of each task. */
+	char *bad8[] = {(char *)"registry_dir=reg/%u"};
 
 	/* Defaults with no arguments. */
 	ASSERT_EQ(vr_slurm_parse_args(0, NULL, &c, err, sizeof(err)), 0);
@@ -67,6 +69,8 @@ static void test_args(void)
 	ASSERT_EQ(vr_slurm_parse_args(1, bad5, &c, err, sizeof(err)), -EINVAL);
 	ASSERT_EQ(vr_slurm_parse_args(1, bad6, &c, err, sizeof(err)), -EINVAL);
 	ASSERT_EQ(vr_slurm_parse_args(1, bad7, &c, err, sizeof(err)), -EINVAL);
+	ASSERT_EQ(vr_slurm_parse_args(1, bad8, &c, err, sizeof(err)), -EINVAL);
+	ASSERT(strstr(err, "absolute"));
 }
 
 static void test_check_value(void)
@@ -108,6 +112,15 @@ static void test_decide(void)
 	vr_slurm_decide(&plain, "none", 1, 0, &d);
 	ASSERT_EQ(d.capped, 0);
 	ASSERT_EQ(d.optout, 1);
+
+	/* What the user wrote reaches the library as written, and the library
+	 * reads it exactly (the one grammar: tests/unit/test_size.c). A device
+	 * the node does not have is the library's to refuse (fail closed). */
+	vr_slurm_decide(&plain, "0.00001%", 1, 0, &d);
+	ASSERT_STR_EQ(d.spec, "0.00001%");
+	vr_slurm_decide(&plain, "1=1G", 1, 0, &d);
+	ASSERT_EQ(d.capped, 1);
+	ASSERT_STR_EQ(d.spec, "1=1G");
 
 	/* Shards: N x SIZE, which the user may lower but not raise. */
 	vr_slurm_decide(&site, NULL, 1, 2, &d);
