@@ -65,32 +65,23 @@ static int primary_active(CUdevice dev)
 VR_CTX_DESTROY(cuCtxDestroy)
 VR_CTX_DESTROY(cuCtxDestroy_v2)
 
-/* A reset frees everything of the primary context at once. */
-#define VR_PRIMARY_RESET(name)                                                                     \
+/*
+ * The primary context's teardown: a reset frees everything it holds at once
+ * (freed_if: always); a release frees only when it was the last reference
+ * (freed_if: the context is no longer active).
+ */
+#define VR_PRIMARY_TEARDOWN(name, freed_if)                                                        \
 	VR_EXPORT CUresult name(CUdevice dev)                                                      \
 	{                                                                                          \
 		VR_PASS(name, (dev));                                                              \
 		CUcontext c = active_primary(dev);                                                 \
 		CUresult rc;                                                                       \
 		VR_OWN(rc = vr_real.name(dev));                                                    \
-		if (rc == CUDA_SUCCESS)                                                            \
+		if (rc == CUDA_SUCCESS && (freed_if))                                              \
 			forget_context(c);                                                         \
 		return rc;                                                                         \
 	}
-VR_PRIMARY_RESET(cuDevicePrimaryCtxReset)
-VR_PRIMARY_RESET(cuDevicePrimaryCtxReset_v2)
-
-/* A release frees only when it was the last reference. */
-#define VR_PRIMARY_RELEASE(name)                                                                   \
-	VR_EXPORT CUresult name(CUdevice dev)                                                      \
-	{                                                                                          \
-		VR_PASS(name, (dev));                                                              \
-		CUcontext c = active_primary(dev);                                                 \
-		CUresult rc;                                                                       \
-		VR_OWN(rc = vr_real.name(dev));                                                    \
-		if (rc == CUDA_SUCCESS && !primary_active(dev))                                    \
-			forget_context(c);                                                         \
-		return rc;                                                                         \
-	}
-VR_PRIMARY_RELEASE(cuDevicePrimaryCtxRelease)
-VR_PRIMARY_RELEASE(cuDevicePrimaryCtxRelease_v2)
+VR_PRIMARY_TEARDOWN(cuDevicePrimaryCtxReset, 1)
+VR_PRIMARY_TEARDOWN(cuDevicePrimaryCtxReset_v2, 1)
+VR_PRIMARY_TEARDOWN(cuDevicePrimaryCtxRelease, !primary_active(dev))
+VR_PRIMARY_TEARDOWN(cuDevicePrimaryCtxRelease_v2, !primary_active(dev))

@@ -199,4 +199,17 @@ static inline uint64_t ht_free(void)
 	return f;
 }
 
+/* What the card holds for this process, by NVML's process list (which
+ * vramctl does not touch): the driver's own accounting. */
+static inline uint64_t ht_phys_used(nvmlDevice_t nvdev)
+{
+	nvmlProcessInfo_t info[64];
+	unsigned int n = 64;
+	ASSERT_CU(nvmlDeviceGetComputeRunningProcesses_v3(nvdev, &n, info), NVML_SUCCESS);
+	for (unsigned i = 0; i < n; i++)
+		if (info[i].pid == (unsigned)getpid())
+			return info[i].usedGpuMemory;
+	return 0;
+}
+
 #endif /* VRAMCTL_HOOKTEST_H */

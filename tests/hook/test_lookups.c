@@ -8,22 +8,11 @@
  */
 #include "hooktest.h"
 
-static uint64_t phys_used(nvmlDevice_t nvdev)
-{
-	nvmlProcessInfo_t info[64];
-	unsigned int n = 64;
-	ASSERT_CU(nvmlDeviceGetComputeRunningProcesses_v3(nvdev, &n, info), NVML_SUCCESS);
-	for (unsigned i = 0; i < n; i++)
-		if (info[i].pid == (unsigned)getpid())
-			return info[i].usedGpuMemory;
-	return 0;
-}
-
 static int child(const char *how)
 {
 	CUdevice dev = ht_ctx();
 	nvmlDevice_t nvdev = ht_nvml_dev(dev);
-	uint64_t base = phys_used(nvdev);
+	uint64_t base = ht_phys_used(nvdev);
 	CUstream s;
 	ASSERT_CU(cuStreamCreate(&s, 0), CUDA_SUCCESS);
 	for (int i = 0; i < 3; i++) {
@@ -33,7 +22,7 @@ static int child(const char *how)
 		ASSERT_CU(rc, CUDA_ERROR_UNKNOWN);
 	}
 	ASSERT_CU(cuStreamSynchronize(s), CUDA_SUCCESS);
-	ASSERT_UEQ(phys_used(nvdev) - base, 0);
+	ASSERT_UEQ(ht_phys_used(nvdev) - base, 0);
 	return 0;
 }
 

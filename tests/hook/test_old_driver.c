@@ -9,24 +9,13 @@
  */
 #include "hooktest.h"
 
-static uint64_t phys_used(nvmlDevice_t nvdev)
-{
-	nvmlProcessInfo_t info[64];
-	unsigned int n = 64;
-	ASSERT_CU(nvmlDeviceGetComputeRunningProcesses_v3(nvdev, &n, info), NVML_SUCCESS);
-	for (unsigned i = 0; i < n; i++)
-		if (info[i].pid == (unsigned)getpid())
-			return info[i].usedGpuMemory;
-	return 0;
-}
-
 static int child(const char *mode)
 {
 	int old = !strcmp(mode, "old");
 	ASSERT_EQ(dlsym(RTLD_DEFAULT, "cuArrayGetMemoryRequirements") == NULL, old);
 	CUdevice dev = ht_ctx();
 	nvmlDevice_t nvdev = ht_nvml_dev(dev);
-	uint64_t base = phys_used(nvdev);
+	uint64_t base = ht_phys_used(nvdev);
 	int granted = 0;
 	for (int i = 0; i < 2000; i++) {
 		CUarray a;
@@ -47,8 +36,8 @@ static int child(const char *mode)
 			ASSERT_CU(rc, CUDA_ERROR_OUT_OF_MEMORY);
 	}
 	fprintf(stderr, "%s driver: %d of 2000 arrays granted, card holds %llu bytes\n", mode,
-	        granted, (unsigned long long)(phys_used(nvdev) - base));
-	ASSERT_ULE(phys_used(nvdev) - base, MiB);
+	        granted, (unsigned long long)(ht_phys_used(nvdev) - base));
+	ASSERT_ULE(ht_phys_used(nvdev) - base, MiB);
 	ASSERT_UGE(granted, 1);
 	return 0;
 }

@@ -26,17 +26,6 @@ static CUcontext ctx;
 static nvmlDevice_t nvdev;
 static uint64_t base_phys;
 
-static uint64_t phys_used(void)
-{
-	nvmlProcessInfo_t info[64];
-	unsigned int n = 64;
-	ASSERT_CU(nvmlDeviceGetComputeRunningProcesses_v3(nvdev, &n, info), NVML_SUCCESS);
-	for (unsigned i = 0; i < n; i++)
-		if (info[i].pid == (unsigned)getpid())
-			return info[i].usedGpuMemory;
-	return 0;
-}
-
 static void *worker(void *arg)
 {
 	unsigned seed = (unsigned)(uintptr_t)arg * 7919u + 1;
@@ -84,7 +73,7 @@ static int child(void)
 	CUdevice dev = ht_ctx();
 	ASSERT_CU(cuCtxGetCurrent(&ctx), CUDA_SUCCESS);
 	nvdev = ht_nvml_dev(dev);
-	base_phys = phys_used();
+	base_phys = ht_phys_used(nvdev);
 
 	pthread_t t[THREADS];
 	pthread_barrier_init(&bar, NULL, THREADS + 1);
@@ -95,9 +84,9 @@ static int child(void)
 		uint64_t f = ht_free();
 		uint64_t h = atomic_load(&held);
 		ASSERT_ULE(h, cap);
-		ASSERT_UEQ(f, cap - h);                   /* books agree with the program */
-		ASSERT_ULE(phys_used() - base_phys, cap); /* and so does the card */
-		ASSERT_UGE(h, cap - chunk_max - MiB);     /* everyone was refused: full */
+		ASSERT_UEQ(f, cap - h);                           /* books agree with the program */
+		ASSERT_ULE(ht_phys_used(nvdev) - base_phys, cap); /* and so does the card */
+		ASSERT_UGE(h, cap - chunk_max - MiB);             /* everyone was refused: full */
 		pthread_barrier_wait(&bar);
 		pthread_barrier_wait(&bar);
 		ASSERT_UEQ(ht_free(), cap);
