@@ -50,6 +50,17 @@ for pct in 0.00001% 99.999999999% 33.333333333%; do
 		! grep -q "fail closed" out || fail "the library refused $pct: $(cat out)"
 	fi
 done
+# VRAMCTL_DRIVER naming a driver that is not the program's (here: none):
+# the program, which reaches the driver through dlopen + dlsym, never runs
+# uncapped, and is told why.
+if has_cap; then
+	VRAMCTL_DRIVER=$PWD/missing/libcuda.so.1 "$V" run --limit 1G -- \
+		"$VR_BUILD/libexec/vramctl-demo-app" >out 2>&1
+	rc=$?
+	[ "$rc" != 0 ] || fail "a program with another driver than VRAMCTL_DRIVER's ran: $(cat out)"
+	expect_grep "(fail closed)" out "another driver than VRAMCTL_DRIVER's"
+	! grep -q "GPU 0 has" out || fail "the program saw the device uncapped: $(cat out)"
+fi
 "$V" run --limit 0.0000000001% -- true 2>err
 expect_rc 125 $? "a percentage with 10 decimals"
 expect_grep "at most 9 digits after the point" err "a percentage with 10 decimals"
