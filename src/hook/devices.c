@@ -143,10 +143,10 @@ struct vr_dev *vr_dev_current(void)
  * NVML numbers devices physically; the cap is given in the program's
  * numbering, so the two meet at the UUID. If the program has not initialised
  * the driver (an NVML-only program under a cap), vramctl calls cuInit(0)
- * once to learn the program's numbering.
+ * once to learn the program's numbering. The cap's devices are checked
+ * before the devices lock is taken: the check may load NVML, and nothing is
+ * ever dlopen'ed under a lock of ours.
  */
-/* The cap's devices are checked before the devices lock is taken: the
- * check may load NVML, and nothing is ever dlopen'ed under a lock of ours. */
 static struct vr_dev *by_uuid(const char *uuid)
 {
 	struct vr_dev *found = NULL;

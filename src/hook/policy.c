@@ -27,42 +27,60 @@ static atomic_int devices_checked; /* 1 once the check has run to the end */
 static atomic_int devices_bad;     /* 1: an item names no device */
 static atomic_int devices_said;
 
-/* Is the UUID text a GPU of this machine that CUDA_VISIBLE_DEVICES hides? */
-static int hidden_gpu(const char *uuid)
+/* Does NVML know a GPU with this UUID text on this machine? */
+static int nvml_knows(const char *uuid)
 {
 	nvmlDevice_t h;
-	nvmlReturn_t rc = NVML_ERROR_UNINITIALIZED;
-	const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
-	if (!cvd || vr_nvml_init() != 0 || !vr_real.nvmlInit_v2 ||
-	    !vr_real.nvmlDeviceGetHandleByUUID)
+	if (vr_real.nvmlInit_v2() != NVML_SUCCESS)
 		return 0;
-	VR_OWN(if (vr_real.nvmlInit_v2() == NVML_SUCCESS) {
-		rc = vr_real.nvmlDeviceGetHandleByUUID(uuid, &h);
-		if (vr_real.nvmlShutdown)
-			vr_real.nvmlShutdown();
-	});
+	nvmlReturn_t rc = vr_real.nvmlDeviceGetHandleByUUID(uuid, &h);
+	if (vr_real.nvmlShutdown)
+		vr_real.nvmlShutdown();
 	return rc == NVML_SUCCESS;
 }
 
-/* The first item that names no device of this process, or NULL. */
+/* Is the UUID text a GPU of this machine that CUDA_VISIBLE_DEVICES hides? */
+static int hidden_gpu(const char *uuid)
+{
+	int known = 0;
+	if (!getenv("CUDA_VISIBLE_DEVICES") || vr_nvml_init() != 0 || !vr_real.nvmlInit_v2 ||
+	    !vr_real.nvmlDeviceGetHandleByUUID)
+		return 0;
+	VR_OWN(known = nvml_knows(uuid));
+	return known;
+}
+
+/* Does the item name device k of this process? -1 if the driver cannot say. */
+static int names_device(const struct vr_limit *it, int k)
+{
+	CUdevice h;
+	CUuuid u;
+	memset(&u, 0, sizeof u);
+	if (vr_real.cuDeviceGet(&h, k) != CUDA_SUCCESS)
+		return -1;
+	if (vr_real.cuDeviceGetUuid_v2)
+		vr_real.cuDeviceGetUuid_v2(&u, h);
+	else if (vr_real.cuDeviceGetUuid)
+		vr_real.cuDeviceGetUuid(&u, h);
+	return vr_limit_names(it, k, (const unsigned char *)u.bytes);
+}
+
+/* The first item that names no device of this process, or NULL. When the
+ * driver cannot say, the item counts as unmatched (fail closed). */
 static const struct vr_limit *unmatched(int count)
 {
 	for (int i = 0; i < vr_g.limits.count; i++) {
 		const struct vr_limit *it = &vr_g.limits.item[i];
 		int found = !it->dev[0];
 		for (int k = 0; k < count && !found; k++) {
-			CUdevice h;
-			CUuuid u;
-			memset(&u, 0, sizeof u);
-			if (vr_real.cuDeviceGet(&h, k) != CUDA_SUCCESS)
-				return it; /* cannot tell: fail closed */
-			if (vr_real.cuDeviceGetUuid_v2)
-				vr_real.cuDeviceGetUuid_v2(&u, h);
-			else if (vr_real.cuDeviceGetUuid)
-				vr_real.cuDeviceGetUuid(&u, h);
-			found = vr_limit_names(it, k, (const unsigned char *)u.bytes);
+			found = names_device(it, k);
+			if (found < 0)
+				return it;
 		}
-		if (!found && !(it->dev[0] < '0' || it->dev[0] > '9' ? hidden_gpu(it->dev) : 0))
+		if (found)
+			continue;
+		int is_index = it->dev[0] >= '0' && it->dev[0] <= '9';
+		if (is_index || !hidden_gpu(it->dev))
 			return it;
 	}
 	return NULL;
