@@ -67,10 +67,11 @@ static void *substitute_cu(void *p, const char *requested)
 }
 
 /*
- * A hooked driver symbol found in a library other than the driver vramctl
+ * A hooked driver symbol found in a CUDA driver other than the one vramctl
  * loaded (VRAMCTL_DRIVER naming another copy, or a path that does not load):
  * vramctl cannot count what that driver allocates, so the program is handed
- * nothing for it (fail closed), and told why once.
+ * nothing for it (fail closed), and told why once. The same name defined by
+ * a library that is not a driver (another interposer) is its own business.
  */
 static void *foreign(void *real, const char *name)
 {
@@ -78,13 +79,17 @@ static void *foreign(void *real, const char *name)
 	Dl_info di;
 	if (!wrapper_named(name))
 		return real; /* not a memory entry point: the program's own business */
+	const char *file = dladdr(real, &di) && di.dli_fname ? di.dli_fname : "";
+	const char *base = strrchr(file, '/');
+	base = base ? base + 1 : file;
+	if (strncmp(base, "libcuda.so", 10) != 0)
+		return real;
 	if (!atomic_exchange(&said, 1))
 		vr_log(VR_LOG_ERROR,
 		       "the program looks up the CUDA driver in %s, but vramctl uses %s "
 		       "(VRAMCTL_DRIVER%s); its look-ups of %s and every other memory entry "
 		       "point find nothing, so nothing runs uncapped (fail closed)",
-		       dladdr(real, &di) && di.dli_fname ? di.dli_fname : "another library",
-		       vr_g.driver_path[0] ? vr_g.driver_path : "libcuda.so.1",
+		       file, vr_g.driver_path[0] ? vr_g.driver_path : "libcuda.so.1",
 		       vr_g.driver ? "" : ", which did not load", name);
 	return NULL;
 }

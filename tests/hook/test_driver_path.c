@@ -41,6 +41,10 @@ static int child(void)
 	ASSERT_CU(set(ctx), CUDA_SUCCESS);
 
 	never_uncapped((alloc_fn)dlsym(h, "cuMemAlloc_v2"));
+	/* The same name in a library that is not a driver (here vramctl's own
+	 * wrapper, as another interposer would define it) is left alone. */
+	void *self = dlopen(ht_lib(), RTLD_NOW | RTLD_NOLOAD);
+	ASSERT(self && dlsym(self, "cuMemAlloc_v2"));
 	proc_fn proc = (proc_fn)dlsym(h, "cuGetProcAddress_v2");
 	if (proc) {
 		void *p = NULL;
