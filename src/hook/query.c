@@ -9,7 +9,9 @@
  * (PyTorch's totalGlobalMem) and NVML nvmlDeviceGetMemoryInfo[_v2]
  * (PyTorch's OOM text, nvidia-smi-like tools). The driver is always asked
  * first: its errors are returned unchanged, and a query never fails because
- * usage is over the cap.
+ * usage is over the cap. If the device cannot be identified (a look-up that
+ * fails), the query returns that look-up's error rather than the whole
+ * device's numbers.
  */
 #include <string.h>
 
@@ -35,8 +37,12 @@ static void clamp(struct vr_dev *d, uint64_t *freep, uint64_t *totalp)
 		VR_PASS(name, (free, total));                                                      \
 		CUresult rc = vr_real.name(free, total);                                           \
 		struct vr_dev *d;                                                                  \
-		if (rc != CUDA_SUCCESS || !free || !total || !(d = vr_dev_current()) ||            \
-		    !d->capped)                                                                    \
+		if (rc != CUDA_SUCCESS || !free || !total)                                         \
+			return rc;                                                                 \
+		CUresult dev_rc = vr_dev_for_alloc(&d);                                            \
+		if (dev_rc != CUDA_SUCCESS)                                                        \
+			return dev_rc; /* never the whole device in silence */                     \
+		if (!d->capped)                                                                    \
 			return rc;                                                                 \
 		uint64_t f = *free, t = *total;                                                    \
 		clamp(d, &f, &t);                                                                  \
@@ -54,8 +60,12 @@ VR_MEM_GET_INFO(cuMemGetInfo, unsigned int)
 		VR_PASS(name, (bytes, dev));                                                       \
 		CUresult rc = vr_real.name(bytes, dev);                                            \
 		struct vr_dev *d;                                                                  \
-		if (rc == CUDA_SUCCESS && bytes && (d = vr_dev_by_handle(dev)))                    \
-			*bytes = (type)vr_policy_total(d, *bytes);                                 \
+		if (rc != CUDA_SUCCESS || !bytes)                                                  \
+			return rc;                                                                 \
+		CUresult dev_rc = vr_dev_for_handle(dev, &d);                                      \
+		if (dev_rc != CUDA_SUCCESS)                                                        \
+			return dev_rc; /* never the whole device in silence */                     \
+		*bytes = (type)vr_policy_total(d, *bytes);                                         \
 		return rc;                                                                         \
 	}
 VR_DEVICE_TOTAL_MEM(cuDeviceTotalMem_v2, size_t)

@@ -4,7 +4,9 @@
  * look-up (VRAMSIM_FAULT=name:1+:CUDA_ERROR_UNKNOWN); the program then asks
  * for three blocks of 600 MiB under a 1 GiB cap. Each is refused with the
  * look-up's own error, and the card (NVML's process list, which vramctl does
- * not touch) holds nothing for the process.
+ * not touch) holds nothing for the process; a memory query where the device
+ * cannot be identified fails the same way instead of showing the device
+ * uncapped.
  */
 #include "hooktest.h"
 
@@ -23,6 +25,12 @@ static int child(const char *how)
 	}
 	ASSERT_CU(cuStreamSynchronize(s), CUDA_SUCCESS);
 	ASSERT_UEQ(ht_phys_used(nvdev) - base, 0);
+	/* Nor does a memory query show the whole device: where the device
+	 * cannot be identified, it fails with the look-up's error. */
+	if (!strcmp(how, "linear")) {
+		size_t f, t;
+		ASSERT_CU(cuMemGetInfo_v2(&f, &t), CUDA_ERROR_UNKNOWN);
+	}
 	return 0;
 }
 
