@@ -147,9 +147,8 @@ struct vr_dev *vr_dev_current(void)
  * before the devices lock is taken: the check may load NVML, and nothing is
  * ever dlopen'ed under a lock of ours.
  */
-static struct vr_dev *by_uuid(const char *uuid)
+static CUresult by_uuid(const char *uuid, struct vr_dev **out)
 {
-	struct vr_dev *found = NULL;
 	int count;
 	/* An NVML-only program under a cap: learn the program's numbering. */
 	if (vr_real.cuDeviceGetCount && vr_real.cuDeviceGetCount(&count) != CUDA_SUCCESS &&
@@ -158,21 +157,22 @@ static struct vr_dev *by_uuid(const char *uuid)
 	vr_policy_check_devices();
 	pthread_mutex_lock(&dev_lock);
 	int n;
-	enumerate(&n);
-	for (int i = 0; i < n && !found; i++) {
+	CUresult rc = enumerate(&n);
+	for (int i = 0; i < n && !*out; i++) {
 		setup(&devs[i]);
 		if (!strcmp(devs[i].uuid_text, uuid))
-			found = &devs[i];
+			*out = &devs[i];
 	}
 	pthread_mutex_unlock(&dev_lock);
-	return found;
+	return rc;
 }
 
-struct vr_dev *vr_dev_by_uuid_text(const char *uuid)
+CUresult vr_dev_for_uuid_text(const char *uuid, struct vr_dev **out)
 {
-	struct vr_dev *found;
-	VR_OWN(found = by_uuid(uuid));
-	return found;
+	CUresult rc;
+	*out = NULL;
+	VR_OWN(rc = by_uuid(uuid, out));
+	return rc;
 }
 
 /* Keeps nothing that another thread may have been changing at the fork. */

@@ -36,8 +36,10 @@ CUresult vr_dev_for_handle(CUdevice h, struct vr_dev **out);
 struct vr_dev *vr_dev_by_handle(CUdevice h);
 /* The device with this program ordinal, or NULL. */
 struct vr_dev *vr_dev_by_ordinal(int ordinal);
-/* The device with this "GPU-..." UUID text, or NULL. */
-struct vr_dev *vr_dev_by_uuid_text(const char *uuid);
+/* The device with this "GPU-..." UUID text into *out (NULL: not one of the
+ * program's devices). Returns CUDA_SUCCESS, or the error of the look-up
+ * that failed (then nobody can tell). */
+CUresult vr_dev_for_uuid_text(const char *uuid, struct vr_dev **out);
 /* Devices enumerated so far (0 before the program's cuInit). */
 int vr_dev_count(void);
 /* In a child after fork (one thread left): forget every device. */

@@ -73,18 +73,29 @@ VR_DEVICE_TOTAL_MEM(cuDeviceTotalMem, unsigned int)
 
 /* ---- NVML ------------------------------------------------------------ */
 
-/* The program's device behind an NVML handle, when it is capped. */
-static struct vr_dev *nvml_dev(nvmlDevice_t device)
+/*
+ * The program's capped device behind an NVML handle into *out (NULL: not
+ * one of the program's devices, or uncapped). Returns NVML_SUCCESS, or an
+ * error when nobody can tell (the driver not loaded, the UUID or the device
+ * look-up failing): the query then returns it rather than the whole device.
+ */
+static nvmlReturn_t nvml_dev(nvmlDevice_t device, struct vr_dev **out)
 {
 	char uuid[96];
-	if (!vr_g.active || vr_in_hook || !vr_real.nvmlDeviceGetUUID || vr_driver_init() != 0)
-		return NULL;
+	struct vr_dev *d;
+	*out = NULL;
+	if (!vr_g.active || vr_in_hook)
+		return NVML_SUCCESS;
+	if (!vr_real.nvmlDeviceGetUUID || vr_driver_init() != 0)
+		return NVML_ERROR_UNINITIALIZED;
 	nvmlReturn_t rc;
 	VR_OWN(rc = vr_real.nvmlDeviceGetUUID(device, uuid, sizeof uuid));
 	if (rc != NVML_SUCCESS)
-		return NULL;
-	struct vr_dev *d = vr_dev_by_uuid_text(uuid);
-	return d && d->capped ? d : NULL;
+		return rc;
+	if (vr_dev_for_uuid_text(uuid, &d) != CUDA_SUCCESS)
+		return NVML_ERROR_UNKNOWN;
+	*out = d && d->capped ? d : NULL;
+	return NVML_SUCCESS;
 }
 
 VR_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
@@ -93,8 +104,11 @@ VR_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t
 		return NVML_ERROR_UNINITIALIZED;
 	nvmlReturn_t rc = vr_real.nvmlDeviceGetMemoryInfo(device, memory);
 	struct vr_dev *d;
-	if (rc != NVML_SUCCESS || !memory || !(d = nvml_dev(device)))
+	if (rc != NVML_SUCCESS || !memory)
 		return rc;
+	nvmlReturn_t dev_rc = nvml_dev(device, &d);
+	if (dev_rc != NVML_SUCCESS || !d)
+		return dev_rc;
 	uint64_t f = memory->free, t = memory->total;
 	clamp(d, &f, &t);
 	memory->total = t;
@@ -109,8 +123,11 @@ VR_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemor
 		return NVML_ERROR_UNINITIALIZED;
 	nvmlReturn_t rc = vr_real.nvmlDeviceGetMemoryInfo_v2(device, memory);
 	struct vr_dev *d;
-	if (rc != NVML_SUCCESS || !memory || !(d = nvml_dev(device)))
+	if (rc != NVML_SUCCESS || !memory)
 		return rc;
+	nvmlReturn_t dev_rc = nvml_dev(device, &d);
+	if (dev_rc != NVML_SUCCESS || !d)
+		return dev_rc;
 	uint64_t f = memory->free, t = memory->total;
 	clamp(d, &f, &t);
 	uint64_t taken = t - f;

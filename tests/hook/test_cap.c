@@ -151,6 +151,12 @@ static int child_nodriver(void)
 	ASSERT_CU(cuInit(0), CUDA_SUCCESS); /* not hooked: the program's own driver */
 	ASSERT_CU(cuMemAlloc_v2(&a, MiB), CUDA_ERROR_NOT_INITIALIZED);
 	ASSERT_CU(cuMemGetInfo_v2(&f, &t), CUDA_ERROR_NOT_INITIALIZED);
+	/* NVML's figures of the device are not shown uncapped either. */
+	nvmlDevice_t n;
+	nvmlMemory_t m;
+	ASSERT_CU(nvmlInit_v2(), NVML_SUCCESS);
+	ASSERT_CU(nvmlDeviceGetHandleByIndex_v2(0, &n), NVML_SUCCESS);
+	ASSERT_CU(nvmlDeviceGetMemoryInfo(n, &m), NVML_ERROR_UNINITIALIZED);
 	return 0;
 }
 

@@ -31,6 +31,10 @@ static int child(const char *how)
 		size_t f, t;
 		ASSERT_CU(cuMemGetInfo_v2(&f, &t), CUDA_ERROR_UNKNOWN);
 	}
+	if (getenv("T_NVML")) { /* the device list cannot be read: nor by NVML */
+		nvmlMemory_t m;
+		ASSERT_CU(nvmlDeviceGetMemoryInfo(nvdev, &m), NVML_ERROR_UNKNOWN);
+	}
 	return 0;
 }
 
@@ -41,14 +45,14 @@ int main(int argc, char **argv)
 	REQUIRE_SIM();
 	if (ht_total() < 2 * GiB)
 		SKIP("needs a device of 2 GiB or more");
-	static const char *const cases[][2] = {
-	    {"VRAMSIM_FAULT=cuCtxGetDevice:1+:CUDA_ERROR_UNKNOWN", "linear"},
-	    {"VRAMSIM_FAULT=cuDeviceGetCount:1+:CUDA_ERROR_UNKNOWN", "linear"},
-	    {"VRAMSIM_FAULT=cuMemPoolGetAttribute:1+:CUDA_ERROR_UNKNOWN", "async"},
-	    {"VRAMSIM_FAULT=cuDeviceGetMemPool:1+:CUDA_ERROR_UNKNOWN", "async"},
+	static const char *const cases[][3] = {
+	    {"VRAMSIM_FAULT=cuCtxGetDevice:1+:CUDA_ERROR_UNKNOWN", "linear", NULL},
+	    {"VRAMSIM_FAULT=cuDeviceGetCount:1+:CUDA_ERROR_UNKNOWN", "linear", "T_NVML=1"},
+	    {"VRAMSIM_FAULT=cuMemPoolGetAttribute:1+:CUDA_ERROR_UNKNOWN", "async", NULL},
+	    {"VRAMSIM_FAULT=cuDeviceGetMemPool:1+:CUDA_ERROR_UNKNOWN", "async", NULL},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		const char *env[] = {"VRAMCTL_LIMIT=1G", cases[i][0], NULL};
+		const char *env[] = {"VRAMCTL_LIMIT=1G", cases[i][0], cases[i][2], NULL};
 		fprintf(stderr, "case %s\n", cases[i][0]);
 		ASSERT_EQ(ht_run(cases[i][1], env), 0);
 	}
