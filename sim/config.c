@@ -6,6 +6,7 @@
 #include "sim.h"
 
 #include <ctype.h>
+#include <stddef.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -123,6 +124,94 @@ static void uuid_default(int i, unsigned char *b)
 	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
 }
 
+/* A release string such as "580.82.07": digits and dots, at most len-1. */
+static void release_env(const char *var, char *out, size_t len)
+{
+	const char *s = getenv(var);
+	if (!s || !*s)
+		return;
+	if (strlen(s) >= len || strspn(s, "0123456789.") != strlen(s))
+		sim_warn("ignoring %s=\"%s\" (want a release such as 580.82.07)", var, s);
+	else
+		snprintf(out, len, "%s", s);
+}
+
+static int parse_flag(const char *tok, int *v)
+{
+	if (!strcmp(tok, "0") || !strcmp(tok, "1")) {
+		*v = tok[0] - '0';
+		return 0;
+	}
+	return -1;
+}
+
+/* NVML's and CUDA's compute modes share their numbers. */
+static int parse_compute_mode(const char *tok, int *v)
+{
+	static const char *const names[] = {"default", "exclusive_thread", "prohibited",
+	                                    "exclusive_process"};
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(tok, names[i]) || (tok[0] == '0' + i && !tok[1])) {
+			*v = i;
+			return 0;
+		}
+	return -1;
+}
+
+/*
+ * Per-device values, "a,b,c": entry i applies to device i, missing entries
+ * keep the default. field is the offset of an int in struct sim_dev_cfg.
+ * A bad entry: one message, the whole variable ignored.
+ */
+static void per_device(struct sim_config *c, const char *var, int (*parse)(const char *, int *),
+                       size_t field)
+{
+	const char *s = getenv(var);
+	char buf[512];
+	int v[SIM_MAX_DEVICES], n = 0;
+	if (!s || !*s)
+		return;
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (n >= c->ndev || parse(tok, &v[n]) != 0) {
+			sim_warn("ignoring %s=\"%s\" (one value per device, at most %d)", var, s,
+			         c->ndev);
+			return;
+		}
+		n++;
+	}
+	for (int i = 0; i < n; i++)
+		memcpy((char *)&c->dev[i] + field, &v[i], sizeof(int));
+}
+
+/* VRAMSIM_DEVICE_FAIL: the physical indices of devices that fail to initialise. */
+static void broken_devices(struct sim_config *c)
+{
+	const char *s = getenv("VRAMSIM_DEVICE_FAIL");
+	char buf[256];
+	if (!s || !*s)
+		return;
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		char *end;
+		long i = strtol(tok, &end, 10);
+		if (*end || end == tok || i < 0 || i >= c->ndev)
+			sim_warn("ignoring \"%s\" in VRAMSIM_DEVICE_FAIL=\"%s\" (want device "
+			         "indices)",
+			         tok, s);
+		else
+			c->dev[i].broken = 1;
+	}
+}
+
+int sim_release_mismatch(void)
+{
+	const struct sim_config *c = sim_config();
+	return strcmp(c->driver_release, c->kernel_release) != 0;
+}
+
 static void load(void)
 {
 	struct sim_config *c = &g_cfg;
@@ -157,6 +246,7 @@ static void load(void)
 			    s, SIM_MAX_DEVICES);
 	}
 	for (int i = 0; i < c->ndev; i++) {
+		c->dev[i].persistence = 1;
 		uuid_default(i, c->dev[i].uuid);
 		snprintf(c->dev[i].name, sizeof(c->dev[i].name), "NVIDIA Simulated GPU %lluGB",
 		         (unsigned long long)(c->dev[i].total >> 30));
@@ -191,6 +281,15 @@ static void load(void)
 		else
 			c->driver_version = (int)v;
 	}
+	snprintf(c->driver_release, sizeof(c->driver_release), "580.82.07");
+	release_env("VRAMSIM_DRIVER_RELEASE", c->driver_release, sizeof(c->driver_release));
+	memcpy(c->kernel_release, c->driver_release, sizeof(c->kernel_release));
+	release_env("VRAMSIM_KERNEL_RELEASE", c->kernel_release, sizeof(c->kernel_release));
+	per_device(c, "VRAMSIM_COMPUTE_MODE", parse_compute_mode,
+	           offsetof(struct sim_dev_cfg, compute_mode));
+	per_device(c, "VRAMSIM_MIG", parse_flag, offsetof(struct sim_dev_cfg, mig));
+	per_device(c, "VRAMSIM_PERSISTENCE", parse_flag, offsetof(struct sim_dev_cfg, persistence));
+	broken_devices(c);
 	s = getenv("VRAMSIM_CONTEXT_BYTES");
 	if (s && *s) {
 		uint64_t v;

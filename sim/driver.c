@@ -194,6 +194,10 @@ CUresult simi_cuInit(unsigned int Flags)
 	if (Flags != 0)
 		return CUDA_ERROR_INVALID_VALUE;
 	pthread_once(&atfork_once, register_atfork);
+	/* A kernel module that differs from the libraries (a driver upgraded
+	 * without a reboot): cuInit refuses, as the real driver does. */
+	if (sim_release_mismatch())
+		return CUDA_ERROR_SYSTEM_DRIVER_MISMATCH;
 	pthread_mutex_lock(&g_sim.mu);
 	if (!g_sim.initialized) {
 		int n = visible_devices(map);
@@ -367,6 +371,8 @@ CUresult simi_cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice 
 			*pi = attrs[i].value;
 	if (attrib == CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)
 		*pi = 0x18 + d->phys;
+	if (attrib == CU_DEVICE_ATTRIBUTE_COMPUTE_MODE)
+		*pi = sim_config()->dev[d->phys].compute_mode;
 	SIM_UNLOCK_RETURN(CUDA_SUCCESS);
 }
 
@@ -445,6 +451,8 @@ static CUresult ctx_activate(struct sim_ctx *c)
 {
 	struct sim_dev *d = &g_sim.dev[c->dev];
 	uint64_t bytes = sim_config()->context_bytes;
+	if (sim_config()->dev[d->phys].broken) /* VRAMSIM_DEVICE_FAIL */
+		return CUDA_ERROR_UNKNOWN;
 	CUresult rc = sim_charge(d, bytes);
 	if (rc != CUDA_SUCCESS)
 		return rc;

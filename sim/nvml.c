@@ -37,8 +37,6 @@ static struct {
 	struct nvmlDevice_st dev[SIM_MAX_DEVICES];
 } g_nvml = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-#define SIM_NVML_DRIVER_STRING "580.82.07"
-
 /* A child of fork may inherit a mutex another thread held: start it fresh. */
 static void nvml_atfork_child(void)
 {
@@ -60,6 +58,10 @@ static nvmlReturn_t nvml_init(unsigned int flags)
 	nvmlReturn_t rc = NVML_SUCCESS;
 	if (flags & ~(unsigned)(NVML_INIT_FLAG_NO_GPUS | NVML_INIT_FLAG_NO_ATTACH))
 		return NVML_ERROR_INVALID_ARGUMENT;
+	/* A kernel module that differs from the libraries: NVML refuses, as
+	 * nvidia-smi's "Driver/library version mismatch" shows. */
+	if (sim_release_mismatch())
+		return NVML_ERROR_LIB_RM_VERSION_MISMATCH;
 	pthread_mutex_lock(&g_nvml.mu);
 	if (g_nvml.refs == 0) {
 		g_nvml.ndev = (unsigned)cfg->ndev;
@@ -212,14 +214,17 @@ static nvmlReturn_t simn_nvmlSystemGetDriverVersion(char *version, unsigned int 
 {
 	if (!initialized())
 		return NVML_ERROR_UNINITIALIZED;
-	return copy_str(version, length, SIM_NVML_DRIVER_STRING);
+	return copy_str(version, length, sim_config()->driver_release);
 }
 
 static nvmlReturn_t simn_nvmlSystemGetNVMLVersion(char *version, unsigned int length)
 {
 	if (!initialized())
 		return NVML_ERROR_UNINITIALIZED;
-	return copy_str(version, length, "13." SIM_NVML_DRIVER_STRING);
+	char text[48];
+	snprintf(text, sizeof(text), "%d.%s", sim_config()->driver_version / 1000,
+	         sim_config()->driver_release);
+	return copy_str(version, length, text);
 }
 
 static nvmlReturn_t simn_nvmlSystemGetCudaDriverVersion(int *cudaDriverVersion)
@@ -258,6 +263,10 @@ static nvmlReturn_t simn_nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlD
 		return NVML_ERROR_UNINITIALIZED;
 	if (!device || index >= g_nvml.ndev)
 		return NVML_ERROR_INVALID_ARGUMENT;
+	/* A device that failed to initialise is counted but cannot be opened
+	 * (nvidia-smi: "Unable to determine the device handle ...: Unknown Error"). */
+	if (sim_config()->dev[index].broken)
+		return NVML_ERROR_UNKNOWN;
 	*device = &g_nvml.dev[index];
 	return NVML_SUCCESS;
 }
@@ -275,6 +284,8 @@ static nvmlReturn_t simn_nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_
 		return NVML_ERROR_INVALID_ARGUMENT;
 	for (unsigned i = 0; i < g_nvml.ndev; i++)
 		if (strcasecmp(sim_config()->dev[i].uuid_str, uuid) == 0) {
+			if (sim_config()->dev[i].broken)
+				return NVML_ERROR_UNKNOWN;
 			*device = &g_nvml.dev[i];
 			return NVML_SUCCESS;
 		}
@@ -295,6 +306,41 @@ static nvmlReturn_t simn_nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsi
 	if (rc != NVML_SUCCESS)
 		return rc;
 	return copy_str(uuid, length, sim_config()->dev[device->index].uuid_str);
+}
+
+static nvmlReturn_t simn_nvmlDeviceGetComputeMode(nvmlDevice_t device, int *mode)
+{
+	nvmlReturn_t rc = check_dev(device);
+	if (rc != NVML_SUCCESS)
+		return rc;
+	if (!mode)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	*mode = sim_config()->dev[device->index].compute_mode;
+	return NVML_SUCCESS;
+}
+
+static nvmlReturn_t simn_nvmlDeviceGetPersistenceMode(nvmlDevice_t device, int *mode)
+{
+	nvmlReturn_t rc = check_dev(device);
+	if (rc != NVML_SUCCESS)
+		return rc;
+	if (!mode)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	*mode = sim_config()->dev[device->index].persistence;
+	return NVML_SUCCESS;
+}
+
+/* The simulated card is MIG-capable (an H100): disabled unless VRAMSIM_MIG. */
+static nvmlReturn_t simn_nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *currentMode,
+                                              unsigned int *pendingMode)
+{
+	nvmlReturn_t rc = check_dev(device);
+	if (rc != NVML_SUCCESS)
+		return rc;
+	if (!currentMode || !pendingMode)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	*currentMode = *pendingMode = (unsigned)sim_config()->dev[device->index].mig;
+	return NVML_SUCCESS;
 }
 
 static nvmlReturn_t simn_nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
@@ -448,6 +494,7 @@ static const char *const simn_names[SIMN_FN_COUNT] = {
 	X(NVML_ERROR_LIBRARY_NOT_FOUND)                                                            \
 	X(NVML_ERROR_FUNCTION_NOT_FOUND)                                                           \
 	X(NVML_ERROR_GPU_IS_LOST)                                                                  \
+	X(NVML_ERROR_LIB_RM_VERSION_MISMATCH)                                                      \
 	X(NVML_ERROR_MEMORY)                                                                       \
 	X(NVML_ERROR_NO_DATA)                                                                      \
 	X(NVML_ERROR_ARGUMENT_VERSION_MISMATCH)                                                    \

@@ -24,16 +24,29 @@ struct sim_dev_cfg {
 	unsigned char uuid[16];
 	char uuid_str[SIM_UUID_STR]; /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" */
 	char name[SIM_NAME_LEN];
+	/* States a machine can be in, for `vramctl doctor` (docs/doctor.md): */
+	int compute_mode; /* VRAMSIM_COMPUTE_MODE: CUDA/NVML compute mode (0 default, 3 exclusive
+	                     process) */
+	int mig;          /* VRAMSIM_MIG: MIG mode enabled */
+	int persistence;  /* VRAMSIM_PERSISTENCE: persistence mode (default on) */
+	int broken;       /* VRAMSIM_DEVICE_FAIL: fails to initialise */
 };
 
 struct sim_config {
 	int ndev;
 	struct sim_dev_cfg dev[SIM_MAX_DEVICES];
-	int driver_version;     /* VRAMSIM_DRIVER_VERSION, e.g. 13000 */
-	uint64_t context_bytes; /* VRAMSIM_CONTEXT_BYTES */
-	char state_dir[512];    /* VRAMSIM_STATE_DIR */
-	int nvml_unknown_usage; /* VRAMSIM_NVML_UNKNOWN_USAGE */
+	int driver_version;      /* VRAMSIM_DRIVER_VERSION, e.g. 13000 */
+	uint64_t context_bytes;  /* VRAMSIM_CONTEXT_BYTES */
+	char state_dir[512];     /* VRAMSIM_STATE_DIR */
+	int nvml_unknown_usage;  /* VRAMSIM_NVML_UNKNOWN_USAGE */
+	char driver_release[32]; /* VRAMSIM_DRIVER_RELEASE: the user-space libraries' release */
+	char kernel_release[32]; /* VRAMSIM_KERNEL_RELEASE: the kernel module's (default: the same)
+	                          */
 };
+
+/* 1 when the simulated kernel module and user-space libraries differ (the
+ * "Driver/library version mismatch" of a driver upgraded without a reboot). */
+int sim_release_mismatch(void);
 
 /* Reads the environment once; bad values are reported on stderr and ignored. */
 const struct sim_config *sim_config(void);

@@ -99,6 +99,17 @@ typedef struct nvmlProcessInfo_v2_st {
 } nvmlProcessInfo_v2_t;
 typedef nvmlProcessInfo_v2_t nvmlProcessInfo_t;
 
+/* nvmlComputeMode_t: the same numbers as CUDA's CU_COMPUTEMODE_*. */
+enum {
+	NVML_COMPUTEMODE_DEFAULT = 0,
+	NVML_COMPUTEMODE_EXCLUSIVE_THREAD = 1, /* deprecated */
+	NVML_COMPUTEMODE_PROHIBITED = 2,
+	NVML_COMPUTEMODE_EXCLUSIVE_PROCESS = 3,
+};
+/* nvmlEnableState_t (persistence mode), and MIG's current/pending modes. */
+enum { NVML_FEATURE_DISABLED = 0, NVML_FEATURE_ENABLED = 1 };
+enum { NVML_DEVICE_MIG_DISABLE = 0, NVML_DEVICE_MIG_ENABLE = 1 };
+
 /*
  * The NVML entry points used, as NVML exports them: X(name, params, args).
  * All return nvmlReturn_t; nvmlErrorString (returns const char *) is
@@ -135,7 +146,12 @@ typedef nvmlProcessInfo_v2_t nvmlProcessInfo_t;
 	  (device, infoCount, infos))                                                              \
 	X(nvmlDeviceGetComputeRunningProcesses_v3,                                                 \
 	  (nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_t *infos),                \
-	  (device, infoCount, infos))
+	  (device, infoCount, infos))                                                              \
+	X(nvmlDeviceGetComputeMode, (nvmlDevice_t device, int *mode), (device, mode))              \
+	X(nvmlDeviceGetPersistenceMode, (nvmlDevice_t device, int *mode), (device, mode))          \
+	X(nvmlDeviceGetMigMode,                                                                    \
+	  (nvmlDevice_t device, unsigned int *currentMode, unsigned int *pendingMode),             \
+	  (device, currentMode, pendingMode))
 
 #define VR_NVML_PFN(name, params, args) typedef nvmlReturn_t(*vr_pfn_##name) params;
 VR_NVML_FUNCS(VR_NVML_PFN)
