@@ -12,5 +12,6 @@ int cmd_demo(int argc, char **argv);   /* demo.c */
 int cmd_status(int argc, char **argv); /* status.c */
 int cmd_top(int argc, char **argv);    /* top.c */
 int cmd_export(int argc, char **argv); /* export.c */
+int cmd_doctor(int argc, char **argv); /* doctor.c */
 
 #endif /* VRAMCTL_CLI_COMMANDS_H */

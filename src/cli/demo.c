@@ -63,12 +63,29 @@ static int found(const char *dir, const char *rel, char *out, size_t len)
 	return n > 0 && (size_t)n < len && access(out, F_OK) == 0;
 }
 
+int cli_find_helper(const char *name, char *out, size_t len)
+{
+	char dir[PATH_MAX], rel[128];
+	if (self_dir(dir, sizeof(dir)) < 0)
+		return -1;
+	snprintf(rel, sizeof(rel), "libexec/%s", name);
+	if (found(dir, rel, out, len))
+		return 0;
+	snprintf(rel, sizeof(rel), "../libexec/vramctl/%s", name);
+	return found(dir, rel, out, len) ? 0 : -1;
+}
+
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
 	(void)st;
 	(void)flag;
 	(void)ftw;
 	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+int cli_remove_tree(const char *dir)
+{
+	return nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 static void act(int n, const char *title, const char *explain, const char *cmdline)
@@ -101,8 +118,7 @@ int cmd_demo(int argc, char **argv)
 		return VR_EXIT_ERROR;
 	}
 	snprintf(self, sizeof(self), "%s/vramctl", dir);
-	if (!found(dir, "libexec/" DEMO_APP, app, sizeof(app)) &&
-	    !found(dir, "../libexec/vramctl/" DEMO_APP, app, sizeof(app))) {
+	if (cli_find_helper(DEMO_APP, app, sizeof(app)) < 0) {
 		fprintf(stderr,
 		        "vramctl: demo: cannot find %s (looked in %s/libexec and "
 		        "%s/../libexec/vramctl); build it with 'make'\n",
@@ -201,7 +217,7 @@ int cmd_demo(int argc, char **argv)
 	if (!bad)
 		printf("Try it on your own program:  vramctl run --limit 4G -- python train.py\n"
 		       "More: man vramctl-run, and 'vramctl status' while it runs.\n");
-	if (nftw(tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS) < 0)
+	if (cli_remove_tree(tmp) < 0)
 		fprintf(stderr, "vramctl: demo: could not remove %s: %s\n", tmp, strerror(errno));
 	return bad ? VR_EXIT_ERROR : 0;
 }

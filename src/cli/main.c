@@ -18,6 +18,7 @@ static const struct {
     {"status", cmd_status, "show every GPU and process against its cap"},
     {"top", cmd_top, "live terminal view of GPU memory and caps"},
     {"export", cmd_export, "serve Prometheus metrics over HTTP"},
+    {"doctor", cmd_doctor, "check that this machine is set up for caps, and what to fix"},
 };
 
 static void usage(FILE *f)

@@ -18,6 +18,23 @@ $(DEMO_APP): $(O)/src/cli/demo_app/demo_app.o $(COMMON_LIB)
 	$(CC) $(BASE_LDFLAGS) -o $@ $^ -ldl
 ALL_TARGETS += $(DEMO_APP)
 
+# The program `vramctl doctor` runs under a test cap (its interception
+# self-test). Linked with -lcuda as CUDA C programs are; it reaches the
+# driver every other way too (src/cli/doctor_probe/probe.c).
+DOCTOR_PROBE := $(O)/libexec/vramctl-doctor-probe
+$(DOCTOR_PROBE): $(O)/src/cli/doctor_probe/probe.o $(SIM_CUDA)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_LDFLAGS) -o $@ $< -L$(O)/sim -lcuda -ldl
+ALL_TARGETS += $(DOCTOR_PROBE)
+
+# doctor's pure half (checks, formats, ELF reading) on fixed inputs. (The
+# monitor's library by its path: src/monitor/module.mk is read after this.)
+$(O)/tests/cli/test_doctor: $(O)/tests/cli/test_doctor.o $(O)/src/cli/doctor_report.o \
+		$(O)/libvr_monitor.a $(REGISTRY_LIB) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_LDFLAGS) -o $@ $^ -ldl
+TESTS += $(O)/tests/cli/test_doctor
+
 demo: build-all
 	$(VRAMCTL) demo
 

@@ -134,7 +134,7 @@ static int file_exists(const char *path)
  * The injected library: $VRAMCTL_LIBRARY, else beside the vramctl binary (a
  * build tree), else ../lib/vramctl/ from it (an installed layout).
  */
-static int find_library(char *out, size_t len)
+int cli_find_library(char *out, size_t len, char *err, size_t errlen)
 {
 	const char *env = getenv(VR_ENV_LIBRARY);
 	char exe[PATH_MAX], cand[PATH_MAX + 64];
@@ -143,16 +143,16 @@ static int find_library(char *out, size_t len)
 
 	if (env && *env) {
 		if (!realpath(env, out) || strlen(out) >= len) {
-			fprintf(stderr, "vramctl: %s='%s': %s\n", VR_ENV_LIBRARY, env,
-			        strerror(errno ? errno : ENAMETOOLONG));
+			snprintf(err, errlen, "%s='%s': %s", VR_ENV_LIBRARY, env,
+			         strerror(errno ? errno : ENAMETOOLONG));
 			return -1;
 		}
 		return 0;
 	}
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n <= 0) {
-		fprintf(stderr, "vramctl: cannot find its own path: %s (set %s)\n", strerror(errno),
-		        VR_ENV_LIBRARY);
+		snprintf(err, errlen, "cannot find its own path: %s (set %s)", strerror(errno),
+		         VR_ENV_LIBRARY);
 		return -1;
 	}
 	exe[n] = '\0';
@@ -163,9 +163,8 @@ static int find_library(char *out, size_t len)
 	if (!file_exists(cand))
 		snprintf(cand, sizeof(cand), "%s/../lib/vramctl/%s", exe, VR_LIBRARY_NAME);
 	if (!file_exists(cand) || !realpath(cand, out)) {
-		fprintf(stderr,
-		        "vramctl: cannot find %s (looked in %s and %s/../lib/vramctl); set %s\n",
-		        VR_LIBRARY_NAME, exe, exe, VR_ENV_LIBRARY);
+		snprintf(err, errlen, "cannot find %s (looked in %s and %s/../lib/vramctl); set %s",
+		         VR_LIBRARY_NAME, exe, exe, VR_ENV_LIBRARY);
 		return -1;
 	}
 	return 0;
@@ -268,8 +267,11 @@ int cmd_run(int argc, char **argv)
 			return VR_EXIT_ERROR;
 		}
 	}
-	if (find_library(lib, sizeof(lib)) < 0)
+	char liberr[2 * PATH_MAX + 128];
+	if (cli_find_library(lib, sizeof(lib), liberr, sizeof(liberr)) < 0) {
+		fprintf(stderr, "vramctl: %s\n", liberr);
 		return VR_EXIT_ERROR;
+	}
 
 	if (have_limit && absolute_registry_dir() < 0)
 		return VR_EXIT_ERROR;

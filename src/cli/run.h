@@ -1,5 +1,5 @@
 /*
- * run.h - pieces of `vramctl run` that `vramctl demo` reuses: the devices as
+ * run.h - pieces of `vramctl run` that `vramctl demo` and `doctor` reuse: the devices as
  * the driver reports them, and launching a command as a child that vramctl
  * waits for, with exit statuses as env(1) and timeout(1) report them.
  */
@@ -32,5 +32,26 @@ int cli_devices(struct vr_launch_dev *devs, int max, char *err, size_t errlen);
  * or 125 if vramctl could not start it at all.
  */
 int cli_spawn(const char *const argv[]);
+
+/*
+ * The injected library's path (see run.c): 0, or -1 with the reason in err.
+ */
+int cli_find_library(char *out, size_t len, char *err, size_t errlen);
+
+/*
+ * Appends lib to LD_PRELOAD in this process's environment, as `vramctl run`
+ * does for its child (kept once; what the user has stays first). 0 or -1.
+ */
+int cli_set_preload(const char *lib);
+
+/*
+ * A helper program installed beside the CLI (demo.c): libexec/NAME in a
+ * build tree, ../libexec/vramctl/NAME from an installed bin/. 0, or -1 when
+ * it is not there.
+ */
+int cli_find_helper(const char *name, char *out, size_t len);
+
+/* Removes a directory and everything under it (no links followed). 0 or -1. */
+int cli_remove_tree(const char *dir);
 
 #endif /* VRAMCTL_CLI_RUN_H */

@@ -18,6 +18,8 @@
  *  - The PIDs are host PIDs (the reader maps them with NSpid, collect.c).
  */
 #include <dlfcn.h>
+#include <limits.h>
+#include <link.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -116,6 +118,54 @@ int mon_nvml_open(const char *path, struct mon_nvml **out, char *err, size_t err
 	}
 	*out = nv;
 	return 0;
+}
+
+void mon_nvml_identity(struct mon_nvml *nv, char *path, size_t plen, char *version, size_t vlen)
+{
+	struct link_map *lm = NULL;
+	char real[PATH_MAX];
+	path[0] = version[0] = '\0';
+	if (dlinfo(nv->lib, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name)
+		snprintf(path, plen, "%s", realpath(lm->l_name, real) ? real : lm->l_name);
+	vr_pfn_nvmlSystemGetNVMLVersion get =
+	    (vr_pfn_nvmlSystemGetNVMLVersion)sym(nv->lib, "nvmlSystemGetNVMLVersion");
+	char text[NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE];
+	if (get && get(text, sizeof(text)) == NVML_SUCCESS)
+		snprintf(version, vlen, "%s", text);
+}
+
+int mon_nvml_modes(struct mon_nvml *nv, const char *uuid, struct mon_nvml_modes *out, char *err,
+                   size_t errlen)
+{
+	vr_pfn_nvmlDeviceGetHandleByUUID by_uuid =
+	    (vr_pfn_nvmlDeviceGetHandleByUUID)sym(nv->lib, "nvmlDeviceGetHandleByUUID");
+	vr_pfn_nvmlDeviceGetComputeMode cm =
+	    (vr_pfn_nvmlDeviceGetComputeMode)sym(nv->lib, "nvmlDeviceGetComputeMode");
+	vr_pfn_nvmlDeviceGetPersistenceMode pm =
+	    (vr_pfn_nvmlDeviceGetPersistenceMode)sym(nv->lib, "nvmlDeviceGetPersistenceMode");
+	vr_pfn_nvmlDeviceGetMigMode mig =
+	    (vr_pfn_nvmlDeviceGetMigMode)sym(nv->lib, "nvmlDeviceGetMigMode");
+	nvml_dev h;
+	unsigned cur, pend;
+	out->compute_mode = out->persistence = out->mig = out->mig_pending = -1;
+	if (!by_uuid) {
+		snprintf(err, errlen, "NVML has no nvmlDeviceGetHandleByUUID");
+		return NVML_ERROR_FUNCTION_NOT_FOUND;
+	}
+	nvml_ret r = by_uuid(uuid, &h);
+	if (r != NVML_SUCCESS) {
+		snprintf(err, errlen, "%s", errtext(nv, r));
+		return r;
+	}
+	if (cm && cm(h, &out->compute_mode) != NVML_SUCCESS)
+		out->compute_mode = -1;
+	if (pm && pm(h, &out->persistence) != NVML_SUCCESS)
+		out->persistence = -1;
+	if (mig && mig(h, &cur, &pend) == NVML_SUCCESS) {
+		out->mig = (int)cur;
+		out->mig_pending = (int)pend;
+	}
+	return NVML_SUCCESS;
 }
 
 void mon_nvml_close(struct mon_nvml *nv)

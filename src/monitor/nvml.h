@@ -31,4 +31,24 @@ void mon_nvml_close(struct mon_nvml *nv);
  */
 int mon_nvml_read(struct mon_nvml *nv, struct mon_model *m);
 
+/* Where NVML was loaded from (the file, links resolved) and its version
+ * ("12.550.54.14"); an empty string for what could not be told. */
+void mon_nvml_identity(struct mon_nvml *nv, char *path, size_t plen, char *version, size_t vlen);
+
+/* A device's modes, for vramctl doctor. Each value is -1 when NVML could
+ * not tell (an old driver, or a GPU without the feature). */
+struct mon_nvml_modes {
+	int compute_mode; /* NVML_COMPUTEMODE_* */
+	int persistence;  /* NVML_FEATURE_* */
+	int mig;          /* current MIG mode */
+	int mig_pending;  /* MIG mode after the next reset */
+};
+
+/*
+ * Reads the modes of the device with this UUID. Returns 0, or the NVML
+ * error of opening the device by UUID (its text in err).
+ */
+int mon_nvml_modes(struct mon_nvml *nv, const char *uuid, struct mon_nvml_modes *out, char *err,
+                   size_t errlen);
+
 #endif /* VRAMCTL_MONITOR_NVML_H */

@@ -149,6 +149,13 @@ int vr_group_spec(const vr_member *m, char *buf, size_t len);
 /* This member's slot index in the region, or -1 for NULL. */
 int vr_slot_index(const vr_member *m);
 
+/* The check a join makes of the registry directory, without creating it:
+ * 0 (and its permission bits in *mode when not NULL), -ENOENT when it does
+ * not exist, or the refusal's negative errno with a one-line reason in err
+ * (-ELOOP symlink, -ENOTDIR, -EPERM another user's or open to others).
+ * Changes nothing (vramctl doctor). */
+int vr_check_dir(const char *dir, unsigned *mode, char *err, size_t errlen);
+
 /* The registry directory used when none is given: $VRAMCTL_REGISTRY_DIR,
  * else $XDG_RUNTIME_DIR/vramctl, else /tmp/vramctl-<uid> unless another
  * user has taken that path (then, and from then on, $HOME/.vramctl-run-<host>).

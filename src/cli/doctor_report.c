@@ -1,0 +1,496 @@
+/*
+ * doctor_report.c - the pure half of `vramctl doctor`: the list of checks,
+ * its two formats, and the decisions that need no machine (a version
+ * string, CUDA_VISIBLE_DEVICES against a list of UUIDs, what an executable
+ * is). Nothing here looks at the environment or the clock.
+ */
+#include <ctype.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "cli/doctor.h"
+#include "monitor/format.h"
+
+#ifndef VRAMCTL_VERSION
+#define VRAMCTL_VERSION "0.1.0"
+#endif
+
+struct dr_check *dr_add(struct dr_report *r, const char *id, int device, enum dr_status st,
+                        const char *fix, const char *fact_fmt, ...)
+{
+	if (r->n == r->cap) {
+		int ncap = r->cap ? r->cap * 2 : 32;
+		struct dr_check *c = realloc(r->checks, sizeof(*c) * (size_t)ncap);
+		if (!c) {
+			r->oom = 1;
+			return NULL;
+		}
+		r->checks = c;
+		r->cap = ncap;
+	}
+	struct dr_check *c = &r->checks[r->n++];
+	memset(c, 0, sizeof(*c));
+	snprintf(c->id, sizeof(c->id), "%s", id);
+	c->device = device;
+	c->status = st;
+	va_list ap;
+	va_start(ap, fact_fmt);
+	vsnprintf(c->fact, sizeof(c->fact), fact_fmt, ap);
+	va_end(ap);
+	if (fix && st != DR_OK && st != DR_SKIP)
+		snprintf(c->fix, sizeof(c->fix), "%s", fix);
+	return c;
+}
+
+void dr_free(struct dr_report *r)
+{
+	free(r->checks);
+	memset(r, 0, sizeof(*r));
+}
+
+const char *dr_status_name(enum dr_status st)
+{
+	switch (st) {
+	case DR_OK:
+		return "ok";
+	case DR_WARN:
+		return "warn";
+	case DR_FAIL:
+		return "fail";
+	default:
+		return "skip";
+	}
+}
+
+static void count(const struct dr_report *r, int n[4])
+{
+	memset(n, 0, 4 * sizeof(int));
+	for (int i = 0; i < r->n; i++)
+		n[r->checks[i].status]++;
+}
+
+int dr_exit_status(const struct dr_report *r)
+{
+	int n[4];
+	count(r, n);
+	return n[DR_FAIL] > 0;
+}
+
+static const char *result_name(const int n[4])
+{
+	return n[DR_FAIL] ? "fail" : n[DR_WARN] ? "warn" : "ok";
+}
+
+int dr_format_text(FILE *f, const struct dr_report *r)
+{
+	static const char *const word[] = {"OK", "WARN", "FAIL", "SKIP"};
+	int n[4];
+	count(r, n);
+	for (int i = 0; i < r->n; i++) {
+		const struct dr_check *c = &r->checks[i];
+		fprintf(f, "%-5s %-22s %s\n", word[c->status], c->id, c->fact);
+		if (c->fix[0])
+			fprintf(f, "%28s %s\n", "fix:", c->fix);
+	}
+	fprintf(f, "\n%s: %d failed, %d warnings, %d ok, %d skipped\n", result_name(n),
+	        n[DR_FAIL], n[DR_WARN], n[DR_OK], n[DR_SKIP]);
+	return ferror(f) ? -1 : 0;
+}
+
+int dr_format_json(FILE *f, const struct dr_report *r)
+{
+	int n[4];
+	count(r, n);
+	fprintf(f,
+	        "{\n  \"schema\": %d,\n  \"version\": \"%s\",\n  \"result\": \"%s\",\n"
+	        "  \"exit_status\": %d,\n  \"counts\": {\"ok\": %d, \"warn\": %d, \"fail\": %d, "
+	        "\"skip\": %d},\n  \"checks\": [",
+	        DR_SCHEMA_VERSION, VRAMCTL_VERSION, result_name(n), n[DR_FAIL] > 0, n[DR_OK],
+	        n[DR_WARN], n[DR_FAIL], n[DR_SKIP]);
+	for (int i = 0; i < r->n; i++) {
+		const struct dr_check *c = &r->checks[i];
+		fprintf(f, "%s\n    {\"id\": \"%s\", \"device\": ", i ? "," : "", c->id);
+		if (c->device >= 0)
+			fprintf(f, "%d", c->device);
+		else
+			fputs("null", f);
+		fprintf(f, ", \"status\": \"%s\", \"fact\": ", dr_status_name(c->status));
+		mon_json_quote(f, c->fact);
+		fputs(", \"fix\": ", f);
+		if (c->fix[0])
+			mon_json_quote(f, c->fix);
+		else
+			fputs("null", f);
+		fputc('}', f);
+	}
+	fputs(r->n ? "\n  ]\n}\n" : "]\n}\n", f);
+	return ferror(f) ? -1 : 0;
+}
+
+/* ---- versions ---- */
+
+/* A release: digits and dots, with at least one dot ("550.54.14"). */
+static size_t release_len(const char *s)
+{
+	size_t n = strspn(s, "0123456789.");
+	if (n == 0 || !isdigit((unsigned char)s[0]) || !memchr(s, '.', n))
+		return 0;
+	return n;
+}
+
+static int copy_release(const char *s, char *out, size_t len)
+{
+	size_t n = release_len(s);
+	if (n == 0 || n >= len)
+		return -1;
+	memcpy(out, s, n);
+	out[n] = '\0';
+	return 0;
+}
+
+int dr_kernel_release(const char *text, char *out, size_t len)
+{
+	const char *p = strstr(text, "Kernel Module");
+	if (!p)
+		return -1;
+	p += strlen("Kernel Module");
+	/* Some builds add a word before the release ("for x86_64"): take the
+	 * first token of the line that looks like one. */
+	while (*p && *p != '\n') {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (copy_release(p, out, len) == 0)
+			return 0;
+		p += strcspn(p, " \t\n");
+	}
+	return -1;
+}
+
+int dr_library_release(const char *path, char *out, size_t len)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	const char *so = strstr(base, ".so.");
+	if (!so)
+		return -1;
+	so += 4;
+	if (release_len(so) != strlen(so))
+		return -1;
+	return copy_release(so, out, len);
+}
+
+/* ---- CUDA_VISIBLE_DEVICES ---- */
+
+/* The device an entry names: its NVML index, -1 when none, -2 when a UUID
+ * prefix matches several, -3 for a MIG instance (not checked). */
+static int visible_entry(const char *tok, const char *const *uuids, int n)
+{
+	if (!strncasecmp(tok, "MIG-", 4))
+		return -3;
+	if (isdigit((unsigned char)tok[0])) {
+		char *end;
+		long v = strtol(tok, &end, 10);
+		return (*end || v >= n) ? -1 : (int)v;
+	}
+	if (strncasecmp(tok, "GPU-", 4) != 0 || !tok[4])
+		return -1;
+	int found = -1;
+	for (int i = 0; i < n; i++)
+		if (!strncasecmp(uuids[i], tok, strlen(tok))) {
+			if (found >= 0)
+				return -2;
+			found = i;
+		}
+	return found;
+}
+
+void dr_check_visible(struct dr_report *r, const char *value, const char *const *uuids, int n)
+{
+	static const char id[] = "env.visible_devices";
+	if (!value) {
+		if (n >= 0)
+			dr_add(r, id, -1, DR_OK, NULL,
+			       "CUDA_VISIBLE_DEVICES is unset: every GPU is visible (%d)", n);
+		else
+			dr_add(r, id, -1, DR_OK, NULL, "CUDA_VISIBLE_DEVICES is unset");
+		return;
+	}
+	if (value[strspn(value, " \t")] == '\0') {
+		dr_add(r, id, -1, DR_FAIL,
+		       "unset CUDA_VISIBLE_DEVICES, or list the GPUs to use (e.g. "
+		       "CUDA_VISIBLE_DEVICES=0)",
+		       "CUDA_VISIBLE_DEVICES is set but empty: it hides every GPU");
+		return;
+	}
+	if (n < 0) {
+		dr_add(r, id, -1, DR_SKIP, NULL,
+		       "CUDA_VISIBLE_DEVICES=\"%.200s\" (not checked: NVML could not list the "
+		       "GPUs)",
+		       value);
+		return;
+	}
+	char buf[512], seen[1024] = {0};
+	int good = 0, mig = 0, dup = -1, pos = 0;
+	const char *bad = NULL;
+	int bad_kind = 0;
+	snprintf(buf, sizeof(buf), "%s", value);
+	for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save), pos++) {
+		while (*tok == ' ')
+			tok++;
+		tok[strcspn(tok, " ")] = '\0';
+		int d = visible_entry(tok, uuids, n);
+		if (d == -3) {
+			mig++;
+			good++;
+			continue;
+		}
+		if (d < 0) {
+			bad = value + (tok - buf);
+			bad_kind = d;
+			break;
+		}
+		if (d < (int)sizeof(seen) && seen[d]) {
+			dup = d;
+			break;
+		}
+		if (d < (int)sizeof(seen))
+			seen[d] = 1;
+		good++;
+	}
+	if (bad) {
+		int len = (int)strcspn(bad, ",");
+		dr_add(r, id, -1, good ? DR_WARN : DR_FAIL,
+		       "list GPUs that exist: indices 0 to N-1 or full GPU-... UUIDs from "
+		       "'nvidia-smi -L'",
+		       "CUDA_VISIBLE_DEVICES=\"%.200s\": entry \"%.*s\" %s (%d GPU%s here); CUDA "
+		       "shows only the %d entr%s before it",
+		       value, len, bad,
+		       bad_kind == -2 ? "matches several GPUs" : "names no GPU of this machine", n,
+		       n == 1 ? "" : "s", good, good == 1 ? "y" : "ies");
+		return;
+	}
+	if (dup >= 0) {
+		dr_add(r, id, -1, DR_WARN, "name each GPU once in CUDA_VISIBLE_DEVICES",
+		       "CUDA_VISIBLE_DEVICES=\"%.200s\" names GPU %d twice; CUDA stops at the "
+		       "repeat (%d GPU%s visible)",
+		       value, dup, good, good == 1 ? "" : "s");
+		return;
+	}
+	dr_add(r, id, -1, DR_OK, NULL, "CUDA_VISIBLE_DEVICES=\"%.200s\" selects %d of %d GPU%s%s",
+	       value, good, n, n == 1 ? "" : "s",
+	       mig ? " (MIG instances: caps apply per instance)" : "");
+}
+
+/* ---- the registry directory ---- */
+
+void dr_check_dir(struct dr_report *r, const char *dir, int rc, const char *why, unsigned mode)
+{
+	static const char id[] = "books.dir";
+	char fix[320];
+	if (rc == -ENOENT) {
+		dr_add(r, id, -1, DR_OK, NULL,
+		       "%s does not exist yet (created private, 0700, at the first capped run)",
+		       dir);
+		return;
+	}
+	if (rc == -EPERM || rc == -ELOOP || rc == -ENOTDIR) {
+		snprintf(fix, sizeof(fix),
+		         rc == -EPERM && mode
+		             ? "if it is yours: chmod 700 %s; else point VRAMCTL_REGISTRY_DIR at a "
+		               "private directory"
+		             : "remove %s (vramctl creates its own), or point VRAMCTL_REGISTRY_DIR "
+		               "at a private directory",
+		         dir);
+		dr_add(r, id, -1, DR_FAIL, fix, "%s; capped programs fall back to per-process books",
+		       why);
+		return;
+	}
+	if (rc < 0) {
+		dr_add(r, id, -1, DR_FAIL,
+		       "check the path, or point VRAMCTL_REGISTRY_DIR at a private directory",
+		       "%s", why);
+		return;
+	}
+	if (mode & 077) {
+		snprintf(fix, sizeof(fix), "chmod 700 %s", dir);
+		dr_add(r, id, -1, DR_WARN, fix,
+		       "%s is yours but readable by others (mode %04o): they can list group names",
+		       dir, mode & 07777);
+		return;
+	}
+	dr_add(r, id, -1, DR_OK, NULL, "%s is yours and private (mode %04o)", dir, mode & 07777);
+}
+
+/* ---- executables ---- */
+
+/* pread of exactly len bytes at off: 0, or -1. */
+static int read_at(int fd, void *buf, size_t len, off_t off)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t k = pread(fd, (char *)buf + done, len - done, off + (off_t)done);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		done += (size_t)k;
+	}
+	return 0;
+}
+
+static int read_ehdr(int fd, Elf64_Ehdr *eh)
+{
+	if (read_at(fd, eh, sizeof(*eh), 0) != 0 || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0)
+		return -1;
+	if (eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_ident[EI_DATA] != ELFDATA2LSB)
+		return -1;
+	return 0;
+}
+
+int dr_inspect_program(const char *path, struct dr_program *out)
+{
+	memset(out, 0, sizeof(*out));
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	out->setid = (st.st_mode & (S_ISUID | S_ISGID)) != 0;
+	char head[256] = {0};
+	ssize_t k = pread(fd, head, sizeof(head) - 1, 0);
+	if (k >= 2 && head[0] == '#' && head[1] == '!') {
+		out->script = 1;
+		head[strcspn(head, "\n")] = '\0';
+		const char *p = head + 2;
+		while (*p == ' ')
+			p++;
+		snprintf(out->interp, sizeof(out->interp), "%s", p);
+		close(fd);
+		return 0;
+	}
+	Elf64_Ehdr eh;
+	if (read_ehdr(fd, &eh) == 0 && eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum < 4096) {
+		out->elf = 1;
+		for (unsigned i = 0; i < eh.e_phnum; i++) {
+			Elf64_Phdr ph;
+			if (read_at(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) != 0)
+				break;
+			if (ph.p_type != PT_INTERP)
+				continue;
+			out->dynamic = 1;
+			size_t n = ph.p_filesz < sizeof(out->interp) ? ph.p_filesz
+			                                             : sizeof(out->interp) - 1;
+			if (read_at(fd, out->interp, n, (off_t)ph.p_offset) != 0)
+				out->interp[0] = '\0';
+			out->interp[sizeof(out->interp) - 1] = '\0';
+		}
+	}
+	close(fd);
+	return 0;
+}
+
+void dr_check_program(struct dr_report *r, const char *path, const struct dr_program *p)
+{
+	static const char id[] = "hook.program";
+	if (p->setid) {
+		dr_add(r, id, -1, DR_FAIL,
+		       "run a copy without the set-ID bit, or cap the programs it starts",
+		       "%s is set-user-ID or set-group-ID: the loader ignores LD_PRELOAD for it, so "
+		       "vramctl cannot cap it",
+		       path);
+	} else if (p->script) {
+		dr_add(r, id, -1, DR_OK, NULL,
+		       "%s is a script run by \"%s\": the cap reaches that interpreter (check it "
+		       "with --program)",
+		       path, p->interp);
+	} else if (!p->elf) {
+		dr_add(r, id, -1, DR_FAIL, "name the program's 64-bit executable",
+		       "%s is not a 64-bit ELF executable of this machine: libvramctl.so cannot "
+		       "be loaded into it",
+		       path);
+	} else if (!p->dynamic) {
+		dr_add(r, id, -1, DR_FAIL, "use a dynamically linked build of the program",
+		       "%s is statically linked: no dynamic loader runs, so LD_PRELOAD (and "
+		       "vramctl) cannot reach it",
+		       path);
+	} else {
+		dr_add(r, id, -1, DR_OK, NULL,
+		       "%s is dynamically linked (%s): LD_PRELOAD reaches it", path, p->interp);
+	}
+}
+
+/* Bounds for what is read of a shared object's symbol tables. */
+#define DR_ELF_MAX_TABLE (64u << 20)
+
+int dr_elf_defines(const char *path, const char *sym)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	Elf64_Ehdr eh;
+	int rc = -ENOEXEC;
+	Elf64_Shdr *sh = NULL;
+	Elf64_Sym *syms = NULL;
+	char *str = NULL;
+	if (read_ehdr(fd, &eh) != 0 || eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum == 0 ||
+	    eh.e_shnum > 4096)
+		goto out;
+	sh = calloc(eh.e_shnum, sizeof(*sh));
+	if (!sh) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (read_at(fd, sh, eh.e_shnum * sizeof(*sh), (off_t)eh.e_shoff) != 0)
+		goto out;
+	for (unsigned i = 0; i < eh.e_shnum; i++) {
+		if (sh[i].sh_type != SHT_DYNSYM)
+			continue;
+		const Elf64_Shdr *ds = &sh[i];
+		if (ds->sh_link >= eh.e_shnum || ds->sh_size > DR_ELF_MAX_TABLE ||
+		    sh[ds->sh_link].sh_size > DR_ELF_MAX_TABLE || sh[ds->sh_link].sh_size == 0)
+			goto out;
+		const Elf64_Shdr *ss = &sh[ds->sh_link];
+		syms = malloc(ds->sh_size ? ds->sh_size : 1);
+		str = malloc(ss->sh_size + 1);
+		if (!syms || !str) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		if (read_at(fd, syms, ds->sh_size, (off_t)ds->sh_offset) != 0 ||
+		    read_at(fd, str, ss->sh_size, (off_t)ss->sh_offset) != 0)
+			goto out;
+		str[ss->sh_size] = '\0';
+		rc = 0;
+		for (size_t k = 0; k < ds->sh_size / sizeof(Elf64_Sym); k++) {
+			const Elf64_Sym *s = &syms[k];
+			int bind = ELF64_ST_BIND(s->st_info);
+			if (s->st_shndx == SHN_UNDEF || s->st_name >= ss->sh_size ||
+			    (bind != STB_GLOBAL && bind != STB_WEAK))
+				continue;
+			if (!strcmp(str + s->st_name, sym)) {
+				rc = 1;
+				break;
+			}
+		}
+		goto out;
+	}
+	rc = 0; /* no dynamic symbols at all */
+out:
+	free(sh);
+	free(syms);
+	free(str);
+	close(fd);
+	return rc;
+}
