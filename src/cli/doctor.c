@@ -76,22 +76,21 @@ struct doc {
 
 static void doctor_usage(FILE *f)
 {
-	fprintf(f,
-	        "usage: vramctl doctor [--json] [--device N] [--program PATH] [--registry DIR]\n"
-	        "\n"
-	        "Checks whether this machine is set up for GPU memory caps: the driver, NVML\n"
-	        "and kernel module, the GPUs, CUDA_VISIBLE_DEVICES, every way a program\n"
-	        "reaches the driver (a test program under a 64 MiB test cap), conflicting\n"
-	        "preloaded libraries, the registry, and who holds GPU memory outside any cap.\n"
-	        "Each check says OK, WARN, FAIL or SKIP, what it found, and how to fix it.\n"
-	        "\n"
-	        "  --json           JSON for fleet checks (keys in vramctl-doctor(1))\n"
-	        "  --device N       check GPU N only (as programs number them); the self-test\n"
-	        "                   runs on it (default: every GPU, self-test on GPU 0)\n"
-	        "  --program PATH   also check that the cap can reach this program\n"
-	        "  --registry DIR   registry directory (default as vramctl status)\n"
-	        "\n"
-	        "Exit status: 0 nothing failed, 1 a check failed, 2 doctor could not run.\n");
+	fprintf(f, "usage: vramctl doctor [--json] [--device N] [--program PATH] [--registry DIR]\n"
+	           "\n"
+	           "Checks whether this machine is set up for GPU memory caps: the driver, NVML\n"
+	           "and kernel module, the GPUs, CUDA_VISIBLE_DEVICES, every way a program\n"
+	           "reaches the driver (a test program under a 64 MiB test cap), conflicting\n"
+	           "preloaded libraries, the registry, and who holds GPU memory outside any cap.\n"
+	           "Each check says OK, WARN, FAIL or SKIP, what it found, and how to fix it.\n"
+	           "\n"
+	           "  --json           JSON for fleet checks (keys in vramctl-doctor(1))\n"
+	           "  --device N       check GPU N only (as programs number them); the self-test\n"
+	           "                   runs on it (default: every GPU, self-test on GPU 0)\n"
+	           "  --program PATH   also check that the cap can reach this program\n"
+	           "  --registry DIR   registry directory (default as vramctl status)\n"
+	           "\n"
+	           "Exit status: 0 nothing failed, 1 a check failed, 2 doctor could not run.\n");
 }
 
 static void *cu_sym(const struct doc *d, const char *name)
@@ -154,8 +153,8 @@ static void init_failure(struct doc *d, CUresult rc)
 		what = "the driver failed to initialise";
 		fix = "check 'nvidia-smi' and the kernel log (dmesg) for NVRM errors";
 	}
-	dr_add(&d->rep, "driver.init", -1, DR_FAIL, fix, "cuInit: %s: %s", cu_err(d, rc, e, sizeof(e)),
-	       what);
+	dr_add(&d->rep, "driver.init", -1, DR_FAIL, fix, "cuInit: %s: %s",
+	       cu_err(d, rc, e, sizeof(e)), what);
 }
 
 static void check_driver(struct doc *d)
@@ -196,8 +195,8 @@ static void check_driver(struct doc *d)
 		return;
 	}
 	int v = d->cuda_version;
-	dr_add(&d->rep, "driver.library", -1, DR_OK, NULL, "libcuda.so.1: %s, CUDA %d.%d driver API",
-	       d->cuda_path, v / 1000, v % 1000 / 10);
+	dr_add(&d->rep, "driver.library", -1, DR_OK, NULL,
+	       "libcuda.so.1: %s, CUDA %d.%d driver API", d->cuda_path, v / 1000, v % 1000 / 10);
 	if (v < 12000)
 		dr_add(&d->rep, "driver.version", -1, DR_WARN,
 		       "install a driver for CUDA 12 or newer (R525 or later)",
@@ -488,8 +487,8 @@ static int preload_path(const char *entry, char *out, size_t len)
 }
 
 /* Looks at each entry of a preload list; appends conflicts to out. */
-static void scan_preloads(const char *list, const char *where, char *out, size_t len,
-                          int *nconf, int *nentries)
+static void scan_preloads(const char *list, const char *where, char *out, size_t len, int *nconf,
+                          int *nentries)
 {
 	char *copy = strdup(list), *save = NULL;
 	if (!copy)
@@ -587,8 +586,8 @@ static int read_all(int fd, char *buf, size_t len, int timeout_ms)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		clock_gettime(CLOCK_MONOTONIC, &t);
-		long left = timeout_ms - ((t.tv_sec - t0.tv_sec) * 1000 +
-		                          (t.tv_nsec - t0.tv_nsec) / 1000000);
+		long left = timeout_ms -
+		            ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
 		if (left <= 0)
 			return -1;
 		struct pollfd p = {.fd = fd, .events = POLLIN};
@@ -644,32 +643,41 @@ static void probe_results(struct doc *d, int dev, const char *out, int status)
 		snprintf(key, sizeof(key), "\n%s ", ways[w]);
 		const char *l = strstr(out, key);
 		if (!is_loaded) {
-			dr_add(&d->rep, id, dev, DR_FAIL,
-			       "check that LD_PRELOAD reaches programs (not set-ID, not static; see "
-			       "hook.preload)",
-			       "%s: libvramctl.so was not loaded into the test program", way_text[w]);
+			dr_add(
+			    &d->rep, id, dev, DR_FAIL,
+			    "check that LD_PRELOAD reaches programs (not set-ID, not static; see "
+			    "hook.preload)",
+			    "%s: libvramctl.so was not loaded into the test program", way_text[w]);
 			continue;
 		}
 		if (!l) {
-			dr_add(&d->rep, id, dev, DR_FAIL,
-			       "run the test program by hand: VRAMCTL_LOG=debug vramctl run --limit "
-			       "64M -- " PROBE_NAME " 0 67108864",
-			       "%s: the test program stopped before this way (%s)", way_text[w],
-			       WIFSIGNALED(status) ? "killed by a signal" : "no result");
+			dr_add(
+			    &d->rep, id, dev, DR_FAIL,
+			    "run the test program by hand: VRAMCTL_LOG=debug vramctl run --limit "
+			    "64M -- " PROBE_NAME " 0 67108864",
+			    "%s: the test program stopped before this way (%s)", way_text[w],
+			    WIFSIGNALED(status) ? "killed by a signal" : "no result");
 			continue;
 		}
 		l += strlen(key);
 		if (!strncmp(l, "ok", 2) && (l[2] == '\n' || !l[2])) {
-			dr_add(&d->rep, id, dev, DR_OK, NULL,
-			       "%s: capped (sees the 64 MiB test cap, 72 MiB refused, 1 MiB granted)",
-			       way_text[w]);
+			dr_add(
+			    &d->rep, id, dev, DR_OK, NULL,
+			    "%s: capped (sees the 64 MiB test cap, 72 MiB refused, 1 MiB granted)",
+			    way_text[w]);
+			continue;
+		}
+		if (!strncmp(l, "skip ", 5)) {
+			dr_add(&d->rep, id, dev, DR_SKIP, NULL, "%s: %.*s", way_text[w],
+			       (int)strcspn(l + 5, "\n"), l + 5);
 			continue;
 		}
 		l += strncmp(l, "fail ", 5) ? 0 : 5;
-		dr_add(&d->rep, id, dev, DR_FAIL,
-		       "another library that replaces dlsym or the driver's entry points gets there "
-		       "first (see hook.preload); else report it with VRAMCTL_LOG=debug output",
-		       "%s: NOT capped: %.*s", way_text[w], (int)strcspn(l, "\n"), l);
+		dr_add(
+		    &d->rep, id, dev, DR_FAIL,
+		    "another library that replaces dlsym or the driver's entry points gets there "
+		    "first (see hook.preload); else report it with VRAMCTL_LOG=debug output",
+		    "%s: NOT capped: %.*s", way_text[w], (int)strcspn(l, "\n"), l);
 	}
 }
 
@@ -766,8 +774,8 @@ static void check_program(struct doc *d)
 	}
 	int rc = path[0] ? dr_inspect_program(path, &p) : -ENOENT;
 	if (rc < 0) {
-		dr_add(&d->rep, "hook.program", -1, DR_FAIL, "give the program's path",
-		       "%s: %s", d->program, strerror(-rc));
+		dr_add(&d->rep, "hook.program", -1, DR_FAIL, "give the program's path", "%s: %s",
+		       d->program, strerror(-rc));
 		return;
 	}
 	dr_check_program(&d->rep, path, &p);
@@ -806,11 +814,12 @@ static void check_books(struct doc *d, const struct mon_model *m)
 		nbad += !strncmp(m->notes[i], "registry", 8) && strstr(m->notes[i], ".vrg");
 	if (nstale || nbad) {
 		char fix[PATH_MAX + 64];
-		snprintf(fix, sizeof(fix), "if nothing of those groups runs any more: rm %s/NAME.vrg",
+		snprintf(fix, sizeof(fix),
+		         "if nothing of those groups runs any more: rm %s/NAME.vrg",
 		         m->registry_dir);
 		dr_add(&d->rep, "books.groups", -1, DR_WARN, fix,
-		       "%d group%s with no live member%s%s%s%s; %d unreadable region file%s", nstale,
-		       nstale == 1 ? "" : "s", nstale ? " (" : "", list,
+		       "%d group%s with no live member%s%s%s%s; %d unreadable region file%s",
+		       nstale, nstale == 1 ? "" : "s", nstale ? " (" : "", list,
 		       nstale > 4 ? ", ..." : "", nstale ? ")" : "", nbad, nbad == 1 ? "" : "s");
 	} else {
 		dr_add(&d->rep, "books.groups", -1, DR_OK, NULL,
@@ -827,8 +836,7 @@ static void check_picture(struct doc *d, const struct mon_model *m)
 	if (!(m->valid & MON_M_NVML)) {
 		dr_add(&d->rep, "gpu.uncapped", -1, DR_SKIP, NULL,
 		       "who holds GPU memory needs NVML");
-		dr_add(&d->rep, "gpu.overcommit", -1, DR_SKIP, NULL,
-		       "the GPUs' sizes need NVML");
+		dr_add(&d->rep, "gpu.overcommit", -1, DR_SKIP, NULL, "the GPUs' sizes need NVML");
 		return;
 	}
 	for (int i = 0; i < m->nprocs; i++) {
@@ -849,8 +857,8 @@ static void check_picture(struct doc *d, const struct mon_model *m)
 	if (n)
 		dr_add(&d->rep, "gpu.uncapped", -1, DR_WARN,
 		       "start them under vramctl run --limit ..., or ask their owners to",
-		       "%d process%s hold%s GPU memory outside any cap: %s%s", n, n == 1 ? "" : "es",
-		       n == 1 ? "s" : "", list, n > 5 ? ", ..." : "");
+		       "%d process%s hold%s GPU memory outside any cap: %s%s", n,
+		       n == 1 ? "" : "es", n == 1 ? "s" : "", list, n > 5 ? ", ..." : "");
 	else
 		dr_add(&d->rep, "gpu.uncapped", -1, DR_OK, NULL,
 		       "no process holds GPU memory outside a cap");
@@ -860,9 +868,9 @@ static void check_picture(struct doc *d, const struct mon_model *m)
 		if (!dv->overcommitted)
 			continue;
 		size_t used = strlen(over);
-		snprintf(over + used, sizeof(over) - used,
-		         "%sGPU %d: %d caps add up to %s of %s", nover ? "; " : "", dv->index,
-		         dv->ncapped, mon_human_size(dv->caps_sum, a, sizeof(a)),
+		snprintf(over + used, sizeof(over) - used, "%sGPU %d: %d caps add up to %s of %s",
+		         nover ? "; " : "", dv->index, dv->ncapped,
+		         mon_human_size(dv->caps_sum, a, sizeof(a)),
 		         mon_human_size(dv->total, b, sizeof(b)));
 		nover++;
 	}
@@ -890,7 +898,7 @@ static int parse_device(const char *s, int *out)
 int cmd_doctor(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},         {"device", required_argument, NULL, 'd'},
+	    {"json", no_argument, NULL, 'j'},          {"device", required_argument, NULL, 'd'},
 	    {"program", required_argument, NULL, 'p'}, {"registry", required_argument, NULL, 'r'},
 	    {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
 	};
@@ -904,9 +912,10 @@ int cmd_doctor(int argc, char **argv)
 			break;
 		case 'd':
 			if (parse_device(optarg, &d.want_dev) < 0) {
-				fprintf(stderr,
-				        "vramctl: doctor: bad --device '%s' (a GPU index: 0, 1, ...)\n",
-				        optarg);
+				fprintf(
+				    stderr,
+				    "vramctl: doctor: bad --device '%s' (a GPU index: 0, 1, ...)\n",
+				    optarg);
 				return DOCTOR_EXIT_ERROR;
 			}
 			break;

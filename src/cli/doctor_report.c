@@ -99,8 +99,8 @@ int dr_format_text(FILE *f, const struct dr_report *r)
 		if (c->fix[0])
 			fprintf(f, "%28s %s\n", "fix:", c->fix);
 	}
-	fprintf(f, "\n%s: %d failed, %d warnings, %d ok, %d skipped\n", result_name(n),
-	        n[DR_FAIL], n[DR_WARN], n[DR_OK], n[DR_SKIP]);
+	fprintf(f, "\n%s: %d failed, %d warnings, %d ok, %d skipped\n", result_name(n), n[DR_FAIL],
+	        n[DR_WARN], n[DR_OK], n[DR_SKIP]);
 	return ferror(f) ? -1 : 0;
 }
 
@@ -303,20 +303,20 @@ void dr_check_dir(struct dr_report *r, const char *dir, int rc, const char *why,
 	}
 	if (rc == -EPERM || rc == -ELOOP || rc == -ENOTDIR) {
 		snprintf(fix, sizeof(fix),
-		         rc == -EPERM && mode
+		         rc == -EPERM
 		             ? "if it is yours: chmod 700 %s; else point VRAMCTL_REGISTRY_DIR at a "
 		               "private directory"
 		             : "remove %s (vramctl creates its own), or point VRAMCTL_REGISTRY_DIR "
 		               "at a private directory",
 		         dir);
-		dr_add(r, id, -1, DR_FAIL, fix, "%s; capped programs fall back to per-process books",
-		       why);
+		dr_add(r, id, -1, DR_FAIL, fix,
+		       "%s; capped programs fall back to per-process books", why);
 		return;
 	}
 	if (rc < 0) {
 		dr_add(r, id, -1, DR_FAIL,
-		       "check the path, or point VRAMCTL_REGISTRY_DIR at a private directory",
-		       "%s", why);
+		       "check the path, or point VRAMCTL_REGISTRY_DIR at a private directory", "%s",
+		       why);
 		return;
 	}
 	if (mode & 077) {
@@ -405,11 +405,12 @@ void dr_check_program(struct dr_report *r, const char *path, const struct dr_pro
 {
 	static const char id[] = "hook.program";
 	if (p->setid) {
-		dr_add(r, id, -1, DR_FAIL,
-		       "run a copy without the set-ID bit, or cap the programs it starts",
-		       "%s is set-user-ID or set-group-ID: the loader ignores LD_PRELOAD for it, so "
-		       "vramctl cannot cap it",
-		       path);
+		dr_add(
+		    r, id, -1, DR_FAIL,
+		    "run a copy without the set-ID bit, or cap the programs it starts",
+		    "%s is set-user-ID or set-group-ID: the loader ignores LD_PRELOAD for it, so "
+		    "vramctl cannot cap it",
+		    path);
 	} else if (p->script) {
 		dr_add(r, id, -1, DR_OK, NULL,
 		       "%s is a script run by \"%s\": the cap reaches that interpreter (check it "

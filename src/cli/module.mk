@@ -35,6 +35,12 @@ $(O)/tests/cli/test_doctor: $(O)/tests/cli/test_doctor.o $(O)/src/cli/doctor_rep
 	$(CC) $(BASE_LDFLAGS) -o $@ $^ -ldl
 TESTS += $(O)/tests/cli/test_doctor
 
+# Another library replacing dlsym, for doctor's conflict and self-test checks.
+$(O)/tests/cli/libfakevgpu.so: tests/cli/fake_vgpu.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -shared -o $@ $< $(BASE_LDFLAGS) -ldl
+ALL_TARGETS += $(O)/tests/cli/libfakevgpu.so
+
 demo: build-all
 	$(VRAMCTL) demo
 

@@ -42,9 +42,9 @@ static void test_versions(void)
 	                            sizeof(out)),
 	          -1);
 	ASSERT_EQ(dr_kernel_release("", out, sizeof(out)), -1);
-	ASSERT_EQ(dr_library_release("/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.14", out,
-	                             sizeof(out)),
-	          0);
+	ASSERT_EQ(
+	    dr_library_release("/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.14", out, sizeof(out)),
+	    0);
 	ASSERT_STR_EQ(out, "550.54.14");
 	ASSERT_EQ(dr_library_release("/usr/lib/libcuda.so.1", out, sizeof(out)), -1);
 	ASSERT_EQ(dr_library_release("libcuda.so", out, sizeof(out)), -1);

@@ -19,9 +19,9 @@
  *
  *   usage: vramctl-doctor-probe DEVICE CAP_BYTES
  *
- * Prints "loaded yes|no" and then one line per way, "WAY ok|fail TEXT", on
- * stdout, and exits 0 when it could run at all (doctor reads the lines), 2
- * when it could not set up (the reason on stdout as "setup TEXT").
+ * Prints "loaded yes|no" and then one line per way, "WAY ok|fail|skip TEXT"
+ * (skip: the driver is older than the way), on stdout, and exits 0 when it could run at all (doctor
+ * reads the lines), 2 when it could not set up (the reason on stdout as "setup TEXT").
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -43,6 +43,7 @@ struct way {
 	vr_pfn_cuMemFreeAsync free_async;   /* ptds */
 	vr_pfn_cuStreamSynchronize sync;    /* ptds */
 	const char *missing;                /* why the way could not be taken */
+	const char *skip;                   /* why the way does not apply */
 };
 
 static CUresult way_alloc(const struct way *w, CUdeviceptr *p, size_t n)
@@ -67,6 +68,10 @@ static void run_way(const struct way *w, size_t cap)
 	size_t fr = 0, total = 0;
 	CUdeviceptr p = 0;
 	CUresult rc;
+	if (w->skip) {
+		printf("%s skip %s\n", w->name, w->skip);
+		return;
+	}
 	if (w->missing) {
 		printf("%s fail %s\n", w->name, w->missing);
 		return;
@@ -77,15 +82,15 @@ static void run_way(const struct way *w, size_t cap)
 		return;
 	}
 	if (total != cap) {
-		printf("%s fail cuMemGetInfo_v2 reports %zu bytes in total, not the %zu-byte cap\n",
-		       w->name, total, cap);
+		printf("%s fail cuMemGetInfo_v2 reports %.1f MiB in total, not the %.1f MiB cap\n",
+		       w->name, (double)total / (1 << 20), (double)cap / (1 << 20));
 		return;
 	}
 	rc = way_alloc(w, &p, cap + OVER);
 	if (rc == CUDA_SUCCESS) {
 		way_free(w, p);
-		printf("%s fail %zu bytes were granted under a %zu-byte cap\n", w->name,
-		       (size_t)(cap + OVER), cap);
+		printf("%s fail %.1f MiB were granted under a %.1f MiB cap\n", w->name,
+		       (double)(cap + OVER) / (1 << 20), (double)cap / (1 << 20));
 		return;
 	}
 	if (rc != CUDA_ERROR_OUT_OF_MEMORY) {
@@ -138,8 +143,8 @@ static void *by_procaddr_old(void *ctx, const char *name, int flags)
 static void fill(struct way *w, lookup_fn fn, void *ctx, int versioned, int ptds)
 {
 	int flags = ptds ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : 0;
-	w->info = (vr_pfn_cuMemGetInfo_v2)fn(ctx, versioned ? "cuMemGetInfo_v2" : "cuMemGetInfo",
-	                                     flags);
+	w->info =
+	    (vr_pfn_cuMemGetInfo_v2)fn(ctx, versioned ? "cuMemGetInfo_v2" : "cuMemGetInfo", flags);
 	if (ptds) {
 		w->alloc_async = (vr_pfn_cuMemAllocAsync)fn(ctx, "cuMemAllocAsync", flags);
 		w->free_async = (vr_pfn_cuMemFreeAsync)fn(ctx, "cuMemFreeAsync", flags);
@@ -156,18 +161,19 @@ static void fill(struct way *w, lookup_fn fn, void *ctx, int versioned, int ptds
 
 int main(int argc, char **argv)
 {
-	char *end;
+	char *end1, *end2;
 	CUdevice dev;
 	CUcontext ctx;
 	CUresult rc;
+	int drv = 0;
 	if (argc != 3) {
 		printf("setup usage: vramctl-doctor-probe DEVICE CAP_BYTES\n");
 		return 2;
 	}
-	int ordinal = (int)strtol(argv[1], &end, 10);
-	size_t cap = (size_t)strtoull(argv[2], &end, 10);
-	if (*end || cap == 0) {
-		printf("setup bad cap '%s'\n", argv[2]);
+	int ordinal = (int)strtol(argv[1], &end1, 10);
+	size_t cap = (size_t)strtoull(argv[2], &end2, 10);
+	if (*end1 || *end2 || cap == 0) {
+		printf("setup bad arguments '%s' '%s'\n", argv[1], argv[2]);
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -183,6 +189,9 @@ int main(int argc, char **argv)
 		printf("setup cannot open GPU %d (error %d)\n", ordinal, (int)rc);
 		return 2;
 	}
+	/* The ways a driver is too old for do not apply (a runtime that needs
+	 * them does not start on it). */
+	cuDriverGetVersion(&drv);
 
 	struct way linked = {.name = "linked",
 	                     .info = cuMemGetInfo_v2,
@@ -190,10 +199,8 @@ int main(int argc, char **argv)
 	                     .mfree = cuMemFree_v2};
 	run_way(&linked, cap);
 
-	struct way ways[4] = {{.name = "dlsym"},
-	                      {.name = "procaddr"},
-	                      {.name = "procaddr_old"},
-	                      {.name = "ptds"}};
+	struct way ways[4] = {
+	    {.name = "dlsym"}, {.name = "procaddr"}, {.name = "procaddr_old"}, {.name = "ptds"}};
 	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
 		for (int i = 0; i < 4; i++)
@@ -212,6 +219,10 @@ int main(int argc, char **argv)
 			fill(&ways[2], by_procaddr_old, NULL, 0, 0);
 		else
 			ways[2].missing = "the driver has no cuGetProcAddress";
+		if (drv < 12000)
+			ways[1].skip = ways[3].skip = "cuGetProcAddress_v2 needs a CUDA 12 driver";
+		if (drv < 11030)
+			ways[2].skip = "cuGetProcAddress needs a CUDA 11.3 driver";
 	}
 	for (int i = 0; i < 4; i++)
 		run_way(&ways[i], cap);

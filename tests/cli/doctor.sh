@@ -1,0 +1,233 @@
+# doctor.sh - `vramctl doctor` on the simulated GPU put into each state it
+# knows: a healthy machine (every check OK), then one bad state at a time,
+# each with its expected line and exit status; the self-test failing when a
+# preloaded library breaks some ways into the driver; bad input (exit 2).
+. "$VR_SRC/tests/cli/common.bash"
+. "$VR_SRC/tests/monitor/lib.bash"
+# The self-test program is built with this build's flags, so the library
+# of this build (not common.bash's TSan stand-in) is the one to load.
+unset VRAMCTL_LIBRARY
+FAKE=$VR_BUILD/tests/cli/libfakevgpu.so
+
+# doctor ARG...: runs it, output in out (stdout) and err; sets rc.
+doctor() {
+	"$V" doctor "$@" >out 2>err
+	rc=$?
+}
+
+# line STATUS ID TEXT WHAT: out has a line "STATUS ID ...TEXT..."
+line() {
+	grep -E "^$1 +$2 " out | grep -qF -- "$3" ||
+		{ fail "$4: no '$1 $2 ... $3' line:"; sed 's/^/      /' out >&2; }
+}
+
+# only_ok WHAT: every check OK
+only_ok() {
+	if grep -vE '^(OK  |$)' out | grep -qvE '^ok: 0 failed, 0 warnings, [0-9]+ ok, 0 skipped$'; then
+		fail "$1: not all OK:"
+		sed 's/^/      /' out >&2
+	fi
+}
+
+# ---- bad input: holds on any driver ----
+doctor --bogus
+expect_rc 2 "$rc" "unknown flag"
+expect_grep "usage: vramctl doctor" err "unknown flag: usage"
+doctor --device
+expect_rc 2 "$rc" "--device without a value"
+doctor --device x
+expect_rc 2 "$rc" "--device x"
+expect_grep "bad --device 'x'" err "--device x: message"
+doctor --device -1
+expect_rc 2 "$rc" "--device -1"
+doctor extra
+expect_rc 2 "$rc" "an extra argument"
+expect_grep "unexpected argument 'extra'" err "extra argument: message"
+doctor --help
+expect_rc 0 "$rc" "--help"
+expect_grep "Exit status: 0 nothing failed" out "--help text"
+
+sim_only || { echo "the rest needs the simulator's controls"; finish; }
+require_sim
+unset VRAMSIM_DEVICES VRAMSIM_DEVICE_FAIL VRAMSIM_COMPUTE_MODE VRAMSIM_MIG \
+	VRAMSIM_PERSISTENCE VRAMSIM_KERNEL_RELEASE VRAMSIM_DRIVER_RELEASE \
+	VRAMSIM_DRIVER_VERSION CUDA_VISIBLE_DEVICES VRAMCTL_DRIVER VRAMCTL_NVML
+# The machine files doctor reads, redirected (the build machines have no
+# NVIDIA kernel module; /etc/ld.so.preload is the machine's own business).
+printf 'NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.82.07  Fri Aug  1 00:00:00 UTC 2025\nGCC version:  gcc version 12.2.0\n' >kernel-ok
+printf 'NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  575.51.03  Release Build\n' >kernel-old
+: >preload-none
+export VRAMCTL_DOCTOR_NVIDIA_VERSION_FILE=$PWD/kernel-ok VRAMCTL_DOCTOR_PRELOAD_FILE=$PWD/preload-none
+
+doctor --device 1
+expect_rc 2 "$rc" "--device past the last GPU"
+expect_grep "--device 1: there is 1 GPU (0 to 0)" err "--device out of range: message"
+[ ! -s out ] || fail "--device out of range printed a report"
+
+# ---- healthy ----
+doctor --program "$HOLDER"
+expect_rc 0 "$rc" "healthy"
+only_ok "healthy"
+for id in driver.library driver.version driver.init driver.nvml driver.kernel \
+	driver.platform device.init device.compute_mode device.mig device.persistence \
+	env.visible_devices hook.library hook.preload hook.linked hook.dlsym hook.procaddr \
+	hook.procaddr_old hook.ptds hook.program books.dir books.groups gpu.uncapped \
+	gpu.overcommit; do
+	grep -qE "^OK +$id " out || fail "healthy: no OK line for $id"
+done
+line OK driver.kernel "kernel module 580.82.07" "healthy kernel module"
+line OK hook.ptds "capped (sees the 64 MiB test cap" "healthy per-thread way"
+doctor --json --program "$HOLDER"
+expect_rc 0 "$rc" "healthy --json"
+expect_grep '"schema": 1,' out "json schema"
+expect_grep '"result": "ok",' out "json result"
+expect_grep '"exit_status": 0,' out "json exit status"
+expect_grep '{"id": "hook.dlsym", "device": 0, "status": "ok", "fact": ' out "json check"
+expect_grep '"fix": null}' out "json fix null"
+ls "$TMPDIR" | grep -q vramctl-doctor && fail "the self-test left its directory in TMPDIR"
+ls "$VRAMCTL_REGISTRY_DIR" | grep -q . && fail "doctor wrote into the registry"
+
+# ---- the driver ----
+VRAMCTL_DRIVER=$TMPDIR/none/libcuda.so.1 doctor
+expect_rc 1 "$rc" "missing driver"
+line FAIL driver.library "cannot load the CUDA driver" "missing driver"
+line SKIP device.init "the driver is not usable" "missing driver: devices"
+line SKIP hook.selftest "not run" "missing driver: self-test"
+
+VRAMCTL_NVML=$TMPDIR/none/libnvidia-ml.so.1 doctor
+expect_rc 0 "$rc" "no NVML"
+line WARN driver.nvml "NVML not found" "no NVML"
+line SKIP gpu.uncapped "needs NVML" "no NVML: picture"
+line OK hook.dlsym "capped" "no NVML: the self-test still runs"
+
+VRAMSIM_FAULT=nvmlInit_v2:1+:NVML_ERROR_DRIVER_NOT_LOADED doctor
+expect_rc 0 "$rc" "NVML fails to initialise"
+line WARN driver.nvml "NVML failed to initialise" "NVML fails to initialise"
+
+VRAMSIM_KERNEL_RELEASE=575.51.03 VRAMCTL_DOCTOR_NVIDIA_VERSION_FILE=$PWD/kernel-old doctor
+expect_rc 1 "$rc" "kernel/user mismatch"
+line FAIL driver.init "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH (803)" "mismatch: cuInit"
+line FAIL driver.kernel "kernel module 575.51.03" "mismatch: kernel line"
+line FAIL driver.kernel "Driver/library version mismatch" "mismatch: kernel line"
+line WARN driver.nvml "NVML/RM version mismatch" "mismatch: NVML"
+grep -qE '^ +fix: reboot' out || fail "mismatch: no reboot fix"
+
+VRAMCTL_DOCTOR_NVIDIA_VERSION_FILE=$PWD/kernel-old doctor
+expect_rc 1 "$rc" "kernel file differs from NVML's release"
+line FAIL driver.kernel "kernel module 575.51.03 ($PWD/kernel-old) but user-space libraries 580.82.07 (NVML)" "file mismatch"
+
+VRAMCTL_DOCTOR_NVIDIA_VERSION_FILE=$TMPDIR/none doctor
+expect_rc 0 "$rc" "no kernel version file"
+line SKIP driver.kernel "$TMPDIR/none" "no kernel version file"
+
+VRAMSIM_DRIVER_VERSION=11080 doctor
+expect_rc 0 "$rc" "old driver"
+line WARN driver.version "the driver supports CUDA 11.8" "old driver"
+line SKIP hook.procaddr "needs a CUDA 12 driver" "old driver: cuGetProcAddress_v2"
+line OK hook.procaddr_old "capped" "old driver: cuGetProcAddress"
+
+# ---- the devices ----
+VRAMSIM_COMPUTE_MODE=exclusive_process doctor
+expect_rc 0 "$rc" "exclusive-process mode"
+line WARN device.compute_mode "GPU 0: compute mode exclusive-process" "exclusive mode"
+grep -qF "fix: sudo nvidia-smi -i 0 -c DEFAULT" out || fail "exclusive mode: fix"
+VRAMSIM_COMPUTE_MODE=prohibited doctor
+expect_rc 1 "$rc" "prohibited mode"
+line FAIL device.compute_mode "prohibited" "prohibited mode"
+
+VRAMSIM_MIG=1 doctor
+expect_rc 0 "$rc" "MIG on"
+line WARN device.mig "GPU 0: MIG mode is on" "MIG on"
+
+VRAMSIM_PERSISTENCE=0 doctor
+expect_rc 0 "$rc" "persistence off"
+line WARN device.persistence "persistence mode is off" "persistence off"
+
+VRAMSIM_DEVICES=16G,8G VRAMSIM_DEVICE_FAIL=1 doctor
+expect_rc 1 "$rc" "a device that fails to initialise"
+line OK device.init "GPU 0: NVIDIA Simulated GPU 16GB" "failing device: GPU 0"
+line FAIL device.init "GPU 1 (NVIDIA Simulated GPU 8GB" "failing device: GPU 1"
+line FAIL device.init "CUDA_ERROR_UNKNOWN (999)" "failing device: error"
+line SKIP device.modes "GPU 1: NVML cannot open it (Unknown Error)" "failing device: NVML"
+VRAMSIM_DEVICES=16G,8G VRAMSIM_DEVICE_FAIL=1 doctor --device 0
+expect_rc 0 "$rc" "a failing GPU 1 with --device 0"
+grep -qE "GPU 1([^0-9]|$)" out && fail "--device 0 looked at GPU 1"
+VRAMSIM_DEVICES=16G,8G doctor --device 1
+expect_rc 0 "$rc" "--device 1 of two"
+line OK hook.linked "capped" "--device 1: self-test"
+grep -qE '"device": 1, "status": "ok"' <(VRAMSIM_DEVICES=16G,8G "$V" doctor --json --device 1) ||
+	fail "--device 1: JSON names the device"
+
+CUDA_VISIBLE_DEVICES= doctor
+expect_rc 1 "$rc" "an empty CUDA_VISIBLE_DEVICES"
+line FAIL env.visible_devices "set but empty: it hides every GPU" "empty CUDA_VISIBLE_DEVICES"
+VRAMSIM_DEVICES=16G,8G CUDA_VISIBLE_DEVICES=1,5 doctor
+expect_rc 0 "$rc" "CUDA_VISIBLE_DEVICES naming a missing GPU after a good one"
+line WARN env.visible_devices 'entry "5" names no GPU' "CUDA_VISIBLE_DEVICES=1,5"
+
+# ---- the interception ----
+LD_PRELOAD=$FAKE doctor
+expect_rc 1 "$rc" "a conflicting preload"
+line FAIL hook.preload "LD_PRELOAD names $FAKE, which also replaces dlsym" "conflicting preload"
+line OK hook.linked "capped" "conflicting preload: linked calls stay capped"
+for way in dlsym procaddr procaddr_old ptds; do
+	line FAIL "hook.$way" "NOT capped: cuMemGetInfo_v2 reports 16384.0 MiB in total" \
+		"conflicting preload breaks $way"
+done
+echo "$FAKE" >preload-fake
+VRAMCTL_DOCTOR_PRELOAD_FILE=$PWD/preload-fake doctor
+expect_rc 1 "$rc" "a conflicting /etc/ld.so.preload"
+line FAIL hook.preload "$PWD/preload-fake names $FAKE" "conflicting preload file"
+
+mkdir -p stand-in
+cp "$(ldconfig -p | awk '/libm\.so\.6 / { print $NF; exit }')" stand-in/libvramctl.so
+VRAMCTL_LIBRARY=$PWD/stand-in/libvramctl.so doctor
+expect_rc 1 "$rc" "a library that is not vramctl's"
+line FAIL hook.dlsym "libvramctl.so was not loaded into the test program" "stand-in library"
+
+cp "$HOLDER" setuid-prog && chmod 4755 setuid-prog
+doctor --program "$PWD/setuid-prog"
+expect_rc 1 "$rc" "a setuid program"
+line FAIL hook.program "set-user-ID or set-group-ID" "setuid program"
+doctor --program sh
+expect_rc 0 "$rc" "a program found in PATH"
+line OK hook.program "dynamically linked" "program in PATH"
+doctor --program "$TMPDIR/none"
+expect_rc 1 "$rc" "a missing program"
+line FAIL hook.program "No such file or directory" "missing program"
+
+# ---- the books ----
+mkdir -m 0777 open-dir && chmod 0777 open-dir
+VRAMCTL_REGISTRY_DIR=$PWD/open-dir doctor
+expect_rc 1 "$rc" "a world-writable registry directory"
+line FAIL books.dir "group or world writable (mode 0777)" "unsafe registry directory"
+grep -qF "fix: if it is yours: chmod 700 $PWD/open-dir" out || fail "unsafe registry: fix"
+mkdir -m 0755 readable-dir && chmod 0755 readable-dir
+doctor --registry "$PWD/readable-dir"
+expect_rc 0 "$rc" "a readable registry directory"
+line WARN books.dir "readable by others (mode 0755)" "readable registry directory"
+
+"$V" run --group stale-one --limit 1G -- true || fail "vramctl run for a stale group"
+doctor
+expect_rc 0 "$rc" "a stale group"
+line WARN books.groups "1 group with no live member (stale-one)" "stale group"
+grep -qF "fix: if nothing of those groups runs any more: rm $VRAMCTL_REGISTRY_DIR/NAME.vrg" out ||
+	fail "stale group: fix"
+rm -f "$VRAMCTL_REGISTRY_DIR"/*.vrg
+
+# ---- the picture ----
+start_holder free -- 1024
+doctor
+expect_rc 0 "$rc" "an uncapped holder"
+line WARN gpu.uncapped "1 process holds GPU memory outside any cap: pid $HPID_free" "uncapped holder"
+stop_holder free
+
+HOLD_PREFIX="$V run --group big-a --limit 10G --" start_holder a -- 100
+HOLD_PREFIX="$V run --group big-b --limit 10G --" start_holder b -- 100
+doctor
+expect_rc 0 "$rc" "overcommitted caps"
+line WARN gpu.overcommit "GPU 0: 2 caps add up to 20.0 GiB of 16.0 GiB" "overcommit"
+line OK gpu.uncapped "no process holds GPU memory outside a cap" "capped holders are not uncapped"
+stop_holder a
+stop_holder b
+finish
