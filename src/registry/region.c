@@ -76,6 +76,18 @@ int vr_open_registry_dir(const char *dir, int create, char *err, size_t errlen)
 	return dfd;
 }
 
+int vr_check_dir(const char *dir, unsigned *mode, char *err, size_t errlen)
+{
+	int dfd = vr_open_registry_dir(dir, 0, err, errlen);
+	if (dfd < 0)
+		return dfd;
+	struct stat st;
+	if (mode && fstat(dfd, &st) == 0)
+		*mode = (unsigned)(st.st_mode & 07777);
+	close(dfd);
+	return 0;
+}
+
 /* The header's own consistency (a door's or a segment's), for a door file of
  * file_size bytes (a segment: its header's size). */
 static int header_check(const struct vr_region_hdr *h, uint64_t file_size, const char **why)
