@@ -619,13 +619,24 @@ static const char *const way_text[] = {
     "cuGetProcAddress_v2 with the per-thread default stream (cuMemAllocAsync_ptsz)",
 };
 
+/* The text after "KEY " on the first line of out that starts with it (the
+ * loader's and the library's own lines may come first), or NULL. */
+static const char *probe_line(const char *out, const char *key)
+{
+	size_t n = strlen(key);
+	for (const char *l = out; *l; l += strcspn(l, "\n") + (l[strcspn(l, "\n")] != 0))
+		if (!strncmp(l, key, n) && l[n] == ' ')
+			return l + n + 1;
+	return NULL;
+}
+
 static void probe_results(struct doc *d, int dev, const char *out, int status)
 {
 	char id[32], line[600];
-	const char *loaded = strstr(out, "loaded ");
-	const char *setup = strstr(out, "setup ");
+	const char *loaded = probe_line(out, "loaded");
+	const char *setup = probe_line(out, "setup");
 	if (setup || !loaded) {
-		const char *why = setup ? setup + 6 : out;
+		const char *why = setup ? setup : out;
 		snprintf(line, sizeof(line), "%.*s", (int)strcspn(why, "\n"), why);
 		if (WIFSIGNALED(status))
 			snprintf(line, sizeof(line), "it died of signal %d", WTERMSIG(status));
@@ -636,12 +647,10 @@ static void probe_results(struct doc *d, int dev, const char *out, int status)
 		       line[0] ? line : "no output");
 		return;
 	}
-	int is_loaded = !strncmp(loaded, "loaded yes", 10);
+	int is_loaded = !strncmp(loaded, "yes", 3);
 	for (size_t w = 0; w < VR_ARRAY_LEN(ways); w++) {
 		snprintf(id, sizeof(id), "hook.%s", ways[w]);
-		char key[32];
-		snprintf(key, sizeof(key), "\n%s ", ways[w]);
-		const char *l = strstr(out, key);
+		const char *l = probe_line(out, ways[w]);
 		if (!is_loaded) {
 			dr_add(
 			    &d->rep, id, dev, DR_FAIL,
@@ -659,7 +668,6 @@ static void probe_results(struct doc *d, int dev, const char *out, int status)
 			    WIFSIGNALED(status) ? "killed by a signal" : "no result");
 			continue;
 		}
-		l += strlen(key);
 		if (!strncmp(l, "ok", 2) && (l[2] == '\n' || !l[2])) {
 			dr_add(
 			    &d->rep, id, dev, DR_OK, NULL,

@@ -174,6 +174,11 @@ for way in dlsym procaddr procaddr_old ptds; do
 	line FAIL "hook.$way" "NOT capped: cuMemGetInfo_v2 reports 16384.0 MiB in total" \
 		"conflicting preload breaks $way"
 done
+# The loader's "cannot be preloaded" line comes first in the test program's
+# output ("...preloaded..." must not pass for its "loaded" line).
+LD_PRELOAD=$TMPDIR/none/libmissing.so doctor
+expect_rc 0 "$rc" "a missing library in LD_PRELOAD"
+line OK hook.dlsym "capped" "missing preload: the self-test still reads its lines"
 echo "$FAKE" >preload-fake
 VRAMCTL_DOCTOR_PRELOAD_FILE=$PWD/preload-fake doctor
 expect_rc 1 "$rc" "a conflicting /etc/ld.so.preload"
