@@ -218,10 +218,15 @@ static void check_nvml(struct doc *d)
 {
 	int rc = mon_nvml_open(NULL, &d->nv, d->nverr, sizeof(d->nverr));
 	if (rc < 0) {
+		size_t n = strlen(d->nverr);
+		if (n && d->nverr[n - 1] == '.')
+			d->nverr[n - 1] = '\0';
+		int mismatch = strstr(d->nverr, "mismatch") != NULL;
 		dr_add(&d->rep, "driver.nvml", -1, DR_WARN,
-		       "install the driver's NVML (libnvidia-ml.so.1), or set VRAMCTL_NVML to its "
-		       "path",
-		       "%s: caps still apply, but vramctl status/top cannot see GPUs or uncapped "
+		       mismatch ? "reboot, or unload and reload the nvidia kernel modules"
+		                : "install the driver's NVML (libnvidia-ml.so.1), or set "
+		                  "VRAMCTL_NVML to its path",
+		       "%s; caps still apply, but vramctl status/top cannot see GPUs or uncapped "
 		       "processes",
 		       d->nverr);
 		return;
@@ -822,13 +827,24 @@ static void check_books(struct doc *d, const struct mon_model *m)
 		nbad += !strncmp(m->notes[i], "registry", 8) && strstr(m->notes[i], ".vrg");
 	if (nstale || nbad) {
 		char fix[PATH_MAX + 64];
-		snprintf(fix, sizeof(fix),
-		         "if nothing of those groups runs any more: rm %s/NAME.vrg",
-		         m->registry_dir);
-		dr_add(&d->rep, "books.groups", -1, DR_WARN, fix,
-		       "%d group%s with no live member%s%s%s%s; %d unreadable region file%s",
-		       nstale, nstale == 1 ? "" : "s", nstale ? " (" : "", list,
-		       nstale > 4 ? ", ..." : "", nstale ? ")" : "", nbad, nbad == 1 ? "" : "s");
+		if (nstale == 1)
+			snprintf(fix, sizeof(fix),
+			         "if nothing of that group runs any more: rm %s/%s.vrg",
+			         m->registry_dir, list);
+		else
+			snprintf(fix, sizeof(fix),
+			         "if nothing of those groups runs any more: rm %s/NAME.vrg",
+			         m->registry_dir);
+		char stale[600] = "", bad[64] = "";
+		if (nstale)
+			snprintf(stale, sizeof(stale), "%d group%s with no live member (%s%s)",
+			         nstale, nstale == 1 ? "" : "s", list, nstale > 4 ? ", ..." : "");
+		if (nbad)
+			snprintf(bad, sizeof(bad), "%s%d unreadable region file%s",
+			         nstale ? "; " : "", nbad, nbad == 1 ? "" : "s");
+		dr_add(&d->rep, "books.groups", -1, DR_WARN, fix, "%s%s", stale, bad);
+	} else if (m->ngroups == 0) {
+		dr_add(&d->rep, "books.groups", -1, DR_OK, NULL, "no group in the registry");
 	} else {
 		dr_add(&d->rep, "books.groups", -1, DR_OK, NULL,
 		       "%d group%s, every one with a live member%s", m->ngroups,

@@ -216,7 +216,7 @@ line WARN books.dir "readable by others (mode 0755)" "readable registry director
 doctor
 expect_rc 0 "$rc" "a stale group"
 line WARN books.groups "1 group with no live member (stale-one)" "stale group"
-grep -qF "fix: if nothing of those groups runs any more: rm $VRAMCTL_REGISTRY_DIR/NAME.vrg" out ||
+grep -qF "fix: if nothing of that group runs any more: rm $VRAMCTL_REGISTRY_DIR/stale-one.vrg" out ||
 	fail "stale group: fix"
 rm -f "$VRAMCTL_REGISTRY_DIR"/*.vrg
 
