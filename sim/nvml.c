@@ -17,6 +17,7 @@
 #include "sim.h"
 
 #include <stdio.h>
+#include <stddef.h>
 #include <string.h>
 #include <strings.h>
 
@@ -308,38 +309,39 @@ static nvmlReturn_t simn_nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsi
 	return copy_str(uuid, length, sim_config()->dev[device->index].uuid_str);
 }
 
-static nvmlReturn_t simn_nvmlDeviceGetComputeMode(nvmlDevice_t device, int *mode)
+/* One of the device's modes (an int of struct sim_dev_cfg at field). */
+static nvmlReturn_t dev_mode(nvmlDevice_t device, int *out, size_t field)
 {
 	nvmlReturn_t rc = check_dev(device);
 	if (rc != NVML_SUCCESS)
 		return rc;
-	if (!mode)
+	if (!out)
 		return NVML_ERROR_INVALID_ARGUMENT;
-	*mode = sim_config()->dev[device->index].compute_mode;
+	memcpy(out, (const char *)&sim_config()->dev[device->index] + field, sizeof(*out));
 	return NVML_SUCCESS;
+}
+
+static nvmlReturn_t simn_nvmlDeviceGetComputeMode(nvmlDevice_t device, int *mode)
+{
+	return dev_mode(device, mode, offsetof(struct sim_dev_cfg, compute_mode));
 }
 
 static nvmlReturn_t simn_nvmlDeviceGetPersistenceMode(nvmlDevice_t device, int *mode)
 {
-	nvmlReturn_t rc = check_dev(device);
-	if (rc != NVML_SUCCESS)
-		return rc;
-	if (!mode)
-		return NVML_ERROR_INVALID_ARGUMENT;
-	*mode = sim_config()->dev[device->index].persistence;
-	return NVML_SUCCESS;
+	return dev_mode(device, mode, offsetof(struct sim_dev_cfg, persistence));
 }
 
 /* The simulated card is MIG-capable (an H100): disabled unless VRAMSIM_MIG. */
 static nvmlReturn_t simn_nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *currentMode,
                                               unsigned int *pendingMode)
 {
-	nvmlReturn_t rc = check_dev(device);
+	int mig;
+	nvmlReturn_t rc = dev_mode(device, &mig, offsetof(struct sim_dev_cfg, mig));
 	if (rc != NVML_SUCCESS)
 		return rc;
 	if (!currentMode || !pendingMode)
 		return NVML_ERROR_INVALID_ARGUMENT;
-	*currentMode = *pendingMode = (unsigned)sim_config()->dev[device->index].mig;
+	*currentMode = *pendingMode = (unsigned)mig;
 	return NVML_SUCCESS;
 }
 

@@ -1,0 +1,52 @@
+/*
+ * doctor_int.h - what the two halves of `vramctl doctor` that look at the
+ * machine share: doctor.c (driver, devices, books, picture, the command)
+ * and doctor_hook.c (the injected library, preloads, the self-test, the
+ * program to cap). The pure half is doctor.h.
+ */
+#ifndef VRAMCTL_CLI_DOCTOR_INT_H
+#define VRAMCTL_CLI_DOCTOR_INT_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "cli/doctor.h"
+#include "cli/run.h"
+#include "common/cuda_api.h"
+#include "monitor/nvml.h"
+
+struct doc {
+	struct dr_report rep;
+	int want_dev; /* --device, -1 when not given */
+	const char *program;
+	const char *registry;
+
+	void *cuda; /* the driver, NULL when it could not be loaded */
+	char cuda_path[PATH_MAX];
+	int cuda_version;
+	CUresult init_rc; /* cuInit's result; -1 when not called */
+	int ndev;         /* visible devices; -1 unknown */
+	struct cli_dev devs[CLI_MAX_DEVICES];
+
+	struct mon_nvml *nv;
+	char nverr[256];
+	char nvml_release[80]; /* nvmlSystemGetDriverVersion */
+
+	char lib[PATH_MAX]; /* libvramctl.so; "" when not found */
+	pid_t probe_pid;
+};
+
+/* The driver's entry point, or NULL (no driver, or it lacks the name). */
+void *dr_cu_sym(const struct doc *d, const char *name);
+
+/* The file a loaded object came from (links resolved), else fallback. */
+void dr_loaded_path(void *h, const char *fallback, char *out, size_t len);
+
+/* doctor_hook.c: hook.library, hook.preload, the self-test, hook.program. */
+void dr_check_library(struct doc *d);
+void dr_check_preload(struct doc *d);
+void dr_self_test(struct doc *d);
+void dr_check_program_arg(struct doc *d);
+
+#endif /* VRAMCTL_CLI_DOCTOR_INT_H */
