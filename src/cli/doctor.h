@@ -94,8 +94,13 @@ struct dr_program {
 /* Reads the start of the file at path. Returns 0, or a negative errno. */
 int dr_inspect_program(const char *path, struct dr_program *out);
 
-/* Adds "hook.program" for the program at path (resolved, inspected as p). */
-void dr_check_program(struct dr_report *r, const char *path, const struct dr_program *p);
+/*
+ * Adds "hook.program" for the program at path (resolved, inspected as p).
+ * cudart: the CUDA runtime major it links (dr_elf_needed_major, 0 unknown);
+ * driver: the driver's CUDA version (cuDriverGetVersion, 0 unknown).
+ */
+void dr_check_program(struct dr_report *r, const char *path, const struct dr_program *p, int cudart,
+                      int driver);
 
 /*
  * 1 when the ELF shared object at path defines (exports) a dynamic symbol
@@ -103,5 +108,13 @@ void dr_check_program(struct dr_report *r, const char *path, const struct dr_pro
  * Reads the file only: nothing is loaded or run.
  */
 int dr_elf_defines(const char *path, const char *sym);
+
+/*
+ * The major version N of the first DT_NEEDED entry of the ELF file at path
+ * named PREFIX.N... (prefix "libcudart.so." -> 12 for libcudart.so.12): N,
+ * 0 when there is none, a negative errno when the file cannot be read as
+ * ELF. Reads the file only.
+ */
+int dr_elf_needed_major(const char *path, const char *prefix);
 
 #endif /* VRAMCTL_CLI_DOCTOR_H */

@@ -349,5 +349,6 @@ void dr_check_program_arg(struct doc *d)
 		       d->program, strerror(-rc));
 		return;
 	}
-	dr_check_program(&d->rep, path, &p);
+	int cudart = p.elf && p.dynamic ? dr_elf_needed_major(path, "libcudart.so.") : 0;
+	dr_check_program(&d->rep, path, &p, cudart > 0 ? cudart : 0, d->cuda_version);
 }

@@ -401,7 +401,8 @@ int dr_inspect_program(const char *path, struct dr_program *out)
 	return 0;
 }
 
-void dr_check_program(struct dr_report *r, const char *path, const struct dr_program *p)
+void dr_check_program(struct dr_report *r, const char *path, const struct dr_program *p, int cudart,
+                      int driver)
 {
 	static const char id[] = "hook.program";
 	if (p->setid) {
@@ -426,27 +427,62 @@ void dr_check_program(struct dr_report *r, const char *path, const struct dr_pro
 		       "%s is statically linked: no dynamic loader runs, so LD_PRELOAD (and "
 		       "vramctl) cannot reach it",
 		       path);
+	} else if (cudart > 0 && driver > 0 && cudart * 1000 > driver) {
+		char fix[64];
+		snprintf(fix, sizeof(fix), "install a driver for CUDA %d or newer", cudart);
+		dr_add(r, id, -1, DR_FAIL, fix,
+		       "%s links the CUDA %d runtime (libcudart.so.%d), but the driver supports "
+		       "CUDA %d.%d: it will not start",
+		       path, cudart, cudart, driver / 1000, driver % 1000 / 10);
 	} else {
+		char rt[64] = "";
+		if (cudart > 0)
+			snprintf(rt, sizeof(rt), "; it links the CUDA %d runtime", cudart);
 		dr_add(r, id, -1, DR_OK, NULL,
-		       "%s is dynamically linked (%s): LD_PRELOAD reaches it", path, p->interp);
+		       "%s is dynamically linked (%s): LD_PRELOAD reaches it%s", path, p->interp,
+		       rt);
 	}
 }
 
-/* Bounds for what is read of a shared object's symbol tables. */
+/* Bounds for what is read of an ELF file's dynamic tables. */
 #define DR_ELF_MAX_TABLE (64u << 20)
 
-int dr_elf_defines(const char *path, const char *sym)
+/* An ELF file's first section of one type and the string table it links to. */
+struct elf_table {
+	void *data;
+	size_t size;
+	char *str; /* NUL-terminated one past its size */
+	size_t str_size;
+};
+
+static void elf_table_free(struct elf_table *t)
 {
+	free(t->data);
+	free(t->str);
+}
+
+/*
+ * Reads the file's first section of this type (SHT_DYNSYM, SHT_DYNAMIC) and
+ * its string table. Returns 1 with t filled, 0 when the file has no such
+ * section, or a negative errno (-ENOEXEC: not a 64-bit ELF file of this
+ * machine's byte order, or a damaged one). Nothing is loaded or run.
+ */
+static int elf_read_table(const char *path, uint32_t type, struct elf_table *t)
+{
+	memset(t, 0, sizeof(*t));
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	Elf64_Ehdr eh;
-	int rc = -ENOEXEC;
 	Elf64_Shdr *sh = NULL;
-	Elf64_Sym *syms = NULL;
-	char *str = NULL;
-	if (read_ehdr(fd, &eh) != 0 || eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum == 0 ||
-	    eh.e_shnum > 4096)
+	int rc = -ENOEXEC;
+	if (read_ehdr(fd, &eh) != 0)
+		goto out;
+	rc = 0;
+	if (eh.e_shnum == 0) /* no section headers (stripped of them): no table */
+		goto out;
+	rc = -ENOEXEC;
+	if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum > 4096)
 		goto out;
 	sh = calloc(eh.e_shnum, sizeof(*sh));
 	if (!sh) {
@@ -455,43 +491,74 @@ int dr_elf_defines(const char *path, const char *sym)
 	}
 	if (read_at(fd, sh, eh.e_shnum * sizeof(*sh), (off_t)eh.e_shoff) != 0)
 		goto out;
-	for (unsigned i = 0; i < eh.e_shnum; i++) {
-		if (sh[i].sh_type != SHT_DYNSYM)
-			continue;
+	rc = 0;
+	for (unsigned i = 0; i < eh.e_shnum && rc == 0; i++) {
 		const Elf64_Shdr *ds = &sh[i];
+		if (ds->sh_type != type)
+			continue;
+		rc = -ENOEXEC;
 		if (ds->sh_link >= eh.e_shnum || ds->sh_size > DR_ELF_MAX_TABLE ||
 		    sh[ds->sh_link].sh_size > DR_ELF_MAX_TABLE || sh[ds->sh_link].sh_size == 0)
-			goto out;
+			break;
 		const Elf64_Shdr *ss = &sh[ds->sh_link];
-		syms = malloc(ds->sh_size ? ds->sh_size : 1);
-		str = malloc(ss->sh_size + 1);
-		if (!syms || !str) {
+		t->data = malloc(ds->sh_size ? ds->sh_size : 1);
+		t->str = malloc(ss->sh_size + 1);
+		if (!t->data || !t->str) {
 			rc = -ENOMEM;
-			goto out;
+			break;
 		}
-		if (read_at(fd, syms, ds->sh_size, (off_t)ds->sh_offset) != 0 ||
-		    read_at(fd, str, ss->sh_size, (off_t)ss->sh_offset) != 0)
-			goto out;
-		str[ss->sh_size] = '\0';
-		rc = 0;
-		for (size_t k = 0; k < ds->sh_size / sizeof(Elf64_Sym); k++) {
-			const Elf64_Sym *s = &syms[k];
-			int bind = ELF64_ST_BIND(s->st_info);
-			if (s->st_shndx == SHN_UNDEF || s->st_name >= ss->sh_size ||
-			    (bind != STB_GLOBAL && bind != STB_WEAK))
-				continue;
-			if (!strcmp(str + s->st_name, sym)) {
-				rc = 1;
-				break;
-			}
-		}
-		goto out;
+		if (read_at(fd, t->data, ds->sh_size, (off_t)ds->sh_offset) != 0 ||
+		    read_at(fd, t->str, ss->sh_size, (off_t)ss->sh_offset) != 0)
+			break;
+		t->size = ds->sh_size;
+		t->str_size = ss->sh_size;
+		t->str[ss->sh_size] = '\0';
+		rc = 1;
 	}
-	rc = 0; /* no dynamic symbols at all */
 out:
+	if (rc <= 0)
+		elf_table_free(t);
 	free(sh);
-	free(syms);
-	free(str);
 	close(fd);
+	return rc;
+}
+
+int dr_elf_defines(const char *path, const char *sym)
+{
+	struct elf_table t;
+	int rc = elf_read_table(path, SHT_DYNSYM, &t);
+	if (rc <= 0)
+		return rc;
+	rc = 0;
+	const Elf64_Sym *syms = t.data;
+	for (size_t k = 0; k < t.size / sizeof(Elf64_Sym) && !rc; k++) {
+		int bind = ELF64_ST_BIND(syms[k].st_info);
+		rc = syms[k].st_shndx != SHN_UNDEF && syms[k].st_name < t.str_size &&
+		     (bind == STB_GLOBAL || bind == STB_WEAK) &&
+		     !strcmp(t.str + syms[k].st_name, sym);
+	}
+	elf_table_free(&t);
+	return rc;
+}
+
+int dr_elf_needed_major(const char *path, const char *prefix)
+{
+	struct elf_table t;
+	int rc = elf_read_table(path, SHT_DYNAMIC, &t);
+	if (rc <= 0)
+		return rc;
+	rc = 0;
+	const Elf64_Dyn *dyn = t.data;
+	size_t n = strlen(prefix);
+	for (size_t k = 0; k < t.size / sizeof(Elf64_Dyn) && dyn[k].d_tag != DT_NULL; k++) {
+		if (dyn[k].d_tag != DT_NEEDED || dyn[k].d_un.d_val >= t.str_size)
+			continue;
+		const char *name = t.str + dyn[k].d_un.d_val;
+		if (!strncmp(name, prefix, n) && isdigit((unsigned char)name[n])) {
+			rc = atoi(name + n);
+			break;
+		}
+	}
+	elf_table_free(&t);
 	return rc;
 }

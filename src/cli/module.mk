@@ -42,6 +42,16 @@ $(O)/tests/cli/libfakevgpu.so: tests/cli/fake_vgpu.c
 	$(CC) $(filter-out $(SANFLAGS),$(BASE_CFLAGS)) -shared -o $@ $< -ldl
 ALL_TARGETS += $(O)/tests/cli/libfakevgpu.so
 
+# A program linking the CUDA 12 runtime (an empty stand-in library), for
+# doctor's "driver older than the program's runtime" check: inspected, never run.
+$(O)/tests/cli/cudart12-prog:
+	@mkdir -p $(O)/tests/cli/fake-cudart
+	printf '' | $(CC) -x c -shared -Wl,-soname,libcudart.so.12 \
+		-o $(O)/tests/cli/fake-cudart/libcudart.so.12 -
+	printf 'int main(void) { return 0; }\n' | $(CC) -x c -o $@ - \
+		-x none -Wl,--no-as-needed $(O)/tests/cli/fake-cudart/libcudart.so.12
+ALL_TARGETS += $(O)/tests/cli/cudart12-prog
+
 demo: build-all
 	$(VRAMCTL) demo
 

@@ -194,6 +194,13 @@ cp "$HOLDER" setuid-prog && chmod 4755 setuid-prog
 doctor --program "$PWD/setuid-prog"
 expect_rc 1 "$rc" "a setuid program"
 line FAIL hook.program "set-user-ID or set-group-ID" "setuid program"
+VRAMSIM_DRIVER_VERSION=11080 doctor --program "$VR_BUILD/tests/cli/cudart12-prog"
+expect_rc 1 "$rc" "a program linking a newer CUDA runtime than the driver"
+line FAIL hook.program "links the CUDA 12 runtime (libcudart.so.12), but the driver supports CUDA 11.8" \
+	"program needs a newer driver"
+doctor --program "$VR_BUILD/tests/cli/cudart12-prog"
+expect_rc 0 "$rc" "a program linking the CUDA 12 runtime on a CUDA 13 driver"
+line OK hook.program "it links the CUDA 12 runtime" "program's runtime fits"
 doctor --program sh
 expect_rc 0 "$rc" "a program found in PATH"
 line OK hook.program "dynamically linked" "program in PATH"

@@ -164,14 +164,26 @@ static void test_programs(void)
 	ASSERT_EQ(dr_inspect_program("/proc/self/exe", &p), 0);
 	ASSERT(p.elf && p.dynamic && !p.setid && !p.script);
 	ASSERT(strstr(p.interp, "ld-linux"));
-	dr_check_program(&r, "/x/prog", &p);
+	dr_check_program(&r, "/x/prog", &p, 0, 13000);
 	ASSERT_EQ(last(&r)->status, DR_OK);
 	ASSERT_STR_EQ(last(&r)->id, "hook.program");
+
+	/* The CUDA runtime a program links, against the driver. */
+	dr_check_program(&r, "/x/prog", &p, 12, 11080);
+	ASSERT_EQ(last(&r)->status, DR_FAIL);
+	ASSERT(strstr(last(&r)->fact, "links the CUDA 12 runtime (libcudart.so.12), but the "
+	                              "driver supports CUDA 11.8"));
+	ASSERT_STR_EQ(last(&r)->fix, "install a driver for CUDA 12 or newer");
+	dr_check_program(&r, "/x/prog", &p, 12, 12040);
+	ASSERT_EQ(last(&r)->status, DR_OK);
+	ASSERT(strstr(last(&r)->fact, "it links the CUDA 12 runtime"));
+	dr_check_program(&r, "/x/prog", &p, 13, 0); /* driver unknown */
+	ASSERT_EQ(last(&r)->status, DR_OK);
 
 	write_static_elf("static-prog");
 	ASSERT_EQ(dr_inspect_program("static-prog", &p), 0);
 	ASSERT(p.elf && !p.dynamic);
-	dr_check_program(&r, "static-prog", &p);
+	dr_check_program(&r, "static-prog", &p, 0, 0);
 	ASSERT_EQ(last(&r)->status, DR_FAIL);
 	ASSERT(strstr(last(&r)->fact, "statically linked"));
 
@@ -179,19 +191,19 @@ static void test_programs(void)
 	ASSERT_EQ(dr_inspect_program("script", &p), 0);
 	ASSERT(p.script && !p.elf);
 	ASSERT_STR_EQ(p.interp, "/usr/bin/python3 -u");
-	dr_check_program(&r, "script", &p);
+	dr_check_program(&r, "script", &p, 0, 0);
 	ASSERT_EQ(last(&r)->status, DR_OK);
 
 	write_file("setuid", "#!/bin/sh\n", 04755);
 	ASSERT_EQ(dr_inspect_program("setuid", &p), 0);
 	ASSERT(p.setid);
-	dr_check_program(&r, "setuid", &p);
+	dr_check_program(&r, "setuid", &p, 0, 0);
 	ASSERT_EQ(last(&r)->status, DR_FAIL);
 	ASSERT(strstr(last(&r)->fact, "ignores LD_PRELOAD"));
 
 	write_file("text", "hello\n", 0755);
 	ASSERT_EQ(dr_inspect_program("text", &p), 0);
-	dr_check_program(&r, "text", &p);
+	dr_check_program(&r, "text", &p, 0, 0);
 	ASSERT_EQ(last(&r)->status, DR_FAIL);
 	ASSERT_EQ(dr_inspect_program("no-such-file", &p), -ENOENT);
 	dr_free(&r);
@@ -213,6 +225,12 @@ static void test_elf_defines(void)
 	write_file("not-elf.so", "garbage", 0644);
 	ASSERT_EQ(dr_elf_defines("not-elf.so", "dlsym"), -ENOEXEC);
 	ASSERT_EQ(dr_elf_defines("missing.so", "dlsym"), -ENOENT);
+	/* DT_NEEDED: the hook links libc only; the program links libcuda.so.1. */
+	ASSERT_EQ(dr_elf_needed_major(lib, "libc.so."), 6);
+	ASSERT_EQ(dr_elf_needed_major(lib, "libcudart.so."), 0);
+	ASSERT_EQ(dr_elf_needed_major("/proc/self/exe", "libcudart.so."), 0);
+	ASSERT_EQ(dr_elf_needed_major("not-elf.so", "libc.so."), -ENOEXEC);
+	ASSERT_EQ(dr_elf_needed_major("static-prog", "libc.so."), 0);
 }
 
 static char *format(const struct dr_report *r, int json)
