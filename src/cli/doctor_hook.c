@@ -120,24 +120,65 @@ void dr_check_library(struct doc *d)
 	dr_add(&d->rep, "hook.library", -1, DR_OK, NULL, "%s", d->lib);
 }
 
-/* The test program's environment, set in the child before exec. */
-static void probe_child(const char *probe, const char *lib, int dev, const char *dir, int out)
+/*
+ * The contract the test program runs under is set in this process's
+ * environment just around the fork and put back right after, so the child
+ * only has to exec (the driver's threads may hold locks at the fork).
+ */
+static const char *const probe_vars[] = {VR_ENV_LIMIT, VR_ENV_REGISTRY_DIR, VR_ENV_GROUP,
+                                         VR_ENV_LOG,   VR_ENV_GROWTH,       "LD_PRELOAD"};
+#define NPROBE_VARS (sizeof(probe_vars) / sizeof(probe_vars[0]))
+
+/* Saves the variables (NULL: unset). 0, or -1 when memory ran out. */
+static int env_save(char *saved[NPROBE_VARS])
 {
-	char limit[64], devs[16], cap[32];
-	dup2(out, STDOUT_FILENO);
-	dup2(out, STDERR_FILENO);
+	for (size_t i = 0; i < NPROBE_VARS; i++) {
+		const char *v = getenv(probe_vars[i]);
+		saved[i] = v ? strdup(v) : NULL;
+		if (v && !saved[i]) {
+			while (i--)
+				free(saved[i]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void env_restore(char *saved[NPROBE_VARS])
+{
+	for (size_t i = 0; i < NPROBE_VARS; i++) {
+		if (saved[i])
+			setenv(probe_vars[i], saved[i], 1);
+		else
+			unsetenv(probe_vars[i]);
+		free(saved[i]);
+	}
+}
+
+/* The contract for device dev, as `vramctl run --limit DEV=64M` sets it. */
+static int env_probe(const char *lib, int dev, const char *dir)
+{
+	char limit[64];
 	snprintf(limit, sizeof(limit), "%d=%llu", dev, (unsigned long long)PROBE_CAP);
-	setenv(VR_ENV_LIMIT, limit, 1);
-	setenv(VR_ENV_REGISTRY_DIR, dir, 1);
-	setenv(VR_ENV_GROUP, "doctor-self-test", 1);
-	setenv(VR_ENV_LOG, "error", 1);
+	if (setenv(VR_ENV_LIMIT, limit, 1) < 0 || setenv(VR_ENV_REGISTRY_DIR, dir, 1) < 0 ||
+	    setenv(VR_ENV_GROUP, "doctor-self-test", 1) < 0 || setenv(VR_ENV_LOG, "error", 1) < 0)
+		return -1;
 	unsetenv(VR_ENV_GROWTH);
-	if (cli_set_preload(lib) < 0)
-		_exit(126);
+	return cli_set_preload(lib);
+}
+
+/* In the child: output to the pipe, then the test program. */
+static void probe_exec(const char *probe, int dev, int out)
+{
+	static const char msg[] = "setup cannot run the test program\n";
+	char devs[16], cap[32];
 	snprintf(devs, sizeof(devs), "%d", dev);
 	snprintf(cap, sizeof(cap), "%llu", (unsigned long long)PROBE_CAP);
+	dup2(out, STDOUT_FILENO);
+	dup2(out, STDERR_FILENO);
 	execl(probe, probe, devs, cap, (char *)NULL);
-	printf("setup cannot run %s: %s\n", probe, strerror(errno));
+	ssize_t w = write(STDOUT_FILENO, msg, sizeof(msg) - 1);
+	(void)w;
 	_exit(127);
 }
 
@@ -282,19 +323,30 @@ void dr_self_test(struct doc *d)
 			rmdir(dir);
 		return;
 	}
+	char *saved[NPROBE_VARS];
+	if (env_save(saved) < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		cli_remove_tree(dir);
+		d->rep.oom = 1;
+		return;
+	}
 	fflush(NULL);
-	pid_t pid = fork();
+	pid_t pid = env_probe(d->lib, dev, dir) == 0 ? fork() : (errno = ENOMEM, -1);
 	if (pid == 0) {
 		close(fds[0]);
-		probe_child(probe, d->lib, dev, dir, fds[1]);
+		probe_exec(probe, dev, fds[1]);
 	}
+	int fork_errno = errno;
+	env_restore(saved);
 	close(fds[1]);
 	int status = 0;
 	if (pid < 0) {
+		errno = fork_errno;
 		close(fds[0]);
 		cli_remove_tree(dir);
-		dr_add(&d->rep, "hook.selftest", dev, DR_FAIL, "try again", "cannot fork: %s",
-		       strerror(errno));
+		dr_add(&d->rep, "hook.selftest", dev, DR_FAIL, "try again",
+		       "cannot start the test program: %s", strerror(errno));
 		return;
 	}
 	d->probe_pid = pid;
