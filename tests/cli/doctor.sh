@@ -84,6 +84,21 @@ expect_grep '"result": "ok",' out "json result"
 expect_grep '"exit_status": 0,' out "json exit status"
 expect_grep '{"id": "hook.dlsym", "device": 0, "status": "ok", "fact": ' out "json check"
 expect_grep '"fix": null}' out "json fix null"
+# Valid JSON, also with quotes, backslashes and control characters in a fact.
+if command -v python3 >/dev/null; then
+	python3 -m json.tool <out >/dev/null || fail "healthy --json is not valid JSON"
+	CUDA_VISIBLE_DEVICES=$'"x\\\t,0' doctor --json
+	expect_rc 1 "$rc" "--json with odd characters in CUDA_VISIBLE_DEVICES"
+	python3 -c 'import json, sys
+d = json.load(sys.stdin)
+c = [c for c in d["checks"] if c["id"] == "env.visible_devices"][0]
+assert c["status"] == "fail" and "\"x\\\t" in c["fact"], c
+assert d["result"] == "fail" and d["exit_status"] == 1 and d["counts"]["fail"] >= 1, d
+assert all(set(c) == {"id", "device", "status", "fact", "fix"} for c in d["checks"])' <out ||
+		fail "--json with odd characters: not the expected JSON"
+else
+	echo "note: python3 not found, JSON validity not checked"
+fi
 ls "$TMPDIR" | grep -q vramctl-doctor && fail "the self-test left its directory in TMPDIR"
 ls "$VRAMCTL_REGISTRY_DIR" | grep -q . && fail "doctor wrote into the registry"
 
