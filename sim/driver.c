@@ -934,6 +934,7 @@ CUresult simi_cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned 
 	X(CUDA_ERROR_NOT_INITIALIZED, "initialization error")                                      \
 	X(CUDA_ERROR_DEINITIALIZED, "driver shutting down")                                        \
 	X(CUDA_ERROR_STUB_LIBRARY, "CUDA driver is a stub library")                                \
+	X(CUDA_ERROR_DEVICES_UNAVAILABLE, "CUDA-capable device(s) is/are busy or unavailable")     \
 	X(CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected")                              \
 	X(CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal")                                     \
 	X(CUDA_ERROR_INVALID_CONTEXT, "invalid device context")                                    \
@@ -953,8 +954,11 @@ CUresult simi_cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned 
 	X(CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure")                                  \
 	X(CUDA_ERROR_NOT_PERMITTED, "operation not permitted")                                     \
 	X(CUDA_ERROR_NOT_SUPPORTED, "operation not supported")                                     \
+	X(CUDA_ERROR_SYSTEM_NOT_READY, "system not yet initialized")                               \
 	X(CUDA_ERROR_SYSTEM_DRIVER_MISMATCH,                                                       \
 	  "system has unsupported display driver / cuda driver combination")                       \
+	X(CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE,                                               \
+	  "forward compatibility was attempted on non supported HW")                               \
 	X(CUDA_ERROR_UNKNOWN, "unknown error")
 
 int sim_error_lookup(CUresult rc, const char **name, const char **str)

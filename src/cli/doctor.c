@@ -104,12 +104,12 @@ static void init_failure(struct doc *d, CUresult rc)
 		       "without a reboot)";
 		fix = "reboot, or unload and reload the nvidia kernel modules";
 		break;
-	case 804: /* CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE */
+	case CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE:
 		what = "a CUDA forward-compatibility libcuda is used on a GPU that does not "
 		       "support it";
 		fix = "take the cuda-compat directory out of LD_LIBRARY_PATH, or update the driver";
 		break;
-	case 802: /* CUDA_ERROR_SYSTEM_NOT_READY */
+	case CUDA_ERROR_SYSTEM_NOT_READY:
 		what = "the system is not ready (on NVSwitch systems: the fabric manager is not "
 		       "running)";
 		fix = "start nvidia-fabricmanager (systemctl start nvidia-fabricmanager)";
@@ -377,7 +377,15 @@ static void check_device(struct doc *d, int i)
 		snprintf(label, sizeof(label), "?");
 	if (got)
 		rc = retain && release ? retain(&ctx, dev) : CUDA_ERROR_NOT_FOUND;
-	if (rc != CUDA_SUCCESS) {
+	if (rc == CUDA_ERROR_DEVICES_UNAVAILABLE) {
+		dr_add(
+		    &d->rep, "device.init", i, DR_FAIL,
+		    "wait for the process that holds it (nvidia-smi shows it), or set the compute "
+		    "mode to default",
+		    "GPU %d (%s, %s) is busy: %s: in exclusive-process mode another process "
+		    "holds it",
+		    i, label, d->devs[i].uuid, cu_err(d, rc, e, sizeof(e)));
+	} else if (rc != CUDA_SUCCESS) {
 		dr_add(&d->rep, "device.init", i, DR_FAIL,
 		       "check 'nvidia-smi' and the kernel log (dmesg) for this GPU; a GPU reset "
 		       "(nvidia-smi -r) or a reboot may bring it back",

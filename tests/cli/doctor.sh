@@ -127,6 +127,16 @@ line FAIL driver.kernel "Driver/library version mismatch" "mismatch: kernel line
 line WARN driver.nvml "NVML/RM version mismatch" "mismatch: NVML"
 grep -qE '^ +fix: reboot' out || fail "mismatch: no reboot fix"
 
+# cuInit's errors with a known cause, each explained.
+for c in "100:no CUDA GPU is visible" "802:fabric manager" "804:forward-compatibility" \
+	"34:the CUDA toolkit's stub" "999:the driver failed to initialise"; do
+	VRAMSIM_FAULT=cuInit:1+:${c%%:*} doctor
+	expect_rc 1 "$rc" "cuInit error ${c%%:*}"
+	line FAIL driver.init "(${c%%:*}): " "cuInit error ${c%%:*}: code"
+	line FAIL driver.init "${c#*:}" "cuInit error ${c%%:*}: explained"
+done
+line FAIL driver.init "CUDA_ERROR_UNKNOWN (999)" "cuInit error named by the driver"
+
 VRAMCTL_DOCTOR_NVIDIA_VERSION_FILE=$PWD/kernel-old doctor
 expect_rc 1 "$rc" "kernel file differs from NVML's release"
 line FAIL driver.kernel "kernel module 575.51.03 ($PWD/kernel-old) but user-space libraries 580.82.07 (NVML)" "file mismatch"
@@ -149,6 +159,11 @@ grep -qF "fix: sudo nvidia-smi -i 0 -c DEFAULT" out || fail "exclusive mode: fix
 VRAMSIM_COMPUTE_MODE=prohibited doctor
 expect_rc 1 "$rc" "prohibited mode"
 line FAIL device.compute_mode "prohibited" "prohibited mode"
+
+# Busy in exclusive-process mode: the context cannot be created.
+VRAMSIM_COMPUTE_MODE=exclusive_process VRAMSIM_FAULT=cuDevicePrimaryCtxRetain:1:46 doctor
+expect_rc 1 "$rc" "a busy exclusive-process GPU"
+line FAIL device.init "is busy: CUDA_ERROR_DEVICES_UNAVAILABLE (46)" "busy GPU"
 
 VRAMSIM_MIG=1 doctor
 expect_rc 0 "$rc" "MIG on"
@@ -204,6 +219,12 @@ cp "$(ldconfig -p | awk '/libm\.so\.6 / { print $NF; exit }')" stand-in/libvramc
 VRAMCTL_LIBRARY=$PWD/stand-in/libvramctl.so doctor
 expect_rc 1 "$rc" "a library that is not vramctl's"
 line FAIL hook.dlsym "libvramctl.so was not loaded into the test program" "stand-in library"
+
+# A vramctl installed without its test program.
+mkdir -p lone && cp "$V" lone/vramctl
+VRAMCTL_LIBRARY=$LIB lone/vramctl doctor >out 2>err
+expect_rc 1 "$?" "no test program beside vramctl"
+line FAIL hook.selftest "the test program vramctl-doctor-probe is not installed" "no test program"
 
 cp "$HOLDER" setuid-prog && chmod 4755 setuid-prog
 doctor --program "$PWD/setuid-prog"
