@@ -209,6 +209,11 @@ done
 LD_PRELOAD=$TMPDIR/none/libmissing.so doctor
 expect_rc 0 "$rc" "a missing library in LD_PRELOAD"
 line OK hook.dlsym "capped" "missing preload: the self-test still reads its lines"
+# vramctl's own library under another name is no conflict.
+cp "$LIB" renamed-vramctl.so
+echo "$PWD/renamed-vramctl.so" >preload-own
+VRAMCTL_DOCTOR_PRELOAD_FILE=$PWD/preload-own doctor
+line OK hook.preload "$PWD/preload-own: 1 entry)" "vramctl's own library renamed in the preload file"
 echo "$FAKE" >preload-fake
 VRAMCTL_DOCTOR_PRELOAD_FILE=$PWD/preload-fake doctor
 expect_rc 1 "$rc" "a conflicting /etc/ld.so.preload"
