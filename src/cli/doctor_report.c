@@ -88,6 +88,16 @@ static const char *result_name(const int n[4])
 	return n[DR_FAIL] ? "fail" : n[DR_WARN] ? "warn" : "ok";
 }
 
+/* Text for a terminal: control characters (commands of other users'
+ * processes, paths) become '?', so they cannot move the cursor or retitle
+ * the terminal; tabs stay. */
+static void put_safe(FILE *f, const char *s)
+{
+	for (; *s; s++)
+		fputc(((unsigned char)*s < 0x20 && *s != '\t') || *s == 0x7f ? '?' : *s, f);
+	fputc('\n', f);
+}
+
 int dr_format_text(FILE *f, const struct dr_report *r)
 {
 	static const char *const word[] = {"OK", "WARN", "FAIL", "SKIP"};
@@ -95,9 +105,12 @@ int dr_format_text(FILE *f, const struct dr_report *r)
 	count(r, n);
 	for (int i = 0; i < r->n; i++) {
 		const struct dr_check *c = &r->checks[i];
-		fprintf(f, "%-5s %-22s %s\n", word[c->status], c->id, c->fact);
-		if (c->fix[0])
-			fprintf(f, "%28s %s\n", "fix:", c->fix);
+		fprintf(f, "%-5s %-22s ", word[c->status], c->id);
+		put_safe(f, c->fact);
+		if (c->fix[0]) {
+			fprintf(f, "%28s ", "fix:");
+			put_safe(f, c->fix);
+		}
 	}
 	fprintf(f, "\n%s: %d failed, %d warnings, %d ok, %d skipped\n", result_name(n), n[DR_FAIL],
 	        n[DR_WARN], n[DR_OK], n[DR_SKIP]);

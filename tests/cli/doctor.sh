@@ -275,6 +275,15 @@ expect_rc 0 "$rc" "an uncapped holder"
 line WARN gpu.uncapped "1 process holds GPU memory outside any cap: pid $HPID_free" "uncapped holder"
 stop_holder free
 
+# A command line with escape sequences never reaches the terminal raw.
+evil=$PWD/$'ev\e[2Jil'
+cp "$HOLDER" "$evil"
+HOLDER=$evil start_holder esc -- 64
+doctor
+grep -q $'\e' out && fail "an escape sequence reached doctor's output"
+line WARN gpu.uncapped "ev?[2Jil" "escaped command line"
+stop_holder esc
+
 HOLD_PREFIX="$V run --group big-a --limit 10G --" start_holder a -- 100
 HOLD_PREFIX="$V run --group big-b --limit 10G --" start_holder b -- 100
 doctor

@@ -282,6 +282,17 @@ static void test_format(void)
 	free(json);
 	dr_free(&r);
 
+	/* Control characters never reach a terminal; JSON escapes them. */
+	dr_add(&r, "gpu.uncapped", -1, DR_WARN, "x\x1b]0;t\x07", "pid 1 (\x1b[2Jevil\x7f) holds");
+	text = format(&r, 0);
+	ASSERT(strstr(text, "pid 1 (?[2Jevil?) holds\n"));
+	ASSERT(strstr(text, "fix: x?]0;t?\n"));
+	free(text);
+	json = format(&r, 1);
+	ASSERT(strstr(json, "pid 1 (\\u001b[2Jevil\x7f) holds"));
+	free(json);
+	dr_free(&r);
+
 	/* Only WARN: exit 0, result "warn"; empty: "ok". */
 	dr_add(&r, "gpu.uncapped", -1, DR_WARN, "x", "y");
 	ASSERT_EQ(dr_exit_status(&r), 0);
