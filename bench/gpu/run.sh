@@ -11,6 +11,7 @@
 #   - that an allocation past the cap raises the framework's own OOM error
 #     and that the program carries on (a small allocation still works),
 #   - the time of a fixed workload (matrix products) capped vs uncapped.
+# First, vramctl doctor on the real driver (a failed check fails the run).
 # Frameworks that are not installed are skipped. Needs the NVIDIA driver; it
 # does nothing without a GPU. Exit status: 0 when every case that ran
 # passed, 1 otherwise.
@@ -34,6 +35,12 @@ echo "GPU 0: $(nvidia-smi --query-gpu=name --format=csv,noheader -i 0), ${total}
 echo "vramctl library: $lib"
 
 fail=0
+# The machine first: vramctl doctor against the real driver (its self-test
+# runs every way into the driver under a 64 MiB cap on GPU 0).
+echo "--- vramctl doctor"
+"$build/vramctl" doctor || fail=1
+echo "---"
+
 # case NAME MODULE SCRIPT [VAR=value...]
 case_() {
 	local name=$1 module=$2 script=$3
