@@ -10,6 +10,7 @@
  * test program under a 64 MiB test cap whose books live in a temporary
  * directory removed at the end.
  */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
@@ -459,6 +460,45 @@ static int is_self(const struct doc *d, const struct mon_proc *p)
 	       ((p->valid & MON_P_NS_PID) && (p->ns_pid == me || p->ns_pid == d->probe_pid));
 }
 
+/* 1 when the model (the registry's snapshot) lists a group of this name. */
+static int group_listed(const struct mon_model *m, const char *name)
+{
+	for (int i = 0; i < m->ngroups; i++)
+		if (!strcmp(m->groups[i].name, name))
+			return 1;
+	return 0;
+}
+
+/*
+ * Groups left behind: a group's door (<dir>/<group>.vrg) outlives its last
+ * member (a named group whose run ended, a Slurm job whose epilog did not
+ * run); the snapshot shows only groups with live members, so a door it does
+ * not list has none. Appends up to 4 names to list; returns how many.
+ */
+static int stale_groups(const struct mon_model *m, char *list, size_t len)
+{
+	DIR *dir = opendir(m->registry_dir);
+	int n = 0;
+	if (!dir)
+		return 0;
+	for (struct dirent *e; (e = readdir(dir));) {
+		size_t l = strlen(e->d_name);
+		char name[80];
+		if (e->d_name[0] == '.' || l <= 4 || l - 4 >= sizeof(name) ||
+		    strcmp(e->d_name + l - 4, ".vrg") != 0)
+			continue;
+		snprintf(name, sizeof(name), "%.*s", (int)(l - 4), e->d_name);
+		if (group_listed(m, name))
+			continue;
+		size_t used = strlen(list);
+		if (n < 4)
+			snprintf(list + used, len - used, "%s%s", n ? ", " : "", name);
+		n++;
+	}
+	closedir(dir);
+	return n;
+}
+
 static void check_books(struct doc *d, const struct mon_model *m)
 {
 	char why[PATH_MAX + 200] = "";
@@ -467,36 +507,30 @@ static void check_books(struct doc *d, const struct mon_model *m)
 	dr_check_dir(&d->rep, m->registry_dir, rc, why, mode);
 
 	char list[512] = "";
-	int nstale = 0, ndead = 0, nbad = 0;
-	for (int i = 0; i < m->ngroups; i++) {
-		const struct mon_group *g = &m->groups[i];
-		ndead += g->ndead;
-		if (g->nmembers > 0)
-			continue;
-		size_t used = strlen(list);
-		if (nstale < 4)
-			snprintf(list + used, sizeof(list) - used, "%s%s", nstale ? ", " : "",
-			         g->name);
-		nstale++;
-	}
+	int nstale = rc == 0 ? stale_groups(m, list, sizeof(list)) : 0, ndead = 0, nbad = 0;
+	for (int i = 0; i < m->ngroups; i++)
+		ndead += m->groups[i].ndead;
 	for (int i = 0; i < m->nnotes; i++)
-		nbad += !strncmp(m->notes[i], "registry", 8) && strstr(m->notes[i], ".vrg");
+		nbad += !strncmp(m->notes[i], "registry: ", 10);
 	if (nstale || nbad) {
 		char fix[PATH_MAX + 64];
 		if (nstale == 1)
 			snprintf(fix, sizeof(fix),
 			         "if nothing of that group runs any more: rm %s/%s.vrg",
 			         m->registry_dir, list);
-		else
+		else if (nstale)
 			snprintf(fix, sizeof(fix),
 			         "if nothing of those groups runs any more: rm %s/NAME.vrg",
 			         m->registry_dir);
+		else
+			snprintf(fix, sizeof(fix), "see vramctl status for each file and why");
 		char stale[600] = "", bad[64] = "";
 		if (nstale)
-			snprintf(stale, sizeof(stale), "%d group%s with no live member (%s%s)",
-			         nstale, nstale == 1 ? "" : "s", list, nstale > 4 ? ", ..." : "");
+			snprintf(stale, sizeof(stale),
+			         "%d group%s with no live member left behind (%s%s)", nstale,
+			         nstale == 1 ? "" : "s", list, nstale > 4 ? ", ..." : "");
 		if (nbad)
-			snprintf(bad, sizeof(bad), "%s%d unreadable region file%s",
+			snprintf(bad, sizeof(bad), "%s%d group%s whose books cannot be read",
 			         nstale ? "; " : "", nbad, nbad == 1 ? "" : "s");
 		dr_add(&d->rep, "books.groups", -1, DR_WARN, fix, "%s%s", stale, bad);
 	} else if (m->ngroups == 0) {

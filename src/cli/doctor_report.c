@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli/doctor.h"
+#include "common/text.h"
 #include "monitor/format.h"
 
 #ifndef VRAMCTL_VERSION
@@ -88,13 +89,13 @@ static const char *result_name(const int n[4])
 	return n[DR_FAIL] ? "fail" : n[DR_WARN] ? "warn" : "ok";
 }
 
-/* Text for a terminal: control characters (commands of other users'
- * processes, paths) become '?', so they cannot move the cursor or retitle
- * the terminal; tabs stay. */
+/* Text for a terminal: facts carry other users' command lines and paths,
+ * escaped as every view escapes them (vr_text_escape: control characters and
+ * invalid UTF-8 as \xNN), so they cannot drive the terminal. */
 static void put_safe(FILE *f, const char *s)
 {
-	for (; *s; s++)
-		fputc(((unsigned char)*s < 0x20 && *s != '\t') || *s == 0x7f ? '?' : *s, f);
+	char buf[4 * sizeof(((struct dr_check *)0)->fact) + 1];
+	fputs(vr_text_escape(buf, sizeof(buf), s), f);
 	fputc('\n', f);
 }
 
@@ -323,20 +324,15 @@ void dr_check_dir(struct dr_report *r, const char *dir, int rc, const char *why,
 		               "at a private directory",
 		         dir);
 		dr_add(r, id, -1, DR_FAIL, fix,
-		       "%s; capped programs fall back to per-process books", why);
+		       "%s; vramctl run refuses to start, and programs capped through the "
+		       "environment keep per-process books (no shared cap)",
+		       why);
 		return;
 	}
 	if (rc < 0) {
 		dr_add(r, id, -1, DR_FAIL,
 		       "check the path, or point VRAMCTL_REGISTRY_DIR at a private directory", "%s",
 		       why);
-		return;
-	}
-	if (mode & 077) {
-		snprintf(fix, sizeof(fix), "chmod 700 %s", dir);
-		dr_add(r, id, -1, DR_WARN, fix,
-		       "%s is yours but readable by others (mode %04o): they can list group names",
-		       dir, mode & 07777);
 		return;
 	}
 	dr_add(r, id, -1, DR_OK, NULL, "%s is yours and private (mode %04o)", dir, mode & 07777);

@@ -253,17 +253,17 @@ line FAIL hook.program "No such file or directory" "missing program"
 mkdir -m 0777 open-dir && chmod 0777 open-dir
 VRAMCTL_REGISTRY_DIR=$PWD/open-dir doctor
 expect_rc 1 "$rc" "a world-writable registry directory"
-line FAIL books.dir "group or world writable (mode 0777)" "unsafe registry directory"
+line FAIL books.dir "readable or writable by other users (mode 0777" "unsafe registry directory"
 grep -qF "fix: if it is yours: chmod 700 $PWD/open-dir" out || fail "unsafe registry: fix"
 mkdir -m 0755 readable-dir && chmod 0755 readable-dir
 doctor --registry "$PWD/readable-dir"
-expect_rc 0 "$rc" "a readable registry directory"
-line WARN books.dir "readable by others (mode 0755)" "readable registry directory"
+expect_rc 1 "$rc" "a registry directory others can read"
+line FAIL books.dir "readable or writable by other users (mode 0755" "readable registry directory"
 
 "$V" run --group stale-one --limit 1G -- true || fail "vramctl run for a stale group"
 doctor
 expect_rc 0 "$rc" "a stale group"
-line WARN books.groups "1 group with no live member (stale-one)" "stale group"
+line WARN books.groups "1 group with no live member left behind (stale-one)" "stale group"
 grep -qF "fix: if nothing of that group runs any more: rm $VRAMCTL_REGISTRY_DIR/stale-one.vrg" out ||
 	fail "stale group: fix"
 rm -f "$VRAMCTL_REGISTRY_DIR"/*.vrg
@@ -281,7 +281,7 @@ cp "$HOLDER" "$evil"
 HOLDER=$evil start_holder esc -- 64
 doctor
 grep -q $'\e' out && fail "an escape sequence reached doctor's output"
-line WARN gpu.uncapped "ev?[2Jil" "escaped command line"
+line WARN gpu.uncapped 'ev\x1b[2Jil' "escaped command line"
 stop_holder esc
 
 HOLD_PREFIX="$V run --group big-a --limit 10G --" start_holder a -- 100

@@ -114,9 +114,6 @@ static void test_dir(void)
 	             0);
 	ASSERT_EQ(last(&r)->status, DR_FAIL);
 	ASSERT(strstr(last(&r)->fix, "remove /tmp/vramctl-1"));
-	dr_check_dir(&r, "/d", 0, "", 0755);
-	ASSERT_EQ(last(&r)->status, DR_WARN);
-	ASSERT(strstr(last(&r)->fact, "readable by others (mode 0755)"));
 	dr_check_dir(&r, "/d", 0, "", 0700);
 	ASSERT_EQ(last(&r)->status, DR_OK);
 	dr_check_dir(&r, "/d", -EACCES, "cannot open registry directory /d: Permission denied", 0);
@@ -257,7 +254,7 @@ static void test_format(void)
 	ASSERT_STR_EQ(text, "OK    driver.library         libcuda.so.1: /lib/x\n"
 	                    "WARN  device.persistence     GPU 1: persistence mode is off\n"
 	                    "                        fix: sudo nvidia-smi -i 1 -pm 1\n"
-	                    "FAIL  hook.dlsym             NOT capped: a\tb\n"
+	                    "FAIL  hook.dlsym             NOT capped: a\\x09b\n"
 	                    "                        fix: remove \"it\"\n"
 	                    "SKIP  hook.program           no --program given\n"
 	                    "\n"
@@ -285,8 +282,8 @@ static void test_format(void)
 	/* Control characters never reach a terminal; JSON escapes them. */
 	dr_add(&r, "gpu.uncapped", -1, DR_WARN, "x\x1b]0;t\x07", "pid 1 (\x1b[2Jevil\x7f) holds");
 	text = format(&r, 0);
-	ASSERT(strstr(text, "pid 1 (?[2Jevil?) holds\n"));
-	ASSERT(strstr(text, "fix: x?]0;t?\n"));
+	ASSERT(strstr(text, "pid 1 (\\x1b[2Jevil\\x7f) holds\n"));
+	ASSERT(strstr(text, "fix: x\\x1b]0;t\\x07\n"));
 	free(text);
 	json = format(&r, 1);
 	ASSERT(strstr(json, "pid 1 (\\u001b[2Jevil\x7f) holds"));
