@@ -29,7 +29,7 @@
 #include "common/cuda_api.h"
 #include "common/nvml_api.h"
 #include "monitor/collect.h"
-#include "monitor/format.h"
+#include "common/size.h"
 #include "registry/registry.h"
 
 #define DOCTOR_EXIT_ERROR 2
@@ -395,7 +395,7 @@ static void check_device(struct doc *d, int i)
 	} else {
 		release(dev);
 		dr_add(&d->rep, "device.init", i, DR_OK, NULL, "GPU %d: %s, %s, %s", i, label,
-		       mon_human_size(d->devs[i].total, size, sizeof(size)), d->devs[i].uuid);
+		       vr_format_size(d->devs[i].total, size, sizeof(size)), d->devs[i].uuid);
 	}
 	if (got)
 		check_compute_mode(d, i, dev);
@@ -416,7 +416,7 @@ static int check_devices(struct doc *d)
 		}
 		return 0;
 	}
-	d->ndev = cli_devices(d->devs, CLI_MAX_DEVICES, err, sizeof(err));
+	d->ndev = cli_devices(d->devs, VR_MAX_DEVICES, err, sizeof(err));
 	if (d->ndev < 0) {
 		dr_add(&d->rep, "device.init", -1, DR_FAIL,
 		       "check 'nvidia-smi' and the kernel log (dmesg)", "%s", err);
@@ -563,7 +563,7 @@ static void check_picture(struct doc *d, const struct mon_model *m)
 			         n ? ", " : "", (int)p->host_pid,
 			         (p->valid & MON_P_COMMAND) ? p->command : "?",
 			         (p->valid & MON_P_NVML_USED)
-			             ? mon_human_size(p->nvml_used, size, sizeof(size))
+			             ? vr_format_size(p->nvml_used, size, sizeof(size))
 			             : "unknown",
 			         (p->valid & MON_P_DEVICE) ? m->devs[p->device].index : -1);
 		n++;
@@ -584,8 +584,8 @@ static void check_picture(struct doc *d, const struct mon_model *m)
 		size_t used = strlen(over);
 		snprintf(over + used, sizeof(over) - used, "%sGPU %d: %d caps add up to %s of %s",
 		         nover ? "; " : "", dv->index, dv->ncapped,
-		         mon_human_size(dv->caps_sum, a, sizeof(a)),
-		         mon_human_size(dv->total, b, sizeof(b)));
+		         vr_format_size(dv->caps_sum, a, sizeof(a)),
+		         vr_format_size(dv->total, b, sizeof(b)));
 		nover++;
 	}
 	if (nover)
@@ -603,7 +603,7 @@ static int parse_device(const char *s, int *out)
 	char *end;
 	errno = 0;
 	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < 0 || v >= CLI_MAX_DEVICES)
+	if (errno || end == s || *end || v < 0 || v >= VR_MAX_DEVICES)
 		return -1;
 	*out = (int)v;
 	return 0;

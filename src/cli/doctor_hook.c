@@ -157,16 +157,28 @@ static void env_restore(char *saved[NPROBE_VARS])
 	}
 }
 
-/* The contract for device dev, as `vramctl run --limit DEV=64M` sets it. */
+static int set_own_env(void *ctx, const char *name, const char *value, int overwrite)
+{
+	(void)ctx;
+	return value ? setenv(name, value, overwrite) : unsetenv(name);
+}
+
+/* The contract for device dev, written by the launchers' own code
+ * (vr_contract_apply) as `vramctl run --limit DEV=64M` writes it. */
 static int env_probe(const char *lib, int dev, const char *dir)
 {
-	char limit[64];
+	char limit[64], err[256];
 	snprintf(limit, sizeof(limit), "%d=%llu", dev, (unsigned long long)PROBE_CAP);
-	if (setenv(VR_ENV_LIMIT, limit, 1) < 0 || setenv(VR_ENV_REGISTRY_DIR, dir, 1) < 0 ||
-	    setenv(VR_ENV_GROUP, "doctor-self-test", 1) < 0 || setenv(VR_ENV_LOG, "error", 1) < 0)
-		return -1;
+	struct vr_contract c = {.limit = limit,
+	                        .group = "doctor-self-test",
+	                        .registry_dir = dir,
+	                        .lib = lib,
+	                        .cur_preload = getenv("LD_PRELOAD")};
 	unsetenv(VR_ENV_GROWTH);
-	return cli_set_preload(lib);
+	if (setenv(VR_ENV_LOG, "error", 1) < 0 ||
+	    vr_contract_apply(&c, set_own_env, NULL, err, sizeof(err)) < 0)
+		return -1;
+	return 0;
 }
 
 /* In the child: output to the pipe, then the test program. */

@@ -27,7 +27,7 @@ struct doc {
 	int cuda_version;
 	CUresult init_rc; /* cuInit's result; -1 when not called */
 	int ndev;         /* visible devices; -1 unknown */
-	struct cli_dev devs[CLI_MAX_DEVICES];
+	struct vr_launch_dev devs[VR_MAX_DEVICES];
 
 	struct mon_nvml *nv;
 	char nverr[256];

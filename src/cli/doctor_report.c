@@ -17,7 +17,7 @@
 
 #include "cli/doctor.h"
 #include "common/text.h"
-#include "monitor/format.h"
+#include "monitor/json.h"
 
 #ifndef VRAMCTL_VERSION
 #define VRAMCTL_VERSION "0.1.0"
@@ -120,32 +120,32 @@ int dr_format_text(FILE *f, const struct dr_report *r)
 
 int dr_format_json(FILE *f, const struct dr_report *r)
 {
+	struct jw w = {.f = f};
 	int n[4];
 	count(r, n);
-	fprintf(f,
-	        "{\n  \"schema\": %d,\n  \"version\": \"%s\",\n  \"result\": \"%s\",\n"
-	        "  \"exit_status\": %d,\n  \"counts\": {\"ok\": %d, \"warn\": %d, \"fail\": %d, "
-	        "\"skip\": %d},\n  \"checks\": [",
-	        DR_SCHEMA_VERSION, VRAMCTL_VERSION, result_name(n), n[DR_FAIL] > 0, n[DR_OK],
-	        n[DR_WARN], n[DR_FAIL], n[DR_SKIP]);
+	jw_open(&w, NULL, '{');
+	jw_int(&w, "schema", DR_SCHEMA_VERSION, 1);
+	jw_str(&w, "version", VRAMCTL_VERSION);
+	jw_str(&w, "result", result_name(n));
+	jw_int(&w, "exit_status", n[DR_FAIL] > 0, 1);
+	jw_open(&w, "counts", '{');
+	for (int st = DR_OK; st <= DR_SKIP; st++)
+		jw_int(&w, dr_status_name((enum dr_status)st), n[st], 1);
+	jw_close(&w, '}');
+	jw_open(&w, "checks", '[');
 	for (int i = 0; i < r->n; i++) {
 		const struct dr_check *c = &r->checks[i];
-		fprintf(f, "%s\n    {\"id\": \"%s\", \"device\": ", i ? "," : "", c->id);
-		if (c->device >= 0)
-			fprintf(f, "%d", c->device);
-		else
-			fputs("null", f);
-		fprintf(f, ", \"status\": \"%s\", \"fact\": ", dr_status_name(c->status));
-		mon_json_quote(f, c->fact);
-		fputs(", \"fix\": ", f);
-		if (c->fix[0])
-			mon_json_quote(f, c->fix);
-		else
-			fputs("null", f);
-		fputc('}', f);
+		jw_open(&w, NULL, '{');
+		jw_str(&w, "id", c->id);
+		jw_int(&w, "device", c->device, c->device >= 0);
+		jw_str(&w, "status", dr_status_name(c->status));
+		jw_str(&w, "fact", c->fact);
+		jw_str(&w, "fix", c->fix[0] ? c->fix : NULL);
+		jw_close(&w, '}');
 	}
-	fputs(r->n ? "\n  ]\n}\n" : "]\n}\n", f);
-	return ferror(f) ? -1 : 0;
+	jw_close(&w, ']');
+	jw_close(&w, '}');
+	return jw_finish(&w) < 0 ? -1 : 0;
 }
 
 /* ---- versions ---- */

@@ -39,12 +39,6 @@ int cli_spawn(const char *const argv[]);
 int cli_find_library(char *out, size_t len, char *err, size_t errlen);
 
 /*
- * Appends lib to LD_PRELOAD in this process's environment, as `vramctl run`
- * does for its child (kept once; what the user has stays first). 0 or -1.
- */
-int cli_set_preload(const char *lib);
-
-/*
  * A helper program installed beside the CLI (demo.c): libexec/NAME in a
  * build tree, ../libexec/vramctl/NAME from an installed bin/. 0, or -1 when
  * it is not there.

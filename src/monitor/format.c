@@ -279,15 +279,6 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 
 /* ---- JSON (the writer: json.c) ---------------------------------------- */
 
-int mon_json_quote(FILE *f, const char *s)
-{
-	struct jw w = {.f = f};
-	jw_raw_str(&w, s);
-	int rc = w.oom ? -1 : (fwrite(w.b, 1, w.n, f) == w.n ? 0 : -1);
-	free(w.b);
-	return rc;
-}
-
 int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 {
 	struct jw w = {.f = f, .compact = compact};

@@ -20,9 +20,6 @@ int mon_format_table(FILE *f, const struct mon_model *m);
 /* JSON (schema in man/vramctl-status.1). compact: one line, for --watch. */
 int mon_format_json(FILE *f, const struct mon_model *m, int compact);
 
-/* s as a JSON string (quoted, escaped), for other JSON writers (doctor). */
-int mon_json_quote(FILE *f, const char *s);
-
 /* Prometheus text exposition format 0.0.4 (metrics in man/vramctl-export.1). */
 int mon_format_prom(FILE *f, const struct mon_model *m);
 
