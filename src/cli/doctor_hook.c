@@ -157,12 +157,6 @@ static void env_restore(char *saved[NPROBE_VARS])
 	}
 }
 
-static int set_own_env(void *ctx, const char *name, const char *value, int overwrite)
-{
-	(void)ctx;
-	return value ? setenv(name, value, overwrite) : unsetenv(name);
-}
-
 /* The contract for device dev, written by the launchers' own code
  * (vr_contract_apply) as `vramctl run --limit DEV=64M` writes it. */
 static int env_probe(const char *lib, int dev, const char *dir)
@@ -176,7 +170,7 @@ static int env_probe(const char *lib, int dev, const char *dir)
 	                        .cur_preload = getenv("LD_PRELOAD")};
 	unsetenv(VR_ENV_GROWTH);
 	if (setenv(VR_ENV_LOG, "error", 1) < 0 ||
-	    vr_contract_apply(&c, set_own_env, NULL, err, sizeof(err)) < 0)
+	    vr_contract_apply(&c, cli_set_own_env, NULL, err, sizeof(err)) < 0)
 		return -1;
 	return 0;
 }

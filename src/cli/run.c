@@ -172,7 +172,7 @@ int cli_find_library(char *out, size_t len, char *err, size_t errlen)
 
 /* The CLI's way of writing the contract: its own environment, which the
  * child inherits. */
-static int set_own_env(void *ctx VR_UNUSED, const char *name, const char *value, int overwrite)
+int cli_set_own_env(void *ctx VR_UNUSED, const char *name, const char *value, int overwrite)
 {
 	return value ? setenv(name, value, overwrite) : unsetenv(name);
 }
@@ -299,7 +299,7 @@ int cmd_run(int argc, char **argv)
 	                        .growth = growth,
 	                        .lib = lib,
 	                        .cur_preload = getenv("LD_PRELOAD")};
-	if (vr_contract_apply(&c, set_own_env, NULL, err, sizeof(err)) < 0) {
+	if (vr_contract_apply(&c, cli_set_own_env, NULL, err, sizeof(err)) < 0) {
 		fprintf(stderr, "vramctl: %s\n", err);
 		rc = VR_EXIT_ERROR;
 	} else {

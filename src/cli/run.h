@@ -38,6 +38,10 @@ int cli_spawn(const char *const argv[]);
  */
 int cli_find_library(char *out, size_t len, char *err, size_t errlen);
 
+/* A vr_setenv_fn writing this process's own environment (which a child
+ * then inherits): the CLI's way of writing the contract (run.c). */
+int cli_set_own_env(void *ctx, const char *name, const char *value, int overwrite);
+
 /*
  * A helper program installed beside the CLI (demo.c): libexec/NAME in a
  * build tree, ../libexec/vramctl/NAME from an installed bin/. 0, or -1 when
