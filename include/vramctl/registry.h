@@ -34,6 +34,8 @@ struct vramctl_group_dev {
 	uint64_t dead_in_use;  /* held by dead members, returned at the next reclaim */
 	uint64_t books_in_use; /* what the cap is checked against: in_use + dead_in_use
 	                          (both read from one consistent copy when consistent) */
+	uint64_t spilled;      /* host memory the group's members hold past this cap
+	                          (docs/spill.md), dead members' included until reclaimed */
 };
 
 /*
@@ -88,6 +90,10 @@ struct vramctl_group {
 	 * writes (all numbers of the group agree); 0 when writers kept changing
 	 * the books for the whole read (each number is real, sums may differ). */
 	int consistent;
+	/* Addition (spill): the group's host budget (0: spill off) and what all
+	 * its members have spilled on every device, counted against it. */
+	uint64_t spill_budget;
+	uint64_t spilled;
 };
 
 struct vramctl_snapshot {

@@ -88,7 +88,7 @@ const char *vr_audit_locked(vr_member *m)
 	if (h->ndev > VR_MAX_DEVICES || h->slots_hw > VR_REGION_SLOTS)
 		return "counts out of range";
 	uint32_t hw = h->slots_hw, ndev = h->ndev;
-	uint64_t sum[VR_MAX_DEVICES] = {0};
+	uint64_t sum[VR_MAX_DEVICES] = {0}, spilled = 0;
 	for (uint32_t i = 0; i < hw; i++) {
 		const struct vr_slot *s = vr_region_slot((struct vr_region_hdr *)h, i);
 		if (s->state == VR_SLOT_FREE)
@@ -96,10 +96,12 @@ const char *vr_audit_locked(vr_member *m)
 		if (s->state != VR_SLOT_USED)
 			return "a slot's state is neither free nor used";
 		for (uint32_t d = 0; d < VR_MAX_DEVICES; d++) {
-			uint64_t v = s->dev[d].in_use;
-			if (d >= ndev ? v != 0 : sum[d] + v < sum[d])
+			uint64_t v = s->dev[d].in_use, sp = s->dev[d].spilled;
+			if (d >= ndev ? v != 0 || sp != 0
+			              : sum[d] + v < sum[d] || spilled + sp < spilled)
 				return "a slot holds impossible numbers";
 			sum[d] += v;
+			spilled += sp;
 		}
 	}
 	for (uint32_t d = 0; d < ndev; d++) {
@@ -108,6 +110,10 @@ const char *vr_audit_locked(vr_member *m)
 		if (sum[d] != h->dev[d].in_use)
 			return "a device's total differs from its members' holdings";
 	}
+	if (spilled != h->spilled)
+		return "the group's spilled total differs from its members' holdings";
+	if (h->spill_budget != m->spill_budget)
+		return "the group's spill budget differs from the one this process joined with";
 	for (uint32_t d = 0; d < VR_MAX_DEVICES; d++) {
 		const struct vr_priv_dev *p = &m->priv[d];
 		if (p->known && (d >= ndev || h->dev[d].cap != p->cap ||
@@ -281,7 +287,7 @@ static int try_reserve_locked(vr_member *m, int dev, uint64_t bytes, uint64_t *i
 	return 0;
 }
 
-int vr_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use)
+static int reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use, int count_denial)
 {
 	if (VR_UNLIKELY(!m || dev < 0 || dev >= VR_MAX_DEVICES))
 		return -EINVAL;
@@ -321,14 +327,26 @@ int vr_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use)
 		return 0;
 	}
 	struct vr_region_hdr *h = m->hdr;
-	books_begin(h);
-	m->slot->dev[dev].denied_count++;
-	m->slot->dev[dev].last_denied = bytes;
+	if (count_denial) {
+		books_begin(h);
+		m->slot->dev[dev].denied_count++;
+		m->slot->dev[dev].last_denied = bytes;
+		books_end(h);
+	}
 	if (in_use)
 		*in_use = h->dev[dev].in_use;
-	books_end(h);
 	vr_region_unlock(m);
 	return -ENOSPC;
+}
+
+int vr_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use)
+{
+	return reserve(m, dev, bytes, in_use, 1);
+}
+
+int vr_reserve_quiet(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use)
+{
+	return reserve(m, dev, bytes, in_use, 0);
 }
 
 void vr_release(vr_member *m, int dev, uint64_t bytes)
@@ -400,16 +418,109 @@ void vr_note_pinned(vr_member *m, int64_t delta)
 	vr_region_unlock(m);
 }
 
-void vr_note_spilled(vr_member *m, int dev, int64_t delta)
+void vr_note_denied(vr_member *m, int dev, uint64_t bytes)
 {
 	if (!m || dev < 0 || dev >= VR_MAX_DEVICES || !lock_own_slot(m))
 		return;
 	if ((uint32_t)dev < vr_hdr_ndev(m->hdr)) {
 		books_begin(m->hdr);
-		add_clamped(&m->slot->dev[dev].spilled, delta);
+		m->slot->dev[dev].denied_count++;
+		m->slot->dev[dev].last_denied = bytes;
 		books_end(m->hdr);
 	}
 	vr_region_unlock(m);
+}
+
+/* ---- spill: one host budget for the group (docs/spill.md) */
+
+/* A member with damaged books holds its own spill against its budget. */
+static int priv_spill(vr_member *m, uint64_t bytes, uint64_t *spilled, uint64_t *budget)
+{
+	uint64_t b = m->spill_budget;
+	uint64_t cur = atomic_load_explicit(&m->spilled_mine, memory_order_relaxed);
+	if (budget)
+		*budget = b;
+	for (;;) {
+		if (spilled)
+			*spilled = cur;
+		if (bytes > b || cur > b - bytes)
+			return -ENOSPC;
+		if (atomic_compare_exchange_weak_explicit(&m->spilled_mine, &cur, cur + bytes,
+		                                          memory_order_relaxed,
+		                                          memory_order_relaxed)) {
+			if (spilled)
+				*spilled = cur + bytes;
+			return 0;
+		}
+	}
+}
+
+/* Lock held, books checked for dev. */
+static int spill_try_locked(vr_member *m, int dev, uint64_t bytes, uint64_t *spilled,
+                            uint64_t *budget)
+{
+	struct vr_region_hdr *h = m->hdr;
+	uint64_t cur = h->spilled, b = m->spill_budget;
+	int rc = 0;
+	if (bytes > b || cur > b - bytes) {
+		rc = -ENOSPC;
+	} else {
+		books_begin(h);
+		h->spilled = cur + bytes;
+		m->slot->dev[dev].spilled += bytes;
+		atomic_fetch_add_explicit(&m->spilled_mine, bytes, memory_order_relaxed);
+		books_end(h);
+		cur += bytes;
+	}
+	if (spilled)
+		*spilled = cur;
+	if (budget)
+		*budget = b;
+	return rc;
+}
+
+int vr_spill_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *spilled, uint64_t *budget)
+{
+	if (VR_UNLIKELY(!m || dev < 0 || dev >= VR_MAX_DEVICES))
+		return -EINVAL;
+	for (int round = 0;; round++) {
+		int locked = lock_checked(m, dev);
+		if (VR_UNLIKELY(locked <= 0))
+			return locked < 0 ? locked : priv_spill(m, bytes, spilled, budget);
+		int rc = spill_try_locked(m, dev, bytes, spilled, budget);
+		vr_region_unlock(m);
+		/* As for the caps: what dead members held comes back before a
+		 * refusal. */
+		if (rc != -ENOSPC || round > 0 || vr_reclaim_dead(m) <= 0)
+			return rc;
+	}
+}
+
+void vr_spill_release(vr_member *m, int dev, uint64_t bytes)
+{
+	if (VR_UNLIKELY(!m || dev < 0 || dev >= VR_MAX_DEVICES))
+		return;
+	_Atomic uint64_t *mine = &m->spilled_mine;
+	uint64_t cur = atomic_load_explicit(mine, memory_order_relaxed);
+	uint64_t b = bytes < cur ? bytes : cur;
+	if (lock_checked(m, dev) > 0) {
+		struct vr_region_hdr *h = m->hdr;
+		struct vramctl_counts *s = &m->slot->dev[dev];
+		b = bytes < s->spilled ? bytes : s->spilled;
+		books_begin(h);
+		s->spilled -= b;
+		h->spilled -= b < h->spilled ? b : h->spilled;
+		books_end(h);
+		atomic_fetch_sub_explicit(mine, b < cur ? b : cur, memory_order_relaxed);
+		vr_region_unlock(m);
+		return;
+	}
+	atomic_fetch_sub_explicit(mine, b, memory_order_relaxed);
+}
+
+uint64_t vr_spill_budget(const vr_member *m)
+{
+	return m ? m->spill_budget : 0;
 }
 
 int vr_sample(vr_member *m, int dev, struct vr_books_sample *out)

@@ -215,6 +215,8 @@ static void start_group_locked(vr_member *m, const struct vr_join_opts *opts)
 	STORE32(&h->slots_hw, hw);
 	h->ndev = 0;
 	memset(h->dev, 0, sizeof(h->dev));
+	h->spilled = 0;
+	h->spill_budget = opts->spill_budget;
 	h->growth = opts->growth ? 1 : 0;
 	h->created = (uint64_t)time(NULL);
 	vr_strlcpy(h->limit_spec, opts->limit_spec ? opts->limit_spec : "", sizeof(h->limit_spec));
@@ -272,6 +274,9 @@ static int enter_group(vr_member *m, const struct vr_join_opts *opts, const stru
 		          "group %s is in use by a live process; a new run needs a new name",
 		          opts->group);
 	} else if (live_other) {
+		/* The group's budget is the one we join under (the audit checks
+		 * the books against it). */
+		m->spill_budget = h->spill_budget;
 		/* Our slot's previous owner is gone (we hold its byte). */
 		bad = vr_audit_locked(m);
 		if (!bad && m->slot->state == VR_SLOT_USED &&
@@ -291,8 +296,10 @@ static int enter_group(vr_member *m, const struct vr_join_opts *opts, const stru
 	} else {
 		start_group_locked(m, opts);
 	}
-	if (rc == 0)
+	if (rc == 0) {
 		fill_slot_locked(m, opts, pi);
+		m->spill_budget = h->spill_budget;
+	}
 	books_end(h);
 	vr_region_unlock(m);
 	return rc;

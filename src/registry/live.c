@@ -65,8 +65,11 @@ int vr_slot_reclaim_locked(struct vr_region_hdr *h, struct vr_slot *s)
 	for (uint32_t d = 0; d < ndev; d++)
 		if (s->dev[d].in_use > h->dev[d].in_use)
 			return -EBADMSG;
-	for (uint32_t d = 0; d < ndev; d++)
+	for (uint32_t d = 0; d < ndev; d++) {
 		vr_dev_set_in_use(&h->dev[d], h->dev[d].in_use - s->dev[d].in_use);
+		uint64_t sp = s->dev[d].spilled;
+		h->spilled -= sp < h->spilled ? sp : h->spilled;
+	}
 	STORE32(&s->state, VR_SLOT_FREE);
 	STORE64(&s->incarnation, s->incarnation + 1);
 	return 0;

@@ -64,7 +64,7 @@ uint32_t vr_lock_id(uint32_t slot_idx)
 }
 
 /* Recomputes what a holder that died may have left half done: the
- * per-device totals (from the slots, which each writer updates with single
+ * per-device totals and the spilled total (from the slots, which each writer updates with single
  * stores) and the seqlock parity. Called with the lock held. */
 static void region_recover(struct vr_region_hdr *h)
 {
@@ -76,17 +76,21 @@ static void region_recover(struct vr_region_hdr *h)
 	if (seq & 1)
 		STORE64(&h->seq, seq + 1);
 	books_begin(h);
+	uint64_t spilled = 0;
 	for (uint32_t d = 0; d < ndev; d++) {
 		uint64_t sum = 0;
 		for (uint32_t i = 0; i < hw; i++) {
 			struct vr_slot *s = vr_region_slot(h, i);
-			if (s->state == VR_SLOT_USED)
+			if (s->state == VR_SLOT_USED) {
 				sum += s->dev[d].in_use;
+				spilled += s->dev[d].spilled;
+			}
 		}
 		vr_dev_set_in_use(&h->dev[d], sum);
 		if (h->dev[d].peak < sum)
 			h->dev[d].peak = sum;
 	}
+	h->spilled = spilled;
 	books_end(h);
 }
 

@@ -52,6 +52,8 @@ struct vr_member {
 	void (*notice)(const char *line);
 	uint32_t audit_tick; /* reserves since the last full check (lock held) */
 	struct vr_priv_dev priv[VR_MAX_DEVICES];
+	uint64_t spill_budget;         /* the group's, as joined (spill) */
+	_Atomic uint64_t spilled_mine; /* what this process holds against it */
 };
 
 /* The lock word (lock.c). */
@@ -98,6 +100,12 @@ static inline void vr_dev_set_in_use(struct vr_region_dev *g, uint64_t v)
 #define STORE64(p, v) atomic_store_explicit((_Atomic uint64_t *)(p), (v), memory_order_release)
 
 uint64_t vr_now_ns(void);
+
+/* *v -= b, never below 0. */
+static inline void vr_sub_clamped(uint64_t *v, uint64_t b)
+{
+	*v -= b < *v ? b : *v;
+}
 
 /* ---- lock.c */
 

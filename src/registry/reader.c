@@ -437,6 +437,7 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 	struct vr_region_dev gdev[VR_MAX_DEVICES];
 	char gname[72], spec[VR_SPEC_MAX];
 	uint32_t growth = 0;
+	uint64_t spill_budget = 0, spilled = 0;
 	for (int t = 0; t < SEQ_TRIES; t++) {
 		uint64_t s1 =
 		    atomic_load_explicit((_Atomic uint64_t *)&h->seq, memory_order_acquire);
@@ -454,6 +455,8 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 		memcpy(gname, h->group, sizeof(gname));
 		memcpy(spec, h->limit_spec, sizeof(spec));
 		growth = h->growth;
+		spill_budget = h->spill_budget;
+		spilled = h->spilled;
 		if (!sc)
 			sc = malloc((size_t)VR_REGION_SLOTS * sizeof(*sc));
 		if (sc && (!sd || ndev > sd_ndev)) {
@@ -513,6 +516,8 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 	vr_strlcpy(g->name, gname, sizeof(g->name));
 	vr_strlcpy(g->limit_spec, spec, sizeof(g->limit_spec));
 	g->growth = (int)growth;
+	g->spill_budget = spill_budget;
+	g->spilled = spilled;
 	g->owner = st.st_uid;
 	g->ndev = (int)ndev;
 	g->consistent = consistent;
@@ -607,6 +612,7 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 				g->dev[d].in_use += sdev[d].in_use;
 			else
 				g->dev[d].dead_in_use += sdev[d].in_use;
+			g->dev[d].spilled += sdev[d].spilled;
 		}
 	}
 	/* Damage a member would find too: a total that is not its check word's,

@@ -214,6 +214,7 @@ static void init_header(struct vr_region_hdr *h, const struct vr_join_opts *o)
 	h->owner_uid = (uint32_t)geteuid();
 	h->created = (uint64_t)time(NULL);
 	h->growth = o->growth ? 1 : 0;
+	h->spill_budget = o->spill_budget;
 	vr_strlcpy(h->group, o->group, sizeof(h->group));
 	vr_strlcpy(h->limit_spec, o->limit_spec ? o->limit_spec : "", sizeof(h->limit_spec));
 }

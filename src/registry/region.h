@@ -16,7 +16,8 @@
  *
  * Invariant, true whenever the lock is free: for every device d,
  *   hdr->dev[d].in_use == sum of slot[i].dev[d].in_use over USED slots,
- * dead-but-unreclaimed slots included, and hdr->dev[d].check == ~in_use.
+ * dead-but-unreclaimed slots included, and hdr->dev[d].check == ~in_use;
+ * and hdr->spilled == sum of slot[i].dev[d].spilled over USED slots and all d.
  * A writer that dies holding the lock may break the first; the next locker
  * finds the holder dead and recomputes the totals from the slots
  * (region_recover). Anything else that breaks them is damage
@@ -34,7 +35,7 @@
 #include "vramctl/registry.h"
 
 #define VR_REGION_MAGIC    0x3147524c54434d56ULL /* "VMCTLRG1" read little-endian */
-#define VR_REGION_VERSION  2u
+#define VR_REGION_VERSION  3u
 #define VR_REGION_SLOTS    1024u
 #define VR_REGION_HDR_SIZE 4096u
 #define VR_GROUP_MAX       64  /* group name length, without the NUL */
@@ -80,7 +81,9 @@ struct vr_region_hdr {
 	uint64_t shm_key; /* random; the door and its segment carry the same */
 	int32_t shm_id;   /* in the door: the segment's System V id */
 	uint32_t pad1a;
-	uint64_t pad1[3];
+	uint64_t spill_budget; /* host bytes the whole group may spill (0: no spill) */
+	uint64_t spilled;      /* sum of the USED slots' dev[].spilled, held against it */
+	uint64_t pad1;
 	struct vr_region_dev dev[VR_MAX_DEVICES];
 	unsigned char
 	    pad2[VR_REGION_HDR_SIZE - 384 - VR_MAX_DEVICES * sizeof(struct vr_region_dev)];

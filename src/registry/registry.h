@@ -29,6 +29,8 @@ struct vr_join_opts {
 	const char *limit_spec; /* the cap spec this process was given, as text */
 	int growth;             /* --growth was asked for (recorded for display) */
 	int fresh;              /* a new run: a group with a live member is refused (-EEXIST) */
+	uint64_t spill_budget;  /* host bytes the group may spill past its caps (0: none);
+	                           fixed, like the caps, by whoever starts the group */
 	/* Called once, with one line, when this member finds the books damaged
 	 * and starts keeping its own (see vr_reserve). NULL: nobody is told. */
 	void (*notice)(const char *line);
@@ -107,9 +109,28 @@ void vr_release(vr_member *m, int dev, uint64_t bytes);
 /* Group-wide in-use and cap of a device, for memory queries. */
 void vr_usage(vr_member *m, int dev, uint64_t *in_use, uint64_t *cap);
 
-/* Host pinned bytes (not capped) and spilled bytes, shown apart. */
+/* vr_reserve without counting a refusal as a denial (the caller may still
+ * serve the request another way: spill); vr_note_denied counts one. */
+int vr_reserve_quiet(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use);
+void vr_note_denied(vr_member *m, int dev, uint64_t bytes);
+
+/* Host pinned bytes (not capped), shown apart. */
 void vr_note_pinned(vr_member *m, int64_t delta);
-void vr_note_spilled(vr_member *m, int dev, int64_t delta);
+
+/*
+ * Spill (docs/spill.md): host memory served past device dev's cap, counted
+ * against the group's one host budget (all devices, all members), fixed by
+ * whoever started the group. vr_spill_reserve returns 0, -ENOSPC when the
+ * group's spilled bytes plus bytes would pass the budget (nothing changed;
+ * dead members' bytes are reclaimed before that answer), or -EINVAL (not a
+ * device of the group); *spilled and *budget (when not NULL) get the
+ * numbers either way. A member whose books are damaged holds its own
+ * spilled bytes against the budget it joined with. vr_spill_release gives
+ * bytes back; vr_spill_budget is the group's budget (0: spill off).
+ */
+int vr_spill_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *spilled, uint64_t *budget);
+void vr_spill_release(vr_member *m, int dev, uint64_t bytes);
+uint64_t vr_spill_budget(const vr_member *m);
 
 /*
  * Removes a group's region file (the end of a run or of a Slurm job on a

@@ -13,7 +13,7 @@
 
 int main(void)
 {
-	ASSERT_EQ(VR_REGION_VERSION, 2);
+	ASSERT_EQ(VR_REGION_VERSION, 3);
 	ASSERT_UEQ(VR_REGION_MAGIC, 0x3147524c54434d56ULL);
 	ASSERT_EQ(VR_REGION_SLOTS, 1024);
 	ASSERT_EQ(VR_MAX_DEVICES, 64);
@@ -44,6 +44,8 @@ int main(void)
 	OFF(vr_region_hdr, epoch, 336);
 	OFF(vr_region_hdr, shm_key, 344);
 	OFF(vr_region_hdr, shm_id, 352);
+	OFF(vr_region_hdr, spill_budget, 360);
+	OFF(vr_region_hdr, spilled, 368);
 	OFF(vr_region_hdr, dev, 384);
 	OFF(vr_region_hdr, lock.word, 272);
 	OFF(vr_region_dev, check, 40);

@@ -22,7 +22,8 @@ static const unsigned char uuid0[VR_UUID_LEN] = {0x12, 0x34, 0x56, 0x78, 0x9a, 0
 
 static vr_member *join(const char *group, const char *spec)
 {
-	struct vr_join_opts o = {.dir = dir, .group = group, .limit_spec = spec, .growth = 1};
+	struct vr_join_opts o = {
+	    .dir = dir, .group = group, .limit_spec = spec, .growth = 1, .spill_budget = 1000};
 	vr_member *m = NULL;
 	char err[256];
 	int rc = vr_join(&o, &m, NULL, err, sizeof(err));
@@ -164,7 +165,7 @@ int main(int argc, char **argv)
 	ASSERT_EQ(vr_reserve(m, 0, 100, NULL), 0);
 	ASSERT_EQ(vr_reserve(m, 0, 2000, NULL), -ENOSPC);
 	vr_note_pinned(m, 4096);
-	vr_note_spilled(m, 0, 77);
+	ASSERT_EQ(vr_spill_reserve(m, 0, 77, NULL, NULL), 0);
 
 	/* A member that dies holding 300 bytes, and one alive holding 200. */
 	int p[2];
@@ -218,6 +219,9 @@ int main(int argc, char **argv)
 	ASSERT_UEQ(g->dev[0].dead_in_use, 300);
 	ASSERT_UEQ(g->dev[0].books_in_use, 600);
 	ASSERT_UEQ(g->dev[0].peak, 600);
+	ASSERT_UEQ(g->dev[0].spilled, 77);
+	ASSERT_UEQ(g->spilled, 77);
+	ASSERT_UEQ(g->spill_budget, 1000);
 	ASSERT_EQ(s->nprocs, 3);
 
 	const struct vramctl_proc *me = find_proc(s, getpid());
