@@ -17,6 +17,20 @@
 #include "common/size.h"
 
 static struct sim_config g_cfg;
+
+/* A size from the environment into *out; unset keeps *out, a bad value is
+ * said and ignored. */
+static void env_size(const char *name, uint64_t *out)
+{
+	const char *s = getenv(name);
+	uint64_t v;
+	if (!s || !*s)
+		return;
+	if (sim_parse_size(s, &v))
+		sim_warn("ignoring %s=\"%s\"", name, s);
+	else
+		*out = v;
+}
 static pthread_once_t g_cfg_once = PTHREAD_ONCE_INIT;
 
 void sim_warn(const char *fmt, ...)
@@ -290,14 +304,13 @@ static void load(void)
 	per_device(c, "VRAMSIM_MIG", parse_flag, offsetof(struct sim_dev_cfg, mig));
 	per_device(c, "VRAMSIM_PERSISTENCE", parse_flag, offsetof(struct sim_dev_cfg, persistence));
 	broken_devices(c);
-	s = getenv("VRAMSIM_CONTEXT_BYTES");
-	if (s && *s) {
-		uint64_t v;
-		if (sim_parse_size(s, &v))
-			sim_warn("ignoring VRAMSIM_CONTEXT_BYTES=\"%s\"", s);
-		else
-			c->context_bytes = v;
-	}
+	env_size("VRAMSIM_CONTEXT_BYTES", &c->context_bytes);
+	c->host_pinnable = UINT64_MAX;
+	env_size("VRAMSIM_HOST_PINNABLE", &c->host_pinnable);
+	/* Host locations for cuMemCreate came with CUDA 12.2, and not every
+	 * platform has them: VRAMSIM_HOST_VMM=0 models one without. */
+	s = getenv("VRAMSIM_HOST_VMM");
+	c->host_vmm = c->driver_version >= 12020 && !(s && !strcmp(s, "0"));
 	s = getenv("VRAMSIM_NVML_UNKNOWN_USAGE");
 	c->nvml_unknown_usage = s && *s && strcmp(s, "0") != 0;
 	s = getenv("VRAMSIM_STATE_DIR");

@@ -358,6 +358,7 @@ CUresult simi_cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice 
 	    {CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, 1},
 	    {CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 1},
 	    {CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, 1},
+	    {CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, 0},
 	};
 	SIM_LOCK_INIT();
 	struct sim_dev *d = get_dev(dev);
@@ -373,6 +374,8 @@ CUresult simi_cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice 
 		*pi = 0x18 + d->phys;
 	if (attrib == CU_DEVICE_ATTRIBUTE_COMPUTE_MODE)
 		*pi = sim_config()->dev[d->phys].compute_mode;
+	if (attrib == CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)
+		*pi = sim_config()->host_vmm;
 	SIM_UNLOCK_RETURN(CUDA_SUCCESS);
 }
 
@@ -747,6 +750,8 @@ CUresult simi_cuCtxSynchronize(void)
 {
 	CUresult rc = CUDA_SUCCESS;
 	SIM_LOCK_INIT();
+	if ((rc = sim_capture_unsafe()) != CUDA_SUCCESS)
+		SIM_UNLOCK_RETURN(rc);
 	struct sim_ctx *c = sim_cur_ctx(&rc);
 	if (c)
 		sim_mem_sync(c->dev);
@@ -884,6 +889,11 @@ CUresult simi_cuStreamSynchronize(CUstream hStream)
 {
 	CUresult rc = CUDA_SUCCESS;
 	SIM_LOCK_INIT();
+	if (sim_stream_capture(hStream) == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+		/* Necessarily conflicts with the capture, in every mode. */
+		sim_stream_invalidate(hStream);
+		SIM_UNLOCK_RETURN(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	}
 	struct sim_ctx *c = sim_stream_ctx(hStream, &rc);
 	if (c)
 		sim_mem_sync(c->dev);
@@ -893,6 +903,152 @@ CUresult simi_cuStreamSynchronize(CUstream hStream)
 CUresult simi_cuStreamSynchronize_ptsz(CUstream hStream)
 {
 	return simi_cuStreamSynchronize(hStream);
+}
+
+/* ---- stream capture and host functions ---- */
+
+static struct sim_stream *stream_find(CUstream h)
+{
+	for (struct sim_stream *p = g_sim.streams; p; p = p->next)
+		if ((CUstream)p == h && p->alive && sim_ctx_valid(p->ctx))
+			return p;
+	return NULL;
+}
+
+int sim_stream_capture(CUstream h)
+{
+	struct sim_stream *p = stream_find(h);
+	return p ? p->capture : CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+void sim_stream_invalidate(CUstream h)
+{
+	struct sim_stream *p = stream_find(h);
+	if (p && p->capture == CU_STREAM_CAPTURE_STATUS_ACTIVE)
+		p->capture = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+}
+
+/* This thread's capture interaction mode (cuThreadExchangeStreamCaptureMode). */
+static __thread int t_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+
+/*
+ * cuda.h, CUstreamCaptureMode: in GLOBAL mode (the default) a thread is
+ * prohibited from potentially unsafe calls while it has a capture of its
+ * own not begun RELAXED, or another thread has one begun GLOBAL;
+ * THREAD_LOCAL ignores other threads; RELAXED prohibits nothing.
+ */
+CUresult sim_capture_unsafe(void)
+{
+	int unsafe = 0;
+	pthread_t self = pthread_self();
+	if (t_capture_mode == CU_STREAM_CAPTURE_MODE_RELAXED)
+		return CUDA_SUCCESS;
+	for (struct sim_stream *p = g_sim.streams; p; p = p->next) {
+		if (p->capture != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+			continue;
+		int mine = pthread_equal(p->capture_thread, self);
+		if ((mine && p->capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED) ||
+		    (!mine && t_capture_mode == CU_STREAM_CAPTURE_MODE_GLOBAL &&
+		     p->capture_mode == CU_STREAM_CAPTURE_MODE_GLOBAL)) {
+			p->capture = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+			unsafe = 1;
+		}
+	}
+	return unsafe ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
+}
+
+CUresult simi_cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
+{
+	SIM_LOCK_INIT();
+	if (!mode || *mode < CU_STREAM_CAPTURE_MODE_GLOBAL ||
+	    *mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
+	int old = t_capture_mode;
+	t_capture_mode = *mode;
+	*mode = old;
+	SIM_UNLOCK_RETURN(CUDA_SUCCESS);
+}
+
+CUresult simi_cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
+{
+	CUresult rc = CUDA_SUCCESS;
+	SIM_LOCK_INIT();
+	if (!sim_stream_ctx(hStream, &rc))
+		SIM_UNLOCK_RETURN(rc);
+	struct sim_stream *p = stream_find(hStream);
+	if (!p) /* the legacy and per-thread default streams cannot capture */
+		SIM_UNLOCK_RETURN(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	if (mode < CU_STREAM_CAPTURE_MODE_GLOBAL || mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
+	if (p->capture != CU_STREAM_CAPTURE_STATUS_NONE)
+		SIM_UNLOCK_RETURN(CUDA_ERROR_ILLEGAL_STATE);
+	p->capture = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+	p->capture_mode = mode;
+	p->capture_thread = pthread_self();
+	SIM_UNLOCK_RETURN(CUDA_SUCCESS);
+}
+
+/* Ends the capture: an (empty) graph, or CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+ * with no graph when an unsafe call broke it. */
+CUresult simi_cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
+{
+	SIM_LOCK_INIT();
+	struct sim_stream *p = stream_find(hStream);
+	if (!phGraph)
+		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
+	if (!p || p->capture == CU_STREAM_CAPTURE_STATUS_NONE)
+		SIM_UNLOCK_RETURN(CUDA_ERROR_ILLEGAL_STATE);
+	int was = p->capture;
+	p->capture = CU_STREAM_CAPTURE_STATUS_NONE;
+	pthread_mutex_unlock(&g_sim.mu);
+	*phGraph = NULL;
+	if (was == CU_STREAM_CAPTURE_STATUS_INVALIDATED)
+		return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+	return simi_cuGraphCreate(phGraph, 0);
+}
+
+CUresult simi_cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
+{
+	CUresult rc = CUDA_SUCCESS;
+	SIM_LOCK_INIT();
+	if (!sim_stream_ctx(hStream, &rc))
+		SIM_UNLOCK_RETURN(rc);
+	if (!captureStatus)
+		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
+	*captureStatus = sim_stream_capture(hStream);
+	SIM_UNLOCK_RETURN(CUDA_SUCCESS);
+}
+
+CUresult simi_cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus)
+{
+	return simi_cuStreamIsCapturing(hStream, captureStatus);
+}
+
+/*
+ * The simulated GPU finishes work as it is queued, so a host function runs
+ * at once (on the caller's thread, after the driver's lock is dropped; a
+ * real driver runs it later on a thread of its own, and it must not call
+ * the CUDA API either way). While the stream captures, it becomes a node of
+ * the captured graph instead, and does not run now.
+ */
+CUresult simi_cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
+{
+	CUresult rc = CUDA_SUCCESS;
+	SIM_LOCK_INIT();
+	if (!sim_stream_ctx(hStream, &rc))
+		SIM_UNLOCK_RETURN(rc);
+	if (!fn)
+		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
+	int capturing = sim_stream_capture(hStream) != CU_STREAM_CAPTURE_STATUS_NONE;
+	pthread_mutex_unlock(&g_sim.mu);
+	if (!capturing)
+		fn(userData);
+	return CUDA_SUCCESS;
+}
+
+CUresult simi_cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void *userData)
+{
+	return simi_cuLaunchHostFunc(hStream, fn, userData);
 }
 
 CUresult simi_cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
@@ -959,6 +1115,10 @@ CUresult simi_cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned 
 	  "system has unsupported display driver / cuda driver combination")                       \
 	X(CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE,                                               \
 	  "forward compatibility was attempted on non supported HW")                               \
+	X(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,                                                   \
+	  "operation not permitted when stream is capturing")                                      \
+	X(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,                                                   \
+	  "operation failed due to a previous error during capture")                               \
 	X(CUDA_ERROR_UNKNOWN, "unknown error")
 
 int sim_error_lookup(CUresult rc, const char **name, const char **str)
@@ -1085,6 +1245,13 @@ static const struct sim_proc {
     {"cuStreamDestroy", "cuStreamDestroy", 2000, NULL},
     {"cuStreamDestroy", "cuStreamDestroy_v2", 4000, NULL},
     {"cuStreamSynchronize", "cuStreamSynchronize", 2000, "cuStreamSynchronize_ptsz"},
+    {"cuStreamBeginCapture", "cuStreamBeginCapture_v2", 10010, NULL},
+    {"cuStreamEndCapture", "cuStreamEndCapture", 10000, NULL},
+    {"cuThreadExchangeStreamCaptureMode", "cuThreadExchangeStreamCaptureMode", 10010, NULL},
+    {"cuStreamIsCapturing", "cuStreamIsCapturing", 10000, "cuStreamIsCapturing_ptsz"},
+    {"cuLaunchHostFunc", "cuLaunchHostFunc", 10000, "cuLaunchHostFunc_ptsz"},
+    {"cuPointerGetAttribute", "cuPointerGetAttribute", 4000, NULL},
+    {"cuPointerGetAttributes", "cuPointerGetAttributes", 7000, NULL},
     {"cuMemAllocAsync", "cuMemAllocAsync", 11020, "cuMemAllocAsync_ptsz"},
     {"cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync", 11020, "cuMemAllocFromPoolAsync_ptsz"},
     {"cuMemFreeAsync", "cuMemFreeAsync", 11020, "cuMemFreeAsync_ptsz"},

@@ -35,6 +35,9 @@ struct sim_stream {
 	uint32_t magic;
 	int alive;
 	struct sim_ctx *ctx;
+	int capture;      /* CU_STREAM_CAPTURE_STATUS_* */
+	int capture_mode; /* CU_STREAM_CAPTURE_MODE_* */
+	pthread_t capture_thread;
 	struct sim_stream *next;
 };
 
@@ -70,6 +73,20 @@ int sim_ctx_valid(struct sim_ctx *c);
 /* The context a stream handle belongs to (NULL, legacy and per-thread: the
  * current one); NULL with *rc set when the handle is not valid. */
 struct sim_ctx *sim_stream_ctx(CUstream s, CUresult *rc);
+/* With g_sim.mu held: the stream's capture status (NONE for the legacy and
+ * per-thread streams, which cannot capture). */
+int sim_stream_capture(CUstream s);
+/* With g_sim.mu held: an error during the stream's capture invalidates it. */
+void sim_stream_invalidate(CUstream s);
+/*
+ * With g_sim.mu held: a call that synchronises implicitly (cuMemFreeHost,
+ * cuMemFree, cuCtxSynchronize, cuStreamSynchronize of a capturing stream)
+ * is "potentially unsafe" while a capture is active in GLOBAL mode in any
+ * thread, or in THREAD_LOCAL mode in this one: such captures are
+ * invalidated and CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED returned.
+ * CUDA_SUCCESS when the call may go on.
+ */
+CUresult sim_capture_unsafe(void);
 CUresult sim_charge(struct sim_dev *d, uint64_t bytes);
 void sim_uncharge(struct sim_dev *d, uint64_t bytes);
 CUdeviceptr sim_addr_alloc(struct sim_dev *d, size_t size, size_t align);

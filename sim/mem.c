@@ -73,6 +73,7 @@ struct alloc {
 	int ipc_pid;           /* K_IPC: exporting process */
 	CUdeviceptr ipc_ptr;   /* K_IPC: pointer in the exporter */
 	int ipc_exported;      /* K_LINEAR: a handle was taken */
+	int managed;           /* K_LINEAR: cuMemAllocManaged */
 	struct alloc *next;
 };
 
@@ -80,6 +81,7 @@ struct host {
 	void *p;
 	size_t size;
 	int registered; /* cuMemHostRegister (else cuMemHostAlloc/cuMemAllocHost) */
+	struct sim_ctx *ctx;
 	struct host *next;
 };
 
@@ -87,6 +89,7 @@ struct vmm {
 	int dev; /* -1: a host location, not device memory */
 	size_t size;
 	uint64_t charged;
+	uint64_t host_charged; /* pinned host bytes (host locations) */
 	int handle_types;
 	int released;
 	int maps;
@@ -126,7 +129,24 @@ static struct {
 	struct array *arrays;
 	struct graph *graphs;
 	struct gexec *execs;
+	uint64_t host_pinned; /* pinned host bytes, against VRAMSIM_HOST_PINNABLE */
 } m;
+
+/* Pins bytes of host memory, or 0 when the platform's limit
+ * (VRAMSIM_HOST_PINNABLE: RLIMIT_MEMLOCK, host RAM) would be passed. */
+static int host_pin(uint64_t bytes)
+{
+	uint64_t limit = sim_config()->host_pinnable;
+	if (bytes > limit || m.host_pinned > limit - bytes)
+		return 0;
+	m.host_pinned += bytes;
+	return 1;
+}
+
+static void host_unpin(uint64_t bytes)
+{
+	m.host_pinned -= bytes < m.host_pinned ? bytes : m.host_pinned;
+}
 
 static unsigned bucket_of(CUdeviceptr p)
 {
@@ -282,6 +302,7 @@ void sim_mem_reset_after_fork(void)
 		FREE_LIST(struct gnode, g->nodes);
 	FREE_LIST(struct graph, m.graphs);
 	FREE_LIST(struct gexec, m.execs);
+	m.host_pinned = 0;
 }
 
 /* ---- linear memory ---- */
@@ -391,7 +412,10 @@ CUresult simi_cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int
 	if (!dptr || bytesize == 0 ||
 	    (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST))
 		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
-	SIM_UNLOCK_RETURN(linear_alloc(dptr, bytesize, bytesize, 0));
+	CUresult rc = linear_alloc(dptr, bytesize, bytesize, 0);
+	if (rc == CUDA_SUCCESS)
+		alloc_find(*dptr)->managed = 1;
+	SIM_UNLOCK_RETURN(rc);
 }
 
 static void free_alloc(struct alloc *a)
@@ -434,7 +458,7 @@ CUresult simi_cuMemFree_v2(CUdeviceptr dptr)
 {
 	CUresult rc = CUDA_SUCCESS;
 	SIM_LOCK_INIT();
-	if (!sim_cur_ctx(&rc))
+	if (!sim_cur_ctx(&rc) || (rc = sim_capture_unsafe()) != CUDA_SUCCESS)
 		SIM_UNLOCK_RETURN(rc);
 	SIM_UNLOCK_RETURN(mem_free(dptr));
 }
@@ -444,19 +468,164 @@ CUresult simi_cuMemFree(unsigned int dptr)
 	return simi_cuMemFree_v2(dptr);
 }
 
-CUresult simi_cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
+static struct host *host_find(const void *p, int exact);
+
+/* What a pointer addresses, for cuMemGetAddressRange and the pointer
+ * attributes: a device allocation, pinned host memory, or a virtual-memory
+ * mapping (of a handle on a device or a host location). */
+struct ptr_info {
+	struct alloc *a;
+	struct host *h;
+	struct mapping *mp;
+	struct reservation *r; /* the mapping's reservation */
+};
+
+static int ptr_lookup(CUdeviceptr p, struct ptr_info *pi)
 {
-	SIM_LOCK_INIT();
+	memset(pi, 0, sizeof(*pi));
 	for (unsigned b = 0; b < NBUCKETS; b++)
 		for (struct alloc *a = m.bucket[b]; a; a = a->next)
-			if (dptr >= a->ptr && dptr - a->ptr < a->size) {
-				if (pbase)
-					*pbase = a->ptr;
-				if (psize)
-					*psize = a->size;
-				SIM_UNLOCK_RETURN(CUDA_SUCCESS);
+			if (p >= a->ptr && p - a->ptr < a->size) {
+				pi->a = a;
+				return 1;
 			}
-	SIM_UNLOCK_RETURN(CUDA_ERROR_NOT_FOUND);
+	if ((pi->h = host_find((const void *)(uintptr_t)p, 0)) != NULL)
+		return 1;
+	for (struct mapping *mp = m.maps; mp; mp = mp->next)
+		if (p >= mp->ptr && p - mp->ptr < mp->size) {
+			pi->mp = mp;
+			for (struct reservation *r = m.resv; r; r = r->next)
+				if (p >= r->ptr && p - r->ptr < r->size)
+					pi->r = r;
+			return 1;
+		}
+	return 0;
+}
+
+/* The allocation (or host allocation, or mapping) that contains dptr. */
+CUresult simi_cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
+{
+	struct ptr_info pi;
+	SIM_LOCK_INIT();
+	if (!ptr_lookup(dptr, &pi))
+		SIM_UNLOCK_RETURN(CUDA_ERROR_NOT_FOUND);
+	CUdeviceptr base = pi.a ? pi.a->ptr : pi.h ? (CUdeviceptr)(uintptr_t)pi.h->p : pi.mp->ptr;
+	size_t size = pi.a ? pi.a->size : pi.h ? pi.h->size : pi.mp->size;
+	if (pbase)
+		*pbase = base;
+	if (psize)
+		*psize = size;
+	SIM_UNLOCK_RETURN(CUDA_SUCCESS);
+}
+
+/*
+ * One attribute of a known pointer, as cuda.h documents them. Device
+ * memory: MEMORY_TYPE DEVICE, no host pointer. Pinned host memory (UVA: the
+ * device sees it at its host address): MEMORY_TYPE HOST, both pointers the
+ * same, never IPC-capable. A mapping of a virtual-memory handle: the type of
+ * its location (HOST for host locations: an assumption, not checked on a
+ * real driver), RANGE_* the reservation, not the mapping.
+ */
+static CUresult ptr_attr(const struct ptr_info *pi, CUpointer_attribute attr, void *data,
+                         CUdeviceptr p)
+{
+	struct sim_ctx *cur = sim_cur_ctx(&(CUresult){0});
+	const struct alloc *a = pi->a;
+	const struct host *h = pi->h;
+	int host = h || (pi->mp && pi->mp->h->dev < 0);
+	switch (attr) {
+	case CU_POINTER_ATTRIBUTE_CONTEXT:
+		*(CUcontext *)data = (CUcontext)(a ? a->ctx : h ? h->ctx : cur);
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+		*(unsigned int *)data = host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+		*(CUdeviceptr *)data = p;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+		if (!h && !(a && a->managed))
+			return CUDA_ERROR_INVALID_VALUE;
+		*(void **)data = (void *)(uintptr_t)p;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+		*(unsigned int *)data = a && a->managed;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+		*(int *)data = a                               ? a->dev
+		               : pi->mp && pi->mp->h->dev >= 0 ? pi->mp->h->dev
+		               : h && h->ctx                   ? h->ctx->dev
+		               : cur                           ? cur->dev
+		                                               : 0;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+		*(int *)data = a && a->kind == K_LINEAR && !a->managed;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+		*(CUdeviceptr *)data = a   ? a->ptr
+		                       : h ? (CUdeviceptr)(uintptr_t)h->p
+		                           : (pi->r ? pi->r->ptr : pi->mp->ptr);
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+		*(size_t *)data = a ? a->size : h ? h->size : (pi->r ? pi->r->size : pi->mp->size);
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_MAPPED:
+		*(int *)data = 1;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+		*(unsigned long long *)data =
+		    pi->mp ? (unsigned long long)pi->mp->h->handle_types : 0;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+		*(CUmemoryPool *)data = a && a->kind == K_ASYNC ? (CUmemoryPool)a->pool : NULL;
+		return CUDA_SUCCESS;
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+}
+
+/* An unknown pointer: CUDA_ERROR_INVALID_VALUE. */
+CUresult simi_cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+	struct ptr_info pi;
+	SIM_LOCK_INIT();
+	if (!data)
+		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
+	if (!ptr_lookup(ptr, &pi))
+		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
+	SIM_UNLOCK_RETURN(ptr_attr(&pi, attribute, data, ptr));
+}
+
+/* Unlike cuPointerGetAttribute, an unknown pointer is no error: every
+ * attribute reads as zero (MEMORY_TYPE 0, NULL pointers, DEVICE_ORDINAL
+ * -2), as cuda.h documents. An attribute that does not apply reads as zero
+ * too. */
+CUresult simi_cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes,
+                                     void **data, CUdeviceptr ptr)
+{
+	struct ptr_info pi;
+	SIM_LOCK_INIT();
+	if (!attributes || !data || numAttributes == 0)
+		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
+	int known = ptr_lookup(ptr, &pi);
+	for (unsigned i = 0; i < numAttributes; i++) {
+		size_t width =
+		    attributes[i] == CU_POINTER_ATTRIBUTE_MEMORY_TYPE ||
+		            attributes[i] == CU_POINTER_ATTRIBUTE_IS_MANAGED ||
+		            attributes[i] == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL ||
+		            attributes[i] == CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE ||
+		            attributes[i] == CU_POINTER_ATTRIBUTE_MAPPED
+		        ? sizeof(int)
+		        : sizeof(void *);
+		if (!data[i])
+			continue;
+		if (!known || ptr_attr(&pi, attributes[i], data[i], ptr) != CUDA_SUCCESS) {
+			memset(data[i], 0, width);
+			if (!known && attributes[i] == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)
+				*(int *)data[i] = -2;
+		}
+	}
+	SIM_UNLOCK_RETURN(CUDA_SUCCESS);
 }
 
 CUresult simi_cuMemGetAddressRange(unsigned int *pbase, unsigned int *psize, unsigned int dptr)
@@ -518,25 +687,36 @@ static struct host *host_find(const void *p, int exact)
 	return NULL;
 }
 
+/* Pinned host memory is real: the program may use it. It synchronises
+ * implicitly, like its free (sim_capture_unsafe). What cannot be
+ * pinned (VRAMSIM_HOST_PINNABLE) is CUDA_ERROR_OUT_OF_MEMORY, as a real
+ * driver answers when the kernel refuses to pin. */
 static CUresult host_alloc(void **pp, size_t bytesize, unsigned int flags)
 {
 	CUresult rc = CUDA_SUCCESS;
 	void *p;
 	struct host *h;
-	if (!sim_cur_ctx(&rc))
+	struct sim_ctx *c = sim_cur_ctx(&rc);
+	if (!c || (rc = sim_capture_unsafe()) != CUDA_SUCCESS)
 		return rc;
 	if (!pp || bytesize == 0 || (flags & ~7u))
 		return CUDA_ERROR_INVALID_VALUE;
-	p = mmap(NULL, bytesize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
+	if (!host_pin(bytesize))
 		return CUDA_ERROR_OUT_OF_MEMORY;
+	p = mmap(NULL, bytesize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		host_unpin(bytesize);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
 	h = calloc(1, sizeof(*h));
 	if (!h) {
 		munmap(p, bytesize);
+		host_unpin(bytesize);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	h->p = p;
 	h->size = bytesize;
+	h->ctx = c;
 	h->next = m.hosts;
 	m.hosts = h;
 	*pp = p;
@@ -569,12 +749,17 @@ static void host_unlink(struct host *h)
 		}
 }
 
+/* Synchronises implicitly: refused while a capture forbids that. */
 CUresult simi_cuMemFreeHost(void *p)
 {
+	CUresult rc;
 	SIM_LOCK_INIT();
+	if ((rc = sim_capture_unsafe()) != CUDA_SUCCESS)
+		SIM_UNLOCK_RETURN(rc);
 	struct host *h = p ? host_find(p, 1) : NULL;
 	if (!h || h->registered)
 		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
+	host_unpin(h->size);
 	host_unlink(h);
 	munmap(h->p, h->size);
 	free(h);
@@ -592,12 +777,17 @@ CUresult simi_cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
 	for (struct host *h = m.hosts; h; h = h->next)
 		if ((char *)p < (char *)h->p + h->size && (char *)h->p < (char *)p + bytesize)
 			SIM_UNLOCK_RETURN(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
-	struct host *h = calloc(1, sizeof(*h));
-	if (!h)
+	if (!host_pin(bytesize))
 		SIM_UNLOCK_RETURN(CUDA_ERROR_OUT_OF_MEMORY);
+	struct host *h = calloc(1, sizeof(*h));
+	if (!h) {
+		host_unpin(bytesize);
+		SIM_UNLOCK_RETURN(CUDA_ERROR_OUT_OF_MEMORY);
+	}
 	h->p = p;
 	h->size = bytesize;
 	h->registered = 1;
+	h->ctx = sim_cur_ctx(&rc);
 	h->next = m.hosts;
 	m.hosts = h;
 	SIM_UNLOCK_RETURN(CUDA_SUCCESS);
@@ -614,6 +804,7 @@ CUresult simi_cuMemHostUnregister(void *p)
 	struct host *h = p ? host_find(p, 1) : NULL;
 	if (!h || !h->registered)
 		SIM_UNLOCK_RETURN(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+	host_unpin(h->size);
 	host_unlink(h);
 	free(h);
 	SIM_UNLOCK_RETURN(CUDA_SUCCESS);
@@ -749,6 +940,14 @@ CUresult simi_cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
 	if (!sim_stream_ctx(hStream, &rc))
 		SIM_UNLOCK_RETURN(rc);
 	struct alloc *a = alloc_find(dptr);
+	/* cuda.h: "During stream capture, this function results in the creation
+	 * of a free node and must therefore be passed the address of a graph
+	 * allocation." Anything else is an error, which breaks the capture. */
+	if (sim_stream_capture(hStream) == CU_STREAM_CAPTURE_STATUS_ACTIVE &&
+	    (!a || a->kind != K_GRAPH)) {
+		sim_stream_invalidate(hStream);
+		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
+	}
 	if (!a || a->kind == K_IPC)
 		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
 	free_alloc(a);
@@ -925,6 +1124,10 @@ static void vmm_put(struct vmm *v)
 		sim_uncharge(&g_sim.dev[v->dev], v->charged);
 		v->charged = 0;
 	}
+	if (v->released && v->maps == 0 && v->host_charged) {
+		host_unpin(v->host_charged);
+		v->host_charged = 0;
+	}
 }
 
 static int prop_ok(const CUmemAllocationProp *prop)
@@ -935,10 +1138,10 @@ static int prop_ok(const CUmemAllocationProp *prop)
 	case CU_MEM_LOCATION_TYPE_DEVICE:
 		return prop->location.id >= 0 && prop->location.id < g_sim.ndev;
 	case CU_MEM_LOCATION_TYPE_HOST:
-	case CU_MEM_LOCATION_TYPE_HOST_NUMA:
-	case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
-		return 1;
-	default:
+		return sim_config()->host_vmm;
+	case CU_MEM_LOCATION_TYPE_HOST_NUMA: /* one NUMA node, 0 */
+		return sim_config()->host_vmm && prop->location.id == 0;
+	default: /* HOST_NUMA_CURRENT included: cuMemCreate refuses it */
 		return 0;
 	}
 }
@@ -955,7 +1158,14 @@ CUresult simi_cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllo
 	SIM_UNLOCK_RETURN(CUDA_SUCCESS);
 }
 
-/* Device locations take device memory; host locations do not. */
+/*
+ * Device locations take device memory. Host locations (HOST, HOST_NUMA;
+ * drivers with CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+ * else CUDA_ERROR_INVALID_VALUE as for any unknown location) take pinned
+ * host memory, are not IPC capable (requestedHandleTypes must be 0, as
+ * cuda.h says), and fail with CUDA_ERROR_OUT_OF_MEMORY when it cannot be
+ * pinned.
+ */
 CUresult simi_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
                           const CUmemAllocationProp *prop, unsigned long long flags)
 {
@@ -964,13 +1174,22 @@ CUresult simi_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
 	if (prop->requestedHandleTypes & ~CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
 		SIM_UNLOCK_RETURN(CUDA_ERROR_NOT_SUPPORTED);
+	int host = prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE;
+	if (host && prop->requestedHandleTypes != 0)
+		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
 	struct vmm *v = calloc(1, sizeof(*v));
 	if (!v)
 		SIM_UNLOCK_RETURN(CUDA_ERROR_OUT_OF_MEMORY);
-	v->dev = prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1;
+	v->dev = host ? -1 : prop->location.id;
 	v->size = size;
 	v->handle_types = prop->requestedHandleTypes;
-	if (v->dev >= 0) {
+	if (host) {
+		if (!host_pin(size)) {
+			free(v);
+			SIM_UNLOCK_RETURN(CUDA_ERROR_OUT_OF_MEMORY);
+		}
+		v->host_charged = size;
+	} else {
 		if (sim_charge(&g_sim.dev[v->dev], size) != CUDA_SUCCESS) {
 			free(v);
 			SIM_UNLOCK_RETURN(CUDA_ERROR_OUT_OF_MEMORY);

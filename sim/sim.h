@@ -42,6 +42,9 @@ struct sim_config {
 	char driver_release[32]; /* VRAMSIM_DRIVER_RELEASE: the user-space libraries' release */
 	char kernel_release[32]; /* VRAMSIM_KERNEL_RELEASE: the kernel module's (default: the same)
 	                          */
+	uint64_t host_pinnable;  /* VRAMSIM_HOST_PINNABLE: pinned host bytes a process
+	                            may hold (RLIMIT_MEMLOCK, host RAM); default no limit */
+	int host_vmm;            /* cuMemCreate on host locations (12.2+, VRAMSIM_HOST_VMM) */
 };
 
 /* 1 when the simulated kernel module and user-space libraries differ (the

@@ -11,6 +11,18 @@
 #include "common/cuda_api.h"
 #include "test.h"
 
+/* Properties for cuMemCreate: pinned memory at a location (a device
+ * ordinal, or a host NUMA node). */
+static inline CUmemAllocationProp ct_mem_prop(CUmemLocationType type, int id)
+{
+	CUmemAllocationProp p;
+	memset(&p, 0, sizeof p);
+	p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	p.location.type = type;
+	p.location.id = id;
+	return p;
+}
+
 /* A graph memory node's parameters: `bytes` of device memory on dev. */
 static inline CUDA_MEM_ALLOC_NODE_PARAMS ct_mem_node(CUdevice dev, unsigned long long bytes)
 {

@@ -11,6 +11,9 @@
 
 /* Cap spec (size.h grammar). Unset: no cap, the library is invisible. */
 #define VR_ENV_LIMIT "VRAMCTL_LIMIT"
+/* Spill past the cap to host memory the GPU reads in place (docs/spill.md):
+ * the group's host budget, SIZE | "auto" | "0" (spill.h). Unset: no spill. */
+#define VR_ENV_SPILL "VRAMCTL_SPILL"
 /* "1": frameworks that preallocate grow on demand instead. */
 #define VR_ENV_GROWTH "VRAMCTL_GROWTH"
 /* Group name: processes with the same name share one cap per device. */

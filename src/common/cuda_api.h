@@ -43,6 +43,8 @@ enum {
 	CUDA_ERROR_SYSTEM_NOT_READY = 802, /* e.g. fabric manager not running (NVSwitch) */
 	CUDA_ERROR_SYSTEM_DRIVER_MISMATCH = 803,
 	CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE = 804, /* forward-compatibility libcuda */
+	CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
+	CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901,
 	CUDA_ERROR_UNKNOWN = 999,
 };
 
@@ -83,6 +85,7 @@ enum {
 	CU_DEVICE_ATTRIBUTE_INTEGRATED = 18,
 	CU_DEVICE_ATTRIBUTE_COMPUTE_MODE =
 	    20, /* CU_COMPUTEMODE_*: 0 default, 2 prohibited, 3 exclusive process */
+	CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY = 19,
 	CU_DEVICE_ATTRIBUTE_PCI_BUS_ID = 33,
 	CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID = 34,
 	CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING = 41,
@@ -92,7 +95,48 @@ enum {
 	CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS = 89,
 	CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102,
 	CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED = 115,
+	CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID = 134,
+	/* cuMemCreate on host locations (CUDA 12.2+ drivers that support it). */
+	CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 141,
 };
+
+/* cuPointerGetAttribute(s): the attributes this project reads or simulates. */
+typedef int CUpointer_attribute;
+enum {
+	CU_POINTER_ATTRIBUTE_CONTEXT = 1,                     /* CUcontext */
+	CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,                 /* unsigned int: CUmemorytype */
+	CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3,              /* CUdeviceptr */
+	CU_POINTER_ATTRIBUTE_HOST_POINTER = 4,                /* void * */
+	CU_POINTER_ATTRIBUTE_IS_MANAGED = 8,                  /* unsigned int (boolean) */
+	CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,              /* int */
+	CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE = 10, /* int (boolean) */
+	CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11,           /* CUdeviceptr */
+	CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12,                 /* size_t */
+	CU_POINTER_ATTRIBUTE_MAPPED = 13,                     /* int (boolean) */
+	CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES = 14,       /* unsigned long long */
+	CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE = 17,             /* CUmemoryPool */
+};
+typedef int CUmemorytype;
+enum {
+	CU_MEMORYTYPE_HOST = 1,
+	CU_MEMORYTYPE_DEVICE = 2,
+	CU_MEMORYTYPE_ARRAY = 3,
+	CU_MEMORYTYPE_UNIFIED = 4
+};
+
+typedef int CUstreamCaptureStatus;
+enum {
+	CU_STREAM_CAPTURE_STATUS_NONE = 0,
+	CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
+	CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2
+};
+typedef int CUstreamCaptureMode;
+enum {
+	CU_STREAM_CAPTURE_MODE_GLOBAL = 0,
+	CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+	CU_STREAM_CAPTURE_MODE_RELAXED = 2
+};
+typedef void (*CUhostFn)(void *userData);
 
 typedef int CUlimit;
 enum { CU_LIMIT_STACK_SIZE = 0, CU_LIMIT_PRINTF_FIFO_SIZE = 1, CU_LIMIT_MALLOC_HEAP_SIZE = 2 };
@@ -349,6 +393,23 @@ enum {
 	X(cuMemHostRegister_v2, (void *p, size_t bytesize, unsigned int Flags),                    \
 	  (p, bytesize, Flags))                                                                    \
 	X(cuMemHostUnregister, (void *p), (p))                                                     \
+	X(cuPointerGetAttribute, (void *data, CUpointer_attribute attribute, CUdeviceptr ptr),     \
+	  (data, attribute, ptr))                                                                  \
+	X(cuPointerGetAttributes,                                                                  \
+	  (unsigned int numAttributes, CUpointer_attribute *attributes, void **data,               \
+	   CUdeviceptr ptr),                                                                       \
+	  (numAttributes, attributes, data, ptr))                                                  \
+	X(cuStreamBeginCapture_v2, (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode))  \
+	X(cuStreamEndCapture, (CUstream hStream, CUgraph * phGraph), (hStream, phGraph))           \
+	X(cuThreadExchangeStreamCaptureMode, (CUstreamCaptureMode * mode), (mode))                 \
+	X(cuStreamIsCapturing, (CUstream hStream, CUstreamCaptureStatus * captureStatus),          \
+	  (hStream, captureStatus))                                                                \
+	X(cuStreamIsCapturing_ptsz, (CUstream hStream, CUstreamCaptureStatus * captureStatus),     \
+	  (hStream, captureStatus))                                                                \
+	X(cuLaunchHostFunc, (CUstream hStream, CUhostFn fn, void *userData),                       \
+	  (hStream, fn, userData))                                                                 \
+	X(cuLaunchHostFunc_ptsz, (CUstream hStream, CUhostFn fn, void *userData),                  \
+	  (hStream, fn, userData))                                                                 \
 	X(cuMemHostGetDevicePointer_v2, (CUdeviceptr * pdptr, void *p, unsigned int Flags),        \
 	  (pdptr, p, Flags))                                                                       \
 	X(cuStreamCreate, (CUstream * phStream, unsigned int Flags), (phStream, Flags))            \
