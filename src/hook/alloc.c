@@ -16,6 +16,7 @@
 #include "hook/policy.h"
 #include "hook/books.h"
 #include "hook/ptrmap.h"
+#include "hook/spill.h"
 
 #define MIB (1024ull * 1024)
 
@@ -118,13 +119,11 @@ static CUresult settle(struct vr_dev *d, int kind, uint64_t key, uint64_t charge
 	return CUDA_SUCCESS;
 }
 
-/* An allocation charged at bytes on d: charge, call the driver, then settle
- * the allocation under key (read only after a successful call), or release
- * the charge and return the driver's code if it failed. */
-#define VR_ALLOC(d, kind, bytes, call, key)                                                        \
+/* Calls the driver for an allocation already charged at bytes on d, then
+ * settles it under key (read only after a successful call), or releases the
+ * charge and returns the driver's code if it failed. */
+#define VR_CALL_SETTLE(d, kind, bytes, call, key)                                                  \
 	do {                                                                                       \
-		if (charge(d, bytes) != CUDA_SUCCESS)                                              \
-			return CUDA_ERROR_OUT_OF_MEMORY;                                           \
 		CUresult rc_;                                                                      \
 		VR_OWN(rc_ = call);                                                                \
 		if (rc_ != CUDA_SUCCESS) {                                                         \
@@ -132,6 +131,25 @@ static CUresult settle(struct vr_dev *d, int kind, uint64_t key, uint64_t charge
 			return rc_;                                                                \
 		}                                                                                  \
 		return settle(d, kind, key, bytes);                                                \
+	} while (0)
+
+/* An allocation charged at bytes on d: charge (or refuse), call, settle. */
+#define VR_ALLOC(d, kind, bytes, call, key)                                                        \
+	do {                                                                                       \
+		if (charge(d, bytes) != CUDA_SUCCESS)                                              \
+			return CUDA_ERROR_OUT_OF_MEMORY;                                           \
+		VR_CALL_SETTLE(d, kind, bytes, call, key);                                         \
+	} while (0)
+
+/* The same for a path that may spill (spill.h): past the cap, `spill` answers. */
+#define VR_ALLOC_SPILL(d, kind, bytes, call, key, spill)                                           \
+	do {                                                                                       \
+		int r_ = vr_policy_reserve_spillable(d, bytes);                                    \
+		if (r_ > 0)                                                                        \
+			return spill;                                                              \
+		if (r_ < 0)                                                                        \
+			return CUDA_ERROR_OUT_OF_MEMORY;                                           \
+		VR_CALL_SETTLE(d, kind, bytes, call, key);                                         \
 	} while (0)
 
 /* After the driver's answer to a free of a known record: the bytes go back
@@ -168,13 +186,67 @@ VR_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 	if (!dptr || bytesize == 0)
 		return vr_real.cuMemAlloc_v2(dptr, bytesize);
 	VR_CURRENT_DEVICE(d);
-	VR_ALLOC(d, VR_KIND_LINEAR, bytesize, vr_real.cuMemAlloc_v2(dptr, bytesize), *dptr);
+	VR_ALLOC_SPILL(d, VR_KIND_LINEAR, bytesize, vr_real.cuMemAlloc_v2(dptr, bytesize), *dptr,
+	               vr_spill_linear(d, dptr, bytesize));
 }
 
 VR_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
 	VR_PASS(cuMemFree_v2, (dptr));
+	CUresult rc;
+	if (vr_spill_any() && vr_spill_free(dptr, &rc))
+		return rc;
 	VR_FREE(VR_KIND_LINEAR, dptr, vr_real.cuMemFree_v2(dptr));
+}
+
+/* Stream-ordered frees: pools are settled by what they hold (pools.c), so
+ * only spilled blocks need anything here; the rest goes to the driver. */
+#define VR_FREE_ASYNC(name, ptsz)                                                                  \
+	VR_EXPORT CUresult name(CUdeviceptr dptr, CUstream hStream)                                \
+	{                                                                                          \
+		VR_PASS(name, (dptr, hStream));                                                    \
+		CUresult rc;                                                                       \
+		if (vr_spill_any() && vr_spill_free_async(dptr, hStream, ptsz, &rc))               \
+			return rc;                                                                 \
+		VR_OWN(rc = vr_real.name(dptr, hStream));                                          \
+		return rc;                                                                         \
+	}
+VR_FREE_ASYNC(cuMemFreeAsync, 0)
+VR_FREE_ASYNC(cuMemFreeAsync_ptsz, 1)
+
+/* CUDA IPC cannot share host memory: the driver refuses the export of a
+ * spilled block; vramctl says why, once. */
+static void ipc_spilled(void)
+{
+	static atomic_int said;
+	if (!atomic_exchange(&said, 1))
+		vr_log(VR_LOG_WARN, "a block that was spilled to host memory (past the cap) cannot "
+		                    "be shared with another process through CUDA IPC; the driver "
+		                    "refuses the export");
+}
+
+VR_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
+{
+	VR_PASS(cuIpcGetMemHandle, (pHandle, dptr));
+	if (vr_spill_any() && vr_spill_is(VR_KIND_SPILL, dptr))
+		ipc_spilled();
+	CUresult rc;
+	VR_OWN(rc = vr_real.cuIpcGetMemHandle(pHandle, dptr));
+	return rc;
+}
+
+VR_EXPORT CUresult cuMemExportToShareableHandle(void *shareableHandle,
+                                                CUmemGenericAllocationHandle handle,
+                                                CUmemAllocationHandleType handleType,
+                                                unsigned long long flags)
+{
+	VR_PASS(cuMemExportToShareableHandle, (shareableHandle, handle, handleType, flags));
+	if (vr_spill_any() && vr_spill_is(VR_KIND_SPILLVMM, handle))
+		ipc_spilled();
+	CUresult rc;
+	VR_OWN(
+	    rc = vr_real.cuMemExportToShareableHandle(shareableHandle, handle, handleType, flags));
+	return rc;
 }
 
 /* The 32-bit entry points of CUDA 3.1 and before, still exported. */
@@ -221,7 +293,19 @@ VR_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t 
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	VR_CURRENT_DEVICE(d);
 	bound *= Height;
-	if (charge(d, bound) != CUDA_SUCCESS)
+	/* Past the cap (with spill on and arguments the driver would take):
+	 * the driver's own pitch rule, 512 bytes, on host memory. */
+	int r = vr_policy_reserve_spillable(d, bound);
+	if (r > 0 && (ElementSizeBytes == 4 || ElementSizeBytes == 8 || ElementSizeBytes == 16)) {
+		CUresult src = vr_spill_linear(d, dptr, bound);
+		if (src == CUDA_SUCCESS)
+			*pPitch = round_up(WidthInBytes, 512);
+		return src;
+	}
+	if (r > 0)
+		return vr_real.cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height,
+		                                  ElementSizeBytes);
+	if (r < 0)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	CUresult rc;
 	VR_OWN(
@@ -261,12 +345,16 @@ VR_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size
 	CUresult dev_rc = vr_dev_for_handle(prop->location.id, &d);
 	if (dev_rc != CUDA_SUCCESS)
 		return dev_rc;
-	VR_ALLOC(d, VR_KIND_VMM, size, vr_real.cuMemCreate(handle, size, prop, flags), *handle);
+	VR_ALLOC_SPILL(d, VR_KIND_VMM, size, vr_real.cuMemCreate(handle, size, prop, flags),
+	               *handle, vr_spill_vmm(d, handle, size, prop, flags));
 }
 
 VR_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
 	VR_PASS(cuMemRelease, (handle));
+	CUresult rc;
+	if (vr_spill_any() && vr_spill_release_handle(handle, &rc))
+		return rc;
 	VR_FREE(VR_KIND_VMM, handle, vr_real.cuMemRelease(handle));
 }
 

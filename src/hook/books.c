@@ -29,6 +29,8 @@ static atomic_int joined;
 static vr_member *member;
 static char private_group[72];
 static _Atomic int64_t local_pinned;
+static _Atomic uint64_t local_spilled; /* per-process books' spill */
+static _Atomic uint64_t spill_budget;  /* in force: the group's, else VRAMCTL_SPILL's */
 
 /* The registry found the group's books damaged: said once, by the member
  * that found it; it keeps its own books under the caps it joined with. */
@@ -54,10 +56,12 @@ static void join_locked(void)
 	    .growth = vr_g.growth,
 	    .fresh = fresh,
 	    .notice = books_damaged,
+	    .spill_budget = vr_g.spill_budget,
 	};
 	char err[256] = "";
 	int differs = 0, rc;
 	VR_OWN(rc = vr_join(&o, &member, &differs, err, sizeof err));
+	atomic_store(&spill_budget, vr_g.spill_budget);
 	if (rc != 0) {
 		member = NULL;
 		vr_log(VR_LOG_ERROR,
@@ -70,6 +74,15 @@ static void join_locked(void)
 		vr_log(VR_LOG_WARN,
 		       "group %s was started with a different cap than %s; the group's cap applies",
 		       group, vr_g.limit_text);
+	uint64_t budget = vr_spill_budget(member);
+	atomic_store(&spill_budget, budget);
+	if (budget != vr_g.spill_budget) {
+		char a[32], b[32];
+		vr_log(VR_LOG_WARN,
+		       "group %s has a spill budget of %s, not %s; the group's applies", group,
+		       budget ? vr_format_size(budget, a, sizeof a) : "none",
+		       vr_g.spill_budget ? vr_format_size(vr_g.spill_budget, b, sizeof b) : "none");
+	}
 }
 
 void vr_books_join(void)
@@ -104,10 +117,11 @@ void vr_books_device(struct vr_dev *d, uint64_t cap_if_new)
 	}
 }
 
-int vr_books_reserve(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
+static int reserve(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int count_denial)
 {
 	if (d->reg >= 0) {
-		int rc = vr_reserve(member, d->reg, bytes, in_use);
+		int rc = count_denial ? vr_reserve(member, d->reg, bytes, in_use)
+		                      : vr_reserve_quiet(member, d->reg, bytes, in_use);
 		if (VR_LIKELY(rc == 0))
 			return 0;
 		if (rc != -ENOSPC) { /* the registry failed: refuse, never pass the cap */
@@ -127,6 +141,55 @@ int vr_books_reserve(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
 		*in_use = cur;
 	}
 	return -1;
+}
+
+int vr_books_reserve(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
+{
+	return reserve(d, bytes, in_use, 1);
+}
+
+int vr_books_reserve_quiet(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
+{
+	return reserve(d, bytes, in_use, 0);
+}
+
+void vr_books_denied(struct vr_dev *d, uint64_t bytes)
+{
+	if (d->reg >= 0)
+		vr_note_denied(member, d->reg, bytes);
+}
+
+uint64_t vr_books_spill_budget(void)
+{
+	return atomic_load_explicit(&spill_budget, memory_order_relaxed);
+}
+
+int vr_books_spill(struct vr_dev *d, uint64_t bytes, uint64_t *spilled, uint64_t *budget)
+{
+	if (d->reg >= 0)
+		return vr_spill_reserve(member, d->reg, bytes, spilled, budget) == 0 ? 0 : -1;
+	uint64_t b = vr_g.spill_budget;
+	uint64_t cur = atomic_load_explicit(&local_spilled, memory_order_relaxed);
+	*budget = b;
+	for (;;) {
+		*spilled = cur;
+		if (bytes > b || cur > b - bytes)
+			return -1;
+		if (atomic_compare_exchange_weak_explicit(&local_spilled, &cur, cur + bytes,
+		                                          memory_order_relaxed,
+		                                          memory_order_relaxed)) {
+			*spilled = cur + bytes;
+			return 0;
+		}
+	}
+}
+
+void vr_books_unspill(struct vr_dev *d, uint64_t bytes)
+{
+	if (d->reg >= 0)
+		vr_spill_release(member, d->reg, bytes);
+	else
+		atomic_fetch_sub_explicit(&local_spilled, bytes, memory_order_relaxed);
 }
 
 void vr_books_release(struct vr_dev *d, uint64_t bytes)
@@ -163,6 +226,8 @@ void vr_books_atfork_child(void)
 	member = NULL;
 	atomic_store(&joined, 0);
 	atomic_store(&local_pinned, 0);
+	atomic_store(&local_spilled, 0);
+	atomic_store(&spill_budget, 0);
 }
 
 /* At exit, a private group's region goes with its only member. */

@@ -17,11 +17,24 @@ void vr_books_device(struct vr_dev *d, uint64_t cap_if_new);
  * registry). Returns 0, or -1 with *in_use the figure that did not leave room
  * (a registry that fails also refuses: the cap is never passed). */
 int vr_books_reserve(struct vr_dev *d, uint64_t bytes, uint64_t *in_use);
+/* The same without counting a refusal as a denial in the group's books (the
+ * request may still be served another way: spill); vr_books_denied counts one. */
+int vr_books_reserve_quiet(struct vr_dev *d, uint64_t bytes, uint64_t *in_use);
+void vr_books_denied(struct vr_dev *d, uint64_t bytes);
 void vr_books_release(struct vr_dev *d, uint64_t bytes);
 /* Group-wide in-use of d. */
 uint64_t vr_books_in_use(struct vr_dev *d);
 /* Pinned host memory: counted apart, never capped. */
 void vr_books_pinned(int64_t delta);
+/*
+ * Spill's host budget (docs/spill.md): the group's once joined (it applies
+ * to every member, as the cap does), else VRAMCTL_SPILL's. vr_books_spill
+ * returns 0, or -1 when bytes more would pass it; *spilled and *budget get
+ * the numbers either way.
+ */
+uint64_t vr_books_spill_budget(void);
+int vr_books_spill(struct vr_dev *d, uint64_t bytes, uint64_t *spilled, uint64_t *budget);
+void vr_books_unspill(struct vr_dev *d, uint64_t bytes);
 /* In a child after fork (one thread left): drop the parent's membership. */
 void vr_books_atfork_child(void);
 

@@ -12,7 +12,9 @@
  *   books.h     where the bytes are held: the group's registry or this
  *               process's own books;
  *   ptrmap.h    what each allocation was charged, until it is freed;
- *   pools.h     stream-ordered pools, charged by what they hold.
+ *   pools.h     stream-ordered pools, charged by what they hold;
+ *   spill.h     past the cap, host memory (--spill): beside pools, above
+ *               policy and books.
  * Calls only go down this list (a wrapper -> devices -> policy -> books ->
  * registry); init.c loads the driver and runs every module's fork handler.
  * Nothing here is exported except the wrappers and dlsym.
@@ -65,6 +67,8 @@ struct vr_state {
 	int limit_bad;   /* VRAMCTL_LIMIT was malformed: fail closed (cap 0) */
 	int growth;
 	int log_level;
+	uint64_t spill_budget; /* VRAMCTL_SPILL: host bytes past the cap (0: no spill) */
+	char spill_text[64];
 	struct vr_limits limits;
 	char limit_text[VR_MAX_LIMITS * 64]; /* a full spec with UUIDs fits */
 	char group[72];
@@ -128,5 +132,7 @@ void vr_log_(int level, const char *fmt, ...) VR_PRINTF(2, 3);
 	} while (0)
 /* The denial line, rate limited to a few a second plus a count of the rest. */
 void vr_log_denied(int ordinal, uint64_t bytes, uint64_t cap, uint64_t in_use);
+/* The same, with why spill could not serve it either ("; spill: ..."). */
+void vr_log_denied_why(int ordinal, uint64_t bytes, uint64_t cap, uint64_t in_use, const char *why);
 
 #endif /* VRAMCTL_HOOK_H */

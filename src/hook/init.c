@@ -24,10 +24,12 @@
 #define VR_CUDA_PROTOTYPES
 #define VR_NVML_PROTOTYPES
 #include "common/contract.h"
+#include "common/spill.h"
 #include "hook/books.h"
 #include "hook/devices.h"
 #include "hook/pools.h"
 #include "hook/ptrmap.h"
+#include "hook/spill.h"
 
 struct vr_state vr_g = {.log_level = VR_LOG_WARN};
 struct vr_real vr_real;
@@ -61,6 +63,8 @@ static const struct vr_option {
     {VR_ENV_LIMIT, OPT_TEXT, vr_g.limit_text, sizeof vr_g.limit_text, NULL,
      "cap spec; unset or empty: no cap (invisible)"},
     {VR_ENV_GROWTH, OPT_BOOL, NULL, 0, &vr_g.growth, "1: grow on demand"},
+    {VR_ENV_SPILL, OPT_TEXT, vr_g.spill_text, sizeof vr_g.spill_text, NULL,
+     "host budget for spill past the cap: SIZE, auto or 0"},
     {VR_ENV_GROUP, OPT_TEXT, vr_g.group, sizeof vr_g.group, NULL, "group name"},
     {VR_ENV_REGISTRY_DIR, OPT_TEXT, vr_g.registry_dir, sizeof vr_g.registry_dir, NULL,
      "registry directory"},
@@ -75,7 +79,7 @@ static const char *const log_names[] = {"quiet", "error", "warn", "info", "debug
 
 /* Errors found while reading options are printed after the log level is
  * known (an option read early must not decide whether a later one speaks). */
-static char config_errors[3][600];
+static char config_errors[4][600];
 static int nconfig_errors;
 
 static void config_error(const char *fmt, ...) VR_PRINTF(1, 2);
@@ -162,6 +166,16 @@ static void config_init_once(void)
 		             "would keep other books); every device allocation is refused (fail "
 		             "closed)",
 		             VR_ENV_REGISTRY_DIR, vr_g.registry_dir);
+	}
+	/* Spill is an addition to a cap: a bad budget is said once and means no
+	 * spill (the cap itself stays). */
+	if (vr_g.active && !vr_g.limit_bad && vr_g.spill_text[0]) {
+		char err[256];
+		uint64_t budget = 0;
+		if (vr_parse_spill(vr_g.spill_text, &budget, err, sizeof err) != 0)
+			config_error("VRAMCTL_SPILL: %s; no spill (the cap applies as usual)", err);
+		else
+			vr_g.spill_budget = budget;
 	}
 
 	/* Are we the acting copy? Ask the loader for the first marker. */
@@ -360,6 +374,7 @@ static void atfork_child(void)
 {
 	pthread_mutex_init(&driver_lock, NULL);
 	vr_pools_atfork_child();
+	vr_spill_atfork_child();
 	vr_map_atfork_child();
 	vr_devices_atfork_child();
 	vr_books_atfork_child();

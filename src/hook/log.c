@@ -40,6 +40,11 @@ static atomic_int deny_suppressed;
 
 void vr_log_denied(int ordinal, uint64_t bytes, uint64_t cap, uint64_t in_use)
 {
+	vr_log_denied_why(ordinal, bytes, cap, in_use, NULL);
+}
+
+void vr_log_denied_why(int ordinal, uint64_t bytes, uint64_t cap, uint64_t in_use, const char *why)
+{
 	if (vr_g.log_level < VR_LOG_WARN)
 		return;
 	struct timespec ts;
@@ -56,7 +61,7 @@ void vr_log_denied(int ordinal, uint64_t bytes, uint64_t cap, uint64_t in_use)
 	int sup = atomic_exchange(&deny_suppressed, 0);
 	if (sup > 0)
 		snprintf(more, sizeof more, " (%d more denials not shown)", sup);
-	vr_log_(VR_LOG_WARN, "denied %s on GPU %d: cap %s, %s in use%s",
+	vr_log_(VR_LOG_WARN, "denied %s on GPU %d: cap %s, %s in use%s%s%s",
 	        vr_format_size(bytes, a, sizeof a), ordinal, vr_format_size(cap, b, sizeof b),
-	        vr_format_size(in_use, c, sizeof c), more);
+	        vr_format_size(in_use, c, sizeof c), why ? "; spill: " : "", why ? why : "", more);
 }

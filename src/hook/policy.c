@@ -7,6 +7,9 @@
  *     group already has one for that device (books.c);
  *   reserve: before the driver is called, against the cap in force; a
  *     request that does not fit is refused and said (rate limited);
+ *   spill: past the cap, with a spill budget, the caller may serve the
+ *     request from the host instead (spill.c); only when that fails too is
+ *     it a denial;
  *   view: total = min(cap, physical total), free = min(cap - group in-use,
  *     physical free), so every framework sizes itself inside the cap.
  */
@@ -149,6 +152,20 @@ int vr_policy_reserve(struct vr_dev *d, uint64_t bytes)
 int vr_policy_try(struct vr_dev *d, uint64_t bytes)
 {
 	return reserve(d, bytes, 0);
+}
+
+int vr_policy_reserve_spillable(struct vr_dev *d, uint64_t bytes)
+{
+	if (VR_LIKELY(!vr_books_spill_budget()))
+		return vr_policy_reserve(d, bytes) == 0 ? 0 : -1;
+	uint64_t in_use = 0;
+	return !d || vr_books_reserve_quiet(d, bytes, &in_use) == 0 ? 0 : 1;
+}
+
+void vr_policy_deny(struct vr_dev *d, uint64_t bytes, const char *why)
+{
+	vr_books_denied(d, bytes);
+	vr_log_denied_why(d->ordinal, bytes, d->cap, vr_books_in_use(d), why);
 }
 
 void vr_policy_release(struct vr_dev *d, uint64_t bytes)

@@ -29,6 +29,18 @@ int vr_policy_reserve(struct vr_dev *d, uint64_t bytes);
 int vr_policy_try(struct vr_dev *d, uint64_t bytes);
 void vr_policy_release(struct vr_dev *d, uint64_t bytes);
 
+/*
+ * For an allocation that may spill past the cap (spill.h, docs/spill.md):
+ * 0 reserved on the device; 1 the device is at its cap and spill is on:
+ * nothing reserved, nothing said, the caller serves it from the host; -1
+ * denied (said). The device is always tried first, so allocations go to it
+ * again as soon as it has room.
+ */
+int vr_policy_reserve_spillable(struct vr_dev *d, uint64_t bytes);
+/* The denial when spill could not serve the request either: counted in the
+ * books and said, with why (rate limited like every denial). */
+void vr_policy_deny(struct vr_dev *d, uint64_t bytes, const char *why);
+
 /* What the program is shown for a capped device, from the driver's (free,
  * total): total = min(cap, total); free = min(cap - group in-use, free),
  * never below zero, never above total. */

@@ -29,6 +29,7 @@
 #define VR_CUDA_PROTOTYPES
 #include "hook/pools.h"
 #include "hook/policy.h"
+#include "hook/spill.h"
 
 #define MAX_POOLS 256
 #define GRANULE   (2ull * 1024 * 1024)
@@ -270,7 +271,8 @@ VR_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 	return rc;
 }
 
-/* Synchronisation is where pools give memory back (release threshold). */
+/* Synchronisation is where pools give memory back (release threshold), and
+ * where spilled blocks freed in stream order are done with. */
 #define VR_SYNC(name, params, args)                                                                \
 	VR_EXPORT CUresult name params                                                             \
 	{                                                                                          \
@@ -279,6 +281,7 @@ VR_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 		VR_OWN(rc = vr_real.name args);                                                    \
 		if (atomic_load_explicit(&vr_pools_count, memory_order_relaxed))                   \
 			vr_pools_settle_all();                                                     \
+		vr_spill_drain();                                                                  \
 		return rc;                                                                         \
 	}
 VR_SYNC(cuStreamSynchronize, (CUstream hStream), (hStream))

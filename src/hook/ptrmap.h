@@ -15,6 +15,8 @@ enum vr_kind {
 	VR_KIND_HOST,       /* key: host pointer (pinned) */
 	VR_KIND_GRAPH,      /* key: CUgraph (bytes of its alloc nodes, not charged) */
 	VR_KIND_GRAPHEXEC,  /* key: CUgraphExec (charged) */
+	VR_KIND_SPILL,      /* key: device pointer of mapped pinned host memory (spill.c) */
+	VR_KIND_SPILLVMM,   /* key: CUmemGenericAllocationHandle on a host location */
 	VR_KIND_COUNT
 };
 

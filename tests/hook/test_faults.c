@@ -28,11 +28,7 @@ static int child(void)
 	ASSERT_CU(cuMemAllocManaged(&p, 8 * MiB, CU_MEM_ATTACH_GLOBAL), CUDA_ERROR_INVALID_VALUE);
 	ASSERT_UEQ(used(), 0);
 
-	CUmemAllocationProp prop;
-	memset(&prop, 0, sizeof prop);
-	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-	prop.location.id = dev;
+	CUmemAllocationProp prop = ct_mem_prop(CU_MEM_LOCATION_TYPE_DEVICE, dev);
 	CUmemGenericAllocationHandle h;
 	ASSERT_CU(cuMemCreate(&h, 2 * MiB, &prop, 0), CUDA_ERROR_OUT_OF_MEMORY);
 	ASSERT_UEQ(used(), 0);

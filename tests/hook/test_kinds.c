@@ -43,11 +43,7 @@ static void linear_pitch_managed(void)
 
 static void vmm(CUdevice dev)
 {
-	CUmemAllocationProp prop;
-	memset(&prop, 0, sizeof prop);
-	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-	prop.location.id = dev;
+	CUmemAllocationProp prop = ct_mem_prop(CU_MEM_LOCATION_TYPE_DEVICE, dev);
 	size_t g = 0;
 	ASSERT_CU(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
 	          CUDA_SUCCESS);
