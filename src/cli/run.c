@@ -1,5 +1,6 @@
 /*
- * run.c - `vramctl run [--limit SPEC]... [--growth] [--group NAME] [--] COMMAND [ARG...]`
+ * run.c - `vramctl run [--limit SPEC]... [--spill[=SIZE]] [--growth] [--group NAME] [--]
+ *          COMMAND [ARG...]`
  *
  * The CLI re-implements no policy: it parses the options, checks the cap
  * the user typed against the devices the command will see, writes the
@@ -24,14 +25,15 @@
 #include "common/compiler.h"
 #include "common/contract.h"
 #include "common/size.h"
+#include "common/spill.h"
 #include "launch/launch.h"
 #include "registry/registry.h"
 
 static void run_usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: vramctl run [--limit SPEC]... [--growth] [--group NAME] [--] COMMAND "
-	        "[ARG...]\n"
+	        "usage: vramctl run [--limit SPEC]... [--spill[=SIZE]] [--growth] [--group NAME]\n"
+	        "                   [--] COMMAND [ARG...]\n"
 	        "\n"
 	        "Runs COMMAND, and every process it starts, under a GPU memory cap.\n"
 	        "\n"
@@ -39,6 +41,10 @@ static void run_usage(FILE *f)
 	        "                    for one (DEV: the program's device index or a GPU UUID);\n"
 	        "                    comma-separated or repeated: --limit 0=4G,1=50%%\n"
 	        "                    SIZE units: B, K, M, G, T (also KB/KiB...), powers of 1024\n"
+	        "  --spill[=SIZE]    past the cap, allocations that can (cuMemAlloc, pitch,\n"
+	        "                    cuMemCreate) go to host memory the GPU reads in place,\n"
+	        "                    slower, up to SIZE for the whole group (default auto: a\n"
+	        "                    quarter of the host's available memory); needs --limit\n"
 	        "  --growth          frameworks that preallocate (TensorFlow, JAX) grow on\n"
 	        "                    demand instead\n"
 	        "  --group NAME      share one cap per device with every process run with the\n"
@@ -206,7 +212,8 @@ int cmd_run(int argc, char **argv)
 	struct vr_launch_group g = {.member = NULL};
 	char spec[4096], group[VR_GROUP_NAME_MAX + 1], lib[PATH_MAX], why[256] = "", err[512];
 	const char *group_opt = NULL, *value;
-	int growth = 0, have_limit = 0, ndev = -1, i, rc;
+	int growth = 0, have_limit = 0, have_spill = 0, ndev = -1, i, rc;
+	uint64_t spill = 0;
 
 	memset(&lim, 0, sizeof(lim));
 	for (i = 1; i < argc; i++) {
@@ -224,6 +231,17 @@ int cmd_run(int argc, char **argv)
 		}
 		if (!strcmp(a, "--growth")) {
 			growth = 1;
+			continue;
+		}
+		/* --spill[=SIZE]: the value only with '=' (a separate word is the
+		 * command). "auto" is sized now, for the whole run. */
+		if (!strcmp(a, "--spill") || !strncmp(a, "--spill=", 8)) {
+			if (vr_parse_spill(a[7] == '=' ? a + 8 : "auto", &spill, err, sizeof(err)) <
+			    0) {
+				fprintf(stderr, "vramctl: --spill: %s\n", err);
+				return VR_EXIT_ERROR;
+			}
+			have_spill = 1;
 			continue;
 		}
 		if ((rc = opt_value(argc, argv, &i, "--limit", &value)) != 0 ||
@@ -249,6 +267,11 @@ int cmd_run(int argc, char **argv)
 	if (i >= argc) {
 		fprintf(stderr, "vramctl: run: no command given\n");
 		run_usage(stderr);
+		return VR_EXIT_ERROR;
+	}
+	if (have_spill && !have_limit) {
+		fprintf(stderr,
+		        "vramctl: --spill needs --limit: spill serves what passes the cap\n");
 		return VR_EXIT_ERROR;
 	}
 	if (group_opt && !have_limit) {
@@ -280,6 +303,7 @@ int cmd_run(int argc, char **argv)
 		                           .spec = spec,
 		                           .limits = &lim,
 		                           .growth = growth,
+		                           .spill = spill,
 		                           .fresh = !group_opt,
 		                           .devs = devs,
 		                           .ndev = ndev < 0 ? 0 : ndev};
@@ -297,6 +321,7 @@ int cmd_run(int argc, char **argv)
 	struct vr_contract c = {.limit = have_limit ? g.spec : NULL,
 	                        .group = have_limit ? group : NULL,
 	                        .growth = growth,
+	                        .spill = have_limit ? g.spill : 0,
 	                        .lib = lib,
 	                        .cur_preload = getenv("LD_PRELOAD")};
 	if (vr_contract_apply(&c, cli_set_own_env, NULL, err, sizeof(err)) < 0) {

@@ -82,7 +82,20 @@ void history_free(struct history *h);
 
 /* ---- columns and order (top_sort.c) */
 
-enum col { C_PID, C_GPU, C_USER, C_GROUP, C_USED, C_CAP, C_PEAK, C_NVML, C_DENIED, C_CMD, NCOLS };
+enum col {
+	C_PID,
+	C_GPU,
+	C_USER,
+	C_GROUP,
+	C_USED,
+	C_CAP,
+	C_PEAK,
+	C_SPILL, /* host memory past the cap (--spill) */
+	C_NVML,
+	C_DENIED,
+	C_CMD,
+	NCOLS
+};
 
 struct col_def {
 	const char *title;

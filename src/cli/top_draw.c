@@ -106,7 +106,7 @@ static void draw_help(void)
 	    "  h ?      this help (any key closes it)",
 	    "  q        quit",
 	    "  p g u G  sort by PID, GPU, user, group",
-	    "  m c k    sort by in use, cap, peak",
+	    "  m c k S  sort by in use, cap, peak, spilled",
 	    "  n d C    sort by NVML usage, denied count, command",
 	    "  < >      sort by the previous / next column",
 	    "  r        reverse the order",
@@ -125,7 +125,7 @@ static void draw_help(void)
 
 void draw(struct ui *u, const struct mon_model *m)
 {
-	char a[32], b[32], c[32], line[512];
+	char a[32], b[32], c[32], e[32], line[512];
 	erase();
 	if (COLS < 20 || LINES < 4) {
 		put(0, 0, "vramctl top: terminal too small");
@@ -162,11 +162,13 @@ void draw(struct ui *u, const struct mon_model *m)
 			snprintf(idx, sizeof(idx), "-");
 		int mem = !!(d->valid & MON_DEV_MEMORY);
 		if (mem)
-			snprintf(line, sizeof(line), "GPU %s %.24s %s/%s caps %s%s", idx,
+			snprintf(line, sizeof(line), "GPU %s %.24s %s/%s caps %s%s%s%s", idx,
 			         (d->valid & MON_DEV_NAME) ? d->name : d->uuid,
 			         vr_format_size(d->used, a, sizeof(a)),
 			         vr_format_size(d->total, b, sizeof(b)),
 			         vr_format_size(d->caps_sum, c, sizeof(c)),
+			         d->spilled ? " spilled " : "",
+			         d->spilled ? vr_format_size(d->spilled, e, sizeof(e)) : "",
 			         d->overcommitted ? " OVERCOMMITTED" : "");
 		else
 			snprintf(line, sizeof(line), "GPU %s %.40s memory unknown, caps %s", idx,
@@ -248,6 +250,8 @@ void draw(struct ui *u, const struct mon_model *m)
 		                                : vr_format_size(p->cap, a, sizeof(a)));
 		snprintf(cells[C_PEAK], cl, "%s",
 		         capped ? vr_format_size(p->peak, a, sizeof(a)) : "-");
+		snprintf(cells[C_SPILL], cl, "%s",
+		         capped ? vr_format_size(p->spilled, a, sizeof(a)) : "-");
 		snprintf(cells[C_NVML], cl, "%s",
 		         (p->valid & MON_P_NVML_USED) ? vr_format_size(p->nvml_used, a, sizeof(a))
 		         : (p->valid & MON_P_NVML)    ? "unknown"

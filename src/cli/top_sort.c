@@ -9,10 +9,10 @@
 #include "cli/top.h"
 
 const struct col_def top_cols[NCOLS] = {
-    [C_PID] = {"PID", 'p', 7},      [C_GPU] = {"GPU", 'g', 3},     [C_USER] = {"USER", 'u', 8},
-    [C_GROUP] = {"GROUP", 'G', 10}, [C_USED] = {"IN USE", 'm', 8}, [C_CAP] = {"CAP", 'c', 8},
-    [C_PEAK] = {"PEAK", 'k', 8},    [C_NVML] = {"NVML", 'n', 8},   [C_DENIED] = {"DENIED", 'd', 7},
-    [C_CMD] = {"COMMAND", 'C', 0},
+    [C_PID] = {"PID", 'p', 7},       [C_GPU] = {"GPU", 'g', 3},       [C_USER] = {"USER", 'u', 8},
+    [C_GROUP] = {"GROUP", 'G', 10},  [C_USED] = {"IN USE", 'm', 8},   [C_CAP] = {"CAP", 'c', 8},
+    [C_PEAK] = {"PEAK", 'k', 8},     [C_SPILL] = {"SPILLED", 'S', 8}, [C_NVML] = {"NVML", 'n', 8},
+    [C_DENIED] = {"DENIED", 'd', 7}, [C_CMD] = {"COMMAND", 'C', 0},
 };
 
 /* qsort has no context argument: the column and direction of the sort in
@@ -64,6 +64,9 @@ static int cmp_proc(const void *a, const void *b)
 	case C_NVML:
 		r = cmp_u64(x->nvml_used, y->nvml_used);
 		break;
+	case C_SPILL:
+		r = cmp_u64(x->spilled, y->spilled);
+		break;
 	case C_DENIED:
 		r = cmp_u64(x->denied_count, y->denied_count);
 		break;
@@ -75,7 +78,7 @@ static int cmp_proc(const void *a, const void *b)
 		r = cmp_u64((uint64_t)x->host_pid, (uint64_t)y->host_pid);
 	/* Numbers read best largest first; names alphabetically. */
 	int numeric = sort_col_g == C_USED || sort_col_g == C_CAP || sort_col_g == C_PEAK ||
-	              sort_col_g == C_NVML || sort_col_g == C_DENIED;
+	              sort_col_g == C_SPILL || sort_col_g == C_NVML || sort_col_g == C_DENIED;
 	if (numeric)
 		r = -r;
 	return sort_rev_g ? -r : r;

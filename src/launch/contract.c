@@ -99,7 +99,10 @@ int vr_contract_apply(const struct vr_contract *c, vr_setenv_fn set, void *ctx, 
 		free(preload);
 		return -1;
 	}
+	char spill[32];
+	snprintf(spill, sizeof(spill), "%llu", (unsigned long long)c->spill);
 	rc = rc < 0 || (c->limit && set(ctx, VR_ENV_LIMIT, c->limit, 1)) ||
+	     (c->limit && set(ctx, VR_ENV_SPILL, c->spill ? spill : NULL, 1)) ||
 	     (c->group && set(ctx, VR_ENV_GROUP, c->group, 1)) ||
 	     (c->registry_dir && set(ctx, VR_ENV_REGISTRY_DIR, c->registry_dir, 1)) ||
 	     (c->growth && (set(ctx, VR_ENV_GROWTH, "1", 1) ||
@@ -119,7 +122,7 @@ int vr_contract_undo(const char *lib, const char *cur_preload, vr_setenv_fn set,
 	size_t len = cur_preload ? strlen(cur_preload) + 1 : 1;
 	char *rest = malloc(len);
 	int rc = set(ctx, VR_ENV_LIMIT, NULL, 1) | set(ctx, VR_ENV_GROUP, NULL, 1) |
-	         set(ctx, VR_ENV_GROWTH, NULL, 1);
+	         set(ctx, VR_ENV_GROWTH, NULL, 1) | set(ctx, VR_ENV_SPILL, NULL, 1);
 
 	if (!rest)
 		return -1;

@@ -65,7 +65,8 @@ int vr_launch_join(const struct vr_launch_join *j, struct vr_launch_group *g, ch
 	                         .limit_spec = j->spec,
 	                         .growth = j->growth,
 	                         .fresh = j->fresh,
-	                         .launcher = 1};
+	                         .launcher = 1,
+	                         .spill_budget = j->spill};
 	int ndev = j->ndev < VR_MAX_DEVICES ? j->ndev : VR_MAX_DEVICES;
 	char why[256];
 	int rc;
@@ -80,6 +81,16 @@ int vr_launch_join(const struct vr_launch_join *j, struct vr_launch_group *g, ch
 	if (rc < 0) {
 		vr_seterr(err, errlen, "cannot join group '%s': %s", j->group, why);
 		return -1;
+	}
+	g->spill = vr_spill_budget(g->member);
+	if (g->spill != j->spill) {
+		char a[32], b[32];
+
+		note(g,
+		     "vramctl: group '%s' already has a different spill budget: %s, not %s; the "
+		     "group's applies",
+		     j->group, g->spill ? vr_format_size(g->spill, a, sizeof(a)) : "none",
+		     j->spill ? vr_format_size(j->spill, b, sizeof(b)) : "none");
 	}
 	for (int i = 0; i < ndev; i++) {
 		char a[32], b[32];

@@ -58,13 +58,16 @@ struct vr_contract {
 	const char *group;        /* VRAMCTL_GROUP; NULL: the library's group of one */
 	const char *registry_dir; /* VRAMCTL_REGISTRY_DIR; NULL: the library's default */
 	int growth;               /* VRAMCTL_GROWTH=1 and the frameworks' switches */
+	uint64_t spill;           /* VRAMCTL_SPILL (bytes) with a limit; 0: unset */
 	const char *lib;          /* the injected library, appended to LD_PRELOAD */
 	const char *cur_preload;  /* LD_PRELOAD as the program would inherit it */
 };
 
 /*
  * Writes the contract through set: VRAMCTL_LIMIT, VRAMCTL_GROUP and
- * VRAMCTL_REGISTRY_DIR when given; with growth VRAMCTL_GROWTH=1,
+ * VRAMCTL_REGISTRY_DIR when given; with a limit, VRAMCTL_SPILL as the spill
+ * budget in bytes, or unset without one (an inherited budget never applies
+ * to a new cap; docs/spill.md); with growth VRAMCTL_GROWTH=1,
  * TF_FORCE_GPU_ALLOW_GROWTH=true and XLA_PYTHON_CLIENT_PREALLOCATE=false (the
  * last two never over a value the user set; the library sets them the same
  * way in its constructor); LD_PRELOAD with lib appended (vr_preload_add).
@@ -76,7 +79,7 @@ int vr_contract_apply(const struct vr_contract *c, vr_setenv_fn set, void *ctx, 
 
 /*
  * Undoes an inherited contract (a user who opts out inside a capped job):
- * unsets VRAMCTL_LIMIT, VRAMCTL_GROUP and VRAMCTL_GROWTH and removes lib from
+ * unsets VRAMCTL_LIMIT, VRAMCTL_GROUP, VRAMCTL_GROWTH and VRAMCTL_SPILL and removes lib from
  * cur_preload (LD_PRELOAD unset when nothing else is left). Returns 0 or -1.
  */
 int vr_contract_undo(const char *lib, const char *cur_preload, vr_setenv_fn set, void *ctx);
@@ -109,7 +112,8 @@ struct vr_launch_join {
 	const char *spec;               /* the normalised spec asked for */
 	const struct vr_limits *limits; /* the same, parsed */
 	int growth;
-	int fresh; /* a new run's own group: refuse one in use */
+	uint64_t spill; /* the host budget for spill asked (0: none) */
+	int fresh;      /* a new run's own group: refuse one in use */
 	const struct vr_launch_dev *devs;
 	int ndev; /* 0 when the launcher sees no device */
 };
@@ -120,6 +124,7 @@ struct vr_launch_group {
 	char spec[4096]; /* the spec the children get: the group's own when differs */
 	uint64_t asked[VR_MAX_DEVICES]; /* per devs[i]: UINT64_MAX uncapped */
 	uint64_t cap[VR_MAX_DEVICES];   /* per devs[i]: the group's cap in force */
+	uint64_t spill;                 /* the group's spill budget in force (0: none) */
 	char notes[1024];               /* "" or lines "vramctl: ...\n" the user should see */
 };
 
@@ -129,7 +134,8 @@ struct vr_launch_group {
  * had other caps, g->differs is set, the notes say so (one line per device
  * that differs, or one naming the group's spec when no device is seen), and
  * g->spec is the group's own spec: children then run under the cap that
- * applies and have nothing to warn about again. Returns 0, or -1 with a
+ * applies and have nothing to warn about again. The same for the spill
+ * budget: g->spill is the group's, noted when it is not the one asked. Returns 0, or -1 with a
  * message in err and no membership.
  */
 int vr_launch_join(const struct vr_launch_join *j, struct vr_launch_group *g, char *err,

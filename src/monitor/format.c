@@ -31,11 +31,14 @@ const char *mon_state_name(int state)
 
 /* ---- table ------------------------------------------------------------ */
 
-/* A grid of cells whose column widths are taken from the widest cell. */
+/* A grid of cells whose column widths are taken from the widest cell.
+ * With skip >= 1, argument skip - 1 of each row given is left out (a column
+ * shown only sometimes: SPILLED). */
 struct grid {
 	int ncols, nrows, cap;
 	char **cells; /* nrows * ncols, owned */
 	int oom;
+	int skip;
 };
 
 static void grid_row(struct grid *g, ...)
@@ -54,9 +57,11 @@ static void grid_row(struct grid *g, ...)
 	}
 	va_list ap;
 	va_start(ap, g);
-	for (int c = 0; c < g->ncols; c++) {
+	for (int c = 0, arg = 0; c < g->ncols; c++, arg++) {
 		/* Cells hold text from other processes (command lines): escaped. */
 		const char *s = va_arg(ap, const char *);
+		if (arg == g->skip - 1)
+			s = va_arg(ap, const char *);
 		char safe[1024];
 		char *d = strdup(vr_text_escape(safe, sizeof(safe), s));
 		if (!d)
@@ -158,17 +163,31 @@ static const char *gpu_text(const struct mon_model *m, int device, int known, co
 	return fmt_int_or(idx, idx >= 0, none, buf, len);
 }
 
+/* 1 when some group spills (or did): the tables then show SPILLED columns. */
+static int model_spills(const struct mon_model *m)
+{
+	for (int i = 0; i < m->ngroups; i++)
+		if (m->groups[i].spill_budget || m->groups[i].spilled)
+			return 1;
+	for (int i = 0; i < m->nprocs; i++)
+		if (m->procs[i].spilled)
+			return 1;
+	return 0;
+}
+
 int mon_format_table(FILE *f, const struct mon_model *m)
 {
-	char a[32], b[32], c[32], d[32], e[32], g[32], h[32];
+	char a[32], b[32], c[32], d[32], e[32], g[32], h[32], sp[32];
+	int spills = model_spills(m);
 
 	/* Devices. */
 	if (m->ndevs == 0) {
 		fprintf(f, "No GPU %s.\n",
 		        (m->valid & MON_M_NVML) ? "found by NVML" : "known (NVML not available)");
 	} else {
-		struct grid t = {.ncols = 8};
-		grid_row(&t, "GPU", "NAME", "TOTAL", "USED", "FREE", "CAPS", "STATE", "UUID");
+		struct grid t = {.ncols = spills ? 9 : 8, .skip = spills ? 0 : 7};
+		grid_row(&t, "GPU", "NAME", "TOTAL", "USED", "FREE", "CAPS", "SPILLED", "STATE",
+		         "UUID");
 		for (int i = 0; i < m->ndevs; i++) {
 			const struct mon_device *v = &m->devs[i];
 			int mem = !!(v->valid & MON_DEV_MEMORY);
@@ -185,7 +204,8 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 			         (v->valid & MON_DEV_NAME) ? v->name : "-",
 			         fmt_size_or(v->total, mem, a, sizeof(a)),
 			         fmt_size_or(v->used, mem, b, sizeof(b)),
-			         fmt_size_or(v->free, mem, c, sizeof(c)), caps, state,
+			         fmt_size_or(v->free, mem, c, sizeof(c)), caps,
+			         vr_format_size(v->spilled, sp, sizeof(sp)), state,
 			         v->uuid[0] ? v->uuid : "-");
 		}
 		grid_print(f, &t, "");
@@ -198,16 +218,16 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 		fprintf(f, "No vramctl group%s.\n",
 		        (m->valid & MON_M_REGISTRY) ? "" : " (registry not readable)");
 	} else {
-		struct grid t = {.ncols = 9};
-		grid_row(&t, "GROUP", "GPU", "CAP", "IN USE", "PEAK", "DEAD HELD", "MEMBERS",
-		         "DEAD", "SPEC");
+		struct grid t = {.ncols = spills ? 10 : 9, .skip = spills ? 0 : 7};
+		grid_row(&t, "GROUP", "GPU", "CAP", "IN USE", "PEAK", "DEAD HELD", "SPILLED",
+		         "MEMBERS", "DEAD", "SPEC");
 		for (int i = 0; i < m->ngroups; i++) {
 			const struct mon_group *gr = &m->groups[i];
 			char mem[16], dead[16];
 			snprintf(mem, sizeof(mem), "%d", gr->nmembers);
 			snprintf(dead, sizeof(dead), "%d", gr->ndead);
 			if (gr->ndev == 0)
-				grid_row(&t, gr->name, "-", "-", "-", "-", mem, dead,
+				grid_row(&t, gr->name, "-", "-", "-", "-", "-", "-", mem, dead,
 				         gr->limit_spec);
 			for (int j = 0; j < gr->ndev; j++) {
 				const struct mon_group_dev *gd = &gr->dev[j];
@@ -216,7 +236,8 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 				         fmt_cap(gd->cap, a, sizeof(a)),
 				         vr_format_size(gd->in_use, b, sizeof(b)),
 				         vr_format_size(gd->peak, c, sizeof(c)),
-				         vr_format_size(gd->dead_in_use, d, sizeof(d)), mem, dead,
+				         vr_format_size(gd->dead_in_use, d, sizeof(d)),
+				         vr_format_size(gd->spilled, sp, sizeof(sp)), mem, dead,
 				         gr->limit_spec);
 			}
 		}
@@ -230,9 +251,9 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 		fprintf(f, "No GPU process%s.\n",
 		        (m->valid & MON_M_NVML) ? "" : " with a vramctl record");
 	} else {
-		struct grid t = {.ncols = 13};
+		struct grid t = {.ncols = spills ? 14 : 13, .skip = spills ? 0 : 9};
 		grid_row(&t, "PID", "NSPID", "GPU", "STATE", "GROUP", "CAP", "IN USE", "PEAK",
-		         "NVML", "DENIED", "PINNED", "USER", "COMMAND");
+		         "SPILLED", "NVML", "DENIED", "PINNED", "USER", "COMMAND");
 		for (int i = 0; i < m->nprocs; i++) {
 			const struct mon_proc *p = &m->procs[i];
 			int capped = !!(p->valid & MON_P_CAPPED);
@@ -262,7 +283,8 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 			    proc_state_text(p), capped ? p->group : "-",
 			    capped ? fmt_cap(p->cap, a, sizeof(a)) : "-",
 			    fmt_size_or(p->in_use, capped, b, sizeof(b)),
-			    fmt_size_or(p->peak, capped, c, sizeof(c)), nvml, denied,
+			    fmt_size_or(p->peak, capped, c, sizeof(c)),
+			    fmt_size_or(p->spilled, capped, sp, sizeof(sp)), nvml, denied,
 			    fmt_size_or(p->host_pinned, capped, e, sizeof(e)), user,
 			    (p->valid & MON_P_COMMAND) ? p->command : "-");
 		}
@@ -311,6 +333,7 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 		jw_u64(&w, "free_bytes", d->free, mem);
 		jw_u64(&w, "caps_sum_bytes", d->caps_sum, 1);
 		jw_int(&w, "capped_groups", d->ncapped, 1);
+		jw_u64(&w, "spilled_bytes", d->spilled, 1);
 		jw_key(&w, "overcommitted");
 		jb_puts(&w, !mem ? "null" : d->overcommitted ? "true" : "false");
 		jw_str(&w, "process_api", d->proc_api[0] ? d->proc_api : NULL);
@@ -329,6 +352,8 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 		jw_int(&w, "members", g->nmembers, 1);
 		jw_int(&w, "dead_members", g->ndead, 1);
 		jw_bool(&w, "consistent", g->consistent);
+		jw_u64(&w, "spill_budget_bytes", g->spill_budget, 1);
+		jw_u64(&w, "spilled_bytes", g->spilled, 1);
 		jw_open(&w, "devices", '[');
 		for (int j = 0; j < g->ndev; j++) {
 			const struct mon_group_dev *gd = &g->dev[j];
@@ -340,6 +365,7 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 			jw_u64(&w, "in_use_bytes", gd->in_use, 1);
 			jw_u64(&w, "peak_bytes", gd->peak, 1);
 			jw_u64(&w, "dead_in_use_bytes", gd->dead_in_use, 1);
+			jw_u64(&w, "spilled_bytes", gd->spilled, 1);
 			jw_close(&w, '}');
 		}
 		jw_close(&w, ']');
@@ -420,8 +446,8 @@ static void prom_sample(FILE *f, const char *name, const char *const *labels, ui
 	fprintf(f, " %" PRIu64 "\n", value);
 }
 
-enum dev_metric { DM_TOTAL, DM_USED, DM_FREE, DM_CAPS, DM_OVER };
-enum grp_metric { GM_LIMIT, GM_USED, GM_PEAK, GM_DEAD };
+enum dev_metric { DM_TOTAL, DM_USED, DM_FREE, DM_CAPS, DM_OVER, DM_SPILLED };
+enum grp_metric { GM_LIMIT, GM_USED, GM_PEAK, GM_DEAD, GM_SPILLED };
 enum proc_metric { PM_USED, PM_PEAK, PM_DENIED, PM_LAST_DENIED, PM_SPILLED, PM_PINNED, PM_NVML };
 
 static void prom_devices(FILE *f, const struct mon_model *m, enum dev_metric which,
@@ -445,6 +471,10 @@ static void prom_devices(FILE *f, const struct mon_model *m, enum dev_metric whi
 		case DM_CAPS:
 			v = d->caps_sum;
 			mem = 1;
+			break;
+		case DM_SPILLED: /* only where some group spills (model_spills) */
+			v = d->spilled;
+			mem = model_spills(m);
 			break;
 		default:
 			v = (uint64_t)d->overcommitted;
@@ -470,10 +500,13 @@ static void prom_groups(FILE *f, const struct mon_model *m, enum grp_metric whic
 		const struct mon_group *g = &m->groups[i];
 		for (int j = 0; j < g->ndev; j++) {
 			const struct mon_group_dev *gd = &g->dev[j];
-			uint64_t v = which == GM_LIMIT  ? gd->cap
-			             : which == GM_USED ? gd->in_use
-			                                : gd->peak;
+			uint64_t v = which == GM_LIMIT     ? gd->cap
+			             : which == GM_USED    ? gd->in_use
+			             : which == GM_SPILLED ? gd->spilled
+			                                   : gd->peak;
 			if (which == GM_LIMIT && gd->cap == MON_NO_CAP)
+				continue;
+			if (which == GM_SPILLED && !g->spill_budget && !gd->spilled)
 				continue;
 			if (!any)
 				prom_head(f, name, "gauge", help);
@@ -559,6 +592,8 @@ int mon_format_prom(FILE *f, const struct mon_model *m)
 	             "Sum of the caps of all vramctl groups on the GPU.");
 	prom_devices(f, m, DM_OVER, "vramctl_device_overcommitted",
 	             "1 when the sum of caps exceeds the GPU's memory.");
+	prom_devices(f, m, DM_SPILLED, "vramctl_device_spilled_bytes",
+	             "Host memory that groups capped on the GPU hold past their caps (spill).");
 
 	if (m->ngroups) {
 		prom_head(f, "vramctl_group_members", "gauge", "Live member processes of a group.");
@@ -574,6 +609,22 @@ int mon_format_prom(FILE *f, const struct mon_model *m)
 	            "GPU memory in use by the group's live members.");
 	prom_groups(f, m, GM_PEAK, "vramctl_group_peak_bytes",
 	            "Highest GPU memory in use by the group.");
+	prom_groups(f, m, GM_SPILLED, "vramctl_group_spilled_bytes",
+	            "Host memory the group holds past its cap on the GPU (spill; groups with a "
+	            "spill budget).");
+	int any_budget = 0;
+	for (int i = 0; i < m->ngroups; i++) {
+		if (!m->groups[i].spill_budget)
+			continue;
+		if (!any_budget)
+			prom_head(
+			    f, "vramctl_group_spill_budget_bytes", "gauge",
+			    "Host memory the group may spill past its caps, all GPUs together.");
+		any_budget = 1;
+		const char *labels[] = {"group", m->groups[i].name, NULL};
+		prom_sample(f, "vramctl_group_spill_budget_bytes", labels,
+		            m->groups[i].spill_budget);
+	}
 
 	prom_procs(f, m, PM_USED, "vramctl_process_used_bytes", "gauge",
 	           "GPU memory a capped process has allocated, by vramctl's books.");

@@ -241,6 +241,8 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 		g->owner = sg->owner;
 		g->nmembers = sg->nmembers;
 		g->consistent = sg->consistent;
+		g->spill_budget = sg->spill_budget;
+		g->spilled = sg->spilled;
 		for (int j = 0; j < sg->ndev && j < MON_MAX_GROUP_DEVS; j++) {
 			struct mon_group_dev *gd = &g->dev[g->ndev++];
 			snprintf(gd->uuid, sizeof(gd->uuid), "%s", sg->dev[j].uuid);
@@ -251,6 +253,7 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 			gd->in_use = sg->dev[j].in_use;
 			gd->peak = sg->dev[j].peak;
 			gd->dead_in_use = sg->dev[j].dead_in_use;
+			gd->spilled = sg->dev[j].spilled;
 		}
 	}
 
@@ -370,16 +373,19 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 			p->valid |= MON_P_COMMAND;
 	}
 
-	/* Per-device sums of caps. */
+	/* Per-device sums of caps and of spilled bytes. */
 	for (int i = 0; i < m->ndevs; i++) {
 		m->devs[i].caps_sum = 0;
 		m->devs[i].ncapped = 0;
+		m->devs[i].spilled = 0;
 	}
 	/* Only groups with live members hold a claim on a device: a named
 	 * group that everyone has left caps nothing until someone joins. */
 	for (int i = 0; i < m->ngroups; i++)
 		for (int j = 0; j < m->groups[i].ndev && m->groups[i].nmembers > 0; j++) {
 			const struct mon_group_dev *gd = &m->groups[i].dev[j];
+			if (gd->device >= 0)
+				m->devs[gd->device].spilled += gd->spilled;
 			if (gd->cap == MON_NO_CAP || gd->device < 0)
 				continue;
 			m->devs[gd->device].caps_sum += gd->cap;

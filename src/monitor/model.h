@@ -40,6 +40,7 @@ struct mon_device {
 	uint64_t caps_sum; /* sum of the finite caps of groups on this device */
 	int ncapped;       /* groups with a finite cap on it */
 	int overcommitted; /* caps_sum > total; only meaningful with MON_DEV_MEMORY */
+	uint64_t spilled;  /* host memory groups hold past their caps on it (spill) */
 	char proc_api[4];  /* "v3", "v2", "v1" or "" */
 };
 
@@ -92,6 +93,7 @@ struct mon_group_dev {
 	uint64_t cap; /* MON_NO_CAP: none */
 	uint64_t in_use, peak;
 	uint64_t dead_in_use; /* still held by dead members until reclaimed */
+	uint64_t spilled;     /* host memory past the cap (spill), dead members' included */
 };
 
 struct mon_group {
@@ -99,9 +101,10 @@ struct mon_group {
 	char limit_spec[128];
 	int growth;
 	uid_t owner;
-	int nmembers;   /* live members */
-	int ndead;      /* records of dead or stale members */
-	int consistent; /* the registry's copy was taken between writes */
+	int nmembers;                   /* live members */
+	int ndead;                      /* records of dead or stale members */
+	int consistent;                 /* the registry's copy was taken between writes */
+	uint64_t spill_budget, spilled; /* the group's host budget (0: no spill), all devices */
 	int ndev;
 	struct mon_group_dev dev[MON_MAX_GROUP_DEVS];
 };

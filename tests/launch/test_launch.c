@@ -78,14 +78,23 @@ static void test_contract(void)
 	char err[256];
 
 	ASSERT_EQ(vr_contract_apply(&c, record, &r, err, sizeof(err)), 0);
+	/* With a limit and no spill budget, an inherited VRAMCTL_SPILL goes. */
 	ASSERT_STR_EQ(r.text, "VRAMCTL_LIMIT=GPU-00000000-0000-0000-0000-000000000001=4G\n"
+	                      "-VRAMCTL_SPILL\n"
 	                      "VRAMCTL_GROUP=job.1\n"
 	                      "VRAMCTL_REGISTRY_DIR=/r/1000\n"
 	                      "VRAMCTL_GROWTH=1\n"
 	                      "TF_FORCE_GPU_ALLOW_GROWTH=true\n"
 	                      "LD_PRELOAD=/a.so:/l/libvramctl.so\n");
 
-	/* Only what was asked for. */
+	/* Spill: the budget in bytes. */
+	c.spill = 16ull << 30;
+	c.growth = 0;
+	r.text[0] = '\0';
+	ASSERT_EQ(vr_contract_apply(&c, record, &r, err, sizeof(err)), 0);
+	ASSERT(strstr(r.text, "VRAMCTL_SPILL=17179869184\n"));
+
+	/* Only what was asked for (no limit: an inherited budget stays too). */
 	struct vr_contract bare = {.lib = "/l/libvramctl.so"};
 	r.text[0] = '\0';
 	ASSERT_EQ(vr_contract_apply(&bare, record, &r, err, sizeof(err)), 0);
@@ -101,11 +110,13 @@ static void test_contract(void)
 	/* Opting out: the contract and the library go, other preloads stay. */
 	r.text[0] = '\0';
 	ASSERT_EQ(vr_contract_undo("/l/libvramctl.so", "/a.so:/l/libvramctl.so", record, &r), 0);
-	ASSERT_STR_EQ(r.text,
-	              "-VRAMCTL_LIMIT\n-VRAMCTL_GROUP\n-VRAMCTL_GROWTH\nLD_PRELOAD=/a.so\n");
+	ASSERT_STR_EQ(r.text, "-VRAMCTL_LIMIT\n-VRAMCTL_GROUP\n-VRAMCTL_GROWTH\n-VRAMCTL_SPILL\n"
+	                      "LD_PRELOAD=/a.so\n");
 	r.text[0] = '\0';
 	ASSERT_EQ(vr_contract_undo("/l/libvramctl.so", "/l/libvramctl.so", record, &r), 0);
-	ASSERT_STR_EQ(r.text, "-VRAMCTL_LIMIT\n-VRAMCTL_GROUP\n-VRAMCTL_GROWTH\n-LD_PRELOAD\n");
+	ASSERT_STR_EQ(
+	    r.text,
+	    "-VRAMCTL_LIMIT\n-VRAMCTL_GROUP\n-VRAMCTL_GROWTH\n-VRAMCTL_SPILL\n-LD_PRELOAD\n");
 }
 
 static void test_dir_pattern(void)
@@ -249,6 +260,16 @@ static void test_join(const char *dir)
 	                       "none, not 2 GiB; the group's cap applies\n");
 	vr_leave(b.member);
 
+	/* The spill budget is the group's too: a member asking another is told. */
+	j.spill = 8ull << 30;
+	ASSERT_EQ(vr_launch_join(&j, &b, err, sizeof(err)), 0);
+	ASSERT_UEQ(a.spill, 0);
+	ASSERT_UEQ(b.spill, 0);
+	ASSERT(strstr(b.notes, "vramctl: group 'shared' already has a different spill budget: "
+	                       "none, not 8 GiB; the group's applies\n"));
+	vr_leave(b.member);
+	j.spill = 0;
+
 	/* Without devices, the group's spec is named. */
 	j.ndev = 0;
 	ASSERT_EQ(vr_launch_join(&j, &b, err, sizeof(err)), 0);
@@ -274,7 +295,9 @@ static void test_join(const char *dir)
 	                           .limits = &three,
 	                           .devs = devs,
 	                           .ndev = 3};
+	k.spill = 1ull << 30; /* a fresh group takes the budget asked */
 	ASSERT_EQ(vr_launch_join(&k, &c, err, sizeof(err)), 0);
+	ASSERT_UEQ(c.spill, 1ull << 30);
 	ASSERT_EQ(c.differs, 0);
 	ASSERT_STR_EQ(c.spec, long_spec);
 	k.spec = "2G";

@@ -139,6 +139,11 @@ static void s_capped_uncapped(struct mon_model *m)
 	gdev(m, g, 1, 30 * GiB, 20 * GiB, 20 * GiB);
 	struct mon_group *h = group(m, "notebook", "16G", 1);
 	gdev(m, h, 1, 16 * GiB, 6 * GiB, 7 * GiB);
+	/* The notebook spills past its cap: 256 MiB of a 4 GiB host budget. */
+	h->spill_budget = 4 * GiB;
+	h->spilled = 256 * MiB;
+	h->dev[0].spilled = 256 * MiB;
+	devs[1].spilled = 256 * MiB;
 	struct mon_proc *p =
 	    capped(m, 0, 4242, 4242, "train", 4 * GiB, 2 * GiB, 2 * GiB + 100 * MiB);
 	p->valid |= MON_P_NVML | MON_P_NVML_USED;
