@@ -11,6 +11,7 @@
 
 #include "common/contract.h"
 #include "common/size.h"
+#include "common/spill.h"
 #include "common/text.h"
 #include "launch/launch.h"
 
@@ -39,6 +40,7 @@ int vr_slurm_parse_args(int argc, char *const argv[], struct vr_slurm_conf *conf
 	strcpy(c.lib, VR_SLURM_DEFAULT_LIB);
 	strcpy(c.registry_dir, VR_SLURM_DEFAULT_DIR);
 	c.allow_optout = 1;
+	c.allow_spill = 1;
 	for (i = 0; i < argc; i++) {
 		const char *a = argv[i], *eq = strchr(a, '=');
 		const char *v = eq ? eq + 1 : "";
@@ -69,6 +71,11 @@ int vr_slurm_parse_args(int argc, char *const argv[], struct vr_slurm_conf *conf
 				vr_seterr(err, errlen, "allow_optout=%s: use yes or no", v);
 				return -EINVAL;
 			}
+		} else if (klen == 11 && !strncmp(a, "allow_spill", 11)) {
+			if (parse_bool(v, &c.allow_spill)) {
+				vr_seterr(err, errlen, "allow_spill=%s: use yes or no", v);
+				return -EINVAL;
+			}
 		} else if (klen == 12 && !strncmp(a, "registry_dir", 12)) {
 			char probe[VR_SLURM_TEXT_MAX];
 
@@ -84,7 +91,7 @@ int vr_slurm_parse_args(int argc, char *const argv[], struct vr_slurm_conf *conf
 		} else {
 			vr_seterr(err, errlen,
 			          "unknown argument '%s' (known: lib, default, bytes_per_shard, "
-			          "allow_optout, registry_dir)",
+			          "allow_optout, allow_spill, registry_dir)",
 			          a);
 			return -EINVAL;
 		}
@@ -112,6 +119,27 @@ int vr_slurm_check_value(const char *value, const struct vr_slurm_conf *conf, ch
 	}
 	if (strlen(value) >= VR_SLURM_TEXT_MAX) {
 		vr_seterr(err, errlen, "--gpu-mem: value too long");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int vr_slurm_spill(const char *value, const struct vr_slurm_conf *conf, uint64_t *budget, char *err,
+                   size_t errlen)
+{
+	char why[256];
+
+	*budget = 0;
+	if (!value)
+		return 0;
+	if (!conf->allow_spill) {
+		vr_seterr(err, errlen,
+		          "--gpu-mem-spill: this cluster does not allow spilling GPU memory to the "
+		          "host");
+		return -EPERM;
+	}
+	if (vr_parse_spill(value[0] ? value : "auto", budget, why, sizeof(why))) {
+		vr_seterr(err, errlen, "--gpu-mem-spill=%s: %s", value, why);
 		return -EINVAL;
 	}
 	return 0;

@@ -26,6 +26,7 @@ struct vr_slurm_conf {
 	char default_spec[VR_SLURM_TEXT_MAX]; /* default=SPEC; "" when none */
 	uint64_t bytes_per_shard;             /* bytes_per_shard=SIZE; 0: off */
 	int allow_optout;                     /* allow_optout=yes|no (yes) */
+	int allow_spill;                      /* allow_spill=yes|no (yes): --gpu-mem-spill */
 	char registry_dir[VR_SLURM_TEXT_MAX]; /* registry_dir=DIR, %u = uid */
 };
 
@@ -44,6 +45,16 @@ int vr_slurm_parse_args(int argc, char *const argv[], struct vr_slurm_conf *conf
  */
 int vr_slurm_check_value(const char *value, const struct vr_slurm_conf *conf, char *err,
                          size_t errlen);
+
+/*
+ * --gpu-mem-spill[=SIZE] (value NULL: not given; "": given without a size,
+ * i.e. auto): *budget gets the group's host budget in bytes (0: no spill;
+ * "auto" is a quarter of this host's MemAvailable, common/spill.h). Returns
+ * 0, -EPERM when the site forbids spill (allow_spill=no), or -EINVAL with a
+ * message for the user in err.
+ */
+int vr_slurm_spill(const char *value, const struct vr_slurm_conf *conf, uint64_t *budget, char *err,
+                   size_t errlen);
 
 /* What a job step gets. */
 struct vr_slurm_decision {

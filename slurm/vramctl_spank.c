@@ -45,9 +45,11 @@ static struct vr_slurm_conf conf;
 static int conf_ok;
 static char *user_value; /* --gpu-mem's value, NULL when not given */
 static int user_growth;  /* --gpu-mem-growth given */
+static char *user_spill; /* --gpu-mem-spill's value ("" without one), NULL when not given */
 
 static int opt_gpu_mem(int val, const char *arg, int remote);
 static int opt_growth(int val, const char *arg, int remote);
+static int opt_spill(int val, const char *arg, int remote);
 
 /* Writable arrays: struct spank_option's fields are plain char *. */
 static char name_mem[] = "gpu-mem", arg_mem[] = "SPEC",
@@ -58,8 +60,14 @@ static char name_growth[] = "gpu-mem-growth",
             use_growth[] = "With --gpu-mem: frameworks that preallocate GPU memory grow on "
                            "demand instead (vramctl)";
 
+static char name_spill[] = "gpu-mem-spill", arg_spill[] = "SIZE",
+            use_spill[] = "With --gpu-mem: allocations past the cap go to host memory the GPU "
+                          "reads in place (slower), up to SIZE for the job on each node "
+                          "(default: a quarter of the node's available memory) (vramctl)";
+
 static struct spank_option options[] = {{name_mem, arg_mem, use_mem, 1, 0, opt_gpu_mem},
                                         {name_growth, NULL, use_growth, 0, 0, opt_growth},
+                                        {name_spill, arg_spill, use_spill, 2, 0, opt_spill},
                                         SPANK_OPTIONS_TABLE_END};
 
 static int opt_gpu_mem(int val VR_UNUSED, const char *arg, int remote)
@@ -88,6 +96,27 @@ static int opt_growth(int val VR_UNUSED, const char *arg VR_UNUSED, int remote V
 {
 	user_growth = 1;
 	return 0;
+}
+
+/* The size is checked at once on the submitting side (the site's rule
+ * after all options, in init_post_opt); "auto" is sized on the node. */
+static int opt_spill(int val VR_UNUSED, const char *arg, int remote)
+{
+	char err[512];
+	uint64_t budget;
+
+	if (!remote && arg && arg[0] && strcasecmp(arg, "auto")) {
+		struct vr_slurm_conf any = conf;
+
+		any.allow_spill = 1;
+		if (vr_slurm_spill(arg, &any, &budget, err, sizeof(err))) {
+			slurm_error("vramctl: %s", err);
+			return -1;
+		}
+	}
+	free(user_spill);
+	user_spill = strdup(arg ? arg : "");
+	return user_spill ? 0 : -1;
 }
 
 VR_EXPORT int slurm_spank_init(spank_t sp, int ac, char **av);
@@ -148,9 +177,16 @@ int slurm_spank_init_post_opt(spank_t sp VR_UNUSED, int ac VR_UNUSED, char **av 
 	spank_context_t ctx = spank_context();
 	char err[512];
 
-	if ((ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR) || !user_value)
+	if (ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR)
 		return 0;
-	if (vr_slurm_check_value(user_value, &conf, err, sizeof(err))) {
+	if (user_value && vr_slurm_check_value(user_value, &conf, err, sizeof(err))) {
+		slurm_error("vramctl: %s", err);
+		return -1;
+	}
+	if (user_spill && !conf.allow_spill) {
+		uint64_t budget;
+
+		vr_slurm_spill(user_spill, &conf, &budget, err, sizeof(err));
 		slurm_error("vramctl: %s", err);
 		return -1;
 	}
@@ -311,10 +347,18 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 		slurm_error("vramctl: LD_PRELOAD too long to add %s: not capping", conf.lib);
 		return -1;
 	}
+	/* Spill: the budget in bytes ("auto" sized on this node), or none. A
+	 * value the site forbids, or that no longer parses here, leaves the
+	 * cap as it is, without spill, and says so. */
+	uint64_t budget = 0;
+	char why[512];
+	if (vr_slurm_spill(user_spill, &conf, &budget, why, sizeof(why)))
+		slurm_spank_log("vramctl: %s; no spill", why);
 	struct vr_contract c = {.limit = d.spec,
 	                        .group = group,
 	                        .registry_dir = dir,
 	                        .growth = user_growth,
+	                        .spill = budget,
 	                        .lib = conf.lib,
 	                        .cur_preload = have ? cur : NULL};
 	if (vr_contract_apply(&c, set_env, sp, err, sizeof(err)) < 0) {
@@ -367,5 +411,7 @@ int slurm_spank_exit(spank_t sp VR_UNUSED, int ac VR_UNUSED, char **av VR_UNUSED
 {
 	free(user_value);
 	user_value = NULL;
+	free(user_spill);
+	user_spill = NULL;
 	return 0;
 }

@@ -179,6 +179,17 @@ printf '%s\n' "$OUT" | grep -q "^rank=0 alloc=denied" ||
 run srun --gpu-mem=1G --gpu-mem-growth printenv VRAMCTL_GROWTH
 [ "$OUT" = 1 ] || fail "--gpu-mem-growth did not set VRAMCTL_GROWTH=1: $OUT"
 
+# --- spill: the budget in bytes; a bad size refused before queueing --------
+run srun --gpu-mem=1G --gpu-mem-spill=2G printenv VRAMCTL_SPILL
+[ "$OUT" = 2147483648 ] || fail "--gpu-mem-spill=2G: VRAMCTL_SPILL=$OUT"
+run srun --gpu-mem=1G --gpu-mem-spill printenv VRAMCTL_SPILL
+case $OUT in '' | *[!0-9]*) fail "--gpu-mem-spill (auto): VRAMCTL_SPILL=$OUT" ;; esac
+run srun --gpu-mem=1G --gpu-mem-spill=lots true
+[ "$RC" != 0 ] || fail "--gpu-mem-spill=lots accepted"
+printf '%s\n' "$OUT" | grep -q "vramctl: --gpu-mem-spill=lots" || fail "no clear message: $OUT"
+run srun --gpu-mem=1G printenv VRAMCTL_SPILL
+[ "$RC" != 0 ] || fail "VRAMCTL_SPILL set without --gpu-mem-spill: $OUT"
+
 # --- two tasks of one job share the cap: 600 MiB each, one is denied ------
 mkdir "$VS/barrier1"
 run srun -n2 --gpu-mem=1G bash -c "$G hold 600 $VS/barrier1 2; ls $VS/reg/0"
@@ -235,6 +246,11 @@ run srun --gpu-mem=none "$G"
 printf '%s\n' "$OUT" | grep -q "does not allow" || fail "no clear message: $OUT"
 run srun --gres=gpu:1 "$G"
 expect_total $((2 * GIB)) 0 "site default for a GPU job"
+vs_reconfigure "$ARGS_BASE allow_spill=no"
+run srun --gpu-mem=1G --gpu-mem-spill=2G true
+[ "$RC" != 0 ] || fail "--gpu-mem-spill accepted with allow_spill=no"
+printf '%s\n' "$OUT" | grep -q "does not allow spilling" || fail "no clear message: $OUT"
+vs_reconfigure "$ARGS_BASE default=2G allow_optout=no"
 run srun "$G"
 expect_total $((8 * GIB)) 0 "site default applied to a job without GPUs"
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/spill.h"
 #include "slurm/policy.h"
 #include "tests/test.h"
 
@@ -89,6 +90,37 @@ static void test_check_value(void)
 	ASSERT_EQ(vr_slurm_check_value("", &yes, err, sizeof(err)), -EINVAL);
 	ASSERT_EQ(vr_slurm_check_value("0", &yes, err, sizeof(err)), -EINVAL);
 	ASSERT_EQ(vr_slurm_check_value("150%", &yes, err, sizeof(err)), -EINVAL);
+}
+
+static void test_spill(void)
+{
+	struct vr_slurm_conf yes = conf_of(NULL, NULL, NULL);
+	struct vr_slurm_conf no = conf_of("allow_spill=no", NULL, NULL);
+	uint64_t b = 1;
+	char err[256];
+
+	ASSERT_EQ(yes.allow_spill, 1);
+	ASSERT_EQ(no.allow_spill, 0);
+	ASSERT_EQ(vr_slurm_spill(NULL, &yes, &b, err, sizeof(err)), 0);
+	ASSERT_UEQ(b, 0);
+	ASSERT_EQ(vr_slurm_spill("16G", &yes, &b, err, sizeof(err)), 0);
+	ASSERT_UEQ(b, 16ull << 30);
+	ASSERT_EQ(vr_slurm_spill("0", &yes, &b, err, sizeof(err)), 0);
+	ASSERT_UEQ(b, 0);
+	if (vr_host_available()) {
+		ASSERT_EQ(vr_slurm_spill("", &yes, &b, err, sizeof(err)), 0); /* auto */
+		ASSERT(b > 0);
+	}
+	ASSERT_EQ(vr_slurm_spill("lots", &yes, &b, err, sizeof(err)), -EINVAL);
+	ASSERT(strstr(err, "--gpu-mem-spill=lots"));
+	ASSERT_UEQ(b, 0);
+	ASSERT_EQ(vr_slurm_spill("16G", &no, &b, err, sizeof(err)), -EPERM);
+	ASSERT(strstr(err, "does not allow"));
+	ASSERT_UEQ(b, 0);
+	char *bad[] = {(char *)"allow_spill=maybe"};
+	struct vr_slurm_conf c;
+	ASSERT_EQ(vr_slurm_parse_args(1, bad, &c, err, sizeof(err)), -EINVAL);
+	ASSERT(strstr(err, "allow_spill=maybe"));
 }
 
 static void test_decide(void)
@@ -200,6 +232,7 @@ static void test_names(void)
 
 int main(void)
 {
+	test_spill();
 	test_args();
 	test_check_value();
 	test_decide();
