@@ -2,12 +2,15 @@
  * alloc_bench_driver.c - a do-nothing libcuda.so.1 for alloc_bench: each
  * call costs a few nanoseconds, so what vramctl adds is not lost in the
  * simulator's own cost (file locks, bookkeeping). One device of 80 GiB;
- * cuMemAlloc_v2 hands out increasing addresses and cuMemFree_v2 forgets.
+ * cuMemAlloc_v2 hands out increasing addresses and cuMemFree_v2 forgets;
+ * pinned host memory (spill) is malloc'ed, its device pointer the same.
  * Only for measuring; it simulates nothing.
  */
 #include <dlfcn.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define VR_CUDA_PROTOTYPES
@@ -67,6 +70,30 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
 {
 	(void)p;
+	return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemHostAlloc(void **pp, size_t n, unsigned int flags)
+{
+	(void)flags;
+	*pp = malloc(n);
+	return *pp ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p, unsigned int flags)
+{
+	(void)flags;
+	*d = (CUdeviceptr)(uintptr_t)p;
+	return CUDA_SUCCESS;
+}
+EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute a, CUdeviceptr p)
+{
+	if (a != CU_POINTER_ATTRIBUTE_HOST_POINTER)
+		return CUDA_ERROR_INVALID_VALUE;
+	*(void **)data = (void *)(uintptr_t)p;
+	return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemFreeHost(void *p)
+{
+	free(p);
 	return CUDA_SUCCESS;
 }
 EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,

@@ -10,7 +10,11 @@
 #   - the total the framework sees (it must be the cap),
 #   - that an allocation past the cap raises the framework's own OOM error
 #     and that the program carries on (a small allocation still works),
-#   - the time of a fixed workload (matrix products) capped vs uncapped.
+#   - the time of a fixed workload (matrix products) capped vs uncapped;
+# and, for PyTorch (default allocator and expandable_segments), spill: a
+# model whose weights are 1.5x the cap completes under `vramctl run --spill`
+# with the uncapped result (slowdown and spilled bytes printed), and fails
+# with PyTorch's OOM error without --spill.
 # First, vramctl doctor on the real driver (a failed check fails the run).
 # Frameworks that are not installed are skipped. Needs the NVIDIA driver; it
 # does nothing without a GPU. Exit status: 0 when every case that ran
@@ -65,4 +69,29 @@ case_ "pytorch cudaMallocAsync" torch torch_case.py \
 case_ "jax default (preallocate)" jax jax_case.py
 case_ "jax allocator=platform" jax jax_case.py XLA_PYTHON_CLIENT_ALLOCATOR=platform
 case_ "cupy" cupy cupy_case.py
+
+# Spill (docs/spill.md): past the cap, host memory the GPU reads in place.
+vramctl=$build/vramctl
+spill_case() { # NAME [VAR=value...]
+	local name=$1 ref
+	shift
+	if ! "$py" -c "import torch" >/dev/null 2>&1; then
+		printf '%-34s skipped (torch not installed)\n' "$name"
+		return
+	fi
+	ref=$(mktemp)
+	printf '%-34s %s\n' "$name" "$(env "$@" "$py" "$here/torch_spill.py" --size "$cap" --ref "$ref" 2>&1 | tail -n 1)"
+	local out
+	out=$(env "$@" VRAMCTL="$vramctl" "$vramctl" run --limit "$cap" --spill=$((cap * 2)) -- \
+		"$py" "$here/torch_spill.py" --cap "$cap" --ref "$ref" 2>&1 | tail -n 1)
+	printf '%-34s %s\n' "" "$out"
+	case $out in *PASS*) ;; *) fail=1 ;; esac
+	out=$(env "$@" "$vramctl" run --limit "$cap" -- \
+		"$py" "$here/torch_spill.py" --cap "$cap" --expect oom 2>&1 | tail -n 1)
+	printf '%-34s without --spill: %s\n' "" "$out"
+	case $out in *PASS*) ;; *) fail=1 ;; esac
+	rm -f "$ref"
+}
+spill_case "pytorch spill (default)"
+spill_case "pytorch spill (expandable_segments)" PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
 exit $fail
