@@ -307,6 +307,8 @@ void sim_mem_reset_after_fork(void)
 
 /* ---- linear memory ---- */
 
+/* cuMemAlloc and its kin are "potentially unsafe" during capture (cuda.h,
+ * cuThreadExchangeStreamCaptureMode: "a call to cudaMalloc may be unsafe"). */
 static CUresult linear_alloc(CUdeviceptr *dptr, size_t size, size_t charge, int low)
 {
 	CUresult rc = CUDA_SUCCESS;
@@ -314,7 +316,7 @@ static CUresult linear_alloc(CUdeviceptr *dptr, size_t size, size_t charge, int 
 	struct sim_dev *d;
 	struct alloc *a;
 	CUdeviceptr p;
-	if (!c)
+	if (!c || (rc = sim_capture_unsafe()) != CUDA_SUCCESS)
 		return rc;
 	d = ctx_dev(c);
 	if (low) {

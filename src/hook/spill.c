@@ -82,7 +82,7 @@ static CUresult deny_pin(struct vr_dev *d, uint64_t bytes, CUresult rc, const ch
 	const char *name = NULL;
 	struct rlimit rl;
 	if (vr_real.cuGetErrorName)
-		vr_real.cuGetErrorName(rc, &name);
+		VR_OWN(vr_real.cuGetErrorName(rc, &name));
 	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
 		vr_format_size((uint64_t)rl.rlim_cur, lim, sizeof lim);
 	uint64_t av = vr_host_available();
@@ -97,6 +97,12 @@ static CUresult deny_pin(struct vr_dev *d, uint64_t bytes, CUresult rc, const ch
 }
 
 /* ---- spilling --------------------------------------------------------- */
+
+static inline int is_capture_error(CUresult rc)
+{
+	return rc == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED ||
+	       rc == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+}
 
 CUresult vr_spill_linear(struct vr_dev *d, CUdeviceptr *dptr, uint64_t bytes)
 {
@@ -116,6 +122,10 @@ CUresult vr_spill_linear(struct vr_dev *d, CUdeviceptr *dptr, uint64_t bytes)
 		VR_OWN(vr_real.cuMemFreeHost(hp));
 	if (rc != CUDA_SUCCESS || rc2 != CUDA_SUCCESS) {
 		vr_books_unspill(d, bytes);
+		/* Where the program may not allocate (a capture that forbids
+		 * it), its answer is the driver's, as for device memory. */
+		if (is_capture_error(rc))
+			return rc;
 		return rc != CUDA_SUCCESS ? deny_pin(d, bytes, rc, "pinning")
 		                          : deny_pin(d, bytes, rc2, "mapping");
 	}
@@ -177,6 +187,8 @@ CUresult vr_spill_vmm(struct vr_dev *d, CUmemGenericAllocationHandle *handle, si
 	VR_OWN(rc = vr_real.cuMemCreate(handle, size, &hp, flags));
 	if (rc != CUDA_SUCCESS) {
 		vr_books_unspill(d, size);
+		if (is_capture_error(rc))
+			return rc;
 		return deny_pin(d, size, rc, "cuMemCreate on the host of");
 	}
 	if (vr_map_put(VR_KIND_SPILLVMM, *handle, d->ordinal, size) != 0) {

@@ -118,6 +118,12 @@ static int linear(void)
 	ASSERT_CU(cuStreamEndCapture(st, &cg), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
 	ASSERT_EQ(mem_type(sp32), CU_MEMORYTYPE_HOST);
 
+	/* Allocating during a GLOBAL capture is "potentially unsafe": past the
+	 * cap the answer is the driver's, as it is for device memory. */
+	ASSERT_CU(cuStreamBeginCapture_v2(st, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+	ASSERT_CU(cuMemAlloc_v2(&x, MiB), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	ASSERT_CU(cuStreamEndCapture(st, &cg), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+
 	/* Stream-ordered free of a spilled block while another stream captures
 	 * (GLOBAL): it waits for its stream, and its cuMemFreeHost, done in
 	 * RELAXED mode, leaves the capture intact. */
