@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # top_tmux - `vramctl top` in a real terminal (tmux): start, rows for capped
-# and uncapped programs, sort, reverse, filter, help, resize (down to a tiny
+# and uncapped programs, spilled bytes (GPU line, SPILLED column), sort,
+# reverse, filter, help, resize (down to a tiny
 # terminal and back), quit; and with an NVML that does not answer, the
 # screen still comes up and quits at once. The screen is read with capture-pane and polled
 # for the expected text a bounded number of times; nothing waits on time.
@@ -11,7 +12,8 @@ command -v tmux >/dev/null || skip "tmux is not installed (Debian package tmux)"
 fixed_card
 
 start_holder free -- 100 200
-start_holder a VRAMCTL_LIMIT=1G VRAMCTL_GROUP=train LD_PRELOAD="$LIB" -- 300
+# a spills past its cap (--spill): 300 MiB on the GPU, 900 on the host.
+start_holder a VRAMCTL_LIMIT=1G VRAMCTL_SPILL=1G VRAMCTL_GROUP=train LD_PRELOAD="$LIB" -- 300 900
 start_holder b VRAMCTL_LIMIT=2G VRAMCTL_GROUP=infer LD_PRELOAD="$LIB" -- 700
 start_holder c VRAMCTL_LIMIT=3G VRAMCTL_GROUP=run-1067-5df5a3a6 LD_PRELOAD="$LIB" -- 300
 
@@ -91,6 +93,10 @@ wait_for "run-1067-~ 300 MiB" "long group name cut with a marker"
 grep -q "run-1067-5d" "$TMPDIR/screen" && fail "long group name runs into the next column"
 # NO_COLOR: bars are drawn with characters: the 700 MiB of a 2 GiB cap.
 grep -E "infer .*\[###" "$TMPDIR/screen" >/dev/null || fail "no '#' bar for the infer row under NO_COLOR"
+# Spilled bytes: on the GPU's line and in the process's SPILLED column.
+wait_for "spilled 900 MiB" "the GPU line's spilled bytes"
+grep -E "train +300 MiB +1.00 GiB +300 MiB +900 MiB" "$TMPDIR/screen" >/dev/null ||
+	fail "no SPILLED figure in the train row"
 
 # Sort by PID, then reverse.
 T send-keys -t top p
@@ -106,6 +112,8 @@ T send-keys -t top r G
 wait_for "GROUPv" "sort by group"
 T send-keys -t top '>'
 wait_for "IN USEv" "next column"
+T send-keys -t top S
+wait_for "SPILLEDv" "sort by spilled"
 
 # Filter by group.
 T send-keys -t top /
