@@ -487,6 +487,14 @@ int vr_spill_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *spilled, u
 		int locked = lock_checked(m, dev);
 		if (VR_UNLIKELY(locked <= 0))
 			return locked < 0 ? locked : priv_spill(m, bytes, spilled, budget);
+		/* Spilling is rare and slow (pinning host memory): every time, the
+		 * whole books are checked first (the total and the budget too). */
+		const char *bad = vr_audit_locked(m);
+		if (VR_UNLIKELY(bad != NULL)) {
+			vr_region_unlock(m);
+			vr_detach(m, "%s", bad);
+			return priv_spill(m, bytes, spilled, budget);
+		}
 		int rc = spill_try_locked(m, dev, bytes, spilled, budget);
 		vr_region_unlock(m);
 		/* As for the caps: what dead members held comes back before a

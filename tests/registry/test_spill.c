@@ -3,14 +3,16 @@
  * member and every device count against it; a refusal changes nothing; the
  * group's per-device and total spilled bytes follow the slots; a member
  * killed with SIGKILL gives its spilled bytes back; the budget is fixed by
- * whoever starts the group, and a fresh start takes the new one.
+ * whoever starts the group, and a fresh start takes the new one; books
+ * damaged by a stray writer (budget raised, total zeroed) are found at the
+ * next spill, and the member keeps its own spill under its joined budget.
  */
 #include <errno.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "registry/registry.h"
+#include "registry/member.h"
 #include "tests/test.h"
 #include "vramctl/registry.h"
 
@@ -160,6 +162,22 @@ int main(void)
 			ASSERT_UEQ(s->procs[i].dev[0].last_denied, 2000);
 		}
 	vramctl_snapshot_free(s);
+
+	/* Damage: the header's budget raised and its total zeroed by a stray
+	 * writer. The next spill checks the books, finds it, says so once, and
+	 * the member keeps its own spill under the budget it joined with. */
+	{
+		vr_member *a = join("dmg", 1000), *b = join("dmg", 1000);
+		ASSERT_EQ(vr_spill_reserve(a, 0, 600, NULL, NULL), 0);
+		a->hdr->spill_budget = UINT64_MAX;
+		a->hdr->spilled = 0;
+		ASSERT_EQ(vr_spill_reserve(b, 0, 900, NULL, NULL), 0);
+		ASSERT(vr_damaged(b) != NULL);
+		ASSERT_EQ(vr_spill_reserve(b, 1, 200, NULL, NULL), -ENOSPC);
+		ASSERT_UEQ(vr_spill_budget(b), 1000);
+		vr_leave(a);
+		vr_leave(b);
+	}
 
 	/* Leaving returns what a member still held; a group found empty starts
 	 * afresh with the new starter's budget. */
