@@ -95,7 +95,7 @@ grep -q "run-1067-5d" "$TMPDIR/screen" && fail "long group name runs into the ne
 grep -E "infer .*\[###" "$TMPDIR/screen" >/dev/null || fail "no '#' bar for the infer row under NO_COLOR"
 # Spilled bytes: on the GPU's line and in the process's SPILLED column.
 wait_for "spilled 900 MiB" "the GPU line's spilled bytes"
-grep -E "train +300 MiB +1.00 GiB +300 MiB +900 MiB" "$TMPDIR/screen" >/dev/null ||
+grep -E "train +300 MiB +1 GiB +300 MiB +900 MiB" "$TMPDIR/screen" >/dev/null ||
 	fail "no SPILLED figure in the train row"
 
 # Sort by PID, then reverse.
