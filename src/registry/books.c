@@ -1,15 +1,23 @@
 /*
  * books.c - the books every allocation goes through: devices, reserve,
- * release, usage, and the numbers shown apart. Each call takes the group's
- * lock for a few loads and stores.
+ * release, usage, and the numbers shown apart.
+ *
+ * A reserve or release takes no lock (docs/architecture.md, "The lock-free
+ * books"): it marks its slot word busy, changes the device's total by
+ * compare-and-swap against the cap this member joined with, then records
+ * the bytes in its slot word and takes the mark off, in one atomic add.
+ * The lock is for adding devices, joins, leaves, reclaims, denials and
+ * recovery; they freeze the totals (lock.c) to see them hold still.
  *
  * Each call also checks the books against what this member keeps in its
- * own memory (the caps and UUIDs it joined under, what it holds itself)
- * and the devices' check words; every VR_AUDIT_EVERY reservations and
- * before any denial, the totals against all slots. When they contradict,
- * the member is detached: it says why once and from then on keeps its own
- * books under the caps it joined with (docs/architecture.md, "Failure
- * model"). A detached member never writes into the group's books again.
+ * own memory: its slot is still its own, the device's cap is the one it
+ * joined with, the total's check bits are right for that cap and UUID.
+ * Before any denial, with the books frozen, the totals are checked against
+ * all slots and this process's holdings against its own count. When they
+ * contradict, the member is detached: it says why once and from then on
+ * keeps its own books under the caps it joined with (docs/architecture.md,
+ * "Failure model"). A detached member never writes into the group's books
+ * again.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -19,8 +27,6 @@
 
 #include "registry/member.h"
 #include "registry/util.h"
-
-#define VR_AUDIT_EVERY 256
 
 void vr_detach(vr_member *m, const char *fmt, ...)
 {
@@ -82,13 +88,13 @@ static void priv_release(vr_member *m, int dev, uint64_t bytes)
 
 /* ---- checks */
 
-const char *vr_audit_locked(vr_member *m)
+static const char *audit_frozen(vr_member *m, const uint64_t sum[VR_MAX_DEVICES], int dead_busy)
 {
 	const struct vr_region_hdr *h = m->hdr;
 	if (h->ndev > VR_MAX_DEVICES || h->slots_hw > VR_REGION_SLOTS)
 		return "counts out of range";
 	uint32_t hw = h->slots_hw, ndev = h->ndev;
-	uint64_t sum[VR_MAX_DEVICES] = {0}, spilled = 0;
+	uint64_t spilled = 0;
 	for (uint32_t i = 0; i < hw; i++) {
 		const struct vr_slot *s = vr_region_slot((struct vr_region_hdr *)h, i);
 		if (s->state == VR_SLOT_FREE)
@@ -96,32 +102,56 @@ const char *vr_audit_locked(vr_member *m)
 		if (s->state != VR_SLOT_USED)
 			return "a slot's state is neither free nor used";
 		for (uint32_t d = 0; d < VR_MAX_DEVICES; d++) {
-			uint64_t v = s->dev[d].in_use, sp = s->dev[d].spilled;
-			if (d >= ndev ? v != 0 || sp != 0
-			              : sum[d] + v < sum[d] || spilled + sp < spilled)
+			uint64_t sp = s->dev[d].spilled;
+			if (d >= ndev ? s->dev[d].in_use != 0 || sp != 0 : spilled + sp < spilled)
 				return "a slot holds impossible numbers";
-			sum[d] += v;
 			spilled += sp;
 		}
 	}
 	for (uint32_t d = 0; d < ndev; d++) {
+		uint64_t t = vr_dev_total(&h->dev[d]);
 		if (!vr_dev_ok(&h->dev[d]))
 			return "a device's cap, UUID or total was overwritten";
-		if (sum[d] != h->dev[d].in_use)
+		/* A member that died inside an operation may be counted in the
+		 * total for what it had in flight, never less. */
+		if (dead_busy ? t < sum[d] : t != sum[d])
 			return "a device's total differs from its members' holdings";
 	}
 	if (spilled != h->spilled)
 		return "the group's spilled total differs from its members' holdings";
 	if (h->spill_budget != m->spill_budget)
 		return "the group's spill budget differs from the one this process joined with";
+	int own = m->slot->state == VR_SLOT_USED && m->slot->incarnation == m->incarnation;
 	for (uint32_t d = 0; d < VR_MAX_DEVICES; d++) {
 		const struct vr_priv_dev *p = &m->priv[d];
 		if (p->known && (d >= ndev || h->dev[d].cap != p->cap ||
 		                 memcmp(h->dev[d].uuid, p->uuid, VR_UUID_LEN) != 0))
 			return "a device's cap or UUID differs from the one this process joined "
 			       "with";
+		uint64_t w;
+		if (p->known && own && vr_slot_settled(m, m->slot_idx, d, &w, NULL) == 0 &&
+		    vr_w_bytes(w) != atomic_load(&p->mine))
+			return "this process's own numbers were overwritten";
 	}
 	return NULL;
+}
+
+const char *vr_audit_locked(vr_member *m)
+{
+	int dead_busy = 0;
+	uint64_t sum[VR_MAX_DEVICES];
+	int rc = vr_books_freeze(m, &dead_busy);
+	if (rc == -EBADMSG)
+		return "a device's total was overwritten";
+	if (rc != 0) /* a live member stopped inside an operation: not now */
+		return NULL;
+	if (vr_books_sum(m, sum, &dead_busy) != 0) {
+		vr_books_thaw(m, 0);
+		return NULL;
+	}
+	const char *bad = audit_frozen(m, sum, dead_busy);
+	vr_books_thaw(m, !bad && dead_busy);
+	return bad;
 }
 
 /* Learns a device of the group this member has not named itself. */
@@ -130,6 +160,7 @@ static void priv_learn(vr_member *m, uint32_t d)
 	struct vr_priv_dev *p = &m->priv[d];
 	memcpy(p->uuid, m->hdr->dev[d].uuid, VR_UUID_LEN);
 	p->cap = m->hdr->dev[d].cap;
+	p->key = vr_dev_key_of(p->cap, p->uuid);
 	p->known = 1;
 }
 
@@ -154,10 +185,9 @@ static const char *check_locked(vr_member *m, int dev)
 	if (!vr_dev_ok(g))
 		return "a device's total was overwritten";
 	uint64_t mine = atomic_load_explicit(&p->mine, memory_order_relaxed);
-	if (s->dev[dev].in_use != mine)
+	if (vr_dev_total(g) < vr_slot_held(s, (uint32_t)dev) ||
+	    mine < vr_slot_held(s, (uint32_t)dev))
 		return "this process's own numbers were overwritten";
-	if (g->in_use < mine)
-		return "a device's total is below this process's own holdings";
 	return NULL;
 }
 
@@ -204,6 +234,7 @@ static int priv_device(vr_member *m, const unsigned char uuid[VR_UUID_LEN], uint
 	struct vr_priv_dev *p = &m->priv[free_idx];
 	memcpy(p->uuid, uuid, VR_UUID_LEN);
 	p->cap = cap_if_new;
+	p->key = vr_dev_key_of(p->cap, p->uuid);
 	p->known = 1;
 	if (cap)
 		*cap = cap_if_new;
@@ -244,8 +275,8 @@ int vr_device(vr_member *m, const unsigned char uuid[VR_UUID_LEN], uint64_t cap_
 		memset(&h->dev[d], 0, sizeof(h->dev[d]));
 		memcpy(h->dev[d].uuid, uuid, VR_UUID_LEN);
 		h->dev[d].cap = cap_if_new;
-		vr_dev_set_in_use(&h->dev[d], 0);
-		h->ndev = d + 1;
+		vr_dev_set_total(&h->dev[d], 0);
+		STORE32(&h->ndev, d + 1);
 		books_end(h);
 		idx = (int)d;
 		priv_learn(m, d);
@@ -262,81 +293,222 @@ int vr_device(vr_member *m, const unsigned char uuid[VR_UUID_LEN], uint64_t cap_
 	return idx;
 }
 
-/* Lock held, books checked. */
-static int try_reserve_locked(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use)
+/* ---- the hot path: no lock */
+
+enum { FAST_OK, FAST_DENIED, FAST_FROZEN, FAST_DAMAGED };
+
+static inline void raise_to(uint64_t *field, uint64_t v)
 {
-	struct vr_region_hdr *h = m->hdr;
-	struct vr_region_dev *g = &h->dev[dev];
-	uint64_t cur = g->in_use;
-	if (bytes > g->cap || cur > g->cap - bytes) {
+	_Atomic uint64_t *a = (_Atomic uint64_t *)field;
+	uint64_t o = atomic_load_explicit(a, memory_order_relaxed);
+	while (o < v && !atomic_compare_exchange_weak_explicit(a, &o, v, memory_order_relaxed,
+	                                                       memory_order_relaxed))
+		;
+}
+
+/* The checks of every operation, after its mark: the slot is still ours
+ * and the device's cap the one we joined with. */
+static inline const char *fast_check(vr_member *m, const struct vr_priv_dev *p,
+                                     const struct vr_region_dev *g)
+{
+	const struct vr_slot *s = m->slot;
+	if (VR_UNLIKELY(atomic_load_explicit((_Atomic uint32_t *)&s->state, memory_order_relaxed) !=
+	                    VR_SLOT_USED ||
+	                atomic_load_explicit((_Atomic uint64_t *)&s->incarnation,
+	                                     memory_order_relaxed) != m->incarnation))
+		return "this process's slot was overwritten or taken from it";
+	if (VR_UNLIKELY(atomic_load_explicit((_Atomic uint64_t *)&g->cap, memory_order_relaxed) !=
+	                p->cap))
+		return "a device's cap or UUID differs from the one this process joined with";
+	return NULL;
+}
+
+/*
+ * Reserves without the lock: mark the slot word busy, add to the total by
+ * compare-and-swap under the cap, then add the bytes to the slot word and
+ * take the mark off (one atomic add). A lock holder that froze the total
+ * first makes us take the mark off untouched (FAST_FROZEN).
+ */
+static inline int fast_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *cur,
+                               const char **bad)
+{
+	struct vr_priv_dev *p = &m->priv[dev];
+	struct vr_region_dev *g = &m->hdr->dev[dev];
+	_Atomic uint64_t *sw = vr_slot_word(m->slot, (uint32_t)dev);
+	_Atomic uint64_t *tw = (_Atomic uint64_t *)&g->total;
+	atomic_fetch_add_explicit(sw, 1, memory_order_relaxed);
+	int r = FAST_OK;
+	uint64_t w = atomic_load_explicit(tw, memory_order_relaxed), v = 0;
+	if (VR_UNLIKELY((*bad = fast_check(m, p, g)) != NULL)) {
+		r = FAST_DAMAGED;
+		goto undo;
+	}
+	for (;;) {
+		if (VR_UNLIKELY(w & VR_TOT_FROZEN)) {
+			r = FAST_FROZEN;
+			goto undo;
+		}
+		if (VR_UNLIKELY(!vr_tot_ok(p->key, w))) {
+			*bad = "a device's total was overwritten";
+			r = FAST_DAMAGED;
+			goto undo;
+		}
+		v = vr_tot_bytes(w);
+		if (VR_UNLIKELY(bytes > p->cap || v > p->cap - bytes || bytes > VR_TOT_MAX - v)) {
+			*cur = v;
+			r = FAST_DENIED;
+			goto undo;
+		}
+		if (VR_LIKELY(atomic_compare_exchange_weak_explicit(
+		        tw, &w, vr_tot_make(p->key, v + bytes), memory_order_acq_rel,
+		        memory_order_relaxed)))
+			break;
+	}
+	vr_test_stop_point(); /* the total counts it, the slot not yet */
+	atomic_fetch_add_explicit(&p->mine, bytes, memory_order_relaxed);
+	uint64_t sv =
+	    atomic_fetch_add_explicit(sw, (bytes << VR_W_SHIFT) - 1, memory_order_release);
+	if (VR_UNLIKELY(g->peak < v + bytes))
+		raise_to(&g->peak, v + bytes);
+	sv = vr_w_bytes(sv) + bytes;
+	if (VR_UNLIKELY(m->slot->dev[dev].peak < sv))
+		raise_to(&m->slot->dev[dev].peak, sv);
+	return FAST_OK;
+undo:
+	atomic_fetch_sub_explicit(sw, 1, memory_order_release);
+	return r;
+}
+
+/* Releases without the lock: the slot word first (marked busy), then the
+ * total, then the mark off. Between the two, the total counts the bytes
+ * still: never less than the slots. */
+static inline int fast_release(vr_member *m, int dev, uint64_t bytes, const char **bad)
+{
+	struct vr_priv_dev *p = &m->priv[dev];
+	struct vr_region_dev *g = &m->hdr->dev[dev];
+	_Atomic uint64_t *sw = vr_slot_word(m->slot, (uint32_t)dev);
+	_Atomic uint64_t *tw = (_Atomic uint64_t *)&g->total;
+	uint64_t x = atomic_load_explicit(sw, memory_order_relaxed), b;
+	do {
+		b = bytes < vr_w_bytes(x) ? bytes : vr_w_bytes(x);
+	} while (!atomic_compare_exchange_weak_explicit(
+	    sw, &x, x - (b << VR_W_SHIFT) + 1, memory_order_relaxed, memory_order_relaxed));
+	vr_test_stop_point(); /* the slot is down, the total not yet */
+	int r = FAST_OK;
+	uint64_t w = atomic_load_explicit(tw, memory_order_relaxed);
+	if (VR_UNLIKELY((*bad = fast_check(m, p, g)) != NULL)) {
+		r = FAST_DAMAGED;
+		goto undo;
+	}
+	for (;;) {
+		if (VR_UNLIKELY(w & VR_TOT_FROZEN)) {
+			r = FAST_FROZEN;
+			goto undo;
+		}
+		if (VR_UNLIKELY(!vr_tot_ok(p->key, w) || vr_tot_bytes(w) < b)) {
+			*bad = vr_tot_ok(p->key, w)
+			           ? "a device's total is below this process's own holdings"
+			           : "a device's total was overwritten";
+			r = FAST_DAMAGED;
+			goto undo;
+		}
+		if (VR_LIKELY(atomic_compare_exchange_weak_explicit(
+		        tw, &w, vr_tot_make(p->key, vr_tot_bytes(w) - b), memory_order_acq_rel,
+		        memory_order_relaxed)))
+			break;
+	}
+	atomic_fetch_sub_explicit(&p->mine, b, memory_order_relaxed);
+	atomic_fetch_sub_explicit(sw, 1, memory_order_release);
+	return FAST_OK;
+undo:
+	atomic_fetch_add_explicit(sw, (b << VR_W_SHIFT) - 1, memory_order_release);
+	return r;
+}
+
+/* A total found frozen: wait for its freezer through the lock. With the
+ * lock, a total still frozen was left so by damage (a freezer that died
+ * was recovered when the lock was taken over): it is thawed as it is.
+ * 0, or -1 when the member is now detached. */
+static int wait_frozen(vr_member *m)
+{
+	if (vr_region_lock(m) != 0) {
+		vr_detach(m, "the group's lock stayed held by a live member");
+		return -1;
+	}
+	vr_books_thaw(m, 0);
+	vr_region_unlock(m);
+	return 0;
+}
+
+/* Makes sure this member knows device dev (learned under the lock from
+ * the group's books). 1 if it does, 0 when it is (now) detached, -EINVAL
+ * when dev is not a device of the group. */
+static int know_device(vr_member *m, int dev)
+{
+	if (VR_LIKELY(m->priv[dev].known))
+		return 1;
+	int locked = lock_checked(m, dev);
+	if (locked > 0)
+		vr_region_unlock(m);
+	return locked;
+}
+
+/* The slow end of a reserve that did not fit: reclaim the dead, check
+ * every slot with the books frozen, try once more under the lock, and
+ * count the denial. */
+static int reserve_denied(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use, int count_denial)
+{
+	vr_reclaim_dead(m);
+	int locked = lock_checked(m, dev);
+	if (locked <= 0)
+		return locked < 0 ? locked : priv_reserve(m, dev, bytes, in_use);
+	const char *bad = vr_audit_locked(m);
+	uint64_t cur = 0;
+	int r = bad ? FAST_DAMAGED : fast_reserve(m, dev, bytes, &cur, &bad);
+	if (r == FAST_FROZEN) /* only damage freezes a total under our lock */
+		bad = "a device's total was frozen by no lock holder";
+	if (r == FAST_DENIED && count_denial) {
+		struct vramctl_counts *c = &m->slot->dev[dev];
+		books_begin(m->hdr);
+		c->denied_count++;
+		c->last_denied = bytes;
+		books_end(m->hdr);
+	}
+	if (r == FAST_DENIED) {
 		if (in_use)
 			*in_use = cur;
-		return -ENOSPC;
 	}
-	struct vramctl_counts *s = &m->slot->dev[dev];
-	_Atomic uint64_t *mine = &m->priv[dev].mine;
-	books_begin(h);
-	vr_dev_set_in_use(g, cur + bytes);
-	if (g->peak < cur + bytes)
-		g->peak = cur + bytes;
-	s->in_use += bytes;
-	if (s->peak < s->in_use)
-		s->peak = s->in_use;
-	atomic_store_explicit(mine, s->in_use, memory_order_relaxed);
-	books_end(h);
-	return 0;
+	vr_region_unlock(m);
+	if (r == FAST_OK)
+		return 0;
+	if (r == FAST_DENIED)
+		return -ENOSPC;
+	vr_detach(m, "%s", bad);
+	return priv_reserve(m, dev, bytes, in_use);
 }
 
 static int reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use, int count_denial)
 {
 	if (VR_UNLIKELY(!m || dev < 0 || dev >= VR_MAX_DEVICES))
 		return -EINVAL;
-	int locked = lock_checked(m, dev);
-	if (VR_UNLIKELY(locked <= 0))
-		return locked < 0 ? locked : priv_reserve(m, dev, bytes, in_use);
-	const char *bad = NULL;
-	if (VR_UNLIKELY(++m->audit_tick >= VR_AUDIT_EVERY)) {
-		m->audit_tick = 0;
-		bad = vr_audit_locked(m);
+	for (;;) {
+		if (VR_UNLIKELY(detached(m)))
+			return m->priv[dev].known ? priv_reserve(m, dev, bytes, in_use) : -EINVAL;
+		int known = know_device(m, dev);
+		if (VR_UNLIKELY(known <= 0))
+			return known < 0 ? known : priv_reserve(m, dev, bytes, in_use);
+		const char *bad = NULL;
+		uint64_t cur = 0;
+		int r = fast_reserve(m, dev, bytes, &cur, &bad);
+		if (VR_LIKELY(r == FAST_OK))
+			return 0;
+		if (r == FAST_DENIED)
+			return reserve_denied(m, dev, bytes, in_use, count_denial);
+		if (r == FAST_DAMAGED)
+			vr_detach(m, "%s", bad);
+		else
+			wait_frozen(m);
 	}
-	int rc = bad ? 0 : try_reserve_locked(m, dev, bytes, in_use);
-	vr_region_unlock(m);
-	if (VR_UNLIKELY(bad)) {
-		vr_detach(m, "%s", bad);
-		return priv_reserve(m, dev, bytes, in_use);
-	}
-	if (VR_LIKELY(rc == 0))
-		return 0;
-
-	/* Before anyone is denied, give back what dead members held, check
-	 * every slot, then try once more (live members may also have freed
-	 * some meanwhile). */
-	vr_reclaim_dead(m);
-	locked = lock_checked(m, dev);
-	if (locked <= 0)
-		return locked < 0 ? locked : priv_reserve(m, dev, bytes, in_use);
-	bad = vr_audit_locked(m);
-	if (bad) {
-		vr_region_unlock(m);
-		vr_detach(m, "%s", bad);
-		return priv_reserve(m, dev, bytes, in_use);
-	}
-	rc = try_reserve_locked(m, dev, bytes, in_use);
-	if (rc == 0) {
-		vr_region_unlock(m);
-		return 0;
-	}
-	struct vr_region_hdr *h = m->hdr;
-	if (count_denial) {
-		books_begin(h);
-		m->slot->dev[dev].denied_count++;
-		m->slot->dev[dev].last_denied = bytes;
-		books_end(h);
-	}
-	if (in_use)
-		*in_use = h->dev[dev].in_use;
-	vr_region_unlock(m);
-	return -ENOSPC;
 }
 
 int vr_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use)
@@ -353,35 +525,44 @@ void vr_release(vr_member *m, int dev, uint64_t bytes)
 {
 	if (VR_UNLIKELY(!m || dev < 0 || dev >= VR_MAX_DEVICES))
 		return;
-	int locked = lock_checked(m, dev);
-	if (VR_UNLIKELY(locked <= 0)) {
-		if (locked == 0)
-			priv_release(m, dev, bytes);
-		return;
+	for (;;) {
+		if (VR_UNLIKELY(detached(m))) {
+			if (m->priv[dev].known)
+				priv_release(m, dev, bytes);
+			return;
+		}
+		if (VR_UNLIKELY(!m->priv[dev].known))
+			return; /* nothing was reserved on it */
+		const char *bad = NULL;
+		int r = fast_release(m, dev, bytes, &bad);
+		if (VR_LIKELY(r == FAST_OK))
+			return;
+		if (r == FAST_DAMAGED)
+			vr_detach(m, "%s", bad);
+		else
+			wait_frozen(m);
 	}
-	struct vr_region_hdr *h = m->hdr;
-	struct vramctl_counts *s = &m->slot->dev[dev];
-	uint64_t b = bytes < s->in_use ? bytes : s->in_use;
-	books_begin(h);
-	s->in_use -= b;
-	vr_dev_set_in_use(&h->dev[dev], h->dev[dev].in_use - b); /* checked: >= s->in_use */
-	atomic_store_explicit(&m->priv[dev].mine, s->in_use, memory_order_relaxed);
-	books_end(h);
-	vr_region_unlock(m);
 }
 
 void vr_usage(vr_member *m, int dev, uint64_t *in_use, uint64_t *cap)
 {
 	uint64_t u = 0, c = UINT64_MAX;
-	if (m && dev >= 0 && dev < VR_MAX_DEVICES) {
-		if (lock_checked(m, dev) > 0) {
-			u = m->hdr->dev[dev].in_use;
-			c = m->hdr->dev[dev].cap;
-			vr_region_unlock(m);
-		} else if (m->priv[dev].known) {
-			u = atomic_load_explicit(&m->priv[dev].mine, memory_order_relaxed);
-			c = m->priv[dev].cap;
+	if (m && dev >= 0 && dev < VR_MAX_DEVICES && know_device(m, dev) >= 0 &&
+	    m->priv[dev].known) {
+		struct vr_priv_dev *p = &m->priv[dev];
+		c = p->cap;
+		if (!detached(m)) {
+			const char *bad = fast_check(m, p, &m->hdr->dev[dev]);
+			uint64_t w = vr_dev_total_word(&m->hdr->dev[dev]);
+			if (!bad && !vr_tot_ok(p->key, w))
+				bad = "a device's total was overwritten";
+			if (bad)
+				vr_detach(m, "%s", bad);
+			else
+				u = vr_tot_bytes(w);
 		}
+		if (detached(m))
+			u = atomic_load_explicit(&p->mine, memory_order_relaxed);
 	}
 	if (in_use)
 		*in_use = u;
@@ -546,17 +727,32 @@ int vr_sample(vr_member *m, int dev, struct vr_books_sample *out)
 		vr_region_unlock(m);
 		return -EINVAL;
 	}
+	/* Frozen, the totals and slots hold still (unless a live member is
+	 * stopped inside an operation: then the sample is as it stands). */
+	int dead_busy = 0, frozen = vr_books_freeze(m, &dead_busy) == 0;
+	if (frozen && dead_busy) {
+		/* A member died inside an operation: settle the totals first. */
+		vr_books_thaw(m, 1);
+		frozen = vr_books_freeze(m, NULL) == 0;
+	}
+	uint64_t sum[VR_MAX_DEVICES];
+	int summed = frozen && vr_books_sum(m, sum, NULL) == 0;
 	out->cap = h->dev[dev].cap;
-	out->in_use = h->dev[dev].in_use;
+	out->in_use = vr_dev_total(&h->dev[dev]);
 	out->peak = h->dev[dev].peak;
 	uint32_t hw = vr_hdr_hw(h);
 	for (uint32_t i = 0; i < hw; i++) {
 		struct vr_slot *s = vr_region_slot(h, i);
 		if (s->state == VR_SLOT_USED) {
-			out->slots_sum += s->dev[dev].in_use;
+			if (!summed)
+				out->slots_sum += vr_slot_held(s, (uint32_t)dev);
 			out->used_slots++;
 		}
 	}
+	if (summed)
+		out->slots_sum = sum[dev];
+	if (frozen)
+		vr_books_thaw(m, 0);
 	vr_region_unlock(m);
 	return 0;
 }

@@ -265,7 +265,6 @@ static int enter_group(vr_member *m, const struct vr_join_opts *opts, const stru
 		          name, strerror(-rc));
 		return rc;
 	}
-	books_begin(h);
 	int live_other = vr_others_alive(m->fd, m->slot_idx) || vr_unreaped_others(h, m->slot_idx);
 	const char *bad = NULL;
 	if (live_other && opts->fresh) {
@@ -280,7 +279,7 @@ static int enter_group(vr_member *m, const struct vr_join_opts *opts, const stru
 		/* Our slot's previous owner is gone (we hold its byte). */
 		bad = vr_audit_locked(m);
 		if (!bad && m->slot->state == VR_SLOT_USED &&
-		    vr_slot_reclaim_locked(h, m->slot) != 0)
+		    vr_slot_reclaim_locked(m, m->slot) != 0)
 			bad = "a dead member's slot holds more than the group's total";
 		if (bad) {
 			rc = -EBADMSG;
@@ -293,14 +292,15 @@ static int enter_group(vr_member *m, const struct vr_join_opts *opts, const stru
 			vr_strlcpy(mine, opts->limit_spec ? opts->limit_spec : "", sizeof(mine));
 			*spec_differs = strcmp(h->limit_spec, mine) != 0;
 		}
-	} else {
-		start_group_locked(m, opts);
 	}
 	if (rc == 0) {
+		books_begin(h);
+		if (!live_other)
+			start_group_locked(m, opts);
 		fill_slot_locked(m, opts, pi);
 		m->spill_budget = h->spill_budget;
+		books_end(h);
 	}
-	books_end(h);
 	vr_region_unlock(m);
 	return rc;
 }
@@ -360,15 +360,11 @@ void vr_leave(vr_member *m)
 {
 	if (!m)
 		return;
-	struct vr_region_hdr *h = m->hdr;
 	/* A detached member never writes into the books again: its slot is
 	 * reclaimed (or found damaged) by the others once it is gone. */
 	if (!atomic_load(&m->detached) && vr_region_lock(m) == 0) {
-		if (m->slot->state == VR_SLOT_USED && m->slot->incarnation == m->incarnation) {
-			books_begin(h);
-			(void)vr_slot_reclaim_locked(h, m->slot);
-			books_end(h);
-		}
+		if (m->slot->state == VR_SLOT_USED && m->slot->incarnation == m->incarnation)
+			(void)vr_slot_reclaim_locked(m, m->slot);
 		vr_region_unlock(m);
 	}
 	vr_forget(m);

@@ -59,19 +59,69 @@ int vr_unreaped_others(struct vr_region_hdr *h, uint32_t self)
 	return 0;
 }
 
-int vr_slot_reclaim_locked(struct vr_region_hdr *h, struct vr_slot *s)
+/* Takes b bytes off a device's total by compare-and-swap (members change
+ * it at the same time). Lock held. -EBADMSG: its check fails, or it holds
+ * less than b. */
+static int total_sub(struct vr_region_dev *g, uint64_t b)
+{
+	_Atomic uint64_t *t = (_Atomic uint64_t *)&g->total;
+	uint64_t key = vr_dev_key(g), w = atomic_load_explicit(t, memory_order_relaxed);
+	do {
+		if (!vr_tot_ok(key, w) || vr_tot_bytes(w) < b)
+			return -EBADMSG;
+	} while (!atomic_compare_exchange_weak_explicit(
+	    t, &w, (w & VR_TOT_FROZEN) | vr_tot_make(key, vr_tot_bytes(w) - b),
+	    memory_order_acq_rel, memory_order_relaxed));
+	return 0;
+}
+
+/* Frees a slot and gives its spilled bytes back (kept under the lock). */
+static void slot_free(struct vr_region_hdr *h, struct vr_slot *s)
 {
 	uint32_t ndev = vr_hdr_ndev(h);
-	for (uint32_t d = 0; d < ndev; d++)
-		if (s->dev[d].in_use > h->dev[d].in_use)
-			return -EBADMSG;
 	for (uint32_t d = 0; d < ndev; d++) {
-		vr_dev_set_in_use(&h->dev[d], h->dev[d].in_use - s->dev[d].in_use);
 		uint64_t sp = s->dev[d].spilled;
 		h->spilled -= sp < h->spilled ? sp : h->spilled;
 	}
 	STORE32(&s->state, VR_SLOT_FREE);
 	STORE64(&s->incarnation, s->incarnation + 1);
+}
+
+int vr_slot_reclaim_locked(vr_member *m, struct vr_slot *s)
+{
+	struct vr_region_hdr *h = m->hdr;
+	uint32_t ndev = vr_hdr_ndev(h);
+	uint64_t held[VR_MAX_DEVICES];
+	int busy = 0;
+	for (uint32_t d = 0; d < ndev; d++) {
+		uint64_t w = atomic_load_explicit(vr_slot_word(s, d), memory_order_acquire);
+		busy |= (w & VR_W_BUSY) != 0;
+		held[d] = vr_w_bytes(w);
+		if (held[d] > vr_dev_total(&h->dev[d]))
+			return -EBADMSG;
+	}
+	if (busy) {
+		/* Its owner died inside an operation: the totals may count part
+		 * of it. Once every live member's operations have drained, the
+		 * totals are the sum of the slots left. */
+		int rc = vr_books_freeze(m, NULL);
+		if (rc == 0) {
+			slot_free(h, s);
+			vr_books_thaw(m, 1);
+			return 0;
+		}
+		if (rc != -ETIMEDOUT)
+			return rc;
+		/* A live member is stopped inside one: take off what the slot
+		 * holds. What the dead one had in flight stays counted, never
+		 * less (its slot word moves before the total on a release and
+		 * after it on a reserve), until a later reclaim or recovery. */
+	}
+	/* Freed first: a holder that dies here leaves the total too high. */
+	slot_free(h, s);
+	for (uint32_t d = 0; d < ndev; d++)
+		if (held[d] && total_sub(&h->dev[d], held[d]) != 0)
+			return -EBADMSG;
 	return 0;
 }
 
@@ -136,16 +186,14 @@ int vr_reclaim_dead(vr_member *m)
 			vr_detach(m, "the group's lock stayed held by a live member");
 			return total;
 		}
-		books_begin(h);
 		int bad = 0;
 		for (int k = 0; k < n && !bad; k++) {
 			struct vr_slot *s = vr_region_slot(h, cand[k].idx);
 			if (s->state == VR_SLOT_USED && s->incarnation == cand[k].inc) {
-				bad = vr_slot_reclaim_locked(h, s) != 0;
+				bad = vr_slot_reclaim_locked(m, s) != 0;
 				total += !bad;
 			}
 		}
-		books_end(h);
 		vr_region_unlock(m);
 		if (bad) {
 			vr_detach(m, "a dead member's slot holds more than the group's total");

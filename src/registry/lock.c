@@ -21,8 +21,10 @@
  */
 #include <errno.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -63,11 +65,124 @@ uint32_t vr_lock_id(uint32_t slot_idx)
 	return (slot_idx + 1) | ((tok << VR_LOCK_SLOT_BITS) & VR_LOCK_TOKEN_MASK);
 }
 
-/* Recomputes what a holder that died may have left half done: the
- * per-device totals and the spilled total (from the slots, which each writer updates with single
- * stores) and the seqlock parity. Called with the lock held. */
-static void region_recover(struct vr_region_hdr *h)
+/* ---- freezing the books (lock held): see member.h */
+
+#define VR_FREEZE_SPINS 256
+
+int vr_slot_settled(vr_member *m, uint32_t i, uint32_t d, uint64_t *word, int *dead_busy)
 {
+	_Atomic uint64_t *sw = vr_slot_word(vr_region_slot(m->hdr, i), d);
+	uint64_t t0 = 0, w;
+	for (int spin = 0; (w = atomic_load_explicit(sw, memory_order_acquire)) & VR_W_BUSY;
+	     spin++) {
+		if (spin < VR_FREEZE_SPINS)
+			continue;
+		if (i != m->slot_idx && vr_slot_alive(m->fd, i) == 0) {
+			if (dead_busy)
+				*dead_busy = 1; /* it died inside an operation */
+			break;
+		}
+		uint64_t now = vr_now_ns();
+		if (!t0)
+			t0 = now;
+		if (now - t0 >= vr_lock_bound_ns)
+			return -ETIMEDOUT;
+		sched_yield();
+	}
+	*word = w;
+	return 0;
+}
+
+int vr_books_freeze(vr_member *m, int *dead_busy)
+{
+	struct vr_region_hdr *h = m->hdr;
+	uint32_t ndev = vr_hdr_ndev(h), hw = vr_hdr_hw(h);
+	if (dead_busy)
+		*dead_busy = 0;
+	for (uint32_t d = 0; d < ndev; d++) {
+		struct vr_region_dev *g = &h->dev[d];
+		uint64_t w = atomic_fetch_or_explicit((_Atomic uint64_t *)&g->total, VR_TOT_FROZEN,
+		                                      memory_order_acq_rel);
+		if (!vr_tot_ok(vr_dev_key(g), w)) {
+			atomic_store_explicit((_Atomic uint64_t *)&g->total, w,
+			                      memory_order_release);
+			for (uint32_t e = 0; e < d; e++)
+				atomic_fetch_and_explicit((_Atomic uint64_t *)&h->dev[e].total,
+				                          ~VR_TOT_FROZEN, memory_order_release);
+			return -EBADMSG;
+		}
+	}
+	/* A member's CAS on a total that came before our freeze is a release
+	 * that our fetch_or acquired: the mark it made in its slot word before
+	 * is visible now, and we wait until it is taken off. One that comes
+	 * after finds the total frozen and undoes what it did to its slot word
+	 * (vr_slot_settled waits for that too). */
+	for (uint32_t i = 0; i < hw; i++) {
+		struct vr_slot *s = vr_region_slot(h, i);
+		if (atomic_load_explicit((_Atomic uint32_t *)&s->state, memory_order_acquire) !=
+		    VR_SLOT_USED)
+			continue;
+		for (uint32_t d = 0; d < ndev; d++) {
+			uint64_t w;
+			if (vr_slot_settled(m, i, d, &w, dead_busy) != 0) {
+				vr_books_thaw(m, 0);
+				return -ETIMEDOUT;
+			}
+		}
+	}
+	return 0;
+}
+
+int vr_books_sum(vr_member *m, uint64_t sum[VR_MAX_DEVICES], int *dead_busy)
+{
+	struct vr_region_hdr *h = m->hdr;
+	uint32_t ndev = vr_hdr_ndev(h), hw = vr_hdr_hw(h);
+	memset(sum, 0, VR_MAX_DEVICES * sizeof(sum[0]));
+	for (uint32_t i = 0; i < hw; i++) {
+		if (vr_region_slot(h, i)->state != VR_SLOT_USED)
+			continue;
+		for (uint32_t d = 0; d < ndev; d++) {
+			uint64_t w;
+			if (vr_slot_settled(m, i, d, &w, dead_busy) != 0)
+				return -ETIMEDOUT;
+			uint64_t v = vr_w_bytes(w);
+			sum[d] = sum[d] + v < sum[d] ? UINT64_MAX : sum[d] + v;
+		}
+	}
+	return 0;
+}
+
+int vr_books_thaw(vr_member *m, int recompute)
+{
+	struct vr_region_hdr *h = m->hdr;
+	uint32_t ndev = vr_hdr_ndev(h);
+	uint64_t sum[VR_MAX_DEVICES];
+	int rc = recompute ? vr_books_sum(m, sum, NULL) : 0;
+	if (recompute && rc == 0) {
+		books_begin(h);
+		for (uint32_t d = 0; d < ndev; d++) {
+			struct vr_region_dev *g = &h->dev[d];
+			uint64_t v = sum[d] > VR_TOT_MAX ? VR_TOT_MAX : sum[d];
+			if (g->peak < v)
+				g->peak = v;
+			vr_dev_set_total(g, v);
+		}
+		books_end(h);
+		return 0;
+	}
+	for (uint32_t d = 0; d < ndev; d++)
+		atomic_fetch_and_explicit((_Atomic uint64_t *)&h->dev[d].total, ~VR_TOT_FROZEN,
+		                          memory_order_release);
+	return rc;
+}
+
+/* Recomputes what a holder that died may have left half done: the
+ * per-device totals (from the slots, once the members' operations in
+ * flight have drained), frozen totals, and the seqlock parity. Called with
+ * the lock held. */
+static void region_recover(vr_member *m)
+{
+	struct vr_region_hdr *h = m->hdr;
 	uint32_t hw = vr_hdr_hw(h);
 	uint32_t ndev = vr_hdr_ndev(h);
 	h->ndev = ndev;
@@ -75,20 +190,18 @@ static void region_recover(struct vr_region_hdr *h)
 	uint64_t seq = atomic_load_explicit((_Atomic uint64_t *)&h->seq, memory_order_relaxed);
 	if (seq & 1)
 		STORE64(&h->seq, seq + 1);
+	/* A total that fails its check stays as it is: members find it. */
+	if (vr_books_freeze(m, NULL) == 0)
+		vr_books_thaw(m, 1);
+	/* Spilled bytes are changed under the lock only: their total is the
+	 * slots' sum. */
 	books_begin(h);
 	uint64_t spilled = 0;
-	for (uint32_t d = 0; d < ndev; d++) {
-		uint64_t sum = 0;
-		for (uint32_t i = 0; i < hw; i++) {
-			struct vr_slot *s = vr_region_slot(h, i);
-			if (s->state == VR_SLOT_USED) {
-				sum += s->dev[d].in_use;
+	for (uint32_t i = 0; i < hw; i++) {
+		struct vr_slot *s = vr_region_slot(h, i);
+		if (s->state == VR_SLOT_USED)
+			for (uint32_t d = 0; d < ndev; d++)
 				spilled += s->dev[d].spilled;
-			}
-		}
-		vr_dev_set_in_use(&h->dev[d], sum);
-		if (h->dev[d].peak < sum)
-			h->dev[d].peak = sum;
 	}
 	h->spilled = spilled;
 	books_end(h);
@@ -136,7 +249,7 @@ static int lock_slow(vr_member *m, _Atomic uint32_t *w)
 			if (atomic_compare_exchange_strong_explicit(
 			        w, &cur, m->lock_id | VR_LOCK_WAITERS, memory_order_acquire,
 			        memory_order_relaxed)) {
-				region_recover(m->hdr);
+				region_recover(m);
 				break;
 			}
 			continue;

@@ -31,6 +31,7 @@
 struct vr_priv_dev {
 	unsigned char uuid[VR_UUID_LEN];
 	uint64_t cap;
+	uint64_t key;          /* vr_dev_key_of(cap, uuid): the total word's check */
 	_Atomic uint64_t mine; /* what this process holds on the device */
 	int known;
 };
@@ -50,7 +51,6 @@ struct vr_member {
 	_Atomic int detached;
 	char why[320];
 	void (*notice)(const char *line);
-	uint32_t audit_tick; /* reserves since the last full check (lock held) */
 	struct vr_priv_dev priv[VR_MAX_DEVICES];
 	uint64_t spill_budget;         /* the group's, as joined (spill) */
 	_Atomic uint64_t spilled_mine; /* what this process holds against it */
@@ -73,25 +73,90 @@ static inline uint32_t vr_hdr_hw(const struct vr_region_hdr *h)
 	uint32_t n = atomic_load_explicit((_Atomic uint32_t *)&h->slots_hw, memory_order_acquire);
 	return n < VR_REGION_SLOTS ? n : VR_REGION_SLOTS;
 }
-/* A device's check word: ~in_use mixed with its cap and UUID, so that a
- * write of any one of them alone is seen as damage. */
-static inline uint64_t vr_dev_check(const struct vr_region_dev *g, uint64_t in_use)
+/*
+ * The total word of a device (struct vr_region_dev.total): the group's
+ * bytes in bits 0-47, a 15-bit check of them keyed by the device's cap and
+ * UUID in bits 48-62, and VR_TOT_FROZEN while a lock holder has frozen the
+ * books (no member changes a frozen total; see lock.c, vr_books_freeze).
+ * Members change it by compare-and-swap with the key of the cap and UUID
+ * they joined under, so a total written by anything else (zeroed, random)
+ * fails its check, and a cap overwritten in the segment does not change
+ * what a member checks against. 48 bits hold 256 TiB.
+ */
+#define VR_TOT_MAX    ((1ull << 48) - 1)
+#define VR_TOT_FROZEN (1ull << 63)
+
+static inline uint64_t vr_dev_key_of(uint64_t cap, const unsigned char *uuid)
 {
 	uint64_t u0, u1;
-	memcpy(&u0, g->uuid, 8);
-	memcpy(&u1, g->uuid + 8, 8);
-	return ~in_use ^ (g->cap * 0x9e3779b97f4a7c15ull) ^ (u0 * 0xbf58476d1ce4e5b9ull) ^
+	memcpy(&u0, uuid, 8);
+	memcpy(&u1, uuid + 8, 8);
+	return (cap * 0x9e3779b97f4a7c15ull) ^ (u0 * 0xbf58476d1ce4e5b9ull) ^
 	       (u1 * 0x94d049bb133111ebull);
 }
+static inline uint64_t vr_dev_key(const struct vr_region_dev *g)
+{
+	return vr_dev_key_of(g->cap, g->uuid);
+}
+/* The total word for bytes v (v <= VR_TOT_MAX), not frozen. */
+static inline uint64_t vr_tot_make(uint64_t key, uint64_t v)
+{
+	uint64_t c = (((v ^ key) * 0xd6e8feb86659fd93ull) >> 49) ^ 0x2d5a;
+	return v | (c << 48);
+}
+static inline uint64_t vr_tot_bytes(uint64_t w)
+{
+	return w & VR_TOT_MAX;
+}
+static inline int vr_tot_ok(uint64_t key, uint64_t w)
+{
+	return (w & ~VR_TOT_FROZEN) == vr_tot_make(key, vr_tot_bytes(w));
+}
+static inline uint64_t vr_dev_total_word(const struct vr_region_dev *g)
+{
+	return atomic_load_explicit((_Atomic uint64_t *)&g->total, memory_order_acquire);
+}
+/* The device's total in bytes (whatever its check says). */
+static inline uint64_t vr_dev_total(const struct vr_region_dev *g)
+{
+	return vr_tot_bytes(vr_dev_total_word(g));
+}
+/* 1 if the device's cap, UUID and total are as members write them. */
 static inline int vr_dev_ok(const struct vr_region_dev *g)
 {
-	return g->check == vr_dev_check(g, g->in_use);
+	uint64_t key = vr_dev_key(g);
+	return g->check == ~key && vr_tot_ok(key, vr_dev_total_word(g));
 }
-/* Sets a device's in-use and its check word together. Lock held. */
-static inline void vr_dev_set_in_use(struct vr_region_dev *g, uint64_t v)
+/* Sets a device's total (not frozen) and its check word. Lock held, books
+ * frozen or not yet shown to anyone. */
+static inline void vr_dev_set_total(struct vr_region_dev *g, uint64_t v)
 {
-	g->in_use = v;
-	g->check = vr_dev_check(g, v);
+	uint64_t key = vr_dev_key(g);
+	g->check = ~key;
+	atomic_store_explicit((_Atomic uint64_t *)&g->total, vr_tot_make(key, v),
+	                      memory_order_release);
+}
+
+/*
+ * The slot word of a device (struct vr_slot.dev[d].in_use): the bytes the
+ * member holds << VR_W_SHIFT, plus the number of its operations on the
+ * device in flight (threads between their first and last write). Changed
+ * only by the member, with atomic read-modify-writes.
+ */
+#define VR_W_SHIFT 16
+#define VR_W_ONE   (1ull << VR_W_SHIFT)
+#define VR_W_BUSY  (VR_W_ONE - 1)
+static inline _Atomic uint64_t *vr_slot_word(struct vr_slot *s, uint32_t d)
+{
+	return (_Atomic uint64_t *)&s->dev[d].in_use;
+}
+static inline uint64_t vr_w_bytes(uint64_t w)
+{
+	return w >> VR_W_SHIFT;
+}
+static inline uint64_t vr_slot_held(const struct vr_slot *s, uint32_t d)
+{
+	return vr_w_bytes(vr_slot_word((struct vr_slot *)s, d)[0]);
 }
 
 /* Fields that reclaim_dead() reads without the mutex (slots_hw, a slot's
@@ -120,6 +185,18 @@ uint32_t vr_lock_id(uint32_t slot_idx);
  * reader's lock table) when not NULL, else asked of the kernel through fd. */
 int vr_lock_word_alive(int fd, uint32_t word, const unsigned char *alive);
 
+/* Test-only (VRAMCTL_TEST_STOP_IN_LOCK=N): the Nth call stops the process
+ * (SIGSTOP). Called inside every locked section that writes the books and
+ * inside every lock-free reserve and release, between their writes to the
+ * total and to the slot word (books.c): the windows a death must survive. */
+static inline void vr_test_stop_point(void)
+{
+	if (VR_UNLIKELY(atomic_load_explicit(&vr_stop_in_lock_countdown, memory_order_relaxed) >
+	                0) &&
+	    atomic_fetch_sub(&vr_stop_in_lock_countdown, 1) == 1)
+		raise(SIGSTOP);
+}
+
 /* ---- seqlock: readers without the mutex see whether they raced a writer */
 
 static inline void books_begin(struct vr_region_hdr *h)
@@ -133,11 +210,8 @@ static inline void books_begin(struct vr_region_hdr *h)
 #else
 	atomic_thread_fence(memory_order_release);
 #endif
-	/* Test-only: stop here, mutex held and the books open (seq odd). */
-	if (VR_UNLIKELY(atomic_load_explicit(&vr_stop_in_lock_countdown, memory_order_relaxed) >
-	                0) &&
-	    atomic_fetch_sub(&vr_stop_in_lock_countdown, 1) == 1)
-		raise(SIGSTOP);
+	/* Test-only: stop here, lock held and the books open (seq odd). */
+	vr_test_stop_point();
 }
 
 static inline void books_end(struct vr_region_hdr *h)
@@ -145,6 +219,28 @@ static inline void books_end(struct vr_region_hdr *h)
 	uint64_t s = atomic_load_explicit((_Atomic uint64_t *)&h->seq, memory_order_relaxed);
 	atomic_store_explicit((_Atomic uint64_t *)&h->seq, s + 1, memory_order_release);
 }
+
+/*
+ * Freezes every device's total (lock held) and waits until no USED slot
+ * has an operation in flight, so the slots and totals hold still: 0, or
+ * -ETIMEDOUT when a live member stays in the middle of one past the bound
+ * (stopped): the totals are then thawed unchanged. A slot whose owner is
+ * dead is not waited for; *dead_busy (when not NULL) is set when one was
+ * busy (it died inside an operation: the totals may count it).
+ * -EBADMSG: a total's check failed (damage); nothing is left frozen.
+ */
+int vr_books_freeze(vr_member *m, int *dead_busy);
+/* Thaws the totals, each set to the sum of the USED slots (recompute != 0)
+ * or left as it was. Lock held, books frozen. Returns 0, or -ETIMEDOUT when
+ * a slot did not settle (the totals are then left as they were). */
+int vr_books_thaw(vr_member *m, int recompute);
+/* Slot i's word for device d once no operation is in flight on it, or as
+ * it is when its owner died inside one (*dead_busy set). Lock held, books
+ * frozen: an operation that starts now undoes itself at once. 0, or
+ * -ETIMEDOUT when a live member stays inside one past the bound. */
+int vr_slot_settled(vr_member *m, uint32_t i, uint32_t d, uint64_t *word, int *dead_busy);
+/* The sum of the USED slots' settled words, per device. 0 or -ETIMEDOUT. */
+int vr_books_sum(vr_member *m, uint64_t sum[VR_MAX_DEVICES], int *dead_busy);
 
 /* Takes the group's lock: 0, or -ETIMEDOUT after vr_lock_bound_ns when a
  * live member keeps it. Takes over a lock held by anything else (a dead
@@ -164,9 +260,9 @@ int vr_member_gone(const struct vr_slot *s);
  * (dead or alive): the group is not empty. Lock held. */
 int vr_unreaped_others(struct vr_region_hdr *h, uint32_t self);
 /* Returns a dead slot's bytes to the group and frees it. Lock held.
- * Returns 0, or -EBADMSG (nothing changed) when the slot holds more than
- * the group's total: the books are damaged. */
-int vr_slot_reclaim_locked(struct vr_region_hdr *h, struct vr_slot *s);
+ * Returns 0, or -EBADMSG when the slot holds more than the group's total
+ * or a total fails its check: the books are damaged. */
+int vr_slot_reclaim_locked(vr_member *m, struct vr_slot *s);
 /* 1 if a member other than slot `self` holds any slot's liveness byte. */
 int vr_others_alive(int fd, uint32_t self);
 

@@ -432,7 +432,8 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 	unsigned char *lk_alive = NULL;
 	pid_t *lk_pid = NULL;
 	uint32_t sd_ndev = 0;
-	int nsc = 0, consistent = 0;
+	int nsc = 0, consistent = 0, mismatch = 0, last_nsc = -1;
+	uint64_t last_sum = 0, last_total = 0;
 	uint32_t ndev = 0;
 	struct vr_region_dev gdev[VR_MAX_DEVICES];
 	char gname[72], spec[VR_SPEC_MAX];
@@ -498,11 +499,43 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 #endif
 		uint64_t s2 =
 		    atomic_load_explicit((_Atomic uint64_t *)&h->seq, memory_order_relaxed);
-		if (s1 == s2 && !(s1 & 1)) {
+		/* Members change the totals and their slot words without the
+		 * seqlock: a copy is of one moment when no copied slot was busy
+		 * and no total moved while it was taken. Then the totals are the
+		 * slots' sums, or the books are damaged once two such copies in
+		 * a row differ alike. */
+		int quiet = s1 == s2 && !(s1 & 1);
+		uint64_t sum[VR_MAX_DEVICES] = {0};
+		for (int k = 0; quiet && k < nsc; k++)
+			for (uint32_t d = 0; d < ndev; d++) {
+				uint64_t w = sd[(size_t)k * ndev + d].in_use;
+				quiet &= !(w & VR_W_BUSY);
+				sum[d] += vr_w_bytes(w);
+			}
+		int equal = quiet;
+		for (uint32_t d = 0; quiet && d < ndev; d++) {
+			quiet &= gdev[d].total == vr_dev_total_word(&h->dev[d]);
+			equal &= vr_tot_bytes(gdev[d].total) == sum[d];
+		}
+		if (quiet && equal) {
 			consistent = 1;
 			break;
 		}
+		if (quiet && nsc == last_nsc && sum[0] == last_sum &&
+		    vr_tot_bytes(gdev[0].total) == last_total) {
+			mismatch = 1; /* the same mismatch twice: not a race */
+			break;
+		}
+		last_nsc = quiet ? nsc : -1;
+		last_sum = sum[0];
+		last_total = ndev ? vr_tot_bytes(gdev[0].total) : 0;
+		if (!quiet && t > 2)
+			sched_yield();
 	}
+	for (int k = 0; k < nsc; k++)
+		for (uint32_t d = 0; d < ndev; d++)
+			sd[(size_t)k * ndev + d].in_use =
+			    vr_w_bytes(sd[(size_t)k * ndev + d].in_use);
 	lockword = atomic_load_explicit((_Atomic uint32_t *)&h->lock.word, memory_order_relaxed);
 	vr_segment_detach((struct vr_region_hdr *)h);
 	gname[sizeof(gname) - 1] = '\0';
@@ -525,7 +558,7 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 		vr_format_uuid(gdev[d].uuid, g->dev[d].uuid, sizeof(g->dev[d].uuid));
 		g->dev[d].cap = gdev[d].cap;
 		g->dev[d].peak = gdev[d].peak;
-		g->dev[d].books_in_use = gdev[d].in_use;
+		g->dev[d].books_in_use = vr_tot_bytes(gdev[d].total);
 	}
 	if (reserve_room(procs, nsc) < 0 || reserve_room(starts, nsc) < 0) {
 		rc = -ENOMEM;
@@ -615,12 +648,14 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 			g->dev[d].spilled += sdev[d].spilled;
 		}
 	}
-	/* Damage a member would find too: a total that is not its check word's,
-	 * or not its members' sum (only said of a copy taken between writes). */
-	for (uint32_t d = 0; consistent && d < ndev; d++) {
+	/* Damage a member would find too: a total or cap that fails its check
+	 * (in a copy taken between locked writes), or totals that are not
+	 * their members' sums in two quiet copies in a row. */
+	for (uint32_t d = 0; (consistent || mismatch) && d < ndev; d++) {
 		const char *bad = !vr_dev_ok(&gdev[d])
 		                      ? "a device's cap, UUID or total was overwritten"
-		                  : gdev[d].in_use != g->dev[d].in_use + g->dev[d].dead_in_use
+		                  : mismatch && vr_tot_bytes(gdev[d].total) !=
+		                                    g->dev[d].in_use + g->dev[d].dead_in_use
 		                      ? "a device's total differs from its members' holdings"
 		                      : NULL;
 		if (bad) {

@@ -14,14 +14,18 @@
  *     mapped file can be truncated under its mappers: SIGBUS); it is marked
  *     for removal at creation and goes with its last member.
  *
- * Invariant, true whenever the lock is free: for every device d,
- *   hdr->dev[d].in_use == sum of slot[i].dev[d].in_use over USED slots,
- * dead-but-unreclaimed slots included, and hdr->dev[d].check == ~in_use;
- * and hdr->spilled == sum of slot[i].dev[d].spilled over USED slots and all d.
- * A writer that dies holding the lock may break the first; the next locker
- * finds the holder dead and recomputes the totals from the slots
- * (region_recover). Anything else that breaks them is damage
- * (docs/architecture.md, "Failure model").
+ * Invariant (docs/architecture.md, "The lock-free books"): for every
+ * device d, with held(i) the bytes in slot i's word and busy(i) its count
+ * of operations in flight,
+ *   total(d) >= sum of held(i) over USED slots (dead ones included), and
+ *   total(d) == that sum whenever no USED slot is busy on d.
+ * Members change total(d) by compare-and-swap without the lock; the lock
+ * is for joins, leaves, reclaims and recovery, which freeze the totals and
+ * wait for the busy counts to drain before they recompute anything.
+ * And, whenever the lock is free, hdr->spilled == sum of
+ * slot[i].dev[d].spilled over USED slots and all d (spill changes them
+ * under the lock). Anything else that breaks these is damage ("Failure
+ * model").
  *
  * Any change here changes VR_REGION_VERSION and the pinned numbers in
  * tests/registry/test_layout.c.
@@ -35,7 +39,7 @@
 #include "vramctl/registry.h"
 
 #define VR_REGION_MAGIC    0x3147524c54434d56ULL /* "VMCTLRG1" read little-endian */
-#define VR_REGION_VERSION  3u
+#define VR_REGION_VERSION  4u
 #define VR_REGION_SLOTS    1024u
 #define VR_REGION_HDR_SIZE 4096u
 #define VR_GROUP_MAX       64  /* group name length, without the NUL */
@@ -50,10 +54,13 @@ enum { VR_SLOT_F_LAUNCHER = 1u << 0 };
 /* A group's books for one device. */
 struct vr_region_dev {
 	unsigned char uuid[VR_UUID_LEN];
-	uint64_t cap;    /* UINT64_MAX: uncapped */
-	uint64_t in_use; /* sum of the USED slots' in_use */
+	uint64_t cap; /* UINT64_MAX: uncapped */
+	/* The group's total, changed by compare-and-swap (member.h, "The
+	 * total word"): bytes in bits 0-47, a 15-bit check of them in 48-62,
+	 * bit 63 set while a lock holder has frozen the books. */
+	uint64_t total;
 	uint64_t peak;
-	uint64_t check; /* ~in_use: a write of in_use alone is damage */
+	uint64_t check; /* ~key of cap and UUID: a write of either alone is damage */
 };
 
 struct vr_region_hdr {
@@ -102,7 +109,9 @@ struct vr_slot {
 	uint32_t growth;
 	uint32_t flags; /* VR_SLOT_F_* */
 	uint64_t pad1;
-	struct vramctl_counts dev[VR_MAX_DEVICES]; /* vramctl/registry.h */
+	/* vramctl/registry.h, but in_use holds a slot word: held bytes << 16
+	 * | operations in flight (member.h, "The slot word"). */
+	struct vramctl_counts dev[VR_MAX_DEVICES];
 };
 
 #define VR_REGION_SIZE                                                                             \

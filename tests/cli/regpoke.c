@@ -45,7 +45,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(argv[3], "cap") && argc == 5)
 		atomic_store((_Atomic uint64_t *)&h->dev[0].cap, v);
 	else if (!strcmp(argv[3], "inuse") && argc == 5)
-		atomic_store((_Atomic uint64_t *)&h->dev[0].in_use, v);
+		atomic_store((_Atomic uint64_t *)&h->dev[0].total, v); /* the whole total word */
 	else
 		return 1;
 	vr_segment_detach(h);

@@ -60,7 +60,9 @@ static void test_reserve_release(void)
 	vr_release(m, d, 5000); /* never below zero */
 	vr_usage(m, d, &in_use, NULL);
 	ASSERT_UEQ(in_use, 0);
-	ASSERT_EQ(vr_reserve(m, 1, UINT64_MAX / 2, NULL), 0); /* uncapped device */
+	/* An uncapped device: anything up to the books' 256 TiB, never past. */
+	ASSERT_EQ(vr_reserve(m, 1, 1ull << 47, NULL), 0);
+	ASSERT_EQ(vr_reserve(m, 1, UINT64_MAX / 2, NULL), -ENOSPC);
 
 	/* Bad arguments are refused, not crashed on. */
 	ASSERT_EQ(vr_reserve(m, 7, 1, NULL), -EINVAL);

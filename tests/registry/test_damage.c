@@ -130,7 +130,12 @@ static void lock_held_by_live_member(void)
 	int before = atomic_load(&notices);
 	/* b's slot, with a token that is not b's: b never unlocks it. */
 	set_word(a, ((uint32_t)vr_slot_index(b) + 1) | ((b->lock_id ^ 0x7ffff800u) & 0x7ffff800u));
-	ASSERT_EQ(vr_reserve(a, 0, 100, NULL), 0); /* waited the bound, then own books */
+	/* Reserves and releases take no lock: a held one does not stop them. */
+	ASSERT_EQ(vr_reserve(a, 0, 100, NULL), 0);
+	ASSERT(vr_damaged(a) == NULL);
+	/* A denial takes it: waited the bound, then own books. */
+	uint64_t in_use = 0;
+	ASSERT_EQ(vr_reserve(a, 0, CAP - 400 + 1, &in_use), -ENOSPC);
 	ASSERT(vr_damaged(a) != NULL);
 	ASSERT_EQ(atomic_load(&notices), before + 1);
 	cap_holds(a, 400);
@@ -176,7 +181,7 @@ static void one_field(const char *group, int which)
 	if (which == 0)
 		g->cap = UINT64_MAX; /* the whole card */
 	else if (which == 1)
-		g->in_use = 0; /* "nothing is used" */
+		g->total = 0; /* "nothing is used" */
 	else
 		a->slot->dev[0].in_use = 0; /* a's own numbers */
 	int before = atomic_load(&notices);
@@ -200,7 +205,7 @@ static void random_slots(void)
 		ASSERT_EQ(vr_reserve(m[i], 0, 100, NULL), 0);
 	}
 	struct vr_region_hdr *h = m[0]->hdr;
-	uint64_t epoch = h->epoch, in_use = h->dev[0].in_use;
+	uint64_t epoch = h->epoch, in_use = h->dev[0].total;
 	uint64_t seed = 0xabcdef;
 	uint64_t *p = (uint64_t *)(void *)vr_region_slot(h, 0);
 	for (size_t i = 0; i < 4 * sizeof(struct vr_slot) / 8; i++)
@@ -212,7 +217,7 @@ static void random_slots(void)
 	printf("late joiner: %s\n", err);
 	ASSERT(strstr(err, "damaged") != NULL);
 	ASSERT_UEQ(h->epoch, epoch); /* not started afresh */
-	ASSERT_UEQ(h->dev[0].in_use, in_use);
+	ASSERT_UEQ(h->dev[0].total, in_use);
 	ASSERT_UEQ(h->dev[0].cap, CAP);
 	/* The members see it (their own slot, or the audit before a denial). */
 	for (int i = 0; i < 4; i++) {

@@ -13,7 +13,7 @@
 
 int main(void)
 {
-	ASSERT_EQ(VR_REGION_VERSION, 3);
+	ASSERT_EQ(VR_REGION_VERSION, 4);
 	ASSERT_UEQ(VR_REGION_MAGIC, 0x3147524c54434d56ULL);
 	ASSERT_EQ(VR_REGION_SLOTS, 1024);
 	ASSERT_EQ(VR_MAX_DEVICES, 64);
@@ -21,7 +21,7 @@ int main(void)
 	ASSERT_EQ(sizeof(struct vr_region_dev), 48);
 	OFF(vr_region_dev, uuid, 0);
 	OFF(vr_region_dev, cap, 16);
-	OFF(vr_region_dev, in_use, 24);
+	OFF(vr_region_dev, total, 24);
 	OFF(vr_region_dev, peak, 32);
 
 	ASSERT_EQ(sizeof(struct vr_region_hdr), 4096);
