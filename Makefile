@@ -86,6 +86,7 @@ check:
 #   $(PREFIX)/lib/vramctl/sim/                  the simulated GPU, for the demo
 #   $(PREFIX)/libexec/vramctl/vramctl-demo-app
 #   $(PREFIX)/libexec/vramctl/vramctl-doctor-probe   (doctor's self-test)
+#   $(PREFIX)/libexec/vramctl/vramctl-NAME     heavy commands (src/cli/module.mk)
 #   $(PREFIX)/share/man/man1/vramctl*.1
 PREFIX ?= /usr/local
 install: build-all
@@ -94,8 +95,8 @@ install: build-all
 	install -m 0755 $(VRAMCTL) $(DESTDIR)$(PREFIX)/bin/vramctl
 	install -m 0755 $(HOOK_LIB) $(DESTDIR)$(PREFIX)/lib/vramctl/libvramctl.so
 	install -m 0755 $(SIM_CUDA) $(SIM_NVML) $(DESTDIR)$(PREFIX)/lib/vramctl/sim/
-	install -m 0755 $(O)/libexec/vramctl-demo-app $(DESTDIR)$(PREFIX)/libexec/vramctl/
-	install -m 0755 $(O)/libexec/vramctl-doctor-probe $(DESTDIR)$(PREFIX)/libexec/vramctl/
+	install -m 0755 $(O)/libexec/vramctl-demo-app $(O)/libexec/vramctl-doctor-probe \
+		$(CLI_HELPER_BINS) $(DESTDIR)$(PREFIX)/libexec/vramctl/
 	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 
 # The C files of the tree: tracked ones in a git clone, else every one

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/libexec.h"
 #include "cli/run.h"
 #include "common/contract.h"
 
@@ -37,42 +38,6 @@ static void demo_usage(FILE *f)
 	           "and with --limit " DEMO_CAP " --growth. It runs on a simulated 16 GiB GPU\n"
 	           "(nothing is allocated on a real one); --real uses the system's CUDA driver\n"
 	           "instead.\n");
-}
-
-/* The folder of this binary (a build tree's $(O), or an installed bin/). */
-static int self_dir(char *buf, size_t len)
-{
-	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
-	char *slash;
-
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	slash = strrchr(buf, '/');
-	if (!slash)
-		return -1;
-	*slash = '\0';
-	return 0;
-}
-
-/* dir/rel if it exists, written into out. */
-static int found(const char *dir, const char *rel, char *out, size_t len)
-{
-	int n = snprintf(out, len, "%s/%s", dir, rel);
-
-	return n > 0 && (size_t)n < len && access(out, F_OK) == 0;
-}
-
-int cli_find_helper(const char *name, char *out, size_t len)
-{
-	char dir[PATH_MAX], rel[128];
-	if (self_dir(dir, sizeof(dir)) < 0)
-		return -1;
-	snprintf(rel, sizeof(rel), "libexec/%s", name);
-	if (found(dir, rel, out, len))
-		return 0;
-	snprintf(rel, sizeof(rel), "../libexec/vramctl/%s", name);
-	return found(dir, rel, out, len) ? 0 : -1;
 }
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -113,7 +78,7 @@ int cmd_demo(int argc, char **argv)
 			return VR_EXIT_ERROR;
 		}
 	}
-	if (self_dir(dir, sizeof(dir)) < 0) {
+	if (vr_self_dir(dir, sizeof(dir)) < 0) {
 		fprintf(stderr, "vramctl: demo: cannot find its own path\n");
 		return VR_EXIT_ERROR;
 	}
@@ -125,8 +90,8 @@ int cmd_demo(int argc, char **argv)
 		        DEMO_APP, dir, dir);
 		return VR_EXIT_ERROR;
 	}
-	if (!real && !found(dir, "sim/libcuda.so.1", sim, sizeof(sim)) &&
-	    !found(dir, "../lib/vramctl/sim/libcuda.so.1", sim, sizeof(sim))) {
+	if (!real && !vr_found(dir, "sim/libcuda.so.1", sim, sizeof(sim)) &&
+	    !vr_found(dir, "../lib/vramctl/sim/libcuda.so.1", sim, sizeof(sim))) {
 		fprintf(stderr,
 		        "vramctl: demo: cannot find the simulated driver (looked in %s/sim and "
 		        "%s/../lib/vramctl/sim); build it with 'make', or use --real\n",

@@ -1,10 +1,13 @@
 /*
- * main.c - the vramctl command: dispatches to one subcommand.
+ * main.c - the vramctl command: dispatches to one subcommand. Commands
+ * with no function here live in their own program, libexec/vramctl-NAME
+ * (cli/libexec.h), which is exec'd.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/libexec.h"
 #include "common/compiler.h"
 #include "common/version.h"
 
@@ -16,8 +19,8 @@ static const struct {
     {"run", cmd_run, "run a command under a GPU memory cap"},
     {"demo", cmd_demo, "show what a cap does, on the simulated GPU"},
     {"status", cmd_status, "show every GPU and process against its cap"},
-    {"top", cmd_top, "live terminal view of GPU memory and caps"},
-    {"export", cmd_export, "serve Prometheus metrics over HTTP"},
+    {"top", NULL, "live terminal view of GPU memory and caps"},
+    {"export", NULL, "serve Prometheus metrics over HTTP"},
     {"doctor", cmd_doctor, "check that this machine is set up for caps, and what to fix"},
 };
 
@@ -45,7 +48,8 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < VR_ARRAY_LEN(commands); i++)
 		if (!strcmp(argv[1], commands[i].name))
-			return commands[i].fn(argc - 1, argv + 1);
+			return commands[i].fn ? commands[i].fn(argc - 1, argv + 1)
+			                      : vr_exec_helper(commands[i].name, argv + 1);
 	fprintf(stderr, "vramctl: unknown command '%s'\n", argv[1]);
 	usage(stderr);
 	return 125;

@@ -1,14 +1,44 @@
 # src/cli: the vramctl command. One file per subcommand; pure formatting
 # code lives apart from terminal and network code so it can be tested.
+#
+# Heavy commands: a command that needs a library the others do not (a
+# terminal UI, an HTTP server, plotting, JSON...) is its own program,
+# $(O)/libexec/vramctl-NAME, built from src/cli/NAME.c (which defines
+# cmd_NAME) and src/cli/helper/helper_main.c, and linked with
+# CLI_LIBS_NAME; main.c lists it with no function and execs it. So
+# `vramctl run` and `status`, which every job starts with, load only libc.
+# To split another command: add it to CLI_HELPERS, set CLI_LIBS_NAME, and
+# set its function to NULL in main.c (docs/architecture.md).
+CLI_HELPERS := top export
+CLI_LIBS_top := -lncursesw
+CLI_LIBS_export := -lmicrohttpd
+CLI_HELPER_BINS := $(CLI_HELPERS:%=$(O)/libexec/vramctl-%)
+
 CLI_SRCS := $(wildcard src/cli/*.c)
-CLI_LDLIBS := -lncursesw -lmicrohttpd -ldl
-# Libraries other modules add as prerequisites ($(VRAMCTL): $(MONITOR_LIB))
+CLI_MAIN_SRCS := $(filter-out $(CLI_HELPERS:%=src/cli/%.c),$(CLI_SRCS))
+CLI_LDLIBS := -ldl
+# Libraries other modules add as prerequisites ($(CLI_PROGRAMS): $(MONITOR_LIB))
 # are linked as one group, so their order does not matter.
-$(VRAMCTL): $(CLI_SRCS:%.c=$(O)/%.o) $(REGISTRY_LIB) $(COMMON_LIB)
+CLI_PROGRAMS := $(VRAMCTL) $(CLI_HELPER_BINS)
+$(VRAMCTL): $(CLI_MAIN_SRCS:%.c=$(O)/%.o) $(REGISTRY_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_LDFLAGS) -o $@ $(filter %.o,$^) \
 		-Wl,--start-group $(filter %.a,$^) -Wl,--end-group $(CLI_LDLIBS)
 ALL_TARGETS += $(VRAMCTL)
+
+define CLI_HELPER_RULES
+$(O)/src/cli/helper/main-$(1).o: src/cli/helper/helper_main.c
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(BASE_CFLAGS) -DVR_HELPER_CMD=cmd_$(1) -c $$< -o $$@
+$(O)/libexec/vramctl-$(1): $(O)/src/cli/helper/main-$(1).o $(O)/src/cli/$(1).o \
+		$(filter-out $(O)/src/cli/main.o,$(CLI_MAIN_SRCS:%.c=$(O)/%.o)) \
+		$(REGISTRY_LIB) $(COMMON_LIB)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(BASE_LDFLAGS) -o $$@ $$(filter %.o,$$^) \
+		-Wl,--start-group $$(filter %.a,$$^) -Wl,--end-group $$(CLI_LIBS_$(1)) $$(CLI_LDLIBS)
+ALL_TARGETS += $(O)/libexec/vramctl-$(1)
+endef
+$(foreach h,$(CLI_HELPERS),$(eval $(call CLI_HELPER_RULES,$(h))))
 
 # The program `vramctl demo` runs: a stand-in for a preallocating framework.
 # It loads the driver with dlopen, as TensorFlow and JAX do.

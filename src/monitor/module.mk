@@ -8,7 +8,7 @@ $(MONITOR_LIB): $(MONITOR_SRCS:%.c=$(O)/%.o)
 	rm -f $@ && $(AR) rcs $@ $^
 ALL_TARGETS += $(MONITOR_LIB)
 # The CLI links it (src/cli/module.mk names it in CLI_LDLIBS).
-$(VRAMCTL): $(MONITOR_LIB)
+$(CLI_PROGRAMS): $(MONITOR_LIB)
 
 # Pure formatter goldens: fixed models -> tests/monitor/golden/*.
 $(O)/tests/monitor/test_format: $(O)/tests/monitor/test_format.o $(MONITOR_LIB) $(REGISTRY_LIB) $(COMMON_LIB)
