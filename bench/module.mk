@@ -53,3 +53,16 @@ bench-registry: $(O)/bench/registry_bench
 	@$(O)/bench/registry_bench
 BENCH_TARGETS += bench-registry
 bench: bench-registry
+
+# `vramctl run`'s start: one command, and 256 joining one group at once,
+# beside the same command started directly.
+$(O)/bench/start_bench: $(O)/bench/start_bench.o
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_LDFLAGS) -o $@ $^
+
+.PHONY: bench-start
+bench-start: $(O)/bench/start_bench $(VRAMCTL) $(HOOK_LIB)
+	@echo "== start_bench: what vramctl run adds to a command's start"
+	@$(O)/bench/start_bench $(abspath $(VRAMCTL))
+BENCH_TARGETS += bench-start
+bench: bench-start

@@ -283,7 +283,16 @@ int cmd_run(int argc, char **argv)
 	}
 
 	if (have_limit) {
-		ndev = cli_devices(devs, VR_MAX_DEVICES, why, sizeof(why));
+		/* The driver is loaded (cuInit: up to seconds on a real machine)
+		 * only where the devices matter here: a DEV to check, or a named
+		 * group whose caps on each device are compared with ours. A new
+		 * group with plain amounts leaves the devices to the library,
+		 * which fixes their caps at the program's first use. */
+		int need_devices = group_opt != NULL;
+		for (int k = 0; k < lim.count; k++)
+			need_devices |= lim.item[k].dev[0] != '\0';
+		if (need_devices)
+			ndev = cli_devices(devs, VR_MAX_DEVICES, why, sizeof(why));
 		if (vr_launch_normalise(&lim, devs, ndev, why, spec, sizeof(spec), err,
 		                        sizeof(err)) < 0) {
 			fprintf(stderr, "vramctl: --limit: %s\n", err);
