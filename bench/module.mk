@@ -23,6 +23,19 @@ bench-alloc: $(O)/bench/alloc_bench $(O)/bench/nulldriver/libcuda.so.1
 	@LD_LIBRARY_PATH=$(O)/bench/nulldriver $(O)/bench/alloc_bench
 BENCH_TARGETS += bench-alloc
 
+# The same pair with 1, 2 and 4 processes of one group and 2 and 4 threads
+# of one process, on the do-nothing driver (the shared books' scaling).
+$(O)/bench/alloc_group_bench: bench/alloc_group_bench.c $(SIM_CUDA) $(HOOK_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -o $@ $< -L$(O)/sim -lcuda -ldl $(BASE_LDFLAGS)
+
+.PHONY: bench-alloc-group
+bench-alloc-group: $(O)/bench/alloc_group_bench $(O)/bench/nulldriver/libcuda.so.1
+	@echo "== alloc_group_bench on a do-nothing driver"
+	@LD_LIBRARY_PATH=$(O)/bench/nulldriver $(O)/bench/alloc_group_bench
+BENCH_TARGETS += bench-alloc-group
+bench: bench-alloc-group
+
 .PHONY: bench
 bench: $(BENCH_TARGETS)
 
