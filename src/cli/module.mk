@@ -3,19 +3,22 @@
 #
 # Heavy commands: a command that needs a library the others do not (a
 # terminal UI, an HTTP server, plotting, JSON...) is its own program,
-# $(O)/libexec/vramctl-NAME, built from src/cli/NAME.c (which defines
-# cmd_NAME) and src/cli/helper/helper_main.c, and linked with
-# CLI_LIBS_NAME; main.c lists it with no function and execs it. So
-# `vramctl run` and `status`, which every job starts with, load only libc.
-# To split another command: add it to CLI_HELPERS, set CLI_LIBS_NAME, and
-# set its function to NULL in main.c (docs/architecture.md).
+# $(O)/libexec/vramctl-NAME, built from CLI_SRCS_NAME (the files that use
+# the library; one defines cmd_NAME) and src/cli/helper/helper_main.c, and
+# linked with CLI_LIBS_NAME; main.c lists it with no function and execs it.
+# So `vramctl run` and `status`, which every job starts with, load only
+# libc. To split another command: add it to CLI_HELPERS, set CLI_SRCS_NAME
+# and CLI_LIBS_NAME, and set its function to NULL in main.c
+# (docs/architecture.md, "Heavy commands in libexec").
 CLI_HELPERS := top export
+CLI_SRCS_top := src/cli/top.c src/cli/top_draw.c
 CLI_LIBS_top := -lncursesw
+CLI_SRCS_export := src/cli/export.c
 CLI_LIBS_export := -lmicrohttpd
 CLI_HELPER_BINS := $(CLI_HELPERS:%=$(O)/libexec/vramctl-%)
 
 CLI_SRCS := $(wildcard src/cli/*.c)
-CLI_MAIN_SRCS := $(filter-out $(CLI_HELPERS:%=src/cli/%.c),$(CLI_SRCS))
+CLI_MAIN_SRCS := $(filter-out $(foreach h,$(CLI_HELPERS),$(CLI_SRCS_$(h))),$(CLI_SRCS))
 CLI_LDLIBS := -ldl
 # Libraries other modules add as prerequisites ($(CLI_PROGRAMS): $(MONITOR_LIB))
 # are linked as one group, so their order does not matter.
@@ -30,7 +33,7 @@ define CLI_HELPER_RULES
 $(O)/src/cli/helper/main-$(1).o: src/cli/helper/helper_main.c
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(BASE_CFLAGS) -DVR_HELPER_CMD=cmd_$(1) -c $$< -o $$@
-$(O)/libexec/vramctl-$(1): $(O)/src/cli/helper/main-$(1).o $(O)/src/cli/$(1).o \
+$(O)/libexec/vramctl-$(1): $(O)/src/cli/helper/main-$(1).o $(CLI_SRCS_$(1):%.c=$(O)/%.o) \
 		$(filter-out $(O)/src/cli/main.o,$(CLI_MAIN_SRCS:%.c=$(O)/%.o)) \
 		$(REGISTRY_LIB) $(COMMON_LIB)
 	@mkdir -p $$(dir $$@)

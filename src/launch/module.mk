@@ -6,7 +6,7 @@ $(LAUNCH_LIB): $(LAUNCH_SRCS:%.c=$(O)/%.o)
 	@mkdir -p $(dir $@)
 	rm -f $@ && $(AR) rcs $@ $^
 ALL_TARGETS += $(LAUNCH_LIB)
-$(VRAMCTL): $(LAUNCH_LIB)
+$(CLI_PROGRAMS): $(LAUNCH_LIB)
 
 # Unit tests of the contract's pure parts and of joining.
 $(O)/tests/launch/test_launch: $(O)/tests/launch/test_launch.o $(LAUNCH_LIB) $(REGISTRY_LIB) \
