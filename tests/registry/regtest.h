@@ -112,25 +112,33 @@ static inline int churn_run(struct churn *c)
 }
 
 /*
- * Re-executes this test as `argv0 stopper` with VRAMCTL_TEST_STOP_IN_LOCK=2,
- * which makes it stop itself (SIGSTOP) inside its 2nd locked section with
- * the group's mutex held, and waits until it has stopped. The test's main
+ * Re-executes this test as `argv0 stopper` with VRAMCTL_TEST_STOP_IN_LOCK=N
+ * (start_stopper: 2), which makes it stop itself (SIGSTOP) at its Nth stop
+ * point: inside a locked section that writes the books (lock held), or
+ * inside a lock-free reserve or release between its writes to the total
+ * and to its slot word (member.h, vr_test_stop_point); and waits until it
+ * has stopped. The test's main
  * runs its stopper for that argument. Returns the child's pid; the caller
  * SIGKILLs and reaps it.
  */
-static inline pid_t start_stopper(const char *argv0)
+static inline pid_t start_stopper_at(const char *argv0, const char *nth)
 {
 	pid_t pid = fork();
 	ASSERT(pid >= 0);
 	if (pid == 0) {
-		setenv("VRAMCTL_TEST_STOP_IN_LOCK", "2", 1);
+		setenv("VRAMCTL_TEST_STOP_IN_LOCK", nth, 1);
 		execl("/proc/self/exe", argv0, "stopper", (char *)NULL);
 		_exit(127);
 	}
 	int st;
 	ASSERT_EQ(waitpid(pid, &st, WUNTRACED), pid);
-	ASSERT(WIFSTOPPED(st)); /* holding the mutex */
+	ASSERT(WIFSTOPPED(st)); /* at its nth stop point */
 	return pid;
+}
+
+static inline pid_t start_stopper(const char *argv0)
+{
+	return start_stopper_at(argv0, "2");
 }
 
 /*
