@@ -163,8 +163,7 @@ int vr_books_thaw(vr_member *m, int recompute)
 		for (uint32_t d = 0; d < ndev; d++) {
 			struct vr_region_dev *g = &h->dev[d];
 			uint64_t v = sum[d] > VR_TOT_MAX ? VR_TOT_MAX : sum[d];
-			if (g->peak < v)
-				g->peak = v;
+			vr_peak_raise(&g->peak, v);
 			vr_dev_set_total(g, v);
 		}
 		books_end(h);

@@ -137,6 +137,16 @@ static inline void vr_dev_set_total(struct vr_region_dev *g, uint64_t v)
 	                      memory_order_release);
 }
 
+/* Raises a peak to v if it is lower (members do it without the lock). */
+static inline void vr_peak_raise(uint64_t *field, uint64_t v)
+{
+	_Atomic uint64_t *a = (_Atomic uint64_t *)field;
+	uint64_t o = atomic_load_explicit(a, memory_order_relaxed);
+	while (VR_UNLIKELY(o < v) && !atomic_compare_exchange_weak_explicit(
+	                                 a, &o, v, memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
 /*
  * The slot word of a device (struct vr_slot.dev[d].in_use): the bytes the
  * member holds << VR_W_SHIFT, plus the number of its operations on the
