@@ -312,6 +312,30 @@ static inline const char *fast_check(vr_member *m, const struct vr_priv_dev *p,
 	return NULL;
 }
 
+/* What an operation may do with the total word w (its mark made): go on
+ * (FAST_OK), wait (FAST_FROZEN), or give up on the group's books
+ * (FAST_DAMAGED, *bad says why): the slot is no longer ours, the cap is
+ * not the one we joined with, the check bits are wrong, or the total is
+ * below the `least` bytes we are giving back. */
+static inline int total_state(vr_member *m, const struct vr_priv_dev *p,
+                              const struct vr_region_dev *g, uint64_t w, uint64_t least,
+                              const char **bad)
+{
+	if (VR_UNLIKELY((*bad = fast_check(m, p, g)) != NULL))
+		return FAST_DAMAGED;
+	if (VR_UNLIKELY(w & VR_TOT_FROZEN))
+		return FAST_FROZEN;
+	if (VR_UNLIKELY(!vr_tot_ok(p->key, w))) {
+		*bad = "a device's total was overwritten";
+		return FAST_DAMAGED;
+	}
+	if (VR_UNLIKELY(vr_tot_bytes(w) < least)) {
+		*bad = "a device's total is below this process's own holdings";
+		return FAST_DAMAGED;
+	}
+	return FAST_OK;
+}
+
 /*
  * Reserves without the lock: mark the slot word busy, add to the total by
  * compare-and-swap under the cap, then add the bytes to the slot word and
@@ -326,32 +350,23 @@ static inline int fast_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *
 	_Atomic uint64_t *sw = vr_slot_word(m->slot, (uint32_t)dev);
 	_Atomic uint64_t *tw = (_Atomic uint64_t *)&g->total;
 	atomic_fetch_add_explicit(sw, 1, memory_order_relaxed);
-	int r = FAST_OK;
 	uint64_t w = atomic_load_explicit(tw, memory_order_relaxed), v = 0;
-	if (VR_UNLIKELY((*bad = fast_check(m, p, g)) != NULL)) {
-		r = FAST_DAMAGED;
-		goto undo;
-	}
-	for (;;) {
-		if (VR_UNLIKELY(w & VR_TOT_FROZEN)) {
-			r = FAST_FROZEN;
-			goto undo;
-		}
-		if (VR_UNLIKELY(!vr_tot_ok(p->key, w))) {
-			*bad = "a device's total was overwritten";
-			r = FAST_DAMAGED;
-			goto undo;
-		}
+	int r;
+	while ((r = total_state(m, p, g, w, 0, bad)) == FAST_OK) {
 		v = vr_tot_bytes(w);
 		if (VR_UNLIKELY(bytes > p->cap || v > p->cap - bytes || bytes > VR_TOT_MAX - v)) {
 			*cur = v;
 			r = FAST_DENIED;
-			goto undo;
+			break;
 		}
 		if (VR_LIKELY(atomic_compare_exchange_weak_explicit(
 		        tw, &w, vr_tot_make(p->key, v + bytes), memory_order_acq_rel,
 		        memory_order_relaxed)))
 			break;
+	}
+	if (VR_UNLIKELY(r != FAST_OK)) {
+		atomic_fetch_sub_explicit(sw, 1, memory_order_release);
+		return r;
 	}
 	vr_test_stop_point(); /* the total counts it, the slot not yet */
 	atomic_fetch_add_explicit(&p->mine, bytes, memory_order_relaxed);
@@ -360,9 +375,6 @@ static inline int fast_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *
 	vr_peak_raise(&g->peak, v + bytes);
 	vr_peak_raise(&m->slot->dev[dev].peak, vr_w_bytes(sv) + bytes);
 	return FAST_OK;
-undo:
-	atomic_fetch_sub_explicit(sw, 1, memory_order_release);
-	return r;
 }
 
 /* Releases without the lock: the slot word first (marked busy), then the
@@ -380,35 +392,20 @@ static inline int fast_release(vr_member *m, int dev, uint64_t bytes, const char
 	} while (!atomic_compare_exchange_weak_explicit(
 	    sw, &x, x - (b << VR_W_SHIFT) + 1, memory_order_relaxed, memory_order_relaxed));
 	vr_test_stop_point(); /* the slot is down, the total not yet */
-	int r = FAST_OK;
 	uint64_t w = atomic_load_explicit(tw, memory_order_relaxed);
-	if (VR_UNLIKELY((*bad = fast_check(m, p, g)) != NULL)) {
-		r = FAST_DAMAGED;
-		goto undo;
-	}
-	for (;;) {
-		if (VR_UNLIKELY(w & VR_TOT_FROZEN)) {
-			r = FAST_FROZEN;
-			goto undo;
-		}
-		if (VR_UNLIKELY(!vr_tot_ok(p->key, w) || vr_tot_bytes(w) < b)) {
-			*bad = vr_tot_ok(p->key, w)
-			           ? "a device's total is below this process's own holdings"
-			           : "a device's total was overwritten";
-			r = FAST_DAMAGED;
-			goto undo;
-		}
-		if (VR_LIKELY(atomic_compare_exchange_weak_explicit(
-		        tw, &w, vr_tot_make(p->key, vr_tot_bytes(w) - b), memory_order_acq_rel,
-		        memory_order_relaxed)))
-			break;
+	int r;
+	while ((r = total_state(m, p, g, w, b, bad)) == FAST_OK &&
+	       !atomic_compare_exchange_weak_explicit(tw, &w,
+	                                              vr_tot_make(p->key, vr_tot_bytes(w) - b),
+	                                              memory_order_acq_rel, memory_order_relaxed))
+		;
+	if (VR_UNLIKELY(r != FAST_OK)) {
+		atomic_fetch_add_explicit(sw, (b << VR_W_SHIFT) - 1, memory_order_release);
+		return r;
 	}
 	atomic_fetch_sub_explicit(&p->mine, b, memory_order_relaxed);
 	atomic_fetch_sub_explicit(sw, 1, memory_order_release);
 	return FAST_OK;
-undo:
-	atomic_fetch_add_explicit(sw, (b << VR_W_SHIFT) - 1, memory_order_release);
-	return r;
 }
 
 /* A total found frozen: wait for its freezer through the lock. With the
