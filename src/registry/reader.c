@@ -432,7 +432,7 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 	unsigned char *lk_alive = NULL;
 	pid_t *lk_pid = NULL;
 	uint32_t sd_ndev = 0;
-	int nsc = 0, consistent = 0, mismatch = 0, last_nsc = -1;
+	int nsc = 0, consistent = 0, mismatch = 0, same = 0, last_nsc = -1;
 	uint64_t last_sum = 0, last_total = 0;
 	uint32_t ndev = 0;
 	struct vr_region_dev gdev[VR_MAX_DEVICES];
@@ -502,7 +502,7 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 		/* Members change the totals and their slot words without the
 		 * seqlock: a copy is of one moment when no copied slot was busy
 		 * and no total moved while it was taken. Then the totals are the
-		 * slots' sums, or the books are damaged once two such copies in
+		 * slots' sums, or the books are damaged once four such copies in
 		 * a row differ alike. */
 		int quiet = s1 == s2 && !(s1 & 1);
 		uint64_t sum[VR_MAX_DEVICES] = {0};
@@ -521,14 +521,23 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 			consistent = 1;
 			break;
 		}
+		/* The same mismatch in 4 quiet copies in a row, a scheduler's
+		 * turn apart: not a member caught between two operations while
+		 * the totals read the same before and after the copy. */
 		if (quiet && nsc == last_nsc && sum[0] == last_sum &&
 		    vr_tot_bytes(gdev[0].total) == last_total) {
-			mismatch = 1; /* the same mismatch twice: not a race */
-			break;
+			if (++same >= 3) {
+				mismatch = 1;
+				break;
+			}
+		} else {
+			same = 0;
 		}
 		last_nsc = quiet ? nsc : -1;
 		last_sum = sum[0];
 		last_total = ndev ? vr_tot_bytes(gdev[0].total) : 0;
+		if (quiet)
+			sched_yield();
 		if (!quiet && t > 2)
 			sched_yield();
 	}
