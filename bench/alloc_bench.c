@@ -28,37 +28,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#define VR_CUDA_PROTOTYPES
-#include "common/cuda_api.h"
-
-#define PAIRS 200000
-#define SIZE  4096
-
-static CUcontext ctx;
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
+#include "bench/alloc_common.h"
 
 static void *loop(void *arg)
 {
 	double *ns = arg;
-	CUdeviceptr p;
-	cuCtxSetCurrent(ctx);
-	for (int i = 0; i < 1000; i++) { /* warm up */
-		cuMemAlloc_v2(&p, SIZE);
-		cuMemFree_v2(p);
-	}
+	thread_start();
 	double t0 = now();
-	for (int i = 0; i < PAIRS; i++) {
-		if (cuMemAlloc_v2(&p, SIZE) != CUDA_SUCCESS || cuMemFree_v2(p) != CUDA_SUCCESS) {
-			fprintf(stderr, "alloc_bench: driver call failed\n");
-			exit(1);
-		}
-	}
+	for (int i = 0; i < PAIRS; i++)
+		pair();
 	*ns = (now() - t0) / PAIRS;
 	return NULL;
 }
@@ -66,15 +44,7 @@ static void *loop(void *arg)
 /* ns per pair per thread, with n threads at once. */
 static double run(int n)
 {
-	pthread_t t[8];
-	double ns[8], sum = 0;
-	for (int i = 0; i < n; i++)
-		pthread_create(&t[i], NULL, loop, &ns[i]);
-	for (int i = 0; i < n; i++) {
-		pthread_join(t[i], NULL);
-		sum += ns[i];
-	}
-	return sum / n;
+	return run_threads(n, loop);
 }
 
 static int measure(void)
@@ -92,14 +62,7 @@ static int measure(void)
 		one = o < one ? o : one;
 		four = f < four ? f : four;
 	}
-	/* Unhooked entry points: the pointer handed out is the driver's own. */
-	void *mine = NULL, *drv = NULL;
-	CUdriverProcAddressQueryResult st;
-	cuGetProcAddress_v2("cuLaunchKernel", &mine, 12000, 0, &st);
-	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-	if (h)
-		drv = dlsym(h, "cuLaunchKernel");
-	printf("%.1f %.1f %d\n", one, four, mine && mine == drv);
+	printf("%.1f %.1f %d\n", one, four, unhooked_is_drivers());
 	return 0;
 }
 
@@ -116,18 +79,9 @@ static int spawn(const char *preload, const char *limit, const char *spill, doub
 	if (pid == 0) {
 		dup2(fd[1], 1);
 		close(fd[0]);
-		if (preload)
-			setenv("LD_PRELOAD", preload, 1);
-		else
-			unsetenv("LD_PRELOAD");
-		if (limit)
-			setenv("VRAMCTL_LIMIT", limit, 1);
-		else
-			unsetenv("VRAMCTL_LIMIT");
-		if (spill)
-			setenv("VRAMCTL_SPILL", spill, 1);
-		else
-			unsetenv("VRAMCTL_SPILL");
+		env_set("LD_PRELOAD", preload);
+		env_set("VRAMCTL_LIMIT", limit);
+		env_set("VRAMCTL_SPILL", spill);
 		setenv("VRAMCTL_LOG", "error", 1);
 		execl("/proc/self/exe", "alloc_bench", "measure", (char *)NULL);
 		_exit(127);
@@ -148,18 +102,7 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "measure"))
 		return measure();
 	char lib[8192];
-	if (argc > 1) {
-		snprintf(lib, sizeof lib, "%s", argv[1]);
-	} else {
-		/* Beside this program: $(O)/bench/alloc_bench -> $(O)/libvramctl.so */
-		char self[4096];
-		ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-		self[n > 0 ? n : 0] = 0;
-		char *slash = strrchr(self, '/');
-		if (slash)
-			*slash = 0;
-		snprintf(lib, sizeof lib, "%s/../libvramctl.so", self);
-	}
+	library_path(argc, argv, lib, sizeof lib);
 	double d1, d4, i1, i4, c1, c4, s1, s4, h1, h4;
 	int same_d, same_i, same_c, same_s, same_h;
 	if (spawn(NULL, NULL, NULL, &d1, &d4, &same_d) ||

@@ -24,63 +24,27 @@
 #include <time.h>
 #include <unistd.h>
 
-#define VR_CUDA_PROTOTYPES
-#include "common/cuda_api.h"
+#include "bench/alloc_common.h"
 
-#define PAIRS  200000
-#define SIZE   4096
 #define ROUNDS 3
 #define BLOCK  1000
-
-static CUcontext ctx;
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
 
 static void *loop(void *arg)
 {
 	double *ns = arg;
-	CUdeviceptr p;
-	cuCtxSetCurrent(ctx);
-	for (int i = 0; i < 1000; i++) { /* warm up */
-		cuMemAlloc_v2(&p, SIZE);
-		cuMemFree_v2(p);
-	}
+	thread_start();
 	/* The best block of BLOCK pairs: a shared machine's preemptions and
 	 * other tenants land in some blocks, not in the best one. */
 	double best = 1e30;
 	for (int b = 0; b < PAIRS / BLOCK; b++) {
 		double t0 = now();
-		for (int i = 0; i < BLOCK; i++) {
-			if (cuMemAlloc_v2(&p, SIZE) != CUDA_SUCCESS ||
-			    cuMemFree_v2(p) != CUDA_SUCCESS) {
-				fprintf(stderr, "alloc_group_bench: driver call failed\n");
-				exit(1);
-			}
-		}
+		for (int i = 0; i < BLOCK; i++)
+			pair();
 		double t = now() - t0;
 		best = t < best ? t : best;
 	}
 	*ns = best / BLOCK;
 	return NULL;
-}
-
-/* ns per pair per thread, with n threads at once. */
-static double run(int n)
-{
-	pthread_t t[8];
-	double ns[8], sum = 0;
-	for (int i = 0; i < n; i++)
-		pthread_create(&t[i], NULL, loop, &ns[i]);
-	for (int i = 0; i < n; i++) {
-		pthread_join(t[i], NULL);
-		sum += ns[i];
-	}
-	return sum / n;
 }
 
 /* `self measure THREADS`: one figure, after the parent's go (EOF on fd 3). */
@@ -91,21 +55,12 @@ static int measure(int threads)
 	    cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS)
 		return 1;
 	cuCtxSetCurrent(ctx);
-	CUdeviceptr p;
-	cuMemAlloc_v2(&p, SIZE); /* joins the group, before the clock */
-	cuMemFree_v2(p);
+	pair(); /* joins the group, before the clock */
 	char c;
 	while (read(3, &c, 1) > 0)
 		;
-	double ns = run(threads);
-	/* Unhooked entry points: the pointer handed out is the driver's own. */
-	void *mine = NULL, *drv = NULL;
-	CUdriverProcAddressQueryResult st;
-	cuGetProcAddress_v2("cuLaunchKernel", &mine, 12000, 0, &st);
-	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-	if (h)
-		drv = dlsym(h, "cuLaunchKernel");
-	printf("%.2f %d\n", ns, mine && mine == drv);
+	double ns = run_threads(threads, loop);
+	printf("%.2f %d\n", ns, unhooked_is_drivers());
 	return 0;
 }
 
@@ -127,14 +82,8 @@ static int spawn(const char *preload, const char *limit, int procs, int threads,
 			dup2(go[0], 3);
 			close(out[0]);
 			close(go[1]);
-			if (preload)
-				setenv("LD_PRELOAD", preload, 1);
-			else
-				unsetenv("LD_PRELOAD");
-			if (limit)
-				setenv("VRAMCTL_LIMIT", limit, 1);
-			else
-				unsetenv("VRAMCTL_LIMIT");
+			env_set("LD_PRELOAD", preload);
+			env_set("VRAMCTL_LIMIT", limit);
 			setenv("VRAMCTL_LOG", "error", 1);
 			char tn[16];
 			snprintf(tn, sizeof tn, "%d", threads);
@@ -176,18 +125,7 @@ int main(int argc, char **argv)
 	if (argc > 2 && !strcmp(argv[1], "measure"))
 		return measure(atoi(argv[2]));
 	char lib[8192];
-	if (argc > 1) {
-		snprintf(lib, sizeof lib, "%s", argv[1]);
-	} else {
-		/* Beside this program: $(O)/bench/alloc_group_bench -> $(O)/libvramctl.so */
-		char self[4096];
-		ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-		self[n > 0 ? n : 0] = 0;
-		char *slash = strrchr(self, '/');
-		if (slash)
-			*slash = 0;
-		snprintf(lib, sizeof lib, "%s/../libvramctl.so", self);
-	}
+	library_path(argc, argv, lib, sizeof lib);
 	/* One group for every capped process, as under one `vramctl run`. */
 	char group[64];
 	snprintf(group, sizeof group, "alloc-bench-%d", (int)getpid());
@@ -210,7 +148,8 @@ int main(int argc, char **argv)
 			    spawn(lib, NULL, shapes[k].procs, shapes[k].threads, &y, &s2) ||
 			    spawn(lib, "1T", shapes[k].procs, shapes[k].threads, &z, &s3)) {
 				fprintf(stderr,
-				        "alloc_group_bench: a measuring run failed (driver found? %s)\n",
+				        "alloc_group_bench: a measuring run failed (driver found? "
+				        "%s)\n",
 				        lib);
 				return 1;
 			}
