@@ -39,11 +39,39 @@ static void books_damaged(const char *line)
 	vr_log(VR_LOG_ERROR, "group %s: %s", vr_g.group[0] ? vr_g.group : private_group, line);
 }
 
+/*
+ * A cap but no group, in a container: every container has a PID 1, so a
+ * group named after the PID would collide in books shared with the host.
+ * The container's PID namespace names the group instead ("pidns-<inode>"):
+ * unique among live namespaces on the host, and shared by every process of
+ * the container, which is then one job with one cap. An inode a dead
+ * container's namespace had can come back, but a group with no live member
+ * is reset when joined (registry.h), so no earlier cap carries over.
+ * Returns 0 and fills buf, or -1 in the host's own PID namespace (inode
+ * 0xEFFFFFFC, PROC_PID_INIT_INO in the kernel) or when it cannot be read.
+ */
+static int container_group(char *buf, size_t len)
+{
+	char link[64];
+	unsigned long long ino;
+	ssize_t n = readlink("/proc/self/ns/pid", link, sizeof link - 1);
+
+	if (n <= 0)
+		return -1;
+	link[n] = '\0';
+	if (sscanf(link, "pid:[%llu]", &ino) != 1 || ino == 0xEFFFFFFCull)
+		return -1;
+	snprintf(buf, len, "pidns-%llu", ino);
+	return 0;
+}
+
 static void join_locked(void)
 {
 	const char *group = vr_g.group;
 	int fresh = 0;
-	if (!group[0]) {
+	if (!group[0] && container_group(private_group, sizeof private_group) == 0) {
+		group = private_group;
+	} else if (!group[0]) {
 		/* A cap but no group (a hand-set environment): a group of one. */
 		snprintf(private_group, sizeof private_group, "pid-%ld", (long)getpid());
 		group = private_group;

@@ -24,12 +24,15 @@
 #define VR_CUDA_PROTOTYPES
 #define VR_NVML_PROTOTYPES
 #include "common/contract.h"
+#include "common/hami.h"
 #include "common/spill.h"
 #include "hook/books.h"
 #include "hook/devices.h"
 #include "hook/pools.h"
 #include "hook/ptrmap.h"
 #include "hook/spill.h"
+
+extern char **environ;
 
 struct vr_state vr_g = {.log_level = VR_LOG_WARN};
 struct vr_real vr_real;
@@ -137,10 +140,50 @@ static void read_option(const struct vr_option *o)
 static void atfork_child(void);
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 
+/*
+ * HAMi's contract (common/hami.h), for containers started by HAMi's device
+ * plugin with vramctl's library in place of libvgpu.so. One rule when both
+ * are set: a non-empty VRAMCTL_LIMIT wins and HAMi's variables are ignored;
+ * otherwise HAMi's caps apply, and each of VRAMCTL_GROUP,
+ * VRAMCTL_REGISTRY_DIR and VRAMCTL_LOG, when set, still wins over what is
+ * derived from HAMi's shared-cache path and log level. A malformed HAMi cap
+ * fails closed, as a malformed VRAMCTL_LIMIT does.
+ */
+static void read_hami(void)
+{
+	struct vr_hami h;
+	char err[300] = "", warn[600] = "";
+	int rc = vr_hami_read((const char *const *)environ, &h, err, sizeof err, warn, sizeof warn);
+
+	if (vr_g.limit_text[0] || vr_g.limit_bad) {
+		if (rc != 0 || h.present)
+			config_error("both VRAMCTL_LIMIT and HAMi's CUDA_DEVICE_MEMORY_LIMIT are "
+			             "set; VRAMCTL_LIMIT applies");
+		return;
+	}
+	if (warn[0])
+		config_error("%s", warn);
+	if (rc != 0) {
+		vr_g.limit_bad = 1;
+		config_error("%s; every device allocation is refused (fail closed)", err);
+		return;
+	}
+	if (!h.present)
+		return;
+	snprintf(vr_g.limit_text, sizeof vr_g.limit_text, "%s", h.limit);
+	if (!getenv(VR_ENV_GROUP) && h.group[0])
+		snprintf(vr_g.group, sizeof vr_g.group, "%s", h.group);
+	if (!getenv(VR_ENV_REGISTRY_DIR) && h.dir[0])
+		snprintf(vr_g.registry_dir, sizeof vr_g.registry_dir, "%s", h.dir);
+	if (!getenv(VR_ENV_LOG) && h.log_level >= 0)
+		vr_g.log_level = h.log_level;
+}
+
 static void config_init_once(void)
 {
 	for (size_t i = 0; i < VR_ARRAY_LEN(options); i++)
 		read_option(&options[i]);
+	read_hami();
 
 	if (vr_g.limit_bad) {
 		vr_g.active = 1; /* too long to read: fail closed (read_option) */
