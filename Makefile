@@ -94,6 +94,7 @@ install: build-all
 		$(DESTDIR)$(PREFIX)/libexec/vramctl $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 0755 $(VRAMCTL) $(DESTDIR)$(PREFIX)/bin/vramctl
 	install -m 0755 $(HOOK_LIB) $(DESTDIR)$(PREFIX)/lib/vramctl/libvramctl.so
+	install -m 0644 $(HOOK_PRELOAD) $(DESTDIR)$(PREFIX)/lib/vramctl/ld.so.preload
 	install -m 0755 $(SIM_CUDA) $(SIM_NVML) $(DESTDIR)$(PREFIX)/lib/vramctl/sim/
 	install -m 0755 $(O)/libexec/vramctl-demo-app $(O)/libexec/vramctl-doctor-probe \
 		$(CLI_HELPER_BINS) $(DESTDIR)$(PREFIX)/libexec/vramctl/

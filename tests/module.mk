@@ -10,3 +10,7 @@ $(O)/tests/cli/regpoke: $(O)/tests/cli/regpoke.o $(REGISTRY_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_LDFLAGS) -o $@ $^
 ALL_TARGETS += $(O)/tests/cli/regpoke
+
+# tests/cdi: `vramctl cdi` specs against the vendored CDI schema, and the
+# container test in a real runtime (podman + runc).
+TEST_SCRIPTS += $(sort $(wildcard tests/cdi/*.sh))

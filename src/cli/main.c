@@ -22,6 +22,7 @@ static const struct {
     {"top", NULL, "live terminal view of GPU memory and caps"},
     {"export", NULL, "serve Prometheus metrics over HTTP"},
     {"doctor", cmd_doctor, "check that this machine is set up for caps, and what to fix"},
+    {"cdi", cmd_cdi, "write a CDI spec that caps containers (podman, Kubernetes)"},
 };
 
 static void usage(FILE *f)

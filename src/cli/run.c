@@ -358,3 +358,16 @@ int cmd_run(int argc, char **argv)
 	}
 	return rc;
 }
+
+/* ---- shared with `vramctl cdi` (cdi.c): the same option and cap rules as
+ * run, one implementation. */
+
+int cli_opt_value(int argc, char **argv, int *i, const char *name, const char **value)
+{
+	return opt_value(argc, argv, i, name, value);
+}
+
+int cli_add_limit(struct vr_limits *all, const char *arg)
+{
+	return add_limit(all, arg);
+}

@@ -52,4 +52,15 @@ int cli_find_helper(const char *name, char *out, size_t len);
 /* Removes a directory and everything under it (no links followed). 0 or -1. */
 int cli_remove_tree(const char *dir);
 
+/*
+ * The option rules of `vramctl run` that `vramctl cdi` shares (run.c). Each
+ * prints its own one-line message on error.
+ *   cli_opt_value: "--opt VALUE" or "--opt=VALUE" at argv[*i]; 1 matched (i
+ *     advanced past the value), 0 not this option, -1 value missing.
+ *   cli_add_limit: adds one --limit's items to *all; 0, or -1.
+ */
+struct vr_limits;
+int cli_opt_value(int argc, char **argv, int *i, const char *name, const char **value);
+int cli_add_limit(struct vr_limits *all, const char *arg);
+
 #endif /* VRAMCTL_CLI_RUN_H */

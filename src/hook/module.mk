@@ -49,3 +49,11 @@ $(O)/tests/hook/libinterposer.so: tests/hook/interposer.c
 
 TESTS += $(HOOK_TESTS)
 TEST_SCRIPTS += tests/hook/exports.sh
+
+# The one-line /etc/ld.so.preload that `vramctl cdi` mounts into containers,
+# beside the library (cdi.c checks its content).
+HOOK_PRELOAD := $(O)/ld.so.preload
+$(HOOK_PRELOAD): src/hook/module.mk
+	@mkdir -p $(dir $@)
+	printf '%s\n' /usr/lib/vramctl/libvramctl.so > $@
+ALL_TARGETS += $(HOOK_PRELOAD)

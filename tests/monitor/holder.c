@@ -3,12 +3,15 @@
  * (MiB) on GPU 0 through the driver, prints "ready N PID" (N = how many
  * allocations succeeded) and then holds the memory until its stdin closes.
  * Tests synchronise on that line and on closing the pipe, never on time.
+ * With -t first, it prints "total BYTES" (cuMemGetInfo_v2) before
+ * allocating: what the program is told its device holds.
  *
- *   holder MIB...
+ *   holder [-t] MIB...
  */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "common/cuda_api.h"
@@ -26,13 +29,15 @@ int main(int argc, char **argv)
 	vr_pfn_cuCtxSetCurrent set;
 	vr_pfn_cuMemAlloc_v2 alloc;
 	vr_pfn_cuMemFree_v2 mfree;
+	vr_pfn_cuMemGetInfo_v2 info;
 	*(void **)&init = dlsym(h, "cuInit");
 	*(void **)&dev_get = dlsym(h, "cuDeviceGet");
 	*(void **)&retain = dlsym(h, "cuDevicePrimaryCtxRetain");
 	*(void **)&set = dlsym(h, "cuCtxSetCurrent");
 	*(void **)&alloc = dlsym(h, "cuMemAlloc_v2");
 	*(void **)&mfree = dlsym(h, "cuMemFree_v2");
-	if (!init || !dev_get || !retain || !set || !alloc || !mfree) {
+	*(void **)&info = dlsym(h, "cuMemGetInfo_v2");
+	if (!init || !dev_get || !retain || !set || !alloc || !mfree || !info) {
 		printf("error: driver entry points missing\n");
 		return 1;
 	}
@@ -43,9 +48,19 @@ int main(int argc, char **argv)
 		printf("error: cannot start on GPU 0\n");
 		return 1;
 	}
+	int first = 1;
+	if (argc > 1 && !strcmp(argv[1], "-t")) {
+		size_t free_b = 0, total_b = 0;
+		if (info(&free_b, &total_b) != CUDA_SUCCESS) {
+			printf("error: cuMemGetInfo_v2 failed\n");
+			return 1;
+		}
+		printf("total %zu\n", total_b);
+		first = 2;
+	}
 	CUdeviceptr p[64];
 	int n = 0;
-	for (int i = 1; i < argc && n < 64; i++) {
+	for (int i = first; i < argc && n < 64; i++) {
 		size_t bytes = (size_t)strtoull(argv[i], NULL, 10) << 20;
 		if (alloc(&p[n], bytes) == CUDA_SUCCESS)
 			n++;

@@ -1,0 +1,409 @@
+/*
+ * cdi.c - `vramctl cdi generate`: a Container Device Interface spec whose
+ * device gives a container a GPU memory cap.
+ *
+ *   podman run --device nvidia.com/gpu=0 --device vramctl.io/gpu=4g IMAGE ...
+ *
+ * NVIDIA's device brings the GPU and its driver libraries; vramctl's brings
+ * the cap. The spec only sets the environment contract (contract.h) and
+ * mounts; the injected library does the enforcing, as under `vramctl run`:
+ *
+ *   env     VRAMCTL_LIMIT, VRAMCTL_REGISTRY_DIR, VRAMCTL_GROUP (--group only)
+ *   mounts  the library, read-only, at CONTAINER_LIB;
+ *           a one-line ld.so.preload naming it, at /etc/ld.so.preload;
+ *           the host's books directory, at the same path (so the host's
+ *           `vramctl status` lists the container's processes).
+ *
+ * Preloading through /etc/ld.so.preload rather than LD_PRELOAD: a CDI env
+ * edit replaces a variable the image sets, and ld.so loads both lists, so
+ * an image's own LD_PRELOAD keeps all its entries. The cost: an image's own
+ * /etc/ld.so.preload is hidden (rare; documented in vramctl-cdi(1)).
+ *
+ * Without --group, the library makes each container one group, named after
+ * its PID namespace (books.c): containers sharing the host's books never
+ * collide, and all processes of a container share its cap.
+ *
+ * The spec is written at the lowest cdiVersion that holds it: 0.3.0 (env and
+ * mounts without a type), or 0.5.0 when the device name starts with a digit
+ * (allowed from 0.5.0). Podman 4.3 (Debian 12) reads up to 0.5.0.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "cli/run.h"
+#include "common/compiler.h"
+#include "common/contract.h"
+#include "common/size.h"
+#include "registry/registry.h"
+
+#define CDI_KIND      "vramctl.io/gpu"
+#define CONTAINER_LIB "/usr/lib/vramctl/libvramctl.so"
+#define PRELOAD_NAME  "ld.so.preload"
+#define NAME_MAX_LEN  128
+
+static void cdi_usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: vramctl cdi generate --limit SPEC [--group NAME] [--name NAME]\n"
+	        "                            [--format json|yaml] [--output FILE] [--books DIR]\n"
+	        "\n"
+	        "Writes a CDI spec (kind " CDI_KIND ") whose device gives a container a\n"
+	        "GPU memory cap: podman run --device nvidia.com/gpu=0 --device " CDI_KIND
+	        "=NAME ...\n"
+	        "\n"
+	        "  -l, --limit SPEC  the cap, as for vramctl run (DEV: the container's device\n"
+	        "                    index or a GPU UUID); comma-separated or repeated\n"
+	        "  --group NAME      one cap shared by every container with this device\n"
+	        "                    (default: one group per container)\n"
+	        "  --name NAME       the device's name (default: from SPEC, 4G -> 4g)\n"
+	        "  --format FMT      json (default) or yaml\n"
+	        "  --output FILE     write FILE (replaced whole) instead of standard output\n"
+	        "  --books DIR       the host's books directory to share (default: the one\n"
+	        "                    vramctl status reads: $VRAMCTL_REGISTRY_DIR, ...)\n"
+	        "  -h, --help        this text\n"
+	        "\n"
+	        "Exit status: 0, or 125 with one message. See vramctl-cdi(1).\n");
+}
+
+static int is_alnum(int c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+/* CDI's device-name rule: [A-Za-z0-9] first and last, [A-Za-z0-9_.:-] inside. */
+static int valid_name(const char *n)
+{
+	size_t len = strlen(n);
+	if (len == 0 || len > NAME_MAX_LEN || !is_alnum((unsigned char)n[0]) ||
+	    !is_alnum((unsigned char)n[len - 1]))
+		return 0;
+	for (; *n; n++)
+		if (!is_alnum((unsigned char)*n) && !strchr("_.:-", *n))
+			return 0;
+	return 1;
+}
+
+/* The default name: the spec in lower case, "=" -> "-", "," -> "_",
+ * "%" -> "pct" (4G -> 4g, 0=4G,1=50% -> 0-4g_1-50pct). */
+static int name_from_spec(const char *spec, char *out, size_t len)
+{
+	size_t n = 0;
+	for (const char *p = spec; *p; p++) {
+		const char *put;
+		char one[2] = {*p, 0};
+		if (*p >= 'A' && *p <= 'Z')
+			one[0] = (char)(*p - 'A' + 'a');
+		put = *p == '=' ? "-" : *p == ',' ? "_" : *p == '%' ? "pct" : one;
+		if (n + strlen(put) >= len)
+			return -1;
+		memcpy(out + n, put, strlen(put));
+		n += strlen(put);
+	}
+	out[n] = '\0';
+	return valid_name(out) ? 0 : -1;
+}
+
+/* A double-quoted scalar, valid as JSON and as YAML. */
+static void put_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20 || *p == 0x7f)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+struct mount {
+	const char *host, *container, *mode;
+};
+
+struct spec {
+	const char *version, *name;
+	const char *env[3];
+	int nenv;
+	struct mount mounts[3];
+};
+
+static void put_options(FILE *f, const char *mode)
+{
+	fprintf(f, "[\"%s\", \"nosuid\", \"nodev\", \"bind\"]", mode);
+}
+
+static void write_json(FILE *f, const struct spec *s)
+{
+	fprintf(f, "{\n  \"cdiVersion\": \"%s\",\n  \"kind\": \"%s\",\n", s->version, CDI_KIND);
+	fprintf(f, "  \"devices\": [\n    {\n      \"name\": ");
+	put_str(f, s->name);
+	fprintf(f, ",\n      \"containerEdits\": {\n        \"env\": [");
+	for (int i = 0; i < s->nenv; i++) {
+		fprintf(f, "%s\n          ", i ? "," : "");
+		put_str(f, s->env[i]);
+	}
+	fprintf(f, "\n        ],\n        \"mounts\": [");
+	for (size_t i = 0; i < VR_ARRAY_LEN(s->mounts); i++) {
+		const struct mount *m = &s->mounts[i];
+		fprintf(f, "%s\n          {\n            \"hostPath\": ", i ? "," : "");
+		put_str(f, m->host);
+		fprintf(f, ",\n            \"containerPath\": ");
+		put_str(f, m->container);
+		fprintf(f, ",\n            \"options\": ");
+		put_options(f, m->mode);
+		fprintf(f, "\n          }");
+	}
+	fprintf(f, "\n        ]\n      }\n    }\n  ]\n}\n");
+}
+
+static void write_yaml(FILE *f, const struct spec *s)
+{
+	fprintf(f, "cdiVersion: \"%s\"\nkind: \"%s\"\ndevices:\n  - name: ", s->version, CDI_KIND);
+	put_str(f, s->name);
+	fprintf(f, "\n    containerEdits:\n      env:\n");
+	for (int i = 0; i < s->nenv; i++) {
+		fprintf(f, "        - ");
+		put_str(f, s->env[i]);
+		fputc('\n', f);
+	}
+	fprintf(f, "      mounts:\n");
+	for (size_t i = 0; i < VR_ARRAY_LEN(s->mounts); i++) {
+		const struct mount *m = &s->mounts[i];
+		fprintf(f, "        - hostPath: ");
+		put_str(f, m->host);
+		fprintf(f, "\n          containerPath: ");
+		put_str(f, m->container);
+		fprintf(f, "\n          options: ");
+		put_options(f, m->mode);
+		fputc('\n', f);
+	}
+}
+
+/* The preload file beside the library must name CONTAINER_LIB: a spec
+ * that preloads nothing would silently lose the cap. */
+static int check_preload(const char *path)
+{
+	char buf[256] = "";
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = '\0';
+	if (strcmp(buf, CONTAINER_LIB "\n") != 0) {
+		fprintf(stderr,
+		        "vramctl: %s %s (it must hold the one line " CONTAINER_LIB
+		        "; make install puts it beside the library)\n",
+		        path, f ? "has other content" : "is missing");
+		return -1;
+	}
+	return 0;
+}
+
+/* The host's books directory: absolute, created (0700) if missing, since a
+ * bind mount of a missing directory stops the container from starting. */
+static int books_dir(const char *opt, char *out, size_t len)
+{
+	if (opt)
+		snprintf(out, len, "%s", opt);
+	else if (vr_default_dir(out, len) < 0) {
+		fprintf(stderr, "vramctl: cannot tell the books directory; give --books DIR\n");
+		return -1;
+	}
+	if (out[0] != '/' || strpbrk(out, ":,")) {
+		fprintf(stderr,
+		        "vramctl: --books '%s': an absolute path without ':' or ',' is needed\n",
+		        out);
+		return -1;
+	}
+	if (mkdir(out, 0700) == 0) {
+		if (chmod(out, 0700) != 0) { /* mkdir's mode went through the umask */
+			fprintf(stderr, "vramctl: %s: %s\n", out, strerror(errno));
+			return -1;
+		}
+	} else if (errno != EEXIST) {
+		fprintf(stderr, "vramctl: cannot create the books directory %s: %s\n", out,
+		        strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Writes the spec to path whole (a temporary file renamed over it), so a
+ * runtime reading the spec directory never sees half of it. */
+static int write_file(const char *path, const struct spec *s, int yaml)
+{
+	char tmp[PATH_MAX];
+	if (snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= (int)sizeof tmp) {
+		fprintf(stderr, "vramctl: --output '%s': path too long\n", path);
+		return -1;
+	}
+	int fd = mkstemp(tmp);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		fprintf(stderr, "vramctl: cannot write %s: %s\n", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	(yaml ? write_yaml : write_json)(f, s);
+	int bad = fchmod(fd, 0644) != 0 || fflush(f) != 0 || fsync(fd) != 0;
+	bad |= fclose(f) != 0;
+	if (bad || rename(tmp, path) != 0) {
+		fprintf(stderr, "vramctl: cannot write %s: %s\n", path, strerror(errno));
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+static int cdi_generate(int argc, char **argv)
+{
+	struct vr_limits lim;
+	char spec_text[4096] = "", name[NAME_MAX_LEN + 1], lib[PATH_MAX], preload[PATH_MAX + 16];
+	char books[PATH_MAX], env_limit[4200], env_dir[PATH_MAX + 32], env_group[96];
+	const char *group = NULL, *name_opt = NULL, *format = "json", *output = NULL;
+	const char *books_opt = NULL, *value;
+	int rc;
+
+	memset(&lim, 0, sizeof lim);
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			cdi_usage(stdout);
+			return 0;
+		}
+		if ((rc = cli_opt_value(argc, argv, &i, "--limit", &value)) != 0 ||
+		    (rc = cli_opt_value(argc, argv, &i, "-l", &value)) != 0) {
+			if (rc < 0 || cli_add_limit(&lim, value) < 0)
+				return VR_EXIT_ERROR;
+			size_t n = strlen(spec_text);
+			if (n + strlen(value) + 2 > sizeof spec_text) {
+				fprintf(stderr, "vramctl: --limit: too long\n");
+				return VR_EXIT_ERROR;
+			}
+			snprintf(spec_text + n, sizeof spec_text - n, "%s%s", n ? "," : "", value);
+			continue;
+		}
+		if ((rc = cli_opt_value(argc, argv, &i, "--group", &group)) != 0) {
+			if (rc < 0)
+				return VR_EXIT_ERROR;
+			if (!cli_valid_group(group)) {
+				fprintf(stderr,
+				        "vramctl: --group '%s': a group name is 1 to 64 of "
+				        "A-Z a-z 0-9 . _ -\n",
+				        group);
+				return VR_EXIT_ERROR;
+			}
+			continue;
+		}
+		if ((rc = cli_opt_value(argc, argv, &i, "--name", &name_opt)) != 0) {
+			if (rc < 0)
+				return VR_EXIT_ERROR;
+			if (!valid_name(name_opt)) {
+				fprintf(stderr,
+				        "vramctl: --name '%s': a CDI device name is 1 to %d of "
+				        "A-Z a-z 0-9 _ . : -, starting and ending with a letter or "
+				        "digit\n",
+				        name_opt, NAME_MAX_LEN);
+				return VR_EXIT_ERROR;
+			}
+			continue;
+		}
+		if ((rc = cli_opt_value(argc, argv, &i, "--format", &format)) != 0) {
+			if (rc < 0)
+				return VR_EXIT_ERROR;
+			if (strcmp(format, "json") && strcmp(format, "yaml")) {
+				fprintf(stderr, "vramctl: --format '%s': json or yaml\n", format);
+				return VR_EXIT_ERROR;
+			}
+			continue;
+		}
+		if ((rc = cli_opt_value(argc, argv, &i, "--output", &output)) != 0 ||
+		    (rc = cli_opt_value(argc, argv, &i, "-o", &output)) != 0) {
+			if (rc < 0)
+				return VR_EXIT_ERROR;
+			if (!*output) {
+				fprintf(stderr, "vramctl: --output needs a file name\n");
+				return VR_EXIT_ERROR;
+			}
+			continue;
+		}
+		if ((rc = cli_opt_value(argc, argv, &i, "--books", &books_opt)) != 0) {
+			if (rc < 0)
+				return VR_EXIT_ERROR;
+			continue;
+		}
+		fprintf(stderr,
+		        "vramctl: cdi generate: unknown argument '%s' ('vramctl cdi --help')\n", a);
+		return VR_EXIT_ERROR;
+	}
+	if (!spec_text[0]) {
+		fprintf(stderr, "vramctl: cdi generate: --limit SPEC is required\n");
+		return VR_EXIT_ERROR;
+	}
+	if (name_opt)
+		snprintf(name, sizeof name, "%s", name_opt);
+	else if (name_from_spec(spec_text, name, sizeof name) < 0) {
+		fprintf(stderr,
+		        "vramctl: --limit '%s' makes no CDI device name; give --name NAME\n",
+		        spec_text);
+		return VR_EXIT_ERROR;
+	}
+	char liberr[2 * PATH_MAX + 128];
+	if (cli_find_library(lib, sizeof lib, liberr, sizeof liberr) < 0) {
+		fprintf(stderr, "vramctl: %s\n", liberr);
+		return VR_EXIT_ERROR;
+	}
+	char *slash = strrchr(lib, '/');
+	snprintf(preload, sizeof preload, "%.*s/" PRELOAD_NAME, (int)(slash - lib), lib);
+	if (check_preload(preload) < 0 || books_dir(books_opt, books, sizeof books) < 0)
+		return VR_EXIT_ERROR;
+
+	struct spec s = {
+	    .version = is_alnum((unsigned char)name[0]) && !(name[0] >= '0' && name[0] <= '9')
+	                   ? "0.3.0"
+	                   : "0.5.0",
+	    .name = name,
+	    .mounts = {{lib, CONTAINER_LIB, "ro"},
+	               {preload, "/etc/ld.so.preload", "ro"},
+	               {books, books, "rw"}},
+	};
+	snprintf(env_limit, sizeof env_limit, VR_ENV_LIMIT "=%s", spec_text);
+	snprintf(env_dir, sizeof env_dir, VR_ENV_REGISTRY_DIR "=%s", books);
+	s.env[s.nenv++] = env_limit;
+	s.env[s.nenv++] = env_dir;
+	if (group) {
+		snprintf(env_group, sizeof env_group, VR_ENV_GROUP "=%s", group);
+		s.env[s.nenv++] = env_group;
+	}
+	int yaml = !strcmp(format, "yaml");
+	if (output)
+		return write_file(output, &s, yaml) < 0 ? VR_EXIT_ERROR : 0;
+	(yaml ? write_yaml : write_json)(stdout, &s);
+	return fflush(stdout) == 0 ? 0 : VR_EXIT_ERROR;
+}
+
+int cmd_cdi(int argc, char **argv)
+{
+	if (argc < 2) {
+		cdi_usage(stderr);
+		return VR_EXIT_ERROR;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		cdi_usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "generate"))
+		return cdi_generate(argc - 1, argv + 1);
+	fprintf(stderr, "vramctl: cdi: unknown subcommand '%s' (generate)\n", argv[1]);
+	return VR_EXIT_ERROR;
+}

@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# tests/cdi/podman.sh - vramctl's CDI device and HAMi's contract in a real
+# container runtime: Debian's podman (4.3) with runc, a root filesystem built
+# here from the host's files (no image is pulled): the holder test program,
+# the libraries it needs and the simulated driver, whose state directory is
+# shared with the host like a real card.
+#
+#  1. --device vramctl.io/gpu=NAME from `vramctl cdi generate --limit 1G`:
+#     the program sees a 1 GiB device and is denied past it; the host's
+#     `vramctl status` lists it with its host PID (podman's own answer), the
+#     container PID 1 and the cap.
+#  2. A second container with the same device at the same time, also PID 1:
+#     its own group (no collision in the shared books), its own cap.
+#  3. A spec with --group: two containers share one cap.
+#  4. A container set up exactly as HAMi's device plugin sets one up (its
+#     env and mounts, vramctl's library as libvgpu.so, no VRAMCTL_*
+#     variable): capped by vramctl, books in HAMi's per-container directory.
+# The specs go to /var/run/cdi (podman 4.3 has no private spec directory)
+# under unique names, removed at the end. Skipped (77) without podman and
+# runc, without root, in sanitizer builds, or when no container can start.
+. "$VR_SRC/tests/lib.bash"
+skip() {
+	echo "skipped: $*"
+	exit 77
+}
+case $VR_BUILD in
+*-asan | *-tsan) skip "container test runs in the release build only (sanitizer runtimes are not in its root filesystem)" ;;
+esac
+[ "${VR_TEST_DRIVER:-sim}" = sim ] || skip "needs the simulated driver inside the container"
+command -v podman >/dev/null || skip "podman is not installed (scripts/install-deps)"
+command -v runc >/dev/null || skip "runc is not installed (scripts/install-deps)"
+[ "$(id -u)" = 0 ] || skip "needs root: rootful podman and the CDI spec directory /var/run/cdi"
+PY=/usr/bin/python3
+"$PY" -c 'import json' 2>/dev/null || skip "needs Debian's python3"
+HOLDER=$VR_BUILD/tests/monitor/holder
+[ -x "$HOLDER" ] || skip "$HOLDER is not built"
+
+id=$$$RANDOM
+cdidir=/var/run/cdi
+specs=() names=()
+cleanup() {
+	for n in "${names[@]}"; do podman rm -f -t 0 "$n" >/dev/null 2>&1; done
+	rm -f "${specs[@]}"
+	rmdir "$cdidir" 2>/dev/null
+	true
+}
+trap cleanup EXIT
+
+# The root filesystem: files at their host paths, with the libraries ldd names.
+R=$TMPDIR/rootfs
+mkdir -p "$R"/{bin,usr/lib/sim,proc,sys,dev,etc,tmp,run}
+copy() { # copy SRC DEST-IN-ROOTFS, and SRC's libraries at their own paths
+	cp -L "$1" "$R$2"
+	ldd "$1" | awk '/=> \// { print $3 } /^\t\// { print $1 }' | while read -r l; do
+		mkdir -p "$R$(dirname "$l")"
+		cp -Ln "$l" "$R$l"
+	done
+}
+copy "$HOLDER" /bin/holder
+copy "$VR_BUILD/sim/libcuda.so.1" /usr/lib/sim/libcuda.so.1
+copy "$VR_BUILD/sim/libnvidia-ml.so.1" /usr/lib/sim/libnvidia-ml.so.1
+copy "$LIB" /tmp/libvramctl-deps.so # its libraries only; the spec mounts the library
+
+export VRAMSIM_DEVICES=16G VRAMSIM_UUIDS=GPU-0e0e0e0e-1111-2222-3333-444444444444
+RUN=(podman --runtime runc run --rm -i --network none
+	--ulimit nofile=1024:1024 --ulimit nproc=4096:4096
+	-e LD_LIBRARY_PATH=/usr/lib/sim -e VRAMSIM_STATE_DIR="$VRAMSIM_STATE_DIR"
+	-e VRAMSIM_DEVICES -e VRAMSIM_UUIDS
+	-v "$VRAMSIM_STATE_DIR:$VRAMSIM_STATE_DIR")
+
+names+=("vrt-$id-probe")
+out=$("${RUN[@]}" --name "vrt-$id-probe" --rootfs "$R" /bin/holder </dev/null 2>&1)
+echo "$out" | grep -q '^ready 0 1$' || skip "no container starts here (podman --runtime runc run --rootfs): $(echo "$out" | tail -n 3)"
+
+declare -A FD
+# start NAME PODMAN-ARGS... -- HOLDER-ARGS...: a holder in a container, fed
+# by a pipe it holds its memory until; waits (bounded) for its ready line.
+start() {
+	local n=$1 args=() fd
+	shift
+	while [ "$1" != -- ]; do args+=("$1"); shift; done
+	shift
+	names+=("vrt-$id-$n")
+	mkfifo "$TMPDIR/$n.in"
+	(
+		# Other holders' pipe ends stay out, or closing one would not end it.
+		for f in "${FD[@]}"; do eval "exec $f>&-"; done
+		exec "${RUN[@]}" --name "vrt-$id-$n" "${args[@]}" --rootfs "$R" /bin/holder -t "$@" \
+			<"$TMPDIR/$n.in" >"$TMPDIR/$n.out" 2>"$TMPDIR/$n.err"
+	) &
+	exec {fd}>"$TMPDIR/$n.in"
+	FD[$n]=$fd
+	for _ in $(seq 600); do
+		grep -q '^ready\|^error' "$TMPDIR/$n.out" && break
+		kill -0 $! 2>/dev/null || break
+		sleep 0.1
+	done
+	sed "s/^/  [$n] /" "$TMPDIR/$n.out" "$TMPDIR/$n.err"
+}
+stop() { # closes the holder's pipe; the container ends with it
+	eval "exec ${FD[$1]}>&-"
+	podman wait "vrt-$id-$1" >/dev/null 2>&1
+}
+expect_out() { # expect_out NAME LINE WHAT
+	grep -qx -- "$2" "$TMPDIR/$1.out" || fail "$3: '$2' not in $1's output: $(tr '\n' '|' <"$TMPDIR/$1.out")"
+}
+hostpid() { podman inspect --format '{{.State.Pid}}' "vrt-$id-$1"; }
+
+# status_row HOST-PID FIELD: a field of the status row with that host PID.
+status_row() {
+	"$V" status --json >"$TMPDIR/status.json" 2>"$TMPDIR/status.err"
+	"$PY" - "$TMPDIR/status.json" "$1" "$2" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = [p for p in d["processes"] if p["host_pid"] == int(sys.argv[2]) and p["capped"]]
+print(rows[0].get(sys.argv[3]) if len(rows) == 1 else f"{len(rows)} rows")
+PY
+}
+
+G=$((1 << 30))
+# 1 + 2: the per-container device (name starts with a digit: cdiVersion 0.5.0).
+dev1="${id}x1g"
+specs+=("$cdidir/vramctl-test-$id-1.json")
+mkdir -p "$cdidir"
+"$V" cdi generate --limit 1G --name "$dev1" --output "${specs[-1]}" || fail "cdi generate failed"
+grep -q '"cdiVersion": "0.5.0"' "${specs[-1]}" || fail "a name starting with a digit needs cdiVersion 0.5.0"
+start c1 --device "vramctl.io/gpu=$dev1" -- 600 600
+start c2 --device "vramctl.io/gpu=$dev1" -- 600
+expect_out c1 "total $G" "device: the program does not see the 1 GiB cap"
+expect_out c1 "ready 1 1" "device: 600 + 600 MiB under 1 GiB (one denied), as PID 1"
+grep -q 'vramctl: denied 600 MiB on GPU 0: cap 1 GiB' "$TMPDIR/c1.err" || fail "device: no denial line"
+expect_out c2 "total $G" "second container: cap"
+expect_out c2 "ready 1 1" "second container: its own cap, not c1's group (PID 1 too)"
+p1=$(hostpid c1) p2=$(hostpid c2)
+[ "$(status_row "$p1" ns_pid)" = 1 ] || fail "status: host PID $p1 (c1) not listed with container PID 1: $(status_row "$p1" ns_pid)"
+[ "$(status_row "$p1" cap_bytes)" = "$G" ] || fail "status: c1's cap is not 1 GiB: $(status_row "$p1" cap_bytes)"
+g1=$(status_row "$p1" group) g2=$(status_row "$p2" group)
+case $g1 in pidns-*) ;; *) fail "status: c1's group is '$g1', not its PID namespace's" ;; esac
+[ "$g1" != "$g2" ] || fail "status: two containers collide in group $g1"
+[ "$(status_row "$p2" in_use_bytes)" = $((600 << 20)) ] || fail "status: c2's use: $(status_row "$p2" in_use_bytes)"
+stop c1
+stop c2
+
+# 3: one group for every container with the device (cdiVersion 0.3.0).
+dev3="g${id}"
+specs+=("$cdidir/vramctl-test-$id-3.yaml")
+"$V" cdi generate --limit 1G --group "shared-$id" --name "$dev3" --format yaml \
+	--output "${specs[-1]}" || fail "cdi generate --group failed"
+grep -q 'cdiVersion: "0.3.0"' "${specs[-1]}" || fail "a name starting with a letter needs cdiVersion 0.3.0 only"
+start c3 --device "vramctl.io/gpu=$dev3" -- 600
+start c4 --device "vramctl.io/gpu=$dev3" -- 600
+expect_out c3 "ready 1 1" "group: first container"
+expect_out c4 "ready 0 1" "group: the second container's 600 MiB passes the shared 1 GiB"
+[ "$(status_row "$(hostpid c4)" group)" = "shared-$id" ] || fail "group: c4 not in shared-$id"
+stop c3
+stop c4
+
+# 4: HAMi's device plugin (server.go, Allocate) with HOOK_PATH=/usr/local:
+# its env, the library at <hook>/vgpu/libvgpu.so, the per-container cache
+# directory at <hook>/vgpu, /tmp/vgpulock and /etc/ld.so.preload.
+H=$TMPDIR/hami
+uuid=3f0c1e2d-5a6b-4c7d-8e9f-0a1b2c3d4e5f
+mkdir -p "$H/containers/pod_ctr" "$H/vgpulock"
+chmod 0777 "$H/containers/pod_ctr" "$H/vgpulock"
+echo /usr/local/vgpu/libvgpu.so >"$H/ld.so.preload"
+start c5 -e CUDA_DEVICE_MEMORY_LIMIT_0=1024m -e CUDA_DEVICE_SM_LIMIT=0 \
+	-e CUDA_DEVICE_MEMORY_SHARED_CACHE=/usr/local/vgpu/$uuid.cache \
+	-v "$LIB:/usr/local/vgpu/libvgpu.so:ro" -v "$H/containers/pod_ctr:/usr/local/vgpu" \
+	-v "$H/vgpulock:/tmp/vgpulock" -v "$H/ld.so.preload:/etc/ld.so.preload:ro" -- 600 600
+expect_out c5 "total $G" "HAMi: the program does not see CUDA_DEVICE_MEMORY_LIMIT_0"
+expect_out c5 "ready 1 1" "HAMi: 600 + 600 MiB under 1024m (one denied)"
+books=$H/containers/pod_ctr/vramctl
+[ -e "$books/hami-$uuid.vrg" ] || fail "HAMi: no books at $books/hami-$uuid.vrg"
+p5=$(hostpid c5)
+VRAMCTL_REGISTRY_DIR=$books "$V" status --json >"$TMPDIR/hami.json"
+"$PY" - "$TMPDIR/hami.json" "$p5" "hami-$uuid" <<'PY' || fail "HAMi: host status does not list the container (see above)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = [p for p in d["processes"] if p["group"] == sys.argv[3]]
+ok = len(rows) == 1 and rows[0]["host_pid"] == int(sys.argv[2]) and rows[0]["cap_bytes"] == 1 << 30
+if not ok:
+    print(json.dumps(rows, indent=1))
+sys.exit(0 if ok else 1)
+PY
+stop c5
+finish
