@@ -369,9 +369,8 @@ static int cdi_generate(int argc, char **argv)
 		return VR_EXIT_ERROR;
 
 	struct spec s = {
-	    .version = is_alnum((unsigned char)name[0]) && !(name[0] >= '0' && name[0] <= '9')
-	                   ? "0.3.0"
-	                   : "0.5.0",
+	    /* CDI allows names starting with a digit from 0.5.0 on. */
+	    .version = name[0] >= '0' && name[0] <= '9' ? "0.5.0" : "0.3.0",
 	    .name = name,
 	    .mounts = {{lib, CONTAINER_LIB, "ro"},
 	               {preload, "/etc/ld.so.preload", "ro"},

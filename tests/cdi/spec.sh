@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# tests/cdi/spec.sh - `vramctl cdi generate` without a container runtime:
+# every spec it writes (JSON and YAML, each naming scheme, with and without
+# --group) validates against the CDI JSON schema vendored in
+# tests/cdi/schema (v0.5.4 and v1.1.0), with Debian's python3-jsonschema;
+# cdiVersion is the lowest that holds the spec; JSON and YAML say the same;
+# --output replaces the file whole. Every bad argument: exit 125 and one
+# message naming it, nothing written.
+. "$VR_SRC/tests/cli/common.bash"
+PY=/usr/bin/python3
+"$PY" -c 'import jsonschema, yaml' 2>/dev/null ||
+	{ echo "skipped: needs Debian's python3-jsonschema and python3-yaml (scripts/install-deps)"; exit 77; }
+S=$VR_SRC/tests/cdi/schema
+books=$TMPDIR/books
+
+gen() { # gen FILE ARGS...: generate into FILE from standard output
+	local f=$1
+	shift
+	"$V" cdi generate --books "$books" "$@" >"$f" 2>"$TMPDIR/err"
+	expect_rc 0 $? "cdi generate $*"
+}
+version_of() { "$PY" -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["cdiVersion"])' "$1"; }
+
+gen "$TMPDIR/a.json" --limit 4G
+gen "$TMPDIR/a.yaml" --limit 4G --format yaml
+gen "$TMPDIR/b.json" --limit 0=4G,1=50% --group train
+gen "$TMPDIR/c.yaml" --limit 1536M --limit 1=2G --name small --format yaml
+gen "$TMPDIR/d.json" --limit GPU-0e0e0e0e-1111-2222-3333-444444444444=1G
+for v in v0.5.4 v1.1.0; do
+	"$PY" "$VR_SRC/tests/cdi/validate.py" "$S/$v" "$TMPDIR"/{a,b,d}.json "$TMPDIR"/{a,c}.yaml ||
+		fail "a spec does not validate against the CDI schema $v"
+done
+# A spec the schema refuses, so the check can fail at all.
+echo '{"cdiVersion": "0.5.0", "kind": "vramctl.io/gpu", "devices": [{"name": "x"}]}' >"$TMPDIR/bad.json"
+"$PY" "$VR_SRC/tests/cdi/validate.py" "$S/v1.1.0" "$TMPDIR/bad.json" >/dev/null &&
+	fail "the validator accepts a device without containerEdits"
+
+# The lowest version: a name starting with a digit needs 0.5.0; else 0.3.0.
+[ "$(version_of "$TMPDIR/a.json")" = 0.5.0 ] || fail "4g: cdiVersion $(version_of "$TMPDIR/a.json")"
+[ "$(version_of "$TMPDIR/c.yaml")" = 0.3.0 ] || fail "small: cdiVersion $(version_of "$TMPDIR/c.yaml")"
+"$PY" - "$TMPDIR" "$books" "$LIB" <<'PY' || fail "spec content (see above)"
+import json, os, sys, yaml
+t, books, lib = sys.argv[1:4]
+a = json.load(open(f"{t}/a.json"))
+ok = a == yaml.safe_load(open(f"{t}/a.yaml"))
+dev = a["devices"][0]
+ok &= a["kind"] == "vramctl.io/gpu" and dev["name"] == "4g"
+env = dev["containerEdits"]["env"]
+ok &= env == ["VRAMCTL_LIMIT=4G", f"VRAMCTL_REGISTRY_DIR={books}"]
+m = {x["containerPath"]: x for x in dev["containerEdits"]["mounts"]}
+ok &= m["/usr/lib/vramctl/libvramctl.so"]["hostPath"] == os.path.realpath(lib)
+ok &= "ro" in m["/usr/lib/vramctl/libvramctl.so"]["options"]
+ok &= "ro" in m["/etc/ld.so.preload"]["options"]
+ok &= m[books]["hostPath"] == books and "rw" in m[books]["options"]
+ok &= open(m["/etc/ld.so.preload"]["hostPath"]).read() == "/usr/lib/vramctl/libvramctl.so\n"
+b = json.load(open(f"{t}/b.json"))["devices"][0]
+ok &= b["name"] == "0-4g_1-50pct" and "VRAMCTL_GROUP=train" in b["containerEdits"]["env"]
+ok &= "VRAMCTL_LIMIT=0=4G,1=50%" in b["containerEdits"]["env"]
+c = yaml.safe_load(open(f"{t}/c.yaml"))["devices"][0]
+ok &= c["name"] == "small" and "VRAMCTL_LIMIT=1536M,1=2G" in c["containerEdits"]["env"]
+ok &= not any(e.startswith("VRAMCTL_GROUP=") for e in env)
+if not ok:
+    print(json.dumps(a, indent=1))
+sys.exit(0 if ok else 1)
+PY
+[ "$(stat -c %a "$books")" = 700 ] || fail "the books directory was not made 0700"
+
+# --output: the file whole, 0644, nothing on standard output.
+"$V" cdi generate --books "$books" --limit 2G --output "$TMPDIR/out.json" >"$TMPDIR/stdout"
+expect_rc 0 $? "--output"
+[ -s "$TMPDIR/stdout" ] && fail "--output: something went to standard output"
+cmp -s "$TMPDIR/out.json" <("$V" cdi generate --books "$books" --limit 2G) || fail "--output differs from standard output"
+[ "$(stat -c %a "$TMPDIR/out.json")" = 644 ] || fail "--output: mode $(stat -c %a "$TMPDIR/out.json")"
+ls "$TMPDIR" | grep -q 'out.json.' && fail "--output left a temporary file"
+
+# Bad arguments: 125, one message naming the bad text, nothing written.
+bad() { # bad NEEDLE ARGS...
+	local needle=$1
+	shift
+	rm -f "$TMPDIR/never.json"
+	"$V" cdi "$@" >"$TMPDIR/bad.out" 2>"$TMPDIR/bad.err"
+	expect_rc 125 $? "cdi $*"
+	expect_grep "$needle" "$TMPDIR/bad.err" "cdi $*"
+	[ "$(wc -l <"$TMPDIR/bad.err")" = 1 ] || fail "cdi $*: more than one line on stderr"
+	[ -s "$TMPDIR/bad.out" ] && fail "cdi $*: a spec was written"
+	[ -e "$TMPDIR/never.json" ] && fail "cdi $*: --output was written"
+}
+bad "--limit SPEC is required" generate --output "$TMPDIR/never.json"
+bad "'0'" generate --limit 0 --output "$TMPDIR/never.json"
+bad "unknown unit 'X'" generate --limit 4X
+bad "more than 100" generate --limit 150%
+bad "--limit needs a value" generate --limit
+bad "--group 'a b'" generate --limit 1G --group 'a b'
+bad "--name '-x'" generate --limit 1G --name -x
+bad "--name 'a/b'" generate --limit 1G --name a/b
+bad "--format 'xml'" generate --limit 1G --format xml
+bad "unknown argument '--frob'" generate --limit 1G --frob
+bad "give --name" generate --limit '4 G'
+bad "--books 'rel'" generate --limit 1G --books rel
+bad "unknown subcommand 'frob'" frob
+"$V" cdi >/dev/null 2>&1
+expect_rc 125 $? "cdi with no subcommand"
+# A library without its ld.so.preload beside it: no spec that preloads nothing.
+mkdir -p "$TMPDIR/lonely"
+cp "$LIB" "$TMPDIR/lonely/libvramctl.so"
+VRAMCTL_LIBRARY=$TMPDIR/lonely/libvramctl.so bad "ld.so.preload is missing" generate --limit 1G
+finish
