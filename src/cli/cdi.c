@@ -237,6 +237,69 @@ static int books_dir(const char *opt, char *out, size_t len)
 	return 0;
 }
 
+/* Checks of option values: each prints its own message and returns -1. */
+static int check_group(const char *v)
+{
+	if (cli_valid_group(v))
+		return 0;
+	fprintf(stderr, "vramctl: --group '%s': a group name is 1 to 64 of A-Z a-z 0-9 . _ -\n", v);
+	return -1;
+}
+
+static int check_name(const char *v)
+{
+	if (valid_name(v))
+		return 0;
+	fprintf(stderr,
+	        "vramctl: --name '%s': a CDI device name is 1 to %d of A-Z a-z 0-9 _ . : -, "
+	        "starting and ending with a letter or digit\n",
+	        v, NAME_MAX_LEN);
+	return -1;
+}
+
+static int check_format(const char *v)
+{
+	if (!strcmp(v, "json") || !strcmp(v, "yaml"))
+		return 0;
+	fprintf(stderr, "vramctl: --format '%s': json or yaml\n", v);
+	return -1;
+}
+
+static int check_output(const char *v)
+{
+	if (*v)
+		return 0;
+	fprintf(stderr, "vramctl: --output needs a file name\n");
+	return -1;
+}
+
+/* An option with one string value: its names, where the value goes, and
+ * the check it must pass (NULL: any). */
+struct str_opt {
+	const char *name, *alt;
+	const char **dest;
+	int (*check)(const char *v);
+};
+
+/* 1 when argv[*i] is one of opts (value stored and checked), 0 when none,
+ * -1 on a missing or bad value (message printed). */
+static int string_option(int argc, char **argv, int *i, const struct str_opt *opts, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		const char *v;
+		int rc = cli_opt_value(argc, argv, i, opts[k].name, &v);
+		if (rc == 0 && opts[k].alt)
+			rc = cli_opt_value(argc, argv, i, opts[k].alt, &v);
+		if (rc == 0)
+			continue;
+		if (rc < 0 || (opts[k].check && opts[k].check(v) < 0))
+			return -1;
+		*opts[k].dest = v;
+		return 1;
+	}
+	return 0;
+}
+
 /* Writes the spec to path whole (a temporary file renamed over it), so a
  * runtime reading the spec directory never sees half of it. */
 static int write_file(const char *path, const struct spec *s, int yaml)
@@ -274,6 +337,11 @@ static int cdi_generate(int argc, char **argv)
 	const char *books_opt = NULL, *value;
 	int rc;
 
+	const struct str_opt opts[] = {
+	    {"--group", NULL, &group, check_group},    {"--name", NULL, &name_opt, check_name},
+	    {"--format", NULL, &format, check_format}, {"--output", "-o", &output, check_output},
+	    {"--books", NULL, &books_opt, NULL},
+	};
 	memset(&lim, 0, sizeof lim);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -293,51 +361,7 @@ static int cdi_generate(int argc, char **argv)
 			snprintf(spec_text + n, sizeof spec_text - n, "%s%s", n ? "," : "", value);
 			continue;
 		}
-		if ((rc = cli_opt_value(argc, argv, &i, "--group", &group)) != 0) {
-			if (rc < 0)
-				return VR_EXIT_ERROR;
-			if (!cli_valid_group(group)) {
-				fprintf(stderr,
-				        "vramctl: --group '%s': a group name is 1 to 64 of "
-				        "A-Z a-z 0-9 . _ -\n",
-				        group);
-				return VR_EXIT_ERROR;
-			}
-			continue;
-		}
-		if ((rc = cli_opt_value(argc, argv, &i, "--name", &name_opt)) != 0) {
-			if (rc < 0)
-				return VR_EXIT_ERROR;
-			if (!valid_name(name_opt)) {
-				fprintf(stderr,
-				        "vramctl: --name '%s': a CDI device name is 1 to %d of "
-				        "A-Z a-z 0-9 _ . : -, starting and ending with a letter or "
-				        "digit\n",
-				        name_opt, NAME_MAX_LEN);
-				return VR_EXIT_ERROR;
-			}
-			continue;
-		}
-		if ((rc = cli_opt_value(argc, argv, &i, "--format", &format)) != 0) {
-			if (rc < 0)
-				return VR_EXIT_ERROR;
-			if (strcmp(format, "json") && strcmp(format, "yaml")) {
-				fprintf(stderr, "vramctl: --format '%s': json or yaml\n", format);
-				return VR_EXIT_ERROR;
-			}
-			continue;
-		}
-		if ((rc = cli_opt_value(argc, argv, &i, "--output", &output)) != 0 ||
-		    (rc = cli_opt_value(argc, argv, &i, "-o", &output)) != 0) {
-			if (rc < 0)
-				return VR_EXIT_ERROR;
-			if (!*output) {
-				fprintf(stderr, "vramctl: --output needs a file name\n");
-				return VR_EXIT_ERROR;
-			}
-			continue;
-		}
-		if ((rc = cli_opt_value(argc, argv, &i, "--books", &books_opt)) != 0) {
+		if ((rc = string_option(argc, argv, &i, opts, VR_ARRAY_LEN(opts))) != 0) {
 			if (rc < 0)
 				return VR_EXIT_ERROR;
 			continue;
