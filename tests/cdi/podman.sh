@@ -16,7 +16,7 @@
 #     env and mounts, vramctl's library as libvgpu.so, no VRAMCTL_*
 #     variable): capped by vramctl, books in HAMi's per-container directory.
 # The specs go to /var/run/cdi (podman 4.3 has no private spec directory)
-# under unique names, removed at the end. Skipped (77) without podman and
+# under unique file and device names, removed at the end. Skipped (77) without podman and
 # runc, without root, in sanitizer builds, or when no container can start.
 . "$VR_SRC/tests/lib.bash"
 skip() {
@@ -38,13 +38,14 @@ HOLDER=$VR_BUILD/tests/monitor/holder
 id=$$$RANDOM
 cdidir=/var/run/cdi
 specs=() names=()
+# The spec directory itself stays (another run may be writing into it).
 cleanup() {
 	for n in "${names[@]}"; do podman rm -f -t 0 "$n" >/dev/null 2>&1; done
 	rm -f "${specs[@]}"
-	rmdir "$cdidir" 2>/dev/null
 	true
 }
 trap cleanup EXIT
+trap 'exit 1' TERM INT
 
 # The root filesystem: files at their host paths, with the libraries ldd names.
 R=$TMPDIR/rootfs
