@@ -5,7 +5,9 @@
 # the libraries it needs and the simulated driver, whose state directory is
 # shared with the host like a real card.
 #
-#  1. --device vramctl.io/gpu=NAME from `vramctl cdi generate --limit 1G`:
+#  1. --device vramctl.io/gpu=NAME from `vramctl cdi generate --limit 1G`,
+#     beside a stand-in for NVIDIA's --device nvidia.com/gpu=... (it brings
+#     the driver, as NVIDIA's does; both orders of the two flags):
 #     the program sees a 1 GiB device and is denied past it; the host's
 #     `vramctl status` lists it with its host PID (podman's own answer), the
 #     container PID 1 and the cap.
@@ -65,12 +67,13 @@ copy "$LIB" /tmp/libvramctl-deps.so # its libraries only; the spec mounts the li
 export VRAMSIM_DEVICES=16G VRAMSIM_UUIDS=GPU-0e0e0e0e-1111-2222-3333-444444444444
 RUN=(podman --runtime runc run --rm -i --network none
 	--ulimit nofile=1024:1024 --ulimit nproc=4096:4096
-	-e LD_LIBRARY_PATH=/usr/lib/sim -e VRAMSIM_STATE_DIR="$VRAMSIM_STATE_DIR"
+	-e VRAMSIM_STATE_DIR="$VRAMSIM_STATE_DIR"
 	-e VRAMSIM_DEVICES -e VRAMSIM_UUIDS
 	-v "$VRAMSIM_STATE_DIR:$VRAMSIM_STATE_DIR")
 
 names+=("vrt-$id-probe")
-out=$("${RUN[@]}" --name "vrt-$id-probe" --rootfs "$R" /bin/holder </dev/null 2>&1)
+SIMLIB=(-e LD_LIBRARY_PATH=/usr/lib/sim) # the driver from the root filesystem
+out=$("${RUN[@]}" "${SIMLIB[@]}" --name "vrt-$id-probe" --rootfs "$R" /bin/holder </dev/null 2>&1)
 echo "$out" | grep -q '^ready 0 1$' || skip "no container starts here (podman --runtime runc run --rootfs): $(echo "$out" | tail -n 3)"
 
 declare -A FD
@@ -119,14 +122,27 @@ PY
 }
 
 G=$((1 << 30))
+mkdir -p "$cdidir"
+# A stand-in for NVIDIA's CDI device (kind nvidia.com/gpu, as nvidia-ctk
+# writes it, under a name of its own): it brings the driver's libraries
+# (here the simulated ones) and their path, so c1 and c2 below pair the two
+# devices as on a GPU node.
+nv="vrt${id}"
+specs+=("$cdidir/vramctl-test-$id-nvidia.json")
+cat >"${specs[-1]}" <<EOF
+{"cdiVersion": "0.5.0", "kind": "nvidia.com/gpu", "devices": [{"name": "$nv",
+ "containerEdits": {"env": ["NVIDIA_VISIBLE_DEVICES=void", "LD_LIBRARY_PATH=/usr/lib/nvidia-sim"],
+  "mounts": [
+   {"hostPath": "$VR_BUILD/sim/libcuda.so.1", "containerPath": "/usr/lib/nvidia-sim/libcuda.so.1", "options": ["ro", "nosuid", "nodev", "bind"]},
+   {"hostPath": "$VR_BUILD/sim/libnvidia-ml.so.1", "containerPath": "/usr/lib/nvidia-sim/libnvidia-ml.so.1", "options": ["ro", "nosuid", "nodev", "bind"]}]}}]}
+EOF
 # 1 + 2: the per-container device (name starts with a digit: cdiVersion 0.5.0).
 dev1="${id}x1g"
 specs+=("$cdidir/vramctl-test-$id-1.json")
-mkdir -p "$cdidir"
 "$V" cdi generate --limit 1G --name "$dev1" --output "${specs[-1]}" || fail "cdi generate failed"
 grep -q '"cdiVersion": "0.5.0"' "${specs[-1]}" || fail "a name starting with a digit needs cdiVersion 0.5.0"
-start c1 --device "vramctl.io/gpu=$dev1" -- 600 600
-start c2 --device "vramctl.io/gpu=$dev1" -- 600
+start c1 --device "nvidia.com/gpu=$nv" --device "vramctl.io/gpu=$dev1" -- 600 600
+start c2 --device "vramctl.io/gpu=$dev1" --device "nvidia.com/gpu=$nv" -- 600
 expect_out c1 "total $G" "device: the program does not see the 1 GiB cap"
 expect_out c1 "ready 1 1" "device: 600 + 600 MiB under 1 GiB (one denied), as PID 1"
 grep -q 'vramctl: denied 600 MiB on GPU 0: cap 1 GiB' "$TMPDIR/c1.err" || fail "device: no denial line"
@@ -148,8 +164,8 @@ specs+=("$cdidir/vramctl-test-$id-3.yaml")
 "$V" cdi generate --limit 1G --group "shared-$id" --name "$dev3" --format yaml \
 	--output "${specs[-1]}" || fail "cdi generate --group failed"
 grep -q 'cdiVersion: "0.3.0"' "${specs[-1]}" || fail "a name starting with a letter needs cdiVersion 0.3.0 only"
-start c3 --device "vramctl.io/gpu=$dev3" -- 600
-start c4 --device "vramctl.io/gpu=$dev3" -- 600
+start c3 "${SIMLIB[@]}" --device "vramctl.io/gpu=$dev3" -- 600
+start c4 "${SIMLIB[@]}" --device "vramctl.io/gpu=$dev3" -- 600
 expect_out c3 "ready 1 1" "group: first container"
 expect_out c4 "ready 0 1" "group: the second container's 600 MiB passes the shared 1 GiB"
 [ "$(status_row "$(hostpid c4)" group)" = "shared-$id" ] || fail "group: c4 not in shared-$id"
@@ -164,7 +180,7 @@ uuid=3f0c1e2d-5a6b-4c7d-8e9f-0a1b2c3d4e5f
 mkdir -p "$H/containers/pod_ctr" "$H/vgpulock"
 chmod 0777 "$H/containers/pod_ctr" "$H/vgpulock"
 echo /usr/local/vgpu/libvgpu.so >"$H/ld.so.preload"
-start c5 -e CUDA_DEVICE_MEMORY_LIMIT_0=1024m -e CUDA_DEVICE_SM_LIMIT=0 \
+start c5 "${SIMLIB[@]}" -e CUDA_DEVICE_MEMORY_LIMIT_0=1024m -e CUDA_DEVICE_SM_LIMIT=0 \
 	-e CUDA_DEVICE_MEMORY_SHARED_CACHE=/usr/local/vgpu/$uuid.cache \
 	-v "$LIB:/usr/local/vgpu/libvgpu.so:ro" -v "$H/containers/pod_ctr:/usr/local/vgpu" \
 	-v "$H/vgpulock:/tmp/vgpulock" -v "$H/ld.so.preload:/etc/ld.so.preload:ro" -- 600 600
