@@ -208,30 +208,31 @@ static int check_preload(const char *path)
 	return 0;
 }
 
-/* The host's books directory: absolute, created (0700) if missing, since a
- * bind mount of a missing directory stops the container from starting. */
+/* The host's books directory: absolute, created (0700) if missing (a bind
+ * mount of a missing directory stops the container from starting), and
+ * passing the check the library applies, so that no container falls back
+ * to books of its own because of it. */
 static int books_dir(const char *opt, char *out, size_t len)
 {
+	char err[300] = "";
 	if (opt)
 		snprintf(out, len, "%s", opt);
 	else if (vr_default_dir(out, len) < 0) {
 		fprintf(stderr, "vramctl: cannot tell the books directory; give --books DIR\n");
 		return -1;
 	}
-	if (out[0] != '/' || strpbrk(out, ":,")) {
-		fprintf(stderr,
-		        "vramctl: --books '%s': an absolute path without ':' or ',' is needed\n",
-		        out);
+	if (out[0] != '/') {
+		fprintf(stderr, "vramctl: --books '%s': an absolute path is needed\n", out);
 		return -1;
 	}
-	if (mkdir(out, 0700) == 0) {
-		if (chmod(out, 0700) != 0) { /* mkdir's mode went through the umask */
-			fprintf(stderr, "vramctl: %s: %s\n", out, strerror(errno));
-			return -1;
-		}
-	} else if (errno != EEXIST) {
+	/* mkdir's mode can only lose bits to the umask: 0700 stays 0700. */
+	if (mkdir(out, 0700) != 0 && errno != EEXIST) {
 		fprintf(stderr, "vramctl: cannot create the books directory %s: %s\n", out,
 		        strerror(errno));
+		return -1;
+	}
+	if (vr_check_dir(out, NULL, err, sizeof err) < 0) {
+		fprintf(stderr, "vramctl: %s\n", err);
 		return -1;
 	}
 	return 0;
