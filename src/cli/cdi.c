@@ -64,7 +64,7 @@ static void cdi_usage(FILE *f)
 	        "                    (default: one group per container)\n"
 	        "  --name NAME       the device's name (default: from SPEC, 4G -> 4g)\n"
 	        "  --format FMT      json (default) or yaml\n"
-	        "  --output FILE     write FILE (replaced whole) instead of standard output\n"
+	        "  -o, --output FILE write FILE (replaced whole) instead of standard output\n"
 	        "  --books DIR       the host's books directory to share (default: the one\n"
 	        "                    vramctl status reads: $VRAMCTL_REGISTRY_DIR, ...)\n"
 	        "  -h, --help        this text\n"
