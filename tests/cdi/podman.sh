@@ -13,6 +13,7 @@
 #     container PID 1 and the cap.
 #  2. A second container with the same device at the same time, also PID 1:
 #     its own group (no collision in the shared books), its own cap.
+#     An image's own LD_PRELOAD is kept (both preloads load).
 #  3. A spec with --group: two containers share one cap.
 #  4. A container set up exactly as HAMi's device plugin sets one up (its
 #     env and mounts, vramctl's library as libvgpu.so, no VRAMCTL_*
@@ -157,6 +158,17 @@ case $g1 in pidns-*) ;; *) fail "status: c1's group is '$g1', not its PID namesp
 [ "$(status_row "$p2" in_use_bytes)" = $((600 << 20)) ] || fail "status: c2's use: $(status_row "$p2" in_use_bytes)"
 stop c1
 stop c2
+
+# An image that sets its own LD_PRELOAD keeps it: the device preloads through
+# /etc/ld.so.preload, and the loader loads both lists.
+mkdir -p "$R/opt/image"
+cp -L "$(ldconfig -p | awk '/libm\.so\.6 / { print $NF; exit }')" "$R/opt/image/libm.so.6"
+start c6 "${SIMLIB[@]}" -e LD_PRELOAD=/opt/image/libm.so.6 -e LD_DEBUG=files \
+	--device "vramctl.io/gpu=$dev1" -- 600 600
+expect_out c6 "total $G" "image LD_PRELOAD: cap"
+grep -q 'calling init: /opt/image/libm.so.6' "$TMPDIR/c6.err" || fail "image LD_PRELOAD: the image's own preload was not loaded"
+grep -q 'calling init: /usr/lib/vramctl/libvramctl.so' "$TMPDIR/c6.err" || fail "image LD_PRELOAD: vramctl's library was not loaded"
+stop c6
 
 # 3: one group for every container with the device (cdiVersion 0.3.0).
 dev3="g${id}"
