@@ -13,7 +13,9 @@
 #     container PID 1 and the cap.
 #  2. A second container with the same device at the same time, also PID 1:
 #     its own group (no collision in the shared books), its own cap.
-#     An image's own LD_PRELOAD is kept (both preloads load).
+#     An image's own LD_PRELOAD is kept (both preloads load). Sharing the
+#     host's books takes the host's IPC namespace (--ipc host: the books
+#     are a System V segment); a container in its own keeps its cap.
 #  3. A spec with --group: two containers share one cap.
 #  4. A container set up exactly as HAMi's device plugin sets one up (its
 #     env and mounts, vramctl's library as libvgpu.so, no VRAMCTL_*
@@ -66,6 +68,9 @@ copy "$VR_BUILD/sim/libnvidia-ml.so.1" /usr/lib/sim/libnvidia-ml.so.1
 copy "$LIB" /tmp/libvramctl-deps.so # its libraries only; the spec mounts the library
 
 export VRAMSIM_DEVICES=16G VRAMSIM_UUIDS=GPU-0e0e0e0e-1111-2222-3333-444444444444
+# The books are a System V segment: containers that share them with the
+# host (and with each other) need the host's IPC namespace (--ipc host; CDI
+# cannot set namespaces). Without it the cap still holds (c7 below).
 RUN=(podman --runtime runc run --rm -i --network none
 	--ulimit nofile=1024:1024 --ulimit nproc=4096:4096
 	-e VRAMSIM_STATE_DIR="$VRAMSIM_STATE_DIR"
@@ -74,6 +79,7 @@ RUN=(podman --runtime runc run --rm -i --network none
 
 names+=("vrt-$id-probe")
 SIMLIB=(-e LD_LIBRARY_PATH=/usr/lib/sim) # the driver from the root filesystem
+HOSTIPC=(--ipc host)
 out=$("${RUN[@]}" "${SIMLIB[@]}" --name "vrt-$id-probe" --rootfs "$R" /bin/holder </dev/null 2>&1)
 echo "$out" | grep -q '^ready 0 1$' || skip "no container starts here (podman --runtime runc run --rootfs): $(echo "$out" | tail -n 3)"
 
@@ -142,8 +148,8 @@ dev1="${id}x1g"
 specs+=("$cdidir/vramctl-test-$id-1.json")
 "$V" cdi generate --limit 1G --name "$dev1" --output "${specs[-1]}" || fail "cdi generate failed"
 grep -q '"cdiVersion": "0.5.0"' "${specs[-1]}" || fail "a name starting with a digit needs cdiVersion 0.5.0"
-start c1 --device "nvidia.com/gpu=$nv" --device "vramctl.io/gpu=$dev1" -- 600 600
-start c2 --device "vramctl.io/gpu=$dev1" --device "nvidia.com/gpu=$nv" -- 600
+start c1 "${HOSTIPC[@]}" --device "nvidia.com/gpu=$nv" --device "vramctl.io/gpu=$dev1" -- 600 600
+start c2 "${HOSTIPC[@]}" --device "vramctl.io/gpu=$dev1" --device "nvidia.com/gpu=$nv" -- 600
 expect_out c1 "total $G" "device: the program does not see the 1 GiB cap"
 expect_out c1 "ready 1 1" "device: 600 + 600 MiB under 1 GiB (one denied), as PID 1"
 grep -q 'vramctl: denied 600 MiB on GPU 0: cap 1 GiB' "$TMPDIR/c1.err" || fail "device: no denial line"
@@ -163,12 +169,21 @@ stop c2
 # /etc/ld.so.preload, and the loader loads both lists.
 mkdir -p "$R/opt/image"
 cp -L "$(ldconfig -p | awk '/libm\.so\.6 / { print $NF; exit }')" "$R/opt/image/libm.so.6"
-start c6 "${SIMLIB[@]}" -e LD_PRELOAD=/opt/image/libm.so.6 -e LD_DEBUG=files \
+start c6 "${HOSTIPC[@]}" "${SIMLIB[@]}" -e LD_PRELOAD=/opt/image/libm.so.6 -e LD_DEBUG=files \
 	--device "vramctl.io/gpu=$dev1" -- 600 600
 expect_out c6 "total $G" "image LD_PRELOAD: cap"
 grep -q 'calling init: /opt/image/libm.so.6' "$TMPDIR/c6.err" || fail "image LD_PRELOAD: the image's own preload was not loaded"
 grep -q 'calling init: /usr/lib/vramctl/libvramctl.so' "$TMPDIR/c6.err" || fail "image LD_PRELOAD: vramctl's library was not loaded"
 stop c6
+
+# A container in its own IPC namespace (podman's default, a pod's default):
+# it cannot share the host's books, and its cap holds all the same.
+start c7 "${SIMLIB[@]}" --device "vramctl.io/gpu=$dev1" -- 600 600
+expect_out c7 "total $G" "private IPC: cap"
+expect_out c7 "ready 1 1" "private IPC: 600 + 600 MiB under 1 GiB (one denied)"
+"$V" status >"$TMPDIR/c7.status" 2>&1 || fail "status beside books in another IPC namespace: exit $?"
+sed 's/^/  [status] /' "$TMPDIR/c7.status"
+stop c7
 
 # 3: one group for every container with the device (cdiVersion 0.3.0).
 dev3="g${id}"
@@ -176,8 +191,8 @@ specs+=("$cdidir/vramctl-test-$id-3.yaml")
 "$V" cdi generate --limit 1G --group "shared-$id" --name "$dev3" --format yaml \
 	--output "${specs[-1]}" || fail "cdi generate --group failed"
 grep -q 'cdiVersion: "0.3.0"' "${specs[-1]}" || fail "a name starting with a letter needs cdiVersion 0.3.0 only"
-start c3 "${SIMLIB[@]}" --device "vramctl.io/gpu=$dev3" -- 600
-start c4 "${SIMLIB[@]}" --device "vramctl.io/gpu=$dev3" -- 600
+start c3 "${HOSTIPC[@]}" "${SIMLIB[@]}" --device "vramctl.io/gpu=$dev3" -- 600
+start c4 "${HOSTIPC[@]}" "${SIMLIB[@]}" --device "vramctl.io/gpu=$dev3" -- 600
 expect_out c3 "ready 1 1" "group: first container"
 expect_out c4 "ready 0 1" "group: the second container's 600 MiB passes the shared 1 GiB"
 [ "$(status_row "$(hostpid c4)" group)" = "shared-$id" ] || fail "group: c4 not in shared-$id"
@@ -192,7 +207,7 @@ uuid=3f0c1e2d-5a6b-4c7d-8e9f-0a1b2c3d4e5f
 mkdir -p "$H/containers/pod_ctr" "$H/vgpulock"
 chmod 0777 "$H/containers/pod_ctr" "$H/vgpulock"
 echo /usr/local/vgpu/libvgpu.so >"$H/ld.so.preload"
-start c5 "${SIMLIB[@]}" -e CUDA_DEVICE_MEMORY_LIMIT_0=1024m -e CUDA_DEVICE_SM_LIMIT=0 \
+start c5 "${HOSTIPC[@]}" "${SIMLIB[@]}" -e CUDA_DEVICE_MEMORY_LIMIT_0=1024m -e CUDA_DEVICE_SM_LIMIT=0 \
 	-e CUDA_DEVICE_MEMORY_SHARED_CACHE=/usr/local/vgpu/$uuid.cache \
 	-v "$LIB:/usr/local/vgpu/libvgpu.so:ro" -v "$H/containers/pod_ctr:/usr/local/vgpu" \
 	-v "$H/vgpulock:/tmp/vgpulock" -v "$H/ld.so.preload:/etc/ld.so.preload:ro" -- 600 600

@@ -99,7 +99,7 @@ bad "give --name" generate --limit '4 G'
 bad "--books 'rel'" generate --limit 1G --books rel
 mkdir -m 0777 "$TMPDIR/open"
 chmod 0777 "$TMPDIR/open"
-bad "world writable" generate --limit 1G --books "$TMPDIR/open"
+bad "mode 0777" generate --limit 1G --books "$TMPDIR/open"
 bad "unknown subcommand 'frob'" frob
 "$V" cdi >/dev/null 2>&1
 expect_rc 125 $? "cdi with no subcommand"
