@@ -41,6 +41,7 @@
 #include "common/compiler.h"
 #include "common/contract.h"
 #include "common/size.h"
+#include "launch/launch.h"
 #include "registry/registry.h"
 
 #define CDI_KIND      "vramctl.io/gpu"
@@ -51,7 +52,7 @@
 static void cdi_usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: vramctl cdi generate --limit SPEC [--group NAME] [--name NAME]\n"
+	        "usage: vramctl cdi generate --limit SPEC [--growth] [--group NAME] [--name NAME]\n"
 	        "                            [--format json|yaml] [--output FILE] [--books DIR]\n"
 	        "\n"
 	        "Writes a CDI spec (kind " CDI_KIND ") whose device gives a container a\n"
@@ -60,6 +61,7 @@ static void cdi_usage(FILE *f)
 	        "\n"
 	        "  -l, --limit SPEC  the cap, as for vramctl run (DEV: the container's device\n"
 	        "                    index or a GPU UUID); comma-separated or repeated\n"
+	        "  --growth          frameworks that preallocate grow on demand instead\n"
 	        "  --group NAME      one cap shared by every container with this device\n"
 	        "                    (default: one group per container)\n"
 	        "  --name NAME       the device's name (default: from SPEC, 4G -> 4g)\n"
@@ -131,10 +133,31 @@ struct mount {
 
 struct spec {
 	const char *version, *name;
-	const char *env[3];
+	char env[4][PATH_MAX + 64]; /* "NAME=value" */
 	int nenv;
 	struct mount mounts[3];
 };
+
+/*
+ * The contract as every launcher writes it (launch.h), into the spec's env.
+ * Two kinds of variable stay out, because a CDI env edit replaces what the
+ * image sets: LD_PRELOAD (the spec preloads through /etc/ld.so.preload, so
+ * the image's own list is kept) and those a launcher sets only when unset
+ * (the frameworks' growth switches: the library's constructor sets them
+ * itself under VRAMCTL_GROWTH=1, never over the image's values).
+ */
+static int spec_env(void *ctx, const char *name, const char *value, int overwrite)
+{
+	struct spec *s = ctx;
+	if (!strcmp(name, "LD_PRELOAD") || !overwrite || !value)
+		return 0;
+	if (s->nenv >= (int)VR_ARRAY_LEN(s->env) ||
+	    snprintf(s->env[s->nenv], sizeof s->env[0], "%s=%s", name, value) >=
+	        (int)sizeof s->env[0])
+		return -1;
+	s->nenv++;
+	return 0;
+}
 
 static void put_options(FILE *f, const char *mode)
 {
@@ -241,9 +264,10 @@ static int books_dir(const char *opt, char *out, size_t len)
 /* Checks of option values: each prints its own message and returns -1. */
 static int check_group(const char *v)
 {
-	if (cli_valid_group(v))
+	char err[200];
+	if (vr_group_name_check(v, err, sizeof err) == 0)
 		return 0;
-	fprintf(stderr, "vramctl: --group '%s': a group name is 1 to 64 of A-Z a-z 0-9 . _ -\n", v);
+	fprintf(stderr, "vramctl: --group: %s\n", err);
 	return -1;
 }
 
@@ -333,10 +357,10 @@ static int cdi_generate(int argc, char **argv)
 {
 	struct vr_limits lim;
 	char spec_text[4096] = "", name[NAME_MAX_LEN + 1], lib[PATH_MAX], preload[PATH_MAX + 16];
-	char books[PATH_MAX], env_limit[4200], env_dir[PATH_MAX + 32], env_group[96];
+	char books[PATH_MAX];
 	const char *group = NULL, *name_opt = NULL, *format = "json", *output = NULL;
 	const char *books_opt = NULL, *value;
-	int rc;
+	int rc, growth = 0;
 
 	const struct str_opt opts[] = {
 	    {"--group", NULL, &group, check_group},    {"--name", NULL, &name_opt, check_name},
@@ -349,6 +373,10 @@ static int cdi_generate(int argc, char **argv)
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			cdi_usage(stdout);
 			return 0;
+		}
+		if (!strcmp(a, "--growth")) {
+			growth = 1;
+			continue;
 		}
 		if ((rc = cli_opt_value(argc, argv, &i, "--limit", &value)) != 0 ||
 		    (rc = cli_opt_value(argc, argv, &i, "-l", &value)) != 0) {
@@ -401,13 +429,17 @@ static int cdi_generate(int argc, char **argv)
 	               {preload, "/etc/ld.so.preload", "ro"},
 	               {books, books, "rw"}},
 	};
-	snprintf(env_limit, sizeof env_limit, VR_ENV_LIMIT "=%s", spec_text);
-	snprintf(env_dir, sizeof env_dir, VR_ENV_REGISTRY_DIR "=%s", books);
-	s.env[s.nenv++] = env_limit;
-	s.env[s.nenv++] = env_dir;
-	if (group) {
-		snprintf(env_group, sizeof env_group, VR_ENV_GROUP "=%s", group);
-		s.env[s.nenv++] = env_group;
+	struct vr_contract c = {
+	    .limit = spec_text,
+	    .group = group,
+	    .registry_dir = books,
+	    .growth = growth,
+	    .lib = CONTAINER_LIB,
+	};
+	char err[300];
+	if (vr_contract_apply(&c, spec_env, &s, err, sizeof err) < 0) {
+		fprintf(stderr, "vramctl: %s\n", err);
+		return VR_EXIT_ERROR;
 	}
 	int yaml = !strcmp(format, "yaml");
 	if (output)

@@ -26,8 +26,9 @@ gen "$TMPDIR/a.yaml" --limit 4G --format yaml
 gen "$TMPDIR/b.json" --limit 0=4G,1=50% --group train
 gen "$TMPDIR/c.yaml" --limit 1536M --limit 1=2G --name small --format yaml
 gen "$TMPDIR/d.json" --limit GPU-0e0e0e0e-1111-2222-3333-444444444444=1G
+gen "$TMPDIR/e.json" --limit 2G --growth
 for v in v0.5.4 v1.1.0; do
-	"$PY" "$VR_SRC/tests/cdi/validate.py" "$S/$v" "$TMPDIR"/{a,b,d}.json "$TMPDIR"/{a,c}.yaml ||
+	"$PY" "$VR_SRC/tests/cdi/validate.py" "$S/$v" "$TMPDIR"/{a,b,d,e}.json "$TMPDIR"/{a,c}.yaml ||
 		fail "a spec does not validate against the CDI schema $v"
 done
 # A spec the schema refuses, so the check can fail at all.
@@ -59,6 +60,11 @@ ok &= "VRAMCTL_LIMIT=0=4G,1=50%" in b["containerEdits"]["env"]
 c = yaml.safe_load(open(f"{t}/c.yaml"))["devices"][0]
 ok &= c["name"] == "small" and "VRAMCTL_LIMIT=1536M,1=2G" in c["containerEdits"]["env"]
 ok &= not any(e.startswith("VRAMCTL_GROUP=") for e in env)
+# --growth: VRAMCTL_GROWTH=1 only; the frameworks' switches are the library's
+# to set (never over the image's), and LD_PRELOAD is never an env edit.
+e = json.load(open(f"{t}/e.json"))["devices"][0]["containerEdits"]["env"]
+ok &= "VRAMCTL_GROWTH=1" in e and not any(x.split("=")[0] in
+      ("TF_FORCE_GPU_ALLOW_GROWTH", "XLA_PYTHON_CLIENT_PREALLOCATE", "LD_PRELOAD") for x in e)
 if not ok:
     print(json.dumps(a, indent=1))
 sys.exit(0 if ok else 1)
@@ -90,7 +96,7 @@ bad "'0'" generate --limit 0 --output "$TMPDIR/never.json"
 bad "unknown unit 'X'" generate --limit 4X
 bad "more than 100" generate --limit 150%
 bad "--limit needs a value" generate --limit
-bad "--group 'a b'" generate --limit 1G --group 'a b'
+bad "bad group name 'a b'" generate --limit 1G --group 'a b'
 bad "--name '-x'" generate --limit 1G --name -x
 bad "--name 'a/b'" generate --limit 1G --name a/b
 bad "--format 'xml'" generate --limit 1G --format xml
