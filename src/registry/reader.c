@@ -613,12 +613,16 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 		p->ndev = (int)ndev;
 
 		/* Alive? The OFD lock says; the classic lock names the holder
-		 * in our namespace. */
+		 * in our namespace. /proc/locks is read in pieces while other
+		 * processes take and drop locks, so a line can be missed: a
+		 * slot that the table shows dead is asked again, slot by slot
+		 * (dead slots are rare, so this costs little). */
 		int alive = 0;
 		if (locks->ok) {
 			alive = lk_alive[s->idx];
 			p->host_pid = lk_pid[s->idx];
-		} else {
+		}
+		if (!alive) {
 			struct flock fl = {.l_type = F_WRLCK,
 			                   .l_whence = SEEK_SET,
 			                   .l_start = vr_slot_pid_byte(s->idx),
