@@ -269,6 +269,14 @@ int cmd_run(int argc, char **argv)
 		run_usage(stderr);
 		return VR_EXIT_ERROR;
 	}
+	if (cli_site_check("vramctl run") < 0)
+		return VR_EXIT_ERROR;
+	/* The site's default cap, unless an enclosing run or job set one. */
+	if (!have_limit && !getenv(VR_ENV_LIMIT) && cli_site_default_spec()) {
+		if (add_limit(&lim, cli_site_default_spec()) < 0)
+			return VR_EXIT_ERROR;
+		have_limit = 1;
+	}
 	if (have_spill && !have_limit) {
 		fprintf(stderr,
 		        "vramctl: --spill needs --limit: spill serves what passes the cap\n");
@@ -289,6 +297,8 @@ int cmd_run(int argc, char **argv)
 			fprintf(stderr, "vramctl: --limit: %s\n", err);
 			return VR_EXIT_ERROR;
 		}
+		if (cli_site_clamp(&lim, devs, ndev, spec, sizeof(spec)) < 0)
+			return VR_EXIT_ERROR;
 	}
 	char liberr[2 * PATH_MAX + 128];
 	if (cli_find_library(lib, sizeof(lib), liberr, sizeof(liberr)) < 0) {

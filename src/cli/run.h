@@ -52,4 +52,18 @@ int cli_find_helper(const char *name, char *out, size_t len);
 /* Removes a directory and everything under it (no links followed). 0 or -1. */
 int cli_remove_tree(const char *dir);
 
+/*
+ * The administrator's configuration file (site.c, vramctl.conf(5)).
+ * cli_site_check: 0, or -1 after a message saying the file is unusable and
+ * `what` is refused. cli_site_default_spec: the cap for a run without
+ * --limit (default_limit, else max_limit), or NULL.
+ * cli_site_clamp: lowers the caps in lim (and its text, spec) to the
+ * site's maximum on every device (a notice for each), rewriting both as
+ * per-device UUID=amount items when one was lowered. 0, or -1.
+ */
+int cli_site_check(const char *what);
+const char *cli_site_default_spec(void);
+int cli_site_clamp(struct vr_limits *lim, const struct vr_launch_dev *devs, int ndev, char *spec,
+                   size_t len);
+
 #endif /* VRAMCTL_CLI_RUN_H */
