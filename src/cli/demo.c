@@ -39,22 +39,6 @@ static void demo_usage(FILE *f)
 	           "instead.\n");
 }
 
-/* The folder of this binary (a build tree's $(O), or an installed bin/). */
-static int self_dir(char *buf, size_t len)
-{
-	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
-	char *slash;
-
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	slash = strrchr(buf, '/');
-	if (!slash)
-		return -1;
-	*slash = '\0';
-	return 0;
-}
-
 /* dir/rel if it exists, written into out. */
 static int found(const char *dir, const char *rel, char *out, size_t len)
 {
@@ -66,7 +50,7 @@ static int found(const char *dir, const char *rel, char *out, size_t len)
 int cli_find_helper(const char *name, char *out, size_t len)
 {
 	char dir[PATH_MAX], rel[128];
-	if (self_dir(dir, sizeof(dir)) < 0)
+	if (cli_self_dir(dir, sizeof(dir)) < 0)
 		return -1;
 	snprintf(rel, sizeof(rel), "libexec/%s", name);
 	if (found(dir, rel, out, len))
@@ -113,7 +97,7 @@ int cmd_demo(int argc, char **argv)
 			return VR_EXIT_ERROR;
 		}
 	}
-	if (self_dir(dir, sizeof(dir)) < 0) {
+	if (cli_self_dir(dir, sizeof(dir)) < 0) {
 		fprintf(stderr, "vramctl: demo: cannot find its own path\n");
 		return VR_EXIT_ERROR;
 	}
@@ -125,12 +109,11 @@ int cmd_demo(int argc, char **argv)
 		        DEMO_APP, dir, dir);
 		return VR_EXIT_ERROR;
 	}
-	if (!real && !found(dir, "sim/libcuda.so.1", sim, sizeof(sim)) &&
-	    !found(dir, "../lib/vramctl/sim/libcuda.so.1", sim, sizeof(sim))) {
+	if (!real && cli_find_libfile("sim/libcuda.so.1", sim, sizeof(sim)) < 0) {
 		fprintf(stderr,
-		        "vramctl: demo: cannot find the simulated driver (looked in %s/sim and "
-		        "%s/../lib/vramctl/sim); build it with 'make', or use --real\n",
-		        dir, dir);
+		        "vramctl: demo: cannot find the simulated driver sim/libcuda.so.1 (looked "
+		        "in %s); build it with 'make', or use --real\n",
+		        sim);
 		return VR_EXIT_ERROR;
 	}
 

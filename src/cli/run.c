@@ -131,21 +131,14 @@ static void unique_group(char *buf, size_t len)
 	snprintf(buf, len, "run-%d-%08x", (int)getpid(), r);
 }
 
-static int file_exists(const char *path)
-{
-	return access(path, R_OK) == 0;
-}
-
 /*
- * The injected library: $VRAMCTL_LIBRARY, else beside the vramctl binary (a
- * build tree), else ../lib/vramctl/ from it (an installed layout).
+ * The injected library: $VRAMCTL_LIBRARY, else in vramctl's library folder
+ * (cli_find_libfile: a build tree, make install, the Debian package).
  */
 int cli_find_library(char *out, size_t len, char *err, size_t errlen)
 {
 	const char *env = getenv(VR_ENV_LIBRARY);
-	char exe[PATH_MAX], cand[PATH_MAX + 64];
-	ssize_t n;
-	char *slash;
+	char cand[PATH_MAX + 64];
 
 	if (env && *env) {
 		if (!realpath(env, out) || strlen(out) >= len) {
@@ -155,22 +148,9 @@ int cli_find_library(char *out, size_t len, char *err, size_t errlen)
 		}
 		return 0;
 	}
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0) {
-		snprintf(err, errlen, "cannot find its own path: %s (set %s)", strerror(errno),
-		         VR_ENV_LIBRARY);
-		return -1;
-	}
-	exe[n] = '\0';
-	slash = strrchr(exe, '/');
-	if (slash)
-		*slash = '\0';
-	snprintf(cand, sizeof(cand), "%s/%s", exe, VR_LIBRARY_NAME);
-	if (!file_exists(cand))
-		snprintf(cand, sizeof(cand), "%s/../lib/vramctl/%s", exe, VR_LIBRARY_NAME);
-	if (!file_exists(cand) || !realpath(cand, out)) {
-		snprintf(err, errlen, "cannot find %s (looked in %s and %s/../lib/vramctl); set %s",
-		         VR_LIBRARY_NAME, exe, exe, VR_ENV_LIBRARY);
+	if (cli_find_libfile(VR_LIBRARY_NAME, cand, sizeof(cand)) < 0 || !realpath(cand, out)) {
+		snprintf(err, errlen, "cannot find %s (looked in %s); set %s", VR_LIBRARY_NAME,
+		         cand, VR_ENV_LIBRARY);
 		return -1;
 	}
 	return 0;

@@ -33,6 +33,15 @@ int cli_devices(struct vr_launch_dev *devs, int max, char *err, size_t errlen);
  */
 int cli_spawn(const char *const argv[]);
 
+/* The folder of the vramctl binary (paths.c). 0, or -1. */
+int cli_self_dir(char *buf, size_t len);
+/*
+ * A file of vramctl's library folder (rel: "libvramctl.so", "sim/..."):
+ * beside the binary, ../lib/vramctl or ../lib/<triplet>/vramctl from it.
+ * Returns 0 with the path in out, or -1 with the folders looked in in out.
+ */
+int cli_find_libfile(const char *rel, char *out, size_t len);
+
 /*
  * The injected library's path (see run.c): 0, or -1 with the reason in err.
  */
