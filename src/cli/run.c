@@ -33,7 +33,7 @@ static void run_usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: vramctl run [--limit SPEC]... [--spill[=SIZE]] [--growth] [--group NAME]\n"
-	        "                   [--] COMMAND [ARG...]\n"
+	        "                   [--exec] [--] COMMAND [ARG...]\n"
 	        "\n"
 	        "Runs COMMAND, and every process it starts, under a GPU memory cap.\n"
 	        "\n"
@@ -49,6 +49,8 @@ static void run_usage(FILE *f)
 	        "                    demand instead\n"
 	        "  --group NAME      share one cap per device with every process run with the\n"
 	        "                    same NAME (default: a new group for this run)\n"
+	        "  --exec            become COMMAND instead of waiting for it (needs --group;\n"
+	        "                    the group's books stay for its next members)\n"
 	        "  -h, --help        this text\n"
 	        "\n"
 	        "Exit status: COMMAND's own; 125 vramctl's error; 126 not executable;\n"
@@ -192,7 +194,7 @@ int cmd_run(int argc, char **argv)
 	struct vr_launch_group g = {.member = NULL};
 	char spec[4096], group[VR_GROUP_NAME_MAX + 1], lib[PATH_MAX], why[256] = "", err[512];
 	const char *group_opt = NULL, *value;
-	int growth = 0, have_limit = 0, have_spill = 0, ndev = -1, i, rc;
+	int growth = 0, have_limit = 0, have_spill = 0, exec_self = 0, ndev = -1, i, rc;
 	uint64_t spill = 0;
 
 	memset(&lim, 0, sizeof(lim));
@@ -211,6 +213,10 @@ int cmd_run(int argc, char **argv)
 		}
 		if (!strcmp(a, "--growth")) {
 			growth = 1;
+			continue;
+		}
+		if (!strcmp(a, "--exec")) {
+			exec_self = 1;
 			continue;
 		}
 		/* --spill[=SIZE]: the value only with '=' (a separate word is the
@@ -256,6 +262,11 @@ int cmd_run(int argc, char **argv)
 		if (add_limit(&lim, cli_site_default_spec()) < 0)
 			return VR_EXIT_ERROR;
 		have_limit = 1;
+	}
+	if (exec_self && !group_opt) {
+		fprintf(stderr, "vramctl: run: --exec needs --group (a run's own group ends with "
+		                "vramctl, which --exec replaces)\n");
+		return VR_EXIT_ERROR;
 	}
 	if (have_spill && !have_limit) {
 		fprintf(stderr,
@@ -317,6 +328,12 @@ int cmd_run(int argc, char **argv)
 	if (vr_contract_apply(&c, cli_set_own_env, NULL, err, sizeof(err)) < 0) {
 		fprintf(stderr, "vramctl: %s\n", err);
 		rc = VR_EXIT_ERROR;
+	} else if (exec_self) {
+		/* The command takes vramctl's place (a Jupyter kernel: the process
+		 * Jupyter signals is the kernel). The named group keeps its books. */
+		if (g.member)
+			vr_leave(g.member);
+		return cli_exec((const char *const *)(argv + i));
 	} else {
 		rc = cli_spawn((const char *const *)(argv + i));
 	}

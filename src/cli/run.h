@@ -33,6 +33,10 @@ int cli_devices(struct vr_launch_dev *devs, int max, char *err, size_t errlen);
  */
 int cli_spawn(const char *const argv[]);
 
+/* Replaces vramctl with argv[0] (searched in PATH). Returns only on
+ * failure: 127 if not found, 126 if not executable (with a message). */
+int cli_exec(const char *const argv[]);
+
 /* The folder of the vramctl binary (paths.c). 0, or -1. */
 int cli_self_dir(char *buf, size_t len);
 /*
