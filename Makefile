@@ -137,8 +137,8 @@ DEB_DIR := $(BUILD)/deb
 deb:
 	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/vramctl-$(VERSION)
 	git ls-files -z -c -o --exclude-standard | \
-		(while IFS= read -r -d '' f; do [ -e "$$f" ] && printf '%s\0' "$$f"; done) | \
-		tar --null -T - -cf - | tar -xf - -C $(DEB_DIR)/vramctl-$(VERSION)
+		tar --null -T - --ignore-failed-read -cf - 2>/dev/null | \
+		tar -xf - -C $(DEB_DIR)/vramctl-$(VERSION)
 	cd $(DEB_DIR)/vramctl-$(VERSION) && dpkg-buildpackage -b -us -uc
 	rm -rf $(DEB_DIR)/vramctl-$(VERSION)
 	@ls $(DEB_DIR)/*.deb

@@ -248,11 +248,13 @@ bad:
 
 int vr_site_load(struct vr_site *site)
 {
-	const char *extra = getenv(VR_ENV_CONFIG);
+	return vr_site_load_from(site, VR_SITE_CONF, getenv(VR_ENV_CONFIG));
+}
 
+int vr_site_load_from(struct vr_site *site, const char *admin, const char *extra)
+{
 	memset(site, 0, sizeof *site);
-	if (load_file(site, VR_SITE_CONF, 1) < 0 ||
-	    (extra && *extra && load_file(site, extra, 0) < 0)) {
+	if (load_file(site, admin, 1) < 0 || (extra && *extra && load_file(site, extra, 0) < 0)) {
 		site->bad = 1;
 		return -1;
 	}

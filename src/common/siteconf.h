@@ -69,6 +69,8 @@ int vr_siteconf_parse(const char *text, size_t len, struct vr_siteconf *out, cha
  * sets site->bad and site->err. Returns 0, or -1 when site->bad.
  */
 int vr_site_load(struct vr_site *site);
+/* The same with the paths given (tests); extra may be NULL. */
+int vr_site_load_from(struct vr_site *site, const char *admin, const char *extra);
 
 /* The process-wide copy, loaded at the first call (thread-safe). */
 const struct vr_site *vr_site_get(void);

@@ -1,0 +1,143 @@
+# vramctl completion: the engine reads every subcommand's --help (so each
+# must answer it quickly and in the parsed form), and the bash and zsh
+# scripts, driven in a real bash (as bash calls a completion function) and
+# a real zsh, offer the right words.
+. "$VR_SRC/tests/cli/common.bash"
+export PATH=$VR_BUILD:$PATH VRAMSIM_DEVICES=16G,8G
+export HOME=$TMPDIR/home JUPYTER_DATA_DIR=$TMPDIR/jupyter JUPYTER_PATH=$TMPDIR/jpath
+mkdir -p "$HOME" "$JUPYTER_PATH/kernels/pyk"
+echo '{"argv": ["python3", "-f", "{connection_file}"], "display_name": "k"}' \
+	>"$JUPYTER_PATH/kernels/pyk/kernel.json"
+
+# Every subcommand (and sub-subcommand) answers --help at once with a usage
+# line: that is what completion lists options from.
+helps() { # helps WORDS...: checks "vramctl WORDS --help", recurses into commands:
+	local out
+	out=$(timeout 5 vramctl "$@" --help </dev/null)
+	[ $? = 0 ] || { fail "'vramctl $* --help' did not exit 0 at once"; return; }
+	grep -q "^usage: vramctl${*:+ $*}" <<<"$out" || fail "'vramctl $* --help': no 'usage: vramctl $*' line"
+	local sub
+	for sub in $(awk '/^commands:$/ { on = 1; next } on && /^  [a-z]/ { print $1; next } { on = 0 }' <<<"$out"); do
+		helps "$@" "$sub"
+	done
+}
+helps
+
+uuid0=$(vramctl completion --complete 3 vramctl run --limit G | head -n 2 | tail -n 1)
+case $uuid0 in GPU-*=) ;; *) fail "no device UUID offered for --limit: '$uuid0'" ;; esac
+uuid0=${uuid0%=}
+vramctl run --group trainers --limit 1G -- true || fail "making a group"
+vramctl completion --complete 3 vramctl status --registry '' | head -n 1 >out
+expect_grep dirs out "a DIR value completes directories"
+
+# --- bash, as bash's programmable completion calls the function ---------------
+bash_complete() { # bash_complete WORD... (the last word is under the cursor)
+	bash --norc --noprofile -c '
+		[ -n "${WITH_BC:-}" ] && . /usr/share/bash-completion/bash_completion
+		source <(vramctl completion bash)
+		COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))
+		COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}
+		_vramctl vramctl "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+		printf "%s\n" "${COMPREPLY[@]}" | sort' bash "$@" 2>/dev/null
+}
+expect_words() { # expect_words "WANT..." WORD...: every wanted word offered
+	local want=$1 got w
+	shift
+	got=$("${complete:-bash_complete}" "$@")
+	for w in $want; do
+		grep -qxF -- "$w" <<<"$got" || fail "'$*': '$w' not offered (got: $(echo $got))"
+	done
+}
+expect_none() { # expect_none "UNWANTED..." WORD...
+	local bad=$1 got w
+	shift
+	got=$("${complete:-bash_complete}" "$@")
+	for w in $bad; do
+		grep -qxF -- "$w" <<<"$got" && fail "'$*': '$w' offered (got: $(echo $got))"
+	done
+}
+
+cases() {
+	expect_words "run status top export demo kernel completion" vramctl ''
+	expect_words "run" vramctl ru
+	expect_none "status" vramctl ru
+	expect_words "--limit --group --growth --exec --" vramctl run -
+	expect_words "--group --growth" vramctl run --g
+	expect_words "0= 1= $uuid0=" vramctl run --limit ''
+	expect_words "4K 4M 4G 4T 4%" vramctl run --limit 4
+	expect_words "4G" vramctl run -l 4
+	expect_words "0=4G 0=4%" vramctl run --limit 0=4
+	expect_words "trainers" vramctl run --group ''
+	expect_words "trainers" vramctl run --limit 1G --group tr
+	expect_words "table json prom" vramctl status --format ''
+	expect_words "bash zsh" vramctl completion ''
+	expect_words "install list remove" vramctl kernel ''
+	expect_words "--limit --from --name --user --sys-prefix --system" vramctl kernel install -
+	expect_words "pyk" vramctl kernel install --limit 1G --from ''
+	expect_words "pyk" vramctl kernel remove ''
+	expect_words "--filter --registry --delay" vramctl top -
+}
+cases
+# Bash splits words at '=' (COMP_WORDBREAKS): the part after it is replaced.
+expect_words "0= 1=" vramctl run --limit = ''
+expect_words "4G 4%" vramctl run --limit = 0 = 4
+expect_words "4G,1=" vramctl run --limit 0 = 4G,
+expect_words "json" vramctl status --format = j
+# The command after -- (or after the options) is completed as a command,
+# and its arguments as that command's.
+expect_words "printf" vramctl run --limit 1G -- printf
+expect_words "printf" vramctl run --limit 1G printf
+if [ -r /usr/share/bash-completion/bash_completion ]; then
+	WITH_BC=1 expect_words "printf" vramctl run --limit 1G -- printf
+	mkdir -p files && touch files/alpha.txt
+	WITH_BC=1 expect_words "files/alpha.txt" vramctl run --limit 1G -- cat files/al
+	expect_none "--limit" vramctl run --limit 1G -- cat --l
+else
+	echo "note: bash-completion not installed; _command_offset not tested"
+fi
+
+# --- zsh: its completion system, with compinit and the script in fpath ------
+if command -v zsh >/dev/null; then
+	mkdir -p zfunc
+	vramctl completion zsh >zfunc/_vramctl
+	# zsh has no compgen: its completion widgets run only in an interactive
+	# line editor. Drive one through tmux and read what it offers.
+	if command -v tmux >/dev/null; then
+		sock=$TMPDIR/tmux.sock
+		tmux -S "$sock" new-session -d -x 200 -y 50 \
+			"env PATH='$PATH' HOME='$HOME' JUPYTER_PATH='$JUPYTER_PATH' JUPYTER_DATA_DIR='$JUPYTER_DATA_DIR' VRAMSIM_DEVICES='$VRAMSIM_DEVICES' VRAMSIM_STATE_DIR='$VRAMSIM_STATE_DIR' VRAMCTL_REGISTRY_DIR='$VRAMCTL_REGISTRY_DIR' LD_LIBRARY_PATH='$LD_LIBRARY_PATH' zsh -f -i"
+		zkeys() { tmux -S "$sock" send-keys "$@"; }
+		zscreen() { tmux -S "$sock" capture-pane -p; }
+		zwait() { # zwait TEXT: until the screen shows it (at most ~10 s)
+			local i
+			for i in $(seq 100); do
+				zscreen | grep -qF -- "$1" && return 0
+				sleep 0.1
+			done
+			fail "zsh: '$1' never appeared:"; zscreen | sed 's/^/      /' >&2
+			return 1
+		}
+		zkeys "PS1='zsh> '; fpath=($PWD/zfunc \$fpath); autoload -U compinit; compinit -u -D; echo READY" Enter
+		zwait READY
+		# (capture-pane drops trailing blanks: a space after a completed
+		# word shows as the space before the X typed after it)
+		zkeys C-u 'vramctl ru' Tab X
+		zwait 'vramctl run X'
+		zkeys C-u 'vramctl status --format j' Tab
+		zwait 'vramctl status --format json'
+		zkeys C-u 'vramctl run --limit 4' Tab Tab
+		zwait '4G'
+		zkeys C-u 'vramctl run --group tr' Tab
+		zwait 'vramctl run --group trainers'
+		zkeys C-u 'vramctl run --limit 1G -- printf' Tab X
+		zwait 'vramctl run --limit 1G -- printf X'
+		zkeys C-u 'vramctl kernel remove py' Tab Tab
+		zwait 'pyk'
+		tmux -S "$sock" kill-server
+	else
+		echo "note: tmux not installed; zsh completion not driven"
+	fi
+else
+	echo "note: zsh not installed; zsh completion not tested"
+fi
+finish
