@@ -110,15 +110,17 @@ LIBEXECDIR ?= $(PREFIX)/libexec/vramctl
 SYSCONFDIR ?= /etc
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
-install: build-all
+# What an installation holds (not the tests): `make programs`.
+.PHONY: programs
+programs: $(VRAMCTL) $(HOOK_LIB) $(SIM_CUDA) $(SIM_NVML) $(DEMO_APP) $(DOCTOR_PROBE)
+install: programs
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR)/sim $(DESTDIR)$(LIBEXECDIR) \
 		$(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
 		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(SYSCONFDIR)/vramctl
 	install -m 0755 $(VRAMCTL) $(DESTDIR)$(PREFIX)/bin/vramctl
 	install -m 0644 $(HOOK_LIB) $(DESTDIR)$(LIBDIR)/libvramctl.so
 	install -m 0644 $(SIM_CUDA) $(SIM_NVML) $(DESTDIR)$(LIBDIR)/sim/
-	install -m 0755 $(O)/libexec/vramctl-demo-app $(DESTDIR)$(LIBEXECDIR)/
-	install -m 0755 $(O)/libexec/vramctl-doctor-probe $(DESTDIR)$(LIBEXECDIR)/
+	install -m 0755 $(DEMO_APP) $(DOCTOR_PROBE) $(DESTDIR)$(LIBEXECDIR)/
 	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 man/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
 	$(VRAMCTL) completion bash >$(DESTDIR)$(BASHCOMPDIR)/vramctl
@@ -139,7 +141,8 @@ deb:
 	git ls-files -z -c -o --exclude-standard | \
 		tar --null -T - --ignore-failed-read -cf - 2>/dev/null | \
 		tar -xf - -C $(DEB_DIR)/vramctl-$(VERSION)
-	cd $(DEB_DIR)/vramctl-$(VERSION) && dpkg-buildpackage -b -us -uc
+	cd $(DEB_DIR)/vramctl-$(VERSION) && \
+		DEB_BUILD_OPTIONS="parallel=$$(nproc) $$DEB_BUILD_OPTIONS" dpkg-buildpackage -b -us -uc
 	rm -rf $(DEB_DIR)/vramctl-$(VERSION)
 	@ls $(DEB_DIR)/*.deb
 

@@ -1,5 +1,7 @@
-# tests: unit tests of the pure helpers in src/common. Each module keeps the
-# tests of its own code beside its module.mk's rules (tests/<module>/).
+# tests: unit tests of the pure helpers in src/common, and the Debian
+# packages (tests/pkg: `make deb`, lintian, dpkg -i into a fresh root). Each
+# module keeps the tests of its own code beside its module.mk's rules
+# (tests/<module>/).
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(O)/tests/unit/%,$(wildcard tests/unit/*.c))
 $(O)/tests/unit/%: $(O)/tests/unit/%.o $(COMMON_LIB)
 	$(CC) $(BASE_LDFLAGS) -o $@ $^
@@ -10,3 +12,4 @@ $(O)/tests/cli/regpoke: $(O)/tests/cli/regpoke.o $(REGISTRY_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_LDFLAGS) -o $@ $^
 ALL_TARGETS += $(O)/tests/cli/regpoke
+TEST_SCRIPTS += tests/pkg/deb.sh
