@@ -35,6 +35,7 @@
 #include "cli/run.h"
 #include "common/compiler.h"
 #include "common/size.h"
+#include "registry/util.h"
 
 #define KERNEL_JSON_MAX 65536
 #define MAX_DIRS        16
@@ -339,15 +340,11 @@ static int read_file(const char *path, char *buf, size_t len, size_t *got)
 
 /* ---- finding kernelspecs ----------------------------------------------- */
 
+/* Kernel names follow the group-name rule (1 to 64 of A-Z a-z 0-9 . _ -,
+ * no leading '.'): safe as a directory name and as a group name. */
 static int valid_name(const char *n)
 {
-	if (!*n || strlen(n) > 64)
-		return 0;
-	for (; *n; n++)
-		if (!((*n >= 'a' && *n <= 'z') || (*n >= 'A' && *n <= 'Z') ||
-		      (*n >= '0' && *n <= '9') || *n == '.' || *n == '_' || *n == '-'))
-			return 0;
-	return 1;
+	return vr_group_name_ok(n);
 }
 
 /* The first kernel.json of name in Jupyter's order; 0 with its folder. */
@@ -389,7 +386,8 @@ static void each_spec(void (*fn)(const char *name, const char *dir, void *ctx), 
 				dup |= !strcmp(seen[k], e->d_name);
 			if (dup || nseen == 256)
 				continue;
-			snprintf(seen[nseen++], sizeof seen[0], "%s", e->d_name);
+			if (fmt_path(seen[nseen], sizeof seen[0], "%s", e->d_name) == 0)
+				nseen++;
 			if (fmt_path(path, sizeof path, "%s/%s", dirs[i], e->d_name) == 0)
 				fn(e->d_name, path, ctx);
 		}
@@ -552,13 +550,19 @@ static int do_install(const struct install *in)
 	if (!valid_name(name)) {
 		fprintf(stderr,
 		        "vramctl: kernel install: '%s' is not a kernel name (1 to 64 of A-Z a-z "
-		        "0-9 . _ "
-		        "-; --name gives one)\n",
+		        "0-9 . _ -; --name gives one)\n",
 		        name);
 		return VR_EXIT_ERROR;
 	}
-	snprintf(group, sizeof group, "%s%s", in->group ? "" : "jupyter-",
-	         in->group ? in->group : name);
+	if (fmt_path(group, sizeof group, "%s%s", in->group ? "" : "jupyter-",
+	             in->group ? in->group : name) < 0 ||
+	    !vr_group_name_ok(group)) {
+		fprintf(stderr,
+		        "vramctl: kernel install: the group name 'jupyter-%s' is too long; "
+		        "give --group\n",
+		        name);
+		return VR_EXIT_ERROR;
+	}
 	if (in->display) {
 		snprintf(display, sizeof display, "%s", in->display);
 	} else {
