@@ -395,16 +395,21 @@ static void each_spec(void (*fn)(const char *name, const char *dir, void *ctx), 
 	}
 }
 
+struct names {
+	void (*emit)(const char *name);
+};
+
 static void name_only(const char *name, const char *dir, void *ctx)
 {
 	(void)dir;
-	((void (*)(const char *))ctx)(name);
+	((struct names *)ctx)->emit(name);
 }
 
 void cli_kernel_names(void (*emit)(const char *name))
 {
-	/* A function pointer carried through a void *, as POSIX allows. */
-	each_spec(name_only, (void *)emit);
+	struct names n = {emit};
+
+	each_spec(name_only, &n);
 }
 
 /* Our metadata, {"limit":..., "group":..., "from":...}, or -1 if not ours. */
