@@ -407,13 +407,24 @@ static void emit(const char *prefix, const char *word, const char *cur)
 	printf("%s\n", strncmp(full, strip_prefix ? strip_prefix : "", sl) ? full : full + sl);
 }
 
-static void emit_devices(const char *prefix, const char *suffix, const char *cur)
+/* Device words: "0", "GPU-..." (+ suffix), except those the items before
+ * the cursor (named: "0=4G,", may be NULL) already name. */
+static void emit_devices(const char *prefix, const char *suffix, const char *cur, const char *named)
 {
 	struct vr_launch_dev devs[VR_MAX_DEVICES];
-	char err[256], w[96];
+	char err[256], w[96], items[600];
 	int n = cli_devices(devs, VR_MAX_DEVICES, err, sizeof err);
 
+	snprintf(items, sizeof items, ",%s", named ? named : "");
 	for (int i = 0; i < n; i++) {
+		char pat[72];
+
+		snprintf(pat, sizeof pat, ",%d=", i);
+		if (strstr(items, pat))
+			continue;
+		snprintf(pat, sizeof pat, ",%s=", devs[i].uuid);
+		if (strcasestr(items, pat))
+			continue;
 		snprintf(w, sizeof w, "%d%s", i, suffix);
 		emit(prefix, w, cur);
 		snprintf(w, sizeof w, "%s%s", devs[i].uuid, suffix);
@@ -459,7 +470,7 @@ static void complete_spec(const char *prefix, const char *cur)
 		emit_amount(head, eq + 1, cur);
 		return;
 	}
-	emit_devices(head, "=", cur);
+	emit_devices(head, "=", cur, value);
 	emit_amount(head, item, cur);
 }
 
@@ -517,7 +528,7 @@ static int complete_value(const struct opt *o, const char *prefix, const char *c
 		complete_groups(prefix, cur);
 		break;
 	case ARG_DEV:
-		emit_devices(prefix, "", cur);
+		emit_devices(prefix, "", cur, NULL);
 		break;
 	case ARG_KERNEL:
 		kernel_prefix = prefix;

@@ -87,6 +87,8 @@ cases
 sim_only && expect_words "0= 1=" vramctl run --limit = ''
 expect_words "4G 4%" vramctl run --limit = 0 = 4
 sim_only && expect_words "4G,1=" vramctl run --limit 0 = 4G,
+# A device the spec names already is not offered again.
+sim_only && expect_none "4G,0=" vramctl run --limit 0 = 4G,
 expect_words "json" vramctl status --format = j
 # The command after -- (or after the options) is completed as a command,
 # and its arguments as that command's.
@@ -101,47 +103,74 @@ else
 	echo "note: bash-completion not installed; _command_offset not tested"
 fi
 
-# --- zsh: its completion system, with compinit and the script in fpath ------
+# --- a real line editor: bash's readline and zsh's zle, under tmux ---------
+# (what the shells really split and insert; capture-pane drops trailing
+# blanks, so a space after a completed word shows as the space before an X
+# typed after it)
+sock=$TMPDIR/tmux.sock
+tkeys() { tmux -S "$sock" send-keys "$@"; }
+tscreen() { tmux -S "$sock" capture-pane -p; }
+twait() { # twait TEXT: until the screen shows it (at most ~10 s)
+	local i
+	for i in $(seq 100); do
+		tscreen | grep -qF -- "$1" && return 0
+		sleep 0.1
+	done
+	fail "$shell: '$1' never appeared:"; tscreen | sed 's/^/      /' >&2
+	return 1
+}
+tstart() { # tstart SHELL-COMMAND: an interactive shell with this test's environment
+	tmux -S "$sock" new-session -d -x 200 -y 50 \
+		"env PATH='$PATH' HOME='$HOME' JUPYTER_PATH='$JUPYTER_PATH' JUPYTER_DATA_DIR='$JUPYTER_DATA_DIR' VRAMSIM_DEVICES='$VRAMSIM_DEVICES' VRAMSIM_STATE_DIR='$VRAMSIM_STATE_DIR' VRAMCTL_REGISTRY_DIR='$VRAMCTL_REGISTRY_DIR' LD_LIBRARY_PATH='${LD_LIBRARY_PATH:-}' $1"
+}
+if ! command -v tmux >/dev/null; then
+	echo "note: tmux not installed; no shell driven interactively"
+	finish
+fi
+
+shell=bash
+vramctl completion bash >bash_vramctl
+tstart "bash --norc --noprofile -i"
+tkeys "PS1='bash> '; bind 'set show-all-if-ambiguous on'; [ -r /usr/share/bash-completion/bash_completion ] && . /usr/share/bash-completion/bash_completion; . $PWD/bash_vramctl; echo READY" Enter
+twait READY
+tkeys C-u 'vramctl ru' Tab X
+twait 'bash> vramctl run X'
+# Readline splits at '=': what follows it is completed and inserted.
+tkeys C-u 'vramctl status --format=j' Tab X
+twait 'bash> vramctl status --format=json X'
+tkeys C-u 'vramctl run --group tr' Tab X
+twait 'bash> vramctl run --group trainers X'
+if sim_only; then
+	tkeys C-u 'vramctl run --limit=0=4' Tab
+	twait '4G'
+	tkeys C-u 'vramctl run --limit 0=4G,' Tab
+	twait '4G,1='
+fi
+tkeys C-u 'vramctl run --limit 1G -- printf' Tab X
+twait 'bash> vramctl run --limit 1G -- printf X'
+tmux -S "$sock" kill-server
+
+# zsh: its completion system, with compinit and the script in fpath.
 if command -v zsh >/dev/null; then
+	shell=zsh
 	mkdir -p zfunc
 	vramctl completion zsh >zfunc/_vramctl
-	# zsh has no compgen: its completion widgets run only in an interactive
-	# line editor. Drive one through tmux and read what it offers.
-	if command -v tmux >/dev/null; then
-		sock=$TMPDIR/tmux.sock
-		tmux -S "$sock" new-session -d -x 200 -y 50 \
-			"env PATH='$PATH' HOME='$HOME' JUPYTER_PATH='$JUPYTER_PATH' JUPYTER_DATA_DIR='$JUPYTER_DATA_DIR' VRAMSIM_DEVICES='$VRAMSIM_DEVICES' VRAMSIM_STATE_DIR='$VRAMSIM_STATE_DIR' VRAMCTL_REGISTRY_DIR='$VRAMCTL_REGISTRY_DIR' LD_LIBRARY_PATH='${LD_LIBRARY_PATH:-}' zsh -f -i"
-		zkeys() { tmux -S "$sock" send-keys "$@"; }
-		zscreen() { tmux -S "$sock" capture-pane -p; }
-		zwait() { # zwait TEXT: until the screen shows it (at most ~10 s)
-			local i
-			for i in $(seq 100); do
-				zscreen | grep -qF -- "$1" && return 0
-				sleep 0.1
-			done
-			fail "zsh: '$1' never appeared:"; zscreen | sed 's/^/      /' >&2
-			return 1
-		}
-		zkeys "PS1='zsh> '; fpath=($PWD/zfunc \$fpath); autoload -U compinit; compinit -u -D; echo READY" Enter
-		zwait READY
-		# (capture-pane drops trailing blanks: a space after a completed
-		# word shows as the space before the X typed after it)
-		zkeys C-u 'vramctl ru' Tab X
-		zwait 'vramctl run X'
-		zkeys C-u 'vramctl status --format j' Tab
-		zwait 'vramctl status --format json'
-		zkeys C-u 'vramctl run --limit 4' Tab Tab
-		zwait '4G'
-		zkeys C-u 'vramctl run --group tr' Tab
-		zwait 'vramctl run --group trainers'
-		zkeys C-u 'vramctl run --limit 1G -- printf' Tab X
-		zwait 'vramctl run --limit 1G -- printf X'
-		zkeys C-u 'vramctl kernel remove py' Tab Tab
-		zwait 'pyk'
-		tmux -S "$sock" kill-server
-	else
-		echo "note: tmux not installed; zsh completion not driven"
-	fi
+	tstart "zsh -f -i"
+	tkeys "PS1='zsh> '; fpath=($PWD/zfunc \$fpath); autoload -U compinit; compinit -u -D; echo READY" Enter
+	twait READY
+	tkeys C-u 'vramctl ru' Tab X
+	twait 'zsh> vramctl run X'
+	tkeys C-u 'vramctl status --format j' Tab
+	twait 'zsh> vramctl status --format json'
+	tkeys C-u 'vramctl run --limit 4' Tab Tab
+	twait '4G'
+	tkeys C-u 'vramctl run --group tr' Tab
+	twait 'zsh> vramctl run --group trainers'
+	tkeys C-u 'vramctl run --limit 1G -- printf' Tab X
+	twait 'zsh> vramctl run --limit 1G -- printf X'
+	tkeys C-u 'vramctl kernel remove py' Tab Tab
+	twait 'pyk'
+	tmux -S "$sock" kill-server
 else
 	echo "note: zsh not installed; zsh completion not tested"
 fi
