@@ -198,7 +198,8 @@ static int load_file(struct vr_site *site, const char *path, int admin)
 	struct stat st;
 	ssize_t n;
 	size_t got = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* O_NONBLOCK: a FIFO named here must not hang the program in open. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 
 	if (fd < 0) {
 		if (errno == ENOENT)

@@ -129,6 +129,14 @@ int main(void)
 	ASSERT_EQ(vr_site_load(&site), 0);
 	unlink(path);
 	ASSERT_EQ(vr_site_load(&site), 0); /* a missing file is no error */
+	/* A FIFO is refused at once, never waited on. */
+	snprintf(path, sizeof path, "%s/fifo.conf", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	ASSERT_EQ(mkfifo(path, 0600), 0);
+	setenv(VR_ENV_CONFIG, path, 1);
+	ASSERT_EQ(vr_site_load(&site), -1);
+	if (!strstr(site.err, "not a regular file"))
+		TEST_FAIL_("message: %s", site.err);
+	unlink(path);
 	setenv(VR_ENV_CONFIG, "/", 1);
 	ASSERT_EQ(vr_site_load(&site), -1);
 	if (!strstr(site.err, "not a regular file"))
