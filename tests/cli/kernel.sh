@@ -68,6 +68,18 @@ speclist | grep -q 'py-gpu-1g' && fail "still in jupyter kernelspec list"
 "$V" kernel list | grep -q py-gpu-1g && fail "still in vramctl kernel list"
 [ -f "$JUPYTER_PATH/kernels/py/kernel.json" ] || fail "the wrapped kernel was removed"
 
+# --sys-prefix: the environment's prefix (VIRTUAL_ENV), found there by list
+# and removed from there.
+VIRTUAL_ENV=$TMPDIR/venv "$V" kernel install --limit 2G --from py --sys-prefix --group team >out
+expect_rc 0 $? "kernel install --sys-prefix"
+[ -f "$TMPDIR/venv/share/jupyter/kernels/py-gpu-2g/kernel.json" ] ||
+	fail "--sys-prefix did not write under VIRTUAL_ENV: $(cat out)"
+VIRTUAL_ENV=$TMPDIR/venv "$V" kernel list >out
+expect_grep "team" out "kernel list finds the --sys-prefix kernel and its group"
+VIRTUAL_ENV=$TMPDIR/venv "$V" kernel remove py-gpu-2g --sys-prefix >/dev/null
+expect_rc 0 $? "kernel remove --sys-prefix"
+[ ! -e "$TMPDIR/venv/share/jupyter/kernels/py-gpu-2g" ] || fail "--sys-prefix kernel not removed"
+
 # --exec needs a named group.
 "$V" run --exec --limit 1G -- true 2>err
 expect_rc 125 $? "--exec without --group"
