@@ -595,11 +595,14 @@ static int complete(int argc, char **argv, int cword)
 	static char keep[512];
 	char *words[256], *path[8];
 	int orig[256], wcur = 0, npath = 0, npos = 0, joined, n, i;
-	struct spec *s = calloc(1, sizeof *s);
+	static struct spec spec; /* one answer per process */
+	struct spec *s = &spec;
 	const char *cur;
 
-	if (!s || argc > 256 || cword < 0 || cword >= argc)
-		return 1;
+	if (argc > 256 || cword < 0 || cword >= argc) {
+		puts("words"); /* nothing to offer */
+		return 0;
+	}
 	n = join_words(argc, argv, cword, words, orig, &wcur, &joined, store, sizeof store);
 	if (n <= 0)
 		return 1;

@@ -32,6 +32,21 @@ else
 	devices=
 fi
 vramctl run --group trainers --limit 1G -- true || fail "making a group"
+# The engine itself exits 0 (under the sanitizers too: a leak or an error
+# there would only show as an exit status, its stderr goes to /dev/null).
+while read -r line; do
+	eval "vramctl completion --complete $line" >/dev/null ||
+		fail "'vramctl completion --complete $line' exited $?"
+done <<'CASES'
+1 vramctl ''
+2 vramctl run -
+3 vramctl run --limit 0=4G,
+3 vramctl run --group ''
+4 vramctl run --limit 1G ech
+3 vramctl kernel install --from
+4 vramctl status --format = j
+9 vramctl too few
+CASES
 vramctl completion --complete 3 vramctl status --registry '' | head -n 1 >out
 expect_grep dirs out "a DIR value completes directories"
 
