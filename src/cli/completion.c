@@ -334,13 +334,14 @@ static void parse_tokens(struct spec *s, char *text, int usage)
 static int load_spec(struct spec *s, int npath, char **path)
 {
 	static char buf[32768];
-	char *line, *save = NULL;
+	char *line, *save;
 	int in_usage = 0, in_cmds = 0;
 
 	memset(s, 0, sizeof *s);
 	if (read_help(npath, path, buf, sizeof buf) < 0)
 		return -1;
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+	/* strsep, not strtok: a blank line ends the usage and commands blocks. */
+	for (save = buf; (line = strsep(&save, "\n"));) {
 		char *p = line;
 
 		while (*p == ' ' || *p == '\t')
@@ -360,7 +361,8 @@ static int load_spec(struct spec *s, int npath, char **path)
 			in_cmds = 0;
 			continue;
 		}
-		if (in_usage && p != line && *p == '[') {
+		/* The usage's continuation lines: indented, up to a blank line. */
+		if (in_usage && p != line && *p) {
 			parse_tokens(s, p, 1);
 			continue;
 		}
