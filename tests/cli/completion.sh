@@ -31,7 +31,12 @@ if sim_only; then
 else
 	devices=
 fi
-vramctl run --group trainers --limit 1G -- true || fail "making a group"
+# A live group in the books (held by a run until the test ends).
+mkfifo ready hold
+vramctl run --group trainers --limit 1G -- sh -c 'echo up >ready; read -r _ <hold' &
+holder=$!
+read -r _ <ready
+release_group() { echo go >hold; wait $holder; }
 # The engine itself exits 0 (under the sanitizers too: a leak or an error
 # there would only show as an exit status, its stderr goes to /dev/null).
 while read -r line; do
@@ -140,6 +145,7 @@ tstart() { # tstart SHELL-COMMAND: an interactive shell with this test's environ
 }
 if ! command -v tmux >/dev/null; then
 	echo "note: tmux not installed; no shell driven interactively"
+	release_group
 	finish
 fi
 
@@ -189,4 +195,5 @@ if command -v zsh >/dev/null; then
 else
 	echo "note: zsh not installed; zsh completion not tested"
 fi
+release_group
 finish
