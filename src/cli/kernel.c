@@ -35,7 +35,7 @@
 #include "cli/run.h"
 #include "common/compiler.h"
 #include "common/size.h"
-#include "registry/util.h"
+#include "common/contract.h"
 
 #define KERNEL_JSON_MAX 65536
 #define MAX_DIRS        16
@@ -344,7 +344,7 @@ static int read_file(const char *path, char *buf, size_t len, size_t *got)
  * no leading '.'): safe as a directory name and as a group name. */
 static int valid_name(const char *n)
 {
-	return vr_group_name_ok(n);
+	return vr_group_name_check(n, NULL, 0) == 0;
 }
 
 /* The first kernel.json of name in Jupyter's order; 0 with its folder. */
@@ -561,7 +561,7 @@ static int do_install(const struct install *in)
 	}
 	if (fmt_path(group, sizeof group, "%s%s", in->group ? "" : "jupyter-",
 	             in->group ? in->group : name) < 0 ||
-	    !vr_group_name_ok(group)) {
+	    vr_group_name_check(group, NULL, 0) < 0) {
 		fprintf(stderr,
 		        "vramctl: kernel install: the group name 'jupyter-%s' is too long; "
 		        "give --group\n",
