@@ -285,8 +285,12 @@ static void parse_tokens(struct spec *s, char *text, int usage)
 			int opt_value = 0;
 
 			if (eq) {
-				*eq = '\0';
-				snprintf(meta, sizeof meta, "%s", eq + 1);
+				/* "--opt=VALUE", or "--opt[=VALUE]": an optional value. */
+				int c3;
+
+				opt_value = eq > w && eq[-1] == '[';
+				eq[opt_value ? -1 : 0] = '\0';
+				snprintf(meta, sizeof meta, "%s", strip(eq + 1, &c3));
 			} else if (!closed && !alias_next && i + 1 < n && is_meta(tok[i + 1])) {
 				char *m = tok[++i];
 				int c2;

@@ -87,6 +87,8 @@ cases() {
 	expect_words "run" vramctl ru
 	expect_none "status" vramctl ru
 	expect_words "--limit --group --growth --exec --" vramctl run -
+	# "--spill[=SIZE]": an option with an optional value, offered as --spill.
+	expect_words "--spill" vramctl run --sp
 	expect_words "--group --growth" vramctl run --g
 	expect_words "$devices" vramctl run --limit ''
 	expect_words "4K 4M 4G 4T 4%" vramctl run --limit 4
