@@ -38,7 +38,7 @@ O := $(BUILD)/$(CCNAME)-$(VARIANT)
 WARNINGS := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wformat=2 -Wundef -Wpointer-arith -Wvla -Wcast-align -Wwrite-strings
 CFLAGS ?= -O2 -g
-BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -pthread $(WARNINGS) $(CFLAGS) \
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -pthread $(WARNINGS) $(CFLAGS) $(CPPFLAGS) \
 	$(SANFLAGS) -I. -Isrc -Iinclude -MMD -MP
 ifneq ($(WERROR),)
   BASE_CFLAGS += -Werror
@@ -54,6 +54,19 @@ VRAMCTL := $(O)/vramctl
 SIM_CUDA := $(O)/sim/libcuda.so.1
 SIM_NVML := $(O)/sim/libnvidia-ml.so.1
 
+# The version has one source, debian/changelog's first line ("vramctl (X)"):
+# the Debian packages and src/common/version.h (`vramctl --version`, the
+# build_info metric) both take it from there.
+VERSION := $(shell awk 'NR == 1 { gsub(/[()]/, "", $$2); print $$2 }' debian/changelog)
+BASE_CFLAGS += -DVRAMCTL_VERSION_TEXT='"$(VERSION)"'
+
+# Debian's multiarch triplet: the packaged library lives in
+# /usr/lib/<triplet>/vramctl/, and vramctl looks there (src/cli/paths.c).
+ifeq ($(origin MULTIARCH),undefined)
+  MULTIARCH := $(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || \
+	gcc -print-multiarch 2>/dev/null)
+endif
+
 # Filled in by the module.mk files.
 ALL_TARGETS :=
 TESTS :=
@@ -64,7 +77,7 @@ TEST_SCRIPTS :=
 .SECONDARY:
 all: build-all
 
-$(O)/%.o: %.c
+$(O)/%.o: %.c debian/changelog
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -c $< -o $@
 
@@ -80,25 +93,63 @@ test: build-all $(TESTS)
 check:
 	@tests/check
 
-# Installed layout (what vramctl looks for beside itself):
+# Installed layout (vramctl finds its files relative to itself, paths.c):
 #   $(PREFIX)/bin/vramctl
-#   $(PREFIX)/lib/vramctl/libvramctl.so        the injected library
-#   $(PREFIX)/lib/vramctl/sim/                  the simulated GPU, for the demo
-#   $(PREFIX)/libexec/vramctl/vramctl-demo-app
-#   $(PREFIX)/libexec/vramctl/vramctl-doctor-probe   (doctor's self-test)
-#   $(PREFIX)/libexec/vramctl/vramctl-NAME     heavy commands (src/cli/module.mk)
-#   $(PREFIX)/share/man/man1/vramctl*.1
+#   $(LIBDIR)/libvramctl.so                     the injected library
+#   $(LIBDIR)/sim/                              the simulated GPU, for the demo
+#   $(LIBEXECDIR)/vramctl-demo-app
+#   $(LIBEXECDIR)/vramctl-doctor-probe         (doctor's self-test)
+#   $(LIBEXECDIR)/vramctl-NAME                 heavy commands (src/cli/module.mk)
+#   $(LIBDIR)/ld.so.preload                     one line naming the library (CDI specs mount it)
+#   $(PREFIX)/share/man/man1/vramctl*.1, man5/vramctl.conf.5
+#   $(BASHCOMPDIR)/vramctl, $(ZSHCOMPDIR)/_vramctl   shell completion
+#   $(SYSCONFDIR)/vramctl/vramctl.conf          the admin's file (kept if present)
+# LIBDIR may be $(PREFIX)/lib/vramctl or $(PREFIX)/lib/<triplet>/vramctl
+# (the Debian package's, debian/rules).
 PREFIX ?= /usr/local
-install: build-all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/vramctl/sim \
-		$(DESTDIR)$(PREFIX)/libexec/vramctl $(DESTDIR)$(PREFIX)/share/man/man1
+LIBDIR ?= $(PREFIX)/lib/vramctl
+LIBEXECDIR ?= $(PREFIX)/libexec/vramctl
+SYSCONFDIR ?= /etc
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
+# What an installation holds (not the tests): `make programs`.
+.PHONY: programs
+programs: $(VRAMCTL) $(CLI_HELPER_BINS) $(HOOK_LIB) $(HOOK_PRELOAD) $(SIM_CUDA) $(SIM_NVML) $(DEMO_APP) \
+	$(DOCTOR_PROBE)
+install: programs
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR)/sim $(DESTDIR)$(LIBEXECDIR) \
+		$(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
+		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(SYSCONFDIR)/vramctl
 	install -m 0755 $(VRAMCTL) $(DESTDIR)$(PREFIX)/bin/vramctl
-	install -m 0755 $(HOOK_LIB) $(DESTDIR)$(PREFIX)/lib/vramctl/libvramctl.so
-	install -m 0644 $(HOOK_PRELOAD) $(DESTDIR)$(PREFIX)/lib/vramctl/ld.so.preload
-	install -m 0755 $(SIM_CUDA) $(SIM_NVML) $(DESTDIR)$(PREFIX)/lib/vramctl/sim/
-	install -m 0755 $(O)/libexec/vramctl-demo-app $(O)/libexec/vramctl-doctor-probe \
-		$(CLI_HELPER_BINS) $(DESTDIR)$(PREFIX)/libexec/vramctl/
+	install -m 0644 $(HOOK_LIB) $(DESTDIR)$(LIBDIR)/libvramctl.so
+	install -m 0644 $(HOOK_PRELOAD) $(DESTDIR)$(LIBDIR)/ld.so.preload
+	install -m 0644 $(SIM_CUDA) $(SIM_NVML) $(DESTDIR)$(LIBDIR)/sim/
+	install -m 0755 $(DEMO_APP) $(DOCTOR_PROBE) $(CLI_HELPER_BINS) $(DESTDIR)$(LIBEXECDIR)/
 	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 0644 man/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
+	$(VRAMCTL) completion bash >$(DESTDIR)$(BASHCOMPDIR)/vramctl
+	$(VRAMCTL) completion zsh >$(DESTDIR)$(ZSHCOMPDIR)/_vramctl
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/vramctl/vramctl.conf ]; then \
+		echo "keeping $(DESTDIR)$(SYSCONFDIR)/vramctl/vramctl.conf"; \
+	else \
+		install -m 0644 etc/vramctl.conf $(DESTDIR)$(SYSCONFDIR)/vramctl/vramctl.conf; \
+	fi
+
+# The Debian packages vramctl and vramctl-slurm (debian/), built with
+# dpkg-buildpackage from a copy of the tree's files (tracked and new, not
+# ignored ones), into $(BUILD)/deb/. The package build takes none of this
+# make's variables (CC, SANITIZE, WERROR): it is debian/rules' own.
+DEB_DIR := $(BUILD)/deb
+.PHONY: deb
+deb:
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/vramctl-$(VERSION)
+	git ls-files -z -c -o --exclude-standard | \
+		tar --null -T - --ignore-failed-read -cf - 2>/dev/null | \
+		tar -xf - -C $(DEB_DIR)/vramctl-$(VERSION)
+	cd $(DEB_DIR)/vramctl-$(VERSION) && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+		DEB_BUILD_OPTIONS="parallel=$$(nproc) $$DEB_BUILD_OPTIONS" dpkg-buildpackage -b -us -uc
+	rm -rf $(DEB_DIR)/vramctl-$(VERSION)
+	@ls $(DEB_DIR)/*.deb
 
 # The C files of the tree: tracked ones in a git clone, else every one
 # outside the build folders.

@@ -1,5 +1,7 @@
-# tests: unit tests of the pure helpers in src/common. Each module keeps the
-# tests of its own code beside its module.mk's rules (tests/<module>/).
+# tests: unit tests of the pure helpers in src/common, and the Debian
+# packages (tests/pkg: `make deb`, lintian, dpkg -i into a fresh root). Each
+# module keeps the tests of its own code beside its module.mk's rules
+# (tests/<module>/).
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(O)/tests/unit/%,$(wildcard tests/unit/*.c))
 $(O)/tests/unit/%: $(O)/tests/unit/%.o $(COMMON_LIB)
 	$(CC) $(BASE_LDFLAGS) -o $@ $^
@@ -14,3 +16,4 @@ ALL_TARGETS += $(O)/tests/cli/regpoke
 # tests/cdi: `vramctl cdi` specs against the vendored CDI schema, and the
 # container test in a real runtime (podman + runc).
 TEST_SCRIPTS += $(sort $(wildcard tests/cdi/*.sh))
+TEST_SCRIPTS += tests/pkg/deb.sh

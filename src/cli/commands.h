@@ -14,5 +14,10 @@ int cmd_top(int argc, char **argv);    /* top.c */
 int cmd_export(int argc, char **argv); /* export.c */
 int cmd_doctor(int argc, char **argv); /* doctor.c */
 int cmd_cdi(int argc, char **argv);    /* cdi.c */
+int cmd_kernel(int argc, char **argv);     /* kernel.c */
+int cmd_completion(int argc, char **argv); /* completion.c */
+
+/* Calls emit with the name of every Jupyter kernelspec found (kernel.c). */
+void cli_kernel_names(void (*emit)(const char *name));
 
 #endif /* VRAMCTL_CLI_COMMANDS_H */

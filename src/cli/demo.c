@@ -90,12 +90,11 @@ int cmd_demo(int argc, char **argv)
 		        DEMO_APP, dir, dir);
 		return VR_EXIT_ERROR;
 	}
-	if (!real && !vr_found(dir, "sim/libcuda.so.1", sim, sizeof(sim)) &&
-	    !vr_found(dir, "../lib/vramctl/sim/libcuda.so.1", sim, sizeof(sim))) {
+	if (!real && cli_find_libfile("sim/libcuda.so.1", sim, sizeof(sim)) < 0) {
 		fprintf(stderr,
-		        "vramctl: demo: cannot find the simulated driver (looked in %s/sim and "
-		        "%s/../lib/vramctl/sim); build it with 'make', or use --real\n",
-		        dir, dir);
+		        "vramctl: demo: cannot find the simulated driver sim/libcuda.so.1 (looked "
+		        "in %s); build it with 'make', or use --real\n",
+		        sim);
 		return VR_EXIT_ERROR;
 	}
 

@@ -26,6 +26,8 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/run.h"
+#include "common/siteconf.h"
 #include "monitor/collect.h"
 #include "monitor/format.h"
 
@@ -250,7 +252,7 @@ int cmd_export(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	const char *listen = DEFAULT_LISTEN, *registry = NULL;
+	const char *listen = NULL, *registry = NULL;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+l:r:h", opts, NULL)) != -1) {
@@ -273,6 +275,11 @@ int cmd_export(int argc, char **argv)
 		fprintf(stderr, "vramctl: export: unexpected argument '%s'\n", argv[optind]);
 		return 125;
 	}
+	/* Without --listen, the admin's export_listen (vramctl.conf(5)). */
+	if (!listen && cli_site_check("vramctl export") < 0)
+		return 125;
+	if (!listen && !(listen = VR_SITE_TEXT_OF(vr_site_get(), export_listen)))
+		listen = DEFAULT_LISTEN;
 	struct sockaddr_storage ss;
 	socklen_t sl;
 	if (parse_listen(listen, &ss, &sl) < 0) {

@@ -150,3 +150,18 @@ int cli_spawn(const char *const argv[])
 		return 128 + WTERMSIG(status);
 	return VR_EXIT_ERROR;
 }
+
+int cli_exec(const char *const argv[])
+{
+	int err;
+
+	if (!argv || !argv[0] || !argv[0][0]) {
+		fprintf(stderr, "vramctl: no command to run\n");
+		return VR_EXIT_ERROR;
+	}
+	fflush(NULL);
+	execvp(argv[0], (char *const *)argv);
+	err = errno;
+	fprintf(stderr, "vramctl: cannot run '%s': %s\n", argv[0], strerror(err));
+	return err == ENOENT || err == ENOTDIR ? VR_EXIT_NOTFOUND : VR_EXIT_NOEXEC;
+}

@@ -23,13 +23,15 @@ static const struct {
     {"export", NULL, "serve Prometheus metrics over HTTP"},
     {"doctor", cmd_doctor, "check that this machine is set up for caps, and what to fix"},
     {"cdi", cmd_cdi, "write a CDI spec that caps containers (podman, Kubernetes)"},
+    {"kernel", cmd_kernel, "Jupyter kernels that run under a cap"},
+    {"completion", cmd_completion, "print the bash or zsh completion script"},
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: vramctl COMMAND [ARG...]\n\ncommands:\n");
 	for (size_t i = 0; i < VR_ARRAY_LEN(commands); i++)
-		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\n'vramctl COMMAND --help' for a command's options; man vramctl for more.\n");
 }
 

@@ -95,3 +95,6 @@ $(O)/tests/cli/test_top_layout: $(O)/tests/cli/test_top_layout.o $(O)/src/cli/to
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_LDFLAGS) -o $@ $^
 TESTS += $(O)/tests/cli/test_top_layout
+
+# The multiarch triplet (Makefile), where the Debian package keeps the library.
+$(O)/src/cli/paths.o: BASE_CFLAGS += -DVR_MULTIARCH='"$(MULTIARCH)"'

@@ -33,7 +33,7 @@ static void run_usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: vramctl run [--limit SPEC]... [--spill[=SIZE]] [--growth] [--group NAME]\n"
-	        "                   [--] COMMAND [ARG...]\n"
+	        "                   [--exec] [--] COMMAND [ARG...]\n"
 	        "\n"
 	        "Runs COMMAND, and every process it starts, under a GPU memory cap.\n"
 	        "\n"
@@ -49,6 +49,8 @@ static void run_usage(FILE *f)
 	        "                    demand instead\n"
 	        "  --group NAME      share one cap per device with every process run with the\n"
 	        "                    same NAME (default: a new group for this run)\n"
+	        "  --exec            become COMMAND instead of waiting for it (needs --group;\n"
+	        "                    the group's books stay for its next members)\n"
 	        "  -h, --help        this text\n"
 	        "\n"
 	        "Exit status: COMMAND's own; 125 vramctl's error; 126 not executable;\n"
@@ -131,21 +133,14 @@ static void unique_group(char *buf, size_t len)
 	snprintf(buf, len, "run-%d-%08x", (int)getpid(), r);
 }
 
-static int file_exists(const char *path)
-{
-	return access(path, R_OK) == 0;
-}
-
 /*
- * The injected library: $VRAMCTL_LIBRARY, else beside the vramctl binary (a
- * build tree), else ../lib/vramctl/ from it (an installed layout).
+ * The injected library: $VRAMCTL_LIBRARY, else in vramctl's library folder
+ * (cli_find_libfile: a build tree, make install, the Debian package).
  */
 int cli_find_library(char *out, size_t len, char *err, size_t errlen)
 {
 	const char *env = getenv(VR_ENV_LIBRARY);
-	char exe[PATH_MAX], cand[PATH_MAX + 64];
-	ssize_t n;
-	char *slash;
+	char cand[PATH_MAX + 64];
 
 	if (env && *env) {
 		if (!realpath(env, out) || strlen(out) >= len) {
@@ -155,22 +150,9 @@ int cli_find_library(char *out, size_t len, char *err, size_t errlen)
 		}
 		return 0;
 	}
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0) {
-		snprintf(err, errlen, "cannot find its own path: %s (set %s)", strerror(errno),
-		         VR_ENV_LIBRARY);
-		return -1;
-	}
-	exe[n] = '\0';
-	slash = strrchr(exe, '/');
-	if (slash)
-		*slash = '\0';
-	snprintf(cand, sizeof(cand), "%s/%s", exe, VR_LIBRARY_NAME);
-	if (!file_exists(cand))
-		snprintf(cand, sizeof(cand), "%s/../lib/vramctl/%s", exe, VR_LIBRARY_NAME);
-	if (!file_exists(cand) || !realpath(cand, out)) {
-		snprintf(err, errlen, "cannot find %s (looked in %s and %s/../lib/vramctl); set %s",
-		         VR_LIBRARY_NAME, exe, exe, VR_ENV_LIBRARY);
+	if (cli_find_libfile(VR_LIBRARY_NAME, cand, sizeof(cand)) < 0 || !realpath(cand, out)) {
+		snprintf(err, errlen, "cannot find %s (looked in %s); set %s", VR_LIBRARY_NAME,
+		         cand, VR_ENV_LIBRARY);
 		return -1;
 	}
 	return 0;
@@ -212,7 +194,7 @@ int cmd_run(int argc, char **argv)
 	struct vr_launch_group g = {.member = NULL};
 	char spec[4096], group[VR_GROUP_NAME_MAX + 1], lib[PATH_MAX], why[256] = "", err[512];
 	const char *group_opt = NULL, *value;
-	int growth = 0, have_limit = 0, have_spill = 0, ndev = -1, i, rc;
+	int growth = 0, have_limit = 0, have_spill = 0, exec_self = 0, ndev = -1, i, rc;
 	uint64_t spill = 0;
 
 	memset(&lim, 0, sizeof(lim));
@@ -231,6 +213,10 @@ int cmd_run(int argc, char **argv)
 		}
 		if (!strcmp(a, "--growth")) {
 			growth = 1;
+			continue;
+		}
+		if (!strcmp(a, "--exec")) {
+			exec_self = 1;
 			continue;
 		}
 		/* --spill[=SIZE]: the value only with '=' (a separate word is the
@@ -269,6 +255,19 @@ int cmd_run(int argc, char **argv)
 		run_usage(stderr);
 		return VR_EXIT_ERROR;
 	}
+	if (cli_site_check("vramctl run") < 0)
+		return VR_EXIT_ERROR;
+	/* The site's default cap, unless an enclosing run or job set one. */
+	if (!have_limit && !getenv(VR_ENV_LIMIT) && cli_site_default_spec()) {
+		if (add_limit(&lim, cli_site_default_spec()) < 0)
+			return VR_EXIT_ERROR;
+		have_limit = 1;
+	}
+	if (exec_self && !group_opt) {
+		fprintf(stderr, "vramctl: run: --exec needs --group (a run's own group ends with "
+		                "vramctl, which --exec replaces)\n");
+		return VR_EXIT_ERROR;
+	}
 	if (have_spill && !have_limit) {
 		fprintf(stderr,
 		        "vramctl: --spill needs --limit: spill serves what passes the cap\n");
@@ -298,6 +297,8 @@ int cmd_run(int argc, char **argv)
 			fprintf(stderr, "vramctl: --limit: %s\n", err);
 			return VR_EXIT_ERROR;
 		}
+		if (cli_site_clamp(&lim, devs, ndev, spec, sizeof(spec)) < 0)
+			return VR_EXIT_ERROR;
 	}
 	char liberr[2 * PATH_MAX + 128];
 	if (cli_find_library(lib, sizeof(lib), liberr, sizeof(liberr)) < 0) {
@@ -336,6 +337,12 @@ int cmd_run(int argc, char **argv)
 	if (vr_contract_apply(&c, cli_set_own_env, NULL, err, sizeof(err)) < 0) {
 		fprintf(stderr, "vramctl: %s\n", err);
 		rc = VR_EXIT_ERROR;
+	} else if (exec_self) {
+		/* The command takes vramctl's place (a Jupyter kernel: the process
+		 * Jupyter signals is the kernel). The named group keeps its books. */
+		if (g.member)
+			vr_leave(g.member);
+		return cli_exec((const char *const *)(argv + i));
 	} else {
 		rc = cli_spawn((const char *const *)(argv + i));
 	}

@@ -33,6 +33,17 @@ int cli_devices(struct vr_launch_dev *devs, int max, char *err, size_t errlen);
  */
 int cli_spawn(const char *const argv[]);
 
+/* Replaces vramctl with argv[0] (searched in PATH). Returns only on
+ * failure: 127 if not found, 126 if not executable (with a message). */
+int cli_exec(const char *const argv[]);
+
+/*
+ * A file of vramctl's library folder (rel: "libvramctl.so", "sim/..."):
+ * beside the binary, ../lib/vramctl or ../lib/<triplet>/vramctl from it.
+ * Returns 0 with the path in out, or -1 with the folders looked in in out.
+ */
+int cli_find_libfile(const char *rel, char *out, size_t len);
+
 /*
  * The injected library's path (see run.c): 0, or -1 with the reason in err.
  */
@@ -62,5 +73,17 @@ int cli_remove_tree(const char *dir);
 struct vr_limits;
 int cli_opt_value(int argc, char **argv, int *i, const char *name, const char **value);
 int cli_add_limit(struct vr_limits *all, const char *arg);
+ * The administrator's configuration file (site.c, vramctl.conf(5)).
+ * cli_site_check: 0, or -1 after a message saying the file is unusable and
+ * `what` is refused. cli_site_default_spec: the cap for a run without
+ * --limit (default_limit, else max_limit), or NULL.
+ * cli_site_clamp: lowers the caps in lim (and its text, spec) to the
+ * site's maximum on every device (a notice for each), rewriting both as
+ * per-device UUID=amount items when one was lowered. 0, or -1.
+ */
+int cli_site_check(const char *what);
+const char *cli_site_default_spec(void);
+int cli_site_clamp(struct vr_limits *lim, const struct vr_launch_dev *devs, int ndev, char *spec,
+                   size_t len);
 
 #endif /* VRAMCTL_CLI_RUN_H */

@@ -6,6 +6,7 @@
 #define VRAMCTL_TEXT_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "common/compiler.h"
 
@@ -25,5 +26,14 @@ char *vr_text_escape(char *dst, size_t len, const char *src);
 /* Copies src into dst whole: 0, or -ENAMETOOLONG (dst untouched) when it
  * needs more than len bytes with its NUL. */
 int vr_text_copy(char *dst, size_t len, const char *src);
+
+/*
+ * A registry directory from a site's pattern: every "%u" replaced by uid,
+ * "%%" by "%". Returns 0, -EINVAL for another '%' sequence, or -ENAMETOOLONG.
+ * VR_DEFAULT_DIR_PREFIX "%u" is the library's own default for that uid.
+ * (Here, not in src/launch, because the library and the registry read a
+ * site's pattern too: vramctl.conf's registry_dir.)
+ */
+int vr_dir_pattern(const char *pattern, uid_t uid, char *buf, size_t len);
 
 #endif /* VRAMCTL_TEXT_H */

@@ -25,6 +25,7 @@
 #define VR_NVML_PROTOTYPES
 #include "common/contract.h"
 #include "common/hami.h"
+#include "common/siteconf.h"
 #include "common/spill.h"
 #include "hook/books.h"
 #include "hook/devices.h"
@@ -185,8 +186,16 @@ static void config_init_once(void)
 		read_option(&options[i]);
 	read_hami();
 
+	/* The admin's file: a maximum holds even without VRAMCTL_LIMIT, and a
+	 * file that cannot be used fails closed (vramctl.conf(5)). */
+	const struct vr_site *site = vr_site_get();
+	if (site->bad) {
+		vr_g.limit_bad = 1;
+		config_error("%s; every device allocation is refused (fail closed)", site->err);
+	}
+
 	if (vr_g.limit_bad) {
-		vr_g.active = 1; /* too long to read: fail closed (read_option) */
+		vr_g.active = 1; /* unreadable cap or config: fail closed */
 	} else if (vr_g.limit_text[0]) {
 		char err[256];
 		if (vr_parse_limits(vr_g.limit_text, &vr_g.limits, err, sizeof err) != 0) {
@@ -197,6 +206,8 @@ static void config_init_once(void)
 			             "(fail closed)",
 			             err);
 		}
+		vr_g.active = 1;
+	} else if (vr_site_has_max(site)) {
 		vr_g.active = 1;
 	}
 

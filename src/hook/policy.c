@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "hook/policy.h"
+#include "common/siteconf.h"
 #include "hook/books.h"
 
 /*
@@ -119,14 +120,32 @@ void vr_policy_check_devices(void)
 
 void vr_policy_device(struct vr_dev *d)
 {
-	uint64_t cap = UINT64_MAX;
+	uint64_t cap = UINT64_MAX, max = UINT64_MAX;
 	vr_policy_check_devices(); /* normally done already, before the devices lock */
 	if (vr_g.limit_bad || atomic_load(&devices_bad) ||
 	    !atomic_load_explicit(&devices_checked, memory_order_acquire))
 		cap = 0;
 	else if (!vr_limits_cap_for(&vr_g.limits, d->ordinal, d->uuid_text, d->phys_total, &cap))
 		cap = UINT64_MAX;
+	/* The admin's maximum (vramctl.conf(5)): the environment never raises it. */
+	if (vr_site_max_for(vr_site_get(), d->ordinal, d->uuid_text, d->phys_total, &max) &&
+	    max < cap) {
+		if (cap != UINT64_MAX)
+			vr_log(VR_LOG_WARN, "GPU %d: the cap is lowered to the site's maximum",
+			       d->ordinal);
+		cap = max;
+	}
 	vr_books_device(d, cap);
+	if (d->cap > max) {
+		/* A group fixed above the maximum (before the admin set it): this
+		 * process holds the maximum in books of its own. */
+		vr_log(VR_LOG_WARN,
+		       "GPU %d: the group's cap is above the site's maximum; this process "
+		       "keeps its own books under the maximum",
+		       d->ordinal);
+		d->reg = -1;
+		d->cap = max;
+	}
 	d->capped = d->cap != UINT64_MAX;
 	if (d->capped && d->cap != cap && cap != UINT64_MAX)
 		vr_log(VR_LOG_INFO, "GPU %d: the group's cap is in force", d->ordinal);

@@ -132,39 +132,6 @@ int vr_contract_undo(const char *lib, const char *cur_preload, vr_setenv_fn set,
 	return rc ? -1 : 0;
 }
 
-int vr_dir_pattern(const char *pattern, uid_t uid, char *buf, size_t len)
-{
-	size_t o = 0;
-	const char *p;
-
-	for (p = pattern; *p; p++) {
-		char piece[24];
-		size_t n;
-
-		if (*p == '%' && p[1] == 'u') {
-			snprintf(piece, sizeof(piece), "%lu", (unsigned long)uid);
-			p++;
-		} else if (*p == '%' && p[1] == '%') {
-			strcpy(piece, "%");
-			p++;
-		} else if (*p == '%') {
-			return -EINVAL;
-		} else {
-			piece[0] = *p;
-			piece[1] = '\0';
-		}
-		n = strlen(piece);
-		if (o + n >= len)
-			return -ENAMETOOLONG;
-		memcpy(buf + o, piece, n);
-		o += n;
-	}
-	if (o >= len)
-		return -ENAMETOOLONG;
-	buf[o] = '\0';
-	return 0;
-}
-
 static int is_index(const char *s)
 {
 	if (!*s)

@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include "common/size.h"
+#include "common/text.h" /* vr_dir_pattern */
 #include "registry/registry.h"
 
 /* Where a launcher that ships beside the library finds it. */
@@ -83,13 +84,6 @@ int vr_contract_apply(const struct vr_contract *c, vr_setenv_fn set, void *ctx, 
  * cur_preload (LD_PRELOAD unset when nothing else is left). Returns 0 or -1.
  */
 int vr_contract_undo(const char *lib, const char *cur_preload, vr_setenv_fn set, void *ctx);
-
-/*
- * A registry directory from a site's pattern: every "%u" replaced by uid,
- * "%%" by "%". Returns 0, -EINVAL for another '%' sequence, or -ENAMETOOLONG.
- * VR_DEFAULT_DIR_PREFIX "%u" is the library's own default for that uid.
- */
-int vr_dir_pattern(const char *pattern, uid_t uid, char *buf, size_t len);
 
 /*
  * The request's spec normalised against the devices the program will see:

@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include "common/contract.h"
+#include "common/siteconf.h"
+#include "common/text.h"
 #include "registry/member.h"
 #include "registry/util.h"
 
@@ -400,6 +402,9 @@ int vr_default_dir(char *buf, size_t len)
 		return -EINVAL;
 	if (e && *e) {
 		n = snprintf(buf, len, "%s", e);
+	} else if ((e = VR_SITE_TEXT_OF(vr_site_get(), registry_dir))) {
+		/* The admin's choice (vramctl.conf(5)), checked when it was read. */
+		return vr_dir_pattern(e, geteuid(), buf, len);
 	} else if ((e = getenv("XDG_RUNTIME_DIR")) && e[0] == '/') {
 		n = snprintf(buf, len, "%s/vramctl", e);
 	} else {

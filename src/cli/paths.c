@@ -1,0 +1,40 @@
+/*
+ * paths.c - where an installed vramctl finds its own files, relative to
+ * the binary so that every layout is relocatable:
+ *
+ *   build tree     $(O)/vramctl, $(O)/libvramctl.so, $(O)/sim/
+ *   make install   PREFIX/bin/vramctl, PREFIX/lib/vramctl/
+ *   Debian         /usr/bin/vramctl, /usr/lib/<triplet>/vramctl/ (a private
+ *                  directory, as Debian keeps preload libraries)
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/libexec.h"
+#include "cli/run.h"
+
+/* Set by the Makefile (dpkg-architecture); empty where there is none. */
+#ifndef VR_MULTIARCH
+#define VR_MULTIARCH ""
+#endif
+
+int cli_find_libfile(const char *rel, char *out, size_t len)
+{
+	static const char *const dirs[] = {"", "/../lib/vramctl",
+	                                   "/../lib/" VR_MULTIARCH "/vramctl"};
+	char self[PATH_MAX];
+
+	if (vr_self_dir(self, sizeof self) < 0)
+		return -1;
+	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+		int n = snprintf(out, len, "%s%s/%s", self, dirs[i], rel);
+
+		if (n > 0 && (size_t)n < len && access(out, F_OK) == 0)
+			return 0;
+	}
+	snprintf(out, len, "%s, %s/../lib/vramctl or %s/../lib/%s/vramctl", self, self, self,
+	         VR_MULTIARCH);
+	return -1;
+}
