@@ -7,13 +7,13 @@
 #ifndef VRAMCTL_CLI_COMMANDS_H
 #define VRAMCTL_CLI_COMMANDS_H
 
-int cmd_run(int argc, char **argv);    /* run.c */
-int cmd_demo(int argc, char **argv);   /* demo.c */
-int cmd_status(int argc, char **argv); /* status.c */
-int cmd_top(int argc, char **argv);    /* top.c */
-int cmd_export(int argc, char **argv); /* export.c */
-int cmd_doctor(int argc, char **argv); /* doctor.c */
-int cmd_cdi(int argc, char **argv);    /* cdi.c */
+int cmd_run(int argc, char **argv);        /* run.c */
+int cmd_demo(int argc, char **argv);       /* demo.c */
+int cmd_status(int argc, char **argv);     /* status.c */
+int cmd_top(int argc, char **argv);        /* top.c */
+int cmd_export(int argc, char **argv);     /* export.c */
+int cmd_doctor(int argc, char **argv);     /* doctor.c */
+int cmd_cdi(int argc, char **argv);        /* cdi.c */
 int cmd_kernel(int argc, char **argv);     /* kernel.c */
 int cmd_completion(int argc, char **argv); /* completion.c */
 

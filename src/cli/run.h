@@ -73,6 +73,8 @@ int cli_remove_tree(const char *dir);
 struct vr_limits;
 int cli_opt_value(int argc, char **argv, int *i, const char *name, const char **value);
 int cli_add_limit(struct vr_limits *all, const char *arg);
+
+/*
  * The administrator's configuration file (site.c, vramctl.conf(5)).
  * cli_site_check: 0, or -1 after a message saying the file is unusable and
  * `what` is refused. cli_site_default_spec: the cap for a run without
