@@ -24,6 +24,7 @@
 #include "cli/run.h"
 #include "common/compiler.h"
 #include "common/contract.h"
+#include "common/siteconf.h"
 #include "common/size.h"
 #include "common/spill.h"
 #include "launch/launch.h"
@@ -290,6 +291,11 @@ int cmd_run(int argc, char **argv)
 		int need_devices = group_opt != NULL;
 		for (int k = 0; k < lim.count; k++)
 			need_devices |= lim.item[k].dev[0] != '\0';
+		/* A site maximum is applied here, per device, so that the
+		 * lowered cap is said once, by the CLI (vramctl.conf(5)). */
+		const struct vr_site *site = vr_site_get();
+		for (int f = 0; f < site->nfiles; f++)
+			need_devices |= site->file[f].max.count > 0;
 		if (need_devices)
 			ndev = cli_devices(devs, VR_MAX_DEVICES, why, sizeof(why));
 		if (vr_launch_normalise(&lim, devs, ndev, why, spec, sizeof(spec), err,

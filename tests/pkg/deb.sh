@@ -46,6 +46,7 @@ dp -i "$deb/vramctl_${version}_amd64.deb" "$deb/vramctl-slurm_${version}_amd64.d
 triplet=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 for f in usr/bin/vramctl "usr/lib/$triplet/vramctl/libvramctl.so" \
 	"usr/lib/$triplet/vramctl/sim/libcuda.so.1" usr/libexec/vramctl/vramctl-demo-app \
+	usr/libexec/vramctl/vramctl-top usr/libexec/vramctl/vramctl-export "usr/lib/$triplet/vramctl/ld.so.preload" \
 	usr/share/man/man1/vramctl.1.gz usr/share/man/man1/vramctl-kernel.1.gz \
 	usr/share/man/man5/vramctl.conf.5.gz usr/share/bash-completion/completions/vramctl \
 	usr/share/zsh/vendor-completions/_vramctl etc/vramctl/vramctl.conf \
