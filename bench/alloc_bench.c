@@ -11,6 +11,10 @@
  *   spilled    a cap of one byte: every allocation is served from pinned
  *              host memory (cuMemHostAlloc, cuMemFreeHost): a spilled
  *              allocation against a device one (the capped row)
+ *   capped+trace, capped+report, capped+stacks
+ *              the same with what `vramctl run --trace`, `--report` and
+ *              `--report --stacks` make the library record (ratios against
+ *              capped)
  *
  * Each mode runs in its own process (this program re-executes itself), so
  * "direct" really is the driver alone. Also shows that calls vramctl does
@@ -31,8 +35,9 @@
 #define VR_CUDA_PROTOTYPES
 #include "common/cuda_api.h"
 
-#define PAIRS 200000
-#define SIZE  4096
+#define PAIRS_DEFAULT 200000
+static int pairs = PAIRS_DEFAULT; /* ALLOC_BENCH_PAIRS overrides (callgrind runs) */
+#define SIZE 4096
 
 static CUcontext ctx;
 
@@ -53,13 +58,13 @@ static void *loop(void *arg)
 		cuMemFree_v2(p);
 	}
 	double t0 = now();
-	for (int i = 0; i < PAIRS; i++) {
+	for (int i = 0; i < pairs; i++) {
 		if (cuMemAlloc_v2(&p, SIZE) != CUDA_SUCCESS || cuMemFree_v2(p) != CUDA_SUCCESS) {
 			fprintf(stderr, "alloc_bench: driver call failed\n");
 			exit(1);
 		}
 	}
-	*ns = (now() - t0) / PAIRS;
+	*ns = (now() - t0) / pairs;
 	return NULL;
 }
 
@@ -79,6 +84,9 @@ static double run(int n)
 
 static int measure(void)
 {
+	const char *np = getenv("ALLOC_BENCH_PAIRS");
+	if (np && atoi(np) > 0)
+		pairs = atoi(np);
 	CUdevice dev;
 	if (cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
 	    cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS)
@@ -103,10 +111,13 @@ static int measure(void)
 	return 0;
 }
 
-/* Runs `self measure` with LD_PRELOAD (or none), a cap (or none) and a
- * spill budget (or none). */
-static int spawn(const char *preload, const char *limit, const char *spill, double *one,
-                 double *four, int *same)
+static char record_dir[4096];
+
+/* Runs `self measure` with LD_PRELOAD (or none), a cap (or none), a spill
+ * budget (or none) and what `vramctl run --report/--trace` records
+ * (VRAMCTL_RECORD, or none). */
+static int spawn(const char *preload, const char *limit, const char *spill, const char *record,
+                 double *one, double *four, int *same)
 {
 	int fd[2];
 	if (pipe(fd) != 0)
@@ -129,6 +140,13 @@ static int spawn(const char *preload, const char *limit, const char *spill, doub
 		else
 			unsetenv("VRAMCTL_SPILL");
 		setenv("VRAMCTL_LOG", "error", 1);
+		if (record) {
+			setenv("VRAMCTL_RECORD_DIR", record_dir, 1);
+			setenv("VRAMCTL_RECORD", record, 1);
+		} else {
+			unsetenv("VRAMCTL_RECORD_DIR");
+			unsetenv("VRAMCTL_RECORD");
+		}
 		execl("/proc/self/exe", "alloc_bench", "measure", (char *)NULL);
 		_exit(127);
 	}
@@ -160,27 +178,50 @@ int main(int argc, char **argv)
 			*slash = 0;
 		snprintf(lib, sizeof lib, "%s/../libvramctl.so", self);
 	}
-	double d1, d4, i1, i4, c1, c4, s1, s4, h1, h4;
-	int same_d, same_i, same_c, same_s, same_h;
-	if (spawn(NULL, NULL, NULL, &d1, &d4, &same_d) ||
-	    spawn(lib, NULL, NULL, &i1, &i4, &same_i) ||
-	    spawn(lib, "1T", NULL, &c1, &c4, &same_c) ||
-	    spawn(lib, "1T", "1T", &s1, &s4, &same_s) || spawn(lib, "1", "1T", &h1, &h4, &same_h)) {
+	const char *tmp = getenv("TMPDIR");
+	snprintf(record_dir, sizeof record_dir, "%s/alloc_bench.XXXXXX",
+	         tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(record_dir)) {
+		perror("alloc_bench: mkdtemp");
+		return 1;
+	}
+	double d1, d4, i1, i4, c1, c4, s1, s4, h1, h4, t1, t4, r1, r4, k1, k4;
+	int same_d, same_i, same_c, same_s, same_h, same_x;
+	if (spawn(NULL, NULL, NULL, NULL, &d1, &d4, &same_d) ||
+	    spawn(lib, NULL, NULL, NULL, &i1, &i4, &same_i) ||
+	    spawn(lib, "1T", NULL, NULL, &c1, &c4, &same_c) ||
+	    spawn(lib, "1T", "1T", NULL, &s1, &s4, &same_s) ||
+	    spawn(lib, "1", "1T", NULL, &h1, &h4, &same_h) ||
+	    spawn(lib, "1T", NULL, "trace", &t1, &t4, &same_x) ||
+	    spawn(lib, "1T", NULL, "report", &r1, &r4, &same_x) ||
+	    spawn(lib, "1T", NULL, "report,stacks", &k1, &k4, &same_x)) {
 		fprintf(stderr, "alloc_bench: a measuring run failed (driver found? %s)\n", lib);
 		return 1;
 	}
+	/* The records the runs left (one file per run). */
+	char cmd[4200];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", record_dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "alloc_bench: could not remove %s\n", record_dir);
 	printf("cuMemAlloc_v2 + cuMemFree_v2 of %d bytes, %d pairs per thread, ns per pair\n", SIZE,
-	       PAIRS);
-	printf("%-10s %10s %10s %10s %10s\n", "", "1 thread", "added", "4 threads", "added");
-	printf("%-10s %10.1f %10s %10.1f %10s\n", "direct", d1, "-", d4, "-");
-	printf("%-10s %10.1f %+10.1f %10.1f %+10.1f  (x%.2f, x%.2f)\n", "invisible", i1, i1 - d1,
+	       PAIRS_DEFAULT);
+	printf("%-16s %10s %10s %10s %10s\n", "", "1 thread", "added", "4 threads", "added");
+	printf("%-16s %10.1f %10s %10.1f %10s\n", "direct", d1, "-", d4, "-");
+	printf("%-16s %10.1f %+10.1f %10.1f %+10.1f  (x%.2f, x%.2f)\n", "invisible", i1, i1 - d1,
 	       i4, i4 - d4, i1 / d1, i4 / d4);
-	printf("%-10s %10.1f %+10.1f %10.1f %+10.1f  (x%.2f, x%.2f)\n", "capped", c1, c1 - d1, c4,
+	printf("%-16s %10.1f %+10.1f %10.1f %+10.1f  (x%.2f, x%.2f)\n", "capped", c1, c1 - d1, c4,
 	       c4 - d4, c1 / d1, c4 / d4);
 	printf("%-10s %10.1f %+10.1f %10.1f %+10.1f  (x%.2f, x%.2f; x%.2f, x%.2f of capped)\n",
 	       "spill on", s1, s1 - d1, s4, s4 - d4, s1 / d1, s4 / d4, s1 / c1, s4 / c4);
 	printf("%-10s %10.1f %+10.1f %10.1f %+10.1f  (x%.2f, x%.2f of a device pair, capped)\n",
 	       "spilled", h1, h1 - d1, h4, h4 - d4, h1 / c1, h4 / c4);
+	printf("against the plain cap (vramctl run --trace / --report / --report --stacks):\n");
+	printf("%-16s %10.1f %+10.1f %10.1f %+10.1f  (x%.2f, x%.2f of capped)\n", "capped+trace",
+	       t1, t1 - c1, t4, t4 - c4, t1 / c1, t4 / c4);
+	printf("%-16s %10.1f %+10.1f %10.1f %+10.1f  (x%.2f, x%.2f of capped)\n", "capped+report",
+	       r1, r1 - c1, r4, r4 - c4, r1 / c1, r4 / c4);
+	printf("%-16s %10.1f %+10.1f %10.1f %+10.1f  (x%.2f, x%.2f of capped)\n", "capped+stacks",
+	       k1, k1 - c1, k4, k4 - c4, k1 / c1, k4 / c4);
 	printf("unhooked calls (cuLaunchKernel via cuGetProcAddress) are the driver's own "
 	       "pointer under the library: %s\n",
 	       same_i && same_c ? "yes (zero added cost)" : "NO");

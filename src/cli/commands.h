@@ -13,5 +13,6 @@ int cmd_status(int argc, char **argv); /* status.c */
 int cmd_top(int argc, char **argv);    /* top.c */
 int cmd_export(int argc, char **argv); /* export.c */
 int cmd_doctor(int argc, char **argv); /* doctor.c */
+int cmd_plot(int argc, char **argv);   /* plot.c */
 
 #endif /* VRAMCTL_CLI_COMMANDS_H */

@@ -19,6 +19,7 @@ static const struct {
     {"top", cmd_top, "live terminal view of GPU memory and caps"},
     {"export", cmd_export, "serve Prometheus metrics over HTTP"},
     {"doctor", cmd_doctor, "check that this machine is set up for caps, and what to fix"},
+    {"plot", cmd_plot, "draw a trace of 'vramctl run --trace' (SVG or PNG)"},
 };
 
 static void usage(FILE *f)

@@ -81,3 +81,14 @@ int vr_text_copy(char *dst, size_t len, const char *src)
 	memcpy(dst, src, n + 1);
 	return 0;
 }
+
+const char *vr_command_name(const char *cmd, size_t *len)
+{
+	size_t wl = strcspn(cmd, " ");
+	const char *w = cmd;
+	for (size_t j = 0; j < wl; j++)
+		if (cmd[j] == '/')
+			w = cmd + j + 1;
+	*len = wl - (size_t)(w - cmd);
+	return w;
+}

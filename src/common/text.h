@@ -26,4 +26,9 @@ char *vr_text_escape(char *dst, size_t len, const char *src);
  * needs more than len bytes with its NUL. */
 int vr_text_copy(char *dst, size_t len, const char *src);
 
+/* The program's name in a command line: the first word without its
+ * directory ("/usr/bin/python3 -u x.py" -> "python3"). Returns where it
+ * starts and sets *len to its length (0 for an empty command). */
+const char *vr_command_name(const char *cmd, size_t *len);
+
 #endif /* VRAMCTL_TEXT_H */
