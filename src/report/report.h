@@ -37,6 +37,4 @@ struct rep_run *rep_prepare(const struct rep_opts *o, int argc, char *const argv
  * message (the report or trace could not be written). Frees r. */
 int rep_finish(struct rep_run *r, pid_t child, int wstatus, vr_member *m);
 
-/* Reading the report's JSON numbers in tests and the plot: none. */
-
 #endif /* VRAMCTL_REPORT_REPORT_H */
