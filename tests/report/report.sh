@@ -62,6 +62,14 @@ expect_eq "memprog.c" "$(jqv r.json '.processes[0].held_at_exit[0].stack[0].file
 "$V" run --limit 1G --report=r2.json -- "$P" keep 10 2>err
 expect_eq "10485760 0" "$(jqv r2.json '.processes[0].held_at_exit[0] | "\(.bytes) \(.stack | length)"')" "no stacks"
 
+# --- spilled memory where spill is on --------------------------------------------
+"$V" run --limit 64M --spill=1G --report=s.json -- "$P" keep 32 temp 64 keep 48 2>err
+expect_rc 0 $? "spilling program"
+expect_eq 67108864 "$(jqv s.json '.devices[0].spilled_peak_bytes')" "spilled peak (64 MiB)"
+expect_eq 67108864 "$(jqv s.json '.processes[0].devices[0].spilled_peak_bytes')" "process's spilled peak"
+expect_eq "50331648 spilled,33554432 linear" \
+	"$(jqv s.json '[.processes[0].held_at_exit[] | "\(.bytes) \(.kind)"] | join(",")')" "spilled block held at exit"
+
 # --- caches are not leaks -------------------------------------------------------
 # What a stream-ordered pool keeps after the program freed it is a cache.
 "$V" run --limit 1G --report=p.json -- "$P" keep 10 pool 20 2>err
