@@ -11,6 +11,9 @@
  *   spilled    a cap of one byte: every allocation is served from pinned
  *              host memory (cuMemHostAlloc, cuMemFreeHost): a spilled
  *              allocation against a device one (the capped row)
+ *   trace      capped, with --trace's recording on (VRAMCTL_RECORD=trace)
+ *   report     capped, with --report's recording on
+ *   stacks     capped, with --report --stacks (a call site per allocation)
  *
  * Each mode runs in its own process (this program re-executes itself), so
  * "direct" really is the driver alone. Also shows that calls vramctl does
@@ -66,10 +69,12 @@ static int measure(void)
 	return 0;
 }
 
-/* Runs `self measure` with LD_PRELOAD (or none), a cap (or none) and a
- * spill budget (or none). */
-static int spawn(const char *preload, const char *limit, const char *spill, double *one,
-                 double *four, int *same)
+static char record_dir[4096]; /* the members' record files (--report, --trace) */
+
+/* Runs `self measure` with LD_PRELOAD (or none), a cap (or none), a spill
+ * budget (or none) and what is recorded for --report/--trace (or none). */
+static int spawn(const char *preload, const char *limit, const char *spill, const char *record,
+                 double *one, double *four, int *same)
 {
 	int fd[2];
 	if (pipe(fd) != 0)
@@ -82,6 +87,8 @@ static int spawn(const char *preload, const char *limit, const char *spill, doub
 		env_set("LD_PRELOAD", preload);
 		env_set("VRAMCTL_LIMIT", limit);
 		env_set("VRAMCTL_SPILL", spill);
+		env_set("VRAMCTL_RECORD_DIR", record ? record_dir : NULL);
+		env_set("VRAMCTL_RECORD", record);
 		setenv("VRAMCTL_LOG", "error", 1);
 		execl("/proc/self/exe", "alloc_bench", "measure", (char *)NULL);
 		_exit(127);
@@ -103,15 +110,31 @@ int main(int argc, char **argv)
 		return measure();
 	char lib[8192];
 	library_path(argc, argv, lib, sizeof lib);
-	double d1, d4, i1, i4, c1, c4, s1, s4, h1, h4;
-	int same_d, same_i, same_c, same_s, same_h;
-	if (spawn(NULL, NULL, NULL, &d1, &d4, &same_d) ||
-	    spawn(lib, NULL, NULL, &i1, &i4, &same_i) ||
-	    spawn(lib, "1T", NULL, &c1, &c4, &same_c) ||
-	    spawn(lib, "1T", "1T", &s1, &s4, &same_s) || spawn(lib, "1", "1T", &h1, &h4, &same_h)) {
+	const char *tmp = getenv("TMPDIR");
+	snprintf(record_dir, sizeof record_dir, "%s/alloc_bench.XXXXXX",
+	         tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(record_dir)) {
+		perror("alloc_bench: mkdtemp");
+		return 1;
+	}
+	double d1, d4, i1, i4, c1, c4, s1, s4, h1, h4, t1, t4, r1, r4, k1, k4;
+	int same_d, same_i, same_c, same_s, same_h, same_x;
+	if (spawn(NULL, NULL, NULL, NULL, &d1, &d4, &same_d) ||
+	    spawn(lib, NULL, NULL, NULL, &i1, &i4, &same_i) ||
+	    spawn(lib, "1T", NULL, NULL, &c1, &c4, &same_c) ||
+	    spawn(lib, "1T", "1T", NULL, &s1, &s4, &same_s) ||
+	    spawn(lib, "1", "1T", NULL, &h1, &h4, &same_h) ||
+	    spawn(lib, "1T", NULL, "trace", &t1, &t4, &same_x) ||
+	    spawn(lib, "1T", NULL, "report", &r1, &r4, &same_x) ||
+	    spawn(lib, "1T", NULL, "report,stacks", &k1, &k4, &same_x)) {
 		fprintf(stderr, "alloc_bench: a measuring run failed (driver found? %s)\n", lib);
 		return 1;
 	}
+	/* The records the runs left (one file per run). */
+	char cmd[4200];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", record_dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "alloc_bench: could not remove %s\n", record_dir);
 	printf("cuMemAlloc_v2 + cuMemFree_v2 of %d bytes, %d pairs per thread, ns per pair\n", SIZE,
 	       PAIRS);
 	printf("%-10s %10s %10s %10s %10s\n", "", "1 thread", "added", "4 threads", "added");
@@ -124,6 +147,12 @@ int main(int argc, char **argv)
 	       "spill on", s1, s1 - d1, s4, s4 - d4, s1 / d1, s4 / d4, s1 / c1, s4 / c4);
 	printf("%-10s %10.1f %+10.1f %10.1f %+10.1f  (x%.2f, x%.2f of a device pair, capped)\n",
 	       "spilled", h1, h1 - d1, h4, h4 - d4, h1 / c1, h4 / c4);
+	printf("%-10s %10.1f %+10.1f %10.1f %+10.1f  (x%.2f, x%.2f of capped)\n", "trace", t1,
+	       t1 - d1, t4, t4 - d4, t1 / c1, t4 / c4);
+	printf("%-10s %10.1f %+10.1f %10.1f %+10.1f  (x%.2f, x%.2f of capped)\n", "report", r1,
+	       r1 - d1, r4, r4 - d4, r1 / c1, r4 / c4);
+	printf("%-10s %10.1f %+10.1f %10.1f %+10.1f  (x%.2f, x%.2f of capped)\n", "stacks", k1,
+	       k1 - d1, k4, k4 - d4, k1 / c1, k4 / c4);
 	printf("unhooked calls (cuLaunchKernel via cuGetProcAddress) are the driver's own "
 	       "pointer under the library: %s\n",
 	       same_i && same_c ? "yes (zero added cost)" : "NO");

@@ -16,6 +16,7 @@ int cmd_doctor(int argc, char **argv);     /* doctor.c */
 int cmd_cdi(int argc, char **argv);        /* cdi.c */
 int cmd_kernel(int argc, char **argv);     /* kernel.c */
 int cmd_completion(int argc, char **argv); /* completion.c */
+int cmd_plot(int argc, char **argv);       /* plot.c */
 
 /* Calls emit with the name of every Jupyter kernelspec found (kernel.c). */
 void cli_kernel_names(void (*emit)(const char *name));

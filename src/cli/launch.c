@@ -72,12 +72,22 @@ static void child_exec(const char *const argv[], int report_fd, const sigset_t *
 
 int cli_spawn(const char *const argv[])
 {
+	pid_t pid;
+	int status;
+
+	return cli_spawn_wait(argv, &pid, &status);
+}
+
+int cli_spawn_wait(const char *const argv[], pid_t *child, int *wstatus)
+{
 	struct sigaction sa, saved[VR_ARRAY_LEN(forwarded)];
 	sigset_t old;
 	int fds[2], err = 0, status, rc;
 	ssize_t n;
 	pid_t pid;
 
+	*child = 0;
+	*wstatus = 0;
 	if (!argv || !argv[0] || !argv[0][0]) {
 		fprintf(stderr, "vramctl: no command to run\n");
 		return VR_EXIT_ERROR;
@@ -121,6 +131,8 @@ int cli_spawn(const char *const argv[])
 		child_exec(argv, fds[1], &old);
 	}
 	child_pid = pid;
+	*child = pid;
+	*wstatus = 0;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	close(fds[1]);
 
@@ -144,6 +156,7 @@ int cli_spawn(const char *const argv[])
 		fprintf(stderr, "vramctl: waitpid: %s\n", strerror(errno));
 		return VR_EXIT_ERROR;
 	}
+	*wstatus = status;
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	if (WIFSIGNALED(status))

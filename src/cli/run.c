@@ -29,6 +29,7 @@
 #include "common/spill.h"
 #include "launch/launch.h"
 #include "registry/registry.h"
+#include "report/report.h"
 
 static void run_usage(FILE *f)
 {
@@ -52,6 +53,14 @@ static void run_usage(FILE *f)
 	        "                    same NAME (default: a new group for this run)\n"
 	        "  --exec            become COMMAND instead of waiting for it (needs --group;\n"
 	        "                    the group's books stay for its next members)\n"
+	        "  --report[=FILE]   when the command ends: peaks, counts, denials, memory\n"
+	        "                    still allocated at exit (leaks) per device and process;\n"
+	        "                    text on stderr, or into FILE (JSON if FILE ends .json)\n"
+	        "  --stacks          --report with the call site of each leaked block\n"
+	        "  --trace FILE      a memory timeline in Chrome trace-event JSON (Perfetto,\n"
+	        "                    chrome://tracing, vramctl plot)\n"
+	        "  --trace-max SIZE  bound on the trace's disk use (default 1G): FILE rotates\n"
+	        "                    to FILE.1 at half of it\n"
 	        "  -h, --help        this text\n"
 	        "\n"
 	        "Exit status: COMMAND's own; 125 vramctl's error; 126 not executable;\n"
@@ -197,6 +206,8 @@ int cmd_run(int argc, char **argv)
 	const char *group_opt = NULL, *value;
 	int growth = 0, have_limit = 0, have_spill = 0, exec_self = 0, ndev = -1, i, rc;
 	uint64_t spill = 0;
+	struct rep_opts ro = {.trace_max = 1ull << 30};
+	struct rep_run *rr = NULL;
 
 	memset(&lim, 0, sizeof(lim));
 	for (i = 1; i < argc; i++) {
@@ -229,6 +240,39 @@ int cmd_run(int argc, char **argv)
 				return VR_EXIT_ERROR;
 			}
 			have_spill = 1;
+			continue;
+		}
+		if (!strcmp(a, "--report") || !strncmp(a, "--report=", 9)) {
+			ro.report = 1;
+			if (a[8] == '=') {
+				if (!a[9]) {
+					fprintf(stderr, "vramctl: --report=: no file named\n");
+					return VR_EXIT_ERROR;
+				}
+				ro.report_path = a + 9;
+			}
+			continue;
+		}
+		if (!strcmp(a, "--stacks")) {
+			ro.stacks = 1;
+			continue;
+		}
+		if ((rc = opt_value(argc, argv, &i, "--trace", &value)) != 0) {
+			if (rc < 0)
+				return VR_EXIT_ERROR;
+			ro.trace_path = value;
+			continue;
+		}
+		if ((rc = opt_value(argc, argv, &i, "--trace-max", &value)) != 0) {
+			if (rc < 0)
+				return VR_EXIT_ERROR;
+			if (vr_parse_size(value, &ro.trace_max, err, sizeof(err)) < 0 ||
+			    ro.trace_max < (1u << 20)) {
+				fprintf(stderr,
+				        "vramctl: --trace-max '%s': a size of at least 1M\n",
+				        value);
+				return VR_EXIT_ERROR;
+			}
 			continue;
 		}
 		if ((rc = opt_value(argc, argv, &i, "--limit", &value)) != 0 ||
@@ -273,6 +317,17 @@ int cmd_run(int argc, char **argv)
 		fprintf(stderr,
 		        "vramctl: --spill needs --limit: spill serves what passes the cap\n");
 		return VR_EXIT_ERROR;
+	}
+	if (ro.stacks && !ro.report) {
+		fprintf(stderr, "vramctl: --stacks goes with --report\n");
+		return VR_EXIT_ERROR;
+	}
+	if ((ro.report || ro.trace_path) && !have_limit) {
+		/* Recording needs the library to act: a cap of the whole device
+		 * counts everything and refuses nothing the driver would grant. */
+		if (add_limit(&lim, "100%") < 0)
+			return VR_EXIT_ERROR;
+		have_limit = 1;
 	}
 	if (group_opt && !have_limit) {
 		fprintf(stderr,
@@ -349,8 +404,16 @@ int cmd_run(int argc, char **argv)
 		if (g.member)
 			vr_leave(g.member);
 		return cli_exec((const char *const *)(argv + i));
+	} else if ((ro.report || ro.trace_path) && !(rr = rep_prepare(&ro, argc - i, argv + i))) {
+		rc = VR_EXIT_ERROR;
 	} else {
-		rc = cli_spawn((const char *const *)(argv + i));
+		pid_t child;
+		int wstatus;
+
+		rc = cli_spawn_wait((const char *const *)(argv + i), &child, &wstatus);
+		if (rr && rep_finish(rr, child, wstatus, g.member) < 0 && rc == 0)
+			rc = VR_EXIT_ERROR;
+		rr = NULL;
 	}
 
 	if (g.member) {

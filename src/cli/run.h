@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "launch/launch.h"
 
@@ -32,6 +33,9 @@ int cli_devices(struct vr_launch_dev *devs, int max, char *err, size_t errlen);
  * or 125 if vramctl could not start it at all.
  */
 int cli_spawn(const char *const argv[]);
+/* The same, also giving the child's pid and its raw wait status (0 when it
+ * could not be waited for; 126/127 cases: the child's _exit status). */
+int cli_spawn_wait(const char *const argv[], pid_t *child, int *wstatus);
 
 /* Replaces vramctl with argv[0] (searched in PATH). Returns only on
  * failure: 127 if not found, 126 if not executable (with a message). */

@@ -45,4 +45,10 @@ int vr_group_name_char(int c);
  * part of vramctl gives for a bad one in err (when err is not NULL). */
 int vr_group_name_check(const char *name, char *err, size_t errlen);
 
+/* The run's private record directory (vramctl run --report/--trace): each
+ * member writes its numbers there (common/record.h, docs/report.md). */
+#define VR_ENV_RECORD_DIR "VRAMCTL_RECORD_DIR"
+/* What to record, comma-separated: report, trace, stacks. */
+#define VR_ENV_RECORD "VRAMCTL_RECORD"
+
 #endif /* VRAMCTL_CONTRACT_H */

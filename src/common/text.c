@@ -114,3 +114,14 @@ int vr_dir_pattern(const char *pattern, uid_t uid, char *buf, size_t len)
 	buf[o] = '\0';
 	return 0;
 }
+
+const char *vr_command_name(const char *cmd, size_t *len)
+{
+	size_t wl = strcspn(cmd, " ");
+	const char *w = cmd;
+	for (size_t j = 0; j < wl; j++)
+		if (cmd[j] == '/')
+			w = cmd + j + 1;
+	*len = wl - (size_t)(w - cmd);
+	return w;
+}

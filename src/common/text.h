@@ -36,4 +36,9 @@ int vr_text_copy(char *dst, size_t len, const char *src);
  */
 int vr_dir_pattern(const char *pattern, uid_t uid, char *buf, size_t len);
 
+/* The program's name in a command line: the first word without its
+ * directory ("/usr/bin/python3 -u x.py" -> "python3"). Returns where it
+ * starts and sets *len to its length (0 for an empty command). */
+const char *vr_command_name(const char *cmd, size_t *len);
+
 #endif /* VRAMCTL_TEXT_H */

@@ -17,6 +17,7 @@
 #include "hook/books.h"
 #include "hook/ptrmap.h"
 #include "hook/spill.h"
+#include "hook/record.h"
 
 #define MIB (1024ull * 1024)
 
@@ -58,7 +59,10 @@ static uint64_t owner_of(int kind)
  * map cannot grow (never released twice). */
 static inline void record(struct vr_dev *d, int kind, uint64_t key, uint64_t bytes)
 {
-	if (vr_map_put_owned(kind, key, d->ordinal, bytes, owner_of(kind)) != 0) {
+	if (VR_UNLIKELY(!atomic_load_explicit(&d->first_block, memory_order_relaxed)))
+		atomic_store_explicit(&d->first_block, bytes, memory_order_relaxed);
+	if (vr_map_put_owned(kind, key, d->ordinal, bytes, owner_of(kind),
+	                     vr_rec_alloc(d, bytes)) != 0) {
 		vr_policy_release(d, bytes);
 		vr_log(VR_LOG_WARN,
 		       "out of memory for the allocation map; an allocation of "
@@ -155,15 +159,18 @@ static CUresult settle(struct vr_dev *d, int kind, uint64_t key, uint64_t charge
 /* After the driver's answer to a free of a known record: the bytes go back
  * (pinned host memory, device -1, to its own count), or the record is put
  * back if the driver refused. Returns rc. */
-static CUresult settle_free(int kind, uint64_t key, int dev, uint64_t bytes, CUresult rc)
+static inline __attribute__((always_inline)) CUresult
+settle_free(int kind, uint64_t key, int dev, uint64_t bytes, uint16_t site, CUresult rc)
 {
 	struct vr_dev *d = kind == VR_KIND_HOST ? NULL : vr_dev_by_ordinal(dev);
-	if (rc != CUDA_SUCCESS)
-		vr_map_put(kind, key, dev, bytes);
-	else if (kind == VR_KIND_HOST)
+	if (rc != CUDA_SUCCESS) {
+		vr_map_put(kind, key, dev, bytes, site);
+	} else if (kind == VR_KIND_HOST) {
 		vr_books_pinned(-(int64_t)bytes);
-	else if (d)
+	} else if (d) {
 		vr_policy_release(d, bytes);
+		vr_rec_freed(dev);
+	}
 	return rc;
 }
 
@@ -172,10 +179,11 @@ static CUresult settle_free(int kind, uint64_t key, int dev, uint64_t bytes, CUr
 	do {                                                                                       \
 		int dev_;                                                                          \
 		uint64_t bytes_;                                                                   \
-		int known_ = vr_map_take(kind, key, &dev_, &bytes_);                               \
+		uint16_t site_ = 0;                                                                \
+		int known_ = vr_map_take(kind, key, &dev_, &bytes_, &site_);                       \
 		CUresult rc_;                                                                      \
 		VR_OWN(rc_ = call);                                                                \
-		return known_ ? settle_free(kind, key, dev_, bytes_, rc_) : rc_;                   \
+		return known_ ? settle_free(kind, key, dev_, bytes_, site_, rc_) : rc_;            \
 	} while (0)
 
 /* ---- linear ---------------------------------------------------------- */
@@ -507,7 +515,7 @@ VR_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGra
 		return rc;
 	uint64_t k = graph_key(hGraph, d->ordinal);
 	if (!vr_map_add(VR_KIND_GRAPH, k, d->ordinal, nodeParams->bytesize))
-		vr_map_put(VR_KIND_GRAPH, k, d->ordinal, nodeParams->bytesize);
+		vr_map_put(VR_KIND_GRAPH, k, d->ordinal, nodeParams->bytesize, 0);
 	return rc;
 }
 
@@ -520,7 +528,7 @@ VR_EXPORT CUresult cuGraphDestroy(CUgraph hGraph)
 		int n = vr_dev_count(), dev;
 		uint64_t b;
 		for (int i = 0; i < n; i++)
-			vr_map_take(VR_KIND_GRAPH, graph_key(hGraph, i), &dev, &b);
+			vr_map_take(VR_KIND_GRAPH, graph_key(hGraph, i), &dev, &b, NULL);
 	}
 	return rc;
 }
@@ -539,8 +547,8 @@ static CUresult graph_reserve(CUgraph hGraph, uint64_t need[VR_MAX_DEVICES])
 		int dev;
 		uint64_t b;
 		/* Peek: take and put back (a graph is not instantiated twice at once). */
-		if (vr_map_take(VR_KIND_GRAPH, graph_key(hGraph, i), &dev, &b)) {
-			vr_map_put(VR_KIND_GRAPH, graph_key(hGraph, i), dev, b);
+		if (vr_map_take(VR_KIND_GRAPH, graph_key(hGraph, i), &dev, &b, NULL)) {
+			vr_map_put(VR_KIND_GRAPH, graph_key(hGraph, i), dev, b, 0);
 			struct vr_dev *d = vr_dev_by_ordinal(i);
 			if (d && vr_policy_reserve(d, b) != 0) {
 				for (int j = 0; j < i; j++)
@@ -657,7 +665,7 @@ VR_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
 	uint64_t had[VR_MAX_DEVICES] = {0};
 	for (int i = 0; i < n; i++) {
 		int dev;
-		if (!vr_map_take(VR_KIND_GRAPHEXEC, graph_key(hGraphExec, i), &dev, &had[i]))
+		if (!vr_map_take(VR_KIND_GRAPHEXEC, graph_key(hGraphExec, i), &dev, &had[i], NULL))
 			had[i] = 0;
 	}
 	CUresult rc;
@@ -666,7 +674,7 @@ VR_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
 		if (!had[i])
 			continue;
 		if (rc != CUDA_SUCCESS)
-			vr_map_put(VR_KIND_GRAPHEXEC, graph_key(hGraphExec, i), i, had[i]);
+			vr_map_put(VR_KIND_GRAPHEXEC, graph_key(hGraphExec, i), i, had[i], 0);
 		else
 			vr_policy_release(vr_dev_by_ordinal(i), had[i]);
 	}
@@ -677,7 +685,7 @@ VR_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
 
 static void note_host(void *p, size_t bytes)
 {
-	if (vr_map_put(VR_KIND_HOST, (uintptr_t)p, -1, bytes) == 0)
+	if (vr_map_put(VR_KIND_HOST, (uintptr_t)p, -1, bytes, vr_rec_alloc(NULL, bytes)) == 0)
 		vr_books_pinned((int64_t)bytes);
 }
 

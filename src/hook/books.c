@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "hook/books.h"
+#include "hook/record.h"
 #include "registry/registry.h"
 
 /*
@@ -120,6 +121,7 @@ void vr_books_join(void)
 	VR_OWN(pthread_mutex_lock(&join_lock));
 	if (!atomic_load_explicit(&joined, memory_order_relaxed)) {
 		join_locked();
+		vr_rec_open();
 		atomic_store_explicit(&joined, 1, memory_order_release);
 	}
 	pthread_mutex_unlock(&join_lock);
@@ -238,6 +240,20 @@ uint64_t vr_books_in_use(struct vr_dev *d)
 	return atomic_load_explicit(&d->local_in_use, memory_order_relaxed);
 }
 
+int vr_books_holders(const struct vr_dev *d, uint64_t *self, uint64_t *peak, struct vr_holder *out,
+                     int n)
+{
+	*self = *peak = 0;
+	if (d->reg >= 0 && member) {
+		int got;
+		VR_OWN(got = vr_holders(member, d->reg, self, peak, out, n));
+		if (got >= 0)
+			return got;
+	}
+	*self = atomic_load_explicit(&((struct vr_dev *)d)->local_in_use, memory_order_relaxed);
+	return 0;
+}
+
 void vr_books_pinned(int64_t delta)
 {
 	vr_books_join();
@@ -245,6 +261,7 @@ void vr_books_pinned(int64_t delta)
 		vr_note_pinned(member, delta);
 	else
 		atomic_fetch_add_explicit(&local_pinned, delta, memory_order_relaxed);
+	vr_rec_pinned(delta);
 }
 
 void vr_books_atfork_child(void)

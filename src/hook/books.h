@@ -24,6 +24,10 @@ void vr_books_denied(struct vr_dev *d, uint64_t bytes);
 void vr_books_release(struct vr_dev *d, uint64_t bytes);
 /* Group-wide in-use of d. */
 uint64_t vr_books_in_use(struct vr_dev *d);
+/* For the denial line: this process's in-use on d, the group's peak, and the
+ * n largest other members (largest first). Returns how many were filled. */
+int vr_books_holders(const struct vr_dev *d, uint64_t *self, uint64_t *peak, struct vr_holder *out,
+                     int n);
 /* Pinned host memory: counted apart, never capped. */
 void vr_books_pinned(int64_t delta);
 /*

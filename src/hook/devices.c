@@ -182,6 +182,7 @@ void vr_devices_atfork_child(void)
 	for (int i = 0; i < VR_MAX_DEVICES; i++) {
 		atomic_store(&devs[i].ready, 0);
 		atomic_store(&devs[i].local_in_use, 0);
+		atomic_store(&devs[i].first_block, 0);
 		devs[i].reg = -1;
 	}
 }

@@ -19,8 +19,9 @@ struct vr_dev {
 	uint64_t cap;                  /* cap in force (UINT64_MAX: none) */
 	int reg;                       /* registry device index, -1: per-process books */
 	_Atomic uint64_t local_in_use; /* per-process books */
-	atomic_int host_vmm;  /* cuMemCreate on the host (spill): 0 unknown, 1 yes, -1 no */
-	atomic_int host_numa; /* CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID (-1: none) */
+	atomic_int host_vmm;          /* cuMemCreate on the host (spill): 0 unknown, 1 yes, -1 no */
+	atomic_int host_numa;         /* CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID (-1: none) */
+	_Atomic uint64_t first_block; /* this process's first allocation on it (the hint) */
 };
 
 /* The device of the calling thread's current context, or NULL. */

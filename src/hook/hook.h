@@ -75,6 +75,8 @@ struct vr_state {
 	char registry_dir[512];
 	char driver_path[512];
 	char nvml_path[512];
+	char record_dir[512];  /* VRAMCTL_RECORD_DIR: the run's report/trace directory */
+	char record_flags[64]; /* VRAMCTL_RECORD: report,trace,stacks */
 
 	/* The driver: loaded at the first driver call, not in the constructor. */
 	atomic_int driver_state; /* 0 none, 1 loaded, -1 failed */
@@ -134,5 +136,9 @@ void vr_log_(int level, const char *fmt, ...) VR_PRINTF(2, 3);
 void vr_log_denied(int ordinal, uint64_t bytes, uint64_t cap, uint64_t in_use);
 /* The same, with why spill could not serve it either ("; spill: ..."). */
 void vr_log_denied_why(int ordinal, uint64_t bytes, uint64_t cap, uint64_t in_use, const char *why);
+/* Rate limit of the denial line (composed by the policy): returns 1 when a
+ * line may be printed now, with " (N more denials not shown)" in more when
+ * some were held back; 0 when this one is held back and counted. */
+int vr_log_denial_gate(char *more, size_t len);
 
 #endif /* VRAMCTL_HOOK_H */

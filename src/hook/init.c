@@ -28,6 +28,7 @@
 #include "common/siteconf.h"
 #include "common/spill.h"
 #include "hook/books.h"
+#include "hook/record.h"
 #include "hook/devices.h"
 #include "hook/pools.h"
 #include "hook/ptrmap.h"
@@ -77,6 +78,10 @@ static const struct vr_option {
     {VR_ENV_NVML, OPT_TEXT, vr_g.nvml_path, sizeof vr_g.nvml_path, NULL,
      "path of the real libnvidia-ml.so.1"},
     {VR_ENV_LOG, OPT_LOG, NULL, 0, &vr_g.log_level, "quiet|error|warn|info|debug"},
+    {VR_ENV_RECORD_DIR, OPT_TEXT, vr_g.record_dir, sizeof vr_g.record_dir, NULL,
+     "the run's report/trace directory (vramctl run --report/--trace)"},
+    {VR_ENV_RECORD, OPT_TEXT, vr_g.record_flags, sizeof vr_g.record_flags, NULL,
+     "report,trace,stacks"},
 };
 
 static const char *const log_names[] = {"quiet", "error", "warn", "info", "debug"};
@@ -432,6 +437,7 @@ static void atfork_child(void)
 	vr_map_atfork_child();
 	vr_devices_atfork_child();
 	vr_books_atfork_child();
+	vr_rec_atfork_child();
 }
 
 /*
@@ -453,4 +459,6 @@ __attribute__((constructor)) static void vr_constructor(void)
 {
 	vr_config_init();
 	apply_growth();
+	if (vr_g.active)
+		vr_rec_prime();
 }

@@ -15,7 +15,7 @@
 void vr_log_(int level, const char *fmt, ...)
 {
 	(void)level;
-	char line[512] = "vramctl: ";
+	char line[768] = "vramctl: ";
 	size_t n = strlen(line);
 	va_list ap;
 	va_start(ap, fmt);
@@ -38,15 +38,11 @@ static _Atomic long deny_second;
 static atomic_int deny_in_second;
 static atomic_int deny_suppressed;
 
-void vr_log_denied(int ordinal, uint64_t bytes, uint64_t cap, uint64_t in_use)
+int vr_log_denial_gate(char *more, size_t len)
 {
-	vr_log_denied_why(ordinal, bytes, cap, in_use, NULL);
-}
-
-void vr_log_denied_why(int ordinal, uint64_t bytes, uint64_t cap, uint64_t in_use, const char *why)
-{
+	more[0] = '\0';
 	if (vr_g.log_level < VR_LOG_WARN)
-		return;
+		return 0;
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	long now = (long)ts.tv_sec;
@@ -55,12 +51,24 @@ void vr_log_denied_why(int ordinal, uint64_t bytes, uint64_t cap, uint64_t in_us
 		atomic_store(&deny_in_second, 0);
 	if (atomic_fetch_add(&deny_in_second, 1) >= VR_DENY_BURST) {
 		atomic_fetch_add(&deny_suppressed, 1);
-		return;
+		return 0;
 	}
-	char a[32], b[32], c[32], more[64] = "";
 	int sup = atomic_exchange(&deny_suppressed, 0);
 	if (sup > 0)
-		snprintf(more, sizeof more, " (%d more denials not shown)", sup);
+		snprintf(more, len, " (%d more denials not shown)", sup);
+	return 1;
+}
+
+void vr_log_denied(int ordinal, uint64_t bytes, uint64_t cap, uint64_t in_use)
+{
+	vr_log_denied_why(ordinal, bytes, cap, in_use, NULL);
+}
+
+void vr_log_denied_why(int ordinal, uint64_t bytes, uint64_t cap, uint64_t in_use, const char *why)
+{
+	char a[32], b[32], c[32], more[64];
+	if (!vr_log_denial_gate(more, sizeof more))
+		return;
 	vr_log_(VR_LOG_WARN, "denied %s on GPU %d: cap %s, %s in use%s%s%s",
 	        vr_format_size(bytes, a, sizeof a), ordinal, vr_format_size(cap, b, sizeof b),
 	        vr_format_size(in_use, c, sizeof c), why ? "; spill: " : "", why ? why : "", more);

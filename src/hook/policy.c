@@ -13,12 +13,15 @@
  *   view: total = min(cap, physical total), free = min(cap - group in-use,
  *     physical free), so every framework sizes itself inside the cap.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "hook/policy.h"
 #include "common/siteconf.h"
+#include "common/text.h"
 #include "hook/books.h"
+#include "hook/policy.h"
+#include "hook/record.h"
 
 /*
  * Does every device item of the cap name a device? Checked once, before the
@@ -147,8 +150,84 @@ void vr_policy_device(struct vr_dev *d)
 		d->cap = max;
 	}
 	d->capped = d->cap != UINT64_MAX;
+	vr_rec_device(d);
 	if (d->capped && d->cap != cap && cap != UINT64_MAX)
 		vr_log(VR_LOG_INFO, "GPU %d: the group's cap is in force", d->ordinal);
+}
+
+/* Weak default: no spill engine in this build. */
+__attribute__((weak)) int vr_spill_available(void)
+{
+	return 0;
+}
+
+/*
+ * The hint: one thing to try, chosen from what was seen. A first block of
+ * at least half the cap is a framework preallocating (TensorFlow, JAX):
+ * --growth. Else spill, when there is one to switch on. Else the group's
+ * peak so far, and the cap that would have granted this request.
+ */
+static void hint(const struct vr_dev *d, uint64_t bytes, uint64_t in_use, uint64_t peak, char *out,
+                 size_t len)
+{
+	char a[32];
+	uint64_t first =
+	    atomic_load_explicit(&((struct vr_dev *)d)->first_block, memory_order_relaxed);
+	if (!vr_g.growth && d->capped && first && first >= d->cap / 2)
+		snprintf(out, len,
+		         "hint: this process took %s in one block at start-up (a framework "
+		         "preallocating?): vramctl run --growth lets it grow on demand",
+		         vr_format_size(first, a, sizeof a));
+	else if (vr_spill_available())
+		snprintf(out, len,
+		         "hint: vramctl run --spill serves what does not fit from host "
+		         "memory (slower)");
+	else
+		snprintf(out, len,
+		         "hint: the group's peak so far is %s; granting this request needs a "
+		         "cap of at least %llu MiB",
+		         vr_format_size(peak, a, sizeof a),
+		         (unsigned long long)((in_use + bytes + (1 << 20) - 1) >> 20));
+}
+
+#define DENY_HOLDERS 3
+
+/*
+ * The denial line keeps its form ("denied X on GPU n: cap C, U in use") and
+ * adds what a user needs to act: this process's use, the largest other
+ * holders in the group (PID, command, bytes) and one hint.
+ */
+static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t in_use)
+{
+	char a[32], b[32], c[32], s[32], more[64], others[256] = "", tip[200];
+	if (!vr_log_denial_gate(more, sizeof more))
+		return;
+	struct vr_holder h[DENY_HOLDERS];
+	uint64_t self = 0, peak = 0;
+	int nh = vr_books_holders(d, &self, &peak, h, DENY_HOLDERS);
+	if (peak < in_use)
+		peak = in_use;
+	size_t used = 0;
+	for (int i = 0; i < nh && used < sizeof others; i++) {
+		char sz[32], name[24], shown[96];
+		size_t wl;
+		const char *w = vr_command_name(h[i].command, &wl);
+		/* Another process's text: escaped before it reaches a terminal. */
+		snprintf(name, sizeof name, "%.*s", (int)(wl ? (wl > 20 ? 20 : wl) : 1),
+		         wl ? w : "?");
+		vr_text_escape(shown, sizeof shown, name);
+		int k = snprintf(others + used, sizeof others - used, "%s%s (pid %d) %s",
+		                 i ? ", " : "; largest others: ", shown, h[i].pid,
+		                 vr_format_size(h[i].bytes, sz, sizeof sz));
+		if (k < 0)
+			break;
+		used += (size_t)k;
+	}
+	hint(d, bytes, in_use, peak, tip, sizeof tip);
+	vr_log_(VR_LOG_WARN, "denied %s on GPU %d: cap %s, %s in use (this process %s%s); %s%s",
+	        vr_format_size(bytes, a, sizeof a), d->ordinal, vr_format_size(d->cap, b, sizeof b),
+	        vr_format_size(in_use, c, sizeof c), vr_format_size(self, s, sizeof s), others, tip,
+	        more);
 }
 
 static int reserve(struct vr_dev *d, uint64_t bytes, int report)
@@ -156,10 +235,14 @@ static int reserve(struct vr_dev *d, uint64_t bytes, int report)
 	uint64_t in_use = 0;
 	if (VR_UNLIKELY(!d)) /* no device known: nothing to hold it against */
 		return 0;
-	if (VR_LIKELY(vr_books_reserve(d, bytes, &in_use) == 0))
+	if (VR_LIKELY(vr_books_reserve(d, bytes, &in_use) == 0)) {
+		vr_rec_charge(d, (int64_t)bytes);
 		return 0;
-	if (report)
-		vr_log_denied(d->ordinal, bytes, d->cap, in_use);
+	}
+	if (report) {
+		vr_rec_denied(d, bytes, in_use);
+		say_denied(d, bytes, in_use);
+	}
 	return -1;
 }
 
@@ -178,19 +261,28 @@ int vr_policy_reserve_spillable(struct vr_dev *d, uint64_t bytes)
 	if (VR_LIKELY(!vr_books_spill_budget()))
 		return vr_policy_reserve(d, bytes) == 0 ? 0 : -1;
 	uint64_t in_use = 0;
-	return !d || vr_books_reserve_quiet(d, bytes, &in_use) == 0 ? 0 : 1;
+	if (!d)
+		return 0;
+	if (vr_books_reserve_quiet(d, bytes, &in_use) != 0)
+		return 1;
+	vr_rec_charge(d, (int64_t)bytes);
+	return 0;
 }
 
 void vr_policy_deny(struct vr_dev *d, uint64_t bytes, const char *why)
 {
+	uint64_t in_use = vr_books_in_use(d);
 	vr_books_denied(d, bytes);
-	vr_log_denied_why(d->ordinal, bytes, d->cap, vr_books_in_use(d), why);
+	vr_rec_denied(d, bytes, in_use);
+	vr_log_denied_why(d->ordinal, bytes, d->cap, in_use, why);
 }
 
 void vr_policy_release(struct vr_dev *d, uint64_t bytes)
 {
-	if (VR_LIKELY(d != NULL))
-		vr_books_release(d, bytes);
+	if (VR_LIKELY(d != NULL)) {
+		vr_rec_charge(d, -(int64_t)bytes);
+		vr_books_release(d, bytes); /* last: a tail call */
+	}
 }
 
 void vr_policy_view(struct vr_dev *d, uint64_t *freep, uint64_t *totalp)

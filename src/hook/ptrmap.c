@@ -29,6 +29,7 @@ struct slot {
 	int32_t dev;
 	uint8_t kind;
 	uint8_t state;
+	uint16_t site; /* call site + 1 (record.c), 0 none */
 };
 
 struct stripe {
@@ -137,12 +138,12 @@ static struct slot *rehash(struct stripe *s, struct slot *mem, size_t ncap)
 	return old;
 }
 
-int vr_map_put(int kind, uint64_t key, int dev, uint64_t bytes)
+int vr_map_put(int kind, uint64_t key, int dev, uint64_t bytes, uint16_t site)
 {
-	return vr_map_put_owned(kind, key, dev, bytes, 0);
+	return vr_map_put_owned(kind, key, dev, bytes, 0, site);
 }
 
-int vr_map_put_owned(int kind, uint64_t key, int dev, uint64_t bytes, uint64_t owner)
+int vr_map_put_owned(int kind, uint64_t key, int dev, uint64_t bytes, uint64_t owner, uint16_t site)
 {
 	uint64_t h = mix(key, kind);
 	struct stripe *s = &stripes[h & (STRIPES - 1)];
@@ -183,12 +184,13 @@ int vr_map_put_owned(int kind, uint64_t key, int dev, uint64_t bytes, uint64_t o
 	                   .owner = owner,
 	                   .dev = dev,
 	                   .kind = (uint8_t)kind,
-	                   .state = SLOT_FULL};
+	                   .state = SLOT_FULL,
+	                   .site = site};
 	unlock(s);
 	return 0;
 }
 
-int vr_map_take(int kind, uint64_t key, int *dev, uint64_t *bytes)
+int vr_map_take(int kind, uint64_t key, int *dev, uint64_t *bytes, uint16_t *site)
 {
 	uint64_t h = mix(key, kind);
 	struct stripe *s = &stripes[h & (STRIPES - 1)];
@@ -197,6 +199,8 @@ int vr_map_take(int kind, uint64_t key, int *dev, uint64_t *bytes)
 	if (e) {
 		*dev = e->dev;
 		*bytes = e->bytes;
+		if (site)
+			*site = e->site;
 		erase(s, (size_t)(e - s->slots));
 	}
 	unlock(s);
@@ -239,6 +243,20 @@ int vr_map_take_owned(uint64_t owner, unsigned kinds, uint64_t bytes[], int ndev
 		unlock(s);
 	}
 	return found;
+}
+
+void vr_map_walk(vr_map_walk_fn fn, void *arg)
+{
+	for (int i = 0; i < STRIPES; i++) {
+		struct stripe *s = &stripes[i];
+		lock(s);
+		for (size_t j = 0; j < s->cap; j++) {
+			const struct slot *e = &s->slots[j];
+			if (e->state == SLOT_FULL)
+				fn(arg, e->kind, e->key, e->dev, e->bytes, e->site);
+		}
+		unlock(s);
+	}
 }
 
 void vr_map_atfork_child(void)

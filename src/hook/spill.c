@@ -32,6 +32,7 @@
 #include "hook/books.h"
 #include "hook/policy.h"
 #include "hook/ptrmap.h"
+#include "hook/record.h"
 #include "hook/spill.h"
 
 atomic_long vr_spill_live;
@@ -129,12 +130,13 @@ CUresult vr_spill_linear(struct vr_dev *d, CUdeviceptr *dptr, uint64_t bytes)
 		return rc != CUDA_SUCCESS ? deny_pin(d, bytes, rc, "pinning")
 		                          : deny_pin(d, bytes, rc2, "mapping");
 	}
-	if (vr_map_put(VR_KIND_SPILL, p, d->ordinal, bytes) != 0) {
+	if (vr_map_put(VR_KIND_SPILL, p, d->ordinal, bytes, 0) != 0) {
 		VR_OWN(vr_real.cuMemFreeHost(hp));
 		vr_books_unspill(d, bytes);
 		return deny(d, bytes, "out of memory for the allocation map");
 	}
 	atomic_fetch_add(&vr_spill_live, 1);
+	vr_rec_spilled(d, (int64_t)bytes); /* --report/--trace (record.h) */
 	note_first(d, bytes, spilled, budget);
 	*dptr = p;
 	return CUDA_SUCCESS;
@@ -191,12 +193,13 @@ CUresult vr_spill_vmm(struct vr_dev *d, CUmemGenericAllocationHandle *handle, si
 			return rc;
 		return deny_pin(d, size, rc, "cuMemCreate on the host of");
 	}
-	if (vr_map_put(VR_KIND_SPILLVMM, *handle, d->ordinal, size) != 0) {
+	if (vr_map_put(VR_KIND_SPILLVMM, *handle, d->ordinal, size, 0) != 0) {
 		VR_OWN(vr_real.cuMemRelease(*handle));
 		vr_books_unspill(d, size);
 		return deny(d, size, "out of memory for the allocation map");
 	}
 	atomic_fetch_add(&vr_spill_live, 1);
+	vr_rec_spilled(d, (int64_t)size);
 	note_first(d, size, spilled, budget);
 	return CUDA_SUCCESS;
 }
@@ -207,8 +210,10 @@ CUresult vr_spill_vmm(struct vr_dev *d, CUmemGenericAllocationHandle *handle, si
 static void gone(int dev, uint64_t bytes)
 {
 	struct vr_dev *d = vr_dev_by_ordinal(dev);
-	if (d)
+	if (d) {
 		vr_books_unspill(d, bytes);
+		vr_rec_spilled(d, -(int64_t)bytes);
+	}
 	atomic_fetch_sub(&vr_spill_live, 1);
 }
 
@@ -238,14 +243,14 @@ int vr_spill_free(CUdeviceptr dptr, CUresult *rc)
 {
 	int dev;
 	uint64_t bytes;
-	if (!vr_map_take(VR_KIND_SPILL, dptr, &dev, &bytes))
+	if (!vr_map_take(VR_KIND_SPILL, dptr, &dev, &bytes, NULL))
 		return 0;
 	/* cuMemFree is synchronous; so is this, in the program's own capture
 	 * mode: where the program may not synchronise, it fails as cuMemFree
 	 * would, and the block stays the program's. */
 	*rc = free_host(dptr, 0);
 	if (*rc != CUDA_SUCCESS)
-		vr_map_put(VR_KIND_SPILL, dptr, dev, bytes);
+		vr_map_put(VR_KIND_SPILL, dptr, dev, bytes, 0);
 	else
 		gone(dev, bytes);
 	vr_spill_drain();
@@ -256,11 +261,11 @@ int vr_spill_release_handle(CUmemGenericAllocationHandle h, CUresult *rc)
 {
 	int dev;
 	uint64_t bytes;
-	if (!vr_map_take(VR_KIND_SPILLVMM, h, &dev, &bytes))
+	if (!vr_map_take(VR_KIND_SPILLVMM, h, &dev, &bytes, NULL))
 		return 0;
 	VR_OWN(*rc = vr_real.cuMemRelease(h));
 	if (*rc != CUDA_SUCCESS)
-		vr_map_put(VR_KIND_SPILLVMM, h, dev, bytes);
+		vr_map_put(VR_KIND_SPILLVMM, h, dev, bytes, 0);
 	else
 		gone(dev, bytes);
 	return 1;
@@ -271,9 +276,9 @@ int vr_spill_is(int kind, uint64_t key)
 	int dev;
 	uint64_t bytes;
 	if (!atomic_load_explicit(&vr_spill_live, memory_order_relaxed) ||
-	    !vr_map_take(kind, key, &dev, &bytes))
+	    !vr_map_take(kind, key, &dev, &bytes, NULL))
 		return 0;
-	vr_map_put(kind, key, dev, bytes);
+	vr_map_put(kind, key, dev, bytes, 0);
 	return 1;
 }
 
@@ -378,11 +383,11 @@ int vr_spill_free_async(CUdeviceptr dptr, CUstream s, int ptsz, CUresult *rc)
 		/* Should a driver take it, the free is the graph's, at a launch
 		 * vramctl does not see: the block is the program's no more, and
 		 * stays counted (never freed twice) until the process ends. */
-		if (*rc == CUDA_SUCCESS && vr_map_take(VR_KIND_SPILL, dptr, &dev, &bytes))
+		if (*rc == CUDA_SUCCESS && vr_map_take(VR_KIND_SPILL, dptr, &dev, &bytes, NULL))
 			atomic_fetch_sub(&vr_spill_live, 1);
 		return 1;
 	}
-	if (!vr_map_take(VR_KIND_SPILL, dptr, &dev, &bytes)) { /* freed meanwhile */
+	if (!vr_map_take(VR_KIND_SPILL, dptr, &dev, &bytes, NULL)) { /* freed meanwhile */
 		*rc = CUDA_ERROR_INVALID_VALUE;
 		return 1;
 	}
@@ -421,7 +426,7 @@ int vr_spill_free_async(CUdeviceptr dptr, CUstream s, int ptsz, CUresult *rc)
 	if (*rc == CUDA_SUCCESS)
 		*rc = free_host(dptr, 1);
 	if (*rc != CUDA_SUCCESS)
-		vr_map_put(VR_KIND_SPILL, dptr, dev, bytes);
+		vr_map_put(VR_KIND_SPILL, dptr, dev, bytes, 0);
 	else
 		gone(dev, bytes);
 	return 1;

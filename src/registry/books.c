@@ -740,6 +740,42 @@ int vr_sample(vr_member *m, int dev, struct vr_books_sample *out)
 	return 0;
 }
 
+int vr_holders(vr_member *m, int dev, uint64_t *self, uint64_t *peak, struct vr_holder *out, int n)
+{
+	if (!m || dev < 0 || dev >= VR_MAX_DEVICES || n < 0)
+		return -EINVAL;
+	if (!lock_own_slot(m))
+		return -EIO; /* detached, or the slot is no longer ours */
+	struct vr_region_hdr *h = m->hdr;
+	int got = 0;
+	if ((uint32_t)dev < vr_hdr_ndev(h)) {
+		*peak = h->dev[dev].peak;
+		*self = m->slot->dev[dev].in_use;
+		uint32_t hw = vr_hdr_hw(h);
+		for (uint32_t i = 0; i < hw; i++) {
+			struct vr_slot *s = vr_region_slot(h, i);
+			uint64_t b = s->dev[dev].in_use;
+			if (s->state != VR_SLOT_USED || s == m->slot || b == 0)
+				continue;
+			/* Insertion into the n largest, largest first. */
+			int at = got < n ? got++ : n;
+			while (at > 0 && out[at - 1].bytes < b) {
+				if (at < n)
+					out[at] = out[at - 1];
+				at--;
+			}
+			if (at < n) {
+				out[at].pid = s->pid;
+				out[at].bytes = b;
+				memcpy(out[at].command, s->command, sizeof out[at].command - 1);
+				out[at].command[sizeof out[at].command - 1] = '\0';
+			}
+		}
+	}
+	vr_region_unlock(m);
+	return got;
+}
+
 uint64_t vr_max_lock_wait_ns(const vr_member *m)
 {
 	return m ? atomic_load(&((vr_member *)m)->max_wait_ns) : 0;

@@ -157,6 +157,17 @@ struct vr_books_sample {
 };
 int vr_sample(vr_member *m, int dev, struct vr_books_sample *out);
 
+/* One other member's holding on a device, for the denial line. */
+struct vr_holder {
+	int32_t pid; /* as the member saw itself */
+	uint64_t bytes;
+	char command[128];
+};
+/* This member's in-use on dev (*self), the group's peak on it (*peak) and
+ * the n largest other members' holdings (largest first). Returns how many
+ * were filled (0..n), or a negative errno. */
+int vr_holders(vr_member *m, int dev, uint64_t *self, uint64_t *peak, struct vr_holder *out, int n);
+
 /* The longest this member waited for the group's lock, in ns (only waits
  * that found the lock taken are timed). */
 uint64_t vr_max_lock_wait_ns(const vr_member *m);

@@ -1,0 +1,71 @@
+/*
+ * plot.c - `vramctl plot TRACE -o OUT.svg|OUT.png`: draws a trace written
+ * by `vramctl run --trace` (src/report/plot_*.c).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "cli/run.h"
+#include "report/plot.h"
+
+#include <cairo.h>
+#include <fontconfig/fontconfig.h>
+
+static void plot_usage(FILE *f)
+{
+	fprintf(f, "usage: vramctl plot TRACE -o OUT.svg|OUT.png\n"
+	           "\n"
+	           "Draws a trace written by 'vramctl run --trace': memory in use per GPU and\n"
+	           "per process over time, the cap, the peak, denials and spills.\n"
+	           "See vramctl-plot(1).\n");
+}
+
+int cmd_plot(int argc, char **argv)
+{
+	const char *in = NULL, *out = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			plot_usage(stdout);
+			return 0;
+		}
+		if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "vramctl: plot: %s needs a file name\n", argv[i]);
+				return VR_EXIT_ERROR;
+			}
+			out = argv[++i];
+		} else if (!strncmp(argv[i], "--output=", 9)) {
+			out = argv[i] + 9;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, "vramctl: plot: unknown option '%s'\n", argv[i]);
+			return VR_EXIT_ERROR;
+		} else if (!in) {
+			in = argv[i];
+		} else {
+			fprintf(stderr, "vramctl: plot: one trace at a time\n");
+			return VR_EXIT_ERROR;
+		}
+	}
+	if (!in || !out) {
+		plot_usage(stderr);
+		return VR_EXIT_ERROR;
+	}
+	struct pl_trace t;
+	char err[512];
+	if (pl_read(in, &t, err, sizeof err) != 0) {
+		fprintf(stderr, "vramctl: plot: %s\n", err);
+		return VR_EXIT_ERROR;
+	}
+	int rc = pl_draw(&t, out, err, sizeof err);
+	pl_free(&t);
+	/* cairo's and fontconfig's caches, released so that leak checkers see
+	 * what is ours (their documented way to do so). */
+	cairo_debug_reset_static_data();
+	FcFini();
+	if (rc != 0) {
+		fprintf(stderr, "vramctl: plot: %s\n", err);
+		return VR_EXIT_ERROR;
+	}
+	return 0;
+}

@@ -1,0 +1,48 @@
+/*
+ * plot.h - `vramctl plot TRACE -o OUT.svg|OUT.png`: a picture of a trace
+ * written by `vramctl run --trace` (docs/report.md, "The plot").
+ */
+#ifndef VRAMCTL_REPORT_PLOT_H
+#define VRAMCTL_REPORT_PLOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PL_MAX_DEVS 16
+
+struct pl_series {
+	long pid;
+	int dev;
+	char label[200];
+	double *t, *v; /* seconds, bytes */
+	size_t n, cap;
+};
+
+struct pl_mark {
+	double t;
+	int dev;
+	int spill; /* 0 denied, 1 spill */
+	double bytes;
+};
+
+struct pl_trace {
+	char command[512];
+	double t_max;
+	struct pl_series group[PL_MAX_DEVS]; /* the group's in-use per device */
+	struct pl_series cap[PL_MAX_DEVS];
+	char dev_label[PL_MAX_DEVS][96];
+	struct pl_series *procs; /* per process and device */
+	size_t nprocs;
+	struct pl_mark *marks;
+	size_t nmarks, mark_cap;
+	size_t events;
+};
+
+/* Reads a trace (streamed line by line when it is vramctl's own layout,
+ * else parsed whole). Returns 0, or -1 with a one-line reason in err. */
+int pl_read(const char *path, struct pl_trace *t, char *err, size_t errlen);
+void pl_free(struct pl_trace *t);
+/* Draws it to out (.svg or .png). Returns 0, or -1 with a reason. */
+int pl_draw(const struct pl_trace *t, const char *out, char *err, size_t errlen);
+
+#endif /* VRAMCTL_REPORT_PLOT_H */

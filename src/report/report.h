@@ -1,0 +1,40 @@
+/*
+ * report.h - `vramctl run --report[=FILE] [--stacks] [--trace FILE]`: what
+ * the CLI does around the command (docs/report.md).
+ *
+ *   rep_prepare   before the command: opens the outputs (an unwritable path
+ *                 is an error before anything runs), makes the run's private
+ *                 record directory, sets the contract (VRAMCTL_RECORD_DIR,
+ *                 VRAMCTL_RECORD), becomes a child subreaper (so orphaned
+ *                 members' exit statuses come back to vramctl) and starts
+ *                 the trace's drain thread;
+ *   rep_finish    after the command: reaps orphans, drains, writes the
+ *                 trace's end and the report, removes the directory.
+ */
+#ifndef VRAMCTL_REPORT_REPORT_H
+#define VRAMCTL_REPORT_REPORT_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "registry/registry.h"
+
+struct rep_opts {
+	int report;              /* --report */
+	const char *report_path; /* --report=FILE (NULL: text on stderr) */
+	int stacks;              /* --stacks */
+	const char *trace_path;  /* --trace FILE */
+	uint64_t trace_max;      /* --trace-max SIZE: bytes on disk, both files together */
+};
+
+struct rep_run;
+
+/* Returns the run's state, or NULL after a message (the caller exits 125). */
+struct rep_run *rep_prepare(const struct rep_opts *o, int argc, char *const argv[]);
+
+/* After the command ended: child and its wait status, the CLI's membership
+ * (for the group's caps and peaks; may be NULL). Returns 0, or -1 after a
+ * message (the report or trace could not be written). Frees r. */
+int rep_finish(struct rep_run *r, pid_t child, int wstatus, vr_member *m);
+
+#endif /* VRAMCTL_REPORT_REPORT_H */

@@ -1,0 +1,34 @@
+# tests/report/lib.bash - helpers for the report, trace and plot tests
+# (sourced, not a test: tests/run only runs *.sh).
+. "$VR_SRC/tests/cli/common.bash"
+export VRAMSIM_DEVICES=4G
+P=$VR_BUILD/tests/report/memprog
+
+# jqv FILE FILTER: one value from a JSON file (jq parses it: a real parser,
+# not ours).
+jqv() { jq -r "$2" "$1"; }
+
+# expect_eq WANT GOT WHAT
+expect_eq() {
+	[ "$2" = "$1" ] || fail "$3: got '$2', expected '$1'"
+}
+
+# The checks below need the real library (the TSan stand-in records nothing).
+need_cap() {
+	if ! has_cap; then
+		echo "skip: needs the real library (TSan stand-in in use)"
+		exit 77
+	fi
+}
+
+# has_ended PID: waits until the process has ended (a zombie, or gone). Killing
+# is asynchronous; this polls the process's state, it never times anything.
+has_ended() {
+	local i state
+	for ((i = 0; i < 3000; i++)); do
+		state=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$1/status" 2>/dev/null)
+		case $state in '' | Z | X) return 0 ;; esac
+		sleep 0.01
+	done
+	fail "process $1 did not end"
+}
