@@ -25,7 +25,7 @@ static const struct {
     {"cdi", cmd_cdi, "write a CDI spec that caps containers (podman, Kubernetes)"},
     {"kernel", cmd_kernel, "Jupyter kernels that run under a cap"},
     {"completion", cmd_completion, "print the bash or zsh completion script"},
-    {"plot", cmd_plot, "draw a trace of 'vramctl run --trace' (SVG or PNG)"},
+    {"plot", NULL, "draw a trace of 'vramctl run --trace' (SVG or PNG)"},
 };
 
 static void usage(FILE *f)

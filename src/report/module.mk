@@ -6,10 +6,12 @@ REPORT_SRCS := $(wildcard src/report/*.c)
 REPORT_LIB := $(O)/libvr_report.a
 $(REPORT_LIB): $(REPORT_SRCS:%.c=$(O)/%.o)
 	@mkdir -p $(dir $@)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 $(O)/src/report/%.o $(O)/src/cli/plot.o: BASE_CFLAGS += $(shell pkg-config --cflags cairo json-c 2>/dev/null)
-$(VRAMCTL): $(REPORT_LIB)
-CLI_LDLIBS += -ldw -ljson-c -lcairo -lfontconfig -lm
+# run's half (report, trace, symbols) is in vramctl itself; plot's drawing
+# (cairo) only in its own program, libexec/vramctl-plot (src/cli/module.mk).
+$(CLI_PROGRAMS): $(REPORT_LIB)
+CLI_LDLIBS += -ldw -ljson-c -lm
 ALL_TARGETS += $(REPORT_LIB)
 
 # Tests: memprog (a GPU program whose leaks and call sites are known), the
