@@ -23,6 +23,18 @@ int vr_self_dir(char *buf, size_t len)
 	if (!slash)
 		return -1;
 	*slash = '\0';
+	/* A libexec program answers for the vramctl that runs it, so that it
+	 * finds the library and the other helpers the same way: $(O)/libexec
+	 * -> $(O), PREFIX/libexec/vramctl -> PREFIX/bin. */
+	size_t l = strlen(buf);
+	static const char inst[] = "/libexec/vramctl", tree[] = "/libexec";
+	if (l >= sizeof inst - 1 && !strcmp(buf + l - (sizeof inst - 1), inst)) {
+		if (l - (sizeof inst - 1) + sizeof "/bin" > len)
+			return -1;
+		strcpy(buf + l - (sizeof inst - 1), "/bin");
+	} else if (l >= sizeof tree - 1 && !strcmp(buf + l - (sizeof tree - 1), tree)) {
+		buf[l - (sizeof tree - 1)] = '\0';
+	}
 	return 0;
 }
 

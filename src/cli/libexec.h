@@ -13,7 +13,8 @@
 
 #include <stddef.h>
 
-/* The folder of this binary (a build tree's $(O), or an installed bin/). */
+/* The folder of this binary (a build tree's $(O), or an installed bin/);
+ * a libexec program answers for the vramctl that runs it. */
 int vr_self_dir(char *buf, size_t len);
 /* 1 if dir/rel exists (written into out), else 0. */
 int vr_found(const char *dir, const char *rel, char *out, size_t len);

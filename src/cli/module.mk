@@ -10,13 +10,16 @@
 # libc. To split another command: add it to CLI_HELPERS, set CLI_SRCS_NAME
 # and CLI_LIBS_NAME, and set its function to NULL in main.c
 # (docs/architecture.md, "Heavy commands in libexec").
-CLI_HELPERS := top export plot
+CLI_HELPERS := top export plot run
 CLI_SRCS_top := src/cli/top.c src/cli/top_draw.c
 CLI_LIBS_top := -lncursesw
 CLI_SRCS_export := src/cli/export.c
 CLI_LIBS_export := -lmicrohttpd
 CLI_SRCS_plot := src/cli/plot.c
-CLI_LIBS_plot := -lcairo -lfontconfig
+CLI_LIBS_plot := -ljson-c -lcairo -lfontconfig -lm
+# `vramctl run --report/--trace` (run.c execs it; src/report links into it).
+CLI_SRCS_run := src/cli/run_report.c
+CLI_LIBS_run := -ldw -ljson-c -lm
 CLI_HELPER_BINS := $(CLI_HELPERS:%=$(O)/libexec/vramctl-%)
 
 CLI_SRCS := $(wildcard src/cli/*.c)

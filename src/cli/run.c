@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/libexec.h"
 #include "cli/run.h"
 #include "common/compiler.h"
 #include "common/contract.h"
@@ -29,6 +30,11 @@
 #include "common/spill.h"
 #include "launch/launch.h"
 #include "registry/registry.h"
+
+/* Defined only in libexec/vramctl-run (src/report, linked there); NULL in
+ * vramctl itself, which then hands --report/--trace runs to that program. */
+#pragma weak rep_prepare
+#pragma weak rep_finish
 #include "report/report.h"
 
 static void run_usage(FILE *f)
@@ -322,6 +328,12 @@ int cmd_run(int argc, char **argv)
 		fprintf(stderr, "vramctl: --stacks goes with --report\n");
 		return VR_EXIT_ERROR;
 	}
+	/* --report and --trace need json-c and libdw, which the vramctl every
+	 * job starts with does not load: their half lives in libexec/vramctl-run
+	 * (this same command, linked with src/report), run in our place with the
+	 * same arguments before anything else is done. */
+	if ((ro.report || ro.trace_path) && !rep_prepare)
+		return vr_exec_helper("run", argv);
 	if ((ro.report || ro.trace_path) && !have_limit) {
 		/* Recording needs the library to act: a cap of the whole device
 		 * counts everything and refuses nothing the driver would grant. */

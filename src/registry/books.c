@@ -750,11 +750,11 @@ int vr_holders(vr_member *m, int dev, uint64_t *self, uint64_t *peak, struct vr_
 	int got = 0;
 	if ((uint32_t)dev < vr_hdr_ndev(h)) {
 		*peak = h->dev[dev].peak;
-		*self = m->slot->dev[dev].in_use;
+		*self = vr_slot_held(m->slot, (uint32_t)dev);
 		uint32_t hw = vr_hdr_hw(h);
 		for (uint32_t i = 0; i < hw; i++) {
 			struct vr_slot *s = vr_region_slot(h, i);
-			uint64_t b = s->dev[dev].in_use;
+			uint64_t b = vr_slot_held(s, (uint32_t)dev);
 			if (s->state != VR_SLOT_USED || s == m->slot || b == 0)
 				continue;
 			/* Insertion into the n largest, largest first. */

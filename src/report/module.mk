@@ -8,10 +8,9 @@ $(REPORT_LIB): $(REPORT_SRCS:%.c=$(O)/%.o)
 	@mkdir -p $(dir $@)
 	rm -f $@ && $(AR) rcs $@ $^
 $(O)/src/report/%.o $(O)/src/cli/plot.o: BASE_CFLAGS += $(shell pkg-config --cflags cairo json-c 2>/dev/null)
-# run's half (report, trace, symbols) is in vramctl itself; plot's drawing
-# (cairo) only in its own program, libexec/vramctl-plot (src/cli/module.mk).
-$(CLI_PROGRAMS): $(REPORT_LIB)
-CLI_LDLIBS += -ldw -ljson-c -lm
+# Only in the programs that need it (src/cli/module.mk): libexec/vramctl-run
+# (run --report/--trace) and libexec/vramctl-plot.
+$(O)/libexec/vramctl-run $(O)/libexec/vramctl-plot: $(REPORT_LIB)
 ALL_TARGETS += $(REPORT_LIB)
 
 # Tests: memprog (a GPU program whose leaks and call sites are known), the
