@@ -319,6 +319,12 @@ int cmd_run(int argc, char **argv)
 		                "vramctl, which --exec replaces)\n");
 		return VR_EXIT_ERROR;
 	}
+	if (exec_self && (ro.report || ro.trace_path)) {
+		fprintf(stderr, "vramctl: run: --exec cannot be used with --report or --trace "
+		                "(both are written by vramctl after the command, which --exec "
+		                "replaces)\n");
+		return VR_EXIT_ERROR;
+	}
 	if (have_spill && !have_limit) {
 		fprintf(stderr,
 		        "vramctl: --spill needs --limit: spill serves what passes the cap\n");

@@ -83,4 +83,8 @@ expect_rc 0 $? "kernel remove --sys-prefix"
 # --exec needs a named group.
 "$V" run --exec --limit 1G -- true 2>err
 expect_rc 125 $? "--exec without --group"
+# --exec replaces vramctl, which writes reports and traces: refused, not ignored.
+"$V" run --exec --group g --limit 1G --report -- true 2>err
+expect_rc 125 $? "--exec with --report"
+expect_grep "cannot be used with --report" err "--exec with --report is explained"
 finish
