@@ -10,7 +10,6 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli/libexec.h"
 #include "cli/run.h"
@@ -22,16 +21,15 @@
 
 int cli_find_libfile(const char *rel, char *out, size_t len)
 {
-	static const char *const dirs[] = {"", "/../lib/vramctl",
-	                                   "/../lib/" VR_MULTIARCH "/vramctl"};
-	char self[PATH_MAX];
+	static const char *const dirs[] = {"", "../lib/vramctl/",
+	                                   "../lib/" VR_MULTIARCH "/vramctl/"};
+	char self[PATH_MAX], path[PATH_MAX];
 
 	if (vr_self_dir(self, sizeof self) < 0)
 		return -1;
 	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
-		int n = snprintf(out, len, "%s%s/%s", self, dirs[i], rel);
-
-		if (n > 0 && (size_t)n < len && access(out, F_OK) == 0)
+		snprintf(path, sizeof path, "%s%s", dirs[i], rel);
+		if (vr_found(self, path, out, len))
 			return 0;
 	}
 	snprintf(out, len, "%s, %s/../lib/vramctl or %s/../lib/%s/vramctl", self, self, self,
