@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static int ofd_lock(int fd, int type, off_t start, int wait)
@@ -149,6 +150,30 @@ int sim_card_slot_live(struct sim_card *c, int i)
 	return fl.l_type != F_UNLCK;
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int sim_card_slot_present(struct sim_card *c, int i)
+{
+	struct sim_slot *s = &c->file->slots[i];
+	if (!s->in_use)
+		return 0;
+	if (sim_card_slot_live(c, i)) {
+		s->dead_since = 0;
+		return 1;
+	}
+	if (!s->teardown_ms)
+		return 0;
+	uint64_t now = now_ns();
+	if (!s->dead_since)
+		s->dead_since = now;
+	return now - s->dead_since < (uint64_t)s->teardown_ms * 1000000ull;
+}
+
 uint64_t sim_card_used(struct sim_card *c, int reap)
 {
 	uint64_t sum = 0;
@@ -156,11 +181,12 @@ uint64_t sim_card_used(struct sim_card *c, int reap)
 		struct sim_slot *s = &c->file->slots[i];
 		if (!s->in_use)
 			continue;
-		if (!sim_card_slot_live(c, i)) {
+		if (!sim_card_slot_present(c, i)) {
 			if (reap) {
 				s->in_use = 0;
 				s->used = 0;
 				s->pid = 0;
+				s->dead_since = 0;
 			}
 			continue;
 		}
@@ -200,12 +226,15 @@ static int32_t nvml_pid(void)
 static int claim_slot(struct sim_card *c, int32_t pid)
 {
 	for (int i = 0; i < SIM_MAX_SLOTS; i++) {
-		if (c->file->slots[i].in_use && sim_card_slot_live(c, i))
+		/* A dead owner's slot is taken only once its teardown is over. */
+		if (sim_card_slot_present(c, i))
 			continue;
 		if (ofd_lock(c->fd, F_WRLCK, SIM_SLOT_LOCK_BASE + i, 0) != 0)
 			continue;
 		c->file->slots[i].pid = pid;
 		c->file->slots[i].used = 0;
+		c->file->slots[i].teardown_ms = sim_config()->teardown_ms;
+		c->file->slots[i].dead_since = 0;
 		c->file->slots[i].in_use = 1;
 		c->slot = i;
 		return 0;

@@ -311,6 +311,15 @@ static void load(void)
 	 * platform has them: VRAMSIM_HOST_VMM=0 models one without. */
 	s = getenv("VRAMSIM_HOST_VMM");
 	c->host_vmm = c->driver_version >= 12020 && !(s && !strcmp(s, "0"));
+	s = getenv("VRAMSIM_TEARDOWN_MS");
+	if (s && *s) {
+		char *end;
+		unsigned long v = strtoul(s, &end, 10);
+		if (*end || end == s || *s == '-' || v > UINT32_MAX)
+			sim_warn("ignoring VRAMSIM_TEARDOWN_MS=\"%s\" (want milliseconds)", s);
+		else
+			c->teardown_ms = (uint32_t)v;
+	}
 	s = getenv("VRAMSIM_NVML_UNKNOWN_USAGE");
 	c->nvml_unknown_usage = s && *s && strcmp(s, "0") != 0;
 	s = getenv("VRAMSIM_STATE_DIR");

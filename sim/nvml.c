@@ -418,7 +418,8 @@ static nvmlReturn_t processes(nvmlDevice_t device, unsigned int *infoCount, void
 		return NVML_ERROR_INVALID_ARGUMENT;
 	sim_card_lock(&device->card);
 	for (int i = 0; i < SIM_MAX_SLOTS; i++) {
-		if (!sim_card_slot_live(&device->card, i))
+		/* A dead process is listed while the driver tears it down. */
+		if (!sim_card_slot_present(&device->card, i))
 			continue;
 		pids[n] = (unsigned int)device->card.file->slots[i].pid;
 		used[n] = device->card.file->slots[i].used;

@@ -45,6 +45,8 @@ struct sim_config {
 	uint64_t host_pinnable;  /* VRAMSIM_HOST_PINNABLE: pinned host bytes a process
 	                            may hold (RLIMIT_MEMLOCK, host RAM); default no limit */
 	int host_vmm;            /* cuMemCreate on host locations (12.2+, VRAMSIM_HOST_VMM) */
+	uint32_t teardown_ms;    /* VRAMSIM_TEARDOWN_MS: how long the driver keeps a dead
+	                            process's memory (and NVML lists it); default 0 */
 };
 
 /* 1 when the simulated kernel module and user-space libraries differ (the
@@ -67,13 +69,23 @@ int sim_parse_size(const char *s, uint64_t *out);
  * driver and NVML inside one process exclude each other too).
  */
 #define SIM_CARD_MAGIC     0x314d495352415256ull /* "VRARSIM1" */
-#define SIM_CARD_VERSION   1
+#define SIM_CARD_VERSION   2
 #define SIM_SLOT_LOCK_BASE (1 << 20)
 
+/*
+ * A slot whose owner died is not free at once: as a real driver tears a
+ * context down for a while after the process is gone, the card keeps the
+ * owner's memory, and NVML lists its PID, until teardown_ms (the owner's
+ * VRAMSIM_TEARDOWN_MS, recorded when it took the slot) after the first
+ * process that looked found it dead (dead_since, CLOCK_MONOTONIC ns).
+ */
 struct sim_slot {
 	int32_t pid;
 	uint32_t in_use;
 	uint64_t used;
+	uint32_t teardown_ms;
+	uint32_t pad;
+	uint64_t dead_since;
 };
 
 struct sim_card_file {
@@ -100,8 +112,12 @@ void sim_card_lock(struct sim_card *c);
 void sim_card_unlock(struct sim_card *c);
 /* With the card locked: is slot i owned by a live process other than us? */
 int sim_card_slot_live(struct sim_card *c, int i);
-/* With the card locked: total bytes used by live processes (reaps dead ones
- * when reap is set). */
+/* With the card locked: does slot i hold memory on the card, its owner
+ * alive or dead and still being torn down (see struct sim_slot)? Notes the
+ * time of a death it sees first. */
+int sim_card_slot_present(struct sim_card *c, int i);
+/* With the card locked: total bytes used by the processes present (reaps
+ * the others when reap is set). */
 uint64_t sim_card_used(struct sim_card *c, int reap);
 /*
  * Adds delta bytes to this process's usage. A positive delta fails with -1

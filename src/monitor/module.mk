@@ -36,7 +36,7 @@ ALL_TARGETS += $(O)/tests/monitor/holder
 $(O)/tests/monitor/fake-nvml-%/libnvidia-ml.so.1: tests/monitor/fake_nvml.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -DFAKE_NVML_STRIDE=$* -shared -Wl,-soname,libnvidia-ml.so.1 -o $@ $< $(BASE_LDFLAGS)
-$(O)/tests/monitor/test_nvml: $(O)/tests/monitor/test_nvml.o $(MONITOR_LIB) \
+$(O)/tests/monitor/test_nvml: $(O)/tests/monitor/test_nvml.o $(MONITOR_LIB) $(COMMON_LIB) \
 		$(O)/tests/monitor/fake-nvml-32/libnvidia-ml.so.1 $(O)/tests/monitor/fake-nvml-24/libnvidia-ml.so.1
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_LDFLAGS) -o $@ $(filter %.o %.a,$^) -ldl

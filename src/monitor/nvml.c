@@ -4,16 +4,8 @@
  * NVML's traps and what this file does about each:
  *  - nvmlMemory_v2 needs version = sizeof(nvmlMemory_v2_t) | 2 << 24; older
  *    drivers lack the call, so nvmlDeviceGetMemoryInfo is the fallback.
- *  - The running-process struct changed size without a version bump: R535
- *    drivers' _v3 call writes 32-byte entries (with usedGpuCcProtectedMemory),
- *    others 24-byte ones. We give _v3 a buffer with room for 32-byte entries,
- *    filled with a pattern, and take the stride from how far NVML wrote.
- *    pid and usedGpuMemory sit at offsets 0 and 8 in every layout.
- *  - _v3 is missing on older drivers: fall back to _v2, then the plain call
- *    (16-byte entries).
- *  - The list is read with the NVML_ERROR_INSUFFICIENT_SIZE protocol: ask
- *    with count 0, then with room for the answer plus slack, retrying if the
- *    list grew in between.
+ *  - The process list's layouts and size protocol: common/nvml_procs.c,
+ *    shared with the injected library.
  *  - usedGpuMemory == ULLONG_MAX means unknown: MON_P_NVML_USED stays clear.
  *  - The PIDs are host PIDs (the reader maps them with NSpid, collect.c).
  */
@@ -28,13 +20,10 @@
 
 #include "common/contract.h"
 #include "common/nvml_api.h"
+#include "common/nvml_procs.h"
+#include "common/size.h"
 #include "monitor/nvml.h"
 
-/*
- * The three process-list calls differ only in their entry layout, so they
- * are called through one type taking an untyped buffer (see get_procs).
- */
-typedef nvmlReturn_t (*procs_fn)(nvmlDevice_t, unsigned int *, void *);
 typedef nvmlReturn_t nvml_ret;
 typedef nvmlDevice_t nvml_dev;
 
@@ -48,7 +37,7 @@ struct mon_nvml {
 	vr_pfn_nvmlSystemGetDriverVersion driver_version;
 	vr_pfn_nvmlDeviceGetMemoryInfo mem_v1;
 	vr_pfn_nvmlDeviceGetMemoryInfo_v2 mem_v2;
-	procs_fn procs_v3, procs_v2, procs_v1;
+	struct vr_nvml_procs_api procs;
 	vr_pfn_nvmlErrorString errstr;
 };
 
@@ -99,9 +88,9 @@ int mon_nvml_open(const char *path, struct mon_nvml **out, char *err, size_t err
 	    (vr_pfn_nvmlSystemGetDriverVersion)sym(lib, "nvmlSystemGetDriverVersion");
 	nv->mem_v1 = (vr_pfn_nvmlDeviceGetMemoryInfo)sym(lib, "nvmlDeviceGetMemoryInfo");
 	nv->mem_v2 = (vr_pfn_nvmlDeviceGetMemoryInfo_v2)sym(lib, "nvmlDeviceGetMemoryInfo_v2");
-	nv->procs_v3 = (procs_fn)sym(lib, "nvmlDeviceGetComputeRunningProcesses_v3");
-	nv->procs_v2 = (procs_fn)sym(lib, "nvmlDeviceGetComputeRunningProcesses_v2");
-	nv->procs_v1 = (procs_fn)sym(lib, "nvmlDeviceGetComputeRunningProcesses");
+	nv->procs.v3 = (vr_nvml_procs_fn)sym(lib, "nvmlDeviceGetComputeRunningProcesses_v3");
+	nv->procs.v2 = (vr_nvml_procs_fn)sym(lib, "nvmlDeviceGetComputeRunningProcesses_v2");
+	nv->procs.v1 = (vr_nvml_procs_fn)sym(lib, "nvmlDeviceGetComputeRunningProcesses");
 	nv->errstr = (vr_pfn_nvmlErrorString)sym(lib, "nvmlErrorString");
 	if (!init || !nv->shutdown || !nv->count || !nv->handle) {
 		snprintf(err, errlen, "NVML unusable (%s lacks nvmlInit or device calls)", path);
@@ -177,59 +166,6 @@ void mon_nvml_close(struct mon_nvml *nv)
 	free(nv);
 }
 
-#define PATTERN 0xA5
-
-/*
- * Calls one form of the process list with the INSUFFICIENT_SIZE protocol.
- * stride: the entry size to allocate for (the largest one expected); *n gets
- * the entry count and *buf a malloc'ed buffer (or NULL when n is 0).
- * Returns the NVML result.
- */
-static nvml_ret get_procs(procs_fn call, nvml_dev h, size_t stride, unsigned *n,
-                          unsigned char **buf, size_t *buflen)
-{
-	*buf = NULL;
-	*n = 0;
-	unsigned want = 0;
-	nvml_ret r = call(h, &want, NULL);
-	if (r == NVML_SUCCESS)
-		return NVML_SUCCESS; /* no process */
-	for (int tries = 0; tries < 4 && r == NVML_ERROR_INSUFFICIENT_SIZE; tries++) {
-		unsigned room = want + 8; /* the list may grow before the next call */
-		free(*buf);
-		*buflen = (size_t)room * stride;
-		*buf = malloc(*buflen);
-		if (!*buf)
-			return NVML_ERROR_INSUFFICIENT_SIZE;
-		memset(*buf, PATTERN, *buflen);
-		want = room;
-		r = call(h, &want, *buf);
-	}
-	if (r != NVML_SUCCESS) {
-		free(*buf);
-		*buf = NULL;
-		return r;
-	}
-	*n = want;
-	return NVML_SUCCESS;
-}
-
-/* The stride _v3 really wrote: the smallest layout that covers the bytes it wrote. */
-static size_t probe_stride(const unsigned char *buf, size_t len, unsigned n)
-{
-	size_t last = 0;
-	for (size_t i = len; i > 0; i--)
-		if (buf[i - 1] != PATTERN) {
-			last = i;
-			break;
-		}
-	static const size_t strides[] = {16, 24, 32};
-	for (size_t i = 0; i < 3; i++)
-		if ((size_t)n * strides[i] >= last)
-			return strides[i];
-	return 32;
-}
-
 static int add_proc(struct mon_model *m, int *cap, int device, const char *uuid, unsigned pid,
                     unsigned long long used)
 {
@@ -259,46 +195,24 @@ static int read_device_procs(struct mon_nvml *nv, nvml_dev h, struct mon_model *
                              int device)
 {
 	struct mon_device *d = &m->devs[device];
-	unsigned n = 0;
-	unsigned char *buf = NULL;
-	size_t len = 0, stride = 0;
-	nvml_ret r = -1;
-	if (nv->procs_v3) {
-		r = get_procs(nv->procs_v3, h, 32, &n, &buf, &len);
-		if (r == NVML_SUCCESS) {
-			stride = buf ? probe_stride(buf, len, n) : 24;
-			snprintf(d->proc_api, sizeof(d->proc_api), "v3");
-		}
-	}
-	if (r != NVML_SUCCESS && nv->procs_v2) {
-		r = get_procs(nv->procs_v2, h, 24, &n, &buf, &len);
-		stride = 24;
-		if (r == NVML_SUCCESS)
-			snprintf(d->proc_api, sizeof(d->proc_api), "v2");
-	}
-	if (r != NVML_SUCCESS && nv->procs_v1) {
-		r = get_procs(nv->procs_v1, h, 16, &n, &buf, &len);
-		stride = 16;
-		if (r == NVML_SUCCESS)
-			snprintf(d->proc_api, sizeof(d->proc_api), "v1");
-	}
+	struct vr_nvml_proc *list;
+	unsigned n;
+	const char *api;
+	nvml_ret r = vr_nvml_procs(&nv->procs, h, &list, &n, &api);
 	if (r != NVML_SUCCESS) {
 		mon_model_note(m, "NVML could not list the processes on GPU %d: %s", d->index,
-		               (nv->procs_v3 || nv->procs_v2 || nv->procs_v1) ? errtext(nv, r)
-		                                                              : "no process call");
+		               r != NVML_ERROR_FUNCTION_NOT_FOUND ||
+		                       (nv->procs.v3 || nv->procs.v2 || nv->procs.v1)
+		                   ? errtext(nv, r)
+		                   : "no process call");
 		return 0;
 	}
+	snprintf(d->proc_api, sizeof(d->proc_api), "%s", api);
 	d->valid |= MON_DEV_PROCS;
 	int rc = 0;
-	for (unsigned i = 0; i < n && rc == 0; i++) {
-		const unsigned char *e = buf + (size_t)i * stride;
-		uint32_t pid;
-		unsigned long long used;
-		memcpy(&pid, e, sizeof(pid));
-		memcpy(&used, e + 8, sizeof(used));
-		rc = add_proc(m, cap, device, d->uuid, pid, used);
-	}
-	free(buf);
+	for (unsigned i = 0; i < n && rc == 0; i++)
+		rc = add_proc(m, cap, device, d->uuid, list[i].pid, list[i].used);
+	free(list);
 	return rc;
 }
 
@@ -364,4 +278,52 @@ int mon_nvml_read(struct mon_nvml *nv, struct mon_model *m)
 		}
 	}
 	return 0;
+}
+
+int mon_nvml_lists(struct mon_nvml *nv, const char *uuid, unsigned pid)
+{
+	vr_pfn_nvmlDeviceGetHandleByUUID by_uuid =
+	    (vr_pfn_nvmlDeviceGetHandleByUUID)sym(nv->lib, "nvmlDeviceGetHandleByUUID");
+	nvml_dev h;
+	struct vr_nvml_proc *list;
+	unsigned n;
+	const char *api;
+	if (!by_uuid || by_uuid(uuid, &h) != NVML_SUCCESS ||
+	    vr_nvml_procs(&nv->procs, h, &list, &n, &api) != NVML_SUCCESS)
+		return -1;
+	int found = 0;
+	for (unsigned i = 0; i < n && !found; i++)
+		found = list[i].pid == pid;
+	free(list);
+	return found;
+}
+
+/* ---- the registry's probe (one NVML per process, opened on demand) ---- */
+
+static struct mon_nvml *probe_nv;
+static int probe_tried;
+
+static int probe_listed(int32_t pid, const unsigned char uuid[VR_UUID_LEN])
+{
+	char err[256], text[48];
+	if (!probe_tried) {
+		probe_tried = 1;
+		if (mon_nvml_open(NULL, &probe_nv, err, sizeof(err)) < 0)
+			probe_nv = NULL;
+	}
+	if (!probe_nv || pid <= 0)
+		return -1;
+	vr_format_uuid(uuid, text, sizeof(text));
+	return mon_nvml_lists(probe_nv, text, (unsigned)pid);
+}
+
+static void probe_say(const char *line)
+{
+	fprintf(stderr, "vramctl: %s\n", line);
+}
+
+const struct vr_gpu_probe *mon_nvml_probe(void)
+{
+	static const struct vr_gpu_probe p = {.listed = probe_listed, .say = probe_say};
+	return &p;
 }
