@@ -29,6 +29,7 @@
 #include "common/size.h"
 #include "common/spill.h"
 #include "launch/launch.h"
+#include "monitor/nvml.h"
 #include "registry/registry.h"
 
 /* Defined only in libexec/vramctl-run (src/report, linked there); NULL in
@@ -401,6 +402,9 @@ int cmd_run(int argc, char **argv)
 			snprintf(group, sizeof(group), "%s", group_opt);
 		else
 			unique_group(group, sizeof(group));
+		/* The join gives back dead members' shares: not while NVML
+		 * still lists them on a GPU (docs/fail-closed.md). */
+		vr_gpu_probe_set(mon_nvml_probe());
 		if (vr_launch_join(&j, &g, err, sizeof(err)) < 0) {
 			fprintf(stderr, "vramctl: %s\n", err);
 			return VR_EXIT_ERROR;

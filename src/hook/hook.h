@@ -97,6 +97,10 @@ void *vr_lookup_substitute(void *real, const char *name);
 int vr_driver_init(void);
 /* Loads NVML (only when the program uses NVML). Returns 0 or -1. */
 int vr_nvml_init(void);
+/* Gives the registry its NVML probe for dead members still on a GPU
+ * (teardown.c), and forgets a half-done NVML start after fork. */
+void vr_teardown_setup(void);
+void vr_teardown_atfork_child(void);
 
 /* Thread-local guard: set while vramctl itself calls into the driver, so
  * that a driver calling its own exported entry points comes straight through. */

@@ -251,6 +251,7 @@ static void config_init_once(void)
 		vr_log(VR_LOG_INFO, "cap %s%s%s", vr_g.limit_text, vr_g.group[0] ? ", group " : "",
 		       vr_g.group);
 		pthread_atfork(NULL, NULL, atfork_child);
+		vr_teardown_setup();
 	}
 	atomic_store_explicit(&vr_g.config_done, 1, memory_order_release);
 }
@@ -438,6 +439,7 @@ static void atfork_child(void)
 	vr_devices_atfork_child();
 	vr_books_atfork_child();
 	vr_rec_atfork_child();
+	vr_teardown_atfork_child();
 }
 
 /*

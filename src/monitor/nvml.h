@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "monitor/model.h"
+#include "registry/registry.h"
 
 struct mon_nvml;
 
@@ -50,5 +51,14 @@ struct mon_nvml_modes {
  */
 int mon_nvml_modes(struct mon_nvml *nv, const char *uuid, struct mon_nvml_modes *out, char *err,
                    size_t errlen);
+
+/* 1 if NVML lists host PID pid on the device with this UUID, 0 if not,
+ * -1 when it cannot tell (no such device, an error). */
+int mon_nvml_lists(struct mon_nvml *nv, const char *uuid, unsigned pid);
+
+/* For the registry (vr_gpu_probe_set, registry.h): a probe that opens NVML
+ * at its first question, keeps it, and answers "cannot tell" without it;
+ * its lines go to stderr, prefixed "vramctl: ". */
+const struct vr_gpu_probe *mon_nvml_probe(void);
 
 #endif /* VRAMCTL_MONITOR_NVML_H */

@@ -41,17 +41,23 @@ static void read_proc_info(struct proc_info *p)
 
 /* Takes a free (or dead) slot: its liveness byte is ours once F_OFD_SETLK
  * succeeds, since no live member holds it. Returns the index or -errno. */
-static int claim_slot(int fd, struct vr_region_hdr *h)
+static int claim_slot(vr_member *m)
 {
+	int fd = m->fd;
+	struct vr_region_hdr *h = m->hdr;
 	uint32_t n = VR_REGION_SLOTS; /* never the header's: it may be damaged */
 	uint32_t start = atomic_fetch_add((_Atomic uint32_t *)&h->slot_hint, 1) % n;
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t i = (start + k) % n;
-		/* A dead member not yet reaped keeps its slot and its bytes. */
+		/* A dead member not yet reaped, or still on the GPU, keeps its
+		 * slot and its bytes. */
 		struct vr_slot *s = vr_region_slot(h, i);
+		uint64_t inc =
+		    atomic_load_explicit((_Atomic uint64_t *)&s->incarnation, memory_order_acquire);
 		if (atomic_load_explicit((_Atomic uint32_t *)&s->state, memory_order_acquire) ==
 		        VR_SLOT_USED &&
-		    !vr_member_gone(s))
+		    (!vr_member_gone(s) ||
+		     (vr_slot_alive(fd, i) == 0 && vr_dead_on_gpu(m, i, s, inc))))
 			continue;
 		struct flock fl = {.l_type = F_WRLCK,
 		                   .l_whence = SEEK_SET,
@@ -175,7 +181,7 @@ static int attach_segment(vr_member *m, const struct vr_join_opts *opts, const c
 static int take_slot(vr_member *m, const char *group, const char *dir, const char *name, char *err,
                      size_t errlen)
 {
-	int rc = claim_slot(m->fd, m->hdr);
+	int rc = claim_slot(m);
 	if (rc < 0) {
 		if (rc == -EUSERS)
 			vr_seterr(err, errlen, "group %s is full (%u members)", group,

@@ -172,7 +172,8 @@ int vr_reclaim_dead(vr_member *m)
 			if (atomic_load_explicit((_Atomic uint32_t *)&s->state,
 			                         memory_order_acquire) != VR_SLOT_USED)
 				continue;
-			if (vr_slot_alive(m->fd, i) == 0 && vr_member_gone(s)) {
+			if (vr_slot_alive(m->fd, i) == 0 && vr_member_gone(s) &&
+			    !vr_dead_on_gpu(m, i, s, inc)) {
 				cand[n].idx = i;
 				cand[n].inc = inc;
 				n++;

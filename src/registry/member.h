@@ -54,6 +54,9 @@ struct vr_member {
 	struct vr_priv_dev priv[VR_MAX_DEVICES];
 	uint64_t spill_budget;         /* the group's, as joined (spill) */
 	_Atomic uint64_t spilled_mine; /* what this process holds against it */
+	/* Dead members still on the GPU, as this process saw them (held.c). */
+	_Atomic uint64_t held_since[VR_REGION_SLOTS];
+	_Atomic uint64_t held_asked[VR_REGION_SLOTS];
 };
 
 /* The lock word (lock.c). */
@@ -275,6 +278,15 @@ int vr_unreaped_others(struct vr_region_hdr *h, uint32_t self);
 int vr_slot_reclaim_locked(vr_member *m, struct vr_slot *s);
 /* 1 if a member other than slot `self` holds any slot's liveness byte. */
 int vr_others_alive(int fd, uint32_t self);
+
+/* ---- held.c */
+
+/* 1 if slot i (USED, its owner dead and reaped, incarnation inc) must stay
+ * held because NVML still lists its process on a device where it holds
+ * bytes, within the bound; 0 when it may be reclaimed (no probe, nothing
+ * held, NVML cannot tell, or the bound has passed). May ask NVML: never
+ * call it with the group's lock held. */
+int vr_dead_on_gpu(vr_member *m, uint32_t i, const struct vr_slot *s, uint64_t inc);
 
 /* ---- books.c */
 

@@ -133,6 +133,26 @@ void vr_spill_release(vr_member *m, int dev, uint64_t bytes);
 uint64_t vr_spill_budget(const vr_member *m);
 
 /*
+ * A dead member's memory may stay in the driver after its process is
+ * reaped, while its contexts are torn down (docs/fail-closed.md, "Dead
+ * members"). A caller that can ask NVML sets a probe for the process; the
+ * registry then keeps a reaped member's bytes while NVML lists its host
+ * PID on a device where it holds some, at most 30 s after it first finds
+ * it so. Without a probe, a reaped member is gone.
+ */
+struct vr_gpu_probe {
+	/* 1 if NVML lists host PID pid on the GPU with this UUID, 0 if not,
+	 * negative when it cannot tell (treated as not listed). Called on the
+	 * reclaim path only (a denial, a join), never with a lock held. */
+	int (*listed)(int32_t pid, const unsigned char uuid[VR_UUID_LEN]);
+	/* One line, no prefix, no newline: a slot given back at the bound while
+	 * NVML still listed it. NULL: nobody is told. */
+	void (*say)(const char *line);
+};
+/* Sets this process's probe (NULL: none); *p must stay valid. */
+void vr_gpu_probe_set(const struct vr_gpu_probe *p);
+
+/*
  * Removes a group's region file (the end of a run or of a Slurm job on a
  * node). Members still attached keep their mapping; nobody new joins the old
  * books. Returns 0, -ENOENT, or another negative errno.
