@@ -74,6 +74,12 @@ struct vramctl_proc {
 	char group[65];
 	enum vramctl_proc_state state;
 	uint64_t host_pinned;
+	/* Addition: the PID the member recorded for itself in the outermost
+	 * PID namespace it could see (the first NSpid entry; the host's PID
+	 * where it shared the host's /proc), 0 if unknown. Kept for dead
+	 * members too: NVML may still list that PID while the driver tears
+	 * the process's contexts down. */
+	pid_t outer_pid;
 	int ndev;
 	struct vramctl_proc_dev dev[64];
 };

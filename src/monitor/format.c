@@ -25,6 +25,8 @@ const char *mon_state_name(int state)
 		return "dead";
 	case MON_PROC_STALE:
 		return "stale";
+	case MON_PROC_EXITING:
+		return "exiting";
 	}
 	return "unknown";
 }
@@ -351,6 +353,7 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 		jw_int(&w, "owner_uid", (long long)g->owner, 1);
 		jw_int(&w, "members", g->nmembers, 1);
 		jw_int(&w, "dead_members", g->ndead, 1);
+		jw_int(&w, "exiting_members", g->nexiting, 1);
 		jw_bool(&w, "consistent", g->consistent);
 		jw_u64(&w, "spill_budget_bytes", g->spill_budget, 1);
 		jw_u64(&w, "spilled_bytes", g->spilled, 1);
@@ -648,5 +651,12 @@ int mon_format_prom(FILE *f, const struct mon_model *m)
 	prom_head(f, "vramctl_dead_records", "gauge",
 	          "Registry records whose process is gone or whose PID was reused.");
 	prom_sample(f, "vramctl_dead_records", NULL, (uint64_t)ndead);
+	int nexiting = 0;
+	for (int i = 0; i < m->ngroups; i++)
+		nexiting += m->groups[i].nexiting;
+	prom_head(f, "vramctl_exiting_records", "gauge",
+	          "Records of dead processes that NVML still lists on a GPU (their memory is "
+	          "being freed; their group holds it until then).");
+	prom_sample(f, "vramctl_exiting_records", NULL, (uint64_t)nexiting);
 	return ferror(f) ? -EIO : 0;
 }

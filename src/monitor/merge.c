@@ -174,6 +174,18 @@ static int nvml_lists(const struct mon_model *m, const struct nv_pid *by_pid, in
 	return 0;
 }
 
+/* The PID NVML would list for a dead record (the outermost one it recorded,
+ * else its own), or 0 when that PID now belongs to another process: its
+ * NVML rows are that process's. */
+static pid_t dead_pid(const struct vramctl_proc *r, const char *proc_root)
+{
+	pid_t pid = r->outer_pid > 0 ? r->outer_pid : r->pid;
+	uint64_t st;
+	if (pid <= 0 || (vr_proc_start_time(proc_root, pid, &st) == 0 && st != r->start_time))
+		return 0;
+	return pid;
+}
+
 /* 1 if a member has used this device: memory now or before, or a denial. */
 static int proc_dev_used(const struct vramctl_proc_dev *d)
 {
@@ -279,8 +291,10 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 			}
 		}
 		enum mon_proc_state state = MON_PROC_ALIVE;
+		pid_t gone = 0; /* a dead record's PID, as NVML would list it */
 		if (r->state == VRAMCTL_PROC_DEAD) {
 			state = MON_PROC_DEAD;
+			gone = dead_pid(r, proc_root);
 		} else if (host > 0 && !vr_proc_exists(proc_root, host)) {
 			/* The registry found it alive a moment ago (its lock holder);
 			 * reading /proc/PID/stat for each of a thousand records would
@@ -289,6 +303,7 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 			state = MON_PROC_STALE;
 		}
 		const struct vramctl_group *sg = snap_group(s, r->group);
+		int exiting = 0;
 		for (int j = 0; j < r->ndev; j++) {
 			/* A member's slot has a column for every device of its group;
 			 * only the devices it has used (or NVML sees it on) make it
@@ -309,6 +324,15 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 				p->host_pid = host;
 				p->valid |= MON_P_HOST_PID;
 			}
+			/* Dead, but NVML still lists it here: the driver is
+			 * tearing it down, and its row is this record's. */
+			pid_t nv_pid = host;
+			if (gone > 0 && nvml_lists(m, by_pid, nnv, gone, r->dev[j].uuid)) {
+				p->state = MON_PROC_EXITING;
+				p->host_pid = nv_pid = gone;
+				p->valid |= MON_P_HOST_PID;
+				exiting = 1;
+			}
 			p->uid = r->uid;
 			/* mon_copy, not snprintf: four strings a row, a thousand rows,
 			 * and snprintf's setup cost more than the copies. */
@@ -327,10 +351,11 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 				if (!strcmp(sg->dev[k].uuid, rd->uuid))
 					p->cap = sg->dev[k].cap;
 			/* A dead record's PID may belong to someone else now. */
-			if (state != MON_PROC_ALIVE || host <= 0)
+			if ((p->state != MON_PROC_ALIVE && p->state != MON_PROC_EXITING) ||
+			    nv_pid <= 0)
 				continue;
-			for (int e = nv_first(by_pid, nnv, host); e < nnv && by_pid[e].pid == host;
-			     e++) {
+			for (int e = nv_first(by_pid, nnv, nv_pid);
+			     e < nnv && by_pid[e].pid == nv_pid; e++) {
 				int k = by_pid[e].k;
 				const struct mon_proc *q = &m->procs[k];
 				if (nvr[k].consumed || q->device != p->device)
@@ -342,8 +367,10 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 			}
 		}
 		for (int k = 0; k < m->ngroups; k++)
-			if (state != MON_PROC_ALIVE && !strcmp(m->groups[k].name, r->group))
+			if (state != MON_PROC_ALIVE && !strcmp(m->groups[k].name, r->group)) {
 				m->groups[k].ndead++;
+				m->groups[k].nexiting += exiting;
+			}
 	}
 
 	/* Uncapped processes: NVML rows no record claimed. */

@@ -48,6 +48,10 @@ enum mon_proc_state {
 	MON_PROC_ALIVE = 0,
 	MON_PROC_DEAD = 1,  /* the registry says its owner is gone */
 	MON_PROC_STALE = 2, /* the registry says alive, but the PID is gone or reused */
+	/* The registry says its owner is gone, but NVML still lists its PID on
+	 * this device: the driver is tearing its context down, and the group
+	 * holds its bytes until NVML stops listing it (docs/fail-closed.md). */
+	MON_PROC_EXITING = 3,
 };
 
 /* struct mon_proc.valid */
@@ -103,6 +107,7 @@ struct mon_group {
 	uid_t owner;
 	int nmembers;                   /* live members */
 	int ndead;                      /* records of dead or stale members */
+	int nexiting;                   /* of those, dead ones NVML still lists (exiting) */
 	int consistent;                 /* the registry's copy was taken between writes */
 	uint64_t spill_budget, spilled; /* the group's host budget (0: no spill), all devices */
 	int ndev;

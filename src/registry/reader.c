@@ -610,6 +610,7 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 		p->command[sizeof(p->command) - 1] = '\0';
 		vr_strlcpy(p->group, gname, sizeof(p->group));
 		p->host_pinned = s->host_pinned;
+		p->outer_pid = s->nspid_outer;
 		p->ndev = (int)ndev;
 
 		/* Alive? The OFD lock says; the classic lock names the holder

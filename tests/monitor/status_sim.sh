@@ -76,6 +76,27 @@ else
 	echo "note: PID-namespace check skipped (no unshare, no python3, or not allowed)"
 fi
 
+# 7. A capped process killed and reaped while the driver still tears it down
+# (the simulator keeps it for VRAMSIM_TEARDOWN_MS): shown exiting, with
+# NVML's usage, never as an uncapped process of its own; the group, whose
+# other member lives on, keeps its bytes.
+start_holder tdlive VRAMCTL_LIMIT=1G VRAMCTL_GROUP=td LD_PRELOAD="$LIB" -- 100
+start_holder td VRAMCTL_LIMIT=1G VRAMCTL_GROUP=td VRAMSIM_TEARDOWN_MS=600000 LD_PRELOAD="$LIB" -- 300
+td_pid=$HPID_td
+kill_holder td
+"$V" status --json >"$TMPDIR/td.json"
+"$V" status >"$TMPDIR/td.table"
+"$V" status --format prom >"$TMPDIR/td.prom"
+grep -q '"state": "exiting"' "$TMPDIR/td.json" || fail "exiting: the killed process is not shown exiting"
+grep -q '"exiting_members": 1' "$TMPDIR/td.json" || fail "exiting: the group does not count it"
+grep -Eq "^$td_pid .* exiting +td " "$TMPDIR/td.table" || fail "exiting: not in the table"
+grep -q '^vramctl_exiting_records 1$' "$TMPDIR/td.prom" || fail "exiting: not in the metrics"
+grep -q '"state": "uncapped"' "$TMPDIR/td.json" && grep -B8 '"state": "uncapped"' "$TMPDIR/td.json" |
+	grep -q "\"host_pid\": $td_pid," && fail "exiting: listed again as an uncapped process"
+unset HPID_td
+unset 'HOLD_BG[td]'
+stop_holder tdlive
+
 # --watch: one JSON object per line, as long as the reader reads.
 "$V" status --watch 0.05 2>"$TMPDIR/werr" | head -n 3 >"$TMPDIR/watch"
 [ "$(wc -l <"$TMPDIR/watch")" = 3 ] || fail "watch: expected 3 lines, got $(wc -l <"$TMPDIR/watch")"

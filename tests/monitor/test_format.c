@@ -169,9 +169,10 @@ static void s_vanished(struct mon_model *m)
 	base(m);
 	dev(m, 0, UUID0, "NVIDIA L4", 24 * GiB, 2 * GiB);
 	struct mon_group *g = group(m, "job-17", "8G", 1);
-	g->ndead = 2;
-	gdev(m, g, 0, 8 * GiB, 1 * GiB, 6 * GiB);
-	g->dev[0].dead_in_use = 5 * GiB + 512 * MiB;
+	g->ndead = 3;
+	g->nexiting = 1;
+	gdev(m, g, 0, 8 * GiB, 1 * GiB, 7 * GiB);
+	g->dev[0].dead_in_use = 6 * GiB + 512 * MiB;
 	struct mon_proc *p = capped(m, 0, 3100, 3100, "job-17", 8 * GiB, 1 * GiB, 1 * GiB);
 	p->valid |= MON_P_NVML | MON_P_NVML_USED;
 	p->nvml_used = 1 * GiB + 250 * MiB;
@@ -180,6 +181,11 @@ static void s_vanished(struct mon_model *m)
 	p->denied_count = 1;
 	p = capped(m, 0, 3102, 3102, "job-17", 8 * GiB, 512 * MiB, 512 * MiB);
 	p->state = MON_PROC_STALE;
+	/* Killed and reaped, but the driver still tears it down. */
+	p = capped(m, 0, 3103, 3103, "job-17", 8 * GiB, 1 * GiB, 1 * GiB);
+	p->state = MON_PROC_EXITING;
+	p->valid |= MON_P_NVML | MON_P_NVML_USED;
+	p->nvml_used = 1 * GiB + 64 * MiB;
 }
 
 static void s_nvml_missing(struct mon_model *m)

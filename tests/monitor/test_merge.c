@@ -3,8 +3,9 @@
  * registry's records, on a fake /proc: namespaced PIDs mapped through
  * NSpid and the start time, a recycled PID not taking a record's place, a
  * dead record never merged with a live process that reuses its PID, a live
- * record whose process is gone marked stale, per-device sums of caps and
- * overcommit, devices only the registry knows.
+ * record whose process is gone marked stale, a dead record that NVML still
+ * lists (by the outer PID it recorded) marked exiting, per-device sums of
+ * caps and overcommit, devices only the registry knows.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -123,10 +124,11 @@ int main(void)
 	nvml_row(&m, 4300, 4 * GiB);
 	nvml_row(&m, 4400, 5 * GiB);
 	nvml_row(&m, 4700, 64 << 20);
+	nvml_row(&m, 9800, 7 * GiB); /* a dead member, reaped, still torn down */
 
 	struct vramctl_snapshot s = {0};
 	struct vramctl_group groups[3];
-	struct vramctl_proc procs[8];
+	struct vramctl_proc procs[10];
 	memset(groups, 0, sizeof(groups));
 	s.groups = groups;
 	s.procs = procs;
@@ -161,6 +163,10 @@ int main(void)
 	strcpy(two->dev[1].uuid, UX);
 	rec(&s, 4600, 4600, 460, "g1", 0, 0);
 	rec(&s, 4700, 4700, 470, "g1", 0, 0);
+	/* Dead members of a container (PID 48 and 49 inside, 9800 and 9900
+	 * outside), reaped: NVML still lists 9800, not 9900. */
+	rec(&s, 48, 0, 480, "g2", 1, 700)->outer_pid = 9800;
+	rec(&s, 49, 0, 490, "g2", 1, 800)->outer_pid = 9900;
 
 	ASSERT_EQ(mon_merge_registry(&m, &s, 0, root), 0);
 	ASSERT(m.valid & MON_M_REGISTRY);
@@ -220,9 +226,26 @@ int main(void)
 	ASSERT(p->valid & MON_P_COMMAND);
 	ASSERT_STR_EQ(p->command, "render");
 
-	/* Group g2's dead member is counted; g1 has the stale one. */
-	ASSERT_EQ(m.groups[1].ndead, 1);
+	/* Dead, NVML still lists its outer PID: exiting, with NVML's usage,
+	 * and no uncapped row of its own. */
+	p = find(&m, 1, 9800, 48);
+	ASSERT(p);
+	ASSERT_EQ(p->state, MON_PROC_EXITING);
+	ASSERT_UEQ(p->in_use, 700);
+	ASSERT(p->valid & MON_P_NVML_USED);
+	ASSERT_UEQ(p->nvml_used, 7 * GiB);
+	ASSERT(find(&m, 0, 9800, -1) == NULL);
+	/* Dead, not listed: dead. */
+	p = find(&m, 1, -1, 49);
+	ASSERT(p);
+	ASSERT_EQ(p->state, MON_PROC_DEAD);
+
+	/* Group g2's dead members are counted, one of them exiting; g1 has
+	 * the stale one. */
+	ASSERT_EQ(m.groups[1].ndead, 3);
+	ASSERT_EQ(m.groups[1].nexiting, 1);
 	ASSERT_EQ(m.groups[0].ndead, 1);
+	ASSERT_EQ(m.groups[0].nexiting, 0);
 	/* 5 records + 3 unclaimed NVML rows (5000, 6100, 4300). */
 	/* 4500: one row, on the GPU it used. */
 	p = find(&m, 1, 4500, 4500);
@@ -242,7 +265,7 @@ int main(void)
 	ASSERT_UEQ(p->nvml_used, 64 << 20);
 	ASSERT(find(&m, 0, 4700, -1) == NULL);
 
-	ASSERT_EQ(m.nprocs, 10);
+	ASSERT_EQ(m.nprocs, 12);
 
 	/* A registry that cannot be read is a note, not a failure. */
 	struct mon_model e = {0};
