@@ -3,36 +3,95 @@
  * a dead member's process on a GPU, while the driver tears its contexts
  * down? Asked only on the reclaim path (a denial, a join) when a member
  * that has been reaped still holds bytes, so programs that never meet one
- * never load NVML for it. NVML is initialised once, on the first question,
- * and kept; a thread that finds another initialising it does not wait: it
- * answers "cannot tell" (the member is then gone, as without NVML).
+ * never load NVML for it.
+ *
+ * That path may run under the library's own locks (a join runs under the
+ * devices lock), and loading a library must never happen under them: a
+ * constructor in another thread, run under the loader's lock, may be
+ * waiting for one of them. So NVML is loaded and initialised once, by a
+ * short-lived thread of its own (all signals blocked), and the thread
+ * that started it waits for it once, at most LOAD_WAIT_MS. Until it is ready the answer is
+ * "listed" (the member's share stays held: the registry's bound still
+ * applies); if it cannot be loaded, "cannot tell" (reaped = gone).
  */
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "common/nvml_procs.h"
 #include "common/size.h"
 #include "hook/hook.h"
 
-static atomic_int nvml_up; /* 0 not tried, 2 being tried, 1 ready, -1 unusable */
+#define LOAD_WAIT_MS 500
 
+enum { NV_UNTRIED, NV_READY, NV_LOADING, NV_UNUSABLE };
+static atomic_int nvml_up;
+static pthread_mutex_t up_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t up_cv = PTHREAD_COND_INITIALIZER;
+
+static void *load_nvml(void *arg)
+{
+	(void)arg;
+	int ok = 0;
+	VR_OWN(ok = vr_nvml_init() == 0 && vr_real.nvmlInit_v2 &&
+	            vr_real.nvmlDeviceGetHandleByUUID && vr_real.nvmlInit_v2() == NVML_SUCCESS);
+	pthread_mutex_lock(&up_mu);
+	atomic_store_explicit(&nvml_up, ok ? NV_READY : NV_UNUSABLE, memory_order_release);
+	pthread_cond_broadcast(&up_cv);
+	pthread_mutex_unlock(&up_mu);
+	return NULL;
+}
+
+/* Starts the loader thread once; NV_UNUSABLE if it cannot be started. */
+static void start_loader(void)
+{
+	pthread_attr_t a;
+	pthread_t t;
+	sigset_t all, old;
+	int rc = pthread_attr_init(&a);
+	if (rc == 0) {
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		rc = pthread_create(&t, &a, load_nvml, NULL);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		pthread_attr_destroy(&a);
+	}
+	if (rc != 0)
+		atomic_store_explicit(&nvml_up, NV_UNUSABLE, memory_order_release);
+}
+
+/* NV_READY, NV_LOADING (still loading after the wait) or NV_UNUSABLE. */
 static int nvml_ready(void)
 {
 	int s = atomic_load_explicit(&nvml_up, memory_order_acquire);
-	if (s == 0 && atomic_compare_exchange_strong(&nvml_up, &s, 2)) {
-		int ok =
-		    vr_nvml_init() == 0 && vr_real.nvmlInit_v2 && vr_real.nvmlDeviceGetHandleByUUID;
-		if (ok)
-			VR_OWN(ok = vr_real.nvmlInit_v2() == NVML_SUCCESS);
-		s = ok ? 1 : -1;
-		atomic_store_explicit(&nvml_up, s, memory_order_release);
-	}
-	return s == 1 ? 0 : -1;
+	if (s == NV_READY || s == NV_UNUSABLE)
+		return s;
+	if (s != NV_UNTRIED || !atomic_compare_exchange_strong(&nvml_up, &s, NV_LOADING))
+		return atomic_load_explicit(&nvml_up, memory_order_acquire);
+	/* The thread that starts the loader waits for it, once, a bounded time. */
+	start_loader();
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += LOAD_WAIT_MS * 1000000L;
+	until.tv_sec += until.tv_nsec / 1000000000L;
+	until.tv_nsec %= 1000000000L;
+	pthread_mutex_lock(&up_mu);
+	while ((s = atomic_load_explicit(&nvml_up, memory_order_acquire)) == NV_LOADING)
+		if (pthread_cond_timedwait(&up_cv, &up_mu, &until) != 0)
+			break;
+	pthread_mutex_unlock(&up_mu);
+	return atomic_load_explicit(&nvml_up, memory_order_acquire);
 }
 
 static int listed(int32_t pid, const unsigned char uuid[VR_UUID_LEN])
 {
-	if (nvml_ready() != 0)
+	int up = nvml_ready();
+	if (up == NV_LOADING)
+		return 1; /* not known yet: held for now */
+	if (up != NV_READY)
 		return -1;
 	char text[48];
 	vr_format_uuid(uuid, text, sizeof text);
@@ -71,7 +130,9 @@ void vr_teardown_setup(void)
 
 void vr_teardown_atfork_child(void)
 {
-	/* A try in progress in another thread of the parent never ends here. */
-	int s = 2;
-	atomic_compare_exchange_strong(&nvml_up, &s, 0);
+	/* The loader thread of the parent does not exist here. */
+	int s = NV_LOADING;
+	atomic_compare_exchange_strong(&nvml_up, &s, NV_UNTRIED);
+	pthread_mutex_init(&up_mu, NULL);
+	pthread_cond_init(&up_cv, NULL);
 }
