@@ -93,6 +93,10 @@ grep -Eq "^$td_pid .* exiting +td " "$TMPDIR/td.table" || fail "exiting: not in 
 grep -q '^vramctl_exiting_records 1$' "$TMPDIR/td.prom" || fail "exiting: not in the metrics"
 grep -q '"state": "uncapped"' "$TMPDIR/td.json" && grep -B8 '"state": "uncapped"' "$TMPDIR/td.json" |
 	grep -q "\"host_pid\": $td_pid," && fail "exiting: listed again as an uncapped process"
+# vramctl run joining the group asks NVML too: the record stays.
+"$V" run --limit 1G --group td -- true 2>"$TMPDIR/td.run" || fail "exiting: vramctl run failed: $(cat "$TMPDIR/td.run")"
+"$V" status --json >"$TMPDIR/td2.json"
+grep -q '"state": "exiting"' "$TMPDIR/td2.json" || fail "exiting: vramctl run's join gave the dead member's share back"
 unset HPID_td
 unset 'HOLD_BG[td]'
 stop_holder tdlive
