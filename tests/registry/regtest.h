@@ -27,6 +27,17 @@ static inline uint64_t rnd(uint64_t *s)
 	return *s;
 }
 
+/* Joins as o says, or fails the test with the join's message. */
+static inline vr_member *join_or_fail(const struct vr_join_opts *o)
+{
+	vr_member *m = NULL;
+	char err[256];
+	int rc = vr_join(o, &m, NULL, err, sizeof(err));
+	if (rc != 0)
+		TEST_FAIL_("vr_join(%s) = %d: %s", o->group, rc, err);
+	return m;
+}
+
 /*
  * A stress worker's start: joins `group` in dir with the spec "1M" and opens
  * the device uuid, which must come back capped at cap. Returns 0 with *m set,

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "registry/member.h"
+#include "tests/registry/regtest.h"
 #include "tests/test.h"
 #include "vramctl/registry.h"
 
@@ -26,11 +27,7 @@ static vr_member *join(const char *group, uint64_t budget)
 {
 	struct vr_join_opts o = {
 	    .dir = dir, .group = group, .limit_spec = "1000", .spill_budget = budget};
-	vr_member *m = NULL;
-	char err[256];
-	int rc = vr_join(&o, &m, NULL, err, sizeof(err));
-	if (rc != 0)
-		TEST_FAIL_("vr_join(%s) = %d: %s", group, rc, err);
+	vr_member *m = join_or_fail(&o);
 	ASSERT_EQ(vr_device(m, uuid0, 1000, NULL), 0);
 	ASSERT_EQ(vr_device(m, uuid1, 1000, NULL), 1);
 	return m;

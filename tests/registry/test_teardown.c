@@ -54,11 +54,7 @@ static const struct vr_gpu_probe probe = {.listed = listed, .say = say};
 static vr_member *join(const char *group)
 {
 	struct vr_join_opts o = {.dir = dir, .group = group, .limit_spec = "1000"};
-	vr_member *m = NULL;
-	char err[256];
-	int rc = vr_join(&o, &m, NULL, err, sizeof(err));
-	if (rc != 0)
-		TEST_FAIL_("vr_join(%s) = %d: %s", group, rc, err);
+	vr_member *m = join_or_fail(&o);
 	ASSERT_EQ(vr_device(m, uuid0, 1000, NULL), 0);
 	return m;
 }
