@@ -4,8 +4,10 @@
  * cudaDeviceReset) or released for the last time, frees the linear memory
  * and arrays it owns in the driver; the books give them back at that moment
  * (ptrmap.c records each one's context). Stream-ordered pools follow what
- * they physically hold at their next settle (pools.c); VMM handles, pinned
- * host memory and graph memory outlive a context and stay counted.
+ * they physically hold at their next settle (pools.c); VMM handles and
+ * graph memory outlive a context and stay counted. Pinned host memory
+ * (cuMemAllocHost, cuMemHostAlloc, spill's) goes with its context in the
+ * driver but stays counted here (docs/fail-closed.md, "Context teardown").
  */
 #define VR_CUDA_PROTOTYPES
 #include "hook/devices.h"
