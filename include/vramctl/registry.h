@@ -33,7 +33,9 @@ struct vramctl_group_dev {
 	uint64_t peak;
 	uint64_t dead_in_use;  /* held by dead members, returned at the next reclaim */
 	uint64_t books_in_use; /* what the cap is checked against: in_use + dead_in_use
-	                          (both read from one consistent copy when consistent) */
+	                          (both read from one consistent copy when consistent),
+	                          plus what members' threads hold spare (lanes:
+	                          docs/architecture.md) */
 	uint64_t spilled;      /* host memory the group's members hold past this cap
 	                          (docs/spill.md), dead members' included until reclaimed */
 };

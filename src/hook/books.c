@@ -86,6 +86,7 @@ static void join_locked(void)
 	    .fresh = fresh,
 	    .notice = books_damaged,
 	    .spill_budget = vr_g.spill_budget,
+	    .lanes = 1,
 	};
 	char err[256] = "";
 	int differs = 0, rc;

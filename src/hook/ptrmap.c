@@ -3,8 +3,11 @@
  * pointer, a VMM handle, an array...) to the device and bytes charged for it.
  *
  * 64 stripes, each an open-addressing table (linear probing, deletion by
- * shifting back)
- * behind its own small spinlock, so threads allocating at once rarely meet.
+ * shifting back) behind its own small spinlock. A thread puts what it
+ * allocates into its own stripe (the first 64 threads have one each) and
+ * looks there first when it frees, so threads allocating at once never
+ * write the same cache line; a free from another thread looks through the
+ * stripes in use after its own.
  * Tables live in mmap'ed memory, never malloc: the host's allocator is not
  * touched, and the hot path allocates nothing (a table doubles when it is
  * half full, which amortises to nothing; it never shrinks). The spinlock is
@@ -40,6 +43,23 @@ struct stripe {
 } __attribute__((aligned(64)));
 
 static struct stripe stripes[STRIPES];
+static atomic_uint stripes_used; /* threads given a stripe so far */
+static __thread int my_stripe __attribute__((tls_model("initial-exec"))); /* index + 1 */
+
+/* The calling thread's stripe. */
+static inline struct stripe *own(void)
+{
+	if (__builtin_expect(my_stripe == 0, 0))
+		my_stripe = (int)(atomic_fetch_add(&stripes_used, 1) % STRIPES) + 1;
+	return &stripes[my_stripe - 1];
+}
+
+/* How many stripes may hold entries. */
+static inline unsigned in_use(void)
+{
+	unsigned n = atomic_load_explicit(&stripes_used, memory_order_relaxed);
+	return n < STRIPES ? n : STRIPES;
+}
 
 static inline uint64_t mix(uint64_t key, int kind)
 {
@@ -146,7 +166,7 @@ int vr_map_put(int kind, uint64_t key, int dev, uint64_t bytes, uint16_t site)
 int vr_map_put_owned(int kind, uint64_t key, int dev, uint64_t bytes, uint64_t owner, uint16_t site)
 {
 	uint64_t h = mix(key, kind);
-	struct stripe *s = &stripes[h & (STRIPES - 1)];
+	struct stripe *s = own();
 	int found;
 	lock(s);
 	/* A full table grows into a fresh mapping. mmap and munmap are system
@@ -190,34 +210,71 @@ int vr_map_put_owned(int kind, uint64_t key, int dev, uint64_t bytes, uint64_t o
 	return 0;
 }
 
-int vr_map_take(int kind, uint64_t key, int *dev, uint64_t *bytes, uint16_t *site)
+/* Under the lock of the stripe that holds key: calls fn on its slot and
+ * returns 1, or returns 0 when no stripe holds it. Looks in the calling
+ * thread's stripe first. */
+static int with_slot(int kind, uint64_t key, void (*fn)(struct stripe *, struct slot *, void *),
+                     void *arg)
 {
 	uint64_t h = mix(key, kind);
-	struct stripe *s = &stripes[h & (STRIPES - 1)];
-	lock(s);
-	struct slot *e = find(s, key, kind, h);
-	if (e) {
-		*dev = e->dev;
-		*bytes = e->bytes;
-		if (site)
-			*site = e->site;
-		erase(s, (size_t)(e - s->slots));
+	struct stripe *first = own();
+	unsigned n = in_use();
+	for (unsigned i = 0; i <= n; i++) {
+		struct stripe *s = i == 0 ? first : &stripes[i - 1];
+		if (i > 0 && s == first)
+			continue;
+		lock(s);
+		struct slot *e = find(s, key, kind, h);
+		if (e)
+			fn(s, e, arg);
+		unlock(s);
+		if (e)
+			return 1;
 	}
-	unlock(s);
-	return e != NULL;
+	return 0;
+}
+
+struct taken {
+	int *dev;
+	uint64_t *bytes;
+	uint16_t *site;
+};
+
+static void take_slot(struct stripe *s, struct slot *e, void *arg)
+{
+	struct taken *t = arg;
+	*t->dev = e->dev;
+	*t->bytes = e->bytes;
+	if (t->site)
+		*t->site = e->site;
+	erase(s, (size_t)(e - s->slots));
+}
+
+int vr_map_take(int kind, uint64_t key, int *dev, uint64_t *bytes, uint16_t *site)
+{
+	struct taken t = {dev, bytes, site};
+	return with_slot(kind, key, take_slot, &t);
+}
+
+struct added {
+	int dev;
+	uint64_t delta;
+	int found;
+};
+
+static void add_slot(struct stripe *s, struct slot *e, void *arg)
+{
+	(void)s;
+	struct added *a = arg;
+	a->found = e->dev == a->dev;
+	if (a->found)
+		e->bytes += a->delta;
 }
 
 int vr_map_add(int kind, uint64_t key, int dev, uint64_t delta)
 {
-	uint64_t h = mix(key, kind);
-	struct stripe *s = &stripes[h & (STRIPES - 1)];
-	lock(s);
-	struct slot *e = find(s, key, kind, h);
-	int found = e && e->dev == dev;
-	if (found)
-		e->bytes += delta;
-	unlock(s);
-	return found;
+	struct added a = {dev, delta, 0};
+	return with_slot(kind, key, add_slot, &a) && a.found;
 }
 
 int vr_map_take_owned(uint64_t owner, unsigned kinds, uint64_t bytes[], int ndev)
@@ -269,4 +326,6 @@ void vr_map_atfork_child(void)
 		s->slots = NULL;
 		s->cap = s->used = 0;
 	}
+	atomic_store(&stripes_used, 0);
+	my_stripe = 0;
 }

@@ -161,6 +161,7 @@ static void priv_learn(vr_member *m, uint32_t d)
 	memcpy(p->uuid, m->hdr->dev[d].uuid, VR_UUID_LEN);
 	p->cap = m->hdr->dev[d].cap;
 	p->key = vr_dev_key_of(p->cap, p->uuid);
+	p->quantum = vr_lane_quantum(p->cap);
 	p->known = 1;
 }
 
@@ -233,6 +234,7 @@ static int priv_device(vr_member *m, const unsigned char uuid[VR_UUID_LEN], uint
 	memcpy(p->uuid, uuid, VR_UUID_LEN);
 	p->cap = cap_if_new;
 	p->key = vr_dev_key_of(p->cap, p->uuid);
+	p->quantum = vr_lane_quantum(p->cap);
 	p->known = 1;
 	if (cap)
 		*cap = cap_if_new;
@@ -342,8 +344,8 @@ static inline int total_state(vr_member *m, const struct vr_priv_dev *p,
  * take the mark off (one atomic add). A lock holder that froze the total
  * first makes us take the mark off untouched (FAST_FROZEN).
  */
-static inline int fast_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *cur,
-                               const char **bad)
+static inline int fast_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t spare,
+                               uint64_t *cur, const char **bad)
 {
 	struct vr_priv_dev *p = &m->priv[dev];
 	struct vr_region_dev *g = &m->hdr->dev[dev];
@@ -372,8 +374,9 @@ static inline int fast_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *
 	atomic_fetch_add_explicit(&p->mine, bytes, memory_order_relaxed);
 	uint64_t sv =
 	    atomic_fetch_add_explicit(sw, (bytes << VR_W_SHIFT) - 1, memory_order_release);
-	vr_peak_raise(&g->peak, v + bytes);
-	vr_peak_raise(&m->slot->dev[dev].peak, vr_w_bytes(sv) + bytes);
+	/* The peaks are of what was handed out: a lane's spare is not. */
+	vr_peak_raise(&g->peak, v + bytes - spare);
+	vr_peak_raise(&m->slot->dev[dev].peak, vr_w_bytes(sv) + bytes - spare);
 	return FAST_OK;
 }
 
@@ -447,7 +450,7 @@ static int reserve_denied(vr_member *m, int dev, uint64_t bytes, uint64_t *in_us
 		return locked < 0 ? locked : priv_reserve(m, dev, bytes, in_use);
 	const char *bad = vr_audit_locked(m);
 	uint64_t cur = 0;
-	int r = bad ? FAST_DAMAGED : fast_reserve(m, dev, bytes, &cur, &bad);
+	int r = bad ? FAST_DAMAGED : fast_reserve(m, dev, bytes, 0, &cur, &bad);
 	if (r == FAST_FROZEN) /* only damage freezes a total under our lock */
 		bad = "a device's total was frozen by no lock holder";
 	if (r == FAST_DENIED && count_denial) {
@@ -470,7 +473,8 @@ static int reserve_denied(vr_member *m, int dev, uint64_t bytes, uint64_t *in_us
 	return priv_reserve(m, dev, bytes, in_use);
 }
 
-static int reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use, int count_denial)
+int vr_books_take(vr_member *m, int dev, uint64_t bytes, uint64_t spare, uint64_t *in_use,
+                  enum vr_take how)
 {
 	if (VR_UNLIKELY(!m || dev < 0 || dev >= VR_MAX_DEVICES))
 		return -EINVAL;
@@ -482,11 +486,13 @@ static int reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use, int 
 			return known < 0 ? known : priv_reserve(m, dev, bytes, in_use);
 		const char *bad = NULL;
 		uint64_t cur = 0;
-		int r = fast_reserve(m, dev, bytes, &cur, &bad);
+		int r = fast_reserve(m, dev, bytes, spare, &cur, &bad);
 		if (VR_LIKELY(r == FAST_OK))
 			return 0;
+		if (r == FAST_DENIED && how == VR_TAKE_TRY)
+			return -ENOSPC;
 		if (r == FAST_DENIED)
-			return reserve_denied(m, dev, bytes, in_use, count_denial);
+			return reserve_denied(m, dev, bytes, in_use, how == VR_TAKE_COUNT);
 		if (r == FAST_DAMAGED)
 			vr_detach(m, "%s", bad);
 		else
@@ -494,17 +500,7 @@ static int reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use, int 
 	}
 }
 
-int vr_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use)
-{
-	return reserve(m, dev, bytes, in_use, 1);
-}
-
-int vr_reserve_quiet(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use)
-{
-	return reserve(m, dev, bytes, in_use, 0);
-}
-
-void vr_release(vr_member *m, int dev, uint64_t bytes)
+void vr_books_give(vr_member *m, int dev, uint64_t bytes)
 {
 	if (VR_UNLIKELY(!m || dev < 0 || dev >= VR_MAX_DEVICES))
 		return;
@@ -542,7 +538,7 @@ void vr_usage(vr_member *m, int dev, uint64_t *in_use, uint64_t *cap)
 			if (bad)
 				vr_detach(m, "%s", bad);
 			else
-				u = vr_tot_bytes(w);
+				u = vr_tot_bytes(w) - vr_lanes_spare(m->slot, (uint32_t)dev, vr_tot_bytes(w));
 		}
 		if (detached(m))
 			u = atomic_load_explicit(&p->mine, memory_order_relaxed);
@@ -750,11 +746,11 @@ int vr_holders(vr_member *m, int dev, uint64_t *self, uint64_t *peak, struct vr_
 	int got = 0;
 	if ((uint32_t)dev < vr_hdr_ndev(h)) {
 		*peak = h->dev[dev].peak;
-		*self = vr_slot_held(m->slot, (uint32_t)dev);
+		*self = vr_slot_used(m->slot, (uint32_t)dev);
 		uint32_t hw = vr_hdr_hw(h);
 		for (uint32_t i = 0; i < hw; i++) {
 			struct vr_slot *s = vr_region_slot(h, i);
-			uint64_t b = vr_slot_held(s, (uint32_t)dev);
+			uint64_t b = vr_slot_used(s, (uint32_t)dev);
 			if (s->state != VR_SLOT_USED || s == m->slot || b == 0)
 				continue;
 			/* Insertion into the n largest, largest first. */

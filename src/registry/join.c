@@ -358,6 +358,8 @@ int vr_join(const struct vr_join_opts *opts, vr_member **out, int *spec_differs,
 	/* Dead members are given back whenever someone joins, not only before
 	 * a denial: their records do not pile up in a group nobody is refused. */
 	vr_reclaim_dead(m);
+	if (opts->lanes)
+		vr_lanes_attach(m);
 	*out = m;
 	return 0;
 }
@@ -383,6 +385,7 @@ void vr_forget(vr_member *m)
 	/* After a fork the open file description, and with it the OFD lock,
 	 * stays the parent's: closing our copy of the fd releases nothing of
 	 * it. At vr_leave it is ours and goes with the fd and the pin. */
+	vr_lanes_detach(m);
 	int ours = vr_fd_is_ours(m);
 	vr_segment_detach(m->hdr);
 	munmap(m->pin, VR_DOOR_SIZE);

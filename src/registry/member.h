@@ -33,6 +33,7 @@ struct vr_priv_dev {
 	uint64_t cap;
 	uint64_t key;          /* vr_dev_key_of(cap, uuid): the total word's check */
 	_Atomic uint64_t mine; /* what this process holds on the device */
+	uint64_t quantum;      /* a lane's spare on it (lanes.c), 0: no lanes */
 	int known;
 };
 
@@ -52,6 +53,10 @@ struct vr_member {
 	char why[320];
 	void (*notice)(const char *line);
 	struct vr_priv_dev priv[VR_MAX_DEVICES];
+	/* Lanes (lanes.c): nonzero for the one member of the process whose
+	 * threads keep spare bytes; which of the slot's lanes are taken. */
+	uint64_t lane_gen;
+	_Atomic uint32_t lanes_taken;
 	uint64_t spill_budget;         /* the group's, as joined (spill) */
 	_Atomic uint64_t spilled_mine; /* what this process holds against it */
 	/* Dead members still on the GPU, as this process saw them (held.c). */
@@ -170,6 +175,41 @@ static inline uint64_t vr_w_bytes(uint64_t w)
 static inline uint64_t vr_slot_held(const struct vr_slot *s, uint32_t d)
 {
 	return vr_w_bytes(vr_slot_word((struct vr_slot *)s, d)[0]);
+}
+
+/*
+ * Lanes (lanes.c): a thread's spare bytes, counted in its member's slot
+ * word and the group's total, not yet handed out. The word of a lane:
+ * bytes in bits 0-47, device + 1 in bits 48-63.
+ */
+#define VR_LANE_DEV_SHIFT 48
+static inline uint64_t vr_lane_word(const struct vr_slot *s, uint32_t i)
+{
+	return atomic_load_explicit((_Atomic uint64_t *)&s->lanes[i].word, memory_order_relaxed);
+}
+/* The bytes slot s's lanes hold spare on device d, never more than held. */
+static inline uint64_t vr_lanes_spare(const struct vr_slot *s, uint32_t d, uint64_t held)
+{
+	uint64_t spare = 0;
+	for (uint32_t i = 0; i < VR_LANES; i++) {
+		uint64_t w = vr_lane_word(s, i);
+		if (w >> VR_LANE_DEV_SHIFT == (uint64_t)d + 1)
+			spare += w & VR_TOT_MAX;
+	}
+	return spare < held ? spare : held;
+}
+/* What slot s's member has handed out on device d: held less spare. */
+static inline uint64_t vr_slot_used(const struct vr_slot *s, uint32_t d)
+{
+	uint64_t held = vr_slot_held(s, d);
+	return held - vr_lanes_spare(s, d, held);
+}
+/* The spare a lane may keep on a device of cap bytes: a 65,536th of the
+ * cap, at most 1 MiB; none below 4 KiB (small caps stay exact). */
+static inline uint64_t vr_lane_quantum(uint64_t cap)
+{
+	uint64_t q = cap >> 16;
+	return q > (1u << 20) ? (1u << 20) : q < 4096 ? 0 : q;
 }
 
 /* Fields that reclaim_dead() reads without the mutex (slots_hw, a slot's
@@ -300,6 +340,23 @@ const char *vr_audit_locked(vr_member *m);
 int vr_reclaim_dead(vr_member *m);
 /* 1 if m->fd is still this member's descriptor of its region. */
 int vr_fd_is_ours(vr_member *m);
+
+/* How vr_books_take answers a request that does not fit: with the whole
+ * denial path, counted (VR_TAKE_COUNT) or not (VR_TAKE_QUIET), or at once
+ * with -ENOSPC (VR_TAKE_TRY: a lane's refill, which then asks exactly). */
+enum vr_take { VR_TAKE_COUNT, VR_TAKE_QUIET, VR_TAKE_TRY };
+/* The books without lanes: reserve bytes on dev (of which `spare` go to a
+ * lane: not counted in the peaks) and release them. */
+int vr_books_take(vr_member *m, int dev, uint64_t bytes, uint64_t spare, uint64_t *in_use,
+                  enum vr_take how);
+void vr_books_give(vr_member *m, int dev, uint64_t bytes);
+
+/* ---- lanes.c */
+
+/* Gives this member lanes (at most one member per process has them). */
+void vr_lanes_attach(vr_member *m);
+/* Before m is freed: its lanes are no longer used. */
+void vr_lanes_detach(vr_member *m);
 
 /* ---- region.c */
 

@@ -132,7 +132,18 @@ struct slot_copy {
 	uint64_t host_pinned;
 	uint32_t flags;
 	char command[VR_COMMAND_MAX];
+	uint64_t lanes[VR_LANES]; /* lane words: spare held, not handed out */
 };
+
+/* The bytes a copied slot's lanes hold spare on device d. */
+static uint64_t copy_spare(const struct slot_copy *c, uint32_t d)
+{
+	uint64_t spare = 0;
+	for (int i = 0; i < VR_LANES; i++)
+		if (c->lanes[i] >> VR_LANE_DEV_SHIFT == (uint64_t)d + 1)
+			spare += c->lanes[i] & VR_TOT_MAX;
+	return spare;
+}
 
 /* Makes room for n more elements at once (one realloc per region). */
 static int reserve_room(struct growbuf *b, int n)
@@ -487,6 +498,8 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 			c->host_pinned = s->host_pinned;
 			c->flags = s->flags;
 			memcpy(c->command, s->command, sizeof(c->command));
+			for (int l = 0; l < VR_LANES; l++)
+				c->lanes[l] = vr_lane_word(s, (uint32_t)l);
 			memcpy(&sd[(size_t)nsc * ndev], s->dev, ndev * sizeof(s->dev[0]));
 			nsc++;
 		}
@@ -541,10 +554,14 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 		if (!quiet && t > 2)
 			sched_yield();
 	}
+	/* What members hold is what they handed out: their lanes' spare is
+	 * in the totals (books_in_use), not in their in_use. */
 	for (int k = 0; k < nsc; k++)
-		for (uint32_t d = 0; d < ndev; d++)
-			sd[(size_t)k * ndev + d].in_use =
-			    vr_w_bytes(sd[(size_t)k * ndev + d].in_use);
+		for (uint32_t d = 0; d < ndev; d++) {
+			uint64_t held = vr_w_bytes(sd[(size_t)k * ndev + d].in_use);
+			uint64_t spare = copy_spare(&sc[k], d);
+			sd[(size_t)k * ndev + d].in_use = held - (spare < held ? spare : held);
+		}
 	lockword = atomic_load_explicit((_Atomic uint32_t *)&h->lock.word, memory_order_relaxed);
 	vr_segment_detach((struct vr_region_hdr *)h);
 	gname[sizeof(gname) - 1] = '\0';

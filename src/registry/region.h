@@ -39,12 +39,13 @@
 #include "vramctl/registry.h"
 
 #define VR_REGION_MAGIC    0x3147524c54434d56ULL /* "VMCTLRG1" read little-endian */
-#define VR_REGION_VERSION  4u
+#define VR_REGION_VERSION  5u
 #define VR_REGION_SLOTS    1024u
 #define VR_REGION_HDR_SIZE 4096u
 #define VR_GROUP_MAX       64  /* group name length, without the NUL */
 #define VR_SPEC_MAX        128 /* limit spec text, with the NUL */
 #define VR_COMMAND_MAX     128
+#define VR_LANES           8 /* per member: threads with their own spare (lanes.c) */
 
 enum { VR_SLOT_FREE = 0, VR_SLOT_USED = 1 };
 /* struct vr_slot.flags: a launcher (`vramctl run`) holds the group open for
@@ -96,6 +97,14 @@ struct vr_region_hdr {
 	    pad2[VR_REGION_HDR_SIZE - 384 - VR_MAX_DEVICES * sizeof(struct vr_region_dev)];
 };
 
+/* A thread's lane (lanes.c): the bytes it holds spare, reserved in the
+ * books but not handed out, in bits 0-47, and its device + 1 in bits 48-63
+ * (0: none). Written by its thread alone; a cache line of its own. */
+struct vr_lane {
+	uint64_t word;
+	uint64_t pad[7];
+};
+
 struct vr_slot {
 	uint32_t state;       /* VR_SLOT_FREE / VR_SLOT_USED, written last when taken */
 	int32_t pid;          /* getpid() of the member: its own namespace's view */
@@ -109,6 +118,7 @@ struct vr_slot {
 	uint32_t growth;
 	uint32_t flags; /* VR_SLOT_F_* */
 	uint64_t pad1;
+	struct vr_lane lanes[VR_LANES];
 	/* vramctl/registry.h, but in_use holds a slot word: held bytes << 16
 	 * | operations in flight (member.h, "The slot word"). */
 	struct vramctl_counts dev[VR_MAX_DEVICES];

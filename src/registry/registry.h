@@ -35,6 +35,7 @@ struct vr_join_opts {
 	 * and starts keeping its own (see vr_reserve). NULL: nobody is told. */
 	void (*notice)(const char *line);
 	int launcher; /* a launcher holding the group open: not counted as a member */
+	int lanes;    /* its threads keep spare bytes (lanes.c); one member per process */
 };
 
 /*

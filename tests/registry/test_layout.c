@@ -13,7 +13,7 @@
 
 int main(void)
 {
-	ASSERT_EQ(VR_REGION_VERSION, 4);
+	ASSERT_EQ(VR_REGION_VERSION, 5);
 	ASSERT_UEQ(VR_REGION_MAGIC, 0x3147524c54434d56ULL);
 	ASSERT_EQ(VR_REGION_SLOTS, 1024);
 	ASSERT_EQ(VR_MAX_DEVICES, 64);
@@ -57,7 +57,7 @@ int main(void)
 	OFF(vramctl_counts, last_denied, 24);
 	OFF(vramctl_counts, spilled, 32);
 
-	ASSERT_EQ(sizeof(struct vr_slot), 2752);
+	ASSERT_EQ(sizeof(struct vr_slot), 3264);
 	OFF(vr_slot, state, 0);
 	OFF(vr_slot, pid, 4);
 	OFF(vr_slot, incarnation, 8);
@@ -68,11 +68,13 @@ int main(void)
 	OFF(vr_slot, joined, 40);
 	OFF(vr_slot, command, 48);
 	OFF(vr_slot, growth, 176);
-	OFF(vr_slot, dev, 192);
+	OFF(vr_slot, lanes, 192);
+	ASSERT_EQ(sizeof(struct vr_lane), 64);
+	OFF(vr_slot, dev, 704);
 
-	ASSERT_UEQ(VR_REGION_SIZE, 4096 + 1024 * 2752);
+	ASSERT_UEQ(VR_REGION_SIZE, 4096 + 1024 * 3264);
 	ASSERT_EQ(vr_slot_live_byte(0), 4096);
-	ASSERT_EQ(vr_slot_pid_byte(3), 4096 + 3 * 2752 + 1);
+	ASSERT_EQ(vr_slot_pid_byte(3), 4096 + 3 * 3264 + 1);
 	printf("ok\n");
 	return 0;
 }

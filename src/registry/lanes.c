@@ -1,0 +1,213 @@
+/*
+ * lanes.c - the allocation path most calls take: a thread's own spare.
+ *
+ * A reserve or release in the books (books.c) costs a handful of atomic
+ * read-modify-writes on words other processes write too. Most allocations
+ * are small and come and go in the same thread, so each thread of the
+ * process's member keeps a lane: bytes reserved in the books (counted in
+ * the member's slot word and the group's total) but not handed out yet.
+ * A small request is served from the thread's lane with two plain stores
+ * into a cache line no other thread writes; a small release goes back into
+ * it. Only when the lane runs dry does the thread reserve a quantum more
+ * from the books, and only when it holds more than two quanta does it give
+ * the excess back (docs/architecture.md, "Lanes").
+ *
+ * What it keeps true:
+ *   - The cap is never passed: spare is reserved before it is handed out.
+ *   - The books' invariants are the ones without lanes (region.h): a lane
+ *     moves bytes between "handed out" and "spare" inside a slot word that
+ *     does not change. A member that dies, at any instruction, is
+ *     reclaimed whole, spare included.
+ *   - What readers show as held is the slot word less its lanes' spare
+ *     (vr_slot_used); each lane's word is published by its thread.
+ *   - A request that finds no room asks the books exactly, after giving
+ *     back its own lane's spare. Other threads' spare (at most two quanta
+ *     per lane, a 32,768th of the cap each) is not taken from them: such a
+ *     request may be refused that much early, and the denial says so.
+ *   - Small caps (under 256 MiB) have no lanes: the books are exact there.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+
+#include "registry/member.h"
+
+/* The member of this process that has lanes, and how many threads are
+ * inside a lane's exit right now (vr_lanes_detach waits for them). */
+static _Atomic(vr_member *) laned;
+static _Atomic int exiting;
+static _Atomic uint64_t next_gen;
+static pthread_key_t exit_key;
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+
+/* This thread's lane: valid while gen is its member's lane_gen. */
+struct lane {
+	uint64_t gen;
+	uint64_t spare;
+	int dev; /* the device spare is held on, -1: none */
+	int idx;
+};
+static __thread struct lane me __attribute__((tls_model("initial-exec")));
+
+static inline void publish(vr_member *m, const struct lane *l)
+{
+	uint64_t w = l->spare ? l->spare | ((uint64_t)(l->dev + 1) << VR_LANE_DEV_SHIFT) : 0;
+	atomic_store_explicit((_Atomic uint64_t *)&m->slot->lanes[l->idx].word, w,
+	                      memory_order_relaxed);
+}
+
+/* Gives the lane's spare back to the books. */
+static void flush(vr_member *m, struct lane *l)
+{
+	uint64_t b = l->spare;
+	int dev = l->dev;
+	l->spare = 0;
+	l->dev = -1;
+	publish(m, l);
+	if (b)
+		vr_books_give(m, dev, b);
+}
+
+static void lane_exit(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&exiting, 1);
+	vr_member *m = atomic_load(&laned);
+	if (m && me.gen == m->lane_gen) {
+		flush(m, &me);
+		atomic_fetch_and(&m->lanes_taken, ~(1u << me.idx));
+	}
+	me.gen = 0;
+	atomic_fetch_sub(&exiting, 1);
+}
+
+static void exit_key_make(void)
+{
+	if (pthread_key_create(&exit_key, lane_exit) != 0)
+		exit_key = (pthread_key_t)-1;
+}
+
+void vr_lanes_attach(vr_member *m)
+{
+	pthread_once(&exit_once, exit_key_make);
+	vr_member *none = NULL;
+	if (exit_key == (pthread_key_t)-1 || !atomic_compare_exchange_strong(&laned, &none, m))
+		return; /* another member of this process has them */
+	m->lane_gen = atomic_fetch_add(&next_gen, 1) + 1;
+}
+
+void vr_lanes_detach(vr_member *m)
+{
+	vr_member *was = m;
+	if (!m || !m->lane_gen || !atomic_compare_exchange_strong(&laned, &was, NULL))
+		return;
+	/* A thread exiting right now may still be giving its spare back. */
+	for (int i = 0; i < 100000 && atomic_load(&exiting); i++)
+		sched_yield();
+}
+
+/* Makes l this thread's lane of m: 1, or 0 when all are taken. */
+static int lane_take(vr_member *m, struct lane *l)
+{
+	uint32_t t = atomic_load_explicit(&m->lanes_taken, memory_order_relaxed);
+	for (;;) {
+		if (t == (1u << VR_LANES) - 1)
+			return 0;
+		int idx = __builtin_ctz(~t);
+		if (atomic_compare_exchange_weak(&m->lanes_taken, &t, t | 1u << idx)) {
+			l->gen = m->lane_gen;
+			l->idx = idx;
+			l->spare = 0;
+			l->dev = -1;
+			publish(m, l);
+			(void)pthread_setspecific(exit_key, m);
+			return 1;
+		}
+	}
+}
+
+static inline int detached(vr_member *m)
+{
+	return atomic_load_explicit(&m->detached, memory_order_relaxed) != 0;
+}
+
+/* Raises the peaks to what is handed out once l's spare is set aside. */
+static inline void lane_peaks(vr_member *m, int dev, uint64_t spare)
+{
+	uint64_t held = vr_slot_held(m->slot, (uint32_t)dev);
+	uint64_t total = vr_dev_total(&m->hdr->dev[dev]);
+	vr_peak_raise(&m->slot->dev[dev].peak, held > spare ? held - spare : 0);
+	vr_peak_raise(&m->hdr->dev[dev].peak, total > spare ? total - spare : 0);
+}
+
+/* A reserve the lane could not serve from its spare. */
+static int reserve_slow(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use,
+                        enum vr_take how)
+{
+	struct lane *l = &me;
+	uint64_t q = dev >= 0 && dev < VR_MAX_DEVICES ? m->priv[dev].quantum : 0;
+	int mine = m->lane_gen && (l->gen == m->lane_gen || lane_take(m, l));
+	if (!mine || detached(m) || bytes > q)
+		return vr_books_take(m, dev, bytes, 0, in_use, how);
+	if (l->spare && l->dev != dev)
+		flush(m, l);
+	/* Enough for this request with a quantum left over, or exactly. */
+	uint64_t need = bytes - l->spare;
+	if (vr_books_take(m, dev, need + q, q, in_use, VR_TAKE_TRY) == 0) {
+		l->dev = dev;
+		l->spare = q;
+		publish(m, l);
+		return 0;
+	}
+	flush(m, l);
+	return vr_books_take(m, dev, bytes, 0, in_use, how);
+}
+
+static inline int reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use,
+                          enum vr_take how)
+{
+	struct lane *l = &me;
+	/* bytes - 1 < spare: 0 < bytes <= spare. A lane with spare belongs to
+	 * a member with lanes (gen != 0). */
+	if (VR_LIKELY(l->gen == m->lane_gen && l->dev == dev && bytes - 1 < l->spare &&
+	              !detached(m))) {
+		l->spare -= bytes;
+		publish(m, l);
+		lane_peaks(m, dev, l->spare);
+		return 0;
+	}
+	return reserve_slow(m, dev, bytes, in_use, how);
+}
+
+int vr_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use)
+{
+	return m ? reserve(m, dev, bytes, in_use, VR_TAKE_COUNT) : -EINVAL;
+}
+
+int vr_reserve_quiet(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use)
+{
+	return m ? reserve(m, dev, bytes, in_use, VR_TAKE_QUIET) : -EINVAL;
+}
+
+void vr_release(vr_member *m, int dev, uint64_t bytes)
+{
+	struct lane *l = &me;
+	if (VR_LIKELY(m && l->gen == m->lane_gen && m->lane_gen && dev >= 0 &&
+	              dev < VR_MAX_DEVICES && bytes <= m->priv[dev].quantum &&
+	              (l->dev == dev || !l->spare) && !detached(m))) {
+		uint64_t q = m->priv[dev].quantum;
+		l->dev = dev;
+		l->spare += bytes;
+		if (VR_UNLIKELY(l->spare > 2 * q)) {
+			uint64_t excess = l->spare - q;
+			l->spare = q;
+			publish(m, l);
+			vr_books_give(m, dev, excess);
+			return;
+		}
+		publish(m, l);
+		return;
+	}
+	vr_books_give(m, dev, bytes);
+}
