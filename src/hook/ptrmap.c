@@ -3,25 +3,53 @@
  * pointer, a VMM handle, an array...) to the device and bytes charged for it.
  *
  * 64 stripes, each an open-addressing table (linear probing, deletion by
- * shifting back) behind its own small spinlock. A thread puts what it
- * allocates into its own stripe (the first 64 threads have one each) and
- * looks there first when it frees, so threads allocating at once never
- * write the same cache line; a free from another thread looks through the
- * stripes in use after its own.
+ * shifting back). A thread puts what it allocates into its own stripe and
+ * looks there first when it frees: most frees are of what the same thread
+ * allocated, and then no cache line is written by two threads.
+ *
+ * Who may touch a stripe: the first 56 threads each own one (until they
+ * exit); later threads share the other 8. An owner enters its stripe with
+ * two plain stores and a load (its `busy` flag and the `foreign` flag),
+ * no atomic read-modify-write. Any other thread (a free of another
+ * thread's allocation, a context's teardown, a report's walk) takes the
+ * stripe's spinlock, sets `foreign`, and makes every thread of the process
+ * pass a full memory barrier (membarrier(2), "asymmetric" fences) before it
+ * waits for `busy` to drop: an owner then either is seen busy, or sees
+ * `foreign` and takes the spinlock too (docs/architecture.md, "The
+ * pointer map"). Where membarrier is missing or refused, and under TSan,
+ * which cannot see it, everybody takes the spinlock.
+ *
  * Tables live in mmap'ed memory, never malloc: the host's allocator is not
  * touched, and the hot path allocates nothing (a table doubles when it is
- * half full, which amortises to nothing; it never shrinks). The spinlock is
+ * half full, which amortises to nothing; it never shrinks). A stripe is
  * held for a few loads and stores only, never across a system call.
  */
+#include <linux/membarrier.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include "common/compiler.h"
 #include "hook/ptrmap.h"
 
 #define STRIPES   64
+#define OWNABLE   56 /* stripes [0, OWNABLE) have one owner each; the rest are shared */
 #define MIN_SLOTS 16 /* small tables stay small: 64 x 16 x 32 bytes */
+
+#if defined(__SANITIZE_THREAD__)
+#define VR_ASYM_FENCES 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define VR_ASYM_FENCES 0
+#endif
+#endif
+#ifndef VR_ASYM_FENCES
+#define VR_ASYM_FENCES 1
+#endif
 
 enum { SLOT_EMPTY = 0, SLOT_FULL = 1 };
 
@@ -36,36 +64,26 @@ struct slot {
 };
 
 struct stripe {
-	atomic_flag lock;
+	atomic_flag lock;     /* everyone but an owner on its own fast path */
+	_Atomic int owned;    /* a thread owns it (changed under the lock) */
+	_Atomic int busy;     /* its owner is inside without the lock */
+	_Atomic int foreign;  /* another thread holds the lock, fenced */
 	struct slot *slots;
 	size_t cap; /* power of two, or 0 */
 	size_t used;
 } __attribute__((aligned(64)));
 
 static struct stripe stripes[STRIPES];
-static atomic_uint stripes_used; /* threads given a stripe so far */
-static __thread int my_stripe __attribute__((tls_model("initial-exec"))); /* index + 1 */
+static _Atomic uint64_t owned_mask; /* stripes [0, OWNABLE) taken by a thread */
+static atomic_uint shared_next;
+static atomic_uint high;  /* stripes [0, high) and the shared ones may hold entries */
+static atomic_int asym; /* 1: owners go without the lock (fences work), -1: not, 0: not known */
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t exit_key;
 
-/* The calling thread's stripe. */
-static inline struct stripe *own(void)
-{
-	if (__builtin_expect(my_stripe == 0, 0))
-		my_stripe = (int)(atomic_fetch_add(&stripes_used, 1) % STRIPES) + 1;
-	return &stripes[my_stripe - 1];
-}
-
-/* How many stripes may hold entries. */
-static inline unsigned in_use(void)
-{
-	unsigned n = atomic_load_explicit(&stripes_used, memory_order_relaxed);
-	return n < STRIPES ? n : STRIPES;
-}
-
-static inline uint64_t mix(uint64_t key, int kind)
-{
-	uint64_t h = (key ^ ((uint64_t)kind << 56)) * 0x9E3779B97F4A7C15ull;
-	return h ^ (h >> 29);
-}
+/* The calling thread's stripe (index + 1, 0: none yet) and whether it owns it. */
+static __thread int my_stripe __attribute__((tls_model("initial-exec")));
+static __thread int i_own __attribute__((tls_model("initial-exec")));
 
 static inline void lock(struct stripe *s)
 {
@@ -81,6 +99,192 @@ static inline void lock(struct stripe *s)
 static inline void unlock(struct stripe *s)
 {
 	atomic_flag_clear_explicit(&s->lock, memory_order_release);
+}
+
+/* ---- fences: what makes an owner's plain stores safe */
+
+static void *fallback_page; /* for the mprotect barrier, where membarrier fails */
+
+/* Every thread of the process passes a full barrier before this returns. */
+static void heavy_barrier(void)
+{
+	if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+		return;
+	/* A change of a mapping's protection flushes the TLB of every CPU
+	 * running this process: an interrupt there, a full barrier. */
+	if (fallback_page) {
+		*(volatile char *)fallback_page = 1;
+		(void)mprotect(fallback_page, 4096, PROT_READ);
+		(void)mprotect(fallback_page, 4096, PROT_READ | PROT_WRITE);
+	}
+}
+
+static void release_stripe(void *arg);
+
+static int key_made;
+static void make_key(void)
+{
+	key_made = pthread_key_create(&exit_key, release_stripe) == 0;
+}
+
+/* Decides, once per process (a child after fork decides again: the
+ * membarrier registration is the address space's), whether owners may
+ * go without the lock. */
+static void init(void)
+{
+	pthread_once(&key_once, make_key);
+	int ok = VR_ASYM_FENCES && key_made;
+	if (ok) {
+		long q = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+		ok = q > 0 && (q & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+		     syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+	}
+	if (ok && !fallback_page) {
+		void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		               -1, 0);
+		fallback_page = p == MAP_FAILED ? NULL : p;
+	}
+	atomic_store(&asym, ok ? 1 : -1);
+}
+
+/* A thread that owned a stripe exits: the stripe keeps what it holds
+ * (allocations outlive threads) and can be owned again. */
+static void release_stripe(void *arg)
+{
+	(void)arg;
+	if (!i_own || !my_stripe)
+		return;
+	struct stripe *s = &stripes[my_stripe - 1];
+	lock(s);
+	atomic_store_explicit(&s->owned, 0, memory_order_relaxed);
+	unlock(s);
+	atomic_fetch_and(&owned_mask, ~(1ull << (my_stripe - 1)));
+	my_stripe = i_own = 0;
+}
+
+/* Gives the calling thread a stripe: one of its own if one is free. */
+static void take_stripe(void)
+{
+	if (!atomic_load(&asym))
+		init(); /* racing threads do it twice: harmless */
+	uint64_t m = atomic_load(&owned_mask);
+	while (atomic_load_explicit(&asym, memory_order_relaxed) > 0 &&
+	       m != (1ull << OWNABLE) - 1) {
+		int i = __builtin_ctzll(~m);
+		if (atomic_compare_exchange_weak(&owned_mask, &m, m | 1ull << i)) {
+			struct stripe *s = &stripes[i];
+			lock(s);
+			atomic_store_explicit(&s->owned, 1, memory_order_relaxed);
+			unlock(s);
+			unsigned h = atomic_load(&high);
+			while (h < (unsigned)i + 1 &&
+			       !atomic_compare_exchange_weak(&high, &h, (unsigned)i + 1))
+				;
+			(void)pthread_setspecific(exit_key, &stripes[i]);
+			my_stripe = i + 1;
+			i_own = 1;
+			return;
+		}
+	}
+	my_stripe = OWNABLE + (int)(atomic_fetch_add(&shared_next, 1) % (STRIPES - OWNABLE)) + 1;
+	i_own = 0;
+}
+
+/* How a stripe was entered, to leave it the same way. */
+enum via { VIA_OWNER, VIA_LOCK, VIA_FENCED };
+
+/* Enters the calling thread's own stripe. */
+static inline enum via enter_mine(struct stripe *s)
+{
+	if (VR_LIKELY(i_own)) {
+		atomic_store_explicit(&s->busy, 1, memory_order_relaxed);
+		/* The store above and the load below are ordered by a barrier
+		 * in this thread only when a foreign thread asks for one. */
+		atomic_signal_fence(memory_order_seq_cst);
+		if (VR_LIKELY(!atomic_load_explicit(&s->foreign, memory_order_acquire)))
+			return VIA_OWNER;
+		atomic_store_explicit(&s->busy, 0, memory_order_release);
+	}
+	lock(s);
+	return VIA_LOCK;
+}
+
+/* Takes another thread's stripe's lock; if it has an owner, marks it
+ * foreign (the caller then fences once and waits: settle_foreign). */
+static inline enum via lock_foreign(struct stripe *s)
+{
+	lock(s);
+	if (!atomic_load_explicit(&s->owned, memory_order_relaxed))
+		return VIA_LOCK;
+	atomic_store_explicit(&s->foreign, 1, memory_order_relaxed);
+	return VIA_FENCED;
+}
+
+/* After the fence: waits until the owner is out of its stripe. */
+static inline void settle_foreign(struct stripe *s)
+{
+	while (atomic_load_explicit(&s->busy, memory_order_acquire))
+		sched_yield();
+}
+
+static inline void leave(struct stripe *s, enum via v)
+{
+	if (v == VIA_OWNER) {
+		atomic_store_explicit(&s->busy, 0, memory_order_release);
+		return;
+	}
+	if (v == VIA_FENCED)
+		atomic_store_explicit(&s->foreign, 0, memory_order_release);
+	unlock(s);
+}
+
+/* The calling thread's stripe. */
+static inline struct stripe *own(void)
+{
+	if (VR_UNLIKELY(my_stripe == 0))
+		take_stripe();
+	return &stripes[my_stripe - 1];
+}
+
+/* Enters every stripe that may hold entries, but skip (NULL: none), in
+ * order: the locks, one fence for all the owned ones, then their owners'
+ * way out. vias[i] says how stripe i was entered (-1: not). */
+static void enter_all(struct stripe *skip, int vias[STRIPES])
+{
+	unsigned n = atomic_load(&high);
+	int fenced = 0;
+	for (unsigned i = 0; i < STRIPES; i++) {
+		struct stripe *s = &stripes[i];
+		vias[i] = -1;
+		if (s == skip || (i >= n && i < OWNABLE))
+			continue;
+		if (my_stripe && s == &stripes[my_stripe - 1]) {
+			lock(s); /* our own: no owner but us to wait for */
+			vias[i] = VIA_LOCK;
+			continue;
+		}
+		vias[i] = lock_foreign(s);
+		fenced |= vias[i] == VIA_FENCED;
+	}
+	if (!fenced)
+		return;
+	heavy_barrier();
+	for (unsigned i = 0; i < STRIPES; i++)
+		if (vias[i] == VIA_FENCED)
+			settle_foreign(&stripes[i]);
+}
+
+static void leave_all(int vias[STRIPES])
+{
+	for (unsigned i = 0; i < STRIPES; i++)
+		if (vias[i] >= 0)
+			leave(&stripes[i], (enum via)vias[i]);
+}
+
+static inline uint64_t mix(uint64_t key, int kind)
+{
+	uint64_t h = (key ^ ((uint64_t)kind << 56)) * 0x9E3779B97F4A7C15ull;
+	return h ^ (h >> 29);
 }
 
 /* Finds key's slot, or the empty slot where it would go. Needs cap > 0. */
@@ -168,30 +372,30 @@ int vr_map_put_owned(int kind, uint64_t key, int dev, uint64_t bytes, uint64_t o
 	uint64_t h = mix(key, kind);
 	struct stripe *s = own();
 	int found;
-	lock(s);
+	enum via v = enter_mine(s);
 	/* A full table grows into a fresh mapping. mmap and munmap are system
-	 * calls, so they run with the spinlock released (other threads would
-	 * spin through them); a thread that finds the table grown meanwhile
-	 * gives its mapping back and looks again. */
+	 * calls, so they run with the stripe left (other threads would spin
+	 * through them); a thread that finds the table grown meanwhile gives
+	 * its mapping back and looks again. */
 	while (!has_room(s)) {
 		size_t ocap = s->cap, ncap = ocap ? ocap * 2 : MIN_SLOTS;
-		unlock(s);
+		leave(s, v);
 		void *mem = mmap(NULL, ncap * sizeof(struct slot), PROT_READ | PROT_WRITE,
 		                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (mem == MAP_FAILED)
 			return -1;
-		lock(s);
+		v = enter_mine(s);
 		if (s->cap != ocap) { /* another thread grew it */
-			unlock(s);
+			leave(s, v);
 			munmap(mem, ncap * sizeof(struct slot));
-			lock(s);
+			v = enter_mine(s);
 			continue;
 		}
-		struct slot *old = rehash(s, mem, ncap);
-		if (old) {
-			unlock(s);
-			munmap(old, ocap * sizeof(struct slot));
-			lock(s);
+		struct slot *old_slots = rehash(s, mem, ncap);
+		if (old_slots) {
+			leave(s, v);
+			munmap(old_slots, ocap * sizeof(struct slot));
+			v = enter_mine(s);
 		}
 	}
 	struct slot *e = probe(s, key, kind, h, &found);
@@ -206,32 +410,36 @@ int vr_map_put_owned(int kind, uint64_t key, int dev, uint64_t bytes, uint64_t o
 	                   .kind = (uint8_t)kind,
 	                   .state = SLOT_FULL,
 	                   .site = site};
-	unlock(s);
+	leave(s, v);
 	return 0;
 }
 
-/* Under the lock of the stripe that holds key: calls fn on its slot and
- * returns 1, or returns 0 when no stripe holds it. Looks in the calling
- * thread's stripe first. */
+/* With the stripe that holds key entered: calls fn on its slot and returns
+ * 1, or returns 0 when no stripe holds it. Looks in the calling thread's
+ * stripe first, then in all the others at once. */
 static int with_slot(int kind, uint64_t key, void (*fn)(struct stripe *, struct slot *, void *),
                      void *arg)
 {
 	uint64_t h = mix(key, kind);
-	struct stripe *first = own();
-	unsigned n = in_use();
-	for (unsigned i = 0; i <= n; i++) {
-		struct stripe *s = i == 0 ? first : &stripes[i - 1];
-		if (i > 0 && s == first)
+	struct stripe *mine = own();
+	enum via v = enter_mine(mine);
+	struct slot *e = find(mine, key, kind, h);
+	if (e)
+		fn(mine, e, arg);
+	leave(mine, v);
+	if (e)
+		return 1;
+	int vias[STRIPES];
+	enter_all(mine, vias);
+	for (int i = 0; i < STRIPES && !e; i++) {
+		if (vias[i] < 0)
 			continue;
-		lock(s);
-		struct slot *e = find(s, key, kind, h);
+		e = find(&stripes[i], key, kind, h);
 		if (e)
-			fn(s, e, arg);
-		unlock(s);
-		if (e)
-			return 1;
+			fn(&stripes[i], e, arg);
 	}
-	return 0;
+	leave_all(vias);
+	return e != NULL;
 }
 
 struct taken {
@@ -279,10 +487,12 @@ int vr_map_add(int kind, uint64_t key, int dev, uint64_t delta)
 
 int vr_map_take_owned(uint64_t owner, unsigned kinds, uint64_t bytes[], int ndev)
 {
-	int found = 0;
+	int found = 0, vias[STRIPES];
+	enter_all(NULL, vias);
 	for (int i = 0; i < STRIPES; i++) {
 		struct stripe *s = &stripes[i];
-		lock(s);
+		if (vias[i] < 0)
+			continue;
 		for (size_t j = 0; j < s->cap;) {
 			struct slot *e = &s->slots[j];
 			if (e->state != SLOT_FULL || e->owner != owner ||
@@ -297,23 +507,24 @@ int vr_map_take_owned(uint64_t owner, unsigned kinds, uint64_t bytes[], int ndev
 			 * One that wrapped around from the front was already seen. */
 			erase(s, j);
 		}
-		unlock(s);
 	}
+	leave_all(vias);
 	return found;
 }
 
 void vr_map_walk(vr_map_walk_fn fn, void *arg)
 {
+	int vias[STRIPES];
+	enter_all(NULL, vias);
 	for (int i = 0; i < STRIPES; i++) {
-		struct stripe *s = &stripes[i];
-		lock(s);
-		for (size_t j = 0; j < s->cap; j++) {
+		const struct stripe *s = &stripes[i];
+		for (size_t j = 0; vias[i] >= 0 && j < s->cap; j++) {
 			const struct slot *e = &s->slots[j];
 			if (e->state == SLOT_FULL)
 				fn(arg, e->kind, e->key, e->dev, e->bytes, e->site);
 		}
-		unlock(s);
 	}
+	leave_all(vias);
 }
 
 void vr_map_atfork_child(void)
@@ -321,11 +532,19 @@ void vr_map_atfork_child(void)
 	for (int i = 0; i < STRIPES; i++) {
 		struct stripe *s = &stripes[i];
 		atomic_flag_clear(&s->lock);
+		atomic_store(&s->owned, 0);
+		atomic_store(&s->busy, 0);
+		atomic_store(&s->foreign, 0);
 		if (s->slots)
 			munmap(s->slots, s->cap * sizeof(struct slot));
 		s->slots = NULL;
 		s->cap = s->used = 0;
 	}
-	atomic_store(&stripes_used, 0);
-	my_stripe = 0;
+	/* The forking thread is the child's only one: a stripe's owner again
+	 * at its next allocation, once init() has registered this address
+	 * space for membarrier. */
+	atomic_store(&owned_mask, 0);
+	atomic_store(&high, 0);
+	my_stripe = i_own = 0;
+	atomic_store(&asym, 0);
 }
