@@ -148,8 +148,17 @@ static int reserve_slow(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use,
 	struct lane *l = &me;
 	uint64_t q = dev >= 0 && dev < VR_MAX_DEVICES ? m->priv[dev].quantum : 0;
 	int mine = m->lane_gen && (l->gen == m->lane_gen || lane_take(m, l));
-	if (!mine || detached(m) || bytes > q)
+	if (!mine || detached(m))
 		return vr_books_take(m, dev, bytes, 0, in_use, how);
+	if (bytes > q) {
+		/* Too big for a lane: exactly, and before a refusal, with this
+		 * thread's spare given back. */
+		int r = l->spare ? vr_books_take(m, dev, bytes, 0, in_use, VR_TAKE_TRY) : -ENOSPC;
+		if (r != -ENOSPC)
+			return r;
+		flush(m, l);
+		return vr_books_take(m, dev, bytes, 0, in_use, how);
+	}
 	if (l->spare && l->dev != dev)
 		flush(m, l);
 	/* Enough for this request with a quantum left over, or exactly. */
