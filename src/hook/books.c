@@ -27,11 +27,11 @@
  */
 static pthread_mutex_t join_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int joined;
-static vr_member *member;
+vr_member *vr_books_member_;
 static char private_group[72];
 static _Atomic int64_t local_pinned;
 static _Atomic uint64_t local_spilled; /* per-process books' spill */
-static _Atomic uint64_t spill_budget;  /* in force: the group's, else VRAMCTL_SPILL's */
+_Atomic uint64_t vr_books_spill_budget_; /* in force: the group's, else VRAMCTL_SPILL's */
 
 /* The registry found the group's books damaged: said once, by the member
  * that found it; it keeps its own books under the caps it joined with. */
@@ -90,10 +90,10 @@ static void join_locked(void)
 	};
 	char err[256] = "";
 	int differs = 0, rc;
-	VR_OWN(rc = vr_join(&o, &member, &differs, err, sizeof err));
-	atomic_store(&spill_budget, vr_g.spill_budget);
+	VR_OWN(rc = vr_join(&o, &vr_books_member_, &differs, err, sizeof err));
+	atomic_store(&vr_books_spill_budget_, vr_g.spill_budget);
 	if (rc != 0) {
-		member = NULL;
+		vr_books_member_ = NULL;
 		vr_log(VR_LOG_ERROR,
 		       "cannot join group %s: %s; this process keeps its own books (the cap "
 		       "applies to it alone)",
@@ -104,8 +104,8 @@ static void join_locked(void)
 		vr_log(VR_LOG_WARN,
 		       "group %s was started with a different cap than %s; the group's cap applies",
 		       group, vr_g.limit_text);
-	uint64_t budget = vr_spill_budget(member);
-	atomic_store(&spill_budget, budget);
+	uint64_t budget = vr_spill_budget(vr_books_member_);
+	atomic_store(&vr_books_spill_budget_, budget);
 	if (budget != vr_g.spill_budget) {
 		char a[32], b[32];
 		vr_log(VR_LOG_WARN,
@@ -133,9 +133,9 @@ void vr_books_device(struct vr_dev *d, uint64_t cap_if_new)
 	vr_books_join();
 	d->reg = -1;
 	d->cap = cap_if_new;
-	if (member) {
+	if (vr_books_member_) {
 		uint64_t cap = cap_if_new;
-		int idx = vr_device(member, d->uuid, cap_if_new, &cap);
+		int idx = vr_device(vr_books_member_, d->uuid, cap_if_new, &cap);
 		if (idx >= 0) {
 			d->reg = idx;
 			d->cap = cap;
@@ -148,57 +148,43 @@ void vr_books_device(struct vr_dev *d, uint64_t cap_if_new)
 	}
 }
 
-static int reserve(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int count_denial)
+int vr_books_reserve_other_(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int rc)
 {
 	if (d->reg >= 0) {
-		int rc = count_denial ? vr_reserve(member, d->reg, bytes, in_use)
-		                      : vr_reserve_quiet(member, d->reg, bytes, in_use);
-		if (VR_LIKELY(rc == 0))
-			return 0;
 		if (rc != -ENOSPC) { /* the registry failed: refuse, never pass the cap */
 			uint64_t cap;
-			vr_usage(member, d->reg, in_use, &cap);
+			vr_usage(vr_books_member_, d->reg, in_use, &cap);
 		}
-	} else {
-		uint64_t cur = atomic_load_explicit(&d->local_in_use, memory_order_relaxed);
-		for (;;) {
-			if (d->capped && (bytes > d->cap || cur > d->cap - bytes))
-				break;
-			if (atomic_compare_exchange_weak_explicit(&d->local_in_use, &cur,
-			                                          cur + bytes, memory_order_relaxed,
-			                                          memory_order_relaxed))
-				return 0;
-		}
-		*in_use = cur;
+		return -1;
 	}
+	uint64_t cur = atomic_load_explicit(&d->local_in_use, memory_order_relaxed);
+	for (;;) {
+		if (d->capped && (bytes > d->cap || cur > d->cap - bytes))
+			break;
+		if (atomic_compare_exchange_weak_explicit(&d->local_in_use, &cur, cur + bytes,
+		                                          memory_order_relaxed, memory_order_relaxed))
+			return 0;
+	}
+	*in_use = cur;
 	return -1;
-}
-
-int vr_books_reserve(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
-{
-	return reserve(d, bytes, in_use, 1);
 }
 
 int vr_books_reserve_quiet(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
 {
-	return reserve(d, bytes, in_use, 0);
+	int rc = d->reg >= 0 ? vr_reserve_quiet(vr_books_member_, d->reg, bytes, in_use) : 0;
+	return rc == 0 && d->reg >= 0 ? 0 : vr_books_reserve_other_(d, bytes, in_use, rc);
 }
 
 void vr_books_denied(struct vr_dev *d, uint64_t bytes)
 {
 	if (d->reg >= 0)
-		vr_note_denied(member, d->reg, bytes);
-}
-
-uint64_t vr_books_spill_budget(void)
-{
-	return atomic_load_explicit(&spill_budget, memory_order_relaxed);
+		vr_note_denied(vr_books_member_, d->reg, bytes);
 }
 
 int vr_books_spill(struct vr_dev *d, uint64_t bytes, uint64_t *spilled, uint64_t *budget)
 {
 	if (d->reg >= 0)
-		return vr_spill_reserve(member, d->reg, bytes, spilled, budget) == 0 ? 0 : -1;
+		return vr_spill_reserve(vr_books_member_, d->reg, bytes, spilled, budget) == 0 ? 0 : -1;
 	uint64_t b = vr_g.spill_budget;
 	uint64_t cur = atomic_load_explicit(&local_spilled, memory_order_relaxed);
 	*budget = b;
@@ -218,24 +204,16 @@ int vr_books_spill(struct vr_dev *d, uint64_t bytes, uint64_t *spilled, uint64_t
 void vr_books_unspill(struct vr_dev *d, uint64_t bytes)
 {
 	if (d->reg >= 0)
-		vr_spill_release(member, d->reg, bytes);
+		vr_spill_release(vr_books_member_, d->reg, bytes);
 	else
 		atomic_fetch_sub_explicit(&local_spilled, bytes, memory_order_relaxed);
-}
-
-void vr_books_release(struct vr_dev *d, uint64_t bytes)
-{
-	if (d->reg >= 0)
-		vr_release(member, d->reg, bytes);
-	else
-		atomic_fetch_sub_explicit(&d->local_in_use, bytes, memory_order_relaxed);
 }
 
 uint64_t vr_books_in_use(struct vr_dev *d)
 {
 	if (d->reg >= 0) {
 		uint64_t in_use = 0, cap = 0;
-		vr_usage(member, d->reg, &in_use, &cap);
+		vr_usage(vr_books_member_, d->reg, &in_use, &cap);
 		return in_use;
 	}
 	return atomic_load_explicit(&d->local_in_use, memory_order_relaxed);
@@ -245,9 +223,9 @@ int vr_books_holders(const struct vr_dev *d, uint64_t *self, uint64_t *peak, str
                      int n)
 {
 	*self = *peak = 0;
-	if (d->reg >= 0 && member) {
+	if (d->reg >= 0 && vr_books_member_) {
 		int got;
-		VR_OWN(got = vr_holders(member, d->reg, self, peak, out, n));
+		VR_OWN(got = vr_holders(vr_books_member_, d->reg, self, peak, out, n));
 		if (got >= 0)
 			return got;
 	}
@@ -258,8 +236,8 @@ int vr_books_holders(const struct vr_dev *d, uint64_t *self, uint64_t *peak, str
 void vr_books_pinned(int64_t delta)
 {
 	vr_books_join();
-	if (member)
-		vr_note_pinned(member, delta);
+	if (vr_books_member_)
+		vr_note_pinned(vr_books_member_, delta);
 	else
 		atomic_fetch_add_explicit(&local_pinned, delta, memory_order_relaxed);
 	vr_rec_pinned(delta);
@@ -268,19 +246,19 @@ void vr_books_pinned(int64_t delta)
 void vr_books_atfork_child(void)
 {
 	pthread_mutex_init(&join_lock, NULL);
-	vr_forget(member);
-	member = NULL;
+	vr_forget(vr_books_member_);
+	vr_books_member_ = NULL;
 	atomic_store(&joined, 0);
 	atomic_store(&local_pinned, 0);
 	atomic_store(&local_spilled, 0);
-	atomic_store(&spill_budget, 0);
+	atomic_store(&vr_books_spill_budget_, 0);
 }
 
 /* At exit, a private group's region goes with its only member. */
 __attribute__((destructor)) static void books_fini(void)
 {
 	char dir[512];
-	if (!member || !private_group[0] || vr_g.group[0])
+	if (!vr_books_member_ || !private_group[0] || vr_g.group[0])
 		return;
 	if (vr_g.registry_dir[0])
 		snprintf(dir, sizeof dir, "%s", vr_g.registry_dir);

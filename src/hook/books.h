@@ -7,6 +7,12 @@
 #define VRAMCTL_HOOK_BOOKS_H
 
 #include "hook/devices.h"
+#include "registry/registry.h"
+
+/* This process's membership (NULL: none) and the spill budget in force:
+ * read by the inline fast paths below, written by books.c. */
+extern vr_member *vr_books_member_;
+extern _Atomic uint64_t vr_books_spill_budget_;
 
 /* Joins the group once per process (thread-safe; later calls return at once). */
 void vr_books_join(void);
@@ -16,12 +22,15 @@ void vr_books_device(struct vr_dev *d, uint64_t cap_if_new);
 /* Adds bytes to d's in-use if it stays within d->cap (the group's cap on the
  * registry). Returns 0, or -1 with *in_use the figure that did not leave room
  * (a registry that fails also refuses: the cap is never passed). */
-int vr_books_reserve(struct vr_dev *d, uint64_t bytes, uint64_t *in_use);
+static inline int vr_books_reserve(struct vr_dev *d, uint64_t bytes, uint64_t *in_use);
 /* The same without counting a refusal as a denial in the group's books (the
  * request may still be served another way: spill); vr_books_denied counts one. */
 int vr_books_reserve_quiet(struct vr_dev *d, uint64_t bytes, uint64_t *in_use);
 void vr_books_denied(struct vr_dev *d, uint64_t bytes);
-void vr_books_release(struct vr_dev *d, uint64_t bytes);
+static inline void vr_books_release(struct vr_dev *d, uint64_t bytes);
+/* The rest of a reserve the registry did not grant (rc), or of one in this
+ * process's own books. */
+int vr_books_reserve_other_(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int rc);
 /* Group-wide in-use of d. */
 uint64_t vr_books_in_use(struct vr_dev *d);
 /* For the denial line: this process's in-use on d, the group's peak, and the
@@ -36,10 +45,29 @@ void vr_books_pinned(int64_t delta);
  * returns 0, or -1 when bytes more would pass it; *spilled and *budget get
  * the numbers either way.
  */
-uint64_t vr_books_spill_budget(void);
+static inline uint64_t vr_books_spill_budget(void)
+{
+	return atomic_load_explicit(&vr_books_spill_budget_, memory_order_relaxed);
+}
 int vr_books_spill(struct vr_dev *d, uint64_t bytes, uint64_t *spilled, uint64_t *budget);
 void vr_books_unspill(struct vr_dev *d, uint64_t bytes);
 /* In a child after fork (one thread left): drop the parent's membership. */
 void vr_books_atfork_child(void);
+
+/* ---- the fast paths, inline: every allocation and free goes through them */
+
+static inline int vr_books_reserve(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
+{
+	int rc = d->reg >= 0 ? vr_reserve(vr_books_member_, d->reg, bytes, in_use) : 0;
+	return VR_LIKELY(rc == 0 && d->reg >= 0) ? 0 : vr_books_reserve_other_(d, bytes, in_use, rc);
+}
+
+static inline void vr_books_release(struct vr_dev *d, uint64_t bytes)
+{
+	if (VR_LIKELY(d->reg >= 0))
+		vr_release(vr_books_member_, d->reg, bytes);
+	else
+		atomic_fetch_sub_explicit(&d->local_in_use, bytes, memory_order_relaxed);
+}
 
 #endif /* VRAMCTL_HOOK_BOOKS_H */

@@ -83,6 +83,14 @@ static CUresult by_handle(CUdevice h, struct vr_dev **out)
 	return rc;
 }
 
+/* The first look-up of a device, or a handle that is not its ordinal. */
+static __attribute__((noinline, cold)) CUresult by_handle_once(CUdevice h, struct vr_dev **out)
+{
+	CUresult rc;
+	VR_OWN(rc = by_handle(h, out));
+	return rc;
+}
+
 CUresult vr_dev_for_handle(CUdevice h, struct vr_dev **out)
 {
 	int n = atomic_load_explicit(&ndev, memory_order_acquire);
@@ -93,9 +101,7 @@ CUresult vr_dev_for_handle(CUdevice h, struct vr_dev **out)
 		*out = &devs[h];
 		return CUDA_SUCCESS;
 	}
-	CUresult rc;
-	VR_OWN(rc = by_handle(h, out));
-	return rc;
+	return by_handle_once(h, out);
 }
 
 struct vr_dev *vr_dev_by_handle(CUdevice h)
@@ -114,18 +120,23 @@ CUresult vr_dev_for_alloc(struct vr_dev **out)
 	return rc != CUDA_SUCCESS ? rc : vr_dev_for_handle(h, out);
 }
 
-struct vr_dev *vr_dev_by_ordinal(int ordinal)
+static __attribute__((noinline, cold)) struct vr_dev *by_ordinal_once(int ordinal, int n)
 {
 	CUdevice h;
-	int n = atomic_load_explicit(&ndev, memory_order_acquire);
-	if (VR_LIKELY(ordinal >= 0 && ordinal < n &&
-	              atomic_load_explicit(&devs[ordinal].ready, memory_order_acquire)))
-		return &devs[ordinal];
 	if (ordinal >= 0 && ordinal < n)
 		return vr_dev_by_handle(devs[ordinal].handle);
 	if (!vr_real.cuDeviceGet || vr_real.cuDeviceGet(&h, ordinal) != CUDA_SUCCESS)
 		return NULL;
 	return vr_dev_by_handle(h);
+}
+
+struct vr_dev *vr_dev_by_ordinal(int ordinal)
+{
+	int n = atomic_load_explicit(&ndev, memory_order_acquire);
+	if (VR_LIKELY(ordinal >= 0 && ordinal < n &&
+	              atomic_load_explicit(&devs[ordinal].ready, memory_order_acquire)))
+		return &devs[ordinal];
+	return by_ordinal_once(ordinal, n);
 }
 
 int vr_dev_count(void)

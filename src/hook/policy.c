@@ -230,15 +230,10 @@ static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t in_use)
 	        more);
 }
 
-static int reserve(struct vr_dev *d, uint64_t bytes, int report)
+int vr_policy_refused_(struct vr_dev *d, uint64_t bytes, uint64_t in_use, int report)
 {
-	uint64_t in_use = 0;
 	if (VR_UNLIKELY(!d)) /* no device known: nothing to hold it against */
 		return 0;
-	if (VR_LIKELY(vr_books_reserve(d, bytes, &in_use) == 0)) {
-		vr_rec_charge(d, (int64_t)bytes);
-		return 0;
-	}
 	if (report) {
 		vr_rec_denied(d, bytes, in_use);
 		say_denied(d, bytes, in_use);
@@ -246,20 +241,13 @@ static int reserve(struct vr_dev *d, uint64_t bytes, int report)
 	return -1;
 }
 
-int vr_policy_reserve(struct vr_dev *d, uint64_t bytes)
-{
-	return reserve(d, bytes, 1);
-}
-
 int vr_policy_try(struct vr_dev *d, uint64_t bytes)
 {
-	return reserve(d, bytes, 0);
+	return vr_policy_reserve_(d, bytes, 0);
 }
 
-int vr_policy_reserve_spillable(struct vr_dev *d, uint64_t bytes)
+int vr_policy_spillable_(struct vr_dev *d, uint64_t bytes)
 {
-	if (VR_LIKELY(!vr_books_spill_budget()))
-		return vr_policy_reserve(d, bytes) == 0 ? 0 : -1;
 	uint64_t in_use = 0;
 	if (!d)
 		return 0;
@@ -275,14 +263,6 @@ void vr_policy_deny(struct vr_dev *d, uint64_t bytes, const char *why)
 	vr_books_denied(d, bytes);
 	vr_rec_denied(d, bytes, in_use);
 	vr_log_denied_why(d->ordinal, bytes, d->cap, in_use, why);
-}
-
-void vr_policy_release(struct vr_dev *d, uint64_t bytes)
-{
-	if (VR_LIKELY(d != NULL)) {
-		vr_rec_charge(d, -(int64_t)bytes);
-		vr_books_release(d, bytes); /* last: a tail call */
-	}
 }
 
 void vr_policy_view(struct vr_dev *d, uint64_t *freep, uint64_t *totalp)

@@ -6,7 +6,9 @@
 #ifndef VRAMCTL_HOOK_POLICY_H
 #define VRAMCTL_HOOK_POLICY_H
 
+#include "hook/books.h"
 #include "hook/devices.h"
+#include "hook/record.h"
 
 /* Checks that every device the cap names is one of this process's (or a
  * GPU of this machine hidden by CUDA_VISIBLE_DEVICES); if one is not, says
@@ -25,9 +27,9 @@ void vr_policy_device(struct vr_dev *d);
  * report (settling pools). Uncapped devices are counted and never denied.
  * A NULL device reserves and releases nothing.
  */
-int vr_policy_reserve(struct vr_dev *d, uint64_t bytes);
+static inline int vr_policy_reserve(struct vr_dev *d, uint64_t bytes);
 int vr_policy_try(struct vr_dev *d, uint64_t bytes);
-void vr_policy_release(struct vr_dev *d, uint64_t bytes);
+static inline void vr_policy_release(struct vr_dev *d, uint64_t bytes);
 
 /*
  * For an allocation that may spill past the cap (spill.h, docs/spill.md):
@@ -36,7 +38,7 @@ void vr_policy_release(struct vr_dev *d, uint64_t bytes);
  * denied (said). The device is always tried first, so allocations go to it
  * again as soon as it has room.
  */
-int vr_policy_reserve_spillable(struct vr_dev *d, uint64_t bytes);
+static inline int vr_policy_reserve_spillable(struct vr_dev *d, uint64_t bytes);
 /* The denial when spill could not serve the request either: counted in the
  * books and said, with why (rate limited like every denial). */
 void vr_policy_deny(struct vr_dev *d, uint64_t bytes, const char *why);
@@ -50,5 +52,43 @@ void vr_policy_view(struct vr_dev *d, uint64_t *freep, uint64_t *totalp);
 int vr_spill_available(void);
 /* The total shown for d, from the driver's physical total. */
 uint64_t vr_policy_total(const struct vr_dev *d, uint64_t total);
+
+/* ---- the fast paths, inline: every allocation and free goes through them */
+
+/* What follows a reserve the books refused (policy.c): a NULL device is
+ * granted (0); else -1, with the denial said when report is set. */
+int vr_policy_refused_(struct vr_dev *d, uint64_t bytes, uint64_t in_use, int report);
+/* vr_policy_reserve_spillable with a spill budget in force (policy.c). */
+int vr_policy_spillable_(struct vr_dev *d, uint64_t bytes);
+
+static inline int vr_policy_reserve_(struct vr_dev *d, uint64_t bytes, int report)
+{
+	uint64_t in_use = 0;
+	if (VR_LIKELY(d != NULL) && VR_LIKELY(vr_books_reserve(d, bytes, &in_use) == 0)) {
+		vr_rec_charge(d, (int64_t)bytes);
+		return 0;
+	}
+	return vr_policy_refused_(d, bytes, in_use, report);
+}
+
+static inline int vr_policy_reserve(struct vr_dev *d, uint64_t bytes)
+{
+	return vr_policy_reserve_(d, bytes, 1);
+}
+
+static inline void vr_policy_release(struct vr_dev *d, uint64_t bytes)
+{
+	if (VR_LIKELY(d != NULL)) {
+		vr_rec_charge(d, -(int64_t)bytes);
+		vr_books_release(d, bytes);
+	}
+}
+
+static inline int vr_policy_reserve_spillable(struct vr_dev *d, uint64_t bytes)
+{
+	if (VR_LIKELY(!vr_books_spill_budget()))
+		return vr_policy_reserve(d, bytes) == 0 ? 0 : -1;
+	return vr_policy_spillable_(d, bytes);
+}
 
 #endif /* VRAMCTL_HOOK_POLICY_H */

@@ -317,7 +317,7 @@ static struct slot *find(struct stripe *s, uint64_t key, int kind, uint64_t h)
  * Removes slot i by shifting later members of its probe run back (no
  * tombstones: alloc/free churn never lengthens probes or forces rehashes).
  */
-static void erase(struct stripe *s, size_t i)
+static inline void erase(struct stripe *s, size_t i)
 {
 	size_t mask = s->cap - 1, j = i;
 	for (;;) {
@@ -367,37 +367,45 @@ int vr_map_put(int kind, uint64_t key, int dev, uint64_t bytes, uint16_t site)
 	return vr_map_put_owned(kind, key, dev, bytes, 0, site);
 }
 
+/* The calling thread's stripe, entered as v, has no room for one more
+ * entry: grows it. mmap and munmap are system calls, so they run with the
+ * stripe left (other threads would spin through them); a thread that finds
+ * the table grown meanwhile gives its mapping back and looks again. 0 with
+ * the stripe entered again (*v), or -1 with it left. */
+static __attribute__((noinline, cold)) int grow(struct stripe *s, enum via *v)
+{
+	while (!has_room(s)) {
+		size_t ocap = s->cap, ncap = ocap ? ocap * 2 : MIN_SLOTS;
+		leave(s, *v);
+		void *mem = mmap(NULL, ncap * sizeof(struct slot), PROT_READ | PROT_WRITE,
+		                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (mem == MAP_FAILED)
+			return -1;
+		*v = enter_mine(s);
+		if (s->cap != ocap) { /* another thread grew it */
+			leave(s, *v);
+			munmap(mem, ncap * sizeof(struct slot));
+			*v = enter_mine(s);
+			continue;
+		}
+		struct slot *old_slots = rehash(s, mem, ncap);
+		if (old_slots) {
+			leave(s, *v);
+			munmap(old_slots, ocap * sizeof(struct slot));
+			*v = enter_mine(s);
+		}
+	}
+	return 0;
+}
+
 int vr_map_put_owned(int kind, uint64_t key, int dev, uint64_t bytes, uint64_t owner, uint16_t site)
 {
 	uint64_t h = mix(key, kind);
 	struct stripe *s = own();
 	int found;
 	enum via v = enter_mine(s);
-	/* A full table grows into a fresh mapping. mmap and munmap are system
-	 * calls, so they run with the stripe left (other threads would spin
-	 * through them); a thread that finds the table grown meanwhile gives
-	 * its mapping back and looks again. */
-	while (!has_room(s)) {
-		size_t ocap = s->cap, ncap = ocap ? ocap * 2 : MIN_SLOTS;
-		leave(s, v);
-		void *mem = mmap(NULL, ncap * sizeof(struct slot), PROT_READ | PROT_WRITE,
-		                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (mem == MAP_FAILED)
-			return -1;
-		v = enter_mine(s);
-		if (s->cap != ocap) { /* another thread grew it */
-			leave(s, v);
-			munmap(mem, ncap * sizeof(struct slot));
-			v = enter_mine(s);
-			continue;
-		}
-		struct slot *old_slots = rehash(s, mem, ncap);
-		if (old_slots) {
-			leave(s, v);
-			munmap(old_slots, ocap * sizeof(struct slot));
-			v = enter_mine(s);
-		}
-	}
+	if (VR_UNLIKELY(!has_room(s)) && grow(s, &v) != 0)
+		return -1;
 	struct slot *e = probe(s, key, kind, h, &found);
 	if (!found)
 		s->used++;
@@ -414,22 +422,16 @@ int vr_map_put_owned(int kind, uint64_t key, int dev, uint64_t bytes, uint64_t o
 	return 0;
 }
 
-/* With the stripe that holds key entered: calls fn on its slot and returns
- * 1, or returns 0 when no stripe holds it. Looks in the calling thread's
- * stripe first, then in all the others at once. */
-static int with_slot(int kind, uint64_t key, void (*fn)(struct stripe *, struct slot *, void *),
-                     void *arg)
+/* In the stripes other than mine, entered all at once: calls fn on key's
+ * slot and returns 1, or returns 0 when none holds it. */
+static __attribute__((noinline)) int in_others(struct stripe *mine, int kind, uint64_t key,
+                                               uint64_t h,
+                                               void (*fn)(struct stripe *, struct slot *,
+                                                          void *),
+                                               void *arg)
 {
-	uint64_t h = mix(key, kind);
-	struct stripe *mine = own();
-	enum via v = enter_mine(mine);
-	struct slot *e = find(mine, key, kind, h);
-	if (e)
-		fn(mine, e, arg);
-	leave(mine, v);
-	if (e)
-		return 1;
 	int vias[STRIPES];
+	struct slot *e = NULL;
 	enter_all(mine, vias);
 	for (int i = 0; i < STRIPES && !e; i++) {
 		if (vias[i] < 0)
@@ -442,13 +444,29 @@ static int with_slot(int kind, uint64_t key, void (*fn)(struct stripe *, struct 
 	return e != NULL;
 }
 
+/* With the stripe that holds key entered: calls fn on its slot and returns
+ * 1, or returns 0 when no stripe holds it. Looks in the calling thread's
+ * stripe first, then in all the others at once. */
+static inline __attribute__((always_inline)) int
+with_slot(int kind, uint64_t key, void (*fn)(struct stripe *, struct slot *, void *), void *arg)
+{
+	uint64_t h = mix(key, kind);
+	struct stripe *mine = own();
+	enum via v = enter_mine(mine);
+	struct slot *e = find(mine, key, kind, h);
+	if (e)
+		fn(mine, e, arg);
+	leave(mine, v);
+	return e ? 1 : in_others(mine, kind, key, h, fn, arg);
+}
+
 struct taken {
 	int *dev;
 	uint64_t *bytes;
 	uint16_t *site;
 };
 
-static void take_slot(struct stripe *s, struct slot *e, void *arg)
+static inline void take_slot(struct stripe *s, struct slot *e, void *arg)
 {
 	struct taken *t = arg;
 	*t->dev = e->dev;

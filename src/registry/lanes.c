@@ -47,14 +47,35 @@ struct lane {
 	uint64_t spare;
 	int dev; /* the device spare is held on, -1: none */
 	int idx;
+	/* Of device dev (set by point()): its quantum (0: none), the lane's
+	 * word in the slot and the device's number in it, and where the
+	 * peaks are raised from. */
+	uint64_t q;
+	uint64_t tag;
+	_Atomic uint64_t *word;
+	_Atomic uint64_t *held, *total;
+	uint64_t *slot_peak, *group_peak;
 };
 static __thread struct lane me __attribute__((tls_model("initial-exec")));
 
-static inline void publish(vr_member *m, const struct lane *l)
+static inline void publish(const struct lane *l)
 {
-	uint64_t w = l->spare ? l->spare | ((uint64_t)(l->dev + 1) << VR_LANE_DEV_SHIFT) : 0;
-	atomic_store_explicit((_Atomic uint64_t *)&m->slot->lanes[l->idx].word, w,
-	                      memory_order_relaxed);
+	atomic_store_explicit(l->word, l->spare | l->tag, memory_order_relaxed);
+}
+
+/* Makes dev (-1: none) the lane's device. */
+static void point(vr_member *m, struct lane *l, int dev)
+{
+	l->dev = dev;
+	l->word = (_Atomic uint64_t *)&m->slot->lanes[l->idx].word;
+	l->q = dev >= 0 ? m->priv[dev].quantum : 0;
+	l->tag = dev >= 0 ? (uint64_t)(dev + 1) << VR_LANE_DEV_SHIFT : 0;
+	if (dev < 0)
+		return;
+	l->held = vr_slot_word(m->slot, (uint32_t)dev);
+	l->total = (_Atomic uint64_t *)&m->hdr->dev[dev].total;
+	l->slot_peak = &m->slot->dev[dev].peak;
+	l->group_peak = &m->hdr->dev[dev].peak;
 }
 
 /* Gives the lane's spare back to the books. */
@@ -63,8 +84,8 @@ static void flush(vr_member *m, struct lane *l)
 	uint64_t b = l->spare;
 	int dev = l->dev;
 	l->spare = 0;
-	l->dev = -1;
-	publish(m, l);
+	point(m, l, -1);
+	publish(l);
 	if (b)
 		vr_books_give(m, dev, b);
 }
@@ -79,6 +100,7 @@ static void lane_exit(void *arg)
 		atomic_fetch_and(&m->lanes_taken, ~(1u << me.idx));
 	}
 	me.gen = 0;
+	me.q = 0;
 	atomic_fetch_sub(&exiting, 1);
 }
 
@@ -119,8 +141,8 @@ static int lane_take(vr_member *m, struct lane *l)
 			l->gen = m->lane_gen;
 			l->idx = idx;
 			l->spare = 0;
-			l->dev = -1;
-			publish(m, l);
+			point(m, l, -1);
+			publish(l);
 			(void)pthread_setspecific(exit_key, m);
 			return 1;
 		}
@@ -133,12 +155,12 @@ static inline int detached(vr_member *m)
 }
 
 /* Raises the peaks to what is handed out once l's spare is set aside. */
-static inline void lane_peaks(vr_member *m, int dev, uint64_t spare)
+static inline void lane_peaks(const struct lane *l)
 {
-	uint64_t held = vr_slot_held(m->slot, (uint32_t)dev);
-	uint64_t total = vr_dev_total(&m->hdr->dev[dev]);
-	vr_peak_raise(&m->slot->dev[dev].peak, held > spare ? held - spare : 0);
-	vr_peak_raise(&m->hdr->dev[dev].peak, total > spare ? total - spare : 0);
+	uint64_t held = vr_w_bytes(atomic_load_explicit(l->held, memory_order_relaxed));
+	uint64_t total = vr_tot_bytes(atomic_load_explicit(l->total, memory_order_relaxed));
+	vr_peak_raise(l->slot_peak, held > l->spare ? held - l->spare : 0);
+	vr_peak_raise(l->group_peak, total > l->spare ? total - l->spare : 0);
 }
 
 /* A reserve the lane could not serve from its spare. */
@@ -164,9 +186,10 @@ static int reserve_slow(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use,
 	/* Enough for this request with a quantum left over, or exactly. */
 	uint64_t need = bytes - l->spare;
 	if (vr_books_take(m, dev, need + q, q, in_use, VR_TAKE_TRY) == 0) {
-		l->dev = dev;
+		if (l->dev != dev)
+			point(m, l, dev);
 		l->spare = q;
-		publish(m, l);
+		publish(l);
 		return 0;
 	}
 	flush(m, l);
@@ -182,8 +205,8 @@ static inline int reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *in_us
 	if (VR_LIKELY(l->gen == m->lane_gen && l->dev == dev && bytes - 1 < l->spare &&
 	              !detached(m))) {
 		l->spare -= bytes;
-		publish(m, l);
-		lane_peaks(m, dev, l->spare);
+		publish(l);
+		lane_peaks(l);
 		return 0;
 	}
 	return reserve_slow(m, dev, bytes, in_use, how);
@@ -199,24 +222,44 @@ int vr_reserve_quiet(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use)
 	return m ? reserve(m, dev, bytes, in_use, VR_TAKE_QUIET) : -EINVAL;
 }
 
-void vr_release(vr_member *m, int dev, uint64_t bytes)
+/* A release the lane's fast path did not take. */
+static void release_slow(vr_member *m, int dev, uint64_t bytes)
 {
 	struct lane *l = &me;
-	if (VR_LIKELY(m && l->gen == m->lane_gen && m->lane_gen && dev >= 0 &&
-	              dev < VR_MAX_DEVICES && bytes <= m->priv[dev].quantum &&
-	              (l->dev == dev || !l->spare) && !detached(m))) {
-		uint64_t q = m->priv[dev].quantum;
-		l->dev = dev;
-		l->spare += bytes;
-		if (VR_UNLIKELY(l->spare > 2 * q)) {
-			uint64_t excess = l->spare - q;
-			l->spare = q;
-			publish(m, l);
-			vr_books_give(m, dev, excess);
-			return;
-		}
-		publish(m, l);
+	int mine = m->lane_gen && (l->gen == m->lane_gen || lane_take(m, l));
+	if (mine && !detached(m) && dev >= 0 && dev < VR_MAX_DEVICES && l->spare == 0 &&
+	    bytes - 1 < m->priv[dev].quantum) {
+		point(m, l, dev);
+		l->spare = bytes;
+		publish(l);
 		return;
 	}
 	vr_books_give(m, dev, bytes);
+}
+
+/* The lane holds more than two quanta: the excess goes back to the books. */
+static void give_excess(vr_member *m, struct lane *l)
+{
+	uint64_t excess = l->spare - l->q;
+	l->spare = l->q;
+	publish(l);
+	vr_books_give(m, l->dev, excess);
+}
+
+void vr_release(vr_member *m, int dev, uint64_t bytes)
+{
+	struct lane *l = &me;
+	/* bytes - 1 < q: 0 < bytes <= q, and q != 0 only while the lane is
+	 * this member's, pointed at a device. */
+	if (VR_LIKELY(m && l->gen == m->lane_gen && l->dev == dev && bytes - 1 < l->q &&
+	              !detached(m))) {
+		l->spare += bytes;
+		if (VR_UNLIKELY(l->spare > 2 * l->q))
+			give_excess(m, l);
+		else
+			publish(l);
+		return;
+	}
+	if (m)
+		release_slow(m, dev, bytes);
 }
