@@ -57,7 +57,8 @@ static uint64_t owner_of(int kind)
 
 /* After a successful allocation: remember it, or forget the charge if the
  * map cannot grow (never released twice). */
-static inline void record(struct vr_dev *d, int kind, uint64_t key, uint64_t bytes)
+static inline __attribute__((always_inline)) void record(struct vr_dev *d, int kind, uint64_t key,
+                                                         uint64_t bytes)
 {
 	if (VR_UNLIKELY(!atomic_load_explicit(&d->first_block, memory_order_relaxed)))
 		atomic_store_explicit(&d->first_block, bytes, memory_order_relaxed);
@@ -95,10 +96,9 @@ static uint64_t array_size(int kind, uint64_t key, struct vr_dev *d)
  * array is destroyed and the call refused, so the cap is never passed.
  * Returns what the wrapper returns.
  */
-static CUresult settle(struct vr_dev *d, int kind, uint64_t key, uint64_t charged)
+static CUresult settle_array(struct vr_dev *d, int kind, uint64_t key, uint64_t charged)
 {
-	uint64_t actual =
-	    kind == VR_KIND_ARRAY || kind == VR_KIND_MIPMAP ? array_size(kind, key, d) : 0;
+	uint64_t actual = array_size(kind, key, d);
 	if (actual == 0 || actual == charged) {
 		record(d, kind, key, charged);
 		return CUDA_SUCCESS;
@@ -120,6 +120,15 @@ static CUresult settle(struct vr_dev *d, int kind, uint64_t key, uint64_t charge
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	record(d, kind, key, actual);
+	return CUDA_SUCCESS;
+}
+
+static inline __attribute__((always_inline)) CUresult settle(struct vr_dev *d, int kind,
+                                                             uint64_t key, uint64_t charged)
+{
+	if (kind == VR_KIND_ARRAY || kind == VR_KIND_MIPMAP)
+		return settle_array(d, kind, key, charged);
+	record(d, kind, key, charged);
 	return CUDA_SUCCESS;
 }
 

@@ -30,7 +30,7 @@ static atomic_int joined;
 vr_member *vr_books_member_;
 static char private_group[72];
 static _Atomic int64_t local_pinned;
-static _Atomic uint64_t local_spilled; /* per-process books' spill */
+static _Atomic uint64_t local_spilled;   /* per-process books' spill */
 _Atomic uint64_t vr_books_spill_budget_; /* in force: the group's, else VRAMCTL_SPILL's */
 
 /* The registry found the group's books damaged: said once, by the member
@@ -162,7 +162,8 @@ int vr_books_reserve_other_(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, 
 		if (d->capped && (bytes > d->cap || cur > d->cap - bytes))
 			break;
 		if (atomic_compare_exchange_weak_explicit(&d->local_in_use, &cur, cur + bytes,
-		                                          memory_order_relaxed, memory_order_relaxed))
+		                                          memory_order_relaxed,
+		                                          memory_order_relaxed))
 			return 0;
 	}
 	*in_use = cur;
@@ -184,7 +185,8 @@ void vr_books_denied(struct vr_dev *d, uint64_t bytes)
 int vr_books_spill(struct vr_dev *d, uint64_t bytes, uint64_t *spilled, uint64_t *budget)
 {
 	if (d->reg >= 0)
-		return vr_spill_reserve(vr_books_member_, d->reg, bytes, spilled, budget) == 0 ? 0 : -1;
+		return vr_spill_reserve(vr_books_member_, d->reg, bytes, spilled, budget) == 0 ? 0
+		                                                                               : -1;
 	uint64_t b = vr_g.spill_budget;
 	uint64_t cur = atomic_load_explicit(&local_spilled, memory_order_relaxed);
 	*budget = b;

@@ -59,7 +59,8 @@ void vr_books_atfork_child(void);
 static inline int vr_books_reserve(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
 {
 	int rc = d->reg >= 0 ? vr_reserve(vr_books_member_, d->reg, bytes, in_use) : 0;
-	return VR_LIKELY(rc == 0 && d->reg >= 0) ? 0 : vr_books_reserve_other_(d, bytes, in_use, rc);
+	return VR_LIKELY(rc == 0 && d->reg >= 0) ? 0
+	                                         : vr_books_reserve_other_(d, bytes, in_use, rc);
 }
 
 static inline void vr_books_release(struct vr_dev *d, uint64_t bytes)

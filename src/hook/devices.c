@@ -11,15 +11,15 @@
 #include "hook/policy.h"
 
 static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct vr_dev devs[VR_MAX_DEVICES];
-static atomic_int ndev; /* 0: not enumerated yet */
+struct vr_dev vr_devs_[VR_MAX_DEVICES];
+atomic_int vr_ndev_; /* 0: not enumerated yet */
 
 /* Under dev_lock. Returns CUDA_SUCCESS with the device count in *np, or
  * the driver's error (cuInit not called, or the look-up failing): nothing is
  * cached then. */
 static CUresult enumerate(int *np)
 {
-	int n = atomic_load_explicit(&ndev, memory_order_acquire), count = 0;
+	int n = atomic_load_explicit(&vr_ndev_, memory_order_acquire), count = 0;
 	*np = n;
 	if (n > 0)
 		return CUDA_SUCCESS;
@@ -31,12 +31,12 @@ static CUresult enumerate(int *np)
 	if (count > VR_MAX_DEVICES)
 		count = VR_MAX_DEVICES;
 	for (int i = 0; i < count; i++) {
-		devs[i].ordinal = i;
-		devs[i].reg = -1;
-		if (vr_real.cuDeviceGet(&devs[i].handle, i) != CUDA_SUCCESS)
-			devs[i].handle = i;
+		vr_devs_[i].ordinal = i;
+		vr_devs_[i].reg = -1;
+		if (vr_real.cuDeviceGet(&vr_devs_[i].handle, i) != CUDA_SUCCESS)
+			vr_devs_[i].handle = i;
 	}
-	atomic_store_explicit(&ndev, count, memory_order_release);
+	atomic_store_explicit(&vr_ndev_, count, memory_order_release);
 	*np = count;
 	return CUDA_SUCCESS;
 }
@@ -72,9 +72,9 @@ static CUresult by_handle(CUdevice h, struct vr_dev **out)
 	if (rc == CUDA_SUCCESS)
 		rc = CUDA_ERROR_INVALID_DEVICE;
 	for (int i = 0; i < n; i++) {
-		if (devs[i].handle == h) {
-			setup(&devs[i]);
-			*out = &devs[i];
+		if (vr_devs_[i].handle == h) {
+			setup(&vr_devs_[i]);
+			*out = &vr_devs_[i];
 			rc = CUDA_SUCCESS;
 			break;
 		}
@@ -83,25 +83,11 @@ static CUresult by_handle(CUdevice h, struct vr_dev **out)
 	return rc;
 }
 
-/* The first look-up of a device, or a handle that is not its ordinal. */
-static __attribute__((noinline, cold)) CUresult by_handle_once(CUdevice h, struct vr_dev **out)
+CUresult vr_dev_for_handle_(CUdevice h, struct vr_dev **out)
 {
 	CUresult rc;
 	VR_OWN(rc = by_handle(h, out));
 	return rc;
-}
-
-CUresult vr_dev_for_handle(CUdevice h, struct vr_dev **out)
-{
-	int n = atomic_load_explicit(&ndev, memory_order_acquire);
-	*out = NULL;
-	/* Every driver seen so far hands out ordinals as handles. */
-	if (VR_LIKELY(h >= 0 && h < n && devs[h].handle == h &&
-	              atomic_load_explicit(&devs[h].ready, memory_order_acquire))) {
-		*out = &devs[h];
-		return CUDA_SUCCESS;
-	}
-	return by_handle_once(h, out);
 }
 
 struct vr_dev *vr_dev_by_handle(CUdevice h)
@@ -110,38 +96,20 @@ struct vr_dev *vr_dev_by_handle(CUdevice h)
 	return vr_dev_for_handle(h, &d) == CUDA_SUCCESS ? d : NULL;
 }
 
-CUresult vr_dev_for_alloc(struct vr_dev **out)
+struct vr_dev *vr_dev_by_ordinal_(int ordinal)
 {
 	CUdevice h;
-	*out = NULL;
-	if (VR_UNLIKELY(!vr_real.cuCtxGetDevice))
-		return CUDA_ERROR_NOT_INITIALIZED;
-	CUresult rc = vr_real.cuCtxGetDevice(&h);
-	return rc != CUDA_SUCCESS ? rc : vr_dev_for_handle(h, out);
-}
-
-static __attribute__((noinline, cold)) struct vr_dev *by_ordinal_once(int ordinal, int n)
-{
-	CUdevice h;
+	int n = atomic_load_explicit(&vr_ndev_, memory_order_acquire);
 	if (ordinal >= 0 && ordinal < n)
-		return vr_dev_by_handle(devs[ordinal].handle);
+		return vr_dev_by_handle(vr_devs_[ordinal].handle);
 	if (!vr_real.cuDeviceGet || vr_real.cuDeviceGet(&h, ordinal) != CUDA_SUCCESS)
 		return NULL;
 	return vr_dev_by_handle(h);
 }
 
-struct vr_dev *vr_dev_by_ordinal(int ordinal)
-{
-	int n = atomic_load_explicit(&ndev, memory_order_acquire);
-	if (VR_LIKELY(ordinal >= 0 && ordinal < n &&
-	              atomic_load_explicit(&devs[ordinal].ready, memory_order_acquire)))
-		return &devs[ordinal];
-	return by_ordinal_once(ordinal, n);
-}
-
 int vr_dev_count(void)
 {
-	return atomic_load_explicit(&ndev, memory_order_acquire);
+	return atomic_load_explicit(&vr_ndev_, memory_order_acquire);
 }
 
 struct vr_dev *vr_dev_current(void)
@@ -170,9 +138,9 @@ static CUresult by_uuid(const char *uuid, struct vr_dev **out)
 	int n;
 	CUresult rc = enumerate(&n);
 	for (int i = 0; i < n && !*out; i++) {
-		setup(&devs[i]);
-		if (!strcmp(devs[i].uuid_text, uuid))
-			*out = &devs[i];
+		setup(&vr_devs_[i]);
+		if (!strcmp(vr_devs_[i].uuid_text, uuid))
+			*out = &vr_devs_[i];
 	}
 	pthread_mutex_unlock(&dev_lock);
 	return rc;
@@ -191,9 +159,9 @@ void vr_devices_atfork_child(void)
 {
 	pthread_mutex_init(&dev_lock, NULL);
 	for (int i = 0; i < VR_MAX_DEVICES; i++) {
-		atomic_store(&devs[i].ready, 0);
-		atomic_store(&devs[i].local_in_use, 0);
-		atomic_store(&devs[i].first_block, 0);
-		devs[i].reg = -1;
+		atomic_store(&vr_devs_[i].ready, 0);
+		atomic_store(&vr_devs_[i].local_in_use, 0);
+		atomic_store(&vr_devs_[i].first_block, 0);
+		vr_devs_[i].reg = -1;
 	}
 }

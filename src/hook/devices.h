@@ -33,12 +33,12 @@ struct vr_dev *vr_dev_current(void);
  * CUDA_ERROR_INVALID_DEVICE for a handle that is no device) with *out NULL:
  * the allocation is then refused with that code, never made uncounted.
  */
-CUresult vr_dev_for_alloc(struct vr_dev **out);
-CUresult vr_dev_for_handle(CUdevice h, struct vr_dev **out);
+static inline CUresult vr_dev_for_alloc(struct vr_dev **out);
+static inline CUresult vr_dev_for_handle(CUdevice h, struct vr_dev **out);
 /* The device for a CUdevice handle (as returned by cuDeviceGet), or NULL. */
 struct vr_dev *vr_dev_by_handle(CUdevice h);
 /* The device with this program ordinal, or NULL. */
-struct vr_dev *vr_dev_by_ordinal(int ordinal);
+static inline struct vr_dev *vr_dev_by_ordinal(int ordinal);
 /* The device with this "GPU-..." UUID text into *out (NULL: not one of the
  * program's devices). Returns CUDA_SUCCESS, or the error of the look-up
  * that failed (then nobody can tell). */
@@ -47,5 +47,46 @@ CUresult vr_dev_for_uuid_text(const char *uuid, struct vr_dev **out);
 int vr_dev_count(void);
 /* In a child after fork (one thread left): forget every device. */
 void vr_devices_atfork_child(void);
+
+/* ---- the look-ups of every allocation and free, inline */
+
+/* The devices, filled in by devices.c; [0, vr_ndev_) enumerated. */
+extern struct vr_dev vr_devs_[VR_MAX_DEVICES];
+extern atomic_int vr_ndev_;
+/* The first look-up of a device, or one whose handle is not its ordinal. */
+CUresult vr_dev_for_handle_(CUdevice h, struct vr_dev **out);
+struct vr_dev *vr_dev_by_ordinal_(int ordinal);
+
+static inline CUresult vr_dev_for_handle(CUdevice h, struct vr_dev **out)
+{
+	int n = atomic_load_explicit(&vr_ndev_, memory_order_acquire);
+	*out = NULL;
+	/* Every driver seen so far hands out ordinals as handles. */
+	if (VR_LIKELY(h >= 0 && h < n && vr_devs_[h].handle == h &&
+	              atomic_load_explicit(&vr_devs_[h].ready, memory_order_acquire))) {
+		*out = &vr_devs_[h];
+		return CUDA_SUCCESS;
+	}
+	return vr_dev_for_handle_(h, out);
+}
+
+static inline CUresult vr_dev_for_alloc(struct vr_dev **out)
+{
+	CUdevice h;
+	*out = NULL;
+	if (VR_UNLIKELY(!vr_real.cuCtxGetDevice))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	CUresult rc = vr_real.cuCtxGetDevice(&h);
+	return rc != CUDA_SUCCESS ? rc : vr_dev_for_handle(h, out);
+}
+
+static inline struct vr_dev *vr_dev_by_ordinal(int ordinal)
+{
+	int n = atomic_load_explicit(&vr_ndev_, memory_order_acquire);
+	if (VR_LIKELY(ordinal >= 0 && ordinal < n &&
+	              atomic_load_explicit(&vr_devs_[ordinal].ready, memory_order_acquire)))
+		return &vr_devs_[ordinal];
+	return vr_dev_by_ordinal_(ordinal);
+}
 
 #endif /* VRAMCTL_HOOK_DEVICES_H */

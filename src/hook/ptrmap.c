@@ -36,10 +36,6 @@
 #include "common/compiler.h"
 #include "hook/ptrmap.h"
 
-#define STRIPES   64
-#define OWNABLE   56 /* stripes [0, OWNABLE) have one owner each; the rest are shared */
-#define MIN_SLOTS 16 /* small tables stay small: 64 x 16 x 32 bytes */
-
 #if defined(__SANITIZE_THREAD__)
 #define VR_ASYM_FENCES 0
 #elif defined(__has_feature)
@@ -51,55 +47,14 @@
 #define VR_ASYM_FENCES 1
 #endif
 
-enum { SLOT_EMPTY = 0, SLOT_FULL = 1 };
-
-struct slot {
-	uint64_t key;
-	uint64_t bytes;
-	uint64_t owner; /* the context that owns it, 0: none (see vr_map_put_owned) */
-	int32_t dev;
-	uint8_t kind;
-	uint8_t state;
-	uint16_t site; /* call site + 1 (record.c), 0 none */
-};
-
-struct stripe {
-	atomic_flag lock;     /* everyone but an owner on its own fast path */
-	_Atomic int owned;    /* a thread owns it (changed under the lock) */
-	_Atomic int busy;     /* its owner is inside without the lock */
-	_Atomic int foreign;  /* another thread holds the lock, fenced */
-	struct slot *slots;
-	size_t cap; /* power of two, or 0 */
-	size_t used;
-} __attribute__((aligned(64)));
-
-static struct stripe stripes[STRIPES];
+struct stripe vr_stripes_[STRIPES];
+__thread int vr_my_stripe_, vr_i_own_;
 static _Atomic uint64_t owned_mask; /* stripes [0, OWNABLE) taken by a thread */
 static atomic_uint shared_next;
-static atomic_uint high;  /* stripes [0, high) and the shared ones may hold entries */
-static atomic_int asym; /* 1: owners go without the lock (fences work), -1: not, 0: not known */
+static atomic_uint high; /* stripes [0, high) and the shared ones may hold entries */
+static atomic_int asym;  /* 1: owners go without the lock (fences work), -1: not, 0: not known */
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t exit_key;
-
-/* The calling thread's stripe (index + 1, 0: none yet) and whether it owns it. */
-static __thread int my_stripe __attribute__((tls_model("initial-exec")));
-static __thread int i_own __attribute__((tls_model("initial-exec")));
-
-static inline void lock(struct stripe *s)
-{
-	int spins = 0;
-	while (atomic_flag_test_and_set_explicit(&s->lock, memory_order_acquire)) {
-		if (++spins > 64) {
-			sched_yield();
-			spins = 0;
-		}
-	}
-}
-
-static inline void unlock(struct stripe *s)
-{
-	atomic_flag_clear_explicit(&s->lock, memory_order_release);
-}
 
 /* ---- fences: what makes an owner's plain stores safe */
 
@@ -140,8 +95,8 @@ static void init(void)
 		     syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 	}
 	if (ok && !fallback_page) {
-		void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-		               -1, 0);
+		void *p =
+		    mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		fallback_page = p == MAP_FAILED ? NULL : p;
 	}
 	atomic_store(&asym, ok ? 1 : -1);
@@ -152,18 +107,18 @@ static void init(void)
 static void release_stripe(void *arg)
 {
 	(void)arg;
-	if (!i_own || !my_stripe)
+	if (!vr_i_own_ || !vr_my_stripe_)
 		return;
-	struct stripe *s = &stripes[my_stripe - 1];
+	struct stripe *s = &vr_stripes_[vr_my_stripe_ - 1];
 	lock(s);
 	atomic_store_explicit(&s->owned, 0, memory_order_relaxed);
 	unlock(s);
-	atomic_fetch_and(&owned_mask, ~(1ull << (my_stripe - 1)));
-	my_stripe = i_own = 0;
+	atomic_fetch_and(&owned_mask, ~(1ull << (vr_my_stripe_ - 1)));
+	vr_my_stripe_ = vr_i_own_ = 0;
 }
 
 /* Gives the calling thread a stripe: one of its own if one is free. */
-static void take_stripe(void)
+void vr_map_take_stripe_(void)
 {
 	if (!atomic_load(&asym))
 		init(); /* racing threads do it twice: harmless */
@@ -172,7 +127,7 @@ static void take_stripe(void)
 	       m != (1ull << OWNABLE) - 1) {
 		int i = __builtin_ctzll(~m);
 		if (atomic_compare_exchange_weak(&owned_mask, &m, m | 1ull << i)) {
-			struct stripe *s = &stripes[i];
+			struct stripe *s = &vr_stripes_[i];
 			lock(s);
 			atomic_store_explicit(&s->owned, 1, memory_order_relaxed);
 			unlock(s);
@@ -180,33 +135,15 @@ static void take_stripe(void)
 			while (h < (unsigned)i + 1 &&
 			       !atomic_compare_exchange_weak(&high, &h, (unsigned)i + 1))
 				;
-			(void)pthread_setspecific(exit_key, &stripes[i]);
-			my_stripe = i + 1;
-			i_own = 1;
+			(void)pthread_setspecific(exit_key, &vr_stripes_[i]);
+			vr_my_stripe_ = i + 1;
+			vr_i_own_ = 1;
 			return;
 		}
 	}
-	my_stripe = OWNABLE + (int)(atomic_fetch_add(&shared_next, 1) % (STRIPES - OWNABLE)) + 1;
-	i_own = 0;
-}
-
-/* How a stripe was entered, to leave it the same way. */
-enum via { VIA_OWNER, VIA_LOCK, VIA_FENCED };
-
-/* Enters the calling thread's own stripe. */
-static inline enum via enter_mine(struct stripe *s)
-{
-	if (VR_LIKELY(i_own)) {
-		atomic_store_explicit(&s->busy, 1, memory_order_relaxed);
-		/* The store above and the load below are ordered by a barrier
-		 * in this thread only when a foreign thread asks for one. */
-		atomic_signal_fence(memory_order_seq_cst);
-		if (VR_LIKELY(!atomic_load_explicit(&s->foreign, memory_order_acquire)))
-			return VIA_OWNER;
-		atomic_store_explicit(&s->busy, 0, memory_order_release);
-	}
-	lock(s);
-	return VIA_LOCK;
+	vr_my_stripe_ =
+	    OWNABLE + (int)(atomic_fetch_add(&shared_next, 1) % (STRIPES - OWNABLE)) + 1;
+	vr_i_own_ = 0;
 }
 
 /* Takes another thread's stripe's lock; if it has an owner, marks it
@@ -227,25 +164,6 @@ static inline void settle_foreign(struct stripe *s)
 		sched_yield();
 }
 
-static inline void leave(struct stripe *s, enum via v)
-{
-	if (v == VIA_OWNER) {
-		atomic_store_explicit(&s->busy, 0, memory_order_release);
-		return;
-	}
-	if (v == VIA_FENCED)
-		atomic_store_explicit(&s->foreign, 0, memory_order_release);
-	unlock(s);
-}
-
-/* The calling thread's stripe. */
-static inline struct stripe *own(void)
-{
-	if (VR_UNLIKELY(my_stripe == 0))
-		take_stripe();
-	return &stripes[my_stripe - 1];
-}
-
 /* Enters every stripe that may hold entries, but skip (NULL: none), in
  * order: the locks, one fence for all the owned ones, then their owners'
  * way out. vias[i] says how stripe i was entered (-1: not). */
@@ -254,11 +172,11 @@ static void enter_all(struct stripe *skip, int vias[STRIPES])
 	unsigned n = atomic_load(&high);
 	int fenced = 0;
 	for (unsigned i = 0; i < STRIPES; i++) {
-		struct stripe *s = &stripes[i];
+		struct stripe *s = &vr_stripes_[i];
 		vias[i] = -1;
 		if (s == skip || (i >= n && i < OWNABLE))
 			continue;
-		if (my_stripe && s == &stripes[my_stripe - 1]) {
+		if (vr_my_stripe_ && s == &vr_stripes_[vr_my_stripe_ - 1]) {
 			lock(s); /* our own: no owner but us to wait for */
 			vias[i] = VIA_LOCK;
 			continue;
@@ -271,76 +189,14 @@ static void enter_all(struct stripe *skip, int vias[STRIPES])
 	heavy_barrier();
 	for (unsigned i = 0; i < STRIPES; i++)
 		if (vias[i] == VIA_FENCED)
-			settle_foreign(&stripes[i]);
+			settle_foreign(&vr_stripes_[i]);
 }
 
 static void leave_all(int vias[STRIPES])
 {
 	for (unsigned i = 0; i < STRIPES; i++)
 		if (vias[i] >= 0)
-			leave(&stripes[i], (enum via)vias[i]);
-}
-
-static inline uint64_t mix(uint64_t key, int kind)
-{
-	uint64_t h = (key ^ ((uint64_t)kind << 56)) * 0x9E3779B97F4A7C15ull;
-	return h ^ (h >> 29);
-}
-
-/* Finds key's slot, or the empty slot where it would go. Needs cap > 0. */
-static struct slot *probe(struct stripe *s, uint64_t key, int kind, uint64_t h, int *found)
-{
-	size_t mask = s->cap - 1, i = (size_t)(h >> 6) & mask;
-	for (;;) {
-		struct slot *e = &s->slots[i];
-		if (e->state == SLOT_EMPTY) {
-			*found = 0;
-			return e;
-		}
-		if (e->key == key && e->kind == kind) {
-			*found = 1;
-			return e;
-		}
-		i = (i + 1) & mask;
-	}
-}
-
-/* Under s's lock: key's slot, or NULL if it is not there. */
-static struct slot *find(struct stripe *s, uint64_t key, int kind, uint64_t h)
-{
-	int found = 0;
-	struct slot *e = s->cap ? probe(s, key, kind, h, &found) : NULL;
-	return found ? e : NULL;
-}
-
-/*
- * Removes slot i by shifting later members of its probe run back (no
- * tombstones: alloc/free churn never lengthens probes or forces rehashes).
- */
-static inline void erase(struct stripe *s, size_t i)
-{
-	size_t mask = s->cap - 1, j = i;
-	for (;;) {
-		j = (j + 1) & mask;
-		struct slot *e = &s->slots[j];
-		if (e->state == SLOT_EMPTY)
-			break;
-		size_t home = (size_t)(mix(e->key, e->kind) >> 6) & mask;
-		/* e may move to i if its home is not cyclically within (i, j]. */
-		if (i <= j ? (home <= i || home > j) : (home <= i && home > j)) {
-			s->slots[i] = *e;
-			i = j;
-		}
-	}
-	s->slots[i].state = SLOT_EMPTY;
-	s->used--;
-}
-
-/* Whether one more entry fits (a table stays at most half full). Under
- * s's lock. */
-static int has_room(const struct stripe *s)
-{
-	return s->cap && (s->used + 1) * 2 <= s->cap;
+			leave(&vr_stripes_[i], (enum via)vias[i]);
 }
 
 /* Under s's lock: moves every entry into mem (ncap slots, zeroed) and makes
@@ -372,7 +228,7 @@ int vr_map_put(int kind, uint64_t key, int dev, uint64_t bytes, uint16_t site)
  * stripe left (other threads would spin through them); a thread that finds
  * the table grown meanwhile gives its mapping back and looks again. 0 with
  * the stripe entered again (*v), or -1 with it left. */
-static __attribute__((noinline, cold)) int grow(struct stripe *s, enum via *v)
+int vr_map_grow_(struct stripe *s, enum via *v)
 {
 	while (!has_room(s)) {
 		size_t ocap = s->cap, ncap = ocap ? ocap * 2 : MIN_SLOTS;
@@ -398,37 +254,10 @@ static __attribute__((noinline, cold)) int grow(struct stripe *s, enum via *v)
 	return 0;
 }
 
-int vr_map_put_owned(int kind, uint64_t key, int dev, uint64_t bytes, uint64_t owner, uint16_t site)
-{
-	uint64_t h = mix(key, kind);
-	struct stripe *s = own();
-	int found;
-	enum via v = enter_mine(s);
-	if (VR_UNLIKELY(!has_room(s)) && grow(s, &v) != 0)
-		return -1;
-	struct slot *e = probe(s, key, kind, h, &found);
-	if (!found)
-		s->used++;
-	/* A key the driver hands out again was freed behind our back
-	 * (e.g. by a context reset): the new allocation replaces it. */
-	*e = (struct slot){.key = key,
-	                   .bytes = bytes,
-	                   .owner = owner,
-	                   .dev = dev,
-	                   .kind = (uint8_t)kind,
-	                   .state = SLOT_FULL,
-	                   .site = site};
-	leave(s, v);
-	return 0;
-}
-
 /* In the stripes other than mine, entered all at once: calls fn on key's
  * slot and returns 1, or returns 0 when none holds it. */
-static __attribute__((noinline)) int in_others(struct stripe *mine, int kind, uint64_t key,
-                                               uint64_t h,
-                                               void (*fn)(struct stripe *, struct slot *,
-                                                          void *),
-                                               void *arg)
+static int in_others(struct stripe *mine, int kind, uint64_t key, uint64_t h,
+                     void (*fn)(struct stripe *, struct slot *, void *), void *arg)
 {
 	int vias[STRIPES];
 	struct slot *e = NULL;
@@ -436,9 +265,9 @@ static __attribute__((noinline)) int in_others(struct stripe *mine, int kind, ui
 	for (int i = 0; i < STRIPES && !e; i++) {
 		if (vias[i] < 0)
 			continue;
-		e = find(&stripes[i], key, kind, h);
+		e = find(&vr_stripes_[i], key, kind, h);
 		if (e)
-			fn(&stripes[i], e, arg);
+			fn(&vr_stripes_[i], e, arg);
 	}
 	leave_all(vias);
 	return e != NULL;
@@ -476,10 +305,11 @@ static inline void take_slot(struct stripe *s, struct slot *e, void *arg)
 	erase(s, (size_t)(e - s->slots));
 }
 
-int vr_map_take(int kind, uint64_t key, int *dev, uint64_t *bytes, uint16_t *site)
+int vr_map_take_others_(struct stripe *mine, int kind, uint64_t key, uint64_t h, int *dev,
+                        uint64_t *bytes, uint16_t *site)
 {
 	struct taken t = {dev, bytes, site};
-	return with_slot(kind, key, take_slot, &t);
+	return in_others(mine, kind, key, h, take_slot, &t);
 }
 
 struct added {
@@ -508,7 +338,7 @@ int vr_map_take_owned(uint64_t owner, unsigned kinds, uint64_t bytes[], int ndev
 	int found = 0, vias[STRIPES];
 	enter_all(NULL, vias);
 	for (int i = 0; i < STRIPES; i++) {
-		struct stripe *s = &stripes[i];
+		struct stripe *s = &vr_stripes_[i];
 		if (vias[i] < 0)
 			continue;
 		for (size_t j = 0; j < s->cap;) {
@@ -535,7 +365,7 @@ void vr_map_walk(vr_map_walk_fn fn, void *arg)
 	int vias[STRIPES];
 	enter_all(NULL, vias);
 	for (int i = 0; i < STRIPES; i++) {
-		const struct stripe *s = &stripes[i];
+		const struct stripe *s = &vr_stripes_[i];
 		for (size_t j = 0; vias[i] >= 0 && j < s->cap; j++) {
 			const struct slot *e = &s->slots[j];
 			if (e->state == SLOT_FULL)
@@ -548,7 +378,7 @@ void vr_map_walk(vr_map_walk_fn fn, void *arg)
 void vr_map_atfork_child(void)
 {
 	for (int i = 0; i < STRIPES; i++) {
-		struct stripe *s = &stripes[i];
+		struct stripe *s = &vr_stripes_[i];
 		atomic_flag_clear(&s->lock);
 		atomic_store(&s->owned, 0);
 		atomic_store(&s->busy, 0);
@@ -563,6 +393,6 @@ void vr_map_atfork_child(void)
 	 * space for membarrier. */
 	atomic_store(&owned_mask, 0);
 	atomic_store(&high, 0);
-	my_stripe = i_own = 0;
+	vr_my_stripe_ = vr_i_own_ = 0;
 	atomic_store(&asym, 0);
 }

@@ -15,14 +15,14 @@
 int vr_map_put(int kind, uint64_t key, int dev, uint64_t bytes, uint16_t site);
 /* The same, for an allocation the context `owner` owns: the driver frees it
  * when that context is destroyed or reset (vr_map_take_owned). */
-int vr_map_put_owned(int kind, uint64_t key, int dev, uint64_t bytes, uint64_t owner,
-                     uint16_t site);
+static inline int vr_map_put_owned(int kind, uint64_t key, int dev, uint64_t bytes, uint64_t owner,
+                                   uint16_t site);
 /* Removes every entry of a kind in the mask kinds (1 << kind) owned by
  * owner, adding its bytes to bytes[dev] (dev < ndev). Returns how many. */
 int vr_map_take_owned(uint64_t owner, unsigned kinds, uint64_t bytes[], int ndev);
 /* Removes key and returns 1 with its dev, bytes and site (site may be NULL),
  * or 0 when unknown. */
-int vr_map_take(int kind, uint64_t key, int *dev, uint64_t *bytes, uint16_t *site);
+static inline int vr_map_take(int kind, uint64_t key, int *dev, uint64_t *bytes, uint16_t *site);
 /* Calls fn for every entry, one stripe locked at a time (record.c, at exit). */
 typedef void (*vr_map_walk_fn)(void *arg, int kind, uint64_t key, int dev, uint64_t bytes,
                                uint16_t site);
@@ -31,5 +31,7 @@ void vr_map_walk(vr_map_walk_fn fn, void *arg);
 int vr_map_add(int kind, uint64_t key, int dev, uint64_t delta);
 /* In a child after fork: the parent's allocations are not the child's. */
 void vr_map_atfork_child(void);
+
+#include "hook/ptrmap_table.h" /* the inline paths above */
 
 #endif /* VRAMCTL_HOOK_PTRMAP_H */

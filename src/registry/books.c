@@ -344,8 +344,8 @@ static inline int total_state(vr_member *m, const struct vr_priv_dev *p,
  * take the mark off (one atomic add). A lock holder that froze the total
  * first makes us take the mark off untouched (FAST_FROZEN).
  */
-static inline int fast_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t spare,
-                               uint64_t *cur, const char **bad)
+static inline int fast_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t spare, uint64_t *cur,
+                               const char **bad)
 {
 	struct vr_priv_dev *p = &m->priv[dev];
 	struct vr_region_dev *g = &m->hdr->dev[dev];
@@ -538,7 +538,8 @@ void vr_usage(vr_member *m, int dev, uint64_t *in_use, uint64_t *cap)
 			if (bad)
 				vr_detach(m, "%s", bad);
 			else
-				u = vr_tot_bytes(w) - vr_lanes_spare(m->slot, (uint32_t)dev, vr_tot_bytes(w));
+				u = vr_tot_bytes(w) -
+				    vr_lanes_spare(m->slot, (uint32_t)dev, vr_tot_bytes(w));
 		}
 		if (detached(m))
 			u = atomic_load_explicit(&p->mine, memory_order_relaxed);

@@ -164,8 +164,7 @@ static inline void lane_peaks(const struct lane *l)
 }
 
 /* A reserve the lane could not serve from its spare. */
-static int reserve_slow(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use,
-                        enum vr_take how)
+static int reserve_slow(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use, enum vr_take how)
 {
 	struct lane *l = &me;
 	uint64_t q = dev >= 0 && dev < VR_MAX_DEVICES ? m->priv[dev].quantum : 0;
@@ -196,8 +195,7 @@ static int reserve_slow(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use,
 	return vr_books_take(m, dev, bytes, 0, in_use, how);
 }
 
-static inline int reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use,
-                          enum vr_take how)
+static inline int reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use, enum vr_take how)
 {
 	struct lane *l = &me;
 	/* bytes - 1 < spare: 0 < bytes <= spare. A lane with spare belongs to
