@@ -47,6 +47,8 @@
 #define VR_ASYM_FENCES 1
 #endif
 
+#define REVOKE_AFTER 64 /* fenced entries before a stripe stops being owned */
+
 struct stripe vr_stripes_[STRIPES];
 __thread int vr_my_stripe_, vr_i_own_;
 static _Atomic uint64_t owned_mask; /* stripes [0, OWNABLE) taken by a thread */
@@ -112,6 +114,8 @@ static void release_stripe(void *arg)
 	struct stripe *s = &vr_stripes_[vr_my_stripe_ - 1];
 	lock(s);
 	atomic_store_explicit(&s->owned, 0, memory_order_relaxed);
+	atomic_store_explicit(&s->foreign, 0, memory_order_relaxed);
+	s->fenced = 0;
 	unlock(s);
 	atomic_fetch_and(&owned_mask, ~(1ull << (vr_my_stripe_ - 1)));
 	vr_my_stripe_ = vr_i_own_ = 0;
@@ -192,11 +196,29 @@ static void enter_all(struct stripe *skip, int vias[STRIPES])
 			settle_foreign(&vr_stripes_[i]);
 }
 
+/*
+ * Leaves a stripe entered fenced. One that other threads keep reaching
+ * into (frees of blocks its owner allocated, every one a membarrier) stops
+ * being owned: `foreign` stays set, so its owner takes the lock from now on
+ * like everybody, and nobody fences for it again.
+ */
+static void leave_fenced(struct stripe *s)
+{
+	if (++s->fenced >= REVOKE_AFTER)
+		atomic_store_explicit(&s->owned, 0, memory_order_relaxed);
+	else
+		atomic_store_explicit(&s->foreign, 0, memory_order_release);
+	unlock(s);
+}
+
 static void leave_all(int vias[STRIPES])
 {
-	for (unsigned i = 0; i < STRIPES; i++)
-		if (vias[i] >= 0)
+	for (unsigned i = 0; i < STRIPES; i++) {
+		if (vias[i] == VIA_FENCED)
+			leave_fenced(&vr_stripes_[i]);
+		else if (vias[i] >= 0)
 			leave(&vr_stripes_[i], (enum via)vias[i]);
+	}
 }
 
 /* Under s's lock: moves every entry into mem (ncap slots, zeroed) and makes
@@ -383,6 +405,7 @@ void vr_map_atfork_child(void)
 		atomic_store(&s->owned, 0);
 		atomic_store(&s->busy, 0);
 		atomic_store(&s->foreign, 0);
+		s->fenced = 0;
 		if (s->slots)
 			munmap(s->slots, s->cap * sizeof(struct slot));
 		s->slots = NULL;

@@ -34,7 +34,9 @@ struct stripe {
 	atomic_flag lock;    /* everyone but an owner on its own fast path */
 	_Atomic int owned;   /* a thread owns it (changed under the lock) */
 	_Atomic int busy;    /* its owner is inside without the lock */
-	_Atomic int foreign; /* another thread holds the lock, fenced */
+	_Atomic int foreign; /* another thread holds the lock, fenced; stays
+	                        set once ownership is revoked (ptrmap.c) */
+	unsigned fenced;     /* fenced entries so far (under the lock) */
 	struct slot *slots;
 	size_t cap; /* power of two, or 0 */
 	size_t used;
