@@ -227,7 +227,8 @@ int main(int argc, char **argv)
 	char regdir[1024];
 	snprintf(regdir, sizeof regdir, "VRAMCTL_REGISTRY_DIR=%s/reg", ht_tmp());
 	const char *env[] = {ht_kv("VRAMCTL_LIMIT", CAP), "VRAMCTL_LOG=error", regdir, NULL};
-	const char *small[] = {ht_kv("VRAMCTL_LIMIT", SMALL_CAP), "VRAMCTL_LOG=error", regdir, NULL};
+	const char *small[] = {ht_kv("VRAMCTL_LIMIT", SMALL_CAP), "VRAMCTL_LOG=error", regdir,
+	                       NULL};
 	ASSERT_EQ(ht_run("exact", small), 0);
 	ASSERT_EQ(ht_run("threads", env), 0);
 	ASSERT_EQ(ht_run("cross", env), 0);
