@@ -539,7 +539,9 @@ static void check_books(struct doc *d, const struct mon_model *m)
 		dr_add(&d->rep, "books.groups", -1, DR_OK, NULL,
 		       "%d group%s, every one with a live member%s", m->ngroups,
 		       m->ngroups == 1 ? "" : "s",
-		       ndead ? " (dead members' memory is reclaimed at the next allocation)" : "");
+		       ndead ? " (a dead member's memory is given back at the next join or denial, "
+		               "once the GPU no longer lists it)"
+		             : "");
 	}
 }
 
