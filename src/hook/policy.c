@@ -155,12 +155,6 @@ void vr_policy_device(struct vr_dev *d)
 		vr_log(VR_LOG_INFO, "GPU %d: the group's cap is in force", d->ordinal);
 }
 
-/* Weak default: no spill engine in this build. */
-__attribute__((weak)) int vr_spill_available(void)
-{
-	return 0;
-}
-
 /*
  * The hint: one thing to try, chosen from what was seen. A first block of
  * at least half the cap is a framework preallocating (TensorFlow, JAX):
@@ -178,16 +172,15 @@ static void hint(const struct vr_dev *d, uint64_t bytes, uint64_t in_use, uint64
 		         "hint: this process took %s in one block at start-up (a framework "
 		         "preallocating?): vramctl run --growth lets it grow on demand",
 		         vr_format_size(first, a, sizeof a));
-	else if (vr_spill_available())
-		snprintf(out, len,
-		         "hint: vramctl run --spill serves what does not fit from host "
-		         "memory (slower)");
 	else
 		snprintf(out, len,
 		         "hint: the group's peak so far is %s; granting this request needs a "
-		         "cap of at least %llu MiB",
+		         "cap of at least %llu MiB%s",
 		         vr_format_size(peak, a, sizeof a),
-		         (unsigned long long)((in_use + bytes + (1 << 20) - 1) >> 20));
+		         (unsigned long long)((in_use + bytes + (1 << 20) - 1) >> 20),
+		         vr_books_spill_budget() ? ""
+		                                 : ", or vramctl run --spill to serve what does "
+		                                   "not fit from host memory (slower)");
 }
 
 #define DENY_HOLDERS 3

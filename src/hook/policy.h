@@ -47,9 +47,6 @@ void vr_policy_deny(struct vr_dev *d, uint64_t bytes, const char *why);
  * total): total = min(cap, total); free = min(cap - group in-use, free),
  * never below zero, never above total. */
 void vr_policy_view(struct vr_dev *d, uint64_t *freep, uint64_t *totalp);
-/* 1 when spill is built in but not switched on (the denial's hint then
- * suggests it). A weak default answers 0; the spill engine defines it. */
-int vr_spill_available(void);
 /* The total shown for d, from the driver's physical total. */
 uint64_t vr_policy_total(const struct vr_dev *d, uint64_t total);
 

@@ -60,7 +60,7 @@ read -r _ pb <r5
 "$V" run --limit 1G --group denials -- "$P" keep 100 deny 600 2>err
 expect_rc 0 $? "third member"
 line=$(grep "vramctl: denied" err)
-expect_eq "vramctl: denied 600 MiB on GPU 0: cap 1 GiB, 600 MiB in use (this process 100 MiB; largest others: memprog (pid $pa) 300 MiB, memprog (pid $pb) 200 MiB); hint: the group's peak so far is 600 MiB; granting this request needs a cap of at least 1200 MiB" \
+expect_eq "vramctl: denied 600 MiB on GPU 0: cap 1 GiB, 600 MiB in use (this process 100 MiB; largest others: memprog (pid $pa) 300 MiB, memprog (pid $pb) 200 MiB); hint: the group's peak so far is 600 MiB; granting this request needs a cap of at least 1200 MiB, or vramctl run --spill to serve what does not fit from host memory (slower)" \
 	"$line" "denial line with holders"
 exec 7>&- 8>&-
 wait $a $b
