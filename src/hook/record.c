@@ -20,11 +20,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "hook/ptrmap.h"
+#include "common/fsize.h"
 #include "hook/record.h"
 #include "registry/proc.h"
 #include "registry/util.h"
@@ -116,13 +116,11 @@ void vr_rec_open(void)
 		return;
 	/* A file size limit below the record's size would make ftruncate raise
 	 * SIGXFSZ in the program: leave this process out instead. */
-	struct rlimit fl;
-	if (getrlimit(RLIMIT_FSIZE, &fl) == 0 && fl.rlim_cur != RLIM_INFINITY &&
-	    fl.rlim_cur < (rlim_t)VR_REC_SIZE) {
+	if (vr_fsize_below(VR_REC_SIZE)) {
 		vr_log(VR_LOG_ERROR,
-		       "the file size limit (%llu bytes) is below the run's record (%llu bytes); "
+		       "the file size limit (ulimit -f) is below the run's record (%llu bytes); "
 		       "this process is left out of the report",
-		       (unsigned long long)fl.rlim_cur, (unsigned long long)VR_REC_SIZE);
+		       (unsigned long long)VR_REC_SIZE);
 		return;
 	}
 	char path[600];

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/contract.h"
+#include "common/fsize.h"
 #include "common/siteconf.h"
 #include "common/text.h"
 #include "registry/member.h"
@@ -232,6 +233,14 @@ int vr_region_create(int dfd, const char *dir, const char *name, const struct vr
 {
 	static _Atomic unsigned counter;
 	char tmp[128];
+	/* Writing past the file size limit would raise SIGXFSZ in the program. */
+	if (vr_fsize_below(VR_DOOR_SIZE)) {
+		vr_seterr(err, errlen,
+		          "cannot create region %s/%s: the file size limit (ulimit -f) is below "
+		          "its %u bytes",
+		          dir, name, VR_DOOR_SIZE);
+		return -EFBIG;
+	}
 	snprintf(tmp, sizeof(tmp), ".%s.%ld.%u.tmp", o->group, (long)getpid(),
 	         atomic_fetch_add(&counter, 1));
 	int fd =
