@@ -34,6 +34,8 @@
 _Atomic long vr_stop_in_lock_countdown;
 uint64_t vr_lock_bound_ns = 5000000000ull; /* 5 s */
 
+uint64_t vr_test_lane_quantum;
+
 void vr_read_test_env(void)
 {
 	const char *s = getenv("VRAMCTL_TEST_STOP_IN_LOCK");
@@ -42,6 +44,9 @@ void vr_read_test_env(void)
 		if (n > 0)
 			atomic_store(&vr_stop_in_lock_countdown, n);
 	}
+	s = getenv("VRAMCTL_TEST_LANE_QUANTUM");
+	if (s && *s)
+		vr_test_lane_quantum = strtoull(s, NULL, 10);
 	s = getenv("VRAMCTL_TEST_LOCK_BOUND_MS");
 	if (s && *s) {
 		long n = strtol(s, NULL, 10);

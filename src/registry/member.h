@@ -204,10 +204,14 @@ static inline uint64_t vr_slot_used(const struct vr_slot *s, uint32_t d)
 	uint64_t held = vr_slot_held(s, d);
 	return held - vr_lanes_spare(s, d, held);
 }
+/* Test-only: every device's lane quantum (VRAMCTL_TEST_LANE_QUANTUM), 0: by the cap. */
+extern uint64_t vr_test_lane_quantum;
 /* The spare a lane may keep on a device of cap bytes: a 65,536th of the
  * cap, at most 1 MiB; none below 4 KiB (small caps stay exact). */
 static inline uint64_t vr_lane_quantum(uint64_t cap)
 {
+	if (vr_test_lane_quantum)
+		return vr_test_lane_quantum;
 	uint64_t q = cap >> 16;
 	return q > (1u << 20) ? (1u << 20) : q < 4096 ? 0 : q;
 }

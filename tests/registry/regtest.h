@@ -47,7 +47,11 @@ static inline vr_member *join_or_fail(const struct vr_join_opts *o)
 static inline int churn_join(const char *dir, const char *group, const unsigned char *uuid,
                              uint64_t cap, int id, vr_member **m)
 {
-	struct vr_join_opts o = {.dir = dir, .group = group, .limit_spec = "1M"};
+	/* With VRAMCTL_TEST_LANE_QUANTUM set, its threads keep lanes. */
+	struct vr_join_opts o = {.dir = dir,
+	                         .group = group,
+	                         .limit_spec = "1M",
+	                         .lanes = getenv("VRAMCTL_TEST_LANE_QUANTUM") != NULL};
 	char err[256];
 	if (vr_join(&o, m, NULL, err, sizeof(err)) != 0) {
 		fprintf(stderr, "worker %d: %s\n", id, err);

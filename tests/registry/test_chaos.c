@@ -12,6 +12,10 @@
  * random points of their run, or finish and report the longest time they
  * ever waited for the group's lock.
  *
+ * Every other worker keeps lanes (src/registry/lanes.c) with a quantum of a
+ * 64th of the cap, so that its threads serve small reservations from their
+ * spare and refill and return it through the books.
+ *
  * Checked: at every locked sample in-use is within the cap and equals the
  * sum of the occupied slots (a holder killed mid-update is repaired by the
  * next locker); reserve never fails with anything but -ENOSPC; after all
@@ -225,6 +229,11 @@ int main(int argc, char **argv)
 				dup2(rdy[1], 4);
 				if (k->stopper)
 					setenv("VRAMCTL_TEST_STOP_IN_LOCK", stoptxt, 1);
+				/* Every other worker's threads keep lanes (a quantum
+				 * of a 64th of the cap): their refills and returns
+				 * are reserves and releases killed like the rest. */
+				if (started % 2 == 0)
+					setenv("VRAMCTL_TEST_LANE_QUANTUM", "16384", 1);
 				execl("/proc/self/exe", argv[0], "worker", idtxt, (char *)NULL);
 				_exit(127);
 			}
