@@ -461,6 +461,8 @@ __attribute__((constructor)) static void vr_constructor(void)
 {
 	vr_config_init();
 	apply_growth();
-	if (vr_g.active)
+	if (vr_g.active) {
 		vr_rec_prime();
+		vr_map_prepare();
+	}
 }

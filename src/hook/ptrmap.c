@@ -104,6 +104,12 @@ static void init(void)
 	atomic_store(&asym, ok ? 1 : -1);
 }
 
+void vr_map_prepare(void)
+{
+	if (!atomic_load(&asym))
+		init();
+}
+
 /* A thread that owned a stripe exits: the stripe keeps what it holds
  * (allocations outlive threads) and can be owned again. */
 static void release_stripe(void *arg)

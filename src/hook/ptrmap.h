@@ -29,6 +29,11 @@ typedef void (*vr_map_walk_fn)(void *arg, int kind, uint64_t key, int dev, uint6
 void vr_map_walk(vr_map_walk_fn fn, void *arg);
 /* Adds delta to a recorded entry's bytes (graphs). Returns 1 if found. */
 int vr_map_add(int kind, uint64_t key, int dev, uint64_t delta);
+/* Decides whether threads may own their stripes (membarrier), best while
+ * the process has one thread: registering with more waits for an RCU grace
+ * period (about 10 ms). The library's constructor calls it; the first
+ * allocation does otherwise. */
+void vr_map_prepare(void);
 /* In a child after fork: the parent's allocations are not the child's. */
 void vr_map_atfork_child(void);
 
