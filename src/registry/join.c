@@ -143,16 +143,25 @@ static int new_member(int fd, const struct vr_join_opts *opts, vr_member **out, 
  * A segment that cannot be reached while members are alive (they are in
  * another IPC namespace, or the door was overwritten) is refused: making a
  * new one would split the group.
+ *
+ * The segment the door names is first attached without the door's lock:
+ * it is checked the same way (owner, mode, size, header, key, group), and
+ * the lock only orders makers of a new segment, which happens only when
+ * the door's cannot be attached. Hundreds of joiners at once then do not
+ * queue on the door (its lock is polled, not waited on).
  */
 static int attach_segment(vr_member *m, const struct vr_join_opts *opts, const char *dir,
                           const char *name, char *err, size_t errlen)
 {
+	struct vr_region_hdr door;
+	if (pread(m->fd, &door, sizeof(door), 0) == (ssize_t)sizeof(door) &&
+	    (m->hdr = vr_segment_attach(&door, 0)) != NULL)
+		return 0;
 	int rc = vr_door_lock(m->fd, 1);
 	if (rc < 0) {
 		vr_seterr(err, errlen, "cannot lock region %s/%s: %s", dir, name, strerror(-rc));
 		return rc;
 	}
-	struct vr_region_hdr door;
 	if (pread(m->fd, &door, sizeof(door), 0) != (ssize_t)sizeof(door)) {
 		vr_door_lock(m->fd, 0);
 		vr_seterr(err, errlen, "region %s/%s: truncated while being opened", dir, name);
@@ -265,6 +274,9 @@ static int enter_group(vr_member *m, const struct vr_join_opts *opts, const stru
                        size_t errlen)
 {
 	struct vr_region_hdr *h = m->hdr;
+	/* The audit below reads every slot: their pages are mapped before the
+	 * lock is taken, not one fault at a time while others wait for it. */
+	vr_segment_prefault(h, 1);
 	int rc = vr_region_lock(m);
 	if (rc < 0) {
 		vr_seterr(err, errlen, "cannot lock region %s/%s: %s (held by a live member)", dir,
@@ -356,8 +368,10 @@ int vr_join(const struct vr_join_opts *opts, vr_member **out, int *spec_differs,
 		return rc;
 	}
 	/* Dead members are given back whenever someone joins, not only before
-	 * a denial: their records do not pile up in a group nobody is refused. */
-	vr_reclaim_dead(m);
+	 * a denial: their records do not pile up in a group nobody is refused.
+	 * A join looks at the members after its own slot (joiners' slots
+	 * rotate, so the joins together look at all); a denial at all. */
+	vr_reclaim_near(m);
 	if (opts->lanes)
 		vr_lanes_attach(m);
 	*out = m;

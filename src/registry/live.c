@@ -144,26 +144,30 @@ int vr_others_alive(int fd, uint32_t self)
 }
 
 /*
- * Reclaims the slots of dead members. The liveness probes (system calls)
- * run without the lock; a slot seen USED and unheld with incarnation X is
- * reclaimed under the lock only if it is still USED with incarnation X: a
- * member takes its lock before it marks the slot USED and marks it FREE
- * before it drops the lock, so "USED, unheld, same incarnation" can only
- * mean its owner died. Returns the number of slots reclaimed.
+ * Reclaims the slots of dead members: of every slot, or (limit > 0) of the
+ * first `limit` occupied slots after this member's own, in slot order,
+ * wrapping. The liveness probes (system calls) run without the lock; a
+ * slot seen USED and unheld with incarnation X is reclaimed under the lock
+ * only if it is still USED with incarnation X: a member takes its lock
+ * before it marks the slot USED and marks it FREE before it drops the
+ * lock, so "USED, unheld, same incarnation" can only mean its owner died.
+ * Returns the number of slots reclaimed.
  */
-int vr_reclaim_dead(vr_member *m)
+static int reclaim(vr_member *m, uint32_t limit)
 {
 	struct vr_region_hdr *h = m->hdr;
-	uint32_t hw = vr_hdr_hw(h);
+	uint32_t hw = vr_hdr_hw(h), probed = 0;
+	uint32_t first = m->slot_idx + 1 < hw ? m->slot_idx + 1 : 0;
 	int total = 0;
-	uint32_t i = 0;
-	while (i < hw) {
+	uint32_t k = 0;
+	while (k < hw && (!limit || probed < limit)) {
 		struct {
 			uint32_t idx;
 			uint64_t inc;
 		} cand[32];
 		int n = 0;
-		for (; i < hw && n < (int)VR_ARRAY_LEN(cand); i++) {
+		for (; k < hw && n < (int)VR_ARRAY_LEN(cand) && (!limit || probed < limit); k++) {
+			uint32_t i = (first + k) % hw;
 			if (i == m->slot_idx)
 				continue;
 			struct vr_slot *s = vr_region_slot(h, i);
@@ -172,6 +176,7 @@ int vr_reclaim_dead(vr_member *m)
 			if (atomic_load_explicit((_Atomic uint32_t *)&s->state,
 			                         memory_order_acquire) != VR_SLOT_USED)
 				continue;
+			probed++;
 			if (vr_slot_alive(m->fd, i) == 0 && vr_member_gone(s) &&
 			    !vr_dead_on_gpu(m, i, s, inc)) {
 				cand[n].idx = i;
@@ -188,9 +193,9 @@ int vr_reclaim_dead(vr_member *m)
 			return total;
 		}
 		int bad = 0;
-		for (int k = 0; k < n && !bad; k++) {
-			struct vr_slot *s = vr_region_slot(h, cand[k].idx);
-			if (s->state == VR_SLOT_USED && s->incarnation == cand[k].inc) {
+		for (int c = 0; c < n && !bad; c++) {
+			struct vr_slot *s = vr_region_slot(h, cand[c].idx);
+			if (s->state == VR_SLOT_USED && s->incarnation == cand[c].inc) {
 				bad = vr_slot_reclaim_locked(m, s) != 0;
 				total += !bad;
 			}
@@ -202,6 +207,16 @@ int vr_reclaim_dead(vr_member *m)
 		}
 	}
 	return total;
+}
+
+int vr_reclaim_dead(vr_member *m)
+{
+	return reclaim(m, 0);
+}
+
+int vr_reclaim_near(vr_member *m)
+{
+	return reclaim(m, VR_RECLAIM_NEAR);
 }
 
 int vr_reclaim(vr_member *m)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ipc.h>
+#include <sys/mman.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -301,6 +302,22 @@ struct vr_region_hdr *vr_segment_attach(const struct vr_region_hdr *door, int rd
 		return NULL;
 	}
 	return h;
+}
+
+void vr_segment_prefault(const struct vr_region_hdr *h, int write)
+{
+	/* Only the slots ever used: the rest are never read. Best effort
+	 * (Linux 5.14+; elsewhere the pages fault in one by one as before). */
+	size_t len = VR_REGION_HDR_SIZE + (size_t)vr_hdr_hw(h) * sizeof(struct vr_slot);
+	long page = sysconf(_SC_PAGESIZE);
+	if (page > 0)
+		len = (len + (size_t)page - 1) & ~((size_t)page - 1);
+#if defined(MADV_POPULATE_READ) && defined(MADV_POPULATE_WRITE)
+	(void)madvise((void *)h, len, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
+#else
+	(void)len;
+	(void)write;
+#endif
 }
 
 void vr_segment_detach(struct vr_region_hdr *h)
