@@ -67,15 +67,19 @@ bench-registry: $(O)/bench/registry_bench
 BENCH_TARGETS += bench-registry
 bench: bench-registry
 
-# `vramctl run`'s start: one command, and 256 joining one group at once,
-# beside the same command started directly.
+# `vramctl run`'s start: one command, and a job of 256 CUDA processes
+# joining one group at once, beside the same started directly.
 $(O)/bench/start_bench: $(O)/bench/start_bench.o
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_LDFLAGS) -o $@ $^
 
+$(O)/bench/start_child: bench/start_child.c $(SIM_CUDA)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -o $@ $< -L$(O)/sim -lcuda $(BASE_LDFLAGS)
+
 .PHONY: bench-start
-bench-start: $(O)/bench/start_bench $(VRAMCTL) $(HOOK_LIB)
-	@echo "== start_bench: what vramctl run adds to a command's start"
-	@$(O)/bench/start_bench $(abspath $(VRAMCTL))
+bench-start: $(O)/bench/start_bench $(O)/bench/start_child $(O)/bench/nulldriver/libcuda.so.1 $(VRAMCTL) $(HOOK_LIB)
+	@echo "== start_bench: what vramctl run adds to starting commands"
+	@LD_LIBRARY_PATH=$(abspath $(O))/bench/nulldriver $(O)/bench/start_bench $(abspath $(VRAMCTL)) $(abspath $(O))/bench/start_child
 BENCH_TARGETS += bench-start
 bench: bench-start

@@ -27,46 +27,104 @@ struct proc_info {
 	char command[VR_COMMAND_MAX];
 };
 
+/* The initial PID namespace's inode number (the kernel's PROC_PID_INIT_INO,
+ * fixed since Linux 3.8): a process in it is its own outermost PID. */
+#define VR_PID_INIT_INO 0xEFFFFFFCu
+
 static void read_proc_info(struct proc_info *p)
 {
 	struct vr_proc_status ps;
+	struct stat ns;
 	memset(p, 0, sizeof(*p));
 	(void)vr_proc_start_time(NULL, 0, &p->start_time);
 	vr_proc_cmdline(NULL, 0, 0, p->command, sizeof(p->command));
-	if (vr_proc_status(NULL, 0, &ps) == 0 && (ps.have & VR_PROC_NSPID))
+	/* /proc/self/status is the costliest file of a join to read; only a
+	 * process in a PID namespace of its own needs its NSpid line. */
+	if (stat("/proc/self/ns/pid", &ns) == 0 && ns.st_ino == VR_PID_INIT_INO)
+		p->nspid_outer = (int32_t)getpid();
+	else if (vr_proc_status(NULL, 0, &ps) == 0 && (ps.have & VR_PROC_NSPID))
 		p->nspid_outer = (int32_t)ps.nspid_outer;
 }
 
 /* ---- join and leave */
 
-/* Takes a free (or dead) slot: its liveness byte is ours once F_OFD_SETLK
- * succeeds, since no live member holds it. Returns the index or -errno. */
+/*
+ * Takes a free (or dead) slot: its liveness byte is ours once F_OFD_SETLK
+ * succeeds, since no live member holds it. Returns the index or -errno.
+ *
+ * The order keeps the slots in use compact, since every audit, reclaim
+ * and reader walks all of them (and the pages they span): first up to
+ * VR_CLAIM_PROBES of the slots used before, from a rotating hint (joiners
+ * at once try different ones; from slot 0 when nobody else is alive), then
+ * never-used slots, then the rest. A slot is tried by its lock first (a
+ * live member's fails at once); only a dead member's is checked further: a
+ * dead member not yet reaped, or still on the GPU, keeps its slot and its
+ * bytes, and one that died inside an operation is left to be reclaimed.
+ */
+#define VR_CLAIM_PROBES 8u
+
+static int slot_used(struct vr_slot *s)
+{
+	return atomic_load_explicit((_Atomic uint32_t *)&s->state, memory_order_acquire) ==
+	       VR_SLOT_USED;
+}
+
+/* An operation in flight: its owner is inside a reserve or release, or died
+ * there. Such a slot is left to a freezer (who knows what it held only
+ * once the others are quiet); holding its liveness byte would make that
+ * freezer wait for it as if its owner lived. */
+static int slot_busy(struct vr_region_hdr *h, struct vr_slot *s)
+{
+	uint32_t ndev = vr_hdr_ndev(h);
+	for (uint32_t d = 0; d < ndev; d++)
+		if (atomic_load_explicit(vr_slot_word(s, d), memory_order_acquire) & VR_W_BUSY)
+			return 1;
+	return 0;
+}
+
+static int slot_lock(int fd, uint32_t i, short type)
+{
+	struct flock fl = {
+	    .l_type = type, .l_whence = SEEK_SET, .l_start = vr_slot_live_byte(i), .l_len = 1};
+	return fcntl(fd, F_OFD_SETLK, &fl) == 0 ? 0 : -errno;
+}
+
 static int claim_slot(vr_member *m)
 {
 	int fd = m->fd;
 	struct vr_region_hdr *h = m->hdr;
 	uint32_t n = VR_REGION_SLOTS; /* never the header's: it may be damaged */
-	uint32_t start = atomic_fetch_add((_Atomic uint32_t *)&h->slot_hint, 1) % n;
+	uint32_t hw = vr_hdr_hw(h), hint = atomic_fetch_add((_Atomic uint32_t *)&h->slot_hint, 1);
+	uint32_t start = hw && vr_others_alive(fd, n) ? hint % hw : 0;
+	uint32_t near = hw < VR_CLAIM_PROBES ? hw : VR_CLAIM_PROBES;
 	for (uint32_t k = 0; k < n; k++) {
-		uint32_t i = (start + k) % n;
-		/* A dead member not yet reaped, or still on the GPU, keeps its
-		 * slot and its bytes. */
+		uint32_t i = k < near            ? (start + k) % hw
+		             : k < near + n - hw ? hw + (k - near)
+		                                 : (start + k - (n - hw)) % hw;
 		struct vr_slot *s = vr_region_slot(h, i);
+		if (slot_used(s) && slot_busy(h, s))
+			continue;
+		int rc = slot_lock(fd, i, F_WRLCK);
+		if (rc == -EAGAIN || rc == -EACCES)
+			continue; /* a live member's */
+		if (rc < 0)
+			return rc;
+		if (!slot_used(s))
+			return (int)i;
+		/* Its owner is dead. Asking NVML whether it is still on the GPU
+		 * may take a while: not while holding the byte, which a waiter for
+		 * the group's lock would read as its owner's life. */
 		uint64_t inc =
 		    atomic_load_explicit((_Atomic uint64_t *)&s->incarnation, memory_order_acquire);
-		if (atomic_load_explicit((_Atomic uint32_t *)&s->state, memory_order_acquire) ==
-		        VR_SLOT_USED &&
-		    (!vr_member_gone(s) ||
-		     (vr_slot_alive(fd, i) == 0 && vr_dead_on_gpu(m, i, s, inc))))
+		int take = !slot_busy(h, s) && vr_member_gone(s);
+		slot_lock(fd, i, F_UNLCK);
+		if (!take || vr_dead_on_gpu(m, i, s, inc) || slot_lock(fd, i, F_WRLCK) < 0)
 			continue;
-		struct flock fl = {.l_type = F_WRLCK,
-		                   .l_whence = SEEK_SET,
-		                   .l_start = vr_slot_live_byte(i),
-		                   .l_len = 1};
-		if (fcntl(fd, F_OFD_SETLK, &fl) == 0)
+		if (!slot_used(s) || (atomic_load_explicit((_Atomic uint64_t *)&s->incarnation,
+		                                           memory_order_acquire) == inc &&
+		                      !slot_busy(h, s)))
 			return (int)i;
-		if (errno != EAGAIN && errno != EACCES)
-			return -errno;
+		slot_lock(fd, i, F_UNLCK); /* taken and left again meanwhile */
 	}
 	return -EUSERS;
 }
@@ -227,7 +285,10 @@ static void start_group_locked(vr_member *m, const struct vr_join_opts *opts)
 			STORE64(&o->incarnation, o->incarnation + 1);
 		}
 	}
-	STORE32(&h->slots_hw, hw);
+	/* The slots in use start again from ours (joiners claim from 0 when
+	 * nobody is alive), and so does the hint. */
+	STORE32(&h->slots_hw, m->slot_idx + 1);
+	STORE32(&h->slot_hint, m->slot_idx + 1);
 	h->ndev = 0;
 	memset(h->dev, 0, sizeof(h->dev));
 	h->spilled = 0;

@@ -31,9 +31,11 @@ _Static_assert(VR_GROUP_MAX == VR_GROUP_NAME_MAX, "the region holds any valid gr
 int vr_open_registry_dir(const char *dir, int create, char *err, size_t errlen)
 {
 	int created = 0;
-	if (create && mkdir(dir, 0700) == 0)
-		created = 1;
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0 && errno == ENOENT && create) {
+		created = mkdir(dir, 0700) == 0;
+		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	}
 	if (dfd < 0) {
 		int e = errno;
 		struct stat lst;
