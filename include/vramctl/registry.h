@@ -83,7 +83,10 @@ struct vramctl_proc {
 	 * the process's contexts down. */
 	pid_t outer_pid;
 	int ndev;
-	struct vramctl_proc_dev dev[64];
+	/* ndev entries (the group's devices), kept by the snapshot; NULL when
+	 * ndev is 0. A pointer, not a fixed array of 64: a thousand members'
+	 * records would otherwise be 5.6 MB of fresh memory to fault in. */
+	struct vramctl_proc_dev *dev;
 };
 
 struct vramctl_group {
@@ -109,8 +112,9 @@ struct vramctl_snapshot {
 	struct vramctl_group *groups;
 	int nprocs;
 	struct vramctl_proc *procs;
-	int nerrors;   /* regions that could not be read (corrupt, foreign) */
-	char **errors; /* one line each */
+	int nerrors;                        /* regions that could not be read (corrupt, foreign) */
+	char **errors;                      /* one line each */
+	struct vramctl_proc_dev *proc_devs; /* the storage behind procs[].dev */
 };
 
 /* dir NULL: the default registry directory (see vramctl(1)). */

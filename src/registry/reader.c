@@ -48,13 +48,8 @@ struct growbuf {
 	size_t elem;
 };
 
-/*
- * Appends one element and zeroes its first `zero` bytes (at most the whole
- * element). A process record is ~6 KiB, most of it device columns a group
- * does not have: zeroing only what is used is most of a 1,000-member
- * snapshot's cost saved.
- */
-static void *grow_zeroed(struct growbuf *b, size_t zero)
+/* Appends one zeroed element. */
+static void *grow(struct growbuf *b)
 {
 	if (b->n == b->cap) {
 		int nc = b->cap ? b->cap * 2 : 16;
@@ -65,14 +60,9 @@ static void *grow_zeroed(struct growbuf *b, size_t zero)
 		b->cap = nc;
 	}
 	void *e = (char *)b->p + (size_t)b->n * b->elem;
-	memset(e, 0, zero < b->elem ? zero : b->elem);
+	memset(e, 0, b->elem);
 	b->n++;
 	return e;
-}
-
-static void *grow(struct growbuf *b)
-{
-	return grow_zeroed(b, b->elem);
 }
 
 static int add_error(struct vramctl_snapshot *s, const char *fmt, ...) VR_PRINTF(2, 3);
@@ -177,7 +167,8 @@ struct held_lock {
 struct lock_table {
 	struct held_lock *e;
 	int n;
-	int ok; /* 0: /proc/locks unreadable, ask fcntl per slot */
+	int ok;   /* 0: /proc/locks unreadable, ask fcntl per slot */
+	int read; /* read once, when a group first needs it */
 };
 
 /* Skips spaces, then one word; returns a pointer past it (NULL at the end). */
@@ -270,10 +261,7 @@ static int parse_lock_line(const char *p, struct held_lock *h)
 static void lock_table_read(struct lock_table *t)
 {
 	memset(t, 0, sizeof(*t));
-	/* Test-only: VRAMCTL_TEST_NO_PROC_LOCKS=1 takes the fcntl path. */
-	const char *no = getenv("VRAMCTL_TEST_NO_PROC_LOCKS");
-	if (no && *no == '1')
-		return;
+	t->read = 1;
 	int fd = open("/proc/locks", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;
@@ -393,14 +381,58 @@ static void resolve_by_scan(struct vramctl_proc *procs, const uint64_t *want_sta
 }
 
 /*
+ * Groups with more members than this take liveness and PIDs from one read
+ * of /proc/locks; smaller ones ask the kernel slot by slot. A probe walks
+ * the region file's locks (two a member), so a group of n costs about n^2
+ * steps that way, while /proc/locks costs the formatting of every lock on
+ * the machine: at 1,000 members in ten groups the probes take a third of
+ * the time, at 1,000 in one group the table wins.
+ */
+#define VR_PROBE_MAX 256
+
+/* What one snapshot builds, and scratch reused from region to region. */
+struct reader {
+	struct vramctl_snapshot *snap;
+	struct growbuf groups, procs, starts, devs, devidx;
+	struct user_cache uc;
+	struct lock_table locks;
+	struct slot_copy *sc;      /* VR_REGION_SLOTS */
+	struct vramctl_counts *sd; /* VR_REGION_SLOTS x sd_ndev */
+	uint32_t sd_ndev;
+	int probe_max; /* VR_PROBE_MAX; tests force either way */
+	int need_scan;
+};
+
+/* Is slot idx's member alive, and its PID in our namespace (0: unknown)?
+ * From the lock table when there is one, else (or when the table, read in
+ * pieces while others take and drop locks, shows it dead) by fcntl: the
+ * classic lock names the holder in our namespace, the OFD lock says alive. */
+static int slot_liveness(int fd, uint32_t idx, const unsigned char *lk_alive, const pid_t *lk_pid,
+                         pid_t *host_pid)
+{
+	*host_pid = 0;
+	if (lk_alive && lk_alive[idx]) {
+		*host_pid = lk_pid[idx];
+		return 1;
+	}
+	struct flock fl = {
+	    .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = vr_slot_pid_byte(idx), .l_len = 1};
+	if (fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK) {
+		*host_pid = fl.l_pid > 0 ? fl.l_pid : 0;
+		return 1;
+	}
+	struct flock ol = {
+	    .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = vr_slot_live_byte(idx), .l_len = 1};
+	return fcntl(fd, F_OFD_GETLK, &ol) == 0 && ol.l_type != F_UNLCK;
+}
+
+/*
  * Reads one region file into the snapshot. Problems with the file become
  * an entry in errors[]; only running out of memory fails the snapshot.
  */
-static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, struct growbuf *procs,
-                       struct growbuf *starts, struct user_cache *uc,
-                       const struct lock_table *locks, int dfd, const char *dir, const char *name,
-                       int *need_scan)
+static int read_region(struct reader *r, int dfd, const char *dir, const char *name)
 {
+	struct vramctl_snapshot *snap = r->snap;
 	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
 		int e = errno;
@@ -438,11 +470,10 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 	uint32_t lockword = 0;
 
 	/* Copy the books under the seqlock. */
-	struct slot_copy *sc = NULL;
-	struct vramctl_counts *sd = NULL;
+	struct slot_copy *sc = r->sc;
+	struct vramctl_counts *sd = r->sd;
 	unsigned char *lk_alive = NULL;
 	pid_t *lk_pid = NULL;
-	uint32_t sd_ndev = 0;
 	int nsc = 0, consistent = 0, mismatch = 0, same = 0, last_nsc = -1;
 	uint64_t last_sum = 0, last_total = 0;
 	uint32_t ndev = 0;
@@ -470,16 +501,14 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 		spill_budget = h->spill_budget;
 		spilled = h->spilled;
 		if (!sc)
-			sc = malloc((size_t)VR_REGION_SLOTS * sizeof(*sc));
-		if (sc && (!sd || ndev > sd_ndev)) {
+			sc = r->sc = malloc((size_t)VR_REGION_SLOTS * sizeof(*sc));
+		if (sc && (!sd || ndev > r->sd_ndev)) {
 			free(sd);
-			sd_ndev = ndev;
-			sd =
-			    malloc((size_t)VR_REGION_SLOTS * (sd_ndev ? sd_ndev : 1) * sizeof(*sd));
+			r->sd_ndev = ndev;
+			sd = r->sd =
+			    malloc((size_t)VR_REGION_SLOTS * (ndev ? ndev : 1) * sizeof(*sd));
 		}
 		if (!sc || !sd) {
-			free(sc);
-			free(sd);
 			vr_segment_detach((struct vr_region_hdr *)h);
 			close(fd);
 			return -ENOMEM;
@@ -567,7 +596,7 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 	gname[sizeof(gname) - 1] = '\0';
 	spec[sizeof(spec) - 1] = '\0';
 
-	struct vramctl_group *g = grow(groups);
+	struct vramctl_group *g = grow(&r->groups);
 	if (!g) {
 		rc = -ENOMEM;
 		goto out;
@@ -586,18 +615,21 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 		g->dev[d].peak = gdev[d].peak;
 		g->dev[d].books_in_use = vr_tot_bytes(gdev[d].total);
 	}
-	if (reserve_room(procs, nsc) < 0 || reserve_room(starts, nsc) < 0) {
+	if (reserve_room(&r->procs, nsc) < 0 || reserve_room(&r->starts, nsc) < 0 ||
+	    reserve_room(&r->devidx, nsc) < 0 || reserve_room(&r->devs, nsc * (int)ndev) < 0) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	if (locks->ok) {
+	if (nsc > r->probe_max && !r->locks.read)
+		lock_table_read(&r->locks);
+	if (nsc > r->probe_max && r->locks.ok) {
 		lk_alive = calloc(VR_REGION_SLOTS, 1);
 		lk_pid = calloc(VR_REGION_SLOTS, sizeof(*lk_pid));
 		if (!lk_alive || !lk_pid) {
 			rc = -ENOMEM;
 			goto out;
 		}
-		lock_table_region(locks, &st, lk_alive, lk_pid);
+		lock_table_region(&r->locks, &st, lk_alive, lk_pid);
 	}
 	if (lockword && !vr_lock_word_alive(fd, lockword, lk_alive) &&
 	    add_error(snap,
@@ -610,19 +642,23 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 	for (int k = 0; k < nsc; k++) {
 		const struct slot_copy *s = &sc[k];
 		const struct vramctl_counts *sdev = &sd[(size_t)k * ndev];
-		struct vramctl_proc *p =
-		    grow_zeroed(procs, offsetof(struct vramctl_proc, dev) +
-		                           ndev * sizeof(((struct vramctl_proc *)0)->dev[0]));
-		uint64_t *start = grow(starts);
-		if (!p || !start) {
+		struct vramctl_proc *p = grow(&r->procs);
+		uint64_t *start = grow(&r->starts);
+		int *devidx = grow(&r->devidx);
+		if (!p || !start || !devidx) {
 			rc = -ENOMEM;
 			goto out;
 		}
+		/* Room for the devices was made above; every byte is written below. */
+		struct vramctl_proc_dev *pdev =
+		    ndev ? (struct vramctl_proc_dev *)r->devs.p + r->devs.n : NULL;
+		*devidx = ndev ? r->devs.n : -1;
+		r->devs.n += (int)ndev;
 		*start = s->start_time;
 		p->pid = s->pid;
 		p->start_time = s->start_time;
 		p->uid = s->uid;
-		user_name(uc, s->uid, p->user);
+		user_name(&r->uc, s->uid, p->user);
 		memcpy(p->command, s->command, sizeof(p->command));
 		p->command[sizeof(p->command) - 1] = '\0';
 		vr_strlcpy(p->group, gname, sizeof(p->group));
@@ -630,33 +666,7 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 		p->outer_pid = s->nspid_outer;
 		p->ndev = (int)ndev;
 
-		/* Alive? The OFD lock says; the classic lock names the holder
-		 * in our namespace. /proc/locks is read in pieces while other
-		 * processes take and drop locks, so a line can be missed: a
-		 * slot that the table shows dead is asked again, slot by slot
-		 * (dead slots are rare, so this costs little). */
-		int alive = 0;
-		if (locks->ok) {
-			alive = lk_alive[s->idx];
-			p->host_pid = lk_pid[s->idx];
-		}
-		if (!alive) {
-			struct flock fl = {.l_type = F_WRLCK,
-			                   .l_whence = SEEK_SET,
-			                   .l_start = vr_slot_pid_byte(s->idx),
-			                   .l_len = 1};
-			if (fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK) {
-				alive = 1;
-				p->host_pid = fl.l_pid > 0 ? fl.l_pid : 0;
-			} else {
-				struct flock ol = {.l_type = F_WRLCK,
-				                   .l_whence = SEEK_SET,
-				                   .l_start = vr_slot_live_byte(s->idx),
-				                   .l_len = 1};
-				if (fcntl(fd, F_OFD_GETLK, &ol) == 0)
-					alive = ol.l_type != F_UNLCK;
-			}
-		}
+		int alive = slot_liveness(fd, s->idx, lk_alive, lk_pid, &p->host_pid);
 		p->state = alive ? VRAMCTL_PROC_ALIVE : VRAMCTL_PROC_DEAD;
 		if (alive && p->host_pid == 0) {
 			if (s->nspid_outer > 0 && proc_start_time(s->nspid_outer) == s->start_time)
@@ -664,12 +674,12 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 			else if (proc_start_time(s->pid) == s->start_time)
 				p->host_pid = s->pid;
 			else
-				*need_scan = 1;
+				r->need_scan = 1;
 		}
 		if (alive && !(s->flags & VR_SLOT_F_LAUNCHER))
 			g->nmembers++;
 		for (uint32_t d = 0; d < ndev; d++) {
-			struct vramctl_proc_dev *pd = &p->dev[d];
+			struct vramctl_proc_dev *pd = &pdev[d];
 			memcpy(pd->uuid, g->dev[d].uuid, sizeof(pd->uuid));
 			pd->counts = sdev[d];
 			if (alive)
@@ -699,8 +709,6 @@ static int read_region(struct vramctl_snapshot *snap, struct growbuf *groups, st
 out:
 	free(lk_alive);
 	free(lk_pid);
-	free(sc);
-	free(sd);
 	close(fd);
 	return rc;
 }
@@ -740,29 +748,44 @@ int vramctl_snapshot_take(const char *dir, struct vramctl_snapshot **out)
 		free(snap);
 		return -e;
 	}
-	struct growbuf groups = {.elem = sizeof(struct vramctl_group)};
-	struct growbuf procs = {.elem = sizeof(struct vramctl_proc)};
-	struct growbuf starts = {.elem = sizeof(uint64_t)};
-	struct user_cache uc = {.n = 0};
-	int need_scan = 0; /* rc is 0 here */
+	struct reader r = {.snap = snap,
+	                   .groups = {.elem = sizeof(struct vramctl_group)},
+	                   .procs = {.elem = sizeof(struct vramctl_proc)},
+	                   .starts = {.elem = sizeof(uint64_t)},
+	                   .devs = {.elem = sizeof(struct vramctl_proc_dev)},
+	                   .devidx = {.elem = sizeof(int)},
+	                   .probe_max = VR_PROBE_MAX};
+	/* Test-only: VRAMCTL_TEST_PROC_LOCKS=always (or never) takes every
+	 * group's liveness from /proc/locks (or from fcntl). */
+	const char *t = getenv("VRAMCTL_TEST_PROC_LOCKS");
+	if (t && !strcmp(t, "always"))
+		r.probe_max = -1;
+	else if (t && !strcmp(t, "never"))
+		r.probe_max = INT_MAX;
 	struct dirent *e;
-	struct lock_table locks;
-	lock_table_read(&locks);
 	while (rc == 0 && (e = readdir(d))) {
 		if (!name_is_region(e->d_name))
 			continue;
-		rc = read_region(snap, &groups, &procs, &starts, &uc, &locks, dirfd(d), dir,
-		                 e->d_name, &need_scan);
+		rc = read_region(&r, dirfd(d), dir, e->d_name);
 	}
 	closedir(d);
-	free(locks.e);
-	snap->groups = groups.p;
-	snap->ngroups = groups.n;
-	snap->procs = procs.p;
-	snap->nprocs = procs.n;
-	if (rc == 0 && need_scan)
-		resolve_by_scan(snap->procs, starts.p, snap->nprocs);
-	free(starts.p);
+	free(r.locks.e);
+	free(r.sc);
+	free(r.sd);
+	snap->groups = r.groups.p;
+	snap->ngroups = r.groups.n;
+	snap->procs = r.procs.p;
+	snap->nprocs = r.procs.n;
+	snap->proc_devs = r.devs.p;
+	/* The devices' storage stopped moving: point each record at its own. */
+	for (int i = 0; i < snap->nprocs; i++) {
+		int k = ((int *)r.devidx.p)[i];
+		snap->procs[i].dev = k >= 0 ? snap->proc_devs + k : NULL;
+	}
+	free(r.devidx.p);
+	if (rc == 0 && r.need_scan)
+		resolve_by_scan(snap->procs, r.starts.p, snap->nprocs);
+	free(r.starts.p);
 	if (rc < 0) {
 		vramctl_snapshot_free(snap);
 		return rc;
@@ -780,5 +803,6 @@ void vramctl_snapshot_free(struct vramctl_snapshot *s)
 	free(s->errors);
 	free(s->groups);
 	free(s->procs);
+	free(s->proc_devs);
 	free(s);
 }

@@ -62,8 +62,11 @@ static void nvml_row(struct mon_model *m, int pid, uint64_t used)
 static struct vramctl_proc *rec(struct vramctl_snapshot *s, int pid, int host, uint64_t start,
                                 const char *group, int dead, uint64_t in_use)
 {
-	struct vramctl_proc *r = &s->procs[s->nprocs++];
+	static struct vramctl_proc_dev devs[64];
+	struct vramctl_proc *r = &s->procs[s->nprocs];
 	memset(r, 0, sizeof(*r));
+	r->dev = &devs[s->nprocs++];
+	memset(r->dev, 0, sizeof(*r->dev));
 	r->pid = pid;
 	r->host_pid = host;
 	r->start_time = start;
