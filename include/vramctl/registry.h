@@ -69,6 +69,9 @@ struct vramctl_proc_dev {
 struct vramctl_proc {
 	pid_t pid;           /* as the process saw itself (its own namespace) */
 	pid_t host_pid;      /* in the reader's namespace, 0 if unknown */
+	int host_pid_seen;   /* 1: host_pid was seen alive as this member while the
+	                        snapshot was taken (its lock's holder, or its /proc
+	                        start time), so nobody needs to ask again */
 	uint64_t start_time; /* /proc/PID/stat field 22 (clock ticks since boot) */
 	uid_t uid;
 	char user[32];

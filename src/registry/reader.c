@@ -373,6 +373,7 @@ static void resolve_by_scan(struct vramctl_proc *procs, const uint64_t *want_sta
 				st = proc_start_time(host);
 			if (st == want_start[i]) {
 				p->host_pid = host;
+				p->host_pid_seen = 1;
 				left--;
 			}
 		}
@@ -468,6 +469,8 @@ static int read_region(struct reader *r, int dfd, const char *dir, const char *n
 		                 dir, name);
 	}
 	uint32_t lockword = 0;
+	/* The copy reads every slot in use: their pages mapped in one call. */
+	vr_segment_prefault(h, 0);
 
 	/* Copy the books under the seqlock. */
 	struct slot_copy *sc = r->sc;
@@ -668,6 +671,7 @@ static int read_region(struct reader *r, int dfd, const char *dir, const char *n
 
 		int alive = slot_liveness(fd, s->idx, lk_alive, lk_pid, &p->host_pid);
 		p->state = alive ? VRAMCTL_PROC_ALIVE : VRAMCTL_PROC_DEAD;
+		p->host_pid_seen = alive && p->host_pid > 0;
 		if (alive && p->host_pid == 0) {
 			if (s->nspid_outer > 0 && proc_start_time(s->nspid_outer) == s->start_time)
 				p->host_pid = s->nspid_outer;
@@ -675,6 +679,7 @@ static int read_region(struct reader *r, int dfd, const char *dir, const char *n
 				p->host_pid = s->pid;
 			else
 				r->need_scan = 1;
+			p->host_pid_seen = p->host_pid > 0;
 		}
 		if (alive && !(s->flags & VR_SLOT_F_LAUNCHER))
 			g->nmembers++;
