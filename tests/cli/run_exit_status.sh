@@ -21,6 +21,15 @@ expect_grep "notexec" err "not executable"
 mkdir -p adir
 "$V" run --limit 1G -- ./adir 2>err
 expect_rc 126 $? "a directory"
+# A script without #! runs with /bin/sh, as execvp(3) and env(1) run it
+# (vramctl starts commands with posix_spawnp, which refuses it: ENOEXEC).
+printf 'exit 9\n' >noshebang
+chmod 0755 noshebang
+"$V" run --limit 1G -- ./noshebang
+expect_rc 9 $? "a script without #!"
+# A signal vramctl was started ignoring stays ignored in the command.
+sh -c 'trap "" USR1; exec "$1" run --limit 1G -- sh -c "kill -USR1 \$\$; exit 5"' sh "$V"
+expect_rc 5 $? "an ignored signal stays ignored"
 "$V" run --limit 1G -- sh -c 'kill -KILL $$'
 expect_rc 137 $? "SIGKILL"
 "$V" run --limit 1G -- sh -c 'kill -TERM $$'
