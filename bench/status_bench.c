@@ -163,8 +163,10 @@ int main(int argc, char **argv)
 		posix_spawn_file_actions_destroy(&fa);
 		qsort(t, (size_t)runs, sizeof(*t), cmp_double);
 		printf("status_bench: vramctl status --json, %d records, %d runs: min %.2f ms, "
-		       "median %.2f ms, max %.2f ms (target: under 10 ms)\n",
-		       got, runs, t[0], t[runs / 2], t[runs - 1]);
+		       "median %.2f ms, max %.2f ms (target <= 5 ms on a quiet machine, min: %s; "
+		       "median: %s)\n",
+		       got, runs, t[0], t[runs / 2], t[runs - 1], t[0] <= 5.0 ? "met" : "not met",
+		       t[runs / 2] <= 5.0 ? "met" : "not met");
 		free(t);
 	}
 	close(hold[1]); /* the members see EOF, leave and exit */

@@ -333,6 +333,71 @@ static void test_fd_closed_by_program(void)
 	vr_leave(keeper);
 }
 
+/*
+ * The slots in use stay compact: every audit, reclaim and reader walks the
+ * slots up to the highest one ever used (and the pages they span), so a
+ * joiner takes a slot among those used before when one is free, not the
+ * next of all 1,024 in turn. 100 joins and leaves next to one member that
+ * stays use two slots; a group nobody is alive in starts again at slot 0.
+ */
+static void test_slots_compact(void)
+{
+	vr_member *keeper = join("compact", "1000", 0, NULL);
+	ASSERT_EQ(vr_slot_index(keeper), 0);
+	for (int i = 0; i < 100; i++) {
+		vr_member *m = join("compact", "1000", 0, NULL);
+		ASSERT_LT(vr_slot_index(m), 2);
+		vr_leave(m);
+	}
+	vr_leave(keeper);
+	vr_member *again = join("compact", "1000", 0, NULL);
+	ASSERT_EQ(vr_slot_index(again), 0);
+	vr_leave(again);
+}
+
+/*
+ * A join gives back the dead among the members after its own slot (a
+ * bounded look, VR_RECLAIM_NEAR); a denial still looks at all of them:
+ * 40 members die holding 20 bytes each under a cap of 1,000, and a
+ * request that fits only once every one of them is given back succeeds.
+ */
+static void test_many_dead_reclaimed_before_denial(void)
+{
+	vr_member *m = join("manydead", "1000", 0, NULL);
+	ASSERT_EQ(vr_device(m, uuid0, 1000, NULL), 0);
+	pid_t kids[40];
+	for (int i = 0; i < 40; i++) {
+		int p[2];
+		ASSERT_EQ(pipe(p), 0);
+		kids[i] = fork();
+		ASSERT(kids[i] >= 0);
+		if (kids[i] == 0) {
+			vr_forget(m);
+			vr_member *c = join("manydead", "1000", 0, NULL);
+			int d = vr_device(c, uuid0, 1000, NULL);
+			char ok = d == 0 && vr_reserve(c, d, 20, NULL) == 0;
+			if (write(p[1], &ok, 1) != 1)
+				_exit(1);
+			pause();
+			_exit(0);
+		}
+		char ok = 0;
+		ASSERT_EQ(read(p[0], &ok, 1), 1);
+		ASSERT_EQ(ok, 1);
+		close(p[0]);
+		close(p[1]);
+	}
+	for (int i = 0; i < 40; i++) {
+		kill(kids[i], SIGKILL);
+		ASSERT_EQ(waitpid(kids[i], NULL, 0), kids[i]);
+	}
+	uint64_t in_use;
+	ASSERT_EQ(vr_reserve(m, 0, 1000, &in_use), 0);
+	vr_usage(m, 0, &in_use, NULL);
+	ASSERT_UEQ(in_use, 1000);
+	vr_leave(m);
+}
+
 int main(void)
 {
 	dir = getenv("VRAMCTL_REGISTRY_DIR");
@@ -345,6 +410,8 @@ int main(void)
 	test_stale_and_fresh();
 	test_names_remove_default_dir();
 	test_fd_closed_by_program();
+	test_slots_compact();
+	test_many_dead_reclaimed_before_denial();
 	printf("ok\n");
 	return 0;
 }
