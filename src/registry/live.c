@@ -40,9 +40,13 @@ int vr_member_gone(const struct vr_slot *s)
 	uint64_t st = s->start_time, now;
 	if (!st)
 		return 1; /* nothing to compare: the lock decides */
-	if (s->pid > 0 && vr_proc_start_time(NULL, s->pid, &now) == 0 && now == st)
+	/* kill(pid, 0) first: a PID that does not exist needs no /proc read,
+	 * and most dead members a join comes across are reaped already. */
+	if (s->pid > 0 && vr_proc_exists(NULL, s->pid) &&
+	    vr_proc_start_time(NULL, s->pid, &now) == 0 && now == st)
 		return 0;
 	if (s->nspid_outer > 0 && s->nspid_outer != s->pid &&
+	    vr_proc_exists(NULL, s->nspid_outer) &&
 	    vr_proc_start_time(NULL, s->nspid_outer, &now) == 0 && now == st)
 		return 0;
 	return 1;
