@@ -116,7 +116,7 @@ static int claim_slot(vr_member *m)
 		 * the group's lock would read as its owner's life. */
 		uint64_t inc =
 		    atomic_load_explicit((_Atomic uint64_t *)&s->incarnation, memory_order_acquire);
-		int take = !slot_busy(h, s) && vr_member_gone(s);
+		int take = !slot_busy(h, s) && vr_member_gone(s, 0);
 		slot_lock(fd, i, F_UNLCK);
 		if (!take || vr_dead_on_gpu(m, i, s, inc) || slot_lock(fd, i, F_WRLCK) < 0)
 			continue;

@@ -33,9 +33,11 @@ int vr_slot_alive(int fd, uint32_t i)
  * real GPU takes a while for a large one. Its bytes stay held until the
  * process is reaped: while /proc still shows it (the same PID and start
  * time, in our namespace or, seen from the host, its outer PID), it is not
- * gone. Returns 1 when it is.
+ * gone. Returns 1 when it is. Not exact (a join's look for the dead): a
+ * PID that exists counts as not gone without reading its start time, which
+ * errs toward keeping the slot for a later, exact look (a denial's).
  */
-int vr_member_gone(const struct vr_slot *s)
+int vr_member_gone(const struct vr_slot *s, int exact)
 {
 	uint64_t st = s->start_time, now;
 	if (!st)
@@ -43,11 +45,11 @@ int vr_member_gone(const struct vr_slot *s)
 	/* kill(pid, 0) first: a PID that does not exist needs no /proc read,
 	 * and most dead members a join comes across are reaped already. */
 	if (s->pid > 0 && vr_proc_exists(NULL, s->pid) &&
-	    vr_proc_start_time(NULL, s->pid, &now) == 0 && now == st)
+	    (!exact || (vr_proc_start_time(NULL, s->pid, &now) == 0 && now == st)))
 		return 0;
 	if (s->nspid_outer > 0 && s->nspid_outer != s->pid &&
 	    vr_proc_exists(NULL, s->nspid_outer) &&
-	    vr_proc_start_time(NULL, s->nspid_outer, &now) == 0 && now == st)
+	    (!exact || (vr_proc_start_time(NULL, s->nspid_outer, &now) == 0 && now == st)))
 		return 0;
 	return 1;
 }
@@ -57,7 +59,7 @@ int vr_unreaped_others(struct vr_region_hdr *h, uint32_t self)
 	uint32_t hw = vr_hdr_hw(h);
 	for (uint32_t i = 0; i < hw; i++) {
 		struct vr_slot *s = vr_region_slot(h, i);
-		if (i != self && s->state == VR_SLOT_USED && !vr_member_gone(s))
+		if (i != self && s->state == VR_SLOT_USED && !vr_member_gone(s, 1))
 			return 1;
 	}
 	return 0;
@@ -181,7 +183,7 @@ static int reclaim(vr_member *m, uint32_t limit)
 			                         memory_order_acquire) != VR_SLOT_USED)
 				continue;
 			probed++;
-			if (vr_slot_alive(m->fd, i) == 0 && vr_member_gone(s) &&
+			if (vr_slot_alive(m->fd, i) == 0 && vr_member_gone(s, !limit) &&
 			    !vr_dead_on_gpu(m, i, s, inc)) {
 				cand[n].idx = i;
 				cand[n].inc = inc;

@@ -311,8 +311,8 @@ void vr_region_unlock(vr_member *m);
  * byte, 0 if none does (its owner is gone), negative errno on error. */
 int vr_slot_alive(int fd, uint32_t i);
 /* 1 once a dead member's process is reaped (its memory may be in the driver
- * until then: live.c). */
-int vr_member_gone(const struct vr_slot *s);
+ * until then: live.c). Not exact: a PID that exists counts as not reaped. */
+int vr_member_gone(const struct vr_slot *s, int exact);
 /* 1 if a USED slot other than self belongs to a process not yet reaped
  * (dead or alive): the group is not empty. Lock held. */
 int vr_unreaped_others(struct vr_region_hdr *h, uint32_t self);
