@@ -337,7 +337,7 @@ static int enter_group(vr_member *m, const struct vr_join_opts *opts, const stru
 	struct vr_region_hdr *h = m->hdr;
 	/* The audit below reads every slot: their pages are mapped before the
 	 * lock is taken, not one fault at a time while others wait for it. */
-	vr_segment_prefault(h, 1);
+	vr_segment_prefault(h, m->slot_idx + 1, 1);
 	int rc = vr_region_lock(m);
 	if (rc < 0) {
 		vr_seterr(err, errlen, "cannot lock region %s/%s: %s (held by a live member)", dir,

@@ -345,7 +345,7 @@ int vr_reclaim_dead(vr_member *m);
 /* The same for the VR_RECLAIM_NEAR occupied slots after this member's own
  * (at a join: probing every slot made each join cost O(members) probes,
  * each O(members) in the kernel, so 256 joining at once cost O(n^3)). */
-#define VR_RECLAIM_NEAR 16
+#define VR_RECLAIM_NEAR 8
 int vr_reclaim_near(vr_member *m);
 /* 1 if m->fd is still this member's descriptor of its region. */
 int vr_fd_is_ours(vr_member *m);
@@ -399,11 +399,12 @@ int vr_region_create(int dfd, const char *dir, const char *name, const struct vr
  * reused, or not this group's). */
 struct vr_region_hdr *vr_segment_attach(const struct vr_region_hdr *door, int rdonly);
 void vr_segment_detach(struct vr_region_hdr *h);
-/* Maps the pages of the header and of the slots in use in one system call
- * (writable for a member, read-only for a monitor): a process that has
+/* Maps the pages of the header and of the slots in use (at least the first
+ * `slots`) in one system call (writable for a member, read-only for a
+ * monitor): a process that has
  * just attached would otherwise take a page fault per slot it reads (a
  * joiner's audit reads every slot, with the group's lock held). */
-void vr_segment_prefault(const struct vr_region_hdr *h, int write);
+void vr_segment_prefault(const struct vr_region_hdr *h, uint32_t slots, int write);
 /* Creates a group's segment, attaches it and names it in the door fd.
  * Door lock held. Returns 0 or a negative errno. */
 int vr_segment_create(int fd, const struct vr_join_opts *o, struct vr_region_hdr **out);

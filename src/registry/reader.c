@@ -470,7 +470,7 @@ static int read_region(struct reader *r, int dfd, const char *dir, const char *n
 	}
 	uint32_t lockword = 0;
 	/* The copy reads every slot in use: their pages mapped in one call. */
-	vr_segment_prefault(h, 0);
+	vr_segment_prefault(h, 0, 0);
 
 	/* Copy the books under the seqlock. */
 	struct slot_copy *sc = r->sc;

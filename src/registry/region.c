@@ -306,11 +306,15 @@ struct vr_region_hdr *vr_segment_attach(const struct vr_region_hdr *door, int rd
 	return h;
 }
 
-void vr_segment_prefault(const struct vr_region_hdr *h, int write)
+void vr_segment_prefault(const struct vr_region_hdr *h, uint32_t slots, int write)
 {
 	/* Only the slots ever used: the rest are never read. Best effort
 	 * (Linux 5.14+; elsewhere the pages fault in one by one as before). */
-	size_t len = VR_REGION_HDR_SIZE + (size_t)vr_hdr_hw(h) * sizeof(struct vr_slot);
+	uint32_t hw = vr_hdr_hw(h);
+	if (slots > VR_REGION_SLOTS)
+		slots = VR_REGION_SLOTS;
+	size_t len =
+	    VR_REGION_HDR_SIZE + (size_t)(slots > hw ? slots : hw) * sizeof(struct vr_slot);
 	long page = sysconf(_SC_PAGESIZE);
 	if (page > 0)
 		len = (len + (size_t)page - 1) & ~((size_t)page - 1);
