@@ -383,13 +383,14 @@ static void resolve_by_scan(struct vramctl_proc *procs, const uint64_t *want_sta
 
 /*
  * Groups with more members than this take liveness and PIDs from one read
- * of /proc/locks; smaller ones ask the kernel slot by slot. A probe walks
- * the region file's locks (two a member), so a group of n costs about n^2
- * steps that way, while /proc/locks costs the formatting of every lock on
- * the machine: at 1,000 members in ten groups the probes take a third of
- * the time, at 1,000 in one group the table wins.
+ * of /proc/locks (and so does every group after it, the table being read);
+ * smaller ones ask the kernel slot by slot. A probe walks the region
+ * file's locks (two a member), so a group of n costs about n^2 steps that
+ * way, while /proc/locks costs the formatting of every lock on the
+ * machine: at 1,000 members in ten groups the probes take a third of the
+ * time, at 1,000 in one group the table wins.
  */
-#define VR_PROBE_MAX 256
+#define VR_PROBE_MAX 128
 
 /* What one snapshot builds, and scratch reused from region to region. */
 struct reader {
@@ -625,7 +626,7 @@ static int read_region(struct reader *r, int dfd, const char *dir, const char *n
 	}
 	if (nsc > r->probe_max && !r->locks.read)
 		lock_table_read(&r->locks);
-	if (nsc > r->probe_max && r->locks.ok) {
+	if ((nsc > r->probe_max || (r->locks.read && r->probe_max < INT_MAX)) && r->locks.ok) {
 		lk_alive = calloc(VR_REGION_SLOTS, 1);
 		lk_pid = calloc(VR_REGION_SLOTS, sizeof(*lk_pid));
 		if (!lk_alive || !lk_pid) {

@@ -253,7 +253,7 @@ int main(int argc, char **argv)
 	ASSERT_EQ(d->state, VRAMCTL_PROC_DEAD);
 	ASSERT_UEQ(d->dev[0].in_use, 300);
 
-	/* Liveness and PIDs come from fcntl per slot (groups of up to 256
+	/* Liveness and PIDs come from fcntl per slot (groups of up to 128
 	 * members) or from /proc/locks (larger ones): both ways agree. */
 	struct vramctl_snapshot *s2 = NULL;
 	setenv("VRAMCTL_TEST_PROC_LOCKS", "always", 1);
