@@ -692,6 +692,16 @@ uint64_t vr_spill_budget(const vr_member *m)
 	return m ? m->spill_budget : 0;
 }
 
+/* 1 if every device's total is its sum in sum[]. Books frozen. */
+static int sums_match(const struct vr_region_hdr *h, const uint64_t sum[VR_MAX_DEVICES])
+{
+	uint32_t ndev = vr_hdr_ndev(h);
+	for (uint32_t d = 0; d < ndev; d++)
+		if (vr_dev_total(&h->dev[d]) != sum[d])
+			return 0;
+	return 1;
+}
+
 int vr_sample(vr_member *m, int dev, struct vr_books_sample *out)
 {
 	if (!m || !out || dev < 0 || dev >= VR_MAX_DEVICES)
@@ -709,14 +719,27 @@ int vr_sample(vr_member *m, int dev, struct vr_books_sample *out)
 	}
 	/* Frozen, the totals and slots hold still (unless a live member is
 	 * stopped inside an operation: then the sample is as it stands). */
-	int dead_busy = 0, frozen = vr_books_freeze(m, &dead_busy) == 0;
-	if (frozen && dead_busy) {
-		/* A member died inside an operation: settle the totals first. */
-		vr_books_thaw(m, 1);
-		frozen = vr_books_freeze(m, NULL) == 0;
-	}
 	uint64_t sum[VR_MAX_DEVICES];
-	int summed = frozen && vr_books_sum(m, sum, NULL) == 0;
+	int dead_busy = 0, frozen = vr_books_freeze(m, &dead_busy) == 0, summed = 0;
+	for (int round = 0; frozen && round < 8; round++) {
+		if (dead_busy) {
+			/* A member died inside an operation: settle the totals
+			 * from the slots first, and freeze again. */
+			vr_books_thaw(m, 1);
+			frozen = vr_books_freeze(m, NULL) == 0;
+			if (!frozen)
+				break;
+		}
+		dead_busy = 0;
+		summed = vr_books_sum(m, sum, &dead_busy) == 0;
+		/* One that died while we summed, inside an operation it began
+		 * after the freeze (which it would have undone, had it lived),
+		 * left its slot word moved: settle again. A member found dead
+		 * in an operation before is already settled: the sums match. */
+		if (!summed || !dead_busy || sums_match(h, sum))
+			break;
+		summed = 0;
+	}
 	out->cap = h->dev[dev].cap;
 	out->in_use = vr_dev_total(&h->dev[dev]);
 	out->peak = h->dev[dev].peak;
