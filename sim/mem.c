@@ -81,6 +81,7 @@ struct host {
 	void *p;
 	size_t size;
 	int registered; /* cuMemHostRegister (else cuMemHostAlloc/cuMemAllocHost) */
+	int with_ctx;   /* cuMemAllocHost: freed with its context (cuCtxDestroy) */
 	struct sim_ctx *ctx;
 	struct host *next;
 };
@@ -275,6 +276,19 @@ void sim_mem_ctx_destroyed(struct sim_ctx *c)
 			ar->alive = 0;
 			sim_uncharge(&g_sim.dev[ar->dev], ar->size);
 		}
+	/* NVIDIA's cuCtxDestroy reference: cuMemAllocHost memory goes with
+	 * its context (cuMemHostAlloc's is not said to). */
+	for (struct host **pp = &m.hosts; *pp;) {
+		struct host *h = *pp;
+		if (h->ctx != c || !h->with_ctx || h->registered) {
+			pp = &h->next;
+			continue;
+		}
+		*pp = h->next;
+		host_unpin(h->size);
+		munmap(h->p, h->size);
+		free(h);
+	}
 }
 
 #define FREE_LIST(type, head)                                                                      \
@@ -693,7 +707,7 @@ static struct host *host_find(const void *p, int exact)
  * implicitly, like its free (sim_capture_unsafe). What cannot be
  * pinned (VRAMSIM_HOST_PINNABLE) is CUDA_ERROR_OUT_OF_MEMORY, as a real
  * driver answers when the kernel refuses to pin. */
-static CUresult host_alloc(void **pp, size_t bytesize, unsigned int flags)
+static CUresult host_alloc(void **pp, size_t bytesize, unsigned int flags, int with_ctx)
 {
 	CUresult rc = CUDA_SUCCESS;
 	void *p;
@@ -719,6 +733,7 @@ static CUresult host_alloc(void **pp, size_t bytesize, unsigned int flags)
 	h->p = p;
 	h->size = bytesize;
 	h->ctx = c;
+	h->with_ctx = with_ctx;
 	h->next = m.hosts;
 	m.hosts = h;
 	*pp = p;
@@ -728,13 +743,13 @@ static CUresult host_alloc(void **pp, size_t bytesize, unsigned int flags)
 CUresult simi_cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
 {
 	SIM_LOCK_INIT();
-	SIM_UNLOCK_RETURN(host_alloc(pp, bytesize, Flags));
+	SIM_UNLOCK_RETURN(host_alloc(pp, bytesize, Flags, 0));
 }
 
 CUresult simi_cuMemAllocHost_v2(void **pp, size_t bytesize)
 {
 	SIM_LOCK_INIT();
-	SIM_UNLOCK_RETURN(host_alloc(pp, bytesize, 0));
+	SIM_UNLOCK_RETURN(host_alloc(pp, bytesize, 0, 1));
 }
 
 CUresult simi_cuMemAllocHost(void **pp, unsigned int bytesize)

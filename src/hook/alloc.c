@@ -42,13 +42,15 @@ static inline CUresult charge(struct vr_dev *d, uint64_t bytes)
 	return vr_policy_reserve(d, bytes) == 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
-/* The context that owns an allocation of this kind: linear memory and
- * arrays go with their context (destroyed or reset, the driver frees
- * them: context.c); 0 for the rest, and when the driver cannot say. */
+/* The context that owns an allocation of this kind: linear memory, arrays
+ * and cuMemAllocHost's pinned memory go with their context (destroyed or
+ * reset, the driver frees them: context.c); 0 for the rest, and when the
+ * driver cannot say. */
 static uint64_t owner_of(int kind)
 {
 	CUcontext c = NULL;
-	if (kind != VR_KIND_LINEAR && kind != VR_KIND_ARRAY && kind != VR_KIND_MIPMAP)
+	if (kind != VR_KIND_LINEAR && kind != VR_KIND_ARRAY && kind != VR_KIND_MIPMAP &&
+	    kind != VR_KIND_HOST)
 		return 0;
 	if (!vr_real.cuCtxGetCurrent || vr_real.cuCtxGetCurrent(&c) != CUDA_SUCCESS)
 		return 0;
@@ -692,9 +694,12 @@ VR_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
 
 /* ---- pinned host memory: counted apart, never capped ------------------ */
 
-static void note_host(void *p, size_t bytes)
+/* Pinned host memory, owned by the context `owner` (0: none) when the
+ * driver frees it with that context (context.c). */
+static void note_host(void *p, size_t bytes, uint64_t owner)
 {
-	if (vr_map_put(VR_KIND_HOST, (uintptr_t)p, -1, bytes, vr_rec_alloc(NULL, bytes)) == 0)
+	if (vr_map_put_owned(VR_KIND_HOST, (uintptr_t)p, -1, bytes, owner,
+	                     vr_rec_alloc(NULL, bytes)) == 0)
 		vr_books_pinned((int64_t)bytes);
 }
 
@@ -703,8 +708,10 @@ VR_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
 	VR_PASS(cuMemAllocHost_v2, (pp, bytesize));
 	CUresult rc;
 	VR_OWN(rc = vr_real.cuMemAllocHost_v2(pp, bytesize));
+	/* NVIDIA's cuCtxDestroy reference names cuMemAllocHost's memory among
+	 * what a context takes with it (not cuMemHostAlloc's). */
 	if (rc == CUDA_SUCCESS && pp)
-		note_host(*pp, bytesize);
+		note_host(*pp, bytesize, owner_of(VR_KIND_HOST));
 	return rc;
 }
 
@@ -714,7 +721,7 @@ VR_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags
 	CUresult rc;
 	VR_OWN(rc = vr_real.cuMemHostAlloc(pp, bytesize, Flags));
 	if (rc == CUDA_SUCCESS && pp)
-		note_host(*pp, bytesize);
+		note_host(*pp, bytesize, 0);
 	return rc;
 }
 
@@ -724,7 +731,7 @@ VR_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int F
 	CUresult rc;
 	VR_OWN(rc = vr_real.cuMemHostRegister_v2(p, bytesize, Flags));
 	if (rc == CUDA_SUCCESS)
-		note_host(p, bytesize);
+		note_host(p, bytesize, 0);
 	return rc;
 }
 

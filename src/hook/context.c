@@ -5,27 +5,33 @@
  * and arrays it owns in the driver; the books give them back at that moment
  * (ptrmap.c records each one's context). Stream-ordered pools follow what
  * they physically hold at their next settle (pools.c); VMM handles and
- * graph memory outlive a context and stay counted. Pinned host memory
- * (cuMemAllocHost, cuMemHostAlloc, spill's) goes with its context in the
- * driver but stays counted here (docs/fail-closed.md, "Context teardown").
+ * graph memory outlive a context and stay counted. Pinned host memory from
+ * cuMemAllocHost goes with its context too (NVIDIA's cuCtxDestroy
+ * reference): the process's pinned figure drops. cuMemHostAlloc's (spill's
+ * included) is not said to and stays counted until freed
+ * (docs/fail-closed.md, "Context teardown").
  */
 #define VR_CUDA_PROTOTYPES
 #include "hook/devices.h"
 #include "hook/policy.h"
 #include "hook/ptrmap.h"
 
-#define OWNED_KINDS ((1u << VR_KIND_LINEAR) | (1u << VR_KIND_ARRAY) | (1u << VR_KIND_MIPMAP))
+#define OWNED_KINDS                                                                                \
+	((1u << VR_KIND_LINEAR) | (1u << VR_KIND_ARRAY) | (1u << VR_KIND_MIPMAP) |                 \
+	 (1u << VR_KIND_HOST))
 
 /* After the driver has freed what ctx owned: release it from the books. */
 static void forget_context(CUcontext ctx)
 {
-	uint64_t bytes[VR_MAX_DEVICES] = {0};
+	uint64_t bytes[VR_MAX_DEVICES] = {0}, host = 0;
 	int n = vr_dev_count();
-	if (!ctx || !vr_map_take_owned((uint64_t)(uintptr_t)ctx, OWNED_KINDS, bytes, n))
+	if (!ctx || !vr_map_take_owned((uint64_t)(uintptr_t)ctx, OWNED_KINDS, bytes, n, &host))
 		return;
 	for (int i = 0; i < n; i++)
 		if (bytes[i])
 			vr_policy_release(vr_dev_by_ordinal(i), bytes[i]);
+	if (host)
+		vr_books_pinned(-(int64_t)host);
 }
 
 /* dev's primary context if it is active (taking and giving back one

@@ -361,7 +361,7 @@ int vr_map_add(int kind, uint64_t key, int dev, uint64_t delta)
 	return with_slot(kind, key, add_slot, &a) && a.found;
 }
 
-int vr_map_take_owned(uint64_t owner, unsigned kinds, uint64_t bytes[], int ndev)
+int vr_map_take_owned(uint64_t owner, unsigned kinds, uint64_t bytes[], int ndev, uint64_t *host)
 {
 	int found = 0, vias[STRIPES];
 	enter_all(NULL, vias);
@@ -378,6 +378,8 @@ int vr_map_take_owned(uint64_t owner, unsigned kinds, uint64_t bytes[], int ndev
 			}
 			if (e->dev >= 0 && e->dev < ndev)
 				bytes[e->dev] += e->bytes;
+			else if (e->kind == VR_KIND_HOST && host)
+				*host += e->bytes;
 			found++;
 			/* Shifting back may move a later slot into j: look at j again.
 			 * One that wrapped around from the front was already seen. */

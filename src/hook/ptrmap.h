@@ -18,8 +18,9 @@ int vr_map_put(int kind, uint64_t key, int dev, uint64_t bytes, uint16_t site);
 static inline int vr_map_put_owned(int kind, uint64_t key, int dev, uint64_t bytes, uint64_t owner,
                                    uint16_t site);
 /* Removes every entry of a kind in the mask kinds (1 << kind) owned by
- * owner, adding its bytes to bytes[dev] (dev < ndev). Returns how many. */
-int vr_map_take_owned(uint64_t owner, unsigned kinds, uint64_t bytes[], int ndev);
+ * owner, adding its bytes to bytes[dev] (dev < ndev), or pinned host
+ * memory's to *host. Returns how many. */
+int vr_map_take_owned(uint64_t owner, unsigned kinds, uint64_t bytes[], int ndev, uint64_t *host);
 /* Removes key and returns 1 with its dev, bytes and site (site may be NULL),
  * or 0 when unknown. */
 static inline int vr_map_take(int kind, uint64_t key, int *dev, uint64_t *bytes, uint16_t *site);

@@ -191,6 +191,27 @@ static inline const char *ht_kv(const char *name, uint64_t v)
 	return b;
 }
 
+/* The number after "field": in `vramctl status --json` (run without the
+ * library), first after the line containing anchor. UINT64_MAX: not there. */
+static inline uint64_t ht_status_u64(const char *anchor, const char *field)
+{
+	char cmd[2048], line[512], key[128];
+	snprintf(cmd, sizeof cmd, "env -u LD_PRELOAD %s/vramctl status --json", ht_build());
+	snprintf(key, sizeof key, "\"%s\": ", field);
+	FILE *f = popen(cmd, "r");
+	ASSERT(f != NULL);
+	int seen = 0;
+	uint64_t v = UINT64_MAX;
+	while (fgets(line, sizeof line, f)) {
+		seen |= strstr(line, anchor) != NULL;
+		const char *at = strstr(line, key);
+		if (seen && at && v == UINT64_MAX)
+			v = strtoull(at + strlen(key), NULL, 10);
+	}
+	ASSERT_EQ(pclose(f), 0);
+	return v;
+}
+
 /* Free bytes the program sees on the current device. */
 static inline uint64_t ht_free(void)
 {

@@ -5,7 +5,10 @@
  * owns allocations, the driver has freed them (the simulator does as a real
  * driver does), and the books must not keep them: under a 1 GiB cap, a
  * 600 MiB block is granted again. A release that is not the last keeps the
- * memory, and counted.
+ * memory, and counted. Pinned host memory from cuMemAllocHost goes with its
+ * context too (NVIDIA's cuCtxDestroy reference; cuMemHostAlloc's is not
+ * said to, and stays counted): the process's pinned figure in `vramctl
+ * status` follows.
  */
 #include "hooktest.h"
 
@@ -49,12 +52,21 @@ static int child(void)
 
 	/* A context of its own, destroyed with its memory. */
 	CUcontext mine;
+	void *pinned, *kept;
+	char me[64];
+	snprintf(me, sizeof me, "\"host_pid\": %ld,", (long)getpid());
+	ASSERT_CU(cuMemHostAlloc(&kept, 2 * MiB, 0), CUDA_SUCCESS); /* the primary's */
 	ASSERT_CU(cuCtxCreate_v2(&mine, 0, dev), CUDA_SUCCESS);
 	alloc600(CUDA_SUCCESS);
+	ASSERT_CU(cuMemAllocHost_v2(&pinned, 3 * MiB), CUDA_SUCCESS);
+	ASSERT_UEQ(ht_status_u64(me, "host_pinned_bytes"), 5 * MiB);
 	ASSERT_CU(cuCtxDestroy_v2(mine), CUDA_SUCCESS);
+	ASSERT_UEQ(ht_status_u64(me, "host_pinned_bytes"), 2 * MiB);
 	set_primary(dev);
 	ASSERT_UEQ(ht_free(), cap);
 	alloc600(CUDA_SUCCESS);
+	ASSERT_CU(cuMemFreeHost(kept), CUDA_SUCCESS);
+	ASSERT_UEQ(ht_status_u64(me, "host_pinned_bytes"), 0);
 	return 0;
 }
 
@@ -64,7 +76,9 @@ int main(int argc, char **argv)
 		return strcmp(argv[1], "child") == 0 ? child() : 2;
 	if (ht_total() < 2 * GiB)
 		SKIP("needs a device of 2 GiB or more");
-	const char *env[] = {"VRAMCTL_LIMIT=1G", ht_kv("T_CAP", GiB), NULL};
+	char regdir[1024];
+	snprintf(regdir, sizeof regdir, "VRAMCTL_REGISTRY_DIR=%s/reg", ht_tmp());
+	const char *env[] = {"VRAMCTL_LIMIT=1G", ht_kv("T_CAP", GiB), regdir, NULL};
 	ASSERT_EQ(ht_run("child", env), 0);
 	return 0;
 }

@@ -100,22 +100,9 @@ static void *holder(void *arg)
 /* The in_use_bytes `vramctl status --json` shows for group pid-<our pid>. */
 static uint64_t status_in_use(void)
 {
-	char cmd[2048], line[512], want[64];
-	snprintf(cmd, sizeof cmd, "env -u LD_PRELOAD %s/vramctl status --json", ht_build());
-	snprintf(want, sizeof want, "\"name\": \"pid-%ld\"", (long)getpid());
-	FILE *f = popen(cmd, "r");
-	ASSERT(f != NULL);
-	int in_group = 0;
-	uint64_t v = UINT64_MAX;
-	while (fgets(line, sizeof line, f)) {
-		if (strstr(line, "\"name\": "))
-			in_group = strstr(line, want) != NULL;
-		const char *at = strstr(line, "\"in_use_bytes\": ");
-		if (in_group && at && v == UINT64_MAX)
-			v = strtoull(at + 16, NULL, 10);
-	}
-	ASSERT_EQ(pclose(f), 0);
-	return v;
+	char group[64];
+	snprintf(group, sizeof group, "\"name\": \"pid-%ld\"", (long)getpid());
+	return ht_status_u64(group, "in_use_bytes");
 }
 
 static int child_threads(void)
