@@ -170,12 +170,6 @@ int vr_books_reserve_other_(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, 
 	return -1;
 }
 
-int vr_books_reserve_quiet(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
-{
-	int rc = d->reg >= 0 ? vr_reserve_quiet(vr_books_member_, d->reg, bytes, in_use) : 0;
-	return rc == 0 && d->reg >= 0 ? 0 : vr_books_reserve_other_(d, bytes, in_use, rc);
-}
-
 void vr_books_denied(struct vr_dev *d, uint64_t bytes)
 {
 	if (d->reg >= 0)

@@ -25,7 +25,7 @@ void vr_books_device(struct vr_dev *d, uint64_t cap_if_new);
 static inline int vr_books_reserve(struct vr_dev *d, uint64_t bytes, uint64_t *in_use);
 /* The same without counting a refusal as a denial in the group's books (the
  * request may still be served another way: spill); vr_books_denied counts one. */
-int vr_books_reserve_quiet(struct vr_dev *d, uint64_t bytes, uint64_t *in_use);
+static inline int vr_books_reserve_quiet(struct vr_dev *d, uint64_t bytes, uint64_t *in_use);
 void vr_books_denied(struct vr_dev *d, uint64_t bytes);
 static inline void vr_books_release(struct vr_dev *d, uint64_t bytes);
 /* The rest of a reserve the registry did not grant (rc), or of one in this
@@ -56,11 +56,23 @@ void vr_books_atfork_child(void);
 
 /* ---- the fast paths, inline: every allocation and free goes through them */
 
-static inline int vr_books_reserve(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
+static inline int vr_books_reserve_(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int quiet)
 {
-	int rc = d->reg >= 0 ? vr_reserve(vr_books_member_, d->reg, bytes, in_use) : 0;
+	int rc = d->reg < 0 ? 0
+	         : quiet    ? vr_reserve_quiet(vr_books_member_, d->reg, bytes, in_use)
+	                    : vr_reserve(vr_books_member_, d->reg, bytes, in_use);
 	return VR_LIKELY(rc == 0 && d->reg >= 0) ? 0
 	                                         : vr_books_reserve_other_(d, bytes, in_use, rc);
+}
+
+static inline int vr_books_reserve(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
+{
+	return vr_books_reserve_(d, bytes, in_use, 0);
+}
+
+static inline int vr_books_reserve_quiet(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
+{
+	return vr_books_reserve_(d, bytes, in_use, 1);
 }
 
 static inline void vr_books_release(struct vr_dev *d, uint64_t bytes)

@@ -84,9 +84,8 @@ static void make_key(void)
 	key_made = pthread_key_create(&exit_key, release_stripe) == 0;
 }
 
-/* Decides, once per process (a child after fork decides again: the
- * membarrier registration is the address space's), whether owners may
- * go without the lock. */
+/* Decides, once per process (a child after fork decides again, with one
+ * thread: cheap), whether owners may go without the lock. */
 static void init(void)
 {
 	pthread_once(&key_once, make_key);
@@ -130,8 +129,7 @@ static void release_stripe(void *arg)
 /* Gives the calling thread a stripe: one of its own if one is free. */
 void vr_map_take_stripe_(void)
 {
-	if (!atomic_load(&asym))
-		init(); /* racing threads do it twice: harmless */
+	vr_map_prepare(); /* racing threads may decide twice: harmless */
 	uint64_t m = atomic_load(&owned_mask);
 	while (atomic_load_explicit(&asym, memory_order_relaxed) > 0 &&
 	       m != (1ull << OWNABLE) - 1) {
@@ -303,7 +301,9 @@ static int in_others(struct stripe *mine, int kind, uint64_t key, uint64_t h,
 
 /* With the stripe that holds key entered: calls fn on its slot and returns
  * 1, or returns 0 when no stripe holds it. Looks in the calling thread's
- * stripe first, then in all the others at once. */
+ * stripe first, then in all the others at once. vr_map_take
+ * (ptrmap_table.h) is the same walk written out: through fn and its
+ * argument in memory, every free would cost 15 instructions more. */
 static inline __attribute__((always_inline)) int
 with_slot(int kind, uint64_t key, void (*fn)(struct stripe *, struct slot *, void *), void *arg)
 {

@@ -52,11 +52,6 @@ const char *vr_damaged(const vr_member *m)
 	return m && atomic_load(&((vr_member *)m)->detached) == 1 ? m->why : NULL;
 }
 
-static inline int detached(vr_member *m)
-{
-	return atomic_load_explicit(&m->detached, memory_order_acquire) != 0;
-}
-
 /* ---- private books: after damage, this process alone under its caps */
 
 static int priv_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use)
@@ -195,7 +190,7 @@ static const char *check_locked(vr_member *m, int dev)
  * not a device of the group. */
 static int lock_checked(vr_member *m, int dev)
 {
-	if (detached(m))
+	if (vr_is_detached(m))
 		return m->priv[dev].known ? 0 : -EINVAL;
 	if (vr_region_lock(m) != 0) {
 		vr_detach(m, "the group's lock stayed held by a live member");
@@ -246,7 +241,7 @@ int vr_device(vr_member *m, const unsigned char uuid[VR_UUID_LEN], uint64_t cap_
 {
 	if (!m || !uuid)
 		return -EINVAL;
-	if (detached(m))
+	if (vr_is_detached(m))
 		return priv_device(m, uuid, cap_if_new, cap);
 	struct vr_region_hdr *h = m->hdr;
 	if (vr_region_lock(m) != 0) {
@@ -479,7 +474,7 @@ int vr_books_take(vr_member *m, int dev, uint64_t bytes, uint64_t spare, uint64_
 	if (VR_UNLIKELY(!m || dev < 0 || dev >= VR_MAX_DEVICES))
 		return -EINVAL;
 	for (;;) {
-		if (VR_UNLIKELY(detached(m)))
+		if (VR_UNLIKELY(vr_is_detached(m)))
 			return m->priv[dev].known ? priv_reserve(m, dev, bytes, in_use) : -EINVAL;
 		int known = know_device(m, dev);
 		if (VR_UNLIKELY(known <= 0))
@@ -505,7 +500,7 @@ void vr_books_give(vr_member *m, int dev, uint64_t bytes)
 	if (VR_UNLIKELY(!m || dev < 0 || dev >= VR_MAX_DEVICES))
 		return;
 	for (;;) {
-		if (VR_UNLIKELY(detached(m))) {
+		if (VR_UNLIKELY(vr_is_detached(m))) {
 			if (m->priv[dev].known)
 				priv_release(m, dev, bytes);
 			return;
@@ -530,7 +525,7 @@ void vr_usage(vr_member *m, int dev, uint64_t *in_use, uint64_t *cap)
 	    m->priv[dev].known) {
 		struct vr_priv_dev *p = &m->priv[dev];
 		c = p->cap;
-		if (!detached(m)) {
+		if (!vr_is_detached(m)) {
 			const char *bad = fast_check(m, p, &m->hdr->dev[dev]);
 			uint64_t w = vr_dev_total_word(&m->hdr->dev[dev]);
 			if (!bad && !vr_tot_ok(p->key, w))
@@ -541,7 +536,7 @@ void vr_usage(vr_member *m, int dev, uint64_t *in_use, uint64_t *cap)
 				u = vr_tot_bytes(w) -
 				    vr_lanes_spare(m->slot, (uint32_t)dev, vr_tot_bytes(w));
 		}
-		if (detached(m))
+		if (vr_is_detached(m))
 			u = atomic_load_explicit(&p->mine, memory_order_relaxed);
 	}
 	if (in_use)
@@ -561,7 +556,7 @@ static void add_clamped(uint64_t *v, int64_t delta)
 /* Display-only numbers: kept in the slot while the books are trusted. */
 static int lock_own_slot(vr_member *m)
 {
-	if (detached(m) || vr_region_lock(m) != 0)
+	if (vr_is_detached(m) || vr_region_lock(m) != 0)
 		return 0;
 	if (m->slot->state == VR_SLOT_USED && m->slot->incarnation == m->incarnation)
 		return 1;
@@ -707,7 +702,7 @@ int vr_sample(vr_member *m, int dev, struct vr_books_sample *out)
 	if (!m || !out || dev < 0 || dev >= VR_MAX_DEVICES)
 		return -EINVAL;
 	memset(out, 0, sizeof(*out));
-	if (detached(m))
+	if (vr_is_detached(m))
 		return -EIO;
 	int rc = vr_region_lock(m);
 	if (rc < 0)

@@ -23,7 +23,7 @@
  *   - A request that finds no room asks the books exactly, after giving
  *     back its own lane's spare. Other threads' spare (at most two quanta
  *     per lane, a 32,768th of the cap each) is not taken from them: such a
- *     request may be refused that much early, and the denial says so.
+ *     request may be refused that much early (README, "What is counted").
  *   - Small caps (under 256 MiB) have no lanes: the books are exact there.
  */
 #include <errno.h>
@@ -149,11 +149,6 @@ static int lane_take(vr_member *m, struct lane *l)
 	}
 }
 
-static inline int detached(vr_member *m)
-{
-	return atomic_load_explicit(&m->detached, memory_order_relaxed) != 0;
-}
-
 /* Raises the peaks to what is handed out once l's spare is set aside. */
 static inline void lane_peaks(const struct lane *l)
 {
@@ -169,7 +164,7 @@ static int reserve_slow(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use,
 	struct lane *l = &me;
 	uint64_t q = dev >= 0 && dev < VR_MAX_DEVICES ? m->priv[dev].quantum : 0;
 	int mine = m->lane_gen && (l->gen == m->lane_gen || lane_take(m, l));
-	if (!mine || detached(m))
+	if (!mine || vr_is_detached(m))
 		return vr_books_take(m, dev, bytes, 0, in_use, how);
 	if (bytes > q) {
 		/* Too big for a lane: exactly, and before a refusal, with this
@@ -201,7 +196,7 @@ static inline int reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *in_us
 	/* bytes - 1 < spare: 0 < bytes <= spare. A lane with spare belongs to
 	 * a member with lanes (gen != 0). */
 	if (VR_LIKELY(l->gen == m->lane_gen && l->dev == dev && bytes - 1 < l->spare &&
-	              !detached(m))) {
+	              !vr_is_detached(m))) {
 		l->spare -= bytes;
 		publish(l);
 		lane_peaks(l);
@@ -225,7 +220,7 @@ static void release_slow(vr_member *m, int dev, uint64_t bytes)
 {
 	struct lane *l = &me;
 	int mine = m->lane_gen && (l->gen == m->lane_gen || lane_take(m, l));
-	if (mine && !detached(m) && dev >= 0 && dev < VR_MAX_DEVICES && l->spare == 0 &&
+	if (mine && !vr_is_detached(m) && dev >= 0 && dev < VR_MAX_DEVICES && l->spare == 0 &&
 	    bytes - 1 < m->priv[dev].quantum) {
 		point(m, l, dev);
 		l->spare = bytes;
@@ -250,7 +245,7 @@ void vr_release(vr_member *m, int dev, uint64_t bytes)
 	/* bytes - 1 < q: 0 < bytes <= q, and q != 0 only while the lane is
 	 * this member's, pointed at a device. */
 	if (VR_LIKELY(m && l->gen == m->lane_gen && l->dev == dev && bytes - 1 < l->q &&
-	              !detached(m))) {
+	              !vr_is_detached(m))) {
 		l->spare += bytes;
 		if (VR_UNLIKELY(l->spare > 2 * l->q))
 			give_excess(m, l);

@@ -70,6 +70,12 @@ struct vr_member {
 #define VR_LOCK_WAITERS    0x80000000u
 #define VR_LOCK_TOKEN_MASK (~VR_LOCK_SLOT_MASK & ~VR_LOCK_WAITERS)
 
+/* 1 once the member keeps its own books (damage: books.c, vr_detach). */
+static inline int vr_is_detached(vr_member *m)
+{
+	return atomic_load_explicit(&m->detached, memory_order_acquire) != 0;
+}
+
 /* Counts read from the segment, clamped to what the layout holds. */
 static inline uint32_t vr_hdr_ndev(const struct vr_region_hdr *h)
 {
@@ -187,15 +193,17 @@ static inline uint64_t vr_lane_word(const struct vr_slot *s, uint32_t i)
 {
 	return atomic_load_explicit((_Atomic uint64_t *)&s->lanes[i].word, memory_order_relaxed);
 }
+/* The bytes a lane word holds spare on device d (0: another device). */
+static inline uint64_t vr_lane_spare_on(uint64_t w, uint32_t d)
+{
+	return w >> VR_LANE_DEV_SHIFT == (uint64_t)d + 1 ? w & VR_TOT_MAX : 0;
+}
 /* The bytes slot s's lanes hold spare on device d, never more than held. */
 static inline uint64_t vr_lanes_spare(const struct vr_slot *s, uint32_t d, uint64_t held)
 {
 	uint64_t spare = 0;
-	for (uint32_t i = 0; i < VR_LANES; i++) {
-		uint64_t w = vr_lane_word(s, i);
-		if (w >> VR_LANE_DEV_SHIFT == (uint64_t)d + 1)
-			spare += w & VR_TOT_MAX;
-	}
+	for (uint32_t i = 0; i < VR_LANES; i++)
+		spare += vr_lane_spare_on(vr_lane_word(s, i), d);
 	return spare < held ? spare : held;
 }
 /* What slot s's member has handed out on device d: held less spare. */

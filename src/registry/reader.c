@@ -130,8 +130,7 @@ static uint64_t copy_spare(const struct slot_copy *c, uint32_t d)
 {
 	uint64_t spare = 0;
 	for (int i = 0; i < VR_LANES; i++)
-		if (c->lanes[i] >> VR_LANE_DEV_SHIFT == (uint64_t)d + 1)
-			spare += c->lanes[i] & VR_TOT_MAX;
+		spare += vr_lane_spare_on(c->lanes[i], d);
 	return spare;
 }
 
