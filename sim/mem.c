@@ -260,6 +260,26 @@ void sim_mem_sync(int dev)
 
 static void free_alloc(struct alloc *a);
 
+static void host_unlink(struct host *h)
+{
+	for (struct host **pp = &m.hosts; *pp; pp = &(*pp)->next)
+		if (*pp == h) {
+			*pp = h->next;
+			return;
+		}
+}
+
+/* Forgets a pinned host record: unpinned, unmapped unless the program's
+ * own (registered), freed. */
+static void host_drop(struct host *h)
+{
+	host_unpin(h->size);
+	host_unlink(h);
+	if (!h->registered)
+		munmap(h->p, h->size);
+	free(h);
+}
+
 void sim_mem_ctx_destroyed(struct sim_ctx *c)
 {
 	for (unsigned b = 0; b < NBUCKETS; b++) {
@@ -278,16 +298,10 @@ void sim_mem_ctx_destroyed(struct sim_ctx *c)
 		}
 	/* NVIDIA's cuCtxDestroy reference: cuMemAllocHost memory goes with
 	 * its context (cuMemHostAlloc's is not said to). */
-	for (struct host **pp = &m.hosts; *pp;) {
-		struct host *h = *pp;
-		if (h->ctx != c || !h->with_ctx || h->registered) {
-			pp = &h->next;
-			continue;
-		}
-		*pp = h->next;
-		host_unpin(h->size);
-		munmap(h->p, h->size);
-		free(h);
+	for (struct host *h = m.hosts, *next; h; h = next) {
+		next = h->next;
+		if (h->ctx == c && h->with_ctx)
+			host_drop(h);
 	}
 }
 
@@ -757,15 +771,6 @@ CUresult simi_cuMemAllocHost(void **pp, unsigned int bytesize)
 	return simi_cuMemAllocHost_v2(pp, bytesize);
 }
 
-static void host_unlink(struct host *h)
-{
-	for (struct host **pp = &m.hosts; *pp; pp = &(*pp)->next)
-		if (*pp == h) {
-			*pp = h->next;
-			return;
-		}
-}
-
 /* Synchronises implicitly: refused while a capture forbids that. */
 CUresult simi_cuMemFreeHost(void *p)
 {
@@ -776,10 +781,7 @@ CUresult simi_cuMemFreeHost(void *p)
 	struct host *h = p ? host_find(p, 1) : NULL;
 	if (!h || h->registered)
 		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
-	host_unpin(h->size);
-	host_unlink(h);
-	munmap(h->p, h->size);
-	free(h);
+	host_drop(h);
 	SIM_UNLOCK_RETURN(CUDA_SUCCESS);
 }
 
@@ -821,9 +823,7 @@ CUresult simi_cuMemHostUnregister(void *p)
 	struct host *h = p ? host_find(p, 1) : NULL;
 	if (!h || !h->registered)
 		SIM_UNLOCK_RETURN(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
-	host_unpin(h->size);
-	host_unlink(h);
-	free(h);
+	host_drop(h);
 	SIM_UNLOCK_RETURN(CUDA_SUCCESS);
 }
 
