@@ -37,21 +37,23 @@ int vr_slot_alive(int fd, uint32_t i)
  * PID that exists counts as not gone without reading its start time, which
  * errs toward keeping the slot for a later, exact look (a denial's).
  */
-int vr_member_gone(const struct vr_slot *s, int exact)
+/* 1 if pid exists and (exact) is the process that started at st. */
+static int still_there(int32_t pid, uint64_t st, int exact)
 {
-	uint64_t st = s->start_time, now;
-	if (!st)
-		return 1; /* nothing to compare: the lock decides */
+	uint64_t now;
 	/* kill(pid, 0) first: a PID that does not exist needs no /proc read,
 	 * and most dead members a join comes across are reaped already. */
-	if (s->pid > 0 && vr_proc_exists(NULL, s->pid) &&
-	    (!exact || (vr_proc_start_time(NULL, s->pid, &now) == 0 && now == st)))
-		return 0;
-	if (s->nspid_outer > 0 && s->nspid_outer != s->pid &&
-	    vr_proc_exists(NULL, s->nspid_outer) &&
-	    (!exact || (vr_proc_start_time(NULL, s->nspid_outer, &now) == 0 && now == st)))
-		return 0;
-	return 1;
+	return pid > 0 && vr_proc_exists(NULL, pid) &&
+	       (!exact || (vr_proc_start_time(NULL, pid, &now) == 0 && now == st));
+}
+
+int vr_member_gone(const struct vr_slot *s, int exact)
+{
+	uint64_t st = s->start_time;
+	if (!st)
+		return 1; /* nothing to compare: the lock decides */
+	return !still_there(s->pid, st, exact) &&
+	       (s->nspid_outer == s->pid || !still_there(s->nspid_outer, st, exact));
 }
 
 int vr_unreaped_others(struct vr_region_hdr *h, uint32_t self)
