@@ -141,6 +141,25 @@ twait() { # twait TEXT: until the screen shows it (at most ~10 s)
 	fail "$shell: '$1' never appeared:"; tscreen | sed 's/^/      /' >&2
 	return 1
 }
+tline() { # tline PROMPT: until the line being edited is the prompt alone
+	# (Enter is never pressed at PROMPT: its one line is the current one)
+	local i
+	for i in $(seq 100); do
+		tscreen | grep -qxF -- "${1% }" && return 0
+		sleep 0.1
+	done
+	fail "$shell: the prompt '$1' never came back clean:"; tscreen | sed 's/^/      /' >&2
+	return 1
+}
+ttype() { # ttype PROMPT KEYS...: a fresh line, then the keys (no typing
+	# over a line still being redrawn: a slow completion in a sanitizer
+	# build garbled the next line's start)
+	local prompt=$1
+	shift
+	tkeys C-u
+	tline "$prompt"
+	tkeys "$@"
+}
 tstart() { # tstart SHELL-COMMAND: an interactive shell with this test's environment
 	tmux -S "$sock" new-session -d -x 200 -y 50 \
 		"env PATH='$PATH' HOME='$HOME' JUPYTER_PATH='$JUPYTER_PATH' JUPYTER_DATA_DIR='$JUPYTER_DATA_DIR' VRAMSIM_DEVICES='$VRAMSIM_DEVICES' VRAMSIM_STATE_DIR='$VRAMSIM_STATE_DIR' VRAMCTL_REGISTRY_DIR='$VRAMCTL_REGISTRY_DIR' LD_LIBRARY_PATH='${LD_LIBRARY_PATH:-}' $1"
@@ -156,20 +175,20 @@ vramctl completion bash >bash_vramctl
 tstart "bash --norc --noprofile -i"
 tkeys "PS1='bash> '; bind 'set show-all-if-ambiguous on'; [ -r /usr/share/bash-completion/bash_completion ] && . /usr/share/bash-completion/bash_completion; . $PWD/bash_vramctl; echo READY" Enter
 twait READY
-tkeys C-u 'vramctl ru' Tab X
+ttype "$shell> " 'vramctl ru' Tab X
 twait 'bash> vramctl run X'
 # Readline splits at '=': what follows it is completed and inserted.
-tkeys C-u 'vramctl status --format=j' Tab X
+ttype "$shell> " 'vramctl status --format=j' Tab X
 twait 'bash> vramctl status --format=json X'
-tkeys C-u 'vramctl run --group tr' Tab X
+ttype "$shell> " 'vramctl run --group tr' Tab X
 twait 'bash> vramctl run --group trainers X'
 if sim_only; then
-	tkeys C-u 'vramctl run --limit=0=4' Tab
+	ttype "$shell> " 'vramctl run --limit=0=4' Tab
 	twait '4G'
-	tkeys C-u 'vramctl run --limit 0=4G,' Tab
+	ttype "$shell> " 'vramctl run --limit 0=4G,' Tab
 	twait '4G,1='
 fi
-tkeys C-u 'vramctl run --limit 1G -- printf' Tab X
+ttype "$shell> " 'vramctl run --limit 1G -- printf' Tab X
 twait 'bash> vramctl run --limit 1G -- printf X'
 tmux -S "$sock" kill-server
 
@@ -181,17 +200,17 @@ if command -v zsh >/dev/null; then
 	tstart "zsh -f -i"
 	tkeys "PS1='zsh> '; fpath=($PWD/zfunc \$fpath); autoload -U compinit; compinit -u -D; echo READY" Enter
 	twait READY
-	tkeys C-u 'vramctl ru' Tab X
+	ttype "$shell> " 'vramctl ru' Tab X
 	twait 'zsh> vramctl run X'
-	tkeys C-u 'vramctl status --format j' Tab
+	ttype "$shell> " 'vramctl status --format j' Tab
 	twait 'zsh> vramctl status --format json'
-	tkeys C-u 'vramctl run --limit 4' Tab Tab
+	ttype "$shell> " 'vramctl run --limit 4' Tab Tab
 	twait '4G'
-	tkeys C-u 'vramctl run --group tr' Tab
+	ttype "$shell> " 'vramctl run --group tr' Tab
 	twait 'zsh> vramctl run --group trainers'
-	tkeys C-u 'vramctl run --limit 1G -- printf' Tab X
+	ttype "$shell> " 'vramctl run --limit 1G -- printf' Tab X
 	twait 'zsh> vramctl run --limit 1G -- printf X'
-	tkeys C-u 'vramctl kernel remove py' Tab Tab
+	ttype "$shell> " 'vramctl kernel remove py' Tab Tab
 	twait 'pyk'
 	tmux -S "$sock" kill-server
 else
