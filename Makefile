@@ -89,6 +89,12 @@ build-all: $(ALL_TARGETS)
 test: build-all $(TESTS)
 	@tests/run --build $(O) --driver $(DRIVER) $(if $(T),--filter "$(T)") $(TESTS) $(TEST_SCRIPTS)
 
+# The test programs and scripts of this build, one per line (for running the
+# suite elsewhere, e.g. bench/gpu/device.sh against a real driver).
+.PHONY: list-tests
+list-tests:
+	@printf '%s\n' $(TESTS) $(TEST_SCRIPTS)
+
 # The README's test command: every build variant's suite (tests/check).
 check:
 	@tests/check

@@ -83,3 +83,10 @@ bench-start: $(O)/bench/start_bench $(O)/bench/start_child $(O)/bench/nulldriver
 	@LD_LIBRARY_PATH=$(abspath $(O))/bench/nulldriver $(O)/bench/start_bench $(abspath $(VRAMCTL)) $(abspath $(O))/bench/start_child
 BENCH_TARGETS += bench-start
 bench: bench-start
+
+# The driver's facts the simulator has to choose (bench/gpu/driver_facts.c):
+# run on a machine with a GPU, e.g. by bench/gpu/device.sh.
+$(O)/bench/driver_facts: bench/gpu/driver_facts.c $(SIM_CUDA) $(SIM_NVML)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -o $@ $< -L$(O)/sim -lcuda -lnvidia-ml $(BASE_LDFLAGS)
+ALL_TARGETS += $(O)/bench/driver_facts

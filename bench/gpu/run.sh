@@ -16,7 +16,8 @@
 # with the uncapped result (slowdown and spilled bytes printed), and fails
 # with PyTorch's OOM error without --spill.
 # First, vramctl doctor on the real driver (a failed check fails the run).
-# Frameworks that are not installed are skipped. Needs the NVIDIA driver; it
+# Frameworks that are not installed are skipped; ONLY=REGEX runs only the
+# cases whose name matches. A failed case prints the end of its output. Needs the NVIDIA driver; it
 # does nothing without a GPU. Exit status: 0 when every case that ran
 # passed, 1 otherwise.
 set -u
@@ -39,6 +40,19 @@ echo "GPU 0: $(nvidia-smi --query-gpu=name --format=csv,noheader -i 0), ${total}
 echo "vramctl library: $lib"
 
 fail=0
+# wanted NAME: 0 when ONLY is unset or matches NAME.
+wanted() { [ -z "${ONLY:-}" ] || [[ $1 =~ $ONLY ]]; }
+# verdict OUTPUT: prints OUTPUT's last line; on anything but PASS, the lines
+# before it too (the library's and the framework's own words), and fails.
+verdict() {
+	local last
+	last=$(printf '%s\n' "$1" | tail -n 1)
+	printf '%s\n' "$last"
+	case $last in
+	*PASS*) ;;
+	*) printf '%s\n' "$1" | tail -n 12 | head -n 11 | sed 's/^/      | /'; fail=1 ;;
+	esac
+}
 # The machine first: vramctl doctor against the real driver (its self-test
 # runs every way into the driver under a 64 MiB cap on GPU 0).
 echo "--- vramctl doctor"
@@ -49,6 +63,7 @@ echo "---"
 case_() {
 	local name=$1 module=$2 script=$3
 	shift 3
+	wanted "$name" || return
 	if ! "$py" -c "import $module" >/dev/null 2>&1; then
 		printf '%-34s skipped (%s not installed)\n' "$name" "$module"
 		return
@@ -56,9 +71,9 @@ case_() {
 	local base capped
 	base=$(env "$@" "$py" "$here/$script" --cap 0 2>&1 | tail -n 1)
 	capped=$(env "$@" LD_PRELOAD="$lib" VRAMCTL_LIMIT="$cap" VRAMCTL_GROUP="gpubench-$$" \
-		"$py" "$here/$script" --cap "$cap" 2>&1 | tail -n 1)
-	printf '%-34s uncapped: %s\n%-34s capped:   %s\n' "$name" "$base" "" "$capped"
-	case $capped in *PASS*) ;; *) fail=1 ;; esac
+		"$py" "$here/$script" --cap "$cap" 2>&1)
+	printf '%-34s uncapped: %s\n%-34s capped:   ' "$name" "$base" ""
+	verdict "$capped"
 }
 
 case_ "pytorch default" torch torch_case.py
@@ -79,6 +94,7 @@ scap=$cap
 spill_case() { # NAME [VAR=value...]
 	local name=$1 ref
 	shift
+	wanted "$name" || return
 	if ! "$py" -c "import torch" >/dev/null 2>&1; then
 		printf '%-34s skipped (torch not installed)\n' "$name"
 		return
@@ -87,13 +103,13 @@ spill_case() { # NAME [VAR=value...]
 	printf '%-34s %s\n' "$name" "$(env "$@" "$py" "$here/torch_spill.py" --size "$scap" --ref "$ref" 2>&1 | tail -n 1)"
 	local out
 	out=$(env "$@" VRAMCTL="$vramctl" "$vramctl" run --limit "$scap" --spill=$((scap * 2)) -- \
-		"$py" "$here/torch_spill.py" --cap "$scap" --ref "$ref" 2>&1 | tail -n 1)
-	printf '%-34s %s\n' "" "$out"
-	case $out in *PASS*) ;; *) fail=1 ;; esac
+		"$py" "$here/torch_spill.py" --cap "$scap" --ref "$ref" 2>&1)
+	printf '%-34s ' ""
+	verdict "$out"
 	out=$(env "$@" "$vramctl" run --limit "$scap" -- \
-		"$py" "$here/torch_spill.py" --cap "$scap" --expect oom 2>&1 | tail -n 1)
-	printf '%-34s without --spill: %s\n' "" "$out"
-	case $out in *PASS*) ;; *) fail=1 ;; esac
+		"$py" "$here/torch_spill.py" --cap "$scap" --expect oom 2>&1)
+	printf '%-34s without --spill: ' ""
+	verdict "$out"
 	rm -f "$ref"
 }
 spill_case "pytorch spill (default)"
