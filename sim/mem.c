@@ -335,6 +335,15 @@ void sim_mem_reset_after_fork(void)
 
 /* ---- linear memory ---- */
 
+/* What a linear block takes on the card (charged): over 1 MiB, whole 2 MiB
+ * pages; smaller blocks share pages and take their size (driver 580 on an
+ * H200, bench/gpu/driver_facts; its first small block takes a whole page,
+ * which is not modelled). */
+static size_t linear_charge(size_t size)
+{
+	return size > ((size_t)1 << 20) ? sim_round_up(size, SIM_GRANULARITY) : size;
+}
+
 /* cuMemAlloc and its kin are "potentially unsafe" during capture (cuda.h,
  * cuThreadExchangeStreamCaptureMode: "a call to cudaMalloc may be unsafe"). */
 static CUresult linear_alloc(CUdeviceptr *dptr, size_t size, size_t charge, int low)
@@ -382,7 +391,7 @@ CUresult simi_cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 	SIM_LOCK_INIT();
 	if (!dptr || bytesize == 0)
 		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
-	SIM_UNLOCK_RETURN(linear_alloc(dptr, bytesize, bytesize, 0));
+	SIM_UNLOCK_RETURN(linear_alloc(dptr, bytesize, linear_charge(bytesize), 0));
 }
 
 CUresult simi_cuMemAlloc(unsigned int *dptr, unsigned int bytesize)
@@ -391,7 +400,7 @@ CUresult simi_cuMemAlloc(unsigned int *dptr, unsigned int bytesize)
 	SIM_LOCK_INIT();
 	if (!dptr || bytesize == 0)
 		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
-	CUresult rc = linear_alloc(&p, bytesize, bytesize, 1);
+	CUresult rc = linear_alloc(&p, bytesize, linear_charge(bytesize), 1);
 	if (rc == CUDA_SUCCESS)
 		*dptr = (unsigned int)p;
 	SIM_UNLOCK_RETURN(rc);
@@ -410,7 +419,7 @@ CUresult simi_cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t Width
 	pitch = sim_round_up(WidthInBytes, SIM_PITCH_ALIGN);
 	if (pitch < WidthInBytes || Height > SIZE_MAX / pitch)
 		SIM_UNLOCK_RETURN(CUDA_ERROR_OUT_OF_MEMORY);
-	CUresult rc = linear_alloc(dptr, pitch * Height, pitch * Height, 0);
+	CUresult rc = linear_alloc(dptr, pitch * Height, linear_charge(pitch * Height), 0);
 	if (rc == CUDA_SUCCESS)
 		*pPitch = pitch;
 	SIM_UNLOCK_RETURN(rc);
@@ -428,7 +437,7 @@ CUresult simi_cuMemAllocPitch(unsigned int *dptr, unsigned int *pPitch, unsigned
 	pitch = sim_round_up(WidthInBytes, SIM_PITCH_ALIGN);
 	if ((uint64_t)pitch * Height > 0xffffffffu)
 		SIM_UNLOCK_RETURN(CUDA_ERROR_OUT_OF_MEMORY);
-	CUresult rc = linear_alloc(&p, pitch * Height, pitch * Height, 1);
+	CUresult rc = linear_alloc(&p, pitch * Height, linear_charge(pitch * Height), 1);
 	if (rc == CUDA_SUCCESS) {
 		*dptr = (unsigned int)p;
 		*pPitch = (unsigned int)pitch;
@@ -959,12 +968,11 @@ CUresult simi_cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
 	struct alloc *a = alloc_find(dptr);
 	/* cuda.h: "During stream capture, this function results in the creation
 	 * of a free node and must therefore be passed the address of a graph
-	 * allocation." Anything else is an error, which breaks the capture. */
+	 * allocation." Anything else is refused; driver 580 on an H200 leaves
+	 * the capture active (bench/gpu/driver_facts, docs/real-gpu.md). */
 	if (sim_stream_capture(hStream) == CU_STREAM_CAPTURE_STATUS_ACTIVE &&
-	    (!a || a->kind != K_GRAPH)) {
-		sim_stream_invalidate(hStream);
+	    (!a || a->kind != K_GRAPH))
 		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
-	}
 	if (!a || a->kind == K_IPC)
 		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
 	free_alloc(a);
@@ -1192,7 +1200,11 @@ CUresult simi_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 	if (prop->requestedHandleTypes & ~CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
 		SIM_UNLOCK_RETURN(CUDA_ERROR_NOT_SUPPORTED);
 	int host = prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE;
-	if (host && prop->requestedHandleTypes != 0)
+	/* Host memory takes no IPC handle types, and no GPUDirect RDMA or
+	 * compression flag (driver 580 on an H200 refuses the flag PyTorch's
+	 * expandable segments set; bench/gpu/driver_facts). */
+	if (host && (prop->requestedHandleTypes != 0 || prop->allocFlags.gpuDirectRDMACapable ||
+	             prop->allocFlags.compressionType))
 		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
 	struct vmm *v = calloc(1, sizeof(*v));
 	if (!v)

@@ -26,6 +26,18 @@ static inline uint64_t round_up(uint64_t x, uint64_t to)
 	return (x + to - 1) / to * to;
 }
 
+/*
+ * What linear memory (cuMemAlloc, cuMemAllocPitch) takes on the card: a
+ * block over 1 MiB takes whole 2 MiB pages, smaller blocks share pages
+ * (driver 580 on an H200: cuMemGetInfo's free and NVML's process list both
+ * drop by this; bench/gpu/driver_facts, docs/real-gpu.md). The books count
+ * this, so the card's own figure stays under the cap.
+ */
+static inline uint64_t on_card(uint64_t bytes)
+{
+	return bytes > MIB ? round_up(bytes, 2 * MIB) : bytes;
+}
+
 /* The device of the current context into d, or return the error of the
  * look-up that failed: an allocation is refused, never made uncounted. */
 #define VR_CURRENT_DEVICE(d)                                                                       \
@@ -205,8 +217,8 @@ VR_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 	if (!dptr || bytesize == 0)
 		return vr_real.cuMemAlloc_v2(dptr, bytesize);
 	VR_CURRENT_DEVICE(d);
-	VR_ALLOC_SPILL(d, VR_KIND_LINEAR, bytesize, vr_real.cuMemAlloc_v2(dptr, bytesize), *dptr,
-	               vr_spill_linear(d, dptr, bytesize));
+	VR_ALLOC_SPILL(d, VR_KIND_LINEAR, on_card(bytesize), vr_real.cuMemAlloc_v2(dptr, bytesize),
+	               *dptr, vr_spill_linear(d, dptr, bytesize));
 }
 
 VR_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
@@ -275,7 +287,7 @@ VR_EXPORT CUresult cuMemAlloc(unsigned int *dptr, unsigned int bytesize)
 	if (!dptr || bytesize == 0)
 		return vr_real.cuMemAlloc(dptr, bytesize);
 	VR_CURRENT_DEVICE(d);
-	VR_ALLOC(d, VR_KIND_LINEAR, bytesize, vr_real.cuMemAlloc(dptr, bytesize), *dptr);
+	VR_ALLOC(d, VR_KIND_LINEAR, on_card(bytesize), vr_real.cuMemAlloc(dptr, bytesize), *dptr);
 }
 
 VR_EXPORT CUresult cuMemFree(unsigned int dptr)
@@ -311,12 +323,13 @@ VR_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t 
 	if (bound > UINT64_MAX / Height)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	VR_CURRENT_DEVICE(d);
-	bound *= Height;
+	uint64_t host = bound * Height;
+	bound = on_card(host);
 	/* Past the cap (with spill on and arguments the driver would take):
 	 * the driver's own pitch rule, 512 bytes, on host memory. */
 	int r = vr_policy_reserve_spillable(d, bound);
 	if (r > 0 && (ElementSizeBytes == 4 || ElementSizeBytes == 8 || ElementSizeBytes == 16)) {
-		CUresult src = vr_spill_linear(d, dptr, bound);
+		CUresult src = vr_spill_linear(d, dptr, host);
 		if (src == CUDA_SUCCESS)
 			*pPitch = round_up(WidthInBytes, 512);
 		return src;
@@ -333,7 +346,7 @@ VR_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t 
 		vr_policy_release(d, bound);
 		return rc;
 	}
-	uint64_t actual = (uint64_t)*pPitch * Height;
+	uint64_t actual = on_card((uint64_t)*pPitch * Height);
 	if (actual < bound) {
 		vr_policy_release(d, bound - actual);
 	} else if (actual > bound && vr_policy_reserve(d, actual - bound) != 0) {

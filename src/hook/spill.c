@@ -178,9 +178,14 @@ CUresult vr_spill_vmm(struct vr_dev *d, CUmemGenericAllocationHandle *handle, si
 	if (vr_books_spill(d, size, &spilled, &budget) != 0)
 		return deny_budget(d, size, spilled, budget);
 	/* The program's request on the host NUMA node nearest the device (0
-	 * where the system has no NUMA). Host handles are never IPC-capable:
-	 * cuda.h wants requestedHandleTypes 0 for them. */
-	CUmemAllocationProp hp = *prop;
+	 * where the system has no NUMA), with only what host memory takes:
+	 * its type, no IPC handle types (cuda.h wants requestedHandleTypes 0),
+	 * and none of the device's flags (GPUDirect RDMA, which PyTorch's
+	 * expandable segments ask for where the device has it, and
+	 * compression: driver 580 refuses host memory with them). */
+	CUmemAllocationProp hp;
+	memset(&hp, 0, sizeof hp);
+	hp.type = prop->type;
 	hp.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
 	int numa = atomic_load(&d->host_numa);
 	hp.location.id = numa >= 0 ? numa : 0;

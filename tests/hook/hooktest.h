@@ -173,6 +173,30 @@ static inline nvmlDevice_t ht_nvml_dev(CUdevice dev)
 	return n;
 }
 
+/* Device 0's total as NVML reports it, for the parent (no library): on a
+ * real card larger than cuDeviceTotalMem, as NVML also counts the memory the
+ * driver reserves for itself. Uncapped, each interface keeps its own. */
+static inline uint64_t ht_nvml_total(void)
+{
+	nvmlMemory_t m;
+	ASSERT_CU(nvmlDeviceGetMemoryInfo(ht_nvml_dev(ht_dev0()), &m), NVML_SUCCESS);
+	return m.total;
+}
+
+/* What a linear block takes on the card, and so in the books: over 1 MiB,
+ * whole 2 MiB pages (src/hook/alloc.c, docs/real-gpu.md). */
+static inline uint64_t ht_on_card(uint64_t bytes)
+{
+	return bytes > MiB ? (bytes + 2 * MiB - 1) / (2 * MiB) * (2 * MiB) : bytes;
+}
+
+/* n tenths of cap in whole 2 MiB pages: a block that takes on the card
+ * exactly what it asks for. */
+static inline uint64_t ht_tenths(uint64_t cap, unsigned n)
+{
+	return cap / 10 * n / (2 * MiB) * (2 * MiB);
+}
+
 static inline uint64_t ht_env_u64(const char *name)
 {
 	const char *v = getenv(name);

@@ -26,14 +26,14 @@ static int parent(void)
 	uint64_t cap = ht_env_u64("T_CAP");
 	ht_ctx();
 	CUdeviceptr a;
-	ASSERT_CU(cuMemAlloc_v2(&a, cap / 10 * 6), CUDA_SUCCESS);
+	ASSERT_CU(cuMemAlloc_v2(&a, ht_tenths(cap, 6)), CUDA_SUCCESS);
 	ASSERT_EQ(run_self("child"), 0);
 	/* The child ended holding 30 %: the group reclaims a dead member's
 	 * memory before it refuses anyone, so 40 % fits again. */
 	CUdeviceptr c;
-	ASSERT_CU(cuMemAlloc_v2(&c, cap / 10 * 4), CUDA_SUCCESS);
+	ASSERT_CU(cuMemAlloc_v2(&c, ht_tenths(cap, 4)), CUDA_SUCCESS);
 	ASSERT_CU(cuMemFree_v2(c), CUDA_SUCCESS);
-	ASSERT_UEQ(ht_free(), cap - cap / 10 * 6);
+	ASSERT_UEQ(ht_free(), cap - ht_tenths(cap, 6));
 
 	/* fork without exec: the child only exits; the parent is unharmed. */
 	fflush(NULL);
@@ -44,7 +44,7 @@ static int parent(void)
 	int st;
 	ASSERT_EQ(waitpid(pid, &st, 0), pid);
 	ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	ASSERT_UEQ(ht_free(), cap - cap / 10 * 6);
+	ASSERT_UEQ(ht_free(), cap - ht_tenths(cap, 6));
 	ASSERT_CU(cuMemFree_v2(a), CUDA_SUCCESS);
 	ASSERT_UEQ(ht_free(), cap);
 	return 0;
@@ -54,10 +54,10 @@ static int child(void)
 {
 	uint64_t cap = ht_env_u64("T_CAP");
 	ht_ctx();
-	ASSERT_UEQ(ht_free(), cap - cap / 10 * 6); /* the parent's share shows */
+	ASSERT_UEQ(ht_free(), cap - ht_tenths(cap, 6)); /* the parent's share shows */
 	CUdeviceptr b;
-	ASSERT_CU(cuMemAlloc_v2(&b, cap / 10 * 6), CUDA_ERROR_OUT_OF_MEMORY);
-	ASSERT_CU(cuMemAlloc_v2(&b, cap / 10 * 3), CUDA_SUCCESS);
+	ASSERT_CU(cuMemAlloc_v2(&b, ht_tenths(cap, 6)), CUDA_ERROR_OUT_OF_MEMORY);
+	ASSERT_CU(cuMemAlloc_v2(&b, ht_tenths(cap, 3)), CUDA_SUCCESS);
 	return 0; /* exits holding it: the group reclaims it */
 }
 

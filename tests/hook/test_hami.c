@@ -14,10 +14,12 @@
 
 #include "hooktest.h"
 
-/* Total == T_CAP on every query path, a denial past it, room after a free. */
+/* Total == T_CAP on every query path (NVML's: T_NVML_TOTAL when set), a
+ * denial past it, room after a free. */
 static int child_capped(void)
 {
 	uint64_t cap = ht_env_u64("T_CAP");
+	uint64_t nvml_total = getenv("T_NVML_TOTAL") ? ht_env_u64("T_NVML_TOTAL") : cap;
 	CUdevice dev = ht_ctx();
 	size_t f = 0, t = 0, tot = 0;
 	ASSERT_CU(cuMemGetInfo_v2(&f, &t), CUDA_SUCCESS);
@@ -26,7 +28,7 @@ static int child_capped(void)
 	ASSERT_UEQ(tot, cap);
 	nvmlMemory_t m;
 	ASSERT_CU(nvmlDeviceGetMemoryInfo(ht_nvml_dev(dev), &m), NVML_SUCCESS);
-	ASSERT_UEQ(m.total, cap);
+	ASSERT_UEQ(m.total, nvml_total);
 	CUdeviceptr a = 0, b = 0;
 	ASSERT_CU(cuMemAlloc_v2(&a, cap / 10 * 6), CUDA_SUCCESS);
 	ASSERT_CU(cuMemAlloc_v2(&b, cap / 10 * 6), CUDA_ERROR_OUT_OF_MEMORY);
@@ -121,8 +123,9 @@ int main(int argc, char **argv)
 	ASSERT_EQ(ht_err_count("closed", "fail closed"), 1);
 
 	/* CUDA_DISABLE_CONTROL=true: HAMi's contract is off; the program sees
-	 * the whole device. */
-	const char *off[] = {lim0, "CUDA_DISABLE_CONTROL=true", ht_kv("T_CAP", total), NULL};
+	 * the whole device, each interface its own total. */
+	const char *off[] = {lim0, "CUDA_DISABLE_CONTROL=true", ht_kv("T_CAP", total),
+	                     ht_kv("T_NVML_TOTAL", ht_nvml_total()), NULL};
 	ASSERT_EQ(ht_run("capped", off), 0);
 
 	/* LIBCUDA_LOG_LEVEL=0 (errors only): the denial line is a warning. */

@@ -20,7 +20,7 @@
 #define ROUNDS  20
 
 static uint64_t cap, chunk_max;
-static _Atomic uint64_t held; /* what the program holds, by its own count */
+static _Atomic uint64_t held; /* what the program holds on the card, by its own count */
 static pthread_barrier_t bar;
 static CUcontext ctx;
 static nvmlDevice_t nvdev;
@@ -40,6 +40,7 @@ static void *worker(void *arg)
 			if (rc == CUDA_ERROR_OUT_OF_MEMORY)
 				break;
 			ASSERT_CU(rc, CUDA_SUCCESS);
+			sz = ht_on_card(sz); /* what it takes on the card and in the books */
 			size[n++] = sz;
 			uint64_t now = atomic_fetch_add(&held, sz) + sz;
 			ASSERT_ULE(now, cap);

@@ -10,7 +10,7 @@ static int child(void)
 {
 	uint64_t cap = ht_env_u64("T_CAP");
 	ht_ctx();
-	uint64_t part = cap / 10 * 6;
+	uint64_t part = ht_tenths(cap, 6);
 	CUdeviceptr a, b;
 	ASSERT_UEQ(ht_free(), cap);
 	ASSERT_CU(cuMemAlloc_v2(&a, part), CUDA_SUCCESS);
@@ -21,14 +21,14 @@ static int child(void)
 	ASSERT(h);
 	vr_pfn_cuMemAlloc_v2 al = (vr_pfn_cuMemAlloc_v2)dlsym(h, "cuMemAlloc_v2");
 	vr_pfn_cuMemFree_v2 fr = (vr_pfn_cuMemFree_v2)dlsym(h, "cuMemFree_v2");
-	ASSERT_CU(al(&b, cap / 10), CUDA_SUCCESS);
-	ASSERT_UEQ(ht_free(), cap - part - cap / 10);
+	ASSERT_CU(al(&b, ht_tenths(cap, 1)), CUDA_SUCCESS);
+	ASSERT_UEQ(ht_free(), cap - part - ht_tenths(cap, 1));
 	ASSERT_CU(fr(b), CUDA_SUCCESS);
 	void *p = NULL;
 	CUdriverProcAddressQueryResult st;
 	ASSERT_CU(cuGetProcAddress_v2("cuMemAlloc", &p, 12000, 0, &st), CUDA_SUCCESS);
-	ASSERT_CU(((vr_pfn_cuMemAlloc_v2)p)(&b, cap / 10), CUDA_SUCCESS);
-	ASSERT_UEQ(ht_free(), cap - part - cap / 10);
+	ASSERT_CU(((vr_pfn_cuMemAlloc_v2)p)(&b, ht_tenths(cap, 1)), CUDA_SUCCESS);
+	ASSERT_UEQ(ht_free(), cap - part - ht_tenths(cap, 1));
 	ASSERT_CU(cuMemFree_v2(b), CUDA_SUCCESS);
 	ASSERT_CU(cuMemFree_v2(a), CUDA_SUCCESS);
 	ASSERT_UEQ(ht_free(), cap);
