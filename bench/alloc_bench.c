@@ -113,6 +113,8 @@ int main(int argc, char **argv)
 	const char *n = getenv("ALLOC_BENCH_PAIRS");
 	if (n && atoi(n) > 0)
 		pairs = atoi(n);
+	if (warmup > pairs)
+		warmup = pairs;
 	if (argc > 1 && !strcmp(argv[1], "measure"))
 		return measure();
 	char lib[8192];
