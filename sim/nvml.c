@@ -366,36 +366,52 @@ static void card_usage(nvmlDevice_t d, unsigned long long *total, unsigned long 
 		*used = *total;
 }
 
-static nvmlReturn_t simn_nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
+/*
+ * A card's memory as NVML counts it: the memory the driver reserves for
+ * itself, which the driver's own total (cuDeviceTotalMem) leaves out, is in
+ * NVML's total and, in v1, its used; free is the driver's. An H200 with
+ * driver 580 reserves 615 MiB of 140 GiB (docs/real-gpu.md); the simulated
+ * card a 256th, in whole 2 MiB pages.
+ */
+static nvmlReturn_t mem_info(nvmlDevice_t device, void *out, unsigned long long *total,
+                             unsigned long long *used, unsigned long long *reserved)
 {
 	nvmlReturn_t rc = check_dev(device);
-	unsigned long long total, used;
 	if (rc != NVML_SUCCESS)
 		return rc;
-	if (!memory)
+	if (!out)
 		return NVML_ERROR_INVALID_ARGUMENT;
-	card_usage(device, &total, &used);
-	memory->total = total;
-	memory->used = used;
+	card_usage(device, total, used);
+	*reserved = *total / 256 / (2ull << 20) * (2ull << 20);
+	return NVML_SUCCESS;
+}
+
+static nvmlReturn_t simn_nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
+{
+	unsigned long long total, used, reserved;
+	nvmlReturn_t rc = mem_info(device, memory, &total, &used, &reserved);
+	if (rc != NVML_SUCCESS)
+		return rc;
+	memory->total = total + reserved;
+	memory->used = used + reserved;
 	memory->free = total - used;
 	return NVML_SUCCESS;
 }
 
-/* The v1 form's checks and figures, then the version check; nothing is
- * written on any error. The simulated card reserves nothing for the driver:
- * reserved is 0. */
+/* The v1 form's checks, then the version check; nothing is written on any
+ * error. v2 says apart what the driver reserves. */
 static nvmlReturn_t simn_nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
 {
-	nvmlMemory_t v1;
-	nvmlReturn_t rc = simn_nvmlDeviceGetMemoryInfo(device, memory ? &v1 : NULL);
+	unsigned long long total, used, reserved;
+	nvmlReturn_t rc = mem_info(device, memory, &total, &used, &reserved);
 	if (rc != NVML_SUCCESS)
 		return rc;
 	if (memory->version != nvmlMemory_v2)
 		return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
-	memory->total = v1.total;
-	memory->reserved = 0;
-	memory->used = v1.used;
-	memory->free = v1.free;
+	memory->total = total + reserved;
+	memory->reserved = reserved;
+	memory->used = used;
+	memory->free = total - used;
 	return NVML_SUCCESS;
 }
 

@@ -33,7 +33,7 @@ static int child_physical(void)
 	ASSERT_STR_EQ(name, "NVIDIA Simulated GPU 80GB");
 	nvmlMemory_t m;
 	ASSERT_CU(nvmlDeviceGetMemoryInfo(d, &m), NVML_SUCCESS);
-	ASSERT_UEQ(m.total, 80 * GiB);
+	ASSERT_UEQ(m.total, 80 * GiB + 320 * MiB); /* with the driver's reserve */
 	/* The driver renumbers: its device 0 is NVML's 2. */
 	ASSERT_CU(cuInit(0), CUDA_SUCCESS);
 	int cn;
@@ -67,7 +67,7 @@ static int child_unknown(void)
 	/* Memory info still knows the card's usage. */
 	nvmlMemory_t m;
 	ASSERT_CU(nvmlDeviceGetMemoryInfo(dev0(), &m), NVML_SUCCESS);
-	ASSERT_UEQ(m.used, 64 * MiB);
+	ASSERT_UEQ(m.used, 64 * MiB + 64 * MiB); /* the context, and the driver's reserve */
 	ASSERT_CU(nvmlShutdown(), NVML_SUCCESS);
 	return 0;
 }
@@ -179,15 +179,20 @@ int main(int argc, char **argv)
 	nvmlMemory_t m;
 	nvmlMemory_v2_t m2;
 	ASSERT_CU(nvmlDeviceGetMemoryInfo(d, &m), NVML_SUCCESS);
-	ASSERT_UEQ(m.total, 16 * GiB);
-	ASSERT_UEQ(m.used, 0);
+	/* NVML's total and used hold what the driver reserves (a 256th
+	 * here), which cuDeviceTotalMem leaves out; free is the driver's. */
+	ASSERT_UEQ(m.total, 16 * GiB + 64 * MiB);
+	ASSERT_UEQ(m.used, 64 * MiB);
+	ASSERT_UEQ(m.free, 16 * GiB);
 	memset(&m2, 0, sizeof(m2));
 	ASSERT_CU(nvmlDeviceGetMemoryInfo_v2(d, &m2), NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
 	m2.version = sizeof(nvmlMemory_v2_t) | 1u << 24;
 	ASSERT_CU(nvmlDeviceGetMemoryInfo_v2(d, &m2), NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
 	m2.version = nvmlMemory_v2;
 	ASSERT_CU(nvmlDeviceGetMemoryInfo_v2(d, &m2), NVML_SUCCESS);
-	ASSERT_UEQ(m2.total, 16 * GiB);
+	ASSERT_UEQ(m2.total, 16 * GiB + 64 * MiB);
+	ASSERT_UEQ(m2.reserved, 64 * MiB);
+	ASSERT_UEQ(m2.used, 0);
 	ASSERT_UEQ(m2.free + m2.used + m2.reserved, m2.total);
 
 	/* No processes: count 0, success, even with NULL infos. */
@@ -254,7 +259,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 2; i++)
 		ASSERT_UEQ(v1[i].usedGpuMemory, v1[i].pid == (unsigned)pid ? theirs : mine);
 	ASSERT_CU(nvmlDeviceGetMemoryInfo(d, &m), NVML_SUCCESS);
-	ASSERT_UEQ(m.used, mine + theirs);
+	ASSERT_UEQ(m.used, mine + theirs + 64 * MiB); /* and the driver's reserve */
 	ASSERT_EQ(write(down[1], "q", 1), 1);
 	int st;
 	ASSERT_EQ(waitpid(pid, &st, 0), pid);
