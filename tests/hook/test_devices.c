@@ -43,7 +43,7 @@ static int child_visible(void)
 	ASSERT_CU(cuDeviceTotalMem_v2(&t, d), CUDA_SUCCESS);
 	ASSERT_UEQ(t, GiB); /* the 4 GiB card, capped */
 	ASSERT_CU(nvmlInit_v2(), NVML_SUCCESS);
-	ASSERT_UEQ(nvml_total(1), GiB);     /* the same card in NVML's numbering */
+	ASSERT_UEQ(nvml_total(1), GiB); /* the same card in NVML's numbering */
 	/* A card the program cannot see: NVML's own total, which holds what
 	 * the driver reserves (a 256th on the simulator). */
 	ASSERT_UEQ(nvml_total(0), 8 * GiB + 32 * MiB);
