@@ -19,23 +19,9 @@
 #include "hook/spill.h"
 #include "hook/record.h"
 
-#define MIB (1024ull * 1024)
-
 static inline uint64_t round_up(uint64_t x, uint64_t to)
 {
 	return (x + to - 1) / to * to;
-}
-
-/*
- * What linear memory (cuMemAlloc, cuMemAllocPitch) takes on the card: a
- * block over 1 MiB takes whole 2 MiB pages, smaller blocks share pages
- * (driver 580 on an H200: cuMemGetInfo's free and NVML's process list both
- * drop by this; bench/gpu/driver_facts, docs/real-gpu.md). The books count
- * this, so the card's own figure stays under the cap.
- */
-static inline uint64_t on_card(uint64_t bytes)
-{
-	return bytes > MIB ? round_up(bytes, 2 * MIB) : bytes;
 }
 
 /* The device of the current context into d, or return the error of the
@@ -217,8 +203,13 @@ VR_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 	if (!dptr || bytesize == 0)
 		return vr_real.cuMemAlloc_v2(dptr, bytesize);
 	VR_CURRENT_DEVICE(d);
-	VR_ALLOC_SPILL(d, VR_KIND_LINEAR, on_card(bytesize), vr_real.cuMemAlloc_v2(dptr, bytesize),
-	               *dptr, vr_spill_linear(d, dptr, bytesize));
+	uint64_t charged;
+	int r = vr_policy_reserve_linear(d, bytesize, 1, &charged);
+	if (r > 0)
+		return vr_spill_linear(d, dptr, bytesize);
+	if (r < 0)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	VR_CALL_SETTLE(d, VR_KIND_LINEAR, charged, vr_real.cuMemAlloc_v2(dptr, bytesize), *dptr);
 }
 
 VR_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
@@ -287,7 +278,10 @@ VR_EXPORT CUresult cuMemAlloc(unsigned int *dptr, unsigned int bytesize)
 	if (!dptr || bytesize == 0)
 		return vr_real.cuMemAlloc(dptr, bytesize);
 	VR_CURRENT_DEVICE(d);
-	VR_ALLOC(d, VR_KIND_LINEAR, on_card(bytesize), vr_real.cuMemAlloc(dptr, bytesize), *dptr);
+	uint64_t charged;
+	if (vr_policy_reserve_linear(d, bytesize, 0, &charged) != 0)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	VR_CALL_SETTLE(d, VR_KIND_LINEAR, charged, vr_real.cuMemAlloc(dptr, bytesize), *dptr);
 }
 
 VR_EXPORT CUresult cuMemFree(unsigned int dptr)
@@ -324,10 +318,9 @@ VR_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t 
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	VR_CURRENT_DEVICE(d);
 	uint64_t host = bound * Height;
-	bound = on_card(host);
 	/* Past the cap (with spill on and arguments the driver would take):
 	 * the driver's own pitch rule, 512 bytes, on host memory. */
-	int r = vr_policy_reserve_spillable(d, bound);
+	int r = vr_policy_reserve_linear(d, host, 1, &bound);
 	if (r > 0 && (ElementSizeBytes == 4 || ElementSizeBytes == 8 || ElementSizeBytes == 16)) {
 		CUresult src = vr_spill_linear(d, dptr, host);
 		if (src == CUDA_SUCCESS)
@@ -346,7 +339,12 @@ VR_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t 
 		vr_policy_release(d, bound);
 		return rc;
 	}
-	uint64_t actual = on_card((uint64_t)*pPitch * Height);
+	/* Settled as it was charged: in pages, or as asked where the pages did
+	 * not fit (vr_policy_reserve_linear). */
+	int as_asked = bound == host && vr_on_card(host) != host;
+	uint64_t actual = (uint64_t)*pPitch * Height;
+	if (!as_asked)
+		actual = vr_on_card(actual);
 	if (actual < bound) {
 		vr_policy_release(d, bound - actual);
 	} else if (actual > bound && vr_policy_reserve(d, actual - bound) != 0) {

@@ -43,6 +43,32 @@ static inline int vr_policy_reserve_spillable(struct vr_dev *d, uint64_t bytes);
  * books and said, with why (rate limited like every denial). */
 void vr_policy_deny(struct vr_dev *d, uint64_t bytes, const char *why);
 
+/*
+ * The card's page: linear memory (cuMemAlloc, cuMemAllocPitch) over 1 MiB
+ * takes whole pages, smaller blocks share them (driver 580 on an H200:
+ * cuMemGetInfo's free and NVML's process list both drop by this;
+ * bench/gpu/driver_facts, docs/real-gpu.md). The books count what the card
+ * takes, so the card's own figure stays under the cap.
+ */
+#define VR_PAGE ((uint64_t)2 << 20)
+
+static inline uint64_t vr_on_card(uint64_t bytes)
+{
+	return bytes > VR_PAGE / 2 ? (bytes + VR_PAGE - 1) / VR_PAGE * VR_PAGE : bytes;
+}
+
+/*
+ * The reserve of a linear block of `bytes`: what the card takes
+ * (vr_on_card) into *charged, as vr_policy_reserve_spillable (spillable
+ * set) or vr_policy_reserve answers. Where that does not fit but the
+ * request does, the request alone is charged: a cap that is not a whole
+ * number of pages, and a program that asks for all it is shown free, still
+ * get what they were shown. The card then holds less than a page (3 MiB at
+ * worst, for a group) more than such a cap (README, "What is counted").
+ */
+static inline int vr_policy_reserve_linear(struct vr_dev *d, uint64_t bytes, int spillable,
+                                           uint64_t *charged);
+
 /* What the program is shown for a capped device, from the driver's (free,
  * total): total = min(cap, total); free = min(cap - group in-use, free),
  * never below zero, never above total. */
@@ -86,6 +112,21 @@ static inline int vr_policy_reserve_spillable(struct vr_dev *d, uint64_t bytes)
 	if (VR_LIKELY(!vr_books_spill_budget()))
 		return vr_policy_reserve(d, bytes) == 0 ? 0 : -1;
 	return vr_policy_spillable_(d, bytes);
+}
+
+static inline int vr_policy_reserve_linear(struct vr_dev *d, uint64_t bytes, int spillable,
+                                           uint64_t *charged)
+{
+	uint64_t page = vr_on_card(bytes), in_use = 0;
+	if (page != bytes && VR_LIKELY(d != NULL) && vr_books_reserve(d, page, &in_use) == 0) {
+		vr_rec_charge(d, (int64_t)page);
+		*charged = page;
+		return 0;
+	}
+	*charged = bytes;
+	if (spillable)
+		return vr_policy_reserve_spillable(d, bytes);
+	return vr_policy_reserve(d, bytes) == 0 ? 0 : -1;
 }
 
 #endif /* VRAMCTL_HOOK_POLICY_H */

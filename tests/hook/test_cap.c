@@ -160,6 +160,34 @@ static int child_invisible(void)
 	return 0;
 }
 
+/* A cap that is not a whole number of pages: blocks take pages while whole
+ * pages fit, and a program that asks for all it is shown free gets it. */
+static int child_odd(void)
+{
+	uint64_t cap = ht_env_u64("T_CAP");
+	CUdevice dev = ht_ctx();
+	nvmlDevice_t n = ht_nvml_dev(dev);
+	CUdeviceptr a, b;
+	ASSERT_UEQ(check_agree(dev, n, cap), cap);
+	ASSERT_CU(cuMemAlloc_v2(&a, cap), CUDA_SUCCESS);
+	ASSERT_UEQ(check_agree(dev, n, cap), 0);
+	ASSERT_CU(cuMemAlloc_v2(&b, 1), CUDA_ERROR_OUT_OF_MEMORY);
+	ASSERT_CU(cuMemFree_v2(a), CUDA_SUCCESS);
+	ASSERT_CU(cuMemAlloc_v2(&a, 3 * MiB), CUDA_SUCCESS);
+	ASSERT_UEQ(check_agree(dev, n, cap), cap - 4 * MiB);
+	uint64_t rest = cap - 4 * MiB;
+	ASSERT_CU(cuMemAlloc_v2(&b, rest), CUDA_SUCCESS); /* the last part page */
+	ASSERT_UEQ(check_agree(dev, n, cap), 0);
+	ASSERT_CU(cuMemFree_v2(b), CUDA_SUCCESS);
+	ASSERT_CU(cuMemFree_v2(a), CUDA_SUCCESS);
+	size_t pitch = 0;
+	ASSERT_CU(cuMemAllocPitch_v2(&a, &pitch, 4096, cap / 4096, 4), CUDA_SUCCESS);
+	ASSERT_UEQ(check_agree(dev, n, cap), cap - pitch * (cap / 4096));
+	ASSERT_CU(cuMemFree_v2(a), CUDA_SUCCESS);
+	ASSERT_UEQ(check_agree(dev, n, cap), cap);
+	return 0;
+}
+
 /* A program that only uses NVML (a monitor run under the cap). */
 static int child_nvmlonly(void)
 {
@@ -206,6 +234,8 @@ int main(int argc, char **argv)
 			return child_capped();
 		if (!strcmp(argv[1], "invisible"))
 			return child_invisible();
+		if (!strcmp(argv[1], "odd"))
+			return child_odd();
 		if (!strcmp(argv[1], "closed"))
 			return child_closed();
 		if (!strcmp(argv[1], "nvmlonly"))
@@ -229,6 +259,11 @@ int main(int argc, char **argv)
 	ASSERT_EQ(ht_run("capped", capped), 0);
 	ASSERT_GE(ht_err_count("capped", "vramctl: denied "), 3);
 	ASSERT_GE(ht_err_count("capped", " on GPU 0: cap "), 3);
+
+	/* A cap of whole pages and a half, and 4 KiB more. */
+	const char *odd[] = {ht_kv("VRAMCTL_LIMIT", cap + MiB + 4096),
+	                     ht_kv("T_CAP", cap + MiB + 4096), NULL};
+	ASSERT_EQ(ht_run("odd", odd), 0);
 
 	/* Per-device form and a UUID item apply the same way. */
 	char limit0[64];
