@@ -60,11 +60,12 @@ static inline uint64_t vr_on_card(uint64_t bytes)
 /*
  * The reserve of a linear block of `bytes`: what the card takes
  * (vr_on_card) into *charged, as vr_policy_reserve_spillable (spillable
- * set) or vr_policy_reserve answers. Where that does not fit but the
- * request does, the request alone is charged: a cap that is not a whole
- * number of pages, and a program that asks for all it is shown free, still
- * get what they were shown. The card then holds less than a page (3 MiB at
- * worst, for a group) more than such a cap (README, "What is counted").
+ * set) or vr_policy_reserve answers. One exception: a request for exactly
+ * all that is left, whose pages do not fit (a cap that is not a whole
+ * number of pages, such as --limit 10%), is charged as asked, so a program
+ * gets all it is shown free. The card then holds less than a page more than
+ * the cap; nothing is left, so the next such grant waits for a free (README,
+ * "What is counted").
  */
 static inline int vr_policy_reserve_linear(struct vr_dev *d, uint64_t bytes, int spillable,
                                            uint64_t *charged);
@@ -118,15 +119,18 @@ static inline int vr_policy_reserve_linear(struct vr_dev *d, uint64_t bytes, int
                                            uint64_t *charged)
 {
 	uint64_t page = vr_on_card(bytes), in_use = 0;
-	if (page != bytes && VR_LIKELY(d != NULL) && vr_books_reserve(d, page, &in_use) == 0) {
-		vr_rec_charge(d, (int64_t)page);
-		*charged = page;
-		return 0;
+	*charged = page;
+	if (page != bytes && VR_LIKELY(d != NULL)) {
+		if (vr_books_reserve_quiet(d, page, &in_use) == 0) {
+			vr_rec_charge(d, (int64_t)page);
+			return 0;
+		}
+		if (d->capped && in_use < d->cap && bytes == d->cap - in_use)
+			*charged = bytes; /* all that is left, as it was shown */
 	}
-	*charged = bytes;
 	if (spillable)
-		return vr_policy_reserve_spillable(d, bytes);
-	return vr_policy_reserve(d, bytes) == 0 ? 0 : -1;
+		return vr_policy_reserve_spillable(d, *charged);
+	return vr_policy_reserve(d, *charged) == 0 ? 0 : -1;
 }
 
 #endif /* VRAMCTL_HOOK_POLICY_H */

@@ -161,7 +161,8 @@ static int child_invisible(void)
 }
 
 /* A cap that is not a whole number of pages: blocks take pages while whole
- * pages fit, and a program that asks for all it is shown free gets it. */
+ * pages fit, and a program that asks for exactly all it is shown free gets
+ * it; less than that, in pages that do not fit, is refused. */
 static int child_odd(void)
 {
 	uint64_t cap = ht_env_u64("T_CAP");
@@ -176,6 +177,7 @@ static int child_odd(void)
 	ASSERT_CU(cuMemAlloc_v2(&a, 3 * MiB), CUDA_SUCCESS);
 	ASSERT_UEQ(check_agree(dev, n, cap), cap - 4 * MiB);
 	uint64_t rest = cap - 4 * MiB;
+	ASSERT_CU(cuMemAlloc_v2(&b, rest - 4096), CUDA_ERROR_OUT_OF_MEMORY);
 	ASSERT_CU(cuMemAlloc_v2(&b, rest), CUDA_SUCCESS); /* the last part page */
 	ASSERT_UEQ(check_agree(dev, n, cap), 0);
 	ASSERT_CU(cuMemFree_v2(b), CUDA_SUCCESS);
