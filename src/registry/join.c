@@ -56,12 +56,15 @@ static void read_proc_info(struct proc_info *p)
  * and reader walks all of them (and the pages they span): first up to
  * VR_CLAIM_PROBES of the slots used before, from a rotating hint (joiners
  * at once try different ones; from slot 0 when nobody else is alive), then
- * never-used slots, then the rest. A slot is tried by its lock first (a
- * live member's fails at once); only a dead member's is checked further: a
- * dead member not yet reaped, or still on the GPU, keeps its slot and its
- * bytes, and one that died inside an operation is left to be reclaimed.
+ * a never-used slot from the header's counter (slot_next: joiners at once
+ * get different ones), then every slot in that order. A slot is tried by
+ * its lock first (a live member's fails at once); only a dead member's is
+ * checked further: a dead member not yet reaped, or still on the GPU,
+ * keeps its slot and its bytes, and one that died inside an operation is
+ * left to be reclaimed.
  */
 #define VR_CLAIM_PROBES 8u
+#define VR_FRESH_TRIES  4
 
 static int slot_used(struct vr_slot *s)
 {
@@ -89,42 +92,81 @@ static int slot_lock(int fd, uint32_t i, short type)
 	return fcntl(fd, F_OFD_SETLK, &fl) == 0 ? 0 : -errno;
 }
 
-static int claim_slot(vr_member *m)
+/* Tries slot i: 1 when it is ours, 0 when not (a live member's, or a dead
+ * one's that keeps it), -errno when the lock cannot be asked for. */
+static int try_slot(vr_member *m, uint32_t i)
 {
 	int fd = m->fd;
 	struct vr_region_hdr *h = m->hdr;
+	struct vr_slot *s = vr_region_slot(h, i);
+	if (slot_used(s) && slot_busy(h, s))
+		return 0;
+	int rc = slot_lock(fd, i, F_WRLCK);
+	if (rc == -EAGAIN || rc == -EACCES)
+		return 0; /* a live member's */
+	if (rc < 0)
+		return rc;
+	if (!slot_used(s))
+		return 1;
+	/* Its owner is dead. Asking NVML whether it is still on the GPU may
+	 * take a while: not while holding the byte, which a waiter for the
+	 * group's lock would read as its owner's life. */
+	uint64_t inc =
+	    atomic_load_explicit((_Atomic uint64_t *)&s->incarnation, memory_order_acquire);
+	int take = !slot_busy(h, s) && vr_member_gone(s, 0);
+	slot_lock(fd, i, F_UNLCK);
+	if (!take || vr_dead_on_gpu(m, i, s, inc) || slot_lock(fd, i, F_WRLCK) < 0)
+		return 0;
+	if (!slot_used(s) || (atomic_load_explicit((_Atomic uint64_t *)&s->incarnation,
+	                                           memory_order_acquire) == inc &&
+	                      !slot_busy(h, s)))
+		return 1;
+	slot_lock(fd, i, F_UNLCK); /* taken and left again meanwhile */
+	return 0;
+}
+
+/* The next never-used slot, from the header's counter: joiners at once each
+ * get their own instead of all trying the same ones in turn (each try walks
+ * the door's list of locks). Advisory: a counter behind the used range (a
+ * fresh group, a joiner that does not count) is moved past it, one out of
+ * range is not used; either way the full search below still runs. */
+static uint32_t next_fresh(struct vr_region_hdr *h, uint32_t hw)
+{
+	_Atomic uint32_t *f = (_Atomic uint32_t *)&h->slot_next;
+	uint32_t c = atomic_fetch_add_explicit(f, 1, memory_order_relaxed);
+	if (c < hw) {
+		uint32_t seen = c + 1;
+		atomic_compare_exchange_strong_explicit(f, &seen, hw + 1, memory_order_relaxed,
+		                                        memory_order_relaxed);
+		c = hw;
+	}
+	return c;
+}
+
+static int claim_slot(vr_member *m)
+{
+	struct vr_region_hdr *h = m->hdr;
 	uint32_t n = VR_REGION_SLOTS; /* never the header's: it may be damaged */
 	uint32_t hw = vr_hdr_hw(h), hint = atomic_fetch_add((_Atomic uint32_t *)&h->slot_hint, 1);
-	uint32_t start = hw && vr_others_alive(fd, n) ? hint % hw : 0;
+	uint32_t start = hw && vr_others_alive(m->fd, n) ? hint % hw : 0;
 	uint32_t near = hw < VR_CLAIM_PROBES ? hw : VR_CLAIM_PROBES;
-	for (uint32_t k = 0; k < n; k++) {
-		uint32_t i = k < near            ? (start + k) % hw
-		             : k < near + n - hw ? hw + (k - near)
-		                                 : (start + k - (n - hw)) % hw;
-		struct vr_slot *s = vr_region_slot(h, i);
-		if (slot_used(s) && slot_busy(h, s))
-			continue;
-		int rc = slot_lock(fd, i, F_WRLCK);
-		if (rc == -EAGAIN || rc == -EACCES)
-			continue; /* a live member's */
-		if (rc < 0)
-			return rc;
-		if (!slot_used(s))
-			return (int)i;
-		/* Its owner is dead. Asking NVML whether it is still on the GPU
-		 * may take a while: not while holding the byte, which a waiter for
-		 * the group's lock would read as its owner's life. */
-		uint64_t inc =
-		    atomic_load_explicit((_Atomic uint64_t *)&s->incarnation, memory_order_acquire);
-		int take = !slot_busy(h, s) && vr_member_gone(s, 0);
-		slot_lock(fd, i, F_UNLCK);
-		if (!take || vr_dead_on_gpu(m, i, s, inc) || slot_lock(fd, i, F_WRLCK) < 0)
-			continue;
-		if (!slot_used(s) || (atomic_load_explicit((_Atomic uint64_t *)&s->incarnation,
-		                                           memory_order_acquire) == inc &&
-		                      !slot_busy(h, s)))
-			return (int)i;
-		slot_lock(fd, i, F_UNLCK); /* taken and left again meanwhile */
+	int rc;
+	for (uint32_t k = 0; k < near; k++) {
+		uint32_t i = (start + k) % hw;
+		if ((rc = try_slot(m, i)) != 0)
+			return rc < 0 ? rc : (int)i;
+	}
+	for (int t = 0; t < VR_FRESH_TRIES; t++) {
+		uint32_t i = next_fresh(h, hw);
+		if (i >= n)
+			break;
+		if ((rc = try_slot(m, i)) != 0)
+			return rc < 0 ? rc : (int)i;
+	}
+	for (uint32_t k = near; k < n; k++) {
+		uint32_t i = k < near + n - hw ? hw + (k - near) : (start + k - (n - hw)) % hw;
+		if ((rc = try_slot(m, i)) != 0)
+			return rc < 0 ? rc : (int)i;
 	}
 	return -EUSERS;
 }
@@ -289,6 +331,7 @@ static void start_group_locked(vr_member *m, const struct vr_join_opts *opts)
 	 * nobody is alive), and so does the hint. */
 	STORE32(&h->slots_hw, m->slot_idx + 1);
 	STORE32(&h->slot_hint, m->slot_idx + 1);
+	STORE32(&h->slot_next, m->slot_idx + 1);
 	h->ndev = 0;
 	memset(h->dev, 0, sizeof(h->dev));
 	h->spilled = 0;

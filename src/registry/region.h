@@ -78,8 +78,8 @@ struct vr_region_hdr {
 	uint32_t growth;    /* the creator's --growth */
 	uint32_t slot_hint; /* where the next joiner starts looking (advisory) */
 	uint32_t slots_hw;  /* slots [slots_hw, slot_count) have never been used */
-	uint32_t pad0;
-	char group[72]; /* NUL-terminated */
+	uint32_t slot_next; /* the next never-used slot to hand a joiner (advisory) */
+	char group[72];     /* NUL-terminated */
 	char limit_spec[VR_SPEC_MAX];
 	union {
 		uint32_t word; /* 0 free, else the holder (lock.c) */

@@ -38,6 +38,7 @@ int main(void)
 	OFF(vr_region_hdr, growth, 56);
 	OFF(vr_region_hdr, slot_hint, 60);
 	OFF(vr_region_hdr, slots_hw, 64);
+	OFF(vr_region_hdr, slot_next, 68);
 	OFF(vr_region_hdr, group, 72);
 	OFF(vr_region_hdr, limit_spec, 144);
 	OFF(vr_region_hdr, lock, 272);
