@@ -1,19 +1,17 @@
 /*
  * launch.c - starting the command of `vramctl run` and waiting for it.
  *
- * vramctl stays the parent (posix_spawnp + waitpid) rather than exec'ing the
- * command itself, so that it keeps the group alive for the whole run and
- * removes the group's books afterwards. Because it is in the way, it must be
- * transparent: signals sent to it reach the child, and its exit status is the
- * child's, with 126/127 for exec failures exactly as env(1) reports them.
- * posix_spawnp reports a failed exec itself; on the fork path (scripts
- * without #!) the child reports it through a close-on-exec pipe, which a
- * successful exec closes with nothing written.
+ * vramctl stays the parent (vfork + execvp, then waitpid) rather than
+ * exec'ing the command itself, so that it keeps the group alive for the
+ * whole run and removes the group's books afterwards. Because it is in the
+ * way, it must be transparent: signals sent to it reach the child, and its
+ * exit status is the child's, with 126/127 for exec failures exactly as
+ * env(1) reports them. The child reports a failed exec through a
+ * close-on-exec pipe, which a successful exec closes with nothing written.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/types.h>
@@ -83,13 +81,18 @@ int cli_spawn(const char *const argv[])
 }
 
 /*
- * fork + execvp, the exec's errno back through a close-on-exec pipe: for a
- * file without a #! line, which execvp runs with /bin/sh and posix_spawnp
- * refuses (ENOEXEC). Returns the child's PID, or -1 with *err set (fork's
- * errno, or the exec's).
+ * vfork + execvp, the exec's errno back through a close-on-exec pipe.
+ * The child borrows vramctl's memory until its exec: no copy of the page
+ * tables (fork's cost), and only the dispositions vramctl changed are put
+ * back (posix_spawnp's child resets all 64, two system calls each, while
+ * vramctl waits). execvp runs a file without a #! line with /bin/sh. The
+ * child only calls sigaction, sigprocmask, execvp, write and _exit, and
+ * never returns here. (Under TSan vfork is a fork; the pipe works alike.)
+ * Returns the child's PID, or -1 with *err set (vfork's errno, or the
+ * exec's).
  */
-static pid_t fork_exec(const char *const argv[], const struct sigaction *saved, const sigset_t *old,
-                       int *err)
+static pid_t start_child(const char *const argv[], const struct sigaction *saved,
+                         const sigset_t *old, int *err)
 {
 	int fds[2];
 	ssize_t n;
@@ -98,13 +101,12 @@ static pid_t fork_exec(const char *const argv[], const struct sigaction *saved, 
 		*err = errno;
 		return -1;
 	}
-	pid_t pid = fork();
+	pid_t pid = vfork();
 	if (pid == 0) {
 		/* Back to the dispositions vramctl was started with; handlers
 		 * would be reset by exec anyway, but not before it. */
 		for (size_t i = 0; i < VR_ARRAY_LEN(forwarded); i++)
 			sigaction(forwarded[i], &saved[i], NULL);
-		close(fds[0]);
 		child_exec(argv, fds[1], old);
 	}
 	*err = pid < 0 ? errno : 0;
@@ -126,7 +128,6 @@ int cli_spawn_wait(const char *const argv[], pid_t *child, int *wstatus)
 {
 	struct sigaction sa, saved[VR_ARRAY_LEN(forwarded)];
 	sigset_t old;
-	posix_spawnattr_t attr;
 	int err, status, rc;
 	pid_t pid;
 
@@ -156,21 +157,7 @@ int cli_spawn_wait(const char *const argv[], pid_t *child, int *wstatus)
 			sigaction(forwarded[i], &sa, NULL);
 	}
 
-	/* posix_spawnp (vfork-like: no copy of vramctl's page tables, about
-	 * 50 us less than fork here) with the mask vramctl was started with;
-	 * its child resets handlers to the default and keeps ignored signals
-	 * ignored, as exec does. ENOEXEC (a script without #!) goes the fork
-	 * and execvp way, which runs it with /bin/sh. */
-	err = posix_spawnattr_init(&attr);
-	if (!err)
-		err = posix_spawnattr_setsigmask(&attr, &old);
-	if (!err)
-		err = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-	if (!err)
-		err = posix_spawnp(&pid, argv[0], NULL, &attr, (char *const *)argv, environ);
-	posix_spawnattr_destroy(&attr);
-	if (err == ENOEXEC)
-		pid = fork_exec(argv, saved, &old, &err);
+	pid = start_child(argv, saved, &old, &err);
 	if (err) {
 		for (size_t i = 0; i < VR_ARRAY_LEN(forwarded); i++)
 			sigaction(forwarded[i], &saved[i], NULL);
