@@ -252,9 +252,9 @@ int vr_site_load(struct vr_site *site)
 	return vr_site_load_from(site, VR_SITE_CONF, getenv(VR_ENV_CONFIG));
 }
 
-int vr_site_load_from(struct vr_site *site, const char *admin, const char *extra)
+/* Loads into a zeroed *site. */
+static int load_files(struct vr_site *site, const char *admin, const char *extra)
 {
-	memset(site, 0, sizeof *site);
 	if (load_file(site, admin, 1) < 0 || (extra && *extra && load_file(site, extra, 0) < 0)) {
 		site->bad = 1;
 		return -1;
@@ -262,12 +262,21 @@ int vr_site_load_from(struct vr_site *site, const char *admin, const char *extra
 	return 0;
 }
 
+int vr_site_load_from(struct vr_site *site, const char *admin, const char *extra)
+{
+	memset(site, 0, sizeof *site);
+	return load_files(site, admin, extra);
+}
+
 static struct vr_site site_once;
 static pthread_once_t site_once_ctl = PTHREAD_ONCE_INIT;
 
+/* site_once is static, so zero already: clearing it again would write, and
+ * so fault in, its four pages in every process that loads the library,
+ * most of which have no file to read. */
 static void site_load_once(void)
 {
-	vr_site_load(&site_once);
+	load_files(&site_once, VR_SITE_CONF, getenv(VR_ENV_CONFIG));
 }
 
 const struct vr_site *vr_site_get(void)

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/ipc.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -347,11 +348,8 @@ int vr_segment_create(int fd, const struct vr_join_opts *o, struct vr_region_hdr
 	struct vr_region_hdr *h = p;
 	init_header(h, o);
 	uint64_t key = 0;
-	int rfd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-	if (rfd < 0 || read(rfd, &key, sizeof(key)) != (ssize_t)sizeof(key))
+	if (getrandom(&key, sizeof(key), GRND_NONBLOCK) != (ssize_t)sizeof(key))
 		key = vr_now_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)p;
-	if (rfd >= 0)
-		close(rfd);
 	h->shm_key = key;
 	h->shm_id = id;
 	atomic_store_explicit((_Atomic uint64_t *)&h->magic, VR_REGION_MAGIC, memory_order_release);
