@@ -236,6 +236,11 @@ static int lock_slow(vr_member *m, _Atomic uint32_t *w)
 {
 	uint64_t t0 = vr_now_ns();
 	int rc = 0;
+	/* The holder last found alive, and not asked about again until a
+	 * slice passes with it still holding (each probe walks the door's
+	 * list of locks; hundreds of joiners wait here at once). */
+	uint32_t seen_alive = UINT32_MAX; /* no holder word has all bits */
+	int slept = 0;
 	for (int spin = 0;; spin++) {
 		uint32_t cur = atomic_load_explicit(w, memory_order_relaxed);
 		if (cur == 0) {
@@ -248,7 +253,10 @@ static int lock_slow(vr_member *m, _Atomic uint32_t *w)
 		}
 		if (spin < VR_LOCK_SPINS)
 			continue;
-		if (!holder_alive(m, cur)) {
+		uint32_t holder = cur & ~VR_LOCK_WAITERS;
+		if (holder == seen_alive && slept == 0) {
+			/* Found alive before this wake-up: no slice has passed. */
+		} else if (!holder_alive(m, cur)) {
 			/* Dead holder or damage: take it over as it is. */
 			if (atomic_compare_exchange_strong_explicit(
 			        w, &cur, m->lock_id | VR_LOCK_WAITERS, memory_order_acquire,
@@ -257,6 +265,8 @@ static int lock_slow(vr_member *m, _Atomic uint32_t *w)
 				break;
 			}
 			continue;
+		} else {
+			seen_alive = holder;
 		}
 		uint64_t waited = vr_now_ns() - t0;
 		if (waited >= vr_lock_bound_ns) {
@@ -270,7 +280,7 @@ static int lock_slow(vr_member *m, _Atomic uint32_t *w)
 		uint64_t left = vr_lock_bound_ns - waited;
 		uint64_t slice = left < VR_LOCK_SLICE_NS ? left : VR_LOCK_SLICE_NS;
 		struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)slice};
-		futex(w, FUTEX_WAIT, cur | VR_LOCK_WAITERS, &ts);
+		slept = futex(w, FUTEX_WAIT, cur | VR_LOCK_WAITERS, &ts) < 0 && errno == ETIMEDOUT;
 	}
 	uint64_t wns = vr_now_ns() - t0;
 	uint64_t old = atomic_load_explicit(&m->max_wait_ns, memory_order_relaxed);
