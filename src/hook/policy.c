@@ -190,9 +190,11 @@ static void hint(const struct vr_dev *d, uint64_t bytes, uint64_t in_use, uint64
  * adds what a user needs to act: this process's use, the largest other
  * holders in the group (PID, command, bytes) and one hint.
  */
-static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t in_use)
+/* The denial line; asked, when it is not bytes, is what the program asked
+ * for, which the card takes in whole pages (vr_on_card). */
+static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t asked, uint64_t in_use)
 {
-	char a[32], b[32], c[32], s[32], more[64], others[256] = "", tip[200];
+	char a[32], b[32], c[32], s[32], more[64], others[256] = "", tip[200], pages[96] = "";
 	if (!vr_log_denial_gate(more, sizeof more))
 		return;
 	struct vr_holder h[DENY_HOLDERS];
@@ -217,10 +219,13 @@ static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t in_use)
 		used += (size_t)k;
 	}
 	hint(d, bytes, in_use, peak, tip, sizeof tip);
-	vr_log_(VR_LOG_WARN, "denied %s on GPU %d: cap %s, %s in use (this process %s%s); %s%s",
-	        vr_format_size(bytes, a, sizeof a), d->ordinal, vr_format_size(d->cap, b, sizeof b),
-	        vr_format_size(in_use, c, sizeof c), vr_format_size(self, s, sizeof s), others, tip,
-	        more);
+	if (asked != bytes) /* exact: a rounded size could read as a whole MiB */
+		snprintf(pages, sizeof pages, " (%llu bytes asked, in whole 2 MiB pages)",
+		         (unsigned long long)asked);
+	vr_log_(VR_LOG_WARN, "denied %s%s on GPU %d: cap %s, %s in use (this process %s%s); %s%s",
+	        vr_format_size(bytes, a, sizeof a), pages, d->ordinal,
+	        vr_format_size(d->cap, b, sizeof b), vr_format_size(in_use, c, sizeof c),
+	        vr_format_size(self, s, sizeof s), others, tip, more);
 }
 
 int vr_policy_refused_(struct vr_dev *d, uint64_t bytes, uint64_t in_use, int report)
@@ -229,8 +234,34 @@ int vr_policy_refused_(struct vr_dev *d, uint64_t bytes, uint64_t in_use, int re
 		return 0;
 	if (report) {
 		vr_rec_denied(d, bytes, in_use);
-		say_denied(d, bytes, in_use);
+		say_denied(d, bytes, bytes, in_use);
 	}
+	return -1;
+}
+
+int vr_policy_reserve_pages_(struct vr_dev *d, uint64_t bytes, uint64_t page, int spillable,
+                             uint64_t *charged)
+{
+	uint64_t in_use = 0;
+	*charged = page;
+	if (vr_books_reserve_quiet(d, page, &in_use) == 0) {
+		vr_rec_charge(d, (int64_t)page);
+		return 0;
+	}
+	/* All that is left, asked for as the program was shown it: granted as
+	 * asked (policy.h). */
+	if (d->capped && in_use < d->cap && bytes == d->cap - in_use) {
+		*charged = bytes;
+		if (vr_books_reserve_quiet(d, bytes, &in_use) == 0) {
+			vr_rec_charge(d, (int64_t)bytes);
+			return 0;
+		}
+	}
+	if (spillable && vr_books_spill_budget())
+		return 1; /* the host may serve it: nothing said here */
+	vr_books_denied(d, *charged);
+	vr_rec_denied(d, *charged, in_use);
+	say_denied(d, *charged, bytes, in_use);
 	return -1;
 }
 

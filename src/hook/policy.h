@@ -84,6 +84,10 @@ uint64_t vr_policy_total(const struct vr_dev *d, uint64_t total);
 int vr_policy_refused_(struct vr_dev *d, uint64_t bytes, uint64_t in_use, int report);
 /* vr_policy_reserve_spillable with a spill budget in force (policy.c). */
 int vr_policy_spillable_(struct vr_dev *d, uint64_t bytes);
+/* vr_policy_reserve_linear of a block whose pages are more than it asks
+ * (policy.c). */
+int vr_policy_reserve_pages_(struct vr_dev *d, uint64_t bytes, uint64_t page, int spillable,
+                             uint64_t *charged);
 
 static inline int vr_policy_reserve_(struct vr_dev *d, uint64_t bytes, int report)
 {
@@ -118,19 +122,14 @@ static inline int vr_policy_reserve_spillable(struct vr_dev *d, uint64_t bytes)
 static inline int vr_policy_reserve_linear(struct vr_dev *d, uint64_t bytes, int spillable,
                                            uint64_t *charged)
 {
-	uint64_t page = vr_on_card(bytes), in_use = 0;
-	*charged = page;
-	if (page != bytes && VR_LIKELY(d != NULL)) {
-		if (vr_books_reserve_quiet(d, page, &in_use) == 0) {
-			vr_rec_charge(d, (int64_t)page);
-			return 0;
-		}
-		if (d->capped && in_use < d->cap && bytes == d->cap - in_use)
-			*charged = bytes; /* all that is left, as it was shown */
+	uint64_t page = vr_on_card(bytes);
+	if (VR_LIKELY(page == bytes) || VR_UNLIKELY(d == NULL)) {
+		*charged = bytes;
+		if (spillable)
+			return vr_policy_reserve_spillable(d, bytes);
+		return vr_policy_reserve(d, bytes) == 0 ? 0 : -1;
 	}
-	if (spillable)
-		return vr_policy_reserve_spillable(d, *charged);
-	return vr_policy_reserve(d, *charged) == 0 ? 0 : -1;
+	return vr_policy_reserve_pages_(d, bytes, page, spillable, charged);
 }
 
 #endif /* VRAMCTL_HOOK_POLICY_H */

@@ -266,6 +266,8 @@ int main(int argc, char **argv)
 	const char *odd[] = {ht_kv("VRAMCTL_LIMIT", cap + MiB + 4096),
 	                     ht_kv("T_CAP", cap + MiB + 4096), NULL};
 	ASSERT_EQ(ht_run("odd", odd), 0);
+	/* The refusal of less than all says what was asked and what counted. */
+	ASSERT_EQ(ht_err_count("odd", " bytes asked, in whole 2 MiB pages) on GPU 0"), 1);
 
 	/* Per-device form and a UUID item apply the same way. */
 	char limit0[64];
