@@ -188,10 +188,10 @@ static void hint(const struct vr_dev *d, uint64_t bytes, uint64_t in_use, uint64
 /*
  * The denial line keeps its form ("denied X on GPU n: cap C, U in use") and
  * adds what a user needs to act: this process's use, the largest other
- * holders in the group (PID, command, bytes) and one hint.
+ * holders in the group (PID, command, bytes) and one hint. asked, when it
+ * is not bytes, is what the program asked for, which the card takes in
+ * whole pages (vr_on_card).
  */
-/* The denial line; asked, when it is not bytes, is what the program asked
- * for, which the card takes in whole pages (vr_on_card). */
 static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t asked, uint64_t in_use)
 {
 	char a[32], b[32], c[32], s[32], more[64], others[256] = "", tip[200], pages[96] = "";
@@ -228,14 +228,19 @@ static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t asked, u
 	        vr_format_size(self, s, sizeof s), others, tip, more);
 }
 
+/* A refusal of bytes (asked: see say_denied) recorded and said. */
+static void refused(struct vr_dev *d, uint64_t bytes, uint64_t asked, uint64_t in_use)
+{
+	vr_rec_denied(d, bytes, in_use);
+	say_denied(d, bytes, asked, in_use);
+}
+
 int vr_policy_refused_(struct vr_dev *d, uint64_t bytes, uint64_t in_use, int report)
 {
 	if (VR_UNLIKELY(!d)) /* no device known: nothing to hold it against */
 		return 0;
-	if (report) {
-		vr_rec_denied(d, bytes, in_use);
-		say_denied(d, bytes, bytes, in_use);
-	}
+	if (report)
+		refused(d, bytes, bytes, in_use);
 	return -1;
 }
 
@@ -258,10 +263,9 @@ int vr_policy_reserve_pages_(struct vr_dev *d, uint64_t bytes, uint64_t page, in
 		}
 	}
 	if (spillable && vr_books_spill_budget())
-		return 1; /* the host may serve it: nothing said here */
-	vr_books_denied(d, *charged);
-	vr_rec_denied(d, *charged, in_use);
-	say_denied(d, *charged, bytes, in_use);
+		return 1;             /* the host may serve it: nothing said here */
+	vr_books_denied(d, *charged); /* as the reserve does when not quiet */
+	refused(d, *charged, bytes, in_use);
 	return -1;
 }
 
