@@ -132,25 +132,21 @@ fi
 sock=$TMPDIR/tmux.sock
 tkeys() { tmux -S "$sock" send-keys "$@"; }
 tscreen() { tmux -S "$sock" capture-pane -p; }
-twait() { # twait TEXT: until the screen shows it (at most ~10 s)
+# tuntil G TEXT WHAT: until `grep -qGF TEXT` finds it on the screen (at most
+# ~10 s); else fails saying WHAT, with the screen.
+tuntil() {
 	local i
 	for i in $(seq 100); do
-		tscreen | grep -qF -- "$1" && return 0
+		tscreen | grep -q"$1"F -- "$2" && return 0
 		sleep 0.1
 	done
-	fail "$shell: '$1' never appeared:"; tscreen | sed 's/^/      /' >&2
+	fail "$shell: $3:"; tscreen | sed 's/^/      /' >&2
 	return 1
 }
-tline() { # tline PROMPT: until the line being edited is the prompt alone
-	# (Enter is never pressed at PROMPT: its one line is the current one)
-	local i
-	for i in $(seq 100); do
-		tscreen | grep -qxF -- "${1% }" && return 0
-		sleep 0.1
-	done
-	fail "$shell: the prompt '$1' never came back clean:"; tscreen | sed 's/^/      /' >&2
-	return 1
-}
+twait() { tuntil "" "$1" "'$1' never appeared"; } # twait TEXT: until the screen shows it
+# tline PROMPT: until the line being edited is the prompt alone (Enter is
+# never pressed at PROMPT: its one line is the current one)
+tline() { tuntil x "${1% }" "the prompt '$1' never came back clean"; }
 ttype() { # ttype PROMPT KEYS...: a fresh line, then the keys (no typing
 	# over a line still being redrawn: a slow completion in a sanitizer
 	# build garbled the next line's start)
