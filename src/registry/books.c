@@ -83,6 +83,8 @@ static void priv_release(vr_member *m, int dev, uint64_t bytes)
 
 /* ---- checks */
 
+static const char impossible[] = "a slot holds impossible numbers";
+
 static const char *audit_frozen(vr_member *m, const uint64_t sum[VR_MAX_DEVICES], int dead_busy)
 {
 	const struct vr_region_hdr *h = m->hdr;
@@ -96,10 +98,14 @@ static const char *audit_frozen(vr_member *m, const uint64_t sum[VR_MAX_DEVICES]
 			continue;
 		if (s->state != VR_SLOT_USED)
 			return "a slot's state is neither free nor used";
-		for (uint32_t d = 0; d < VR_MAX_DEVICES; d++) {
+		/* The group's devices only: a slot's numbers for a device not
+		 * yet added are checked when it is added (vr_device). Reading
+		 * all VR_MAX_DEVICES of every slot made each join's audit read
+		 * every member's whole slot, with the lock held. */
+		for (uint32_t d = 0; d < ndev; d++) {
 			uint64_t sp = s->dev[d].spilled;
-			if (d >= ndev ? s->dev[d].in_use != 0 || sp != 0 : spilled + sp < spilled)
-				return "a slot holds impossible numbers";
+			if (spilled + sp < spilled)
+				return impossible;
 			spilled += sp;
 		}
 	}
@@ -236,6 +242,19 @@ static int priv_device(vr_member *m, const unsigned char uuid[VR_UUID_LEN], uint
 	return free_idx;
 }
 
+/* A device about to be added: no slot may hold anything on it yet (the
+ * audit reads only the group's devices). Lock held. */
+static int new_device_clean(struct vr_region_hdr *h, uint32_t d)
+{
+	uint32_t hw = vr_hdr_hw(h);
+	for (uint32_t i = 0; i < hw; i++) {
+		const struct vr_slot *s = vr_region_slot(h, i);
+		if (s->state == VR_SLOT_USED && (s->dev[d].in_use != 0 || s->dev[d].spilled != 0))
+			return 0;
+	}
+	return 1;
+}
+
 int vr_device(vr_member *m, const unsigned char uuid[VR_UUID_LEN], uint64_t cap_if_new,
               uint64_t *cap)
 {
@@ -264,6 +283,8 @@ int vr_device(vr_member *m, const unsigned char uuid[VR_UUID_LEN], uint64_t cap_
 			bad = "a device's cap differs from the one this process joined with";
 		else if (!m->priv[idx].known)
 			priv_learn(m, (uint32_t)idx);
+	} else if (ndev < VR_MAX_DEVICES && !m->priv[ndev].known && !new_device_clean(h, ndev)) {
+		bad = impossible;
 	} else if (ndev < VR_MAX_DEVICES && !m->priv[ndev].known) {
 		books_begin(h);
 		uint32_t d = ndev;

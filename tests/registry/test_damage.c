@@ -15,6 +15,9 @@
  *     seen at the next call; own books under the joined cap
  *   random bytes over the slots: a late joiner refuses (and never resets
  *     the books of the live members); the members see it at their audit
+ *   numbers in a slot for a device the group does not have yet (the
+ *     audit reads only the group's devices): the member that adds the
+ *     device sees them, says so once, and keeps its own books
  *   counts out of range: nothing indexes past an array (ASan/UBSan)
  *   the door truncated and regrown, again and again, under members and
  *     readers: no SIGBUS anywhere (the books are in a segment that cannot
@@ -228,6 +231,28 @@ static void random_slots(void)
 		vr_leave(m[i]);
 }
 
+static void unused_device(void)
+{
+	static const unsigned char uuid1[VR_UUID_LEN] = {1, 1, 1, 1, 1, 1, 1, 1,
+	                                                 1, 1, 1, 1, 1, 1, 1, 1};
+	vr_member *a = member("unused");
+	vr_member *b = member("unused");
+	ASSERT_EQ(vr_reserve(a, 0, 100, NULL), 0);
+	/* b's numbers for device 1, which the group does not have yet. */
+	b->slot->dev[1].in_use = (uint64_t)500 << VR_W_SHIFT;
+	vr_member *c = member("unused"); /* the join's audit reads device 0 only */
+	int before = atomic_load(&notices);
+	uint64_t cap = 0;
+	ASSERT_EQ(vr_device(a, uuid1, CAP, &cap), 1); /* a's own books, a's device 1 */
+	ASSERT(vr_damaged(a) != NULL);
+	ASSERT_EQ(atomic_load(&notices), before + 1);
+	ASSERT_UEQ(a->hdr->ndev, 1); /* not added over the numbers */
+	cap_holds(a, 100);
+	vr_leave(a);
+	vr_leave(b);
+	vr_leave(c);
+}
+
 static void counts_out_of_range(void)
 {
 	vr_member *a = member("counts");
@@ -296,6 +321,7 @@ int main(void)
 	one_field("inuse", 1);
 	one_field("own", 2);
 	random_slots();
+	unused_device();
 	counts_out_of_range();
 	truncate_door();
 	printf("ok\n");
