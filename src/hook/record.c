@@ -542,16 +542,20 @@ __attribute__((destructor)) static void rec_fini(void)
 }
 
 /* In a child after fork: the parent's record is not ours; the child makes
- * its own when it joins. */
+ * its own when it joins. The site table is filled only into a record, so
+ * a parent that had none left it empty: then it is not written at all (a
+ * shell or launcher that forks often would pay a copied page and 4,096
+ * stores in every child). The child has one thread: plain stores do. */
 void vr_rec_atfork_child(void)
 {
 	if (rec_fd >= 0)
 		close(rec_fd);
 	rec_fd = -1;
 	leak_room = 0;
-	if (vr_rec)
-		munmap(vr_rec, VR_REC_SIZE);
+	if (!vr_rec)
+		return;
+	munmap(vr_rec, VR_REC_SIZE);
 	vr_rec = NULL;
 	for (int i = 0; i < SITE_TABLE; i++)
-		atomic_store(&site_table[i], 0);
+		atomic_store_explicit(&site_table[i], 0, memory_order_relaxed);
 }
