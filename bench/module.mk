@@ -77,12 +77,20 @@ $(O)/bench/start_child: bench/start_child.c $(SIM_CUDA)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -o $@ $< -L$(O)/sim -lcuda $(BASE_LDFLAGS)
 
+# The floor under the 256-process figure: a preloaded library that joins a
+# shared group with nothing else (start_bench preloads it beside vramctl's).
+$(O)/bench/libfloor_member.so: bench/floor_member.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -shared -o $@ $< $(BASE_LDFLAGS)
+
 .PHONY: bench-start
-bench-start: $(O)/bench/start_bench $(O)/bench/start_child $(O)/bench/nulldriver/libcuda.so.1 $(VRAMCTL) $(HOOK_LIB)
+bench-start: $(O)/bench/start_bench $(O)/bench/start_child $(O)/bench/libfloor_member.so $(O)/bench/nulldriver/libcuda.so.1 $(VRAMCTL) $(HOOK_LIB)
 	@echo "== start_bench: what vramctl run adds to starting commands"
 	@LD_LIBRARY_PATH=$(abspath $(O))/bench/nulldriver $(O)/bench/start_bench $(abspath $(VRAMCTL)) $(abspath $(O))/bench/start_child
 BENCH_TARGETS += bench-start
 bench: bench-start
+# Built with everything, so that both compilers' warnings see them.
+ALL_TARGETS += $(O)/bench/start_bench $(O)/bench/start_child $(O)/bench/libfloor_member.so
 
 # The driver's facts the simulator has to choose (bench/gpu/driver_facts.c):
 # run on a machine with a GPU, e.g. by bench/gpu/device.sh.
