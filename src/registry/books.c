@@ -103,7 +103,7 @@ static const char *audit_frozen(vr_member *m, const uint64_t sum[VR_MAX_DEVICES]
 		 * all VR_MAX_DEVICES of every slot made each join's audit read
 		 * every member's whole slot, with the lock held. */
 		for (uint32_t d = 0; d < ndev; d++) {
-			uint64_t sp = s->dev[d].spilled;
+			uint64_t sp = vr_region_counts((struct vr_region_hdr *)h, i, d)->spilled;
 			if (spilled + sp < spilled)
 				return impossible;
 			spilled += sp;
@@ -242,14 +242,19 @@ static int priv_device(vr_member *m, const unsigned char uuid[VR_UUID_LEN], uint
 	return free_idx;
 }
 
-/* A device about to be added: no slot may hold anything on it yet (the
- * audit reads only the group's devices). Lock held. */
+/* A device about to be added: no member may hold anything on it yet (the
+ * audit reads only the group's devices); free slots' numbers on it are
+ * cleared. Lock held. Returns 0 when a member's numbers are not 0. */
 static int new_device_clean(struct vr_region_hdr *h, uint32_t d)
 {
 	uint32_t hw = vr_hdr_hw(h);
 	for (uint32_t i = 0; i < hw; i++) {
-		const struct vr_slot *s = vr_region_slot(h, i);
-		if (s->state == VR_SLOT_USED && (s->dev[d].in_use != 0 || s->dev[d].spilled != 0))
+		struct vramctl_counts *c = vr_region_counts(h, i, d);
+		if (vr_region_slot(h, i)->state != VR_SLOT_USED)
+			vr_counts_clear(c);
+		else if (atomic_load_explicit((_Atomic uint64_t *)&c->in_use,
+		                              memory_order_relaxed) != 0 ||
+		         c->spilled != 0)
 			return 0;
 	}
 	return 1;
@@ -365,7 +370,7 @@ static inline int fast_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t s
 {
 	struct vr_priv_dev *p = &m->priv[dev];
 	struct vr_region_dev *g = &m->hdr->dev[dev];
-	_Atomic uint64_t *sw = vr_slot_word(m->slot, (uint32_t)dev);
+	_Atomic uint64_t *sw = vr_slot_word(m->hdr, m->slot_idx, (uint32_t)dev);
 	_Atomic uint64_t *tw = (_Atomic uint64_t *)&g->total;
 	atomic_fetch_add_explicit(sw, 1, memory_order_relaxed);
 	uint64_t w = atomic_load_explicit(tw, memory_order_relaxed), v = 0;
@@ -392,7 +397,8 @@ static inline int fast_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t s
 	    atomic_fetch_add_explicit(sw, (bytes << VR_W_SHIFT) - 1, memory_order_release);
 	/* The peaks are of what was handed out: a lane's spare is not. */
 	vr_peak_raise(&g->peak, v + bytes - spare);
-	vr_peak_raise(&m->slot->dev[dev].peak, vr_w_bytes(sv) + bytes - spare);
+	vr_peak_raise(&vr_region_counts(m->hdr, m->slot_idx, (uint32_t)dev)->peak,
+	              vr_w_bytes(sv) + bytes - spare);
 	return FAST_OK;
 }
 
@@ -403,7 +409,7 @@ static inline int fast_release(vr_member *m, int dev, uint64_t bytes, const char
 {
 	struct vr_priv_dev *p = &m->priv[dev];
 	struct vr_region_dev *g = &m->hdr->dev[dev];
-	_Atomic uint64_t *sw = vr_slot_word(m->slot, (uint32_t)dev);
+	_Atomic uint64_t *sw = vr_slot_word(m->hdr, m->slot_idx, (uint32_t)dev);
 	_Atomic uint64_t *tw = (_Atomic uint64_t *)&g->total;
 	uint64_t x = atomic_load_explicit(sw, memory_order_relaxed), b;
 	do {
@@ -470,7 +476,7 @@ static int reserve_denied(vr_member *m, int dev, uint64_t bytes, uint64_t *in_us
 	if (r == FAST_FROZEN) /* only damage freezes a total under our lock */
 		bad = "a device's total was frozen by no lock holder";
 	if (r == FAST_DENIED && count_denial) {
-		struct vramctl_counts *c = &m->slot->dev[dev];
+		struct vramctl_counts *c = vr_region_counts(m->hdr, m->slot_idx, (uint32_t)dev);
 		books_begin(m->hdr);
 		c->denied_count++;
 		c->last_denied = bytes;
@@ -601,8 +607,9 @@ void vr_note_denied(vr_member *m, int dev, uint64_t bytes)
 		return;
 	if ((uint32_t)dev < vr_hdr_ndev(m->hdr)) {
 		books_begin(m->hdr);
-		m->slot->dev[dev].denied_count++;
-		m->slot->dev[dev].last_denied = bytes;
+		struct vramctl_counts *c = vr_region_counts(m->hdr, m->slot_idx, (uint32_t)dev);
+		c->denied_count++;
+		c->last_denied = bytes;
 		books_end(m->hdr);
 	}
 	vr_region_unlock(m);
@@ -644,7 +651,7 @@ static int spill_try_locked(vr_member *m, int dev, uint64_t bytes, uint64_t *spi
 	} else {
 		books_begin(h);
 		h->spilled = cur + bytes;
-		m->slot->dev[dev].spilled += bytes;
+		vr_region_counts(h, m->slot_idx, (uint32_t)dev)->spilled += bytes;
 		atomic_fetch_add_explicit(&m->spilled_mine, bytes, memory_order_relaxed);
 		books_end(h);
 		cur += bytes;
@@ -690,7 +697,7 @@ void vr_spill_release(vr_member *m, int dev, uint64_t bytes)
 	uint64_t b = bytes < cur ? bytes : cur;
 	if (lock_checked(m, dev) > 0) {
 		struct vr_region_hdr *h = m->hdr;
-		struct vramctl_counts *s = &m->slot->dev[dev];
+		struct vramctl_counts *s = vr_region_counts(h, m->slot_idx, (uint32_t)dev);
 		b = bytes < s->spilled ? bytes : s->spilled;
 		books_begin(h);
 		s->spilled -= b;
@@ -764,7 +771,7 @@ int vr_sample(vr_member *m, int dev, struct vr_books_sample *out)
 		struct vr_slot *s = vr_region_slot(h, i);
 		if (s->state == VR_SLOT_USED) {
 			if (!summed)
-				out->slots_sum += vr_slot_held(s, (uint32_t)dev);
+				out->slots_sum += vr_slot_held(h, i, (uint32_t)dev);
 			out->used_slots++;
 		}
 	}
@@ -786,11 +793,11 @@ int vr_holders(vr_member *m, int dev, uint64_t *self, uint64_t *peak, struct vr_
 	int got = 0;
 	if ((uint32_t)dev < vr_hdr_ndev(h)) {
 		*peak = h->dev[dev].peak;
-		*self = vr_slot_used(m->slot, (uint32_t)dev);
+		*self = vr_slot_used(h, m->slot_idx, (uint32_t)dev);
 		uint32_t hw = vr_hdr_hw(h);
 		for (uint32_t i = 0; i < hw; i++) {
 			struct vr_slot *s = vr_region_slot(h, i);
-			uint64_t b = vr_slot_used(s, (uint32_t)dev);
+			uint64_t b = vr_slot_used(h, i, (uint32_t)dev);
 			if (s->state != VR_SLOT_USED || s == m->slot || b == 0)
 				continue;
 			/* Insertion into the n largest, largest first. */

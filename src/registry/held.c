@@ -82,20 +82,20 @@ static int32_t host_pid(const struct vr_slot *s)
 
 /* Asks the probe whether pid is listed on one of the devices where the
  * slot holds bytes: 1 listed, 0 on none of them, or cannot tell. */
-static int ask(vr_member *m, const struct vr_gpu_probe *p, const struct vr_slot *s, int32_t pid)
+static int ask(vr_member *m, const struct vr_gpu_probe *p, uint32_t i, int32_t pid)
 {
 	uint32_t ndev = vr_hdr_ndev(m->hdr);
 	for (uint32_t d = 0; d < ndev; d++)
-		if (vr_slot_held(s, d) && p->listed(pid, m->hdr->dev[d].uuid) > 0)
+		if (vr_slot_held(m->hdr, i, d) && p->listed(pid, m->hdr->dev[d].uuid) > 0)
 			return 1;
 	return 0;
 }
 
-static int holds_bytes(vr_member *m, const struct vr_slot *s)
+static int holds_bytes(vr_member *m, uint32_t i)
 {
 	uint32_t ndev = vr_hdr_ndev(m->hdr);
 	for (uint32_t d = 0; d < ndev; d++)
-		if (vr_slot_held(s, d))
+		if (vr_slot_held(m->hdr, i, d))
 			return 1;
 	return 0;
 }
@@ -103,7 +103,7 @@ static int holds_bytes(vr_member *m, const struct vr_slot *s)
 int vr_dead_on_gpu(vr_member *m, uint32_t i, const struct vr_slot *s, uint64_t inc)
 {
 	const struct vr_gpu_probe *p = atomic_load_explicit(&probe, memory_order_acquire);
-	if (!p || !p->listed || i >= VR_REGION_SLOTS || !holds_bytes(m, s))
+	if (!p || !p->listed || i >= VR_REGION_SLOTS || !holds_bytes(m, i))
 		return 0;
 	int32_t pid = host_pid(s);
 	if (!pid)
@@ -118,7 +118,7 @@ int vr_dead_on_gpu(vr_member *m, uint32_t i, const struct vr_slot *s, uint64_t i
 	if (tagged(a, inc) && now - (a & MS_MASK) < VR_HELD_ASK_MS) {
 		listed = (a & FLAG) != 0;
 	} else {
-		listed = ask(m, p, s, pid);
+		listed = ask(m, p, i, pid);
 		atomic_store_explicit(&m->held_asked[i], tag | (listed ? FLAG : 0) | now,
 		                      memory_order_relaxed);
 	}

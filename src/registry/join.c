@@ -76,11 +76,11 @@ static int slot_used(struct vr_slot *s)
  * there. Such a slot is left to a freezer (who knows what it held only
  * once the others are quiet); holding its liveness byte would make that
  * freezer wait for it as if its owner lived. */
-static int slot_busy(struct vr_region_hdr *h, struct vr_slot *s)
+static int slot_busy(struct vr_region_hdr *h, uint32_t i)
 {
 	uint32_t ndev = vr_hdr_ndev(h);
 	for (uint32_t d = 0; d < ndev; d++)
-		if (atomic_load_explicit(vr_slot_word(s, d), memory_order_acquire) & VR_W_BUSY)
+		if (atomic_load_explicit(vr_slot_word(h, i, d), memory_order_acquire) & VR_W_BUSY)
 			return 1;
 	return 0;
 }
@@ -99,7 +99,7 @@ static int try_slot(vr_member *m, uint32_t i)
 	int fd = m->fd;
 	struct vr_region_hdr *h = m->hdr;
 	struct vr_slot *s = vr_region_slot(h, i);
-	if (slot_used(s) && slot_busy(h, s))
+	if (slot_used(s) && slot_busy(h, i))
 		return 0;
 	int rc = slot_lock(fd, i, F_WRLCK);
 	if (rc == -EAGAIN || rc == -EACCES)
@@ -113,13 +113,13 @@ static int try_slot(vr_member *m, uint32_t i)
 	 * group's lock would read as its owner's life. */
 	uint64_t inc =
 	    atomic_load_explicit((_Atomic uint64_t *)&s->incarnation, memory_order_acquire);
-	int take = !slot_busy(h, s) && vr_member_gone(s, 0);
+	int take = !slot_busy(h, i) && vr_member_gone(s, 0);
 	slot_lock(fd, i, F_UNLCK);
 	if (!take || vr_dead_on_gpu(m, i, s, inc) || slot_lock(fd, i, F_WRLCK) < 0)
 		return 0;
 	if (!slot_used(s) || (atomic_load_explicit((_Atomic uint64_t *)&s->incarnation,
 	                                           memory_order_acquire) == inc &&
-	                      !slot_busy(h, s)))
+	                      !slot_busy(h, i)))
 		return 1;
 	slot_lock(fd, i, F_UNLCK); /* taken and left again meanwhile */
 	return 0;
@@ -318,8 +318,10 @@ static int take_slot(vr_member *m, const char *group, const char *dir, const cha
 static void start_group_locked(vr_member *m, const struct vr_join_opts *opts)
 {
 	struct vr_region_hdr *h = m->hdr;
-	/* Whatever the slots say, nobody else is alive: free them all. */
-	uint32_t hw = vr_hdr_hw(h);
+	/* Whatever the slots say, nobody else is alive: free them all, and
+	 * clear every slot's numbers on the devices the group had (it starts
+	 * with none; a device is added only over zeros). */
+	uint32_t hw = vr_hdr_hw(h), ndev = vr_hdr_ndev(h);
 	for (uint32_t i = 0; i < hw; i++) {
 		struct vr_slot *o = vr_region_slot(h, i);
 		if (i != m->slot_idx && o->state != VR_SLOT_FREE) {
@@ -327,6 +329,9 @@ static void start_group_locked(vr_member *m, const struct vr_join_opts *opts)
 			STORE64(&o->incarnation, o->incarnation + 1);
 		}
 	}
+	for (uint32_t d = 0; d < ndev; d++)
+		for (uint32_t i = 0; i < hw; i++)
+			vr_counts_clear(vr_region_counts(h, i, d));
 	/* The slots in use start again from ours (joiners claim from 0 when
 	 * nobody is alive), and so does the hint. */
 	STORE32(&h->slots_hw, m->slot_idx + 1);
@@ -355,6 +360,9 @@ static void fill_slot_locked(vr_member *m, const struct vr_join_opts *opts,
 	       offsetof(struct vr_slot, incarnation) - offsetof(struct vr_slot, pid));
 	memset((char *)s + offsetof(struct vr_slot, start_time), 0,
 	       sizeof(*s) - offsetof(struct vr_slot, start_time));
+	/* Its numbers on the group's devices (0 on the others: region.h). */
+	for (uint32_t d = 0; d < vr_hdr_ndev(h); d++)
+		vr_counts_clear(vr_region_counts(h, m->slot_idx, d));
 	s->pid = (int32_t)getpid();
 	s->start_time = pi->start_time;
 	s->nspid_outer = pi->nspid_outer;
@@ -401,7 +409,7 @@ static int enter_group(vr_member *m, const struct vr_join_opts *opts, const stru
 		/* Our slot's previous owner is gone (we hold its byte). */
 		bad = vr_audit_locked(m);
 		if (!bad && m->slot->state == VR_SLOT_USED &&
-		    vr_slot_reclaim_locked(m, m->slot) != 0)
+		    vr_slot_reclaim_locked(m, m->slot_idx) != 0)
 			bad = "a dead member's slot holds more than the group's total";
 		if (bad) {
 			rc = -EBADMSG;
@@ -490,7 +498,7 @@ void vr_leave(vr_member *m)
 	 * reclaimed (or found damaged) by the others once it is gone. */
 	if (!atomic_load(&m->detached) && vr_region_lock(m) == 0) {
 		if (m->slot->state == VR_SLOT_USED && m->slot->incarnation == m->incarnation)
-			(void)vr_slot_reclaim_locked(m, m->slot);
+			(void)vr_slot_reclaim_locked(m, m->slot_idx);
 		vr_region_unlock(m);
 	}
 	vr_forget(m);

@@ -72,9 +72,9 @@ static void point(vr_member *m, struct lane *l, int dev)
 	l->tag = dev >= 0 ? (uint64_t)(dev + 1) << VR_LANE_DEV_SHIFT : 0;
 	if (dev < 0)
 		return;
-	l->held = vr_slot_word(m->slot, (uint32_t)dev);
+	l->held = vr_slot_word(m->hdr, m->slot_idx, (uint32_t)dev);
 	l->total = (_Atomic uint64_t *)&m->hdr->dev[dev].total;
-	l->slot_peak = &m->slot->dev[dev].peak;
+	l->slot_peak = &vr_region_counts(m->hdr, m->slot_idx, (uint32_t)dev)->peak;
 	l->group_peak = &m->hdr->dev[dev].peak;
 }
 

@@ -83,26 +83,31 @@ static int total_sub(struct vr_region_dev *g, uint64_t b)
 	return 0;
 }
 
-/* Frees a slot and gives its spilled bytes back (kept under the lock). */
-static void slot_free(struct vr_region_hdr *h, struct vr_slot *s)
+/* Frees slot i and gives its spilled bytes back (kept under the lock). Its
+ * numbers are cleared after the slot is marked free: a freezer or reader
+ * that still saw it used counts it whole or not at all. */
+static void slot_free(struct vr_region_hdr *h, uint32_t i)
 {
+	struct vr_slot *s = vr_region_slot(h, i);
 	uint32_t ndev = vr_hdr_ndev(h);
 	for (uint32_t d = 0; d < ndev; d++) {
-		uint64_t sp = s->dev[d].spilled;
+		uint64_t sp = vr_region_counts(h, i, d)->spilled;
 		h->spilled -= sp < h->spilled ? sp : h->spilled;
 	}
 	STORE32(&s->state, VR_SLOT_FREE);
 	STORE64(&s->incarnation, s->incarnation + 1);
+	for (uint32_t d = 0; d < ndev; d++)
+		vr_counts_clear(vr_region_counts(h, i, d));
 }
 
-int vr_slot_reclaim_locked(vr_member *m, struct vr_slot *s)
+int vr_slot_reclaim_locked(vr_member *m, uint32_t i)
 {
 	struct vr_region_hdr *h = m->hdr;
 	uint32_t ndev = vr_hdr_ndev(h);
 	uint64_t held[VR_MAX_DEVICES];
 	int busy = 0;
 	for (uint32_t d = 0; d < ndev; d++) {
-		uint64_t w = atomic_load_explicit(vr_slot_word(s, d), memory_order_acquire);
+		uint64_t w = atomic_load_explicit(vr_slot_word(h, i, d), memory_order_acquire);
 		busy |= (w & VR_W_BUSY) != 0;
 		held[d] = vr_w_bytes(w);
 		if (held[d] > vr_dev_total(&h->dev[d]))
@@ -114,7 +119,7 @@ int vr_slot_reclaim_locked(vr_member *m, struct vr_slot *s)
 		 * totals are the sum of the slots left. */
 		int rc = vr_books_freeze(m, NULL);
 		if (rc == 0) {
-			slot_free(h, s);
+			slot_free(h, i);
 			vr_books_thaw(m, 1);
 			return 0;
 		}
@@ -126,7 +131,7 @@ int vr_slot_reclaim_locked(vr_member *m, struct vr_slot *s)
 		 * after it on a reserve), until a later reclaim or recovery. */
 	}
 	/* Freed first: a holder that dies here leaves the total too high. */
-	slot_free(h, s);
+	slot_free(h, i);
 	for (uint32_t d = 0; d < ndev; d++)
 		if (held[d] && total_sub(&h->dev[d], held[d]) != 0)
 			return -EBADMSG;
@@ -204,7 +209,7 @@ static int reclaim(vr_member *m, uint32_t limit)
 		for (int c = 0; c < n && !bad; c++) {
 			struct vr_slot *s = vr_region_slot(h, cand[c].idx);
 			if (s->state == VR_SLOT_USED && s->incarnation == cand[c].inc) {
-				bad = vr_slot_reclaim_locked(m, s) != 0;
+				bad = vr_slot_reclaim_locked(m, cand[c].idx) != 0;
 				total += !bad;
 			}
 		}

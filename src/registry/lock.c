@@ -76,7 +76,7 @@ uint32_t vr_lock_id(uint32_t slot_idx)
 
 int vr_slot_settled(vr_member *m, uint32_t i, uint32_t d, uint64_t *word, int *dead_busy)
 {
-	_Atomic uint64_t *sw = vr_slot_word(vr_region_slot(m->hdr, i), d);
+	_Atomic uint64_t *sw = vr_slot_word(m->hdr, i, d);
 	uint64_t t0 = 0, w;
 	for (int spin = 0; (w = atomic_load_explicit(sw, memory_order_acquire)) & VR_W_BUSY;
 	     spin++) {
@@ -202,10 +202,9 @@ static void region_recover(vr_member *m)
 	books_begin(h);
 	uint64_t spilled = 0;
 	for (uint32_t i = 0; i < hw; i++) {
-		struct vr_slot *s = vr_region_slot(h, i);
-		if (s->state == VR_SLOT_USED)
+		if (vr_region_slot(h, i)->state == VR_SLOT_USED)
 			for (uint32_t d = 0; d < ndev; d++)
-				spilled += s->dev[d].spilled;
+				spilled += vr_region_counts(h, i, d)->spilled;
 	}
 	h->spilled = spilled;
 	books_end(h);

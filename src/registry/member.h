@@ -162,7 +162,7 @@ static inline void vr_peak_raise(uint64_t *field, uint64_t v)
 }
 
 /*
- * The slot word of a device (struct vr_slot.dev[d].in_use): the bytes the
+ * The slot word of a device (vr_region_counts(h, i, d)->in_use): the bytes the
  * member holds << VR_W_SHIFT, plus the number of its operations on the
  * device in flight (threads between their first and last write). Changed
  * only by the member, with atomic read-modify-writes.
@@ -170,17 +170,17 @@ static inline void vr_peak_raise(uint64_t *field, uint64_t v)
 #define VR_W_SHIFT 16
 #define VR_W_ONE   (1ull << VR_W_SHIFT)
 #define VR_W_BUSY  (VR_W_ONE - 1)
-static inline _Atomic uint64_t *vr_slot_word(struct vr_slot *s, uint32_t d)
+static inline _Atomic uint64_t *vr_slot_word(struct vr_region_hdr *h, uint32_t i, uint32_t d)
 {
-	return (_Atomic uint64_t *)&s->dev[d].in_use;
+	return (_Atomic uint64_t *)&vr_region_counts(h, i, d)->in_use;
 }
 static inline uint64_t vr_w_bytes(uint64_t w)
 {
 	return w >> VR_W_SHIFT;
 }
-static inline uint64_t vr_slot_held(const struct vr_slot *s, uint32_t d)
+static inline uint64_t vr_slot_held(struct vr_region_hdr *h, uint32_t i, uint32_t d)
 {
-	return vr_w_bytes(vr_slot_word((struct vr_slot *)s, d)[0]);
+	return vr_w_bytes(atomic_load_explicit(vr_slot_word(h, i, d), memory_order_relaxed));
 }
 
 /*
@@ -206,11 +206,11 @@ static inline uint64_t vr_lanes_spare(const struct vr_slot *s, uint32_t d, uint6
 		spare += vr_lane_spare_on(vr_lane_word(s, i), d);
 	return spare < held ? spare : held;
 }
-/* What slot s's member has handed out on device d: held less spare. */
-static inline uint64_t vr_slot_used(const struct vr_slot *s, uint32_t d)
+/* What slot i's member has handed out on device d: held less spare. */
+static inline uint64_t vr_slot_used(struct vr_region_hdr *h, uint32_t i, uint32_t d)
 {
-	uint64_t held = vr_slot_held(s, d);
-	return held - vr_lanes_spare(s, d, held);
+	uint64_t held = vr_slot_held(h, i, d);
+	return held - vr_lanes_spare(vr_region_slot(h, i), d, held);
 }
 /* Test-only: every device's lane quantum (VRAMCTL_TEST_LANE_QUANTUM), 0: by the cap. */
 extern uint64_t vr_test_lane_quantum;
@@ -228,6 +228,16 @@ static inline uint64_t vr_lane_quantum(uint64_t cap)
  * state and incarnation) are written with atomic stores, under the mutex. */
 #define STORE32(p, v) atomic_store_explicit((_Atomic uint32_t *)(p), (v), memory_order_release)
 #define STORE64(p, v) atomic_store_explicit((_Atomic uint64_t *)(p), (v), memory_order_release)
+
+/* Clears a slot's numbers on one device (lock held; readers copy them). */
+static inline void vr_counts_clear(struct vramctl_counts *c)
+{
+	STORE64(&c->in_use, 0);
+	STORE64(&c->peak, 0);
+	STORE64(&c->denied_count, 0);
+	STORE64(&c->last_denied, 0);
+	STORE64(&c->spilled, 0);
+}
 
 uint64_t vr_now_ns(void);
 
@@ -327,7 +337,7 @@ int vr_unreaped_others(struct vr_region_hdr *h, uint32_t self);
 /* Returns a dead slot's bytes to the group and frees it. Lock held.
  * Returns 0, or -EBADMSG when the slot holds more than the group's total
  * or a total fails its check: the books are damaged. */
-int vr_slot_reclaim_locked(vr_member *m, struct vr_slot *s);
+int vr_slot_reclaim_locked(vr_member *m, uint32_t i);
 /* 1 if a member other than slot `self` holds any slot's liveness byte. */
 int vr_others_alive(int fd, uint32_t self);
 

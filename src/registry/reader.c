@@ -322,8 +322,8 @@ static void lock_table_region(const struct lock_table *t, const struct stat *st,
 		    l->min != minor(st->st_dev) || l->start < (long long)VR_REGION_HDR_SIZE)
 			continue;
 		long long rel = l->start - (long long)VR_REGION_HDR_SIZE;
-		long long slot = rel / (long long)sizeof(struct vr_slot);
-		long long off = rel % (long long)sizeof(struct vr_slot);
+		long long slot = rel / VR_LIVE_STRIDE;
+		long long off = rel % VR_LIVE_STRIDE;
 		if (slot >= VR_REGION_SLOTS)
 			continue;
 		if (l->ofd && off == 0)
@@ -532,7 +532,9 @@ static int read_region(struct reader *r, int dfd, const char *dir, const char *n
 			memcpy(c->command, s->command, sizeof(c->command));
 			for (int l = 0; l < VR_LANES; l++)
 				c->lanes[l] = vr_lane_word(s, (uint32_t)l);
-			memcpy(&sd[(size_t)nsc * ndev], s->dev, ndev * sizeof(s->dev[0]));
+			for (uint32_t d = 0; d < ndev; d++)
+				sd[(size_t)nsc * ndev + d] =
+				    *vr_region_counts((struct vr_region_hdr *)h, i, d);
 			nsc++;
 		}
 		/* The copy's loads must not pass the second read of seq: x86 keeps

@@ -307,24 +307,41 @@ struct vr_region_hdr *vr_segment_attach(const struct vr_region_hdr *door, int rd
 	return h;
 }
 
-void vr_segment_prefault(const struct vr_region_hdr *h, uint32_t slots, int write)
+/* Maps [off, off + len) of the segment in one call (rounded out to pages). */
+static void populate(const struct vr_region_hdr *h, uint64_t off, uint64_t len, int write)
 {
-	/* Only the slots ever used: the rest are never read. Best effort
-	 * (Linux 5.14+; elsewhere the pages fault in one by one as before). */
-	uint32_t hw = vr_hdr_hw(h);
-	if (slots > VR_REGION_SLOTS)
-		slots = VR_REGION_SLOTS;
-	size_t len =
-	    VR_REGION_HDR_SIZE + (size_t)(slots > hw ? slots : hw) * sizeof(struct vr_slot);
-	long page = sysconf(_SC_PAGESIZE);
-	if (page > 0)
-		len = (len + (size_t)page - 1) & ~((size_t)page - 1);
 #if defined(MADV_POPULATE_READ) && defined(MADV_POPULATE_WRITE)
-	(void)madvise((void *)h, len, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	if (page == 0 || page > VR_REGION_HDR_SIZE)
+		return;
+	uint64_t end = (off + len + page - 1) & ~(page - 1);
+	off &= ~(page - 1);
+	(void)madvise((unsigned char *)h + off, end - off,
+	              write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
 #else
+	(void)h;
+	(void)off;
 	(void)len;
 	(void)write;
 #endif
+}
+
+void vr_segment_prefault(const struct vr_region_hdr *h, uint32_t slots, int write)
+{
+	/* Only the slots ever used, and their numbers on the group's devices:
+	 * the rest are never read. Best effort (Linux 5.14+; elsewhere the
+	 * pages fault in one by one as before). */
+	uint32_t hw = vr_hdr_hw(h), ndev = vr_hdr_ndev(h);
+	if (slots > VR_REGION_SLOTS)
+		slots = VR_REGION_SLOTS;
+	if (slots > hw)
+		hw = slots;
+	populate(h, 0, VR_SLOTS_OFFSET + (uint64_t)hw * sizeof(struct vr_slot), write);
+	for (uint32_t d = 0; d < ndev; d++)
+		populate(h,
+		         VR_COUNTS_OFFSET +
+		             (uint64_t)d * VR_REGION_SLOTS * sizeof(struct vr_counts_line),
+		         (uint64_t)hw * sizeof(struct vr_counts_line), write);
 }
 
 void vr_segment_detach(struct vr_region_hdr *h)

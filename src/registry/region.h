@@ -8,24 +8,32 @@
  *     end). It is only ever read and written with pread/pwrite, never mapped.
  *   the segment: a System V shared memory segment of VR_REGION_SIZE bytes, a
  *     4 KiB header (identity, the lock word, the seqlock counter, the
- *     per-device books) followed by VR_REGION_SLOTS slots, one per member
- *     process. Members attach it read-write, monitors read-only. A segment
+ *     per-device books), then VR_REGION_SLOTS slots, one per member process
+ *     (who it is, its threads' lanes), then the members' numbers, device by
+ *     device: for each device, one cache line per slot (its slot word, its
+ *     peak, its refusals, its spilled bytes). So whoever reads every
+ *     member's numbers on one device (an audit, a freeze, a reader) reads
+ *     VR_REGION_SLOTS lines in a row, a page per 64 members, not a page per
+ *     member; and no two members' hot words share a cache line. Members
+ *     attach it read-write, monitors read-only. A segment
  *     cannot shrink, so no process can make another's access fault (a
  *     mapped file can be truncated under its mappers: SIGBUS); it is marked
  *     for removal at creation and goes with its last member.
  *
  * Invariant (docs/architecture.md, "The lock-free books"): for every
- * device d, with held(i) the bytes in slot i's word and busy(i) its count
- * of operations in flight,
+ * device d, with held(i) the bytes in slot i's word on d (vr_region_counts)
+ * and busy(i) its count of operations in flight,
  *   total(d) >= sum of held(i) over USED slots (dead ones included), and
  *   total(d) == that sum whenever no USED slot is busy on d.
  * Members change total(d) by compare-and-swap without the lock; the lock
  * is for joins, leaves, reclaims and recovery, which freeze the totals and
  * wait for the busy counts to drain before they recompute anything.
  * And, whenever the lock is free, hdr->spilled == sum of
- * slot[i].dev[d].spilled over USED slots and all d (spill changes them
- * under the lock). Anything else that breaks these is damage ("Failure
- * model").
+ * counts(i, d).spilled over USED slots and all d (spill changes them
+ * under the lock). And a slot's numbers are 0 on every device the group
+ * does not have (the ones it has are zeroed when a slot is freed, taken or
+ * started afresh; a device is added only over zeros). Anything else that
+ * breaks these is damage ("Failure model").
  *
  * Any change here changes VR_REGION_VERSION and the pinned numbers in
  * tests/registry/test_layout.c.
@@ -39,7 +47,7 @@
 #include "vramctl/registry.h"
 
 #define VR_REGION_MAGIC    0x3147524c54434d56ULL /* "VMCTLRG1" read little-endian */
-#define VR_REGION_VERSION  5u
+#define VR_REGION_VERSION  6u
 #define VR_REGION_SLOTS    1024u
 #define VR_REGION_HDR_SIZE 4096u
 #define VR_GROUP_MAX       64  /* group name length, without the NUL */
@@ -119,26 +127,48 @@ struct vr_slot {
 	uint32_t flags; /* VR_SLOT_F_* */
 	uint64_t pad1;
 	struct vr_lane lanes[VR_LANES];
-	/* vramctl/registry.h, but in_use holds a slot word: held bytes << 16
-	 * | operations in flight (member.h, "The slot word"). */
-	struct vramctl_counts dev[VR_MAX_DEVICES];
 };
 
+/* A member's numbers on one device: vramctl/registry.h's counts, but in_use
+ * holds the slot word (held bytes << 16 | operations in flight: member.h,
+ * "The slot word"). A cache line of its own. */
+struct vr_counts_line {
+	struct vramctl_counts c;
+	uint64_t pad[3];
+};
+
+#define VR_SLOTS_OFFSET  ((uint64_t)VR_REGION_HDR_SIZE)
+#define VR_COUNTS_OFFSET (VR_SLOTS_OFFSET + (uint64_t)VR_REGION_SLOTS * sizeof(struct vr_slot))
 #define VR_REGION_SIZE                                                                             \
-	((uint64_t)VR_REGION_HDR_SIZE + (uint64_t)VR_REGION_SLOTS * sizeof(struct vr_slot))
+	(VR_COUNTS_OFFSET +                                                                        \
+	 (uint64_t)VR_MAX_DEVICES * VR_REGION_SLOTS * sizeof(struct vr_counts_line))
 #define VR_DOOR_SIZE VR_REGION_HDR_SIZE
 
 static inline struct vr_slot *vr_region_slot(struct vr_region_hdr *h, uint32_t i)
 {
-	return (struct vr_slot *)(void *)((unsigned char *)h + VR_REGION_HDR_SIZE) + i;
+	return (struct vr_slot *)(void *)((unsigned char *)h + VR_SLOTS_OFFSET) + i;
+}
+
+/* Slot i's numbers on device d. */
+static inline struct vramctl_counts *vr_region_counts(struct vr_region_hdr *h, uint32_t i,
+                                                      uint32_t d)
+{
+	struct vr_counts_line *l =
+	    (struct vr_counts_line *)(void *)((unsigned char *)h + VR_COUNTS_OFFSET);
+	return &l[(size_t)d * VR_REGION_SLOTS + i].c;
 }
 
 /* Byte ranges locked by a member for its life: the OFD lock (liveness) and
  * the classic POSIX lock (lets a reader learn the holder's PID in its own
- * namespace). Distinct bytes, since the two kinds conflict with each other. */
+ * namespace). Distinct bytes, since the two kinds conflict with each other.
+ * Their places in the door never change with the layout (3,264 was the
+ * slot's size up to version 5): a joiner of any version sees every live
+ * member of any other in its probes, so it never makes a second segment
+ * for a group whose members it cannot read. */
+#define VR_LIVE_STRIDE 3264
 static inline long long vr_slot_live_byte(uint32_t i)
 {
-	return (long long)VR_REGION_HDR_SIZE + (long long)i * (long long)sizeof(struct vr_slot);
+	return (long long)VR_REGION_HDR_SIZE + (long long)i * VR_LIVE_STRIDE;
 }
 static inline long long vr_slot_pid_byte(uint32_t i)
 {

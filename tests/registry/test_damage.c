@@ -186,7 +186,7 @@ static void one_field(const char *group, int which)
 	else if (which == 1)
 		g->total = 0; /* "nothing is used" */
 	else
-		a->slot->dev[0].in_use = 0; /* a's own numbers */
+		vr_region_counts(a->hdr, a->slot_idx, 0)->in_use = 0; /* a's own numbers */
 	int before = atomic_load(&notices);
 	ASSERT_EQ(snapshot_says("damaged"), 1);
 	/* b holds nothing; it may take what its cap allows alone, never more. */
@@ -239,7 +239,7 @@ static void unused_device(void)
 	vr_member *b = member("unused");
 	ASSERT_EQ(vr_reserve(a, 0, 100, NULL), 0);
 	/* b's numbers for device 1, which the group does not have yet. */
-	b->slot->dev[1].in_use = (uint64_t)500 << VR_W_SHIFT;
+	vr_region_counts(b->hdr, b->slot_idx, 1)->in_use = (uint64_t)500 << VR_W_SHIFT;
 	vr_member *c = member("unused"); /* the join's audit reads device 0 only */
 	int before = atomic_load(&notices);
 	uint64_t cap = 0;

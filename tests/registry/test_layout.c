@@ -13,7 +13,7 @@
 
 int main(void)
 {
-	ASSERT_EQ(VR_REGION_VERSION, 5);
+	ASSERT_EQ(VR_REGION_VERSION, 6);
 	ASSERT_UEQ(VR_REGION_MAGIC, 0x3147524c54434d56ULL);
 	ASSERT_EQ(VR_REGION_SLOTS, 1024);
 	ASSERT_EQ(VR_MAX_DEVICES, 64);
@@ -58,7 +58,7 @@ int main(void)
 	OFF(vramctl_counts, last_denied, 24);
 	OFF(vramctl_counts, spilled, 32);
 
-	ASSERT_EQ(sizeof(struct vr_slot), 3264);
+	ASSERT_EQ(sizeof(struct vr_slot), 704);
 	OFF(vr_slot, state, 0);
 	OFF(vr_slot, pid, 4);
 	OFF(vr_slot, incarnation, 8);
@@ -71,9 +71,19 @@ int main(void)
 	OFF(vr_slot, growth, 176);
 	OFF(vr_slot, lanes, 192);
 	ASSERT_EQ(sizeof(struct vr_lane), 64);
-	OFF(vr_slot, dev, 704);
 
-	ASSERT_UEQ(VR_REGION_SIZE, 4096 + 1024 * 3264);
+	/* The members' numbers, device by device, a cache line each. */
+	ASSERT_EQ(sizeof(struct vr_counts_line), 64);
+	ASSERT_UEQ(VR_COUNTS_OFFSET, 4096 + 1024 * 704);
+	ASSERT_UEQ(VR_COUNTS_OFFSET % 64, 0);
+	ASSERT_UEQ(VR_REGION_SIZE, 4096 + 1024 * 704 + 64 * 1024 * 64);
+	static unsigned char seg[VR_REGION_SIZE];
+	struct vr_region_hdr *h = (struct vr_region_hdr *)(void *)seg;
+	ASSERT_UEQ((size_t)((unsigned char *)vr_region_counts(h, 3, 2) - seg),
+	           VR_COUNTS_OFFSET + (2 * 1024 + 3) * 64);
+	ASSERT_UEQ((size_t)((unsigned char *)vr_region_slot(h, 3) - seg), 4096 + 3 * 704);
+
+	/* The liveness bytes stay where version 5 had them (region.h). */
 	ASSERT_EQ(vr_slot_live_byte(0), 4096);
 	ASSERT_EQ(vr_slot_pid_byte(3), 4096 + 3 * 3264 + 1);
 	printf("ok\n");
