@@ -163,11 +163,19 @@ static int claim_slot(vr_member *m)
 		if ((rc = try_slot(m, i)) != 0)
 			return rc < 0 ? rc : (int)i;
 	}
-	for (uint32_t k = near; k < n; k++) {
-		uint32_t i = k < near + n - hw ? hw + (k - near) : (start + k - (n - hw)) % hw;
-		if ((rc = try_slot(m, i)) != 0)
-			return rc < 0 ? rc : (int)i;
-	}
+	/* Every slot: the free ones first (in a full group the one a leaver
+	 * just gave back), then all (a dead member's is taken over). Each try
+	 * walks the door's list of locks: trying every live member's first
+	 * made a join into a group of 1,000 take milliseconds. */
+	for (int pass = 0; pass < 2; pass++)
+		for (uint32_t k = near; k < n; k++) {
+			uint32_t i =
+			    k < near + n - hw ? hw + (k - near) : (start + k - (n - hw)) % hw;
+			if (pass == 0 && slot_used(vr_region_slot(h, i)))
+				continue;
+			if ((rc = try_slot(m, i)) != 0)
+				return rc < 0 ? rc : (int)i;
+		}
 	return -EUSERS;
 }
 

@@ -98,6 +98,8 @@ static void slot_free(struct vr_region_hdr *h, uint32_t i)
 	STORE64(&s->incarnation, s->incarnation + 1);
 	for (uint32_t d = 0; d < ndev; d++)
 		vr_counts_clear(vr_region_counts(h, i, d));
+	/* The next joiner starts looking here (advisory). */
+	STORE32(&h->slot_hint, i);
 }
 
 int vr_slot_reclaim_locked(vr_member *m, uint32_t i)

@@ -4,9 +4,12 @@
  * never-used slots after it in turn, every try an F_OFD_SETLK that fails
  * on a slot another joiner has just locked (and walks the door's whole
  * list of locks in the kernel): n joiners at once made O(n^2) tries. The
- * header's counter (slot_next) now hands each its own. This program
- * counts the tries by defining fcntl (the registry is linked in
- * statically, so its calls come here).
+ * header's counter (slot_next) now hands each its own. And in a full
+ * group a joiner used to try every live member's slot before the one a
+ * leaver gave back (a join into 1,000 members took milliseconds); a free
+ * slot names itself the next place to look, and free slots are tried
+ * before used ones. This program counts the tries by defining fcntl (the
+ * registry is linked in statically, so its calls come here).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -111,6 +114,50 @@ static void test_counter_advisory(void)
 	vr_leave(again);
 }
 
+/* Slots [from, to) look like live members' to a joiner: held (by fd) and
+ * marked used (no start time: their locks alone say they live). */
+static int fake_members(vr_member *keeper, uint32_t from, uint32_t to)
+{
+	int fd = hold_slots("full", from, to);
+	for (uint32_t i = from; i < to; i++)
+		vr_region_slot(keeper->hdr, i)->state = VR_SLOT_USED;
+	keeper->hdr->slots_hw = to;
+	keeper->hdr->slot_next = to;
+	return fd;
+}
+
+/*
+ * A full group: slots 0-1023 live but for one a member has just left. The
+ * next joiner takes that one at once; and with the hint lost (another
+ * joiner moved it), after the 8 near probes, before any other live slot.
+ */
+static void test_full_group(void)
+{
+	vr_member *keeper = join("full");
+	ASSERT_EQ(vr_slot_index(keeper), 0);
+	int low = fake_members(keeper, 1, 600);
+	vr_member *leaver = join("full");
+	ASSERT_EQ(vr_slot_index(leaver), 600);
+	int high = fake_members(keeper, 601, VR_REGION_SLOTS);
+	vr_leave(leaver);
+	setlk_tries = 0;
+	vr_member *m = join("full");
+	printf("full group: slot %d after %d tries\n", vr_slot_index(m), setlk_tries);
+	ASSERT_EQ(vr_slot_index(m), 600);
+	ASSERT_LE(setlk_tries, 1);
+	vr_leave(m);
+	keeper->hdr->slot_hint = 17; /* lost */
+	setlk_tries = 0;
+	m = join("full");
+	printf("hint lost: slot %d after %d tries\n", vr_slot_index(m), setlk_tries);
+	ASSERT_EQ(vr_slot_index(m), 600);
+	ASSERT_LE(setlk_tries, 9);
+	vr_leave(m);
+	close(high);
+	close(low);
+	vr_leave(keeper);
+}
+
 int main(void)
 {
 	dir = getenv("VRAMCTL_REGISTRY_DIR");
@@ -118,6 +165,7 @@ int main(void)
 		SKIP("VRAMCTL_REGISTRY_DIR is not set (run under tests/run)");
 	test_joiners_at_once();
 	test_counter_advisory();
+	test_full_group();
 	printf("ok\n");
 	return 0;
 }
