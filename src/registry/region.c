@@ -161,10 +161,38 @@ int vr_region_validate(int fd, const char *group, enum vr_region_use use, struct
 }
 
 /*
+ * A door of another region version, ours and 0600, that no process holds a
+ * lock on: the leftover of a group whose members are all gone (members of
+ * every version lock bytes of the door for their life; the probe covers
+ * the whole file), e.g. a named group's door after an upgrade. It is
+ * removed under its maker's lock (byte 0, which joiners take before they
+ * write a door), checked again to be the file at the path. Returns 0 when
+ * removed, -EPROTONOSUPPORT when a process holds it.
+ */
+static int retire_other_version(int dfd, const char *name, const struct stat *st)
+{
+	int rw = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	if (rw < 0)
+		return -EPROTONOSUPPORT;
+	int rc = -EPROTONOSUPPORT;
+	struct stat now;
+	struct flock maker = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
+	struct flock rest = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 1, .l_len = 0};
+	if (fstat(rw, &now) == 0 && now.st_dev == st->st_dev && now.st_ino == st->st_ino &&
+	    fcntl(rw, F_OFD_SETLK, &maker) == 0 && fcntl(rw, F_OFD_GETLK, &rest) == 0 &&
+	    rest.l_type == F_UNLCK && fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    now.st_dev == st->st_dev && now.st_ino == st->st_ino && unlinkat(dfd, name, 0) == 0)
+		rc = 0;
+	close(rw); /* drops the maker's lock */
+	return rc;
+}
+
+/*
  * Opens an existing region for writing, never following a symlink and never
  * opening another user's file for writing: it is first opened read-only,
  * checked, then reopened read-write and checked to be the same file.
- * Returns an fd, -ENOENT if there is none, or another negative errno.
+ * Returns an fd, -ENOENT if there is none (or it was another version's
+ * leftover, now removed), or another negative errno.
  */
 int vr_region_open(int dfd, const char *dir, const char *group, const char *name, char *err,
                    size_t errlen)
@@ -185,9 +213,19 @@ int vr_region_open(int dfd, const char *dir, const char *group, const char *name
 	struct vr_region_hdr hdr;
 	const char *why = NULL;
 	int rc = vr_region_validate(ro, group, VR_REGION_WRITE, &st, &hdr, &why);
+	if (rc == -EPROTONOSUPPORT && retire_other_version(dfd, name, &st) == 0) {
+		close(ro);
+		return -ENOENT; /* the caller makes a door of this version */
+	}
 	if (rc != 0) {
 		close(ro);
-		if (rc == -EPERM && st.st_uid != geteuid())
+		if (rc == -EPROTONOSUPPORT)
+			vr_seterr(err, errlen,
+			          "region %s/%s: %s, and a process of that version is in it: the "
+			          "members of a group must run one vramctl version (the region is "
+			          "replaced once none is left)",
+			          dir, name, why);
+		else if (rc == -EPERM && st.st_uid != geteuid())
 			vr_seterr(err, errlen,
 			          "region %s/%s is owned by uid %u, not uid %u: refusing", dir,
 			          name, (unsigned)st.st_uid, (unsigned)geteuid());
