@@ -45,6 +45,17 @@ static vr_member *join(const char *group)
 	return join_or_fail(&o);
 }
 
+/* Joins, expecting slot `slot` within max_tries tries, and leaves. */
+static void join_counted(const char *group, const char *what, int slot, int max_tries)
+{
+	setlk_tries = 0;
+	vr_member *m = join(group);
+	printf("%s: slot %d after %d tries\n", what, vr_slot_index(m), setlk_tries);
+	ASSERT_EQ(vr_slot_index(m), slot);
+	ASSERT_LE(setlk_tries, max_tries);
+	vr_leave(m);
+}
+
 /* Locks the liveness bytes of slots [from, to) through an open file
  * description of its own, as joiners do between taking a slot and
  * entering the group. Returns the descriptor (closing it drops them). */
@@ -75,12 +86,7 @@ static void test_joiners_at_once(void)
 	ASSERT_EQ(vr_slot_index(keeper), 0);
 	int held = hold_slots("storm", 1, 21);
 	keeper->hdr->slot_next = 21;
-	setlk_tries = 0;
-	vr_member *m = join("storm");
-	printf("slot %d after %d tries\n", vr_slot_index(m), setlk_tries);
-	ASSERT_EQ(vr_slot_index(m), 21);
-	ASSERT_LE(setlk_tries, 2);
-	vr_leave(m);
+	join_counted("storm", "beside 20 joiners", 21, 2);
 	close(held);
 	vr_leave(keeper);
 }
@@ -140,19 +146,9 @@ static void test_full_group(void)
 	ASSERT_EQ(vr_slot_index(leaver), 600);
 	int high = fake_members(keeper, 601, VR_REGION_SLOTS);
 	vr_leave(leaver);
-	setlk_tries = 0;
-	vr_member *m = join("full");
-	printf("full group: slot %d after %d tries\n", vr_slot_index(m), setlk_tries);
-	ASSERT_EQ(vr_slot_index(m), 600);
-	ASSERT_LE(setlk_tries, 1);
-	vr_leave(m);
+	join_counted("full", "full group", 600, 1);
 	keeper->hdr->slot_hint = 17; /* lost */
-	setlk_tries = 0;
-	m = join("full");
-	printf("hint lost: slot %d after %d tries\n", vr_slot_index(m), setlk_tries);
-	ASSERT_EQ(vr_slot_index(m), 600);
-	ASSERT_LE(setlk_tries, 9);
-	vr_leave(m);
+	join_counted("full", "hint lost", 600, 9);
 	close(high);
 	close(low);
 	vr_leave(keeper);
