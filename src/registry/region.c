@@ -166,23 +166,29 @@ int vr_region_validate(int fd, const char *group, enum vr_region_use use, struct
  * every version lock bytes of the door for their life; the probe covers
  * the whole file), e.g. a named group's door after an upgrade. It is
  * removed under its maker's lock (byte 0, which joiners take before they
- * write a door), checked again to be the file at the path. Returns 0 when
- * removed, -EPROTONOSUPPORT when a process holds it.
+ * write a door; joiners finding the same leftover at once wait for it in
+ * turn), checked again to be the file at the path. Returns 0 when it is
+ * gone or replaced (the caller opens again), -EPROTONOSUPPORT when a
+ * process holds it.
  */
 static int retire_other_version(int dfd, const char *name, const struct stat *st)
 {
 	int rw = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
 	if (rw < 0)
-		return -EPROTONOSUPPORT;
+		return errno == ENOENT ? 0 : -EPROTONOSUPPORT;
 	int rc = -EPROTONOSUPPORT;
 	struct stat now;
-	struct flock maker = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
 	struct flock rest = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 1, .l_len = 0};
-	if (fstat(rw, &now) == 0 && now.st_dev == st->st_dev && now.st_ino == st->st_ino &&
-	    fcntl(rw, F_OFD_SETLK, &maker) == 0 && fcntl(rw, F_OFD_GETLK, &rest) == 0 &&
-	    rest.l_type == F_UNLCK && fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    now.st_dev == st->st_dev && now.st_ino == st->st_ino && unlinkat(dfd, name, 0) == 0)
-		rc = 0;
+	if (fstat(rw, &now) != 0 || now.st_dev != st->st_dev || now.st_ino != st->st_ino)
+		rc = 0; /* another file at the path already */
+	else if (vr_door_lock(rw, 1) == 0) {
+		if (fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    now.st_dev != st->st_dev || now.st_ino != st->st_ino)
+			rc = 0; /* removed or replaced while we waited */
+		else if (fcntl(rw, F_OFD_GETLK, &rest) == 0 && rest.l_type == F_UNLCK &&
+		         unlinkat(dfd, name, 0) == 0)
+			rc = 0;
+	}
 	close(rw); /* drops the maker's lock */
 	return rc;
 }
