@@ -2,8 +2,9 @@
  * regtest.h - helpers the registry tests share: the random reserve/release
  * churn of the stress tests (test_concurrency, test_chaos), re-executing a
  * test as a member that stops itself inside the group's lock (test_chaos,
- * test_snapshot), and a forked member that reports and stays alive
- * (test_api, test_snapshot).
+ * test_snapshot), a forked member that reports and stays alive
+ * (test_api, test_snapshot), and a crowd of them let in at once
+ * (test_attach, test_upgrade).
  */
 #ifndef VRAMCTL_REGTEST_H
 #define VRAMCTL_REGTEST_H
@@ -177,6 +178,86 @@ static inline void expect_held(int fd)
 	char ok = 0;
 	ASSERT_EQ(read(fd, &ok, 1), 1);
 	ASSERT_EQ(ok, 'y');
+}
+
+/*
+ * A crowd of n forked members of one group, held alive until released:
+ * each waits to be let in (crowd_go, all at once), joins as o says, names
+ * uuid (cap 1 GiB) and reserves bytes on it, reports its slot index (-1
+ * when a step failed, with the join's message on stderr), and stays a
+ * member until crowd_release.
+ */
+#define CROWD_MAX 1024
+struct crowd {
+	int go[2], up[2], hold[2];
+	int n;
+	pid_t pids[CROWD_MAX];
+};
+
+static inline void crowd_fork(struct crowd *c, int n, const struct vr_join_opts *o,
+                              const unsigned char uuid[VR_UUID_LEN], uint64_t bytes)
+{
+	ASSERT(n <= CROWD_MAX);
+	ASSERT_EQ(pipe(c->go), 0);
+	ASSERT_EQ(pipe(c->up), 0);
+	ASSERT_EQ(pipe(c->hold), 0);
+	c->n = n;
+	for (int i = 0; i < n; i++) {
+		c->pids[i] = fork();
+		ASSERT(c->pids[i] >= 0);
+		if (c->pids[i] != 0)
+			continue;
+		close(c->go[1]);
+		close(c->up[0]);
+		close(c->hold[1]);
+		char b, err[256] = "";
+		if (read(c->go[0], &b, 1) != 0)
+			_exit(3);
+		vr_member *m = NULL;
+		int rc = vr_join(o, &m, NULL, err, sizeof(err));
+		int32_t slot = -1;
+		if (rc == 0 && vr_device(m, uuid, 1u << 30, NULL) == 0 &&
+		    vr_reserve(m, 0, bytes, NULL) == 0)
+			slot = vr_slot_index(m);
+		else
+			fprintf(stderr, "member %d: join %d: %s\n", i, rc, err);
+		if (write(c->up[1], &slot, sizeof(slot)) != (ssize_t)sizeof(slot))
+			_exit(3);
+		while (read(c->hold[0], &b, 1) > 0) /* until crowd_release */
+			;
+		vr_leave(m);
+		_exit(slot >= 0 ? 0 : 2);
+	}
+	close(c->go[0]);
+	close(c->up[1]);
+	close(c->hold[0]);
+}
+
+/* Lets them all join at once. */
+static inline void crowd_go(struct crowd *c)
+{
+	close(c->go[1]);
+}
+
+/* The next member's report: its slot index, or -1. */
+static inline int32_t crowd_slot(struct crowd *c)
+{
+	int32_t slot = -1;
+	ASSERT_EQ(read(c->up[0], &slot, sizeof(slot)), (ssize_t)sizeof(slot));
+	return slot;
+}
+
+/* Lets them leave, and waits for each: all exit 0. */
+static inline void crowd_release(struct crowd *c)
+{
+	close(c->hold[1]);
+	close(c->up[0]);
+	for (int i = 0; i < c->n; i++) {
+		int st;
+		ASSERT_EQ(waitpid(c->pids[i], &st, 0), c->pids[i]);
+		ASSERT(WIFEXITED(st));
+		ASSERT_EQ(WEXITSTATUS(st), 0);
+	}
 }
 
 #endif /* VRAMCTL_REGTEST_H */
