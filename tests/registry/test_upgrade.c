@@ -19,19 +19,16 @@ static const unsigned char uuid0[VR_UUID_LEN] = {7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7
 
 static const char *dir;
 
-static int join_group(vr_member **m, char *err, size_t errlen)
+static struct vr_join_opts opts(void)
 {
-	struct vr_join_opts o = {.dir = dir, .group = "up", .limit_spec = "1G"};
-	return vr_join(&o, m, NULL, err, errlen);
+	return (struct vr_join_opts){.dir = dir, .group = "up", .limit_spec = "1G"};
 }
 
 /* Leaves the group's door behind as another version's. */
 static void stale_door(void)
 {
-	vr_member *m = NULL;
-	char err[256];
-	ASSERT_EQ(join_group(&m, err, sizeof(err)), 0);
-	vr_leave(m);
+	struct vr_join_opts o = opts();
+	vr_leave(join_or_fail(&o));
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/up.vrg", dir);
 	int fd = open(path, O_WRONLY);
@@ -46,7 +43,7 @@ static void round_once(void)
 {
 	stale_door();
 	static struct crowd c;
-	struct vr_join_opts o = {.dir = dir, .group = "up", .limit_spec = "1G"};
+	struct vr_join_opts o = opts();
 	crowd_fork(&c, N, &o, uuid0, 1000);
 	crowd_go(&c);
 	for (int i = 0; i < N; i++)
