@@ -355,10 +355,10 @@ struct vr_region_hdr *vr_segment_attach(const struct vr_region_hdr *door, int rd
 static void populate(const struct vr_region_hdr *h, uint64_t off, uint64_t len, int write)
 {
 #if defined(MADV_POPULATE_READ) && defined(MADV_POPULATE_WRITE)
-	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-	if (page == 0 || page > VR_REGION_HDR_SIZE)
+	long sz = sysconf(_SC_PAGESIZE);
+	if (sz <= 0)
 		return;
-	uint64_t end = (off + len + page - 1) & ~(page - 1);
+	uint64_t page = (uint64_t)sz, end = (off + len + page - 1) & ~(page - 1);
 	off &= ~(page - 1);
 	(void)madvise((unsigned char *)h + off, end - off,
 	              write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
