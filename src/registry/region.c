@@ -161,27 +161,22 @@ int vr_region_validate(int fd, const char *group, enum vr_region_use use, struct
 }
 
 /*
- * A door of another region version, ours and 0600, that no process holds a
- * lock on: the leftover of a group whose members are all gone (members of
- * every version lock bytes of the door for their life; the probe covers
- * the whole file), e.g. a named group's door after an upgrade. It is
- * removed under its maker's lock (byte 0, which joiners take before they
- * write a door; joiners finding the same leftover at once wait for it in
- * turn), checked again to be the file at the path. Returns 0 when it is
- * gone or replaced (the caller opens again), -EPROTONOSUPPORT when a
- * process holds it.
+ * rw, a door of another region version (ours, 0600, opened for writing),
+ * that no process holds a lock on: the leftover of a group whose members
+ * are all gone (members of every version lock bytes of the door for their
+ * life; the probe covers the whole file), e.g. a named group's door after
+ * an upgrade. It is removed under its maker's lock (byte 0, which joiners
+ * take before they write a door; joiners finding the same leftover at once
+ * wait for it in turn), checked again to be the file at the path. Closes
+ * rw. Returns 0 when it is gone or replaced (the caller looks again),
+ * -EPROTONOSUPPORT when a process holds it.
  */
-static int retire_other_version(int dfd, const char *name, const struct stat *st)
+static int retire_other_version(int dfd, const char *name, int rw, const struct stat *st)
 {
-	int rw = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-	if (rw < 0)
-		return errno == ENOENT ? 0 : -EPROTONOSUPPORT;
 	int rc = -EPROTONOSUPPORT;
 	struct stat now;
 	struct flock rest = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 1, .l_len = 0};
-	if (fstat(rw, &now) != 0 || now.st_dev != st->st_dev || now.st_ino != st->st_ino)
-		rc = 0; /* another file at the path already */
-	else if (vr_door_lock(rw, 1) == 0) {
+	if (vr_door_lock(rw, 1) == 0) {
 		if (fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) != 0 ||
 		    now.st_dev != st->st_dev || now.st_ino != st->st_ino)
 			rc = 0; /* removed or replaced while we waited */
@@ -197,8 +192,9 @@ static int retire_other_version(int dfd, const char *name, const struct stat *st
  * Opens an existing region for writing, never following a symlink and never
  * opening another user's file for writing: it is first opened read-only,
  * checked, then reopened read-write and checked to be the same file.
- * Returns an fd, -ENOENT if there is none (or it was another version's
- * leftover, now removed), or another negative errno.
+ * Returns an fd, -ENOENT if there is none (or it was replaced between the
+ * two opens, or it was another version's leftover, now removed: the caller
+ * looks again), or another negative errno.
  */
 int vr_region_open(int dfd, const char *dir, const char *group, const char *name, char *err,
                    size_t errlen)
@@ -219,19 +215,9 @@ int vr_region_open(int dfd, const char *dir, const char *group, const char *name
 	struct vr_region_hdr hdr;
 	const char *why = NULL;
 	int rc = vr_region_validate(ro, group, VR_REGION_WRITE, &st, &hdr, &why);
-	if (rc == -EPROTONOSUPPORT && retire_other_version(dfd, name, &st) == 0) {
+	if (rc != 0 && rc != -EPROTONOSUPPORT) {
 		close(ro);
-		return -ENOENT; /* the caller makes a door of this version */
-	}
-	if (rc != 0) {
-		close(ro);
-		if (rc == -EPROTONOSUPPORT)
-			vr_seterr(err, errlen,
-			          "region %s/%s: %s, and a process of that version is in it: the "
-			          "members of a group must run one vramctl version (the region is "
-			          "replaced once none is left)",
-			          dir, name, why);
-		else if (rc == -EPERM && st.st_uid != geteuid())
+		if (rc == -EPERM && st.st_uid != geteuid())
 			vr_seterr(err, errlen,
 			          "region %s/%s is owned by uid %u, not uid %u: refusing", dir,
 			          name, (unsigned)st.st_uid, (unsigned)geteuid());
@@ -242,17 +228,29 @@ int vr_region_open(int dfd, const char *dir, const char *group, const char *name
 	}
 	int rw = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
 	struct stat st2;
-	if (rw < 0 || fstat(rw, &st2) < 0 || st2.st_dev != st.st_dev || st2.st_ino != st.st_ino ||
-	    st2.st_size < st.st_size) {
+	int got = rw >= 0 && fstat(rw, &st2) == 0;
+	int same = got && st2.st_dev == st.st_dev && st2.st_ino == st.st_ino;
+	if (!same || st2.st_size < st.st_size) {
 		int e = rw < 0 ? errno : EAGAIN;
 		if (rw >= 0)
 			close(rw);
 		close(ro);
+		if (e == ENOENT || (got && !same))
+			return -ENOENT; /* removed or replaced meanwhile: look again */
 		vr_seterr(err, errlen, "region %s/%s changed while being opened", dir, name);
 		return -e;
 	}
 	close(ro);
-	return rw;
+	if (rc == 0)
+		return rw;
+	/* Another version's door: a leftover is replaced, one in use refused. */
+	if (retire_other_version(dfd, name, rw, &st) == 0)
+		return -ENOENT;
+	vr_seterr(err, errlen,
+	          "region %s/%s: %s, and a process of that version is in it: the members of a "
+	          "group must run one vramctl version (the region is replaced once none is left)",
+	          dir, name, why);
+	return rc;
 }
 
 static void init_header(struct vr_region_hdr *h, const struct vr_join_opts *o)
