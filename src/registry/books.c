@@ -243,20 +243,16 @@ static int priv_device(vr_member *m, const unsigned char uuid[VR_UUID_LEN], uint
 }
 
 /* A device about to be added: no member may hold anything on it yet (the
- * audit reads only the group's devices); free slots' numbers on it are
- * cleared. Lock held. Returns 0 when a member's numbers are not 0. */
+ * audit reads only the group's devices). Lock held. Returns 0 when a
+ * member's numbers are not 0. */
 static int new_device_clean(struct vr_region_hdr *h, uint32_t d)
 {
 	uint32_t hw = vr_hdr_hw(h);
-	for (uint32_t i = 0; i < hw; i++) {
-		struct vramctl_counts *c = vr_region_counts(h, i, d);
-		if (vr_region_slot(h, i)->state != VR_SLOT_USED)
-			vr_counts_clear(c);
-		else if (atomic_load_explicit((_Atomic uint64_t *)&c->in_use,
-		                              memory_order_relaxed) != 0 ||
-		         c->spilled != 0)
+	for (uint32_t i = 0; i < hw; i++)
+		if (vr_region_slot(h, i)->state == VR_SLOT_USED &&
+		    (atomic_load_explicit(vr_slot_word(h, i, d), memory_order_relaxed) != 0 ||
+		     vr_region_counts(h, i, d)->spilled != 0))
 			return 0;
-	}
 	return 1;
 }
 

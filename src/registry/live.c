@@ -84,8 +84,8 @@ static int total_sub(struct vr_region_dev *g, uint64_t b)
 }
 
 /* Frees slot i and gives its spilled bytes back (kept under the lock). Its
- * numbers are cleared after the slot is marked free: a freezer or reader
- * that still saw it used counts it whole or not at all. */
+ * numbers stay as they are: nothing reads a free slot's, and whoever takes
+ * it clears them (region.h). */
 static void slot_free(struct vr_region_hdr *h, uint32_t i)
 {
 	struct vr_slot *s = vr_region_slot(h, i);
@@ -96,8 +96,6 @@ static void slot_free(struct vr_region_hdr *h, uint32_t i)
 	}
 	STORE32(&s->state, VR_SLOT_FREE);
 	STORE64(&s->incarnation, s->incarnation + 1);
-	for (uint32_t d = 0; d < ndev; d++)
-		vr_counts_clear(vr_region_counts(h, i, d));
 	/* The next joiner starts looking here (advisory). */
 	STORE32(&h->slot_hint, i);
 }

@@ -31,8 +31,9 @@
  * And, whenever the lock is free, hdr->spilled == sum of
  * counts(i, d).spilled over USED slots and all d (spill changes them
  * under the lock). And a slot's numbers are 0 on every device the group
- * does not have (the ones it has are zeroed when a slot is freed, taken or
- * started afresh; a device is added only over zeros). Anything else that
+ * does not have (a slot's numbers on the group's devices are zeroed when it
+ * is taken, every slot's when the group starts afresh; a device is added
+ * only over zeros; nothing reads a free slot's). Anything else that
  * breaks these is damage ("Failure model").
  *
  * Any change here changes VR_REGION_VERSION and the pinned numbers in
