@@ -4,8 +4,9 @@
 #   make test                 build and run the whole test suite
 #   make test SANITIZE=address   the same under ASan+UBSan
 #   make test SANITIZE=thread    the same under TSan
-#   make check                the README's test command: all of the above and
-#                             the format check (make format-check)
+#   make check                the README's test command: all of the above, the
+#                             format check (make format-check) and the layers
+#                             check (make layers)
 #   make CC=clang             any of the above with clang
 #   make demo                 run the demo on the simulated GPU
 #
@@ -94,6 +95,12 @@ test: build-all $(TESTS)
 .PHONY: list-tests
 list-tests:
 	@printf '%s\n' $(TESTS) $(TEST_SCRIPTS)
+
+# Fails when an include or a call between files goes up a layer or round in a
+# circle (tests/layers.py; the layers are src/LAYERS and each directory's LAYERS).
+.PHONY: layers
+layers: build-all
+	@tests/layers.py --objs $(O)
 
 # The README's test command: every build variant's suite (tests/check).
 check:
