@@ -5,6 +5,43 @@
  * every process using the same simulated card, as on real hardware.
  *
  * Nothing here is exported from either library (-fvisibility=hidden).
+ *
+ * The files of sim/ and what each models (sim/LAYERS orders them; libcuda's
+ * internal interface is driver.h):
+ *
+ *   Both libraries
+ *     config.c     the configuration (VRAMSIM_* environment variables)
+ *     card.c       the card state file: each process's usage, live or dead
+ *     rules.c      the test controls: VRAMSIM_FAULT, VRAMSIM_SLOW, VRAMSIM_STOP
+ *   libnvidia-ml.so.1
+ *     nvml.c       all of NVML: devices, memory info, the process lists
+ *   libcuda.so.1
+ *     exports.c    the exported entry points (test controls, then simi_<name>)
+ *     procaddr.c   cuGetProcAddress's table of versions
+ *     errors.c     error codes, names and strings
+ *     init.c       cuInit, CUDA_VISIBLE_DEVICES, fork
+ *     device.c     device count, names, UUIDs, total memory, attributes
+ *     context.c    contexts: primary and created, their cost
+ *                  (VRAMSIM_CONTEXT_BYTES), their limits (cuCtxSetLimit),
+ *                  what goes with them when destroyed
+ *     current.c    each thread's stack of current contexts
+ *     sync.c       cuCtxSynchronize, cuStreamSynchronize (pools trim)
+ *     stream.c     streams, kernel launches, host functions
+ *     capture.c    stream capture and the calls it forbids
+ *     linear.c     cuMemAlloc, cuMemAllocPitch, cuMemAllocManaged
+ *     pool.c       cuMemAllocAsync and memory pools
+ *     hostmem.c    pinned host memory (VRAMSIM_HOST_PINNABLE)
+ *     vmm.c        cuMemCreate, cuMemAddressReserve, cuMemMap
+ *     array.c      CUDA arrays and mipmapped arrays
+ *     graph.c      graphs and their memory nodes
+ *     graph_exec.c executable graphs and the graph memory pool
+ *     ipc.c        cuIpc* handles, shareable handles (export/import)
+ *     free.c       cuMemFree, cuMemFreeAsync for every kind
+ *     query.c      cuMemGetInfo, cuMemGetAddressRange, pointer attributes
+ *     alloc.c      the table of device pointers
+ *     account.c    what the process holds: bytes on the card, pinned bytes
+ *     driver.c     the process-local state (g_sim), the address space
+ *   cuda_syms.c, nvml_syms.c: preprocessed into the version scripts
  */
 #ifndef VRAMSIM_SIM_H
 #define VRAMSIM_SIM_H
@@ -130,9 +167,8 @@ void sim_card_release_slot(struct sim_card *c);
 
 /* ---- test controls (rules.c) ---- */
 
-#define SIM_MAX_RULES      32
-#define SIM_MAX_FNS        256
-#define VR_SIM_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define SIM_MAX_RULES 32
+#define SIM_MAX_FNS   256
 
 struct sim_rule {
 	int kind;
