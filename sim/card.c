@@ -46,6 +46,24 @@ static int ensure_dir(const char *dir)
 	return 0;
 }
 
+/* With the card locked: is slot i owned by a live process other than us? */
+static int slot_live(struct sim_card *c, int i)
+{
+	struct flock fl;
+	if (!c->file->slots[i].in_use)
+		return 0;
+	if (i == c->slot)
+		return 1;
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = F_WRLCK;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = SIM_SLOT_LOCK_BASE + i;
+	fl.l_len = 1;
+	if (fcntl(c->fd, F_OFD_GETLK, &fl) != 0)
+		return 1; /* cannot tell: count it, never free someone's memory */
+	return fl.l_type != F_UNLCK;
+}
+
 /*
  * With the card file locked and mapped: a new (or foreign) file is
  * initialised for the card dev; a known one takes dev's size unless a live
@@ -66,7 +84,7 @@ static void adopt_file(struct sim_card *c, const struct sim_dev_cfg *dev)
 		/* A card in use keeps its size; an idle one takes the new one. */
 		int busy = 0;
 		for (int i = 0; i < SIM_MAX_SLOTS; i++)
-			busy |= sim_card_slot_live(c, i);
+			busy |= slot_live(c, i);
 		if (busy)
 			sim_warn("card %s is in use with %llu bytes; keeping that size",
 			         dev->uuid_str, (unsigned long long)c->file->total);
@@ -143,23 +161,6 @@ void sim_card_unlock(struct sim_card *c)
 	pthread_mutex_unlock(&c->mu);
 }
 
-int sim_card_slot_live(struct sim_card *c, int i)
-{
-	struct flock fl;
-	if (!c->file->slots[i].in_use)
-		return 0;
-	if (i == c->slot)
-		return 1;
-	memset(&fl, 0, sizeof(fl));
-	fl.l_type = F_WRLCK;
-	fl.l_whence = SEEK_SET;
-	fl.l_start = SIM_SLOT_LOCK_BASE + i;
-	fl.l_len = 1;
-	if (fcntl(c->fd, F_OFD_GETLK, &fl) != 0)
-		return 1; /* cannot tell: count it, never free someone's memory */
-	return fl.l_type != F_UNLCK;
-}
-
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -172,7 +173,7 @@ int sim_card_slot_present(struct sim_card *c, int i)
 	struct sim_slot *s = &c->file->slots[i];
 	if (!s->in_use)
 		return 0;
-	if (sim_card_slot_live(c, i)) {
+	if (slot_live(c, i)) {
 		s->dead_since = 0;
 		return 1;
 	}

@@ -18,32 +18,8 @@
 
 static struct sim_config g_cfg;
 
-/* A size from the environment into *out; unset keeps *out, a bad value is
- * said and ignored. */
-static void env_size(const char *name, uint64_t *out)
-{
-	const char *s = getenv(name);
-	uint64_t v;
-	if (!s || !*s)
-		return;
-	if (sim_parse_size(s, &v))
-		sim_warn("ignoring %s=\"%s\"", name, s);
-	else
-		*out = v;
-}
-static pthread_once_t g_cfg_once = PTHREAD_ONCE_INIT;
-
-void sim_warn(const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "vramsim: %s\n", buf);
-}
-
-int sim_parse_size(const char *s, uint64_t *out)
+/* Parses "16G", "512M", "16GiB", "1024" (binary suffixes). Returns 0 on success. */
+static int parse_size(const char *s, uint64_t *out)
 {
 	char *end;
 	unsigned long long v;
@@ -89,6 +65,31 @@ int sim_parse_size(const char *s, uint64_t *out)
 		return -1;
 	*out = v * mul;
 	return 0;
+}
+
+/* A size from the environment into *out; unset keeps *out, a bad value is
+ * said and ignored. */
+static void env_size(const char *name, uint64_t *out)
+{
+	const char *s = getenv(name);
+	uint64_t v;
+	if (!s || !*s)
+		return;
+	if (parse_size(s, &v))
+		sim_warn("ignoring %s=\"%s\"", name, s);
+	else
+		*out = v;
+}
+static pthread_once_t g_cfg_once = PTHREAD_ONCE_INIT;
+
+void sim_warn(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "vramsim: %s\n", buf);
 }
 
 static int hexval(int ch)
@@ -239,7 +240,7 @@ static void env_devices(struct sim_config *c)
 		for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
 		     tok = strtok_r(NULL, ",", &save)) {
 			uint64_t v;
-			if (tmp.ndev >= SIM_MAX_DEVICES || sim_parse_size(tok, &v) || v == 0) {
+			if (tmp.ndev >= SIM_MAX_DEVICES || parse_size(tok, &v) || v == 0) {
 				ok = 0;
 				break;
 			}

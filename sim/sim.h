@@ -93,8 +93,6 @@ int sim_release_mismatch(void);
 /* Reads the environment once; bad values are reported on stderr and ignored. */
 const struct sim_config *sim_config(void);
 void sim_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Parses "16G", "512M", "1024" (binary suffixes). Returns 0 on success. */
-int sim_parse_size(const char *s, uint64_t *out);
 
 /*
  * The card state file: one per card (named by UUID) in the state directory,
@@ -147,8 +145,6 @@ int sim_card_open(struct sim_card *c, int phys);
 void sim_card_close(struct sim_card *c);
 void sim_card_lock(struct sim_card *c);
 void sim_card_unlock(struct sim_card *c);
-/* With the card locked: is slot i owned by a live process other than us? */
-int sim_card_slot_live(struct sim_card *c, int i);
 /* With the card locked: does slot i hold memory on the card, its owner
  * alive or dead and still being torn down (see struct sim_slot)? Notes the
  * time of a death it sees first. */
