@@ -46,6 +46,53 @@ static int ensure_dir(const char *dir)
 	return 0;
 }
 
+/* With the card locked: is slot i owned by a live process other than us? */
+static int slot_live(struct sim_card *c, int i)
+{
+	struct flock fl;
+	if (!c->file->slots[i].in_use)
+		return 0;
+	if (i == c->slot)
+		return 1;
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = F_WRLCK;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = SIM_SLOT_LOCK_BASE + i;
+	fl.l_len = 1;
+	if (fcntl(c->fd, F_OFD_GETLK, &fl) != 0)
+		return 1; /* cannot tell: count it, never free someone's memory */
+	return fl.l_type != F_UNLCK;
+}
+
+/*
+ * With the card file locked and mapped: a new (or foreign) file is
+ * initialised for the card dev; a known one takes dev's size unless a live
+ * process uses it.
+ */
+static void adopt_file(struct sim_card *c, const struct sim_dev_cfg *dev)
+{
+	if (c->file->magic != SIM_CARD_MAGIC || c->file->version != SIM_CARD_VERSION ||
+	    c->file->size != sizeof(struct sim_card_file)) {
+		/* New (or foreign) file: initialise it under the lock. */
+		memset(c->file, 0, sizeof(*c->file));
+		c->file->version = SIM_CARD_VERSION;
+		c->file->size = sizeof(struct sim_card_file);
+		c->file->total = dev->total;
+		snprintf(c->file->uuid, sizeof(c->file->uuid), "%s", dev->uuid_str);
+		c->file->magic = SIM_CARD_MAGIC;
+	} else if (c->file->total != dev->total) {
+		/* A card in use keeps its size; an idle one takes the new one. */
+		int busy = 0;
+		for (int i = 0; i < SIM_MAX_SLOTS; i++)
+			busy |= slot_live(c, i);
+		if (busy)
+			sim_warn("card %s is in use with %llu bytes; keeping that size",
+			         dev->uuid_str, (unsigned long long)c->file->total);
+		else
+			c->file->total = dev->total;
+	}
+}
+
 int sim_card_open(struct sim_card *c, int phys)
 {
 	const struct sim_config *cfg = sim_config();
@@ -86,26 +133,7 @@ int sim_card_open(struct sim_card *c, int phys)
 	}
 	c->file = map;
 	c->fd = fd;
-	if (c->file->magic != SIM_CARD_MAGIC || c->file->version != SIM_CARD_VERSION ||
-	    c->file->size != sizeof(struct sim_card_file)) {
-		/* New (or foreign) file: initialise it under the lock. */
-		memset(c->file, 0, sizeof(*c->file));
-		c->file->version = SIM_CARD_VERSION;
-		c->file->size = sizeof(struct sim_card_file);
-		c->file->total = cfg->dev[phys].total;
-		snprintf(c->file->uuid, sizeof(c->file->uuid), "%s", cfg->dev[phys].uuid_str);
-		c->file->magic = SIM_CARD_MAGIC;
-	} else if (c->file->total != cfg->dev[phys].total) {
-		/* A card in use keeps its size; an idle one takes the new one. */
-		int busy = 0;
-		for (int i = 0; i < SIM_MAX_SLOTS; i++)
-			busy |= sim_card_slot_live(c, i);
-		if (busy)
-			sim_warn("card %s is in use with %llu bytes; keeping that size",
-			         cfg->dev[phys].uuid_str, (unsigned long long)c->file->total);
-		else
-			c->file->total = cfg->dev[phys].total;
-	}
+	adopt_file(c, &cfg->dev[phys]);
 	ofd_lock(fd, F_UNLCK, 0, 0);
 	return 0;
 }
@@ -133,23 +161,6 @@ void sim_card_unlock(struct sim_card *c)
 	pthread_mutex_unlock(&c->mu);
 }
 
-int sim_card_slot_live(struct sim_card *c, int i)
-{
-	struct flock fl;
-	if (!c->file->slots[i].in_use)
-		return 0;
-	if (i == c->slot)
-		return 1;
-	memset(&fl, 0, sizeof(fl));
-	fl.l_type = F_WRLCK;
-	fl.l_whence = SEEK_SET;
-	fl.l_start = SIM_SLOT_LOCK_BASE + i;
-	fl.l_len = 1;
-	if (fcntl(c->fd, F_OFD_GETLK, &fl) != 0)
-		return 1; /* cannot tell: count it, never free someone's memory */
-	return fl.l_type != F_UNLCK;
-}
-
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -162,7 +173,7 @@ int sim_card_slot_present(struct sim_card *c, int i)
 	struct sim_slot *s = &c->file->slots[i];
 	if (!s->in_use)
 		return 0;
-	if (sim_card_slot_live(c, i)) {
+	if (slot_live(c, i)) {
 		s->dead_since = 0;
 		return 1;
 	}

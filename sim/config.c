@@ -18,32 +18,8 @@
 
 static struct sim_config g_cfg;
 
-/* A size from the environment into *out; unset keeps *out, a bad value is
- * said and ignored. */
-static void env_size(const char *name, uint64_t *out)
-{
-	const char *s = getenv(name);
-	uint64_t v;
-	if (!s || !*s)
-		return;
-	if (sim_parse_size(s, &v))
-		sim_warn("ignoring %s=\"%s\"", name, s);
-	else
-		*out = v;
-}
-static pthread_once_t g_cfg_once = PTHREAD_ONCE_INIT;
-
-void sim_warn(const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "vramsim: %s\n", buf);
-}
-
-int sim_parse_size(const char *s, uint64_t *out)
+/* Parses "16G", "512M", "16GiB", "1024" (binary suffixes). Returns 0 on success. */
+static int parse_size(const char *s, uint64_t *out)
 {
 	char *end;
 	unsigned long long v;
@@ -89,6 +65,31 @@ int sim_parse_size(const char *s, uint64_t *out)
 		return -1;
 	*out = v * mul;
 	return 0;
+}
+
+/* A size from the environment into *out; unset keeps *out, a bad value is
+ * said and ignored. */
+static void env_size(const char *name, uint64_t *out)
+{
+	const char *s = getenv(name);
+	uint64_t v;
+	if (!s || !*s)
+		return;
+	if (parse_size(s, &v))
+		sim_warn("ignoring %s=\"%s\"", name, s);
+	else
+		*out = v;
+}
+static pthread_once_t g_cfg_once = PTHREAD_ONCE_INIT;
+
+void sim_warn(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "vramsim: %s\n", buf);
 }
 
 static int hexval(int ch)
@@ -226,17 +227,10 @@ int sim_release_mismatch(void)
 	return strcmp(c->driver_release, c->kernel_release) != 0;
 }
 
-static void load(void)
+/* VRAMSIM_DEVICES: the cards and their sizes ("16G,8G"); all or nothing. */
+static void env_devices(struct sim_config *c)
 {
-	struct sim_config *c = &g_cfg;
-	const char *s;
-
-	c->ndev = 1;
-	c->dev[0].total = 16ull << 30;
-	c->driver_version = 13000;
-	c->context_bytes = 64ull << 20;
-
-	s = getenv("VRAMSIM_DEVICES");
+	const char *s = getenv("VRAMSIM_DEVICES");
 	if (s && *s) {
 		struct sim_config tmp = *c;
 		char buf[1024];
@@ -246,7 +240,7 @@ static void load(void)
 		for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
 		     tok = strtok_r(NULL, ",", &save)) {
 			uint64_t v;
-			if (tmp.ndev >= SIM_MAX_DEVICES || sim_parse_size(tok, &v) || v == 0) {
+			if (tmp.ndev >= SIM_MAX_DEVICES || parse_size(tok, &v) || v == 0) {
 				ok = 0;
 				break;
 			}
@@ -259,6 +253,14 @@ static void load(void)
 			    "ignoring VRAMSIM_DEVICES=\"%s\" (want sizes like 16G,8G; at most %d)",
 			    s, SIM_MAX_DEVICES);
 	}
+}
+
+/* Each card's identity: UUID (VRAMSIM_UUIDS, else derived from its
+ * index) and name (VRAMSIM_NAME, else from its size). */
+static void env_identities(struct sim_config *c)
+{
+	const char *s;
+
 	for (int i = 0; i < c->ndev; i++) {
 		c->dev[i].persistence = 1;
 		uuid_default(i, c->dev[i].uuid);
@@ -286,7 +288,12 @@ static void load(void)
 	if (s && *s)
 		for (int i = 0; i < c->ndev; i++)
 			snprintf(c->dev[i].name, sizeof(c->dev[i].name), "%s", s);
-	s = getenv("VRAMSIM_DRIVER_VERSION");
+}
+
+/* VRAMSIM_DRIVER_VERSION: the CUDA version the driver reports. */
+static void env_driver_version(struct sim_config *c)
+{
+	const char *s = getenv("VRAMSIM_DRIVER_VERSION");
 	if (s && *s) {
 		char *end;
 		long v = strtol(s, &end, 10);
@@ -295,23 +302,12 @@ static void load(void)
 		else
 			c->driver_version = (int)v;
 	}
-	snprintf(c->driver_release, sizeof(c->driver_release), "580.82.07");
-	release_env("VRAMSIM_DRIVER_RELEASE", c->driver_release, sizeof(c->driver_release));
-	memcpy(c->kernel_release, c->driver_release, sizeof(c->kernel_release));
-	release_env("VRAMSIM_KERNEL_RELEASE", c->kernel_release, sizeof(c->kernel_release));
-	per_device(c, "VRAMSIM_COMPUTE_MODE", parse_compute_mode,
-	           offsetof(struct sim_dev_cfg, compute_mode));
-	per_device(c, "VRAMSIM_MIG", parse_flag, offsetof(struct sim_dev_cfg, mig));
-	per_device(c, "VRAMSIM_PERSISTENCE", parse_flag, offsetof(struct sim_dev_cfg, persistence));
-	broken_devices(c);
-	env_size("VRAMSIM_CONTEXT_BYTES", &c->context_bytes);
-	c->host_pinnable = UINT64_MAX;
-	env_size("VRAMSIM_HOST_PINNABLE", &c->host_pinnable);
-	/* Host locations for cuMemCreate came with CUDA 12.2, and not every
-	 * platform has them: VRAMSIM_HOST_VMM=0 models one without. */
-	s = getenv("VRAMSIM_HOST_VMM");
-	c->host_vmm = c->driver_version >= 12020 && !(s && !strcmp(s, "0"));
-	s = getenv("VRAMSIM_TEARDOWN_MS");
+}
+
+/* VRAMSIM_TEARDOWN_MS: how long a dead process's memory stays. */
+static void env_teardown(struct sim_config *c)
+{
+	const char *s = getenv("VRAMSIM_TEARDOWN_MS");
 	if (s && *s) {
 		char *end;
 		unsigned long v = strtoul(s, &end, 10);
@@ -320,9 +316,13 @@ static void load(void)
 		else
 			c->teardown_ms = (uint32_t)v;
 	}
-	s = getenv("VRAMSIM_NVML_UNKNOWN_USAGE");
-	c->nvml_unknown_usage = s && *s && strcmp(s, "0") != 0;
-	s = getenv("VRAMSIM_STATE_DIR");
+}
+
+/* VRAMSIM_STATE_DIR, made absolute now; else $XDG_RUNTIME_DIR/vramsim or
+ * /tmp/vramsim-<uid>. */
+static void env_state_dir(struct sim_config *c)
+{
+	const char *s = getenv("VRAMSIM_STATE_DIR");
 	if (s && *s == '/') {
 		snprintf(c->state_dir, sizeof(c->state_dir), "%s", s);
 	} else if (s && *s) {
@@ -340,6 +340,41 @@ static void load(void)
 			snprintf(c->state_dir, sizeof(c->state_dir), "/tmp/vramsim-%u",
 			         (unsigned)getuid());
 	}
+}
+
+static void load(void)
+{
+	struct sim_config *c = &g_cfg;
+	const char *s;
+
+	c->ndev = 1;
+	c->dev[0].total = 16ull << 30;
+	c->driver_version = 13000;
+	c->context_bytes = 64ull << 20;
+
+	env_devices(c);
+	env_identities(c);
+	env_driver_version(c);
+	snprintf(c->driver_release, sizeof(c->driver_release), "580.82.07");
+	release_env("VRAMSIM_DRIVER_RELEASE", c->driver_release, sizeof(c->driver_release));
+	memcpy(c->kernel_release, c->driver_release, sizeof(c->kernel_release));
+	release_env("VRAMSIM_KERNEL_RELEASE", c->kernel_release, sizeof(c->kernel_release));
+	per_device(c, "VRAMSIM_COMPUTE_MODE", parse_compute_mode,
+	           offsetof(struct sim_dev_cfg, compute_mode));
+	per_device(c, "VRAMSIM_MIG", parse_flag, offsetof(struct sim_dev_cfg, mig));
+	per_device(c, "VRAMSIM_PERSISTENCE", parse_flag, offsetof(struct sim_dev_cfg, persistence));
+	broken_devices(c);
+	env_size("VRAMSIM_CONTEXT_BYTES", &c->context_bytes);
+	c->host_pinnable = UINT64_MAX;
+	env_size("VRAMSIM_HOST_PINNABLE", &c->host_pinnable);
+	/* Host locations for cuMemCreate came with CUDA 12.2, and not every
+	 * platform has them: VRAMSIM_HOST_VMM=0 models one without. */
+	s = getenv("VRAMSIM_HOST_VMM");
+	c->host_vmm = c->driver_version >= 12020 && !(s && !strcmp(s, "0"));
+	env_teardown(c);
+	s = getenv("VRAMSIM_NVML_UNKNOWN_USAGE");
+	c->nvml_unknown_usage = s && *s && strcmp(s, "0") != 0;
+	env_state_dir(c);
 }
 
 const struct sim_config *sim_config(void)

@@ -541,9 +541,9 @@ static struct sim_rules g_rules = {.names = simn_names,
 #define SIMN_DEFINE(name, params, args)                                                            \
 	VR_EXPORT nvmlReturn_t name params                                                         \
 	{                                                                                          \
-		int rc_;                                                                           \
-		if (VR_UNLIKELY(sim_rules_pre(&g_rules, SIMN_FN_##name, &rc_)))                    \
-			return rc_;                                                                \
+		int fault_rc;                                                                      \
+		if (VR_UNLIKELY(sim_rules_pre(&g_rules, SIMN_FN_##name, &fault_rc)))               \
+			return fault_rc;                                                           \
 		return simn_##name args;                                                           \
 	}
 VR_NVML_FUNCS(SIMN_DEFINE)

@@ -9,6 +9,8 @@
  */
 #include "sim.h"
 
+#include "common/compiler.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -112,7 +114,7 @@ static void load(struct sim_rules *r)
 
 int sim_rules_pre(struct sim_rules *r, int fn, int *code)
 {
-	if (VR_SIM_UNLIKELY(!atomic_load(&r->loaded)))
+	if (VR_UNLIKELY(!atomic_load(&r->loaded)))
 		load(r);
 	uint64_t n = atomic_fetch_add(&r->calls[fn], 1) + 1;
 	if (!atomic_load(&r->has[fn]))

@@ -5,6 +5,43 @@
  * every process using the same simulated card, as on real hardware.
  *
  * Nothing here is exported from either library (-fvisibility=hidden).
+ *
+ * The files of sim/ and what each models (sim/LAYERS orders them; libcuda's
+ * internal interface is driver.h):
+ *
+ *   Both libraries
+ *     config.c     the configuration (VRAMSIM_* environment variables)
+ *     card.c       the card state file: each process's usage, live or dead
+ *     rules.c      the test controls: VRAMSIM_FAULT, VRAMSIM_SLOW, VRAMSIM_STOP
+ *   libnvidia-ml.so.1
+ *     nvml.c       all of NVML: devices, memory info, the process lists
+ *   libcuda.so.1
+ *     exports.c    the exported entry points (test controls, then simi_<name>)
+ *     procaddr.c   cuGetProcAddress's table of versions
+ *     errors.c     error codes, names and strings
+ *     init.c       cuInit, CUDA_VISIBLE_DEVICES, fork
+ *     device.c     device count, names, UUIDs, total memory, attributes
+ *     context.c    contexts: primary and created, their cost
+ *                  (VRAMSIM_CONTEXT_BYTES), their limits (cuCtxSetLimit),
+ *                  what goes with them when destroyed
+ *     current.c    each thread's stack of current contexts
+ *     sync.c       cuCtxSynchronize, cuStreamSynchronize (pools trim)
+ *     stream.c     streams, kernel launches, host functions
+ *     capture.c    stream capture and the calls it forbids
+ *     linear.c     cuMemAlloc, cuMemAllocPitch, cuMemAllocManaged
+ *     pool.c       cuMemAllocAsync and memory pools
+ *     hostmem.c    pinned host memory (VRAMSIM_HOST_PINNABLE)
+ *     vmm.c        cuMemCreate, cuMemAddressReserve, cuMemMap
+ *     array.c      CUDA arrays and mipmapped arrays
+ *     graph.c      graphs and their memory nodes
+ *     graph_exec.c executable graphs and the graph memory pool
+ *     ipc.c        cuIpc* handles, shareable handles (export/import)
+ *     free.c       cuMemFree, cuMemFreeAsync for every kind
+ *     query.c      cuMemGetInfo, cuMemGetAddressRange, pointer attributes
+ *     alloc.c      the table of device pointers
+ *     account.c    what the process holds: bytes on the card, pinned bytes
+ *     driver.c     the process-local state (g_sim), the address space
+ *   cuda_syms.c, nvml_syms.c: preprocessed into the version scripts
  */
 #ifndef VRAMSIM_SIM_H
 #define VRAMSIM_SIM_H
@@ -56,8 +93,6 @@ int sim_release_mismatch(void);
 /* Reads the environment once; bad values are reported on stderr and ignored. */
 const struct sim_config *sim_config(void);
 void sim_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Parses "16G", "512M", "1024" (binary suffixes). Returns 0 on success. */
-int sim_parse_size(const char *s, uint64_t *out);
 
 /*
  * The card state file: one per card (named by UUID) in the state directory,
@@ -110,8 +145,6 @@ int sim_card_open(struct sim_card *c, int phys);
 void sim_card_close(struct sim_card *c);
 void sim_card_lock(struct sim_card *c);
 void sim_card_unlock(struct sim_card *c);
-/* With the card locked: is slot i owned by a live process other than us? */
-int sim_card_slot_live(struct sim_card *c, int i);
 /* With the card locked: does slot i hold memory on the card, its owner
  * alive or dead and still being torn down (see struct sim_slot)? Notes the
  * time of a death it sees first. */
@@ -130,9 +163,8 @@ void sim_card_release_slot(struct sim_card *c);
 
 /* ---- test controls (rules.c) ---- */
 
-#define SIM_MAX_RULES      32
-#define SIM_MAX_FNS        256
-#define VR_SIM_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define SIM_MAX_RULES 32
+#define SIM_MAX_FNS   256
 
 struct sim_rule {
 	int kind;

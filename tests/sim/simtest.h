@@ -42,9 +42,9 @@ static inline CUcontext sim_setup(void)
 /* Bytes in use on the current context's card, all processes together. */
 static inline unsigned long long sim_used(void)
 {
-	size_t free_, total;
-	ASSERT_CU(cuMemGetInfo_v2(&free_, &total), CUDA_SUCCESS);
-	return (unsigned long long)(total - free_);
+	size_t free_bytes, total;
+	ASSERT_CU(cuMemGetInfo_v2(&free_bytes, &total), CUDA_SUCCESS);
+	return (unsigned long long)(total - free_bytes);
 }
 
 /*

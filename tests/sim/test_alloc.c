@@ -10,7 +10,7 @@
 int main(void)
 {
 	CUdeviceptr p, q, big;
-	size_t free_, total, pitch;
+	size_t free_bytes, total, pitch;
 	unsigned int p32, pitch32, f32, t32;
 	CUcontext ctx, popped;
 	unsigned long long base;
@@ -18,7 +18,7 @@ int main(void)
 	REQUIRE_SIM();
 	/* Before cuInit. */
 	ASSERT_CU(cuMemAlloc_v2(&p, 1 << 20), CUDA_ERROR_NOT_INITIALIZED);
-	ASSERT_CU(cuMemGetInfo_v2(&free_, &total), CUDA_ERROR_NOT_INITIALIZED);
+	ASSERT_CU(cuMemGetInfo_v2(&free_bytes, &total), CUDA_ERROR_NOT_INITIALIZED);
 	ASSERT_CU(cuCtxGetCurrent(&ctx), CUDA_ERROR_NOT_INITIALIZED);
 	ASSERT_CU(cuInit(1), CUDA_ERROR_INVALID_VALUE);
 	ASSERT_CU(cuInit(0), CUDA_SUCCESS);
@@ -26,7 +26,7 @@ int main(void)
 	ASSERT_CU(cuCtxGetCurrent(&ctx), CUDA_SUCCESS);
 	ASSERT(ctx == NULL);
 	ASSERT_CU(cuMemAlloc_v2(&p, 1 << 20), CUDA_ERROR_INVALID_CONTEXT);
-	ASSERT_CU(cuMemGetInfo_v2(&free_, &total), CUDA_ERROR_INVALID_CONTEXT);
+	ASSERT_CU(cuMemGetInfo_v2(&free_bytes, &total), CUDA_ERROR_INVALID_CONTEXT);
 	ASSERT_CU(cuCtxPopCurrent_v2(&popped), CUDA_ERROR_INVALID_CONTEXT);
 
 	ASSERT_CU(cuDeviceTotalMem_v2(&total, 0), CUDA_SUCCESS);
@@ -72,8 +72,8 @@ int main(void)
 	ASSERT_CU(cuMemAlloc_v2(&big, 16 * GiB), CUDA_ERROR_OUT_OF_MEMORY);
 	ASSERT_UEQ(sim_used(), base);
 	ASSERT_CU(cuMemAlloc_v2(&big, 16 * GiB - base), CUDA_SUCCESS);
-	ASSERT_CU(cuMemGetInfo_v2(&free_, &total), CUDA_SUCCESS);
-	ASSERT_UEQ(free_, 0);
+	ASSERT_CU(cuMemGetInfo_v2(&free_bytes, &total), CUDA_SUCCESS);
+	ASSERT_UEQ(free_bytes, 0);
 	ASSERT_CU(cuMemAlloc_v2(&p, 1), CUDA_ERROR_OUT_OF_MEMORY);
 	ASSERT_CU(cuMemFree_v2(big), CUDA_SUCCESS);
 

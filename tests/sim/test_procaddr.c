@@ -6,6 +6,8 @@
  */
 #include "simtest.h"
 
+#include "common/compiler.h"
+
 #include <dlfcn.h>
 #include <string.h>
 
@@ -48,8 +50,6 @@ static void expect_none(const char *sym, int ver, CUdriverProcAddressQueryResult
 		    "cuGetProcAddress_v2(%s, %d): expected NULL and status %d, got %p and %d", sym,
 		    ver, (int)want, p, (int)st);
 }
-
-#define VR_ARRAY_LEN_(a) (sizeof(a) / sizeof((a)[0]))
 
 static void check_reachable(const char *name, const int *versions, size_t n)
 {
@@ -186,7 +186,7 @@ int main(void)
 	                               6050,  7000,  9020,  10000, 10020, 11000, 11010, 11020,
 	                               11030, 11040, 11060, 12000, 12050, 13000};
 #define CHECK_REACHABLE(name, params, args)                                                        \
-	check_reachable(#name, versions, VR_ARRAY_LEN_(versions));
+	check_reachable(#name, versions, VR_ARRAY_LEN(versions));
 	VR_CUDA_FUNCS(CHECK_REACHABLE)
 #undef CHECK_REACHABLE
 

@@ -21,7 +21,7 @@ int main(void)
 	CUmemGenericAllocationHandle h, h2, hh;
 	CUdeviceptr va, va2;
 	size_t gran;
-	size_t free_, total;
+	size_t free_bytes, total;
 
 	REQUIRE_SIM();
 	sim_setup();
@@ -123,8 +123,8 @@ int main(void)
 	ASSERT_UEQ(sim_used(), base + 32 * MiB);
 	close(fd);
 	ASSERT_CU(cuMemRelease(h), CUDA_SUCCESS);
-	ASSERT_CU(cuMemGetInfo_v2(&free_, &total), CUDA_SUCCESS);
-	ASSERT_UEQ(total - free_, base);
+	ASSERT_CU(cuMemGetInfo_v2(&free_bytes, &total), CUDA_SUCCESS);
+	ASSERT_UEQ(total - free_bytes, base);
 	/* Not exportable without the handle type. */
 	prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
 	ASSERT_CU(cuMemCreate(&h, 2 * MiB, &prop, 0), CUDA_SUCCESS);

@@ -1,0 +1,81 @@
+/*
+ * exports.c - every exported entry point of the simulated libcuda.so.1,
+ * generated from VR_CUDA_FUNCS: it runs the test controls for its own name
+ * (rules.c: VRAMSIM_FAULT, VRAMSIM_SLOW, VRAMSIM_STOP), then calls
+ * simi_<name>, defined in the file of its job (sim.h lists them). So every
+ * entry point can be made to fail, slow down or stop, and none can be
+ * forgotten. cuGetProcAddress hands out these same functions (procaddr.c
+ * chooses which).
+ */
+#include "driver.h"
+
+#include "common/compiler.h"
+
+#include <string.h>
+
+enum {
+#define SIM_FN_ENUM(name, params, args) SIM_FN_##name,
+	VR_CUDA_FUNCS(SIM_FN_ENUM)
+#undef SIM_FN_ENUM
+	    SIM_FN_COUNT
+};
+
+struct sim_fn {
+	const char *name;
+	void *fn;
+};
+static const struct sim_fn sim_fns[SIM_FN_COUNT] = {
+#define SIM_FN_ENTRY(name, params, args) {#name, (void *)name},
+    VR_CUDA_FUNCS(SIM_FN_ENTRY)
+#undef SIM_FN_ENTRY
+};
+static const char *const sim_fn_names[SIM_FN_COUNT] = {
+#define SIM_FN_NAME(name, params, args) #name,
+    VR_CUDA_FUNCS(SIM_FN_NAME)
+#undef SIM_FN_NAME
+};
+_Static_assert(SIM_FN_COUNT <= SIM_MAX_FNS, "raise SIM_MAX_FNS");
+
+static struct sim_rules g_rules = {.names = sim_fn_names,
+                                   .count = SIM_FN_COUNT,
+                                   .prefix = "cu",
+                                   .other_prefix = "nvml",
+                                   .code_by_name = sim_error_by_name,
+                                   .mu = PTHREAD_MUTEX_INITIALIZER};
+
+static int fn_index(const char *name, size_t len)
+{
+	for (int i = 0; i < SIM_FN_COUNT; i++)
+		if (strlen(sim_fns[i].name) == len && strncmp(sim_fns[i].name, name, len) == 0)
+			return i;
+	return -1;
+}
+
+/* The exported entry points themselves. */
+#define SIM_DEFINE(name, params, args)                                                             \
+	VR_EXPORT CUresult name params                                                             \
+	{                                                                                          \
+		CUresult fault_rc;                                                                 \
+		if (VR_UNLIKELY(sim_rules_pre(&g_rules, SIM_FN_##name, &fault_rc)))                \
+			return fault_rc;                                                           \
+		return simi_##name args;                                                           \
+	}
+VR_CUDA_FUNCS(SIM_DEFINE)
+#undef SIM_DEFINE
+
+static void *fn_by_name(const char *name)
+{
+	int i = name ? fn_index(name, strlen(name)) : -1;
+	return i < 0 ? NULL : sim_fns[i].fn;
+}
+
+CUresult simi_cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                                  CUdriverProcAddressQueryResult *symbolStatus)
+{
+	return sim_proc_address(symbol, pfn, cudaVersion, flags, symbolStatus, fn_by_name);
+}
+
+CUresult simi_cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+{
+	return sim_proc_address(symbol, pfn, cudaVersion, flags, NULL, fn_by_name);
+}
