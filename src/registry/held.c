@@ -4,7 +4,7 @@
  * A member's liveness lock drops when its process closes its files on the
  * way out; the process is reaped later, and the driver frees its memory
  * when it has torn its contexts down, which on a real GPU can take seconds
- * for a large one. live.c keeps a dead member's bytes until the process is
+ * for a large one. reclaim.c keeps a dead member's bytes until the process is
  * reaped; here they are kept, after that, while NVML still lists its PID on
  * a device where it holds bytes (docs/fail-closed.md, "Dead members").
  *
@@ -27,7 +27,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "registry/held.h"
 #include "registry/member.h"
+#include "registry/util.h"
 #include "registry/proc.h"
 
 #define VR_HELD_ASK_MS   250u

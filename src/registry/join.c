@@ -15,7 +15,18 @@
 #include <unistd.h>
 
 #include "common/contract.h"
+#include "registry/alive.h"
+#include "registry/books.h"
+#include "registry/damage.h"
+#include "registry/dir.h"
+#include "registry/door.h"
+#include "registry/held.h"
+#include "registry/knobs.h"
+#include "registry/lanes.h"
+#include "registry/lock.h"
 #include "registry/member.h"
+#include "registry/reclaim.h"
+#include "registry/segment.h"
 #include "registry/proc.h"
 #include "registry/util.h"
 

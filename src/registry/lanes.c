@@ -31,6 +31,8 @@
 #include <sched.h>
 #include <stdatomic.h>
 
+#include "registry/books.h"
+#include "registry/lanes.h"
 #include "registry/member.h"
 
 /* The member of this process that has lanes, and how many threads are

@@ -29,38 +29,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "registry/alive.h"
+#include "registry/knobs.h"
+#include "registry/lock.h"
 #include "registry/member.h"
-
-_Atomic long vr_stop_in_lock_countdown;
-uint64_t vr_lock_bound_ns = 5000000000ull; /* 5 s */
-
-uint64_t vr_test_lane_quantum;
-
-void vr_read_test_env(void)
-{
-	const char *s = getenv("VRAMCTL_TEST_STOP_IN_LOCK");
-	if (s && *s) {
-		long n = strtol(s, NULL, 10);
-		if (n > 0)
-			atomic_store(&vr_stop_in_lock_countdown, n);
-	}
-	s = getenv("VRAMCTL_TEST_LANE_QUANTUM");
-	if (s && *s)
-		vr_test_lane_quantum = strtoull(s, NULL, 10);
-	s = getenv("VRAMCTL_TEST_LOCK_BOUND_MS");
-	if (s && *s) {
-		long n = strtol(s, NULL, 10);
-		if (n > 0)
-			vr_lock_bound_ns = (uint64_t)n * 1000000u;
-	}
-}
-
-uint64_t vr_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+#include "registry/util.h"
 
 uint32_t vr_lock_id(uint32_t slot_idx)
 {
@@ -304,14 +277,4 @@ void vr_region_unlock(vr_member *m)
 	uint32_t old = atomic_exchange_explicit(w, 0, memory_order_release);
 	if (VR_UNLIKELY(old & VR_LOCK_WAITERS))
 		futex(w, FUTEX_WAKE, 1, NULL);
-}
-
-int vr_lock_word_alive(int fd, uint32_t word, const unsigned char *alive)
-{
-	uint32_t idx = word & VR_LOCK_SLOT_MASK;
-	if (idx == 0 || idx > VR_REGION_SLOTS)
-		return 0;
-	if (alive)
-		return alive[idx - 1] != 0;
-	return vr_slot_alive(fd, idx - 1) != 0;
 }

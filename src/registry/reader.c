@@ -33,7 +33,11 @@
 
 #include "common/compiler.h"
 #include "common/size.h"
+#include "registry/alive.h"
+#include "registry/dir.h"
+#include "registry/door.h"
 #include "registry/member.h"
+#include "registry/segment.h"
 #include "registry/proc.h"
 #include "registry/region.h"
 #include "registry/registry.h"

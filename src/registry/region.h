@@ -42,6 +42,7 @@
 #ifndef VRAMCTL_REGISTRY_REGION_H
 #define VRAMCTL_REGISTRY_REGION_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "registry/registry.h"
@@ -174,6 +175,24 @@ static inline long long vr_slot_live_byte(uint32_t i)
 static inline long long vr_slot_pid_byte(uint32_t i)
 {
 	return vr_slot_live_byte(i) + 1;
+}
+
+/* The lock word (lock.c). */
+#define VR_LOCK_SLOT_BITS  11
+#define VR_LOCK_SLOT_MASK  ((1u << VR_LOCK_SLOT_BITS) - 1)
+#define VR_LOCK_WAITERS    0x80000000u
+#define VR_LOCK_TOKEN_MASK (~VR_LOCK_SLOT_MASK & ~VR_LOCK_WAITERS)
+
+/* Counts read from the segment, clamped to what the layout holds. */
+static inline uint32_t vr_hdr_ndev(const struct vr_region_hdr *h)
+{
+	uint32_t n = atomic_load_explicit((_Atomic uint32_t *)&h->ndev, memory_order_relaxed);
+	return n < VR_MAX_DEVICES ? n : VR_MAX_DEVICES;
+}
+static inline uint32_t vr_hdr_hw(const struct vr_region_hdr *h)
+{
+	uint32_t n = atomic_load_explicit((_Atomic uint32_t *)&h->slots_hw, memory_order_acquire);
+	return n < VR_REGION_SLOTS ? n : VR_REGION_SLOTS;
 }
 
 #endif /* VRAMCTL_REGISTRY_REGION_H */

@@ -19,4 +19,7 @@ void vr_strlcpy(char *dst, const char *src, size_t len);
  * Returns the bytes read or a negative errno. */
 ssize_t vr_read_file(const char *path, char *buf, size_t len);
 
+/* CLOCK_MONOTONIC in ns. */
+uint64_t vr_now_ns(void);
+
 #endif /* VRAMCTL_REGISTRY_UTIL_H */

@@ -1,10 +1,9 @@
 /*
- * live.c - liveness of members and reclaiming the dead.
+ * reclaim.c - reclaiming the slots of dead members.
  *
- * Each member holds an OFD write lock on one byte of its slot for its whole
- * life; the kernel drops it when the last descriptor of that open file goes
- * away, i.e. at death, at exec (O_CLOEXEC) or at vr_leave. A USED slot whose
- * byte nobody holds belongs to a dead process and is reclaimed. PIDs are
+ * A USED slot whose liveness byte nobody holds (alive.c) belongs to a dead
+ * process; once that process is reaped (and NVML no longer lists it:
+ * held.c), its bytes go back to the group and its slot is freed. PIDs are
  * only recorded for display.
  */
 #include <errno.h>
@@ -12,19 +11,13 @@
 #include <stdatomic.h>
 #include <sys/stat.h>
 
+#include "registry/alive.h"
+#include "registry/damage.h"
+#include "registry/held.h"
+#include "registry/lock.h"
 #include "registry/member.h"
+#include "registry/reclaim.h"
 #include "registry/proc.h"
-
-/* 1 if some open file description other than ours holds slot i's byte, 0 if
- * none does (its owner is gone), negative errno on error. */
-int vr_slot_alive(int fd, uint32_t i)
-{
-	struct flock fl = {
-	    .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = vr_slot_live_byte(i), .l_len = 1};
-	if (fcntl(fd, F_OFD_GETLK, &fl) < 0)
-		return -errno;
-	return fl.l_type != F_UNLCK;
-}
 
 /*
  * A member whose liveness lock has dropped is dead, but the driver may still
@@ -135,24 +128,6 @@ int vr_slot_reclaim_locked(vr_member *m, uint32_t i)
 	for (uint32_t d = 0; d < ndev; d++)
 		if (held[d] && total_sub(&h->dev[d], held[d]) != 0)
 			return -EBADMSG;
-	return 0;
-}
-
-int vr_others_alive(int fd, uint32_t self)
-{
-	/* One probe per side of our own slot: F_OFD_GETLK reports the first
-	 * lock of anyone else in the range, whatever the slots' bytes say. */
-	long long lo = vr_slot_live_byte(0), mine = vr_slot_live_byte(self);
-	long long next = vr_slot_live_byte(self + 1), end = vr_slot_live_byte(VR_REGION_SLOTS);
-	long long r[2][2] = {{lo, mine - lo}, {next, end - next}};
-	for (int k = 0; k < 2; k++) {
-		if (r[k][1] <= 0)
-			continue;
-		struct flock fl = {
-		    .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = r[k][0], .l_len = r[k][1]};
-		if (fcntl(fd, F_OFD_GETLK, &fl) < 0 || fl.l_type != F_UNLCK)
-			return 1; /* alive, or cannot tell: assume alive */
-	}
 	return 0;
 }
 
