@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "registry/member.h"
+#include "registry/segment.h"
 
 int main(int argc, char **argv)
 {
