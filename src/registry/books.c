@@ -101,13 +101,13 @@ int vr__lock_checked(vr_member *m, int dev)
 {
 	if (vr_is_detached(m))
 		return m->priv[dev].known ? 0 : -EINVAL;
-	if (vr_region_lock(m) != 0) {
+	if (vr_group_lock(m) != 0) {
 		vr_detach(m, "the group's lock stayed held by a live member");
 		return 0;
 	}
 	const char *bad = check_locked(m, dev);
 	if (VR_UNLIKELY(bad != NULL)) {
-		vr_region_unlock(m);
+		vr_group_unlock(m);
 		if (bad == not_a_device)
 			return -EINVAL;
 		vr_detach(m, "%s", bad);
@@ -167,7 +167,7 @@ int vr_device(vr_member *m, const unsigned char uuid[VR_UUID_LEN], uint64_t cap_
 	if (vr_is_detached(m))
 		return priv_device(m, uuid, cap_if_new, cap);
 	struct vr_region_hdr *h = m->hdr;
-	if (vr_region_lock(m) != 0) {
+	if (vr_group_lock(m) != 0) {
 		vr_detach(m, "the group's lock stayed held by a live member");
 		return priv_device(m, uuid, cap_if_new, cap);
 	}
@@ -190,14 +190,14 @@ int vr_device(vr_member *m, const unsigned char uuid[VR_UUID_LEN], uint64_t cap_
 	} else if (ndev < VR_MAX_DEVICES && !m->priv[ndev].known && !new_device_clean(h, ndev)) {
 		bad = vr__impossible;
 	} else if (ndev < VR_MAX_DEVICES && !m->priv[ndev].known) {
-		books_begin(h);
+		vr_seq_begin(h);
 		uint32_t d = ndev;
 		memset(&h->dev[d], 0, sizeof(h->dev[d]));
 		memcpy(h->dev[d].uuid, uuid, VR_UUID_LEN);
 		h->dev[d].cap = cap_if_new;
 		vr_dev_set_total(&h->dev[d], 0);
 		STORE32(&h->ndev, d + 1);
-		books_end(h);
+		vr_seq_end(h);
 		idx = (int)d;
 		priv_learn(m, d);
 	} else if (ndev < VR_MAX_DEVICES) {
@@ -205,7 +205,7 @@ int vr_device(vr_member *m, const unsigned char uuid[VR_UUID_LEN], uint64_t cap_
 	}
 	if (!bad && idx >= 0 && cap)
 		*cap = m->priv[idx].cap;
-	vr_region_unlock(m);
+	vr_group_unlock(m);
 	if (bad) {
 		vr_detach(m, "%s", bad);
 		return priv_device(m, uuid, cap_if_new, cap);
@@ -338,12 +338,12 @@ static inline int fast_release(vr_member *m, int dev, uint64_t bytes, const char
  * 0, or -1 when the member is now detached. */
 static int wait_frozen(vr_member *m)
 {
-	if (vr_region_lock(m) != 0) {
+	if (vr_group_lock(m) != 0) {
 		vr_detach(m, "the group's lock stayed held by a live member");
 		return -1;
 	}
-	vr_books_thaw(m, 0);
-	vr_region_unlock(m);
+	vr_reg_thaw(m, 0);
+	vr_group_unlock(m);
 	return 0;
 }
 
@@ -356,7 +356,7 @@ static int know_device(vr_member *m, int dev)
 		return 1;
 	int locked = vr__lock_checked(m, dev);
 	if (locked > 0)
-		vr_region_unlock(m);
+		vr_group_unlock(m);
 	return locked;
 }
 
@@ -376,16 +376,16 @@ static int reserve_denied(vr_member *m, int dev, uint64_t bytes, uint64_t *in_us
 		bad = "a device's total was frozen by no lock holder";
 	if (r == FAST_DENIED && count_denial) {
 		struct vramctl_counts *c = vr_region_counts(m->hdr, m->slot_idx, (uint32_t)dev);
-		books_begin(m->hdr);
+		vr_seq_begin(m->hdr);
 		c->denied_count++;
 		c->last_denied = bytes;
-		books_end(m->hdr);
+		vr_seq_end(m->hdr);
 	}
 	if (r == FAST_DENIED) {
 		if (in_use)
 			*in_use = cur;
 	}
-	vr_region_unlock(m);
+	vr_group_unlock(m);
 	if (r == FAST_OK)
 		return 0;
 	if (r == FAST_DENIED)
@@ -394,8 +394,8 @@ static int reserve_denied(vr_member *m, int dev, uint64_t bytes, uint64_t *in_us
 	return priv_reserve(m, dev, bytes, in_use);
 }
 
-int vr_books_take(vr_member *m, int dev, uint64_t bytes, uint64_t spare, uint64_t *in_use,
-                  enum vr_take how)
+int vr_reg_take(vr_member *m, int dev, uint64_t bytes, uint64_t spare, uint64_t *in_use,
+                enum vr_take how)
 {
 	if (VR_UNLIKELY(!m || dev < 0 || dev >= VR_MAX_DEVICES))
 		return -EINVAL;
@@ -421,7 +421,7 @@ int vr_books_take(vr_member *m, int dev, uint64_t bytes, uint64_t spare, uint64_
 	}
 }
 
-void vr_books_give(vr_member *m, int dev, uint64_t bytes)
+void vr_reg_give(vr_member *m, int dev, uint64_t bytes)
 {
 	if (VR_UNLIKELY(!m || dev < 0 || dev >= VR_MAX_DEVICES))
 		return;

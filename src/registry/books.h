@@ -9,15 +9,15 @@
 
 #include "registry/member.h"
 
-/* How vr_books_take answers a request that does not fit: with the whole
+/* How vr_reg_take answers a request that does not fit: with the whole
  * denial path, counted (VR_TAKE_COUNT) or not (VR_TAKE_QUIET), or at once
  * with -ENOSPC (VR_TAKE_TRY: a lane's refill, which then asks exactly). */
 enum vr_take { VR_TAKE_COUNT, VR_TAKE_QUIET, VR_TAKE_TRY };
 /* The books without lanes: reserve bytes on dev (of which `spare` go to a
  * lane: not counted in the peaks) and release them. */
-int vr_books_take(vr_member *m, int dev, uint64_t bytes, uint64_t spare, uint64_t *in_use,
-                  enum vr_take how);
-void vr_books_give(vr_member *m, int dev, uint64_t bytes);
+int vr_reg_take(vr_member *m, int dev, uint64_t bytes, uint64_t spare, uint64_t *in_use,
+                enum vr_take how);
+void vr_reg_give(vr_member *m, int dev, uint64_t bytes);
 
 /* Takes the lock and checks the books for device dev. Returns 1 with the
  * lock held, 0 when the member is (now) detached, or -EINVAL when dev is

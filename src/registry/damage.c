@@ -99,17 +99,16 @@ const char *vr_audit_locked(vr_member *m)
 {
 	int dead_busy = 0;
 	uint64_t sum[VR_MAX_DEVICES];
-	int rc = vr_books_freeze(m, &dead_busy);
+	int rc = vr_reg_freeze(m, &dead_busy);
 	if (rc == -EBADMSG)
 		return "a device's total was overwritten";
 	if (rc != 0) /* a live member stopped inside an operation: not now */
 		return NULL;
-	if (vr_books_sum(m, sum, &dead_busy) != 0) {
-		vr_books_thaw(m, 0);
+	if (vr_reg_slots_sum(m, sum, &dead_busy) != 0) {
+		vr_reg_thaw(m, 0);
 		return NULL;
 	}
 	const char *bad = audit_frozen(m, sum, dead_busy);
-	vr_books_thaw(m, !bad && dead_busy);
+	vr_reg_thaw(m, !bad && dead_busy);
 	return bad;
 }
-

@@ -52,8 +52,8 @@ int vr__header_check(const struct vr_region_hdr *h, uint64_t file_size, const ch
 	return 0;
 }
 
-int vr_region_validate(int fd, const char *group, enum vr_region_use use, struct stat *st,
-                       struct vr_region_hdr *hdr, const char **why)
+int vr_door_validate(int fd, const char *group, enum vr_door_use use, struct stat *st,
+                     struct vr_region_hdr *hdr, const char **why)
 {
 	memset(st, 0, sizeof(*st));
 	if (fstat(fd, st) < 0) {
@@ -64,7 +64,7 @@ int vr_region_validate(int fd, const char *group, enum vr_region_use use, struct
 		*why = "not a regular file";
 		return -EINVAL;
 	}
-	if (st->st_uid != geteuid() && !(use == VR_REGION_READ && geteuid() == 0)) {
+	if (st->st_uid != geteuid() && !(use == VR_DOOR_READ && geteuid() == 0)) {
 		*why = "owned by another user";
 		return -EPERM;
 	}
@@ -125,8 +125,8 @@ static int retire_other_version(int dfd, const char *name, int rw, const struct 
  * two opens, or it was another version's leftover, now removed: the caller
  * looks again), or another negative errno.
  */
-int vr_region_open(int dfd, const char *dir, const char *group, const char *name, char *err,
-                   size_t errlen)
+int vr_door_open(int dfd, const char *dir, const char *group, const char *name, char *err,
+                 size_t errlen)
 {
 	int ro = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (ro < 0) {
@@ -143,7 +143,7 @@ int vr_region_open(int dfd, const char *dir, const char *group, const char *name
 	struct stat st;
 	struct vr_region_hdr hdr;
 	const char *why = NULL;
-	int rc = vr_region_validate(ro, group, VR_REGION_WRITE, &st, &hdr, &why);
+	int rc = vr_door_validate(ro, group, VR_DOOR_WRITE, &st, &hdr, &why);
 	if (rc != 0 && rc != -EPROTONOSUPPORT) {
 		close(ro);
 		if (rc == -EPERM && st.st_uid != geteuid())
@@ -203,8 +203,8 @@ void vr__header_init(struct vr_region_hdr *h, const struct vr_join_opts *o)
  * fd, -EEXIST if another process published the door first, or another
  * negative errno.
  */
-int vr_region_create(int dfd, const char *dir, const char *name, const struct vr_join_opts *o,
-                     char *err, size_t errlen)
+int vr_door_create(int dfd, const char *dir, const char *name, const struct vr_join_opts *o,
+                   char *err, size_t errlen)
 {
 	static _Atomic unsigned counter;
 	char tmp[128];

@@ -11,7 +11,7 @@
 #include "registry/registry.h"
 
 /* Who may use a region: a writer (member) or a reader (monitor). */
-enum vr_region_use { VR_REGION_WRITE, VR_REGION_READ };
+enum vr_door_use { VR_DOOR_WRITE, VR_DOOR_READ };
 
 /*
  * The one check of a region file, for members and monitors alike: a
@@ -20,16 +20,16 @@ enum vr_region_use { VR_REGION_WRITE, VR_REGION_READ };
  * group, and as long as the header says. Reads the header into *hdr and
  * fills *st. Returns 0, or a negative errno with what is wrong in *why.
  */
-int vr_region_validate(int fd, const char *group, enum vr_region_use use, struct stat *st,
-                       struct vr_region_hdr *hdr, const char **why);
+int vr_door_validate(int fd, const char *group, enum vr_door_use use, struct stat *st,
+                     struct vr_region_hdr *hdr, const char **why);
 
 /* Opens an existing door for writing (-ENOENT: there is none) or creates
  * and publishes a new one (-EEXIST: another process published one first).
  * Return an fd or a negative errno, with a message in err. */
-int vr_region_open(int dfd, const char *dir, const char *group, const char *name, char *err,
-                   size_t errlen);
-int vr_region_create(int dfd, const char *dir, const char *name, const struct vr_join_opts *o,
-                     char *err, size_t errlen);
+int vr_door_open(int dfd, const char *dir, const char *group, const char *name, char *err,
+                 size_t errlen);
+int vr_door_create(int dfd, const char *dir, const char *name, const struct vr_join_opts *o,
+                   char *err, size_t errlen);
 /* Takes (lock 1, bounded like the group's lock) or drops (0) the door's
  * own lock (byte 0), held while a segment is found or made. */
 int vr_door_lock(int fd, int lock);

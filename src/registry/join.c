@@ -216,9 +216,9 @@ static int open_or_create(const struct vr_join_opts *opts, const char *dir, cons
 		return dfd;
 	int fd = -1;
 	for (int attempt = 0; attempt < 8 && fd < 0; attempt++) {
-		fd = vr_region_open(dfd, dir, opts->group, name, err, errlen);
+		fd = vr_door_open(dfd, dir, opts->group, name, err, errlen);
 		if (fd == -ENOENT)
-			fd = vr_region_create(dfd, dir, name, opts, err, errlen);
+			fd = vr_door_create(dfd, dir, name, opts, err, errlen);
 		if (fd < 0 && fd != -EEXIST && fd != -ENOENT)
 			break;
 	}
@@ -408,7 +408,7 @@ static int enter_group(vr_member *m, const struct vr_join_opts *opts, const stru
 	/* The audit below reads every slot: their pages are mapped before the
 	 * lock is taken, not one fault at a time while others wait for it. */
 	vr_segment_prefault(h, m->slot_idx + 1, 1);
-	int rc = vr_region_lock(m);
+	int rc = vr_group_lock(m);
 	if (rc < 0) {
 		vr_seterr(err, errlen, "cannot lock region %s/%s: %s (held by a live member)", dir,
 		          name, strerror(-rc));
@@ -443,14 +443,14 @@ static int enter_group(vr_member *m, const struct vr_join_opts *opts, const stru
 		}
 	}
 	if (rc == 0) {
-		books_begin(h);
+		vr_seq_begin(h);
 		if (!live_other)
 			start_group_locked(m, opts);
 		fill_slot_locked(m, opts, pi);
 		m->spill_budget = h->spill_budget;
-		books_end(h);
+		vr_seq_end(h);
 	}
-	vr_region_unlock(m);
+	vr_group_unlock(m);
 	return rc;
 }
 
@@ -515,10 +515,10 @@ void vr_leave(vr_member *m)
 		return;
 	/* A detached member never writes into the books again: its slot is
 	 * reclaimed (or found damaged) by the others once it is gone. */
-	if (!atomic_load(&m->detached) && vr_region_lock(m) == 0) {
+	if (!atomic_load(&m->detached) && vr_group_lock(m) == 0) {
 		if (m->slot->state == VR_SLOT_USED && m->slot->incarnation == m->incarnation)
 			(void)vr_slot_reclaim_locked(m, m->slot_idx);
-		vr_region_unlock(m);
+		vr_group_unlock(m);
 	}
 	vr_forget(m);
 }

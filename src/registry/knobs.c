@@ -30,4 +30,3 @@ void vr_read_test_env(void)
 			vr_lock_bound_ns = (uint64_t)n * 1000000u;
 	}
 }
-

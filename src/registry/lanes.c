@@ -89,7 +89,7 @@ static void flush(vr_member *m, struct lane *l)
 	point(m, l, -1);
 	publish(l);
 	if (b)
-		vr_books_give(m, dev, b);
+		vr_reg_give(m, dev, b);
 }
 
 static void lane_exit(void *arg)
@@ -167,21 +167,21 @@ static int reserve_slow(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use,
 	uint64_t q = dev >= 0 && dev < VR_MAX_DEVICES ? m->priv[dev].quantum : 0;
 	int mine = m->lane_gen && (l->gen == m->lane_gen || lane_take(m, l));
 	if (!mine || vr_is_detached(m))
-		return vr_books_take(m, dev, bytes, 0, in_use, how);
+		return vr_reg_take(m, dev, bytes, 0, in_use, how);
 	if (bytes > q) {
 		/* Too big for a lane: exactly, and before a refusal, with this
 		 * thread's spare given back. */
-		int r = l->spare ? vr_books_take(m, dev, bytes, 0, in_use, VR_TAKE_TRY) : -ENOSPC;
+		int r = l->spare ? vr_reg_take(m, dev, bytes, 0, in_use, VR_TAKE_TRY) : -ENOSPC;
 		if (r != -ENOSPC)
 			return r;
 		flush(m, l);
-		return vr_books_take(m, dev, bytes, 0, in_use, how);
+		return vr_reg_take(m, dev, bytes, 0, in_use, how);
 	}
 	if (l->spare && l->dev != dev)
 		flush(m, l);
 	/* Enough for this request with a quantum left over, or exactly. */
 	uint64_t need = bytes - l->spare;
-	if (vr_books_take(m, dev, need + q, q, in_use, VR_TAKE_TRY) == 0) {
+	if (vr_reg_take(m, dev, need + q, q, in_use, VR_TAKE_TRY) == 0) {
 		if (l->dev != dev)
 			point(m, l, dev);
 		l->spare = q;
@@ -189,7 +189,7 @@ static int reserve_slow(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use,
 		return 0;
 	}
 	flush(m, l);
-	return vr_books_take(m, dev, bytes, 0, in_use, how);
+	return vr_reg_take(m, dev, bytes, 0, in_use, how);
 }
 
 static inline int reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use, enum vr_take how)
@@ -229,7 +229,7 @@ static void release_slow(vr_member *m, int dev, uint64_t bytes)
 		publish(l);
 		return;
 	}
-	vr_books_give(m, dev, bytes);
+	vr_reg_give(m, dev, bytes);
 }
 
 /* The lane holds more than two quanta: the excess goes back to the books. */
@@ -238,7 +238,7 @@ static void give_excess(vr_member *m, struct lane *l)
 	uint64_t excess = l->spare - l->q;
 	l->spare = l->q;
 	publish(l);
-	vr_books_give(m, l->dev, excess);
+	vr_reg_give(m, l->dev, excess);
 }
 
 void vr_release(vr_member *m, int dev, uint64_t bytes)

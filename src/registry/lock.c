@@ -71,7 +71,7 @@ int vr_slot_settled(vr_member *m, uint32_t i, uint32_t d, uint64_t *word, int *d
 	return 0;
 }
 
-int vr_books_freeze(vr_member *m, int *dead_busy)
+int vr_reg_freeze(vr_member *m, int *dead_busy)
 {
 	struct vr_region_hdr *h = m->hdr;
 	uint32_t ndev = vr_hdr_ndev(h), hw = vr_hdr_hw(h);
@@ -103,7 +103,7 @@ int vr_books_freeze(vr_member *m, int *dead_busy)
 		for (uint32_t d = 0; d < ndev; d++) {
 			uint64_t w;
 			if (vr_slot_settled(m, i, d, &w, dead_busy) != 0) {
-				vr_books_thaw(m, 0);
+				vr_reg_thaw(m, 0);
 				return -ETIMEDOUT;
 			}
 		}
@@ -111,7 +111,7 @@ int vr_books_freeze(vr_member *m, int *dead_busy)
 	return 0;
 }
 
-int vr_books_sum(vr_member *m, uint64_t sum[VR_MAX_DEVICES], int *dead_busy)
+int vr_reg_slots_sum(vr_member *m, uint64_t sum[VR_MAX_DEVICES], int *dead_busy)
 {
 	struct vr_region_hdr *h = m->hdr;
 	uint32_t ndev = vr_hdr_ndev(h), hw = vr_hdr_hw(h);
@@ -130,21 +130,21 @@ int vr_books_sum(vr_member *m, uint64_t sum[VR_MAX_DEVICES], int *dead_busy)
 	return 0;
 }
 
-int vr_books_thaw(vr_member *m, int recompute)
+int vr_reg_thaw(vr_member *m, int recompute)
 {
 	struct vr_region_hdr *h = m->hdr;
 	uint32_t ndev = vr_hdr_ndev(h);
 	uint64_t sum[VR_MAX_DEVICES];
-	int rc = recompute ? vr_books_sum(m, sum, NULL) : 0;
+	int rc = recompute ? vr_reg_slots_sum(m, sum, NULL) : 0;
 	if (recompute && rc == 0) {
-		books_begin(h);
+		vr_seq_begin(h);
 		for (uint32_t d = 0; d < ndev; d++) {
 			struct vr_region_dev *g = &h->dev[d];
 			uint64_t v = sum[d] > VR_TOT_MAX ? VR_TOT_MAX : sum[d];
 			vr_peak_raise(&g->peak, v);
 			vr_dev_set_total(g, v);
 		}
-		books_end(h);
+		vr_seq_end(h);
 		return 0;
 	}
 	for (uint32_t d = 0; d < ndev; d++)
@@ -168,11 +168,11 @@ static void region_recover(vr_member *m)
 	if (seq & 1)
 		STORE64(&h->seq, seq + 1);
 	/* A total that fails its check stays as it is: members find it. */
-	if (vr_books_freeze(m, NULL) == 0)
-		vr_books_thaw(m, 1);
+	if (vr_reg_freeze(m, NULL) == 0)
+		vr_reg_thaw(m, 1);
 	/* Spilled bytes are changed under the lock only: their total is the
 	 * slots' sum. */
-	books_begin(h);
+	vr_seq_begin(h);
 	uint64_t spilled = 0;
 	for (uint32_t i = 0; i < hw; i++) {
 		if (vr_region_slot(h, i)->state == VR_SLOT_USED)
@@ -180,7 +180,7 @@ static void region_recover(vr_member *m)
 				spilled += vr_region_counts(h, i, d)->spilled;
 	}
 	h->spilled = spilled;
-	books_end(h);
+	vr_seq_end(h);
 }
 
 static long futex(_Atomic uint32_t *w, int op, uint32_t val, const struct timespec *ts)
@@ -261,7 +261,7 @@ static int lock_slow(vr_member *m, _Atomic uint32_t *w)
 	return rc;
 }
 
-int vr_region_lock(vr_member *m)
+int vr_group_lock(vr_member *m)
 {
 	_Atomic uint32_t *w = (_Atomic uint32_t *)&m->hdr->lock.word;
 	uint32_t zero = 0;
@@ -271,7 +271,7 @@ int vr_region_lock(vr_member *m)
 	return lock_slow(m, w);
 }
 
-void vr_region_unlock(vr_member *m)
+void vr_group_unlock(vr_member *m)
 {
 	_Atomic uint32_t *w = (_Atomic uint32_t *)&m->hdr->lock.word;
 	uint32_t old = atomic_exchange_explicit(w, 0, memory_order_release);

@@ -89,7 +89,7 @@ static inline int vr_is_detached(vr_member *m)
  * The total word of a device (struct vr_region_dev.total): the group's
  * bytes in bits 0-47, a 15-bit check of them keyed by the device's cap and
  * UUID in bits 48-62, and VR_TOT_FROZEN while a lock holder has frozen the
- * books (no member changes a frozen total; see lock.c, vr_books_freeze).
+ * books (no member changes a frozen total; see lock.c, vr_reg_freeze).
  * Members change it by compare-and-swap with the key of the cap and UUID
  * they joined under, so a total written by anything else (zeroed, random)
  * fails its check, and a cap overwritten in the segment does not change
@@ -243,7 +243,7 @@ static inline void vr_sub_clamped(uint64_t *v, uint64_t b)
 
 /* ---- seqlock: readers without the mutex see whether they raced a writer */
 
-static inline void books_begin(struct vr_region_hdr *h)
+static inline void vr_seq_begin(struct vr_region_hdr *h)
 {
 	uint64_t s = atomic_load_explicit((_Atomic uint64_t *)&h->seq, memory_order_relaxed);
 	atomic_store_explicit((_Atomic uint64_t *)&h->seq, s + 1, memory_order_relaxed);
@@ -258,7 +258,7 @@ static inline void books_begin(struct vr_region_hdr *h)
 	vr_test_stop_point();
 }
 
-static inline void books_end(struct vr_region_hdr *h)
+static inline void vr_seq_end(struct vr_region_hdr *h)
 {
 	uint64_t s = atomic_load_explicit((_Atomic uint64_t *)&h->seq, memory_order_relaxed);
 	atomic_store_explicit((_Atomic uint64_t *)&h->seq, s + 1, memory_order_release);

@@ -450,7 +450,7 @@ static int read_region(struct reader *r, int dfd, const char *dir, const char *n
 	char group[VR_GROUP_MAX + 1];
 	size_t glen = strlen(name) - 4; /* without ".vrg" */
 	vr_strlcpy(group, name, glen + 1 < sizeof(group) ? glen + 1 : sizeof(group));
-	int rc = vr_region_validate(fd, group, VR_REGION_READ, &st, &hdr, &why);
+	int rc = vr_door_validate(fd, group, VR_DOOR_READ, &st, &hdr, &why);
 	if (rc == 0)
 		why = NULL;
 	else if (!why)

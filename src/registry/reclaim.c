@@ -110,10 +110,10 @@ int vr_slot_reclaim_locked(vr_member *m, uint32_t i)
 		/* Its owner died inside an operation: the totals may count part
 		 * of it. Once every live member's operations have drained, the
 		 * totals are the sum of the slots left. */
-		int rc = vr_books_freeze(m, NULL);
+		int rc = vr_reg_freeze(m, NULL);
 		if (rc == 0) {
 			slot_free(h, i);
-			vr_books_thaw(m, 1);
+			vr_reg_thaw(m, 1);
 			return 0;
 		}
 		if (rc != -ETIMEDOUT)
@@ -176,7 +176,7 @@ static int reclaim(vr_member *m, uint32_t limit)
 			continue;
 		if (atomic_load_explicit(&m->detached, memory_order_relaxed))
 			return total;
-		if (vr_region_lock(m) != 0) {
+		if (vr_group_lock(m) != 0) {
 			vr_detach(m, "the group's lock stayed held by a live member");
 			return total;
 		}
@@ -188,7 +188,7 @@ static int reclaim(vr_member *m, uint32_t limit)
 				total += !bad;
 			}
 		}
-		vr_region_unlock(m);
+		vr_group_unlock(m);
 		if (bad) {
 			vr_detach(m, "a dead member's slot holds more than the group's total");
 			return total;

@@ -169,14 +169,14 @@ int vr_group_remove(const char *dir, const char *group);
 int vr_reclaim(vr_member *m);
 
 /* A consistent sample of one device's books, taken under the group's lock. */
-struct vr_books_sample {
+struct vr_reg_sample {
 	uint64_t cap;
 	uint64_t in_use; /* the group's total */
 	uint64_t peak;
 	uint64_t slots_sum; /* sum of in-use over every occupied slot */
 	uint32_t used_slots;
 };
-int vr_sample(vr_member *m, int dev, struct vr_books_sample *out);
+int vr_sample(vr_member *m, int dev, struct vr_reg_sample *out);
 
 /* One other member's holding on a device, for the denial line. */
 struct vr_holder {

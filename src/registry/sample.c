@@ -23,11 +23,11 @@ static void add_clamped(uint64_t *v, int64_t delta)
 /* Display-only numbers: kept in the slot while the books are trusted. */
 static int lock_own_slot(vr_member *m)
 {
-	if (vr_is_detached(m) || vr_region_lock(m) != 0)
+	if (vr_is_detached(m) || vr_group_lock(m) != 0)
 		return 0;
 	if (m->slot->state == VR_SLOT_USED && m->slot->incarnation == m->incarnation)
 		return 1;
-	vr_region_unlock(m);
+	vr_group_unlock(m);
 	return 0;
 }
 
@@ -35,10 +35,10 @@ void vr_note_pinned(vr_member *m, int64_t delta)
 {
 	if (!m || !lock_own_slot(m))
 		return;
-	books_begin(m->hdr);
+	vr_seq_begin(m->hdr);
 	add_clamped(&m->slot->host_pinned, delta);
-	books_end(m->hdr);
-	vr_region_unlock(m);
+	vr_seq_end(m->hdr);
+	vr_group_unlock(m);
 }
 
 void vr_note_denied(vr_member *m, int dev, uint64_t bytes)
@@ -46,13 +46,13 @@ void vr_note_denied(vr_member *m, int dev, uint64_t bytes)
 	if (!m || dev < 0 || dev >= VR_MAX_DEVICES || !lock_own_slot(m))
 		return;
 	if ((uint32_t)dev < vr_hdr_ndev(m->hdr)) {
-		books_begin(m->hdr);
+		vr_seq_begin(m->hdr);
 		struct vramctl_counts *c = vr_region_counts(m->hdr, m->slot_idx, (uint32_t)dev);
 		c->denied_count++;
 		c->last_denied = bytes;
-		books_end(m->hdr);
+		vr_seq_end(m->hdr);
 	}
-	vr_region_unlock(m);
+	vr_group_unlock(m);
 }
 
 /* 1 if every device's total is its sum in sum[]. Books frozen. */
@@ -65,36 +65,36 @@ static int sums_match(const struct vr_region_hdr *h, const uint64_t sum[VR_MAX_D
 	return 1;
 }
 
-int vr_sample(vr_member *m, int dev, struct vr_books_sample *out)
+int vr_sample(vr_member *m, int dev, struct vr_reg_sample *out)
 {
 	if (!m || !out || dev < 0 || dev >= VR_MAX_DEVICES)
 		return -EINVAL;
 	memset(out, 0, sizeof(*out));
 	if (vr_is_detached(m))
 		return -EIO;
-	int rc = vr_region_lock(m);
+	int rc = vr_group_lock(m);
 	if (rc < 0)
 		return rc;
 	struct vr_region_hdr *h = m->hdr;
 	if ((uint32_t)dev >= vr_hdr_ndev(h)) {
-		vr_region_unlock(m);
+		vr_group_unlock(m);
 		return -EINVAL;
 	}
 	/* Frozen, the totals and slots hold still (unless a live member is
 	 * stopped inside an operation: then the sample is as it stands). */
 	uint64_t sum[VR_MAX_DEVICES];
-	int dead_busy = 0, frozen = vr_books_freeze(m, &dead_busy) == 0, summed = 0;
+	int dead_busy = 0, frozen = vr_reg_freeze(m, &dead_busy) == 0, summed = 0;
 	for (int round = 0; frozen && round < 8; round++) {
 		if (dead_busy) {
 			/* A member died inside an operation: settle the totals
 			 * from the slots first, and freeze again. */
-			vr_books_thaw(m, 1);
-			frozen = vr_books_freeze(m, NULL) == 0;
+			vr_reg_thaw(m, 1);
+			frozen = vr_reg_freeze(m, NULL) == 0;
 			if (!frozen)
 				break;
 		}
 		dead_busy = 0;
-		summed = vr_books_sum(m, sum, &dead_busy) == 0;
+		summed = vr_reg_slots_sum(m, sum, &dead_busy) == 0;
 		/* One that died while we summed, inside an operation it began
 		 * after the freeze (which it would have undone, had it lived),
 		 * left its slot word moved: settle again. A member found dead
@@ -118,8 +118,8 @@ int vr_sample(vr_member *m, int dev, struct vr_books_sample *out)
 	if (summed)
 		out->slots_sum = sum[dev];
 	if (frozen)
-		vr_books_thaw(m, 0);
-	vr_region_unlock(m);
+		vr_reg_thaw(m, 0);
+	vr_group_unlock(m);
 	return 0;
 }
 
@@ -155,7 +155,7 @@ int vr_holders(vr_member *m, int dev, uint64_t *self, uint64_t *peak, struct vr_
 			}
 		}
 	}
-	vr_region_unlock(m);
+	vr_group_unlock(m);
 	return got;
 }
 
@@ -181,4 +181,3 @@ int vr_slot_index(const vr_member *m)
 {
 	return m ? (int)m->slot_idx : -1;
 }
-

@@ -44,11 +44,11 @@ static int spill_try_locked(vr_member *m, int dev, uint64_t bytes, uint64_t *spi
 	if (bytes > b || cur > b - bytes) {
 		rc = -ENOSPC;
 	} else {
-		books_begin(h);
+		vr_seq_begin(h);
 		h->spilled = cur + bytes;
 		vr_region_counts(h, m->slot_idx, (uint32_t)dev)->spilled += bytes;
 		atomic_fetch_add_explicit(&m->spilled_mine, bytes, memory_order_relaxed);
-		books_end(h);
+		vr_seq_end(h);
 		cur += bytes;
 	}
 	if (spilled)
@@ -70,12 +70,12 @@ int vr_spill_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *spilled, u
 		 * whole books are checked first (the total and the budget too). */
 		const char *bad = vr_audit_locked(m);
 		if (VR_UNLIKELY(bad != NULL)) {
-			vr_region_unlock(m);
+			vr_group_unlock(m);
 			vr_detach(m, "%s", bad);
 			return priv_spill(m, bytes, spilled, budget);
 		}
 		int rc = spill_try_locked(m, dev, bytes, spilled, budget);
-		vr_region_unlock(m);
+		vr_group_unlock(m);
 		/* As for the caps: what dead members held comes back before a
 		 * refusal. */
 		if (rc != -ENOSPC || round > 0 || vr_reclaim_dead(m) <= 0)
@@ -94,12 +94,12 @@ void vr_spill_release(vr_member *m, int dev, uint64_t bytes)
 		struct vr_region_hdr *h = m->hdr;
 		struct vramctl_counts *s = vr_region_counts(h, m->slot_idx, (uint32_t)dev);
 		b = bytes < s->spilled ? bytes : s->spilled;
-		books_begin(h);
+		vr_seq_begin(h);
 		s->spilled -= b;
 		h->spilled -= b < h->spilled ? b : h->spilled;
-		books_end(h);
+		vr_seq_end(h);
 		atomic_fetch_sub_explicit(mine, b < cur ? b : cur, memory_order_relaxed);
-		vr_region_unlock(m);
+		vr_group_unlock(m);
 		return;
 	}
 	atomic_fetch_sub_explicit(mine, b, memory_order_relaxed);
@@ -109,4 +109,3 @@ uint64_t vr_spill_budget(const vr_member *m)
 {
 	return m ? m->spill_budget : 0;
 }
-

@@ -117,7 +117,7 @@ static void lock_not_a_member(void)
 	}
 	kill(sleeper, SIGKILL);
 	waitpid(sleeper, NULL, 0);
-	struct vr_books_sample s;
+	struct vr_reg_sample s;
 	ASSERT_EQ(vr_sample(m, 0, &s), 0);
 	ASSERT_UEQ(s.in_use, 100);
 	ASSERT_UEQ(s.slots_sum, 100);
