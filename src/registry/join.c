@@ -362,7 +362,9 @@ static void start_group_locked(vr_member *m, const struct vr_join_opts *opts)
 	h->spill_budget = opts->spill_budget;
 	h->growth = opts->growth ? 1 : 0;
 	h->created = (uint64_t)time(NULL);
-	vr_strlcpy(h->limit_spec, opts->limit_spec ? opts->limit_spec : "", sizeof(h->limit_spec));
+	/* Cut to the field, as every joiner cuts its own to compare. */
+	snprintf(h->limit_spec, sizeof(h->limit_spec), "%s",
+	         opts->limit_spec ? opts->limit_spec : "");
 	h->epoch++;
 }
 
@@ -438,7 +440,8 @@ static int enter_group(vr_member *m, const struct vr_join_opts *opts, const stru
 			          dir, name, opts->group, bad);
 		} else if (spec_differs) {
 			char mine[VR_SPEC_MAX]; /* compared as stored: truncated alike */
-			vr_strlcpy(mine, opts->limit_spec ? opts->limit_spec : "", sizeof(mine));
+			snprintf(mine, sizeof(mine), "%s",
+			         opts->limit_spec ? opts->limit_spec : "");
 			*spec_differs = strcmp(h->limit_spec, mine) != 0;
 		}
 	}

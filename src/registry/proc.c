@@ -91,7 +91,7 @@ void vr_proc_cmdline(const char *root, pid_t pid, int comm, char *out, size_t le
 				buf[i] = ' ';
 		while (n > 0 && buf[n - 1] == ' ')
 			buf[--n] = '\0';
-		vr_strlcpy(out, buf, len);
+		snprintf(out, len, "%s", buf); /* cut to len - 1 bytes */
 	}
 	if (!out[0] && comm && vr_proc_read(root, pid, "comm", buf + 1, sizeof(buf) - 2) > 0) {
 		/* A kernel thread or a zombie has no command line: show [comm]. */
@@ -99,7 +99,7 @@ void vr_proc_cmdline(const char *root, pid_t pid, int comm, char *out, size_t le
 		size_t l = strcspn(buf, "\n");
 		buf[l] = ']';
 		buf[l + 1] = '\0';
-		vr_strlcpy(out, buf, len);
+		snprintf(out, len, "%s", buf);
 	}
 }
 

@@ -44,6 +44,10 @@
 #include "registry/util.h"
 #include "vramctl/registry.h"
 
+_Static_assert(sizeof(((struct vramctl_proc *)0)->group) ==
+                   sizeof(((struct vramctl_group *)0)->name),
+               "a member's group is its group's name");
+
 #define SEQ_TRIES 64
 
 struct growbuf {
@@ -106,7 +110,7 @@ static void user_name(struct user_cache *c, uid_t uid, char out[32])
 	char buf[1024];
 	struct passwd pw, *res = NULL;
 	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res)
-		vr_strlcpy(out, res->pw_name, 32);
+		snprintf(out, 32, "%s", res->pw_name);
 	else
 		snprintf(out, 32, "%u", (unsigned)uid);
 	int k = c->n < 8 ? c->n++ : (int)(uid % 8);
@@ -449,7 +453,10 @@ static int read_region(struct reader *r, int dfd, const char *dir, const char *n
 	const char *why = NULL;
 	char group[VR_GROUP_MAX + 1];
 	size_t glen = strlen(name) - 4; /* without ".vrg" */
-	vr_strlcpy(group, name, glen + 1 < sizeof(group) ? glen + 1 : sizeof(group));
+	if (glen >= sizeof(group))      /* too long a name: its check fails */
+		glen = sizeof(group) - 1;
+	memcpy(group, name, glen);
+	group[glen] = '\0';
 	int rc = vr_door_validate(fd, group, VR_DOOR_READ, &st, &hdr, &why);
 	if (rc == 0)
 		why = NULL;
@@ -610,8 +617,9 @@ static int read_region(struct reader *r, int dfd, const char *dir, const char *n
 		rc = -ENOMEM;
 		goto out;
 	}
-	vr_strlcpy(g->name, gname, sizeof(g->name));
-	vr_strlcpy(g->limit_spec, spec, sizeof(g->limit_spec));
+	/* Cut to the snapshot's fields: a damaged header may hold a longer name. */
+	snprintf(g->name, sizeof(g->name), "%s", gname);
+	snprintf(g->limit_spec, sizeof(g->limit_spec), "%s", spec);
 	g->growth = (int)growth;
 	g->spill_budget = spill_budget;
 	g->spilled = spilled;
@@ -670,7 +678,7 @@ static int read_region(struct reader *r, int dfd, const char *dir, const char *n
 		user_name(&r->uc, s->uid, p->user);
 		memcpy(p->command, s->command, sizeof(p->command));
 		p->command[sizeof(p->command) - 1] = '\0';
-		vr_strlcpy(p->group, gname, sizeof(p->group));
+		memcpy(p->group, g->name, sizeof(p->group)); /* cut above */
 		p->host_pinned = s->host_pinned;
 		p->outer_pid = s->nspid_outer;
 		p->ndev = (int)ndev;

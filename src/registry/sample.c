@@ -5,12 +5,11 @@
  */
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
-#include "common/text.h"
 #include "registry/lock.h"
 #include "registry/member.h"
-#include "registry/util.h"
 
 static void add_clamped(uint64_t *v, int64_t delta)
 {
@@ -172,7 +171,7 @@ int vr_group_spec(const vr_member *m, char *buf, size_t len)
 	 * live: the text cannot change under us. */
 	const char *spec = m->hdr->limit_spec;
 	size_t n = strnlen(spec, sizeof(m->hdr->limit_spec));
-	vr_strlcpy(buf, n < sizeof(m->hdr->limit_spec) ? spec : "", len);
+	snprintf(buf, len, "%s", n < sizeof(m->hdr->limit_spec) ? spec : ""); /* cut to len - 1 */
 	/* A text that fills the field may have been cut when it was stored. */
 	return n >= sizeof(m->hdr->limit_spec) - 1 || n >= len ? 1 : 0;
 }

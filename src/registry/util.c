@@ -12,15 +12,6 @@
 
 #include "registry/util.h"
 
-void vr_strlcpy(char *dst, const char *src, size_t len)
-{
-	size_t n = strlen(src);
-	if (n >= len)
-		n = len - 1;
-	memcpy(dst, src, n);
-	dst[n] = '\0';
-}
-
 ssize_t vr_read_file(const char *path, char *buf, size_t len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
