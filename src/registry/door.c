@@ -22,8 +22,6 @@
 #include "registry/knobs.h"
 #include "registry/util.h"
 
-_Static_assert(VR_GROUP_MAX == VR_GROUP_NAME_MAX, "the region holds any valid group name");
-
 /* The header's own consistency (a door's or a segment's), for a door file of
  * file_size bytes (a segment: its header's size). */
 int vr__header_check(const struct vr_region_hdr *h, uint64_t file_size, const char **why)
@@ -273,7 +271,7 @@ int vr_door_lock(int fd, int lock)
 int vr_group_remove(const char *dir, const char *group)
 {
 	char dirbuf[PATH_MAX];
-	char name[VR_GROUP_MAX + 8];
+	char name[VR_GROUP_NAME_MAX + 8]; /* <group>.vrg */
 	if (vr_group_name_check(group, NULL, 0) < 0)
 		return -EINVAL;
 	int rc = vr_dir_or_default(&dir, dirbuf, sizeof(dirbuf));

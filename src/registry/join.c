@@ -470,7 +470,7 @@ int vr_join(const struct vr_join_opts *opts, vr_member **out, int *spec_differs,
 {
 	static pthread_once_t test_env_once = PTHREAD_ONCE_INIT;
 	char dirbuf[PATH_MAX];
-	char name[VR_GROUP_MAX + 8];
+	char name[VR_GROUP_NAME_MAX + 8]; /* <group>.vrg */
 	const char *dir = NULL;
 	vr_member *m = NULL;
 

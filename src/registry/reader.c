@@ -451,7 +451,7 @@ static int read_region(struct reader *r, int dfd, const char *dir, const char *n
 	struct stat st;
 	struct vr_region_hdr hdr;
 	const char *why = NULL;
-	char group[VR_GROUP_MAX + 1];
+	char group[VR_GROUP_NAME_MAX + 1];
 	size_t glen = strlen(name) - 4; /* without ".vrg" */
 	if (glen >= sizeof(group))      /* too long a name: its check fails */
 		glen = sizeof(group) - 1;
@@ -492,7 +492,7 @@ static int read_region(struct reader *r, int dfd, const char *dir, const char *n
 	uint64_t last_sum = 0, last_total = 0;
 	uint32_t ndev = 0;
 	struct vr_region_dev gdev[VR_MAX_DEVICES];
-	char gname[72], spec[VR_SPEC_MAX];
+	char gname[VR_GROUP_FIELD], spec[VR_SPEC_MAX];
 	uint32_t growth = 0;
 	uint64_t spill_budget = 0, spilled = 0;
 	for (int t = 0; t < SEQ_TRIES; t++) {

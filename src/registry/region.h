@@ -45,6 +45,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "common/contract.h"
 #include "registry/registry.h"
 #include "vramctl/registry.h"
 
@@ -52,10 +53,13 @@
 #define VR_REGION_VERSION  6u
 #define VR_REGION_SLOTS    1024u
 #define VR_REGION_HDR_SIZE 4096u
-#define VR_GROUP_MAX       64  /* group name length, without the NUL */
-#define VR_SPEC_MAX        128 /* limit spec text, with the NUL */
-#define VR_COMMAND_MAX     128
-#define VR_LANES           8 /* per member: threads with their own spare (lanes.c) */
+/* The header's group field. Part of the pinned layout: 72 bytes, more than
+ * a name needs (VR_GROUP_NAME_MAX + 1, common/contract.h), so that the
+ * fields after it stay 8-byte aligned. */
+#define VR_GROUP_FIELD 72
+#define VR_SPEC_MAX    128 /* limit spec text, with the NUL */
+#define VR_COMMAND_MAX 128
+#define VR_LANES       8 /* per member: threads with their own spare (lanes.c) */
 
 enum { VR_SLOT_FREE = 0, VR_SLOT_USED = 1 };
 /* struct vr_slot.flags: a launcher (`vramctl run`) holds the group open for
@@ -82,14 +86,14 @@ struct vr_region_hdr {
 	uint32_t slot_count;
 	uint32_t slot_size;
 	uint32_t owner_uid;
-	uint32_t ndev;      /* devices [0, ndev) are valid */
-	uint64_t seq;       /* seqlock: odd while a writer is changing the books */
-	uint64_t created;   /* CLOCK_REALTIME seconds of creation or last reset */
-	uint32_t growth;    /* the creator's --growth */
-	uint32_t slot_hint; /* where the next joiner starts looking (advisory) */
-	uint32_t slots_hw;  /* slots [slots_hw, slot_count) have never been used */
-	uint32_t slot_next; /* the next never-used slot to hand a joiner (advisory) */
-	char group[72];     /* NUL-terminated */
+	uint32_t ndev;              /* devices [0, ndev) are valid */
+	uint64_t seq;               /* seqlock: odd while a writer is changing the books */
+	uint64_t created;           /* CLOCK_REALTIME seconds of creation or last reset */
+	uint32_t growth;            /* the creator's --growth */
+	uint32_t slot_hint;         /* where the next joiner starts looking (advisory) */
+	uint32_t slots_hw;          /* slots [slots_hw, slot_count) have never been used */
+	uint32_t slot_next;         /* the next never-used slot to hand a joiner (advisory) */
+	char group[VR_GROUP_FIELD]; /* NUL-terminated */
 	char limit_spec[VR_SPEC_MAX];
 	union {
 		uint32_t word; /* 0 free, else the holder (lock.c) */
@@ -138,6 +142,8 @@ struct vr_counts_line {
 	struct vramctl_counts c;
 	uint64_t pad[3];
 };
+
+_Static_assert(VR_GROUP_FIELD >= VR_GROUP_NAME_MAX + 1, "the header holds any valid group name");
 
 #define VR_SLOTS_OFFSET  ((uint64_t)VR_REGION_HDR_SIZE)
 #define VR_COUNTS_OFFSET (VR_SLOTS_OFFSET + (uint64_t)VR_REGION_SLOTS * sizeof(struct vr_slot))
