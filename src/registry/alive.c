@@ -1,6 +1,6 @@
 /*
  * alive.c - whether members are alive: each member holds an OFD write lock
- * on its slot's liveness byte in the door for its whole life (region.h,
+ * on its slot's liveness byte in the door for its whole life (layout.h,
  * vr_slot_live_byte); the kernel drops it when the last descriptor of that
  * open file goes away, i.e. at death, at exec (O_CLOEXEC) or at vr_leave.
  * A USED slot whose byte nobody holds belongs to a dead process.
@@ -9,7 +9,7 @@
 #include <fcntl.h>
 
 #include "registry/alive.h"
-#include "registry/region.h"
+#include "registry/layout.h"
 
 /* 1 if some open file description other than ours holds slot i's byte, 0 if
  * none does (its owner is gone), negative errno on error. */
@@ -27,7 +27,7 @@ int vr_others_alive(int fd, uint32_t self)
 	/* One probe per side of our own slot: F_OFD_GETLK reports the first
 	 * lock of anyone else in the range, whatever the slots' bytes say. */
 	long long lo = vr_slot_live_byte(0), mine = vr_slot_live_byte(self);
-	long long next = vr_slot_live_byte(self + 1), end = vr_slot_live_byte(VR_REGION_SLOTS);
+	long long next = vr_slot_live_byte(self + 1), end = vr_slot_live_byte(VR_SLOTS);
 	long long r[2][2] = {{lo, mine - lo}, {next, end - next}};
 	for (int k = 0; k < 2; k++) {
 		if (r[k][1] <= 0)
@@ -43,7 +43,7 @@ int vr_others_alive(int fd, uint32_t self)
 int vr_lock_word_alive(int fd, uint32_t word, const unsigned char *alive)
 {
 	uint32_t idx = word & VR_LOCK_SLOT_MASK;
-	if (idx == 0 || idx > VR_REGION_SLOTS)
+	if (idx == 0 || idx > VR_SLOTS)
 		return 0;
 	if (alive)
 		return alive[idx - 1] != 0;

@@ -75,14 +75,14 @@ static const char not_a_device[] = "not a device of the group";
  * wrong, or not_a_device (the caller's mistake, not damage). */
 static const char *check_locked(vr_member *m, int dev)
 {
-	const struct vr_region_hdr *h = m->hdr;
+	const struct vr_hdr *h = m->hdr;
 	const struct vr_slot *s = m->slot;
 	struct vr_priv_dev *p = &m->priv[dev];
 	if (s->state != VR_SLOT_USED || s->incarnation != m->incarnation)
 		return "this process's slot was overwritten or taken from it";
 	if ((uint32_t)dev >= h->ndev)
 		return p->known ? "the group's device count went down" : not_a_device;
-	const struct vr_region_dev *g = &h->dev[dev];
+	const struct vr_hdr_dev *g = &h->dev[dev];
 	if (!p->known)
 		priv_learn(m, (uint32_t)dev);
 	if (g->cap != p->cap || memcmp(g->uuid, p->uuid, VR_UUID_LEN) != 0)
@@ -148,13 +148,13 @@ static int priv_device(vr_member *m, const unsigned char uuid[VR_UUID_LEN], uint
 /* A device about to be added: no member may hold anything on it yet (the
  * audit reads only the group's devices). Lock held. Returns 0 when a
  * member's numbers are not 0. */
-static int new_device_clean(struct vr_region_hdr *h, uint32_t d)
+static int new_device_clean(struct vr_hdr *h, uint32_t d)
 {
 	uint32_t hw = vr_hdr_hw(h);
 	for (uint32_t i = 0; i < hw; i++)
-		if (vr_region_slot(h, i)->state == VR_SLOT_USED &&
+		if (vr_slot_at(h, i)->state == VR_SLOT_USED &&
 		    (atomic_load_explicit(vr_slot_word(h, i, d), memory_order_relaxed) != 0 ||
-		     vr_region_counts(h, i, d)->spilled != 0))
+		     vr_counts_at(h, i, d)->spilled != 0))
 			return 0;
 	return 1;
 }
@@ -166,7 +166,7 @@ int vr_device(vr_member *m, const unsigned char uuid[VR_UUID_LEN], uint64_t cap_
 		return -EINVAL;
 	if (vr_is_detached(m))
 		return priv_device(m, uuid, cap_if_new, cap);
-	struct vr_region_hdr *h = m->hdr;
+	struct vr_hdr *h = m->hdr;
 	if (vr_group_lock(m) != 0) {
 		vr_detach(m, "the group's lock stayed held by a live member");
 		return priv_device(m, uuid, cap_if_new, cap);
@@ -220,7 +220,7 @@ enum { FAST_OK, FAST_DENIED, FAST_FROZEN, FAST_DAMAGED };
 /* The checks of every operation, after its mark: the slot is still ours
  * and the device's cap the one we joined with. */
 static inline const char *fast_check(vr_member *m, const struct vr_priv_dev *p,
-                                     const struct vr_region_dev *g)
+                                     const struct vr_hdr_dev *g)
 {
 	const struct vr_slot *s = m->slot;
 	if (VR_UNLIKELY(atomic_load_explicit((_Atomic uint32_t *)&s->state, memory_order_relaxed) !=
@@ -239,9 +239,8 @@ static inline const char *fast_check(vr_member *m, const struct vr_priv_dev *p,
  * (FAST_DAMAGED, *bad says why): the slot is no longer ours, the cap is
  * not the one we joined with, the check bits are wrong, or the total is
  * below the `least` bytes we are giving back. */
-static inline int total_state(vr_member *m, const struct vr_priv_dev *p,
-                              const struct vr_region_dev *g, uint64_t w, uint64_t least,
-                              const char **bad)
+static inline int total_state(vr_member *m, const struct vr_priv_dev *p, const struct vr_hdr_dev *g,
+                              uint64_t w, uint64_t least, const char **bad)
 {
 	if (VR_UNLIKELY((*bad = fast_check(m, p, g)) != NULL))
 		return FAST_DAMAGED;
@@ -268,7 +267,7 @@ static inline int fast_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t s
                                const char **bad)
 {
 	struct vr_priv_dev *p = &m->priv[dev];
-	struct vr_region_dev *g = &m->hdr->dev[dev];
+	struct vr_hdr_dev *g = &m->hdr->dev[dev];
 	_Atomic uint64_t *sw = vr_slot_word(m->hdr, m->slot_idx, (uint32_t)dev);
 	_Atomic uint64_t *tw = (_Atomic uint64_t *)&g->total;
 	atomic_fetch_add_explicit(sw, 1, memory_order_relaxed);
@@ -296,7 +295,7 @@ static inline int fast_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t s
 	    atomic_fetch_add_explicit(sw, (bytes << VR_W_SHIFT) - 1, memory_order_release);
 	/* The peaks are of what was handed out: a lane's spare is not. */
 	vr_peak_raise(&g->peak, v + bytes - spare);
-	vr_peak_raise(&vr_region_counts(m->hdr, m->slot_idx, (uint32_t)dev)->peak,
+	vr_peak_raise(&vr_counts_at(m->hdr, m->slot_idx, (uint32_t)dev)->peak,
 	              vr_w_bytes(sv) + bytes - spare);
 	return FAST_OK;
 }
@@ -307,7 +306,7 @@ static inline int fast_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t s
 static inline int fast_release(vr_member *m, int dev, uint64_t bytes, const char **bad)
 {
 	struct vr_priv_dev *p = &m->priv[dev];
-	struct vr_region_dev *g = &m->hdr->dev[dev];
+	struct vr_hdr_dev *g = &m->hdr->dev[dev];
 	_Atomic uint64_t *sw = vr_slot_word(m->hdr, m->slot_idx, (uint32_t)dev);
 	_Atomic uint64_t *tw = (_Atomic uint64_t *)&g->total;
 	uint64_t x = atomic_load_explicit(sw, memory_order_relaxed), b;
@@ -375,7 +374,7 @@ static int reserve_denied(vr_member *m, int dev, uint64_t bytes, uint64_t *in_us
 	if (r == FAST_FROZEN) /* only damage freezes a total under our lock */
 		bad = "a device's total was frozen by no lock holder";
 	if (r == FAST_DENIED && count_denial) {
-		struct vramctl_counts *c = vr_region_counts(m->hdr, m->slot_idx, (uint32_t)dev);
+		struct vramctl_counts *c = vr_counts_at(m->hdr, m->slot_idx, (uint32_t)dev);
 		vr_seq_begin(m->hdr);
 		c->denied_count++;
 		c->last_denied = bytes;

@@ -45,13 +45,13 @@ const char vr__impossible[] = "a slot holds impossible numbers";
 
 static const char *audit_frozen(vr_member *m, const uint64_t sum[VR_MAX_DEVICES], int dead_busy)
 {
-	const struct vr_region_hdr *h = m->hdr;
-	if (h->ndev > VR_MAX_DEVICES || h->slots_hw > VR_REGION_SLOTS)
+	const struct vr_hdr *h = m->hdr;
+	if (h->ndev > VR_MAX_DEVICES || h->slots_hw > VR_SLOTS)
 		return "counts out of range";
 	uint32_t hw = h->slots_hw, ndev = h->ndev;
 	uint64_t spilled = 0;
 	for (uint32_t i = 0; i < hw; i++) {
-		const struct vr_slot *s = vr_region_slot((struct vr_region_hdr *)h, i);
+		const struct vr_slot *s = vr_slot_at((struct vr_hdr *)h, i);
 		if (s->state == VR_SLOT_FREE)
 			continue;
 		if (s->state != VR_SLOT_USED)
@@ -61,7 +61,7 @@ static const char *audit_frozen(vr_member *m, const uint64_t sum[VR_MAX_DEVICES]
 		 * all VR_MAX_DEVICES of every slot made each join's audit read
 		 * every member's whole slot, with the lock held. */
 		for (uint32_t d = 0; d < ndev; d++) {
-			uint64_t sp = vr_region_counts((struct vr_region_hdr *)h, i, d)->spilled;
+			uint64_t sp = vr_counts_at((struct vr_hdr *)h, i, d)->spilled;
 			if (spilled + sp < spilled)
 				return vr__impossible;
 			spilled += sp;

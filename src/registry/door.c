@@ -1,5 +1,5 @@
 /*
- * door.c - a group's door file, <dir>/<group>.vrg (region.h): the one check
+ * door.c - a group's door file, <dir>/<group>.vrg (layout.h): the one check
  * every opener makes of it, opening, creating and publishing it, the door's
  * own lock, and removing it at the end of a run.
  */
@@ -24,22 +24,22 @@
 
 /* The header's own consistency (a door's or a segment's), for a door file of
  * file_size bytes (a segment: its header's size). */
-int vr__header_check(const struct vr_region_hdr *h, uint64_t file_size, const char **why)
+int vr__header_check(const struct vr_hdr *h, uint64_t file_size, const char **why)
 {
 	if (file_size < sizeof(*h)) {
 		*why = "truncated (shorter than a region header)";
 		return -EBADMSG;
 	}
-	if (h->magic != VR_REGION_MAGIC) {
+	if (h->magic != VR_LAYOUT_MAGIC) {
 		*why = "not a vramctl region (bad magic)";
 		return -EBADMSG;
 	}
-	if (h->version != VR_REGION_VERSION) {
+	if (h->version != VR_LAYOUT_VERSION) {
 		*why = "written by another vramctl version (region version differs)";
 		return -EPROTONOSUPPORT;
 	}
-	if (h->hdr_size != VR_REGION_HDR_SIZE || h->slot_size != sizeof(struct vr_slot) ||
-	    h->slot_count != VR_REGION_SLOTS || h->total_size != VR_REGION_SIZE) {
+	if (h->hdr_size != VR_HDR_SIZE || h->slot_size != sizeof(struct vr_slot) ||
+	    h->slot_count != VR_SLOTS || h->total_size != VR_SEGMENT_SIZE) {
 		*why = "corrupt (sizes in the header do not match this version)";
 		return -EBADMSG;
 	}
@@ -51,7 +51,7 @@ int vr__header_check(const struct vr_region_hdr *h, uint64_t file_size, const ch
 }
 
 int vr_door_validate(int fd, const char *group, enum vr_door_use use, struct stat *st,
-                     struct vr_region_hdr *hdr, const char **why)
+                     struct vr_hdr *hdr, const char **why)
 {
 	memset(st, 0, sizeof(*st));
 	if (fstat(fd, st) < 0) {
@@ -139,7 +139,7 @@ int vr_door_open(int dfd, const char *dir, const char *group, const char *name, 
 		return -e;
 	}
 	struct stat st;
-	struct vr_region_hdr hdr;
+	struct vr_hdr hdr;
 	const char *why = NULL;
 	int rc = vr_door_validate(ro, group, VR_DOOR_WRITE, &st, &hdr, &why);
 	if (rc != 0 && rc != -EPROTONOSUPPORT) {
@@ -180,12 +180,12 @@ int vr_door_open(int dfd, const char *dir, const char *group, const char *name, 
 	return rc;
 }
 
-void vr__header_init(struct vr_region_hdr *h, const struct vr_join_opts *o)
+void vr__header_init(struct vr_hdr *h, const struct vr_join_opts *o)
 {
-	h->version = VR_REGION_VERSION;
-	h->hdr_size = VR_REGION_HDR_SIZE;
-	h->total_size = VR_REGION_SIZE;
-	h->slot_count = VR_REGION_SLOTS;
+	h->version = VR_LAYOUT_VERSION;
+	h->hdr_size = VR_HDR_SIZE;
+	h->total_size = VR_SEGMENT_SIZE;
+	h->slot_count = VR_SLOTS;
 	h->slot_size = sizeof(struct vr_slot);
 	h->owner_uid = (uint32_t)geteuid();
 	h->created = (uint64_t)time(NULL);
@@ -224,11 +224,11 @@ int vr_door_create(int dfd, const char *dir, const char *name, const struct vr_j
 		vr_seterr(err, errlen, "cannot create region in %s: %s", dir, strerror(e));
 		return -e;
 	}
-	static struct vr_region_hdr zero;
-	struct vr_region_hdr door = zero;
+	static struct vr_hdr zero;
+	struct vr_hdr door = zero;
 	vr__header_init(&door, o);
 	door.shm_id = -1;
-	door.magic = VR_REGION_MAGIC;
+	door.magic = VR_LAYOUT_MAGIC;
 	int rc = 0;
 	if (fchmod(fd, 0600) < 0)
 		rc = -errno;

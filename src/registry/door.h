@@ -1,5 +1,5 @@
 /*
- * door.h - a group's door file (door.c; layout in region.h).
+ * door.h - a group's door file (door.c; layout in layout.h).
  */
 #ifndef VRAMCTL_REGISTRY_DOOR_H
 #define VRAMCTL_REGISTRY_DOOR_H
@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "registry/region.h"
+#include "registry/layout.h"
 #include "registry/registry.h"
 
 /* Who may use a region: a writer (member) or a reader (monitor). */
@@ -21,7 +21,7 @@ enum vr_door_use { VR_DOOR_WRITE, VR_DOOR_READ };
  * fills *st. Returns 0, or a negative errno with what is wrong in *why.
  */
 int vr_door_validate(int fd, const char *group, enum vr_door_use use, struct stat *st,
-                     struct vr_region_hdr *hdr, const char **why);
+                     struct vr_hdr *hdr, const char **why);
 
 /* Opens an existing door for writing (-ENOENT: there is none) or creates
  * and publishes a new one (-EEXIST: another process published one first).
@@ -38,7 +38,7 @@ int vr_door_lock(int fd, int lock);
  * segment's) for a door file of file_size bytes (a segment: its header's
  * size): 0, or a negative errno with what is wrong in *why. And a new
  * header's identity, as the group's first member writes it. */
-int vr__header_check(const struct vr_region_hdr *h, uint64_t file_size, const char **why);
-void vr__header_init(struct vr_region_hdr *h, const struct vr_join_opts *o);
+int vr__header_check(const struct vr_hdr *h, uint64_t file_size, const char **why);
+void vr__header_init(struct vr_hdr *h, const struct vr_join_opts *o);
 
 #endif /* VRAMCTL_REGISTRY_DOOR_H */

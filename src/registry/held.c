@@ -105,7 +105,7 @@ static int holds_bytes(vr_member *m, uint32_t i)
 int vr_dead_on_gpu(vr_member *m, uint32_t i, const struct vr_slot *s, uint64_t inc)
 {
 	const struct vr_gpu_probe *p = atomic_load_explicit(&probe, memory_order_acquire);
-	if (!p || !p->listed || i >= VR_REGION_SLOTS || !holds_bytes(m, i))
+	if (!p || !p->listed || i >= VR_SLOTS || !holds_bytes(m, i))
 		return 0;
 	int32_t pid = host_pid(s);
 	if (!pid)

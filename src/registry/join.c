@@ -87,7 +87,7 @@ static int slot_used(struct vr_slot *s)
  * there. Such a slot is left to a freezer (who knows what it held only
  * once the others are quiet); holding its liveness byte would make that
  * freezer wait for it as if its owner lived. */
-static int slot_busy(struct vr_region_hdr *h, uint32_t i)
+static int slot_busy(struct vr_hdr *h, uint32_t i)
 {
 	uint32_t ndev = vr_hdr_ndev(h);
 	for (uint32_t d = 0; d < ndev; d++)
@@ -108,8 +108,8 @@ static int slot_lock(int fd, uint32_t i, short type)
 static int try_slot(vr_member *m, uint32_t i)
 {
 	int fd = m->fd;
-	struct vr_region_hdr *h = m->hdr;
-	struct vr_slot *s = vr_region_slot(h, i);
+	struct vr_hdr *h = m->hdr;
+	struct vr_slot *s = vr_slot_at(h, i);
 	if (slot_used(s) && slot_busy(h, i))
 		return 0;
 	int rc = slot_lock(fd, i, F_WRLCK);
@@ -141,7 +141,7 @@ static int try_slot(vr_member *m, uint32_t i)
  * the door's list of locks). Advisory: a counter behind the used range (a
  * fresh group, a joiner that does not count) is moved past it, one out of
  * range is not used; either way the full search below still runs. */
-static uint32_t next_fresh(struct vr_region_hdr *h, uint32_t hw)
+static uint32_t next_fresh(struct vr_hdr *h, uint32_t hw)
 {
 	_Atomic uint32_t *f = (_Atomic uint32_t *)&h->slot_next;
 	uint32_t c = atomic_fetch_add_explicit(f, 1, memory_order_relaxed);
@@ -156,8 +156,8 @@ static uint32_t next_fresh(struct vr_region_hdr *h, uint32_t hw)
 
 static int claim_slot(vr_member *m)
 {
-	struct vr_region_hdr *h = m->hdr;
-	uint32_t n = VR_REGION_SLOTS; /* never the header's: it may be damaged */
+	struct vr_hdr *h = m->hdr;
+	uint32_t n = VR_SLOTS; /* never the header's: it may be damaged */
 	uint32_t hw = vr_hdr_hw(h), hint = atomic_fetch_add((_Atomic uint32_t *)&h->slot_hint, 1);
 	uint32_t start = hw && vr_others_alive(m->fd, n) ? hint % hw : 0;
 	uint32_t near = hw < VR_CLAIM_PROBES ? hw : VR_CLAIM_PROBES;
@@ -182,7 +182,7 @@ static int claim_slot(vr_member *m)
 		for (uint32_t k = near; k < n; k++) {
 			uint32_t i =
 			    k < near + n - hw ? hw + (k - near) : (start + k - (n - hw)) % hw;
-			if (pass == 0 && slot_used(vr_region_slot(h, i)))
+			if (pass == 0 && slot_used(vr_slot_at(h, i)))
 				continue;
 			if ((rc = try_slot(m, i)) != 0)
 				return rc < 0 ? rc : (int)i;
@@ -272,7 +272,7 @@ static int new_member(int fd, const struct vr_join_opts *opts, vr_member **out, 
 static int attach_segment(vr_member *m, const struct vr_join_opts *opts, const char *dir,
                           const char *name, char *err, size_t errlen)
 {
-	struct vr_region_hdr door;
+	struct vr_hdr door;
 	if (pread(m->fd, &door, sizeof(door), 0) == (ssize_t)sizeof(door) &&
 	    (m->hdr = vr_segment_attach(&door, 0)) != NULL)
 		return 0;
@@ -288,7 +288,7 @@ static int attach_segment(vr_member *m, const struct vr_join_opts *opts, const c
 	}
 	m->hdr = vr_segment_attach(&door, 0);
 	if (!m->hdr) {
-		if (vr_others_alive(m->fd, VR_REGION_SLOTS)) {
+		if (vr_others_alive(m->fd, VR_SLOTS)) {
 			vr_door_lock(m->fd, 0);
 			vr_seterr(err, errlen,
 			          "region %s/%s: the group has live members but their books cannot "
@@ -312,15 +312,14 @@ static int take_slot(vr_member *m, const char *group, const char *dir, const cha
 	int rc = claim_slot(m);
 	if (rc < 0) {
 		if (rc == -EUSERS)
-			vr_seterr(err, errlen, "group %s is full (%u members)", group,
-			          VR_REGION_SLOTS);
+			vr_seterr(err, errlen, "group %s is full (%u members)", group, VR_SLOTS);
 		else
 			vr_seterr(err, errlen, "cannot lock a slot in %s/%s: %s", dir, name,
 			          strerror(-rc));
 		return rc;
 	}
 	m->slot_idx = (uint32_t)rc;
-	m->slot = vr_region_slot(m->hdr, m->slot_idx);
+	m->slot = vr_slot_at(m->hdr, m->slot_idx);
 	m->lock_id = vr_lock_id(m->slot_idx);
 	/* Best effort: a classic POSIX lock tells readers our PID in their own
 	 * namespace. Liveness never depends on it. */
@@ -336,13 +335,13 @@ static int take_slot(vr_member *m, const char *group, const char *dir, const cha
  * starts it afresh, so an earlier run's caps never apply. Lock held. */
 static void start_group_locked(vr_member *m, const struct vr_join_opts *opts)
 {
-	struct vr_region_hdr *h = m->hdr;
+	struct vr_hdr *h = m->hdr;
 	/* Whatever the slots say, nobody else is alive: free them all, and
 	 * clear every slot's numbers on the devices the group had (it starts
 	 * with none; a device is added only over zeros). */
 	uint32_t hw = vr_hdr_hw(h), ndev = vr_hdr_ndev(h);
 	for (uint32_t i = 0; i < hw; i++) {
-		struct vr_slot *o = vr_region_slot(h, i);
+		struct vr_slot *o = vr_slot_at(h, i);
 		if (i != m->slot_idx && o->state != VR_SLOT_FREE) {
 			STORE32(&o->state, VR_SLOT_FREE);
 			STORE64(&o->incarnation, o->incarnation + 1);
@@ -350,7 +349,7 @@ static void start_group_locked(vr_member *m, const struct vr_join_opts *opts)
 	}
 	for (uint32_t d = 0; d < ndev; d++)
 		for (uint32_t i = 0; i < hw; i++)
-			vr_counts_clear(vr_region_counts(h, i, d));
+			vr_counts_clear(vr_counts_at(h, i, d));
 	/* The slots in use start again from ours (joiners claim from 0 when
 	 * nobody is alive), and so does the hint. */
 	STORE32(&h->slots_hw, m->slot_idx + 1);
@@ -372,7 +371,7 @@ static void start_group_locked(vr_member *m, const struct vr_join_opts *opts)
 static void fill_slot_locked(vr_member *m, const struct vr_join_opts *opts,
                              const struct proc_info *pi)
 {
-	struct vr_region_hdr *h = m->hdr;
+	struct vr_hdr *h = m->hdr;
 	struct vr_slot *s = m->slot;
 	uint64_t inc = s->incarnation + 1;
 	STORE64(&s->incarnation, inc);
@@ -381,9 +380,9 @@ static void fill_slot_locked(vr_member *m, const struct vr_join_opts *opts,
 	       offsetof(struct vr_slot, incarnation) - offsetof(struct vr_slot, pid));
 	memset((char *)s + offsetof(struct vr_slot, start_time), 0,
 	       sizeof(*s) - offsetof(struct vr_slot, start_time));
-	/* Its numbers on the group's devices (0 on the others: region.h). */
+	/* Its numbers on the group's devices (0 on the others: layout.h). */
 	for (uint32_t d = 0; d < vr_hdr_ndev(h); d++)
-		vr_counts_clear(vr_region_counts(h, m->slot_idx, d));
+		vr_counts_clear(vr_counts_at(h, m->slot_idx, d));
 	s->pid = (int32_t)getpid();
 	s->start_time = pi->start_time;
 	s->nspid_outer = pi->nspid_outer;
@@ -406,7 +405,7 @@ static int enter_group(vr_member *m, const struct vr_join_opts *opts, const stru
                        int *spec_differs, const char *dir, const char *name, char *err,
                        size_t errlen)
 {
-	struct vr_region_hdr *h = m->hdr;
+	struct vr_hdr *h = m->hdr;
 	/* The audit below reads every slot: their pages are mapped before the
 	 * lock is taken, not one fault at a time while others wait for it. */
 	vr_segment_prefault(h, m->slot_idx + 1, 1);

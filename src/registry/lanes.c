@@ -14,7 +14,7 @@
  *
  * What it keeps true:
  *   - The cap is never passed: spare is reserved before it is handed out.
- *   - The books' invariants are the ones without lanes (region.h): a lane
+ *   - The books' invariants are the ones without lanes (layout.h): a lane
  *     moves bytes between "handed out" and "spare" inside a slot word that
  *     does not change. A member that dies, at any instruction, is
  *     reclaimed whole, spare included.
@@ -76,7 +76,7 @@ static void point(vr_member *m, struct lane *l, int dev)
 		return;
 	l->held = vr_slot_word(m->hdr, m->slot_idx, (uint32_t)dev);
 	l->total = (_Atomic uint64_t *)&m->hdr->dev[dev].total;
-	l->slot_peak = &vr_region_counts(m->hdr, m->slot_idx, (uint32_t)dev)->peak;
+	l->slot_peak = &vr_counts_at(m->hdr, m->slot_idx, (uint32_t)dev)->peak;
 	l->group_peak = &m->hdr->dev[dev].peak;
 }
 

@@ -1,5 +1,5 @@
 /*
- * lock.c - the group's lock. See region.h for the layout and
+ * lock.c - the group's lock. See layout.h for the layout and
  * docs/architecture.md, "Failure model", for why it is built this way.
  *
  * The lock is one 32-bit word in the segment: 0 when free, else the
@@ -73,12 +73,12 @@ int vr_slot_settled(vr_member *m, uint32_t i, uint32_t d, uint64_t *word, int *d
 
 int vr_reg_freeze(vr_member *m, int *dead_busy)
 {
-	struct vr_region_hdr *h = m->hdr;
+	struct vr_hdr *h = m->hdr;
 	uint32_t ndev = vr_hdr_ndev(h), hw = vr_hdr_hw(h);
 	if (dead_busy)
 		*dead_busy = 0;
 	for (uint32_t d = 0; d < ndev; d++) {
-		struct vr_region_dev *g = &h->dev[d];
+		struct vr_hdr_dev *g = &h->dev[d];
 		uint64_t w = atomic_fetch_or_explicit((_Atomic uint64_t *)&g->total, VR_TOT_FROZEN,
 		                                      memory_order_acq_rel);
 		if (!vr_tot_ok(vr_dev_key(g), w)) {
@@ -96,7 +96,7 @@ int vr_reg_freeze(vr_member *m, int *dead_busy)
 	 * after finds the total frozen and undoes what it did to its slot word
 	 * (vr_slot_settled waits for that too). */
 	for (uint32_t i = 0; i < hw; i++) {
-		struct vr_slot *s = vr_region_slot(h, i);
+		struct vr_slot *s = vr_slot_at(h, i);
 		if (atomic_load_explicit((_Atomic uint32_t *)&s->state, memory_order_acquire) !=
 		    VR_SLOT_USED)
 			continue;
@@ -113,11 +113,11 @@ int vr_reg_freeze(vr_member *m, int *dead_busy)
 
 int vr_reg_slots_sum(vr_member *m, uint64_t sum[VR_MAX_DEVICES], int *dead_busy)
 {
-	struct vr_region_hdr *h = m->hdr;
+	struct vr_hdr *h = m->hdr;
 	uint32_t ndev = vr_hdr_ndev(h), hw = vr_hdr_hw(h);
 	memset(sum, 0, VR_MAX_DEVICES * sizeof(sum[0]));
 	for (uint32_t i = 0; i < hw; i++) {
-		if (vr_region_slot(h, i)->state != VR_SLOT_USED)
+		if (vr_slot_at(h, i)->state != VR_SLOT_USED)
 			continue;
 		for (uint32_t d = 0; d < ndev; d++) {
 			uint64_t w;
@@ -132,14 +132,14 @@ int vr_reg_slots_sum(vr_member *m, uint64_t sum[VR_MAX_DEVICES], int *dead_busy)
 
 int vr_reg_thaw(vr_member *m, int recompute)
 {
-	struct vr_region_hdr *h = m->hdr;
+	struct vr_hdr *h = m->hdr;
 	uint32_t ndev = vr_hdr_ndev(h);
 	uint64_t sum[VR_MAX_DEVICES];
 	int rc = recompute ? vr_reg_slots_sum(m, sum, NULL) : 0;
 	if (recompute && rc == 0) {
 		vr_seq_begin(h);
 		for (uint32_t d = 0; d < ndev; d++) {
-			struct vr_region_dev *g = &h->dev[d];
+			struct vr_hdr_dev *g = &h->dev[d];
 			uint64_t v = sum[d] > VR_TOT_MAX ? VR_TOT_MAX : sum[d];
 			vr_peak_raise(&g->peak, v);
 			vr_dev_set_total(g, v);
@@ -159,7 +159,7 @@ int vr_reg_thaw(vr_member *m, int recompute)
  * the lock held. */
 static void region_recover(vr_member *m)
 {
-	struct vr_region_hdr *h = m->hdr;
+	struct vr_hdr *h = m->hdr;
 	uint32_t hw = vr_hdr_hw(h);
 	uint32_t ndev = vr_hdr_ndev(h);
 	h->ndev = ndev;
@@ -175,9 +175,9 @@ static void region_recover(vr_member *m)
 	vr_seq_begin(h);
 	uint64_t spilled = 0;
 	for (uint32_t i = 0; i < hw; i++) {
-		if (vr_region_slot(h, i)->state == VR_SLOT_USED)
+		if (vr_slot_at(h, i)->state == VR_SLOT_USED)
 			for (uint32_t d = 0; d < ndev; d++)
-				spilled += vr_region_counts(h, i, d)->spilled;
+				spilled += vr_counts_at(h, i, d)->spilled;
 	}
 	h->spilled = spilled;
 	vr_seq_end(h);
@@ -193,7 +193,7 @@ static long futex(_Atomic uint32_t *w, int op, uint32_t val, const struct timesp
 static int holder_alive(vr_member *m, uint32_t word)
 {
 	uint32_t idx = (word & VR_LOCK_SLOT_MASK);
-	if (idx == 0 || idx > VR_REGION_SLOTS)
+	if (idx == 0 || idx > VR_SLOTS)
 		return 0;
 	idx--;
 	if (idx == m->slot_idx) /* our own slot: another thread of ours, or damage */

@@ -37,7 +37,7 @@
 
 #include "common/compiler.h"
 #include "registry/knobs.h"
-#include "registry/region.h"
+#include "registry/layout.h"
 #include "registry/registry.h"
 
 /* What a member joined under, kept in its own memory: the books in the
@@ -53,7 +53,7 @@ struct vr_priv_dev {
 };
 
 struct vr_member {
-	struct vr_region_hdr *hdr; /* the segment, attached read-write */
+	struct vr_hdr *hdr; /* the segment, attached read-write */
 	struct vr_slot *slot;
 	int fd;       /* the door: liveness locks */
 	void *pin;    /* an untouched mapping of the door: keeps fd's locks */
@@ -75,8 +75,8 @@ struct vr_member {
 	uint64_t spill_budget;         /* the group's, as joined (spill) */
 	_Atomic uint64_t spilled_mine; /* what this process holds against it */
 	/* Dead members still on the GPU, as this process saw them (held.c). */
-	_Atomic uint64_t held_since[VR_REGION_SLOTS];
-	_Atomic uint64_t held_asked[VR_REGION_SLOTS];
+	_Atomic uint64_t held_since[VR_SLOTS];
+	_Atomic uint64_t held_asked[VR_SLOTS];
 };
 
 /* 1 once the member keeps its own books (damage: books.c, vr_detach). */
@@ -86,7 +86,7 @@ static inline int vr_is_detached(vr_member *m)
 }
 
 /*
- * The total word of a device (struct vr_region_dev.total): the group's
+ * The total word of a device (struct vr_hdr_dev.total): the group's
  * bytes in bits 0-47, a 15-bit check of them keyed by the device's cap and
  * UUID in bits 48-62, and VR_TOT_FROZEN while a lock holder has frozen the
  * books (no member changes a frozen total; see lock.c, vr_reg_freeze).
@@ -106,7 +106,7 @@ static inline uint64_t vr_dev_key_of(uint64_t cap, const unsigned char *uuid)
 	return (cap * 0x9e3779b97f4a7c15ull) ^ (u0 * 0xbf58476d1ce4e5b9ull) ^
 	       (u1 * 0x94d049bb133111ebull);
 }
-static inline uint64_t vr_dev_key(const struct vr_region_dev *g)
+static inline uint64_t vr_dev_key(const struct vr_hdr_dev *g)
 {
 	return vr_dev_key_of(g->cap, g->uuid);
 }
@@ -124,24 +124,24 @@ static inline int vr_tot_ok(uint64_t key, uint64_t w)
 {
 	return (w & ~VR_TOT_FROZEN) == vr_tot_make(key, vr_tot_bytes(w));
 }
-static inline uint64_t vr_dev_total_word(const struct vr_region_dev *g)
+static inline uint64_t vr_dev_total_word(const struct vr_hdr_dev *g)
 {
 	return atomic_load_explicit((_Atomic uint64_t *)&g->total, memory_order_acquire);
 }
 /* The device's total in bytes (whatever its check says). */
-static inline uint64_t vr_dev_total(const struct vr_region_dev *g)
+static inline uint64_t vr_dev_total(const struct vr_hdr_dev *g)
 {
 	return vr_tot_bytes(vr_dev_total_word(g));
 }
 /* 1 if the device's cap, UUID and total are as members write them. */
-static inline int vr_dev_ok(const struct vr_region_dev *g)
+static inline int vr_dev_ok(const struct vr_hdr_dev *g)
 {
 	uint64_t key = vr_dev_key(g);
 	return g->check == ~key && vr_tot_ok(key, vr_dev_total_word(g));
 }
 /* Sets a device's total (not frozen) and its check word. Lock held, books
  * frozen or not yet shown to anyone. */
-static inline void vr_dev_set_total(struct vr_region_dev *g, uint64_t v)
+static inline void vr_dev_set_total(struct vr_hdr_dev *g, uint64_t v)
 {
 	uint64_t key = vr_dev_key(g);
 	g->check = ~key;
@@ -160,7 +160,7 @@ static inline void vr_peak_raise(uint64_t *field, uint64_t v)
 }
 
 /*
- * The slot word of a device (vr_region_counts(h, i, d)->in_use): the bytes the
+ * The slot word of a device (vr_counts_at(h, i, d)->in_use): the bytes the
  * member holds << VR_W_SHIFT, plus the number of its operations on the
  * device in flight (threads between their first and last write). Changed
  * only by the member, with atomic read-modify-writes.
@@ -168,15 +168,15 @@ static inline void vr_peak_raise(uint64_t *field, uint64_t v)
 #define VR_W_SHIFT 16
 #define VR_W_ONE   (1ull << VR_W_SHIFT)
 #define VR_W_BUSY  (VR_W_ONE - 1)
-static inline _Atomic uint64_t *vr_slot_word(struct vr_region_hdr *h, uint32_t i, uint32_t d)
+static inline _Atomic uint64_t *vr_slot_word(struct vr_hdr *h, uint32_t i, uint32_t d)
 {
-	return (_Atomic uint64_t *)&vr_region_counts(h, i, d)->in_use;
+	return (_Atomic uint64_t *)&vr_counts_at(h, i, d)->in_use;
 }
 static inline uint64_t vr_w_bytes(uint64_t w)
 {
 	return w >> VR_W_SHIFT;
 }
-static inline uint64_t vr_slot_held(struct vr_region_hdr *h, uint32_t i, uint32_t d)
+static inline uint64_t vr_slot_held(struct vr_hdr *h, uint32_t i, uint32_t d)
 {
 	return vr_w_bytes(atomic_load_explicit(vr_slot_word(h, i, d), memory_order_relaxed));
 }
@@ -205,10 +205,10 @@ static inline uint64_t vr_lanes_spare(const struct vr_slot *s, uint32_t d, uint6
 	return spare < held ? spare : held;
 }
 /* What slot i's member has handed out on device d: held less spare. */
-static inline uint64_t vr_slot_used(struct vr_region_hdr *h, uint32_t i, uint32_t d)
+static inline uint64_t vr_slot_used(struct vr_hdr *h, uint32_t i, uint32_t d)
 {
 	uint64_t held = vr_slot_held(h, i, d);
-	return held - vr_lanes_spare(vr_region_slot(h, i), d, held);
+	return held - vr_lanes_spare(vr_slot_at(h, i), d, held);
 }
 /* The spare a lane may keep on a device of cap bytes: a 65,536th of the
  * cap, at most 1 MiB; none below 4 KiB (small caps stay exact). */
@@ -243,7 +243,7 @@ static inline void vr_sub_clamped(uint64_t *v, uint64_t b)
 
 /* ---- seqlock: readers without the mutex see whether they raced a writer */
 
-static inline void vr_seq_begin(struct vr_region_hdr *h)
+static inline void vr_seq_begin(struct vr_hdr *h)
 {
 	uint64_t s = atomic_load_explicit((_Atomic uint64_t *)&h->seq, memory_order_relaxed);
 	atomic_store_explicit((_Atomic uint64_t *)&h->seq, s + 1, memory_order_relaxed);
@@ -258,7 +258,7 @@ static inline void vr_seq_begin(struct vr_region_hdr *h)
 	vr_test_stop_point();
 }
 
-static inline void vr_seq_end(struct vr_region_hdr *h)
+static inline void vr_seq_end(struct vr_hdr *h)
 {
 	uint64_t s = atomic_load_explicit((_Atomic uint64_t *)&h->seq, memory_order_relaxed);
 	atomic_store_explicit((_Atomic uint64_t *)&h->seq, s + 1, memory_order_release);

@@ -39,7 +39,7 @@
 #include "registry/member.h"
 #include "registry/segment.h"
 #include "registry/proc.h"
-#include "registry/region.h"
+#include "registry/layout.h"
 #include "registry/registry.h"
 #include "registry/util.h"
 #include "vramctl/registry.h"
@@ -320,19 +320,19 @@ static void lock_table_read(struct lock_table *t)
 	t->ok = 1;
 }
 
-/* Fills alive[] and pid[] (VR_REGION_SLOTS each) for the region file st. */
+/* Fills alive[] and pid[] (VR_SLOTS each) for the region file st. */
 static void lock_table_region(const struct lock_table *t, const struct stat *st,
                               unsigned char *alive, pid_t *pid)
 {
 	for (int i = 0; i < t->n; i++) {
 		const struct held_lock *l = &t->e[i];
 		if (l->ino != (unsigned long long)st->st_ino || l->maj != major(st->st_dev) ||
-		    l->min != minor(st->st_dev) || l->start < (long long)VR_REGION_HDR_SIZE)
+		    l->min != minor(st->st_dev) || l->start < (long long)VR_HDR_SIZE)
 			continue;
-		long long rel = l->start - (long long)VR_REGION_HDR_SIZE;
+		long long rel = l->start - (long long)VR_HDR_SIZE;
 		long long slot = rel / VR_LIVE_STRIDE;
 		long long off = rel % VR_LIVE_STRIDE;
-		if (slot >= VR_REGION_SLOTS)
+		if (slot >= VR_SLOTS)
 			continue;
 		if (l->ofd && off == 0)
 			alive[slot] = 1;
@@ -405,8 +405,8 @@ struct reader {
 	struct growbuf groups, procs, starts, devs, devidx;
 	struct user_cache uc;
 	struct lock_table locks;
-	struct slot_copy *sc;      /* VR_REGION_SLOTS */
-	struct vramctl_counts *sd; /* VR_REGION_SLOTS x sd_ndev */
+	struct slot_copy *sc;      /* VR_SLOTS */
+	struct vramctl_counts *sd; /* VR_SLOTS x sd_ndev */
 	uint32_t sd_ndev;
 	int probe_max; /* VR_PROBE_MAX; tests force either way */
 	int need_scan;
@@ -449,7 +449,7 @@ static int read_region(struct reader *r, int dfd, const char *dir, const char *n
 		                 e == ELOOP ? "is a symlink" : strerror(e));
 	}
 	struct stat st;
-	struct vr_region_hdr hdr;
+	struct vr_hdr hdr;
 	const char *why = NULL;
 	char group[VR_GROUP_NAME_MAX + 1];
 	size_t glen = strlen(name) - 4; /* without ".vrg" */
@@ -468,9 +468,9 @@ static int read_region(struct reader *r, int dfd, const char *dir, const char *n
 	}
 	/* The segment, attached read-only: it cannot shrink under us (a mapped
 	 * file could, and a read of it would fault). */
-	const struct vr_region_hdr *h = vr_segment_attach(&hdr, 1);
+	const struct vr_hdr *h = vr_segment_attach(&hdr, 1);
 	if (!h) {
-		int alive = vr_others_alive(fd, VR_REGION_SLOTS);
+		int alive = vr_others_alive(fd, VR_SLOTS);
 		close(fd);
 		if (!alive) /* no live member: nothing is held, nothing to show */
 			return 0;
@@ -491,7 +491,7 @@ static int read_region(struct reader *r, int dfd, const char *dir, const char *n
 	int nsc = 0, consistent = 0, mismatch = 0, same = 0, last_nsc = -1;
 	uint64_t last_sum = 0, last_total = 0;
 	uint32_t ndev = 0;
-	struct vr_region_dev gdev[VR_MAX_DEVICES];
+	struct vr_hdr_dev gdev[VR_MAX_DEVICES];
 	char gname[VR_GROUP_FIELD], spec[VR_SPEC_MAX];
 	uint32_t growth = 0;
 	uint64_t spill_budget = 0, spilled = 0;
@@ -506,8 +506,8 @@ static int read_region(struct reader *r, int dfd, const char *dir, const char *n
 		if (ndev > VR_MAX_DEVICES)
 			ndev = VR_MAX_DEVICES;
 		uint32_t hw = h->slots_hw;
-		if (hw > VR_REGION_SLOTS)
-			hw = VR_REGION_SLOTS;
+		if (hw > VR_SLOTS)
+			hw = VR_SLOTS;
 		memcpy(gdev, h->dev, ndev * sizeof(gdev[0]));
 		memcpy(gname, h->group, sizeof(gname));
 		memcpy(spec, h->limit_spec, sizeof(spec));
@@ -515,21 +515,20 @@ static int read_region(struct reader *r, int dfd, const char *dir, const char *n
 		spill_budget = h->spill_budget;
 		spilled = h->spilled;
 		if (!sc)
-			sc = r->sc = malloc((size_t)VR_REGION_SLOTS * sizeof(*sc));
+			sc = r->sc = malloc((size_t)VR_SLOTS * sizeof(*sc));
 		if (sc && (!sd || ndev > r->sd_ndev)) {
 			free(sd);
 			r->sd_ndev = ndev;
-			sd = r->sd =
-			    malloc((size_t)VR_REGION_SLOTS * (ndev ? ndev : 1) * sizeof(*sd));
+			sd = r->sd = malloc((size_t)VR_SLOTS * (ndev ? ndev : 1) * sizeof(*sd));
 		}
 		if (!sc || !sd) {
-			vr_segment_detach((struct vr_region_hdr *)h);
+			vr_segment_detach((struct vr_hdr *)h);
 			close(fd);
 			return -ENOMEM;
 		}
 		nsc = 0;
 		for (uint32_t i = 0; i < hw; i++) {
-			const struct vr_slot *s = vr_region_slot((struct vr_region_hdr *)h, i);
+			const struct vr_slot *s = vr_slot_at((struct vr_hdr *)h, i);
 			if (s->state != VR_SLOT_USED)
 				continue;
 			struct slot_copy *c = &sc[nsc];
@@ -545,7 +544,7 @@ static int read_region(struct reader *r, int dfd, const char *dir, const char *n
 				c->lanes[l] = vr_lane_word(s, (uint32_t)l);
 			for (uint32_t d = 0; d < ndev; d++)
 				sd[(size_t)nsc * ndev + d] =
-				    *vr_region_counts((struct vr_region_hdr *)h, i, d);
+				    *vr_counts_at((struct vr_hdr *)h, i, d);
 			nsc++;
 		}
 		/* The copy's loads must not pass the second read of seq: x86 keeps
@@ -608,7 +607,7 @@ static int read_region(struct reader *r, int dfd, const char *dir, const char *n
 			sd[(size_t)k * ndev + d].in_use = held - (spare < held ? spare : held);
 		}
 	lockword = atomic_load_explicit((_Atomic uint32_t *)&h->lock.word, memory_order_relaxed);
-	vr_segment_detach((struct vr_region_hdr *)h);
+	vr_segment_detach((struct vr_hdr *)h);
 	gname[sizeof(gname) - 1] = '\0';
 	spec[sizeof(spec) - 1] = '\0';
 
@@ -640,8 +639,8 @@ static int read_region(struct reader *r, int dfd, const char *dir, const char *n
 	if (nsc > r->probe_max && !r->locks.read)
 		lock_table_read(&r->locks);
 	if ((nsc > r->probe_max || (r->locks.read && r->probe_max < INT_MAX)) && r->locks.ok) {
-		lk_alive = calloc(VR_REGION_SLOTS, 1);
-		lk_pid = calloc(VR_REGION_SLOTS, sizeof(*lk_pid));
+		lk_alive = calloc(VR_SLOTS, 1);
+		lk_pid = calloc(VR_SLOTS, sizeof(*lk_pid));
 		if (!lk_alive || !lk_pid) {
 			rc = -ENOMEM;
 			goto out;

@@ -49,11 +49,11 @@ int vr_member_gone(const struct vr_slot *s, int exact)
 	       (s->nspid_outer == s->pid || !still_there(s->nspid_outer, st, exact));
 }
 
-int vr_unreaped_others(struct vr_region_hdr *h, uint32_t self)
+int vr_unreaped_others(struct vr_hdr *h, uint32_t self)
 {
 	uint32_t hw = vr_hdr_hw(h);
 	for (uint32_t i = 0; i < hw; i++) {
-		struct vr_slot *s = vr_region_slot(h, i);
+		struct vr_slot *s = vr_slot_at(h, i);
 		if (i != self && s->state == VR_SLOT_USED && !vr_member_gone(s, 1))
 			return 1;
 	}
@@ -63,7 +63,7 @@ int vr_unreaped_others(struct vr_region_hdr *h, uint32_t self)
 /* Takes b bytes off a device's total by compare-and-swap (members change
  * it at the same time). Lock held. -EBADMSG: its check fails, or it holds
  * less than b. */
-static int total_sub(struct vr_region_dev *g, uint64_t b)
+static int total_sub(struct vr_hdr_dev *g, uint64_t b)
 {
 	_Atomic uint64_t *t = (_Atomic uint64_t *)&g->total;
 	uint64_t key = vr_dev_key(g), w = atomic_load_explicit(t, memory_order_relaxed);
@@ -78,13 +78,13 @@ static int total_sub(struct vr_region_dev *g, uint64_t b)
 
 /* Frees slot i and gives its spilled bytes back (kept under the lock). Its
  * numbers stay as they are: nothing reads a free slot's, and whoever takes
- * it clears them (region.h). */
-static void slot_free(struct vr_region_hdr *h, uint32_t i)
+ * it clears them (layout.h). */
+static void slot_free(struct vr_hdr *h, uint32_t i)
 {
-	struct vr_slot *s = vr_region_slot(h, i);
+	struct vr_slot *s = vr_slot_at(h, i);
 	uint32_t ndev = vr_hdr_ndev(h);
 	for (uint32_t d = 0; d < ndev; d++) {
-		uint64_t sp = vr_region_counts(h, i, d)->spilled;
+		uint64_t sp = vr_counts_at(h, i, d)->spilled;
 		h->spilled -= sp < h->spilled ? sp : h->spilled;
 	}
 	STORE32(&s->state, VR_SLOT_FREE);
@@ -95,7 +95,7 @@ static void slot_free(struct vr_region_hdr *h, uint32_t i)
 
 int vr_slot_reclaim_locked(vr_member *m, uint32_t i)
 {
-	struct vr_region_hdr *h = m->hdr;
+	struct vr_hdr *h = m->hdr;
 	uint32_t ndev = vr_hdr_ndev(h);
 	uint64_t held[VR_MAX_DEVICES];
 	int busy = 0;
@@ -143,7 +143,7 @@ int vr_slot_reclaim_locked(vr_member *m, uint32_t i)
  */
 static int reclaim(vr_member *m, uint32_t limit)
 {
-	struct vr_region_hdr *h = m->hdr;
+	struct vr_hdr *h = m->hdr;
 	uint32_t hw = vr_hdr_hw(h), probed = 0;
 	uint32_t first = m->slot_idx + 1 < hw ? m->slot_idx + 1 : 0;
 	int total = 0;
@@ -158,7 +158,7 @@ static int reclaim(vr_member *m, uint32_t limit)
 			uint32_t i = (first + k) % hw;
 			if (i == m->slot_idx)
 				continue;
-			struct vr_slot *s = vr_region_slot(h, i);
+			struct vr_slot *s = vr_slot_at(h, i);
 			uint64_t inc = atomic_load_explicit((_Atomic uint64_t *)&s->incarnation,
 			                                    memory_order_acquire);
 			if (atomic_load_explicit((_Atomic uint32_t *)&s->state,
@@ -182,7 +182,7 @@ static int reclaim(vr_member *m, uint32_t limit)
 		}
 		int bad = 0;
 		for (int c = 0; c < n && !bad; c++) {
-			struct vr_slot *s = vr_region_slot(h, cand[c].idx);
+			struct vr_slot *s = vr_slot_at(h, cand[c].idx);
 			if (s->state == VR_SLOT_USED && s->incarnation == cand[c].inc) {
 				bad = vr_slot_reclaim_locked(m, cand[c].idx) != 0;
 				total += !bad;

@@ -13,7 +13,7 @@
 int vr_member_gone(const struct vr_slot *s, int exact);
 /* 1 if a USED slot other than self belongs to a process not yet reaped
  * (dead or alive): the group is not empty. Lock held. */
-int vr_unreaped_others(struct vr_region_hdr *h, uint32_t self);
+int vr_unreaped_others(struct vr_hdr *h, uint32_t self);
 /* Returns a dead slot's bytes to the group and frees it. Lock held.
  * Returns 0, or -EBADMSG when the slot holds more than the group's total
  * or a total fails its check: the books are damaged. */

@@ -46,7 +46,7 @@ void vr_note_denied(vr_member *m, int dev, uint64_t bytes)
 		return;
 	if ((uint32_t)dev < vr_hdr_ndev(m->hdr)) {
 		vr_seq_begin(m->hdr);
-		struct vramctl_counts *c = vr_region_counts(m->hdr, m->slot_idx, (uint32_t)dev);
+		struct vramctl_counts *c = vr_counts_at(m->hdr, m->slot_idx, (uint32_t)dev);
 		c->denied_count++;
 		c->last_denied = bytes;
 		vr_seq_end(m->hdr);
@@ -55,7 +55,7 @@ void vr_note_denied(vr_member *m, int dev, uint64_t bytes)
 }
 
 /* 1 if every device's total is its sum in sum[]. Books frozen. */
-static int sums_match(const struct vr_region_hdr *h, const uint64_t sum[VR_MAX_DEVICES])
+static int sums_match(const struct vr_hdr *h, const uint64_t sum[VR_MAX_DEVICES])
 {
 	uint32_t ndev = vr_hdr_ndev(h);
 	for (uint32_t d = 0; d < ndev; d++)
@@ -74,7 +74,7 @@ int vr_sample(vr_member *m, int dev, struct vr_reg_sample *out)
 	int rc = vr_group_lock(m);
 	if (rc < 0)
 		return rc;
-	struct vr_region_hdr *h = m->hdr;
+	struct vr_hdr *h = m->hdr;
 	if ((uint32_t)dev >= vr_hdr_ndev(h)) {
 		vr_group_unlock(m);
 		return -EINVAL;
@@ -107,7 +107,7 @@ int vr_sample(vr_member *m, int dev, struct vr_reg_sample *out)
 	out->peak = h->dev[dev].peak;
 	uint32_t hw = vr_hdr_hw(h);
 	for (uint32_t i = 0; i < hw; i++) {
-		struct vr_slot *s = vr_region_slot(h, i);
+		struct vr_slot *s = vr_slot_at(h, i);
 		if (s->state == VR_SLOT_USED) {
 			if (!summed)
 				out->slots_sum += vr_slot_held(h, i, (uint32_t)dev);
@@ -128,14 +128,14 @@ int vr_holders(vr_member *m, int dev, uint64_t *self, uint64_t *peak, struct vr_
 		return -EINVAL;
 	if (!lock_own_slot(m))
 		return -EIO; /* detached, or the slot is no longer ours */
-	struct vr_region_hdr *h = m->hdr;
+	struct vr_hdr *h = m->hdr;
 	int got = 0;
 	if ((uint32_t)dev < vr_hdr_ndev(h)) {
 		*peak = h->dev[dev].peak;
 		*self = vr_slot_used(h, m->slot_idx, (uint32_t)dev);
 		uint32_t hw = vr_hdr_hw(h);
 		for (uint32_t i = 0; i < hw; i++) {
-			struct vr_slot *s = vr_region_slot(h, i);
+			struct vr_slot *s = vr_slot_at(h, i);
 			uint64_t b = vr_slot_used(h, i, (uint32_t)dev);
 			if (s->state != VR_SLOT_USED || s == m->slot || b == 0)
 				continue;

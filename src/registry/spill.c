@@ -38,7 +38,7 @@ static int priv_spill(vr_member *m, uint64_t bytes, uint64_t *spilled, uint64_t 
 static int spill_try_locked(vr_member *m, int dev, uint64_t bytes, uint64_t *spilled,
                             uint64_t *budget)
 {
-	struct vr_region_hdr *h = m->hdr;
+	struct vr_hdr *h = m->hdr;
 	uint64_t cur = h->spilled, b = m->spill_budget;
 	int rc = 0;
 	if (bytes > b || cur > b - bytes) {
@@ -46,7 +46,7 @@ static int spill_try_locked(vr_member *m, int dev, uint64_t bytes, uint64_t *spi
 	} else {
 		vr_seq_begin(h);
 		h->spilled = cur + bytes;
-		vr_region_counts(h, m->slot_idx, (uint32_t)dev)->spilled += bytes;
+		vr_counts_at(h, m->slot_idx, (uint32_t)dev)->spilled += bytes;
 		atomic_fetch_add_explicit(&m->spilled_mine, bytes, memory_order_relaxed);
 		vr_seq_end(h);
 		cur += bytes;
@@ -91,8 +91,8 @@ void vr_spill_release(vr_member *m, int dev, uint64_t bytes)
 	uint64_t cur = atomic_load_explicit(mine, memory_order_relaxed);
 	uint64_t b = bytes < cur ? bytes : cur;
 	if (vr__lock_checked(m, dev) > 0) {
-		struct vr_region_hdr *h = m->hdr;
-		struct vramctl_counts *s = vr_region_counts(h, m->slot_idx, (uint32_t)dev);
+		struct vr_hdr *h = m->hdr;
+		struct vramctl_counts *s = vr_counts_at(h, m->slot_idx, (uint32_t)dev);
 		b = bytes < s->spilled ? bytes : s->spilled;
 		vr_seq_begin(h);
 		s->spilled -= b;

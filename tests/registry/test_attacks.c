@@ -24,7 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "registry/region.h"
+#include "registry/layout.h"
 #include "registry/registry.h"
 #include "tests/test.h"
 #include "vramctl/registry.h"
@@ -138,7 +138,7 @@ int main(void)
 	static unsigned char junk[65536];
 	for (size_t i = 0; i < sizeof(junk); i++)
 		junk[i] = (unsigned char)(i * 131 + 7);
-	for (uint64_t off = 0; off < VR_REGION_SIZE; off += sizeof(junk))
+	for (uint64_t off = 0; off < VR_SEGMENT_SIZE; off += sizeof(junk))
 		ASSERT_EQ(write(fd, junk, sizeof(junk)), (ssize_t)sizeof(junk));
 	close(fd);
 	EXPECT_REFUSED(base, "garbage", -EBADMSG, "bad magic");
@@ -159,11 +159,11 @@ int main(void)
 	close(holder); /* gone: the door is a leftover, replaced at the next join */
 	char oerr[512] = "";
 	ASSERT_EQ(try_join(base, "oldver", oerr, sizeof(oerr)), 0);
-	struct vr_region_hdr now;
+	struct vr_hdr now;
 	int ofd = open(path, O_RDONLY);
 	ASSERT_EQ(pread(ofd, &now, sizeof(now), 0), (ssize_t)sizeof(now));
 	close(ofd);
-	ASSERT_EQ(now.version, VR_REGION_VERSION);
+	ASSERT_EQ(now.version, VR_LAYOUT_VERSION);
 	make_region(base, "oldver2", path, sizeof(path)); /* left for the reader */
 	patch(path, 8, &v0, sizeof(v0));
 	/* Sizes that lie, and a device count out of range. */
