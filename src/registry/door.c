@@ -88,7 +88,7 @@ int vr_door_validate(int fd, const char *group, enum vr_door_use use, struct sta
 }
 
 /*
- * rw, a door of another region version (ours, 0600, opened for writing),
+ * rw, a door of another layout version (ours, 0600, opened for writing),
  * that no process holds a lock on: the leftover of a group whose members
  * are all gone (members of every version lock bytes of the door for their
  * life; the probe covers the whole file), e.g. a named group's door after
@@ -116,7 +116,7 @@ static int retire_other_version(int dfd, const char *name, int rw, const struct 
 }
 
 /*
- * Opens an existing region for writing, never following a symlink and never
+ * Opens an existing door for writing, never following a symlink and never
  * opening another user's file for writing: it is first opened read-only,
  * checked, then reopened read-write and checked to be the same file.
  * Returns an fd, -ENOENT if there is none (or it was replaced between the

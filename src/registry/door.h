@@ -10,11 +10,11 @@
 #include "registry/layout.h"
 #include "registry/registry.h"
 
-/* Who may use a region: a writer (member) or a reader (monitor). */
+/* Who may use a door: a writer (member) or a reader (monitor). */
 enum vr_door_use { VR_DOOR_WRITE, VR_DOOR_READ };
 
 /*
- * The one check of a region file, for members and monitors alike: a
+ * The one check of a door, for members and monitors alike: a
  * regular file, owned by us (a reader running as root may read anyone's),
  * private (mode 0600), with a header that is this version's and names this
  * group, and as long as the header says. Reads the header into *hdr and

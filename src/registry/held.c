@@ -20,7 +20,7 @@
  *
  * What this process knows of each slot lives in its own memory (struct
  * vr_member.held_*), one word per slot, tagged with the slot's incarnation
- * so that a reused slot starts afresh; the region's layout is unchanged.
+ * so that a reused slot starts afresh; the layout is unchanged.
  */
 #include <pthread.h>
 #include <stdatomic.h>

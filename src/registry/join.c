@@ -1,5 +1,5 @@
 /*
- * join.c - joining a group's region and leaving it.
+ * join.c - joining a group's books and leaving them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -207,7 +207,7 @@ static int check_args(const struct vr_join_opts *opts, vr_member **out, const ch
 	return rc;
 }
 
-/* Opens the group's region, creating it if there is none. Returns an fd. */
+/* Opens the group's door, creating it if there is none. Returns an fd. */
 static int open_or_create(const struct vr_join_opts *opts, const char *dir, const char *name,
                           char *err, size_t errlen)
 {

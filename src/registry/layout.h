@@ -1,5 +1,5 @@
 /*
- * layout.h - the layout of one group's books.
+ * layout.h - the layout of one group's books (the words: registry.h).
  *
  * Two pieces per group:
  *   the door, <dir>/<group>.vrg: a 4 KiB file holding the header's identity

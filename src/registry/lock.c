@@ -11,7 +11,7 @@
  * slot's liveness lock, which works across PID namespaces and PID reuse:
  *   - the word names no slot, or a slot whose liveness byte nobody holds:
  *     the holder is dead or the word is damage; the waiter takes the lock
- *     over and recomputes the totals (region_recover);
+ *     over and recomputes the totals (lock_recover);
  *   - it names a live member: the waiter sleeps on the word in slices and
  *     gives up after the bound (vr_lock_bound_ns) with -ETIMEDOUT. A member
  *     holds the lock for nanoseconds; one that holds it for seconds is
@@ -157,7 +157,7 @@ int vr_reg_thaw(vr_member *m, int recompute)
  * per-device totals (from the slots, once the members' operations in
  * flight have drained), frozen totals, and the seqlock parity. Called with
  * the lock held. */
-static void region_recover(vr_member *m)
+static void lock_recover(vr_member *m)
 {
 	struct vr_hdr *h = m->hdr;
 	uint32_t hw = vr_hdr_hw(h);
@@ -233,7 +233,7 @@ static int lock_slow(vr_member *m, _Atomic uint32_t *w)
 			if (atomic_compare_exchange_strong_explicit(
 			        w, &cur, m->lock_id | VR_LOCK_WAITERS, memory_order_acquire,
 			        memory_order_relaxed)) {
-				region_recover(m);
+				lock_recover(m);
 				break;
 			}
 			continue;

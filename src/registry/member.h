@@ -220,8 +220,8 @@ static inline uint64_t vr_lane_quantum(uint64_t cap)
 	return q > (1u << 20) ? (1u << 20) : q < 4096 ? 0 : q;
 }
 
-/* Fields that reclaim_dead() reads without the mutex (slots_hw, a slot's
- * state and incarnation) are written with atomic stores, under the mutex. */
+/* Fields that vr_reclaim_dead reads without the lock (slots_hw, a slot's
+ * state and incarnation) are written with atomic stores, under the lock. */
 #define STORE32(p, v) atomic_store_explicit((_Atomic uint32_t *)(p), (v), memory_order_release)
 #define STORE64(p, v) atomic_store_explicit((_Atomic uint64_t *)(p), (v), memory_order_release)
 
@@ -241,7 +241,7 @@ static inline void vr_sub_clamped(uint64_t *v, uint64_t b)
 	*v -= b < *v ? b : *v;
 }
 
-/* ---- seqlock: readers without the mutex see whether they raced a writer */
+/* ---- seqlock: readers without the lock see whether they raced a writer */
 
 static inline void vr_seq_begin(struct vr_hdr *h)
 {

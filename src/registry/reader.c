@@ -2,11 +2,11 @@
  * reader.c - the read-only snapshot of a registry directory, for monitors
  * (vramctl status/top/export). See include/vramctl/registry.h.
  *
- * Each region is mapped read-only and copied under its seqlock: the copy is
+ * Each segment is attached read-only and copied under its seqlock: the copy is
  * retried while a writer was active, a bounded number of times; after that
  * the last copy is used (every counter is an aligned 64-bit word, so each
  * number is real, only their sum may be torn) and the group is marked not
- * consistent. Readers never take the mutex and never write, so a monitor
+ * consistent. Readers never take the lock and never write, so a monitor
  * can neither block nor corrupt a job.
  *
  * Liveness comes from the slot's OFD lock (F_OFD_GETLK works on a read-only
@@ -142,7 +142,7 @@ static uint64_t copy_spare(const struct slot_copy *c, uint32_t d)
 	return spare;
 }
 
-/* Makes room for n more elements at once (one realloc per region). */
+/* Makes room for n more elements at once (one realloc per group). */
 static int reserve_room(struct growbuf *b, int n)
 {
 	if (b->n + n <= b->cap)
@@ -320,9 +320,9 @@ static void lock_table_read(struct lock_table *t)
 	t->ok = 1;
 }
 
-/* Fills alive[] and pid[] (VR_SLOTS each) for the region file st. */
-static void lock_table_region(const struct lock_table *t, const struct stat *st,
-                              unsigned char *alive, pid_t *pid)
+/* Fills alive[] and pid[] (VR_SLOTS each) for the door st. */
+static void lock_table_door(const struct lock_table *t, const struct stat *st, unsigned char *alive,
+                            pid_t *pid)
 {
 	for (int i = 0; i < t->n; i++) {
 		const struct held_lock *l = &t->e[i];
@@ -391,7 +391,7 @@ static void resolve_by_scan(struct vramctl_proc *procs, const uint64_t *want_sta
 /*
  * Groups with more members than this take liveness and PIDs from one read
  * of /proc/locks (and so does every group after it, the table being read);
- * smaller ones ask the kernel slot by slot. A probe walks the region
+ * smaller ones ask the kernel slot by slot. A probe walks the door
  * file's locks (two a member), so a group of n costs about n^2 steps that
  * way, while /proc/locks costs the formatting of every lock on the
  * machine: at 1,000 members in ten groups the probes take a third of the
@@ -399,7 +399,7 @@ static void resolve_by_scan(struct vramctl_proc *procs, const uint64_t *want_sta
  */
 #define VR_PROBE_MAX 128
 
-/* What one snapshot builds, and scratch reused from region to region. */
+/* What one snapshot builds, and scratch reused from group to group. */
 struct reader {
 	struct vramctl_snapshot *snap;
 	struct growbuf groups, procs, starts, devs, devidx;
@@ -436,10 +436,10 @@ static int slot_liveness(int fd, uint32_t idx, const unsigned char *lk_alive, co
 }
 
 /*
- * Reads one region file into the snapshot. Problems with the file become
- * an entry in errors[]; only running out of memory fails the snapshot.
+ * Reads one group's books (its door, then its segment) into the snapshot. Problems with the file
+ * become an entry in errors[]; only running out of memory fails the snapshot.
  */
-static int read_region(struct reader *r, int dfd, const char *dir, const char *name)
+static int read_group(struct reader *r, int dfd, const char *dir, const char *name)
 {
 	struct vramctl_snapshot *snap = r->snap;
 	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
@@ -645,7 +645,7 @@ static int read_region(struct reader *r, int dfd, const char *dir, const char *n
 			rc = -ENOMEM;
 			goto out;
 		}
-		lock_table_region(&r->locks, &st, lk_alive, lk_pid);
+		lock_table_door(&r->locks, &st, lk_alive, lk_pid);
 	}
 	if (lockword && !vr_lock_word_alive(fd, lockword, lk_alive) &&
 	    add_error(snap,
@@ -731,7 +731,7 @@ out:
 	return rc;
 }
 
-static int name_is_region(const char *n)
+static int name_is_door(const char *n)
 {
 	size_t l = strlen(n);
 	return n[0] != '.' && l > 4 && strcmp(n + l - 4, ".vrg") == 0;
@@ -782,9 +782,9 @@ int vramctl_snapshot_take(const char *dir, struct vramctl_snapshot **out)
 		r.probe_max = INT_MAX;
 	struct dirent *e;
 	while (rc == 0 && (e = readdir(d))) {
-		if (!name_is_region(e->d_name))
+		if (!name_is_door(e->d_name))
 			continue;
-		rc = read_region(&r, dirfd(d), dir, e->d_name);
+		rc = read_group(&r, dirfd(d), dir, e->d_name);
 	}
 	closedir(d);
 	free(r.locks.e);

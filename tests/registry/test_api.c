@@ -311,7 +311,7 @@ static int count_fds(const char *text, int close_them)
  * descriptor number that now belongs to someone else. */
 static void test_fd_closed_by_program(void)
 {
-	vr_member *keeper = join("stale-fd", "1000", 0, NULL); /* region under a temp name */
+	vr_member *keeper = join("stale-fd", "1000", 0, NULL); /* door under a temp name */
 	ASSERT_EQ(vr_device(keeper, uuid0, 1000, NULL), 0);
 	vr_member *m = join("stale-fd", "1000", 0, NULL);
 	ASSERT_EQ(vr_device(m, uuid0, 1000, NULL), 0);

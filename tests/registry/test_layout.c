@@ -1,5 +1,5 @@
 /*
- * test_layout.c - pins the region's layout. Every region file written by
+ * test_layout.c - pins the layout. Every door and segment written by
  * one build is read by others (the library of one release, the monitor of
  * another), so any change of an offset or size must be deliberate: change
  * VR_LAYOUT_VERSION and the numbers here together.
@@ -83,7 +83,7 @@ int main(void)
 	           VR_COUNTS_OFFSET + (2 * 1024 + 3) * 64);
 	ASSERT_UEQ((size_t)((unsigned char *)vr_slot_at(h, 3) - seg), 4096 + 3 * 704);
 
-	/* The liveness bytes stay where version 5 had them (region.h). */
+	/* The liveness bytes stay where version 5 had them (layout.h). */
 	ASSERT_EQ(vr_slot_live_byte(0), 4096);
 	ASSERT_EQ(vr_slot_pid_byte(3), 4096 + 3 * 3264 + 1);
 	printf("ok\n");

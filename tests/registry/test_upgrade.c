@@ -1,5 +1,5 @@
 /*
- * test_upgrade.c - a named group's door left by another region version
+ * test_upgrade.c - a named group's door left by another layout version
  * (the group's members all gone, e.g. after an upgrade) is replaced once,
  * however many joiners find it at the same time, and they all end in one
  * group: every join succeeds, and the snapshot sees one group with all of
