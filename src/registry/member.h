@@ -7,6 +7,7 @@
  *
  *   join.c     joining and leaving a group
  *   reader.c   the read-only snapshot for monitors
+ *   segcopy.c  a reader's copy of one segment, under its seqlock
  *   lanes.c    threads' spare bytes, in front of the books
  *   spill.c    the group's host budget past the caps
  *   books.c    the books every allocation goes through: devices, reserve,
@@ -20,7 +21,7 @@
  *   door.c     the door file: its one check, create, publish, its lock
  *   alive.c    members' liveness bytes in the door
  *   dir.c      the registry directory
- *   proc.c     the one /proc layer
+ *   proc.c     the one /proc layer (and /proc/locks' table of held locks)
  *   knobs.c    the lock's bound and test-only knobs from the environment
  *   util.c     small libc-only helpers
  */
