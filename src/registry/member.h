@@ -3,7 +3,7 @@
  * of one group) and the inline helpers every writer part shares: the total
  * word, the slot word, the lanes' words, the seqlock. Each part declares
  * its own functions in its own header; src/registry/LAYERS orders them.
- * The parts, top first:
+ * The parts (src/registry/LAYERS gives their order):
  *
  *   join.c     joining and leaving a group
  *   reader.c   the read-only snapshot for monitors
