@@ -1,6 +1,6 @@
 /*
  * books.c - the books every allocation goes through: devices, reserve,
- * release, usage, and the numbers shown apart.
+ * release, usage (the numbers shown apart: sample.c; spill: spill.c).
  *
  * A reserve or release takes no lock (docs/architecture.md, "The lock-free
  * books"): it marks its slot word busy, changes the device's total by
@@ -14,7 +14,7 @@
  * joined with, the total's check bits are right for that cap and UUID.
  * Before any denial, with the books frozen, the totals are checked against
  * all slots and this process's holdings against its own count. When they
- * contradict, the member is detached: it says why once and from then on
+ * contradict, the member is detached (damage.c): it says why once and from then on
  * keeps its own books under the caps it joined with (docs/architecture.md,
  * "Failure model"). A detached member never writes into the group's books
  * again.

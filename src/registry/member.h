@@ -80,7 +80,7 @@ struct vr_member {
 	_Atomic uint64_t held_asked[VR_SLOTS];
 };
 
-/* 1 once the member keeps its own books (damage: books.c, vr_detach). */
+/* 1 once the member keeps its own books (damage.c, vr_detach; books.c). */
 static inline int vr_is_detached(vr_member *m)
 {
 	return atomic_load_explicit(&m->detached, memory_order_acquire) != 0;
