@@ -46,7 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "registry/region.h"
+#include "registry/layout.h"
 
 extern char **environ;
 
@@ -191,7 +191,7 @@ static int floor_group(const char *dir, char *door, size_t len)
 	if (fd < 0 || ftruncate(fd, VR_DOOR_SIZE) != 0)
 		return -1;
 	close(fd);
-	int id = shmget(IPC_PRIVATE, VR_REGION_SIZE, IPC_CREAT | IPC_EXCL | 0600);
+	int id = shmget(IPC_PRIVATE, VR_SEGMENT_SIZE, IPC_CREAT | IPC_EXCL | 0600);
 	void *keep = id < 0 ? (void *)-1 : shmat(id, NULL, 0);
 	if (id >= 0)
 		shmctl(id, IPC_RMID, NULL);

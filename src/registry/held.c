@@ -4,7 +4,7 @@
  * A member's liveness lock drops when its process closes its files on the
  * way out; the process is reaped later, and the driver frees its memory
  * when it has torn its contexts down, which on a real GPU can take seconds
- * for a large one. live.c keeps a dead member's bytes until the process is
+ * for a large one. reclaim.c keeps a dead member's bytes until the process is
  * reaped; here they are kept, after that, while NVML still lists its PID on
  * a device where it holds bytes (docs/fail-closed.md, "Dead members").
  *
@@ -20,14 +20,16 @@
  *
  * What this process knows of each slot lives in its own memory (struct
  * vr_member.held_*), one word per slot, tagged with the slot's incarnation
- * so that a reused slot starts afresh; the region's layout is unchanged.
+ * so that a reused slot starts afresh; the layout is unchanged.
  */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "registry/held.h"
 #include "registry/member.h"
+#include "registry/util.h"
 #include "registry/proc.h"
 
 #define VR_HELD_ASK_MS   250u
@@ -103,7 +105,7 @@ static int holds_bytes(vr_member *m, uint32_t i)
 int vr_dead_on_gpu(vr_member *m, uint32_t i, const struct vr_slot *s, uint64_t inc)
 {
 	const struct vr_gpu_probe *p = atomic_load_explicit(&probe, memory_order_acquire);
-	if (!p || !p->listed || i >= VR_REGION_SLOTS || !holds_bytes(m, i))
+	if (!p || !p->listed || i >= VR_SLOTS || !holds_bytes(m, i))
 		return 0;
 	int32_t pid = host_pid(s);
 	if (!pid)

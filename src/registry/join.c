@@ -1,5 +1,5 @@
 /*
- * join.c - joining a group's region and leaving it.
+ * join.c - joining a group's books and leaving them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +15,18 @@
 #include <unistd.h>
 
 #include "common/contract.h"
+#include "registry/alive.h"
+#include "registry/books.h"
+#include "registry/damage.h"
+#include "registry/dir.h"
+#include "registry/door.h"
+#include "registry/held.h"
+#include "registry/knobs.h"
+#include "registry/lanes.h"
+#include "registry/lock.h"
 #include "registry/member.h"
+#include "registry/reclaim.h"
+#include "registry/segment.h"
 #include "registry/proc.h"
 #include "registry/util.h"
 
@@ -76,7 +87,7 @@ static int slot_used(struct vr_slot *s)
  * there. Such a slot is left to a freezer (who knows what it held only
  * once the others are quiet); holding its liveness byte would make that
  * freezer wait for it as if its owner lived. */
-static int slot_busy(struct vr_region_hdr *h, uint32_t i)
+static int slot_busy(struct vr_hdr *h, uint32_t i)
 {
 	uint32_t ndev = vr_hdr_ndev(h);
 	for (uint32_t d = 0; d < ndev; d++)
@@ -97,8 +108,8 @@ static int slot_lock(int fd, uint32_t i, short type)
 static int try_slot(vr_member *m, uint32_t i)
 {
 	int fd = m->fd;
-	struct vr_region_hdr *h = m->hdr;
-	struct vr_slot *s = vr_region_slot(h, i);
+	struct vr_hdr *h = m->hdr;
+	struct vr_slot *s = vr_slot_at(h, i);
 	if (slot_used(s) && slot_busy(h, i))
 		return 0;
 	int rc = slot_lock(fd, i, F_WRLCK);
@@ -130,7 +141,7 @@ static int try_slot(vr_member *m, uint32_t i)
  * the door's list of locks). Advisory: a counter behind the used range (a
  * fresh group, a joiner that does not count) is moved past it, one out of
  * range is not used; either way the full search below still runs. */
-static uint32_t next_fresh(struct vr_region_hdr *h, uint32_t hw)
+static uint32_t next_fresh(struct vr_hdr *h, uint32_t hw)
 {
 	_Atomic uint32_t *f = (_Atomic uint32_t *)&h->slot_next;
 	uint32_t c = atomic_fetch_add_explicit(f, 1, memory_order_relaxed);
@@ -145,8 +156,8 @@ static uint32_t next_fresh(struct vr_region_hdr *h, uint32_t hw)
 
 static int claim_slot(vr_member *m)
 {
-	struct vr_region_hdr *h = m->hdr;
-	uint32_t n = VR_REGION_SLOTS; /* never the header's: it may be damaged */
+	struct vr_hdr *h = m->hdr;
+	uint32_t n = VR_SLOTS; /* never the header's: it may be damaged */
 	uint32_t hw = vr_hdr_hw(h), hint = atomic_fetch_add((_Atomic uint32_t *)&h->slot_hint, 1);
 	uint32_t start = hw && vr_others_alive(m->fd, n) ? hint % hw : 0;
 	uint32_t near = hw < VR_CLAIM_PROBES ? hw : VR_CLAIM_PROBES;
@@ -171,7 +182,7 @@ static int claim_slot(vr_member *m)
 		for (uint32_t k = near; k < n; k++) {
 			uint32_t i =
 			    k < near + n - hw ? hw + (k - near) : (start + k - (n - hw)) % hw;
-			if (pass == 0 && slot_used(vr_region_slot(h, i)))
+			if (pass == 0 && slot_used(vr_slot_at(h, i)))
 				continue;
 			if ((rc = try_slot(m, i)) != 0)
 				return rc < 0 ? rc : (int)i;
@@ -196,7 +207,7 @@ static int check_args(const struct vr_join_opts *opts, vr_member **out, const ch
 	return rc;
 }
 
-/* Opens the group's region, creating it if there is none. Returns an fd. */
+/* Opens the group's door, creating it if there is none. Returns an fd. */
 static int open_or_create(const struct vr_join_opts *opts, const char *dir, const char *name,
                           char *err, size_t errlen)
 {
@@ -205,9 +216,9 @@ static int open_or_create(const struct vr_join_opts *opts, const char *dir, cons
 		return dfd;
 	int fd = -1;
 	for (int attempt = 0; attempt < 8 && fd < 0; attempt++) {
-		fd = vr_region_open(dfd, dir, opts->group, name, err, errlen);
+		fd = vr_door_open(dfd, dir, opts->group, name, err, errlen);
 		if (fd == -ENOENT)
-			fd = vr_region_create(dfd, dir, name, opts, err, errlen);
+			fd = vr_door_create(dfd, dir, name, opts, err, errlen);
 		if (fd < 0 && fd != -EEXIST && fd != -ENOENT)
 			break;
 	}
@@ -261,7 +272,7 @@ static int new_member(int fd, const struct vr_join_opts *opts, vr_member **out, 
 static int attach_segment(vr_member *m, const struct vr_join_opts *opts, const char *dir,
                           const char *name, char *err, size_t errlen)
 {
-	struct vr_region_hdr door;
+	struct vr_hdr door;
 	if (pread(m->fd, &door, sizeof(door), 0) == (ssize_t)sizeof(door) &&
 	    (m->hdr = vr_segment_attach(&door, 0)) != NULL)
 		return 0;
@@ -277,7 +288,7 @@ static int attach_segment(vr_member *m, const struct vr_join_opts *opts, const c
 	}
 	m->hdr = vr_segment_attach(&door, 0);
 	if (!m->hdr) {
-		if (vr_others_alive(m->fd, VR_REGION_SLOTS)) {
+		if (vr_others_alive(m->fd, VR_SLOTS)) {
 			vr_door_lock(m->fd, 0);
 			vr_seterr(err, errlen,
 			          "region %s/%s: the group has live members but their books cannot "
@@ -301,15 +312,14 @@ static int take_slot(vr_member *m, const char *group, const char *dir, const cha
 	int rc = claim_slot(m);
 	if (rc < 0) {
 		if (rc == -EUSERS)
-			vr_seterr(err, errlen, "group %s is full (%u members)", group,
-			          VR_REGION_SLOTS);
+			vr_seterr(err, errlen, "group %s is full (%u members)", group, VR_SLOTS);
 		else
 			vr_seterr(err, errlen, "cannot lock a slot in %s/%s: %s", dir, name,
 			          strerror(-rc));
 		return rc;
 	}
 	m->slot_idx = (uint32_t)rc;
-	m->slot = vr_region_slot(m->hdr, m->slot_idx);
+	m->slot = vr_slot_at(m->hdr, m->slot_idx);
 	m->lock_id = vr_lock_id(m->slot_idx);
 	/* Best effort: a classic POSIX lock tells readers our PID in their own
 	 * namespace. Liveness never depends on it. */
@@ -325,13 +335,13 @@ static int take_slot(vr_member *m, const char *group, const char *dir, const cha
  * starts it afresh, so an earlier run's caps never apply. Lock held. */
 static void start_group_locked(vr_member *m, const struct vr_join_opts *opts)
 {
-	struct vr_region_hdr *h = m->hdr;
+	struct vr_hdr *h = m->hdr;
 	/* Whatever the slots say, nobody else is alive: free them all, and
 	 * clear every slot's numbers on the devices the group had (it starts
 	 * with none; a device is added only over zeros). */
 	uint32_t hw = vr_hdr_hw(h), ndev = vr_hdr_ndev(h);
 	for (uint32_t i = 0; i < hw; i++) {
-		struct vr_slot *o = vr_region_slot(h, i);
+		struct vr_slot *o = vr_slot_at(h, i);
 		if (i != m->slot_idx && o->state != VR_SLOT_FREE) {
 			STORE32(&o->state, VR_SLOT_FREE);
 			STORE64(&o->incarnation, o->incarnation + 1);
@@ -339,7 +349,7 @@ static void start_group_locked(vr_member *m, const struct vr_join_opts *opts)
 	}
 	for (uint32_t d = 0; d < ndev; d++)
 		for (uint32_t i = 0; i < hw; i++)
-			vr_counts_clear(vr_region_counts(h, i, d));
+			vr_counts_clear(vr_counts_at(h, i, d));
 	/* The slots in use start again from ours (joiners claim from 0 when
 	 * nobody is alive), and so does the hint. */
 	STORE32(&h->slots_hw, m->slot_idx + 1);
@@ -351,7 +361,9 @@ static void start_group_locked(vr_member *m, const struct vr_join_opts *opts)
 	h->spill_budget = opts->spill_budget;
 	h->growth = opts->growth ? 1 : 0;
 	h->created = (uint64_t)time(NULL);
-	vr_strlcpy(h->limit_spec, opts->limit_spec ? opts->limit_spec : "", sizeof(h->limit_spec));
+	/* Cut to the field, as every joiner cuts its own to compare. */
+	snprintf(h->limit_spec, sizeof(h->limit_spec), "%s",
+	         opts->limit_spec ? opts->limit_spec : "");
 	h->epoch++;
 }
 
@@ -359,7 +371,7 @@ static void start_group_locked(vr_member *m, const struct vr_join_opts *opts)
 static void fill_slot_locked(vr_member *m, const struct vr_join_opts *opts,
                              const struct proc_info *pi)
 {
-	struct vr_region_hdr *h = m->hdr;
+	struct vr_hdr *h = m->hdr;
 	struct vr_slot *s = m->slot;
 	uint64_t inc = s->incarnation + 1;
 	STORE64(&s->incarnation, inc);
@@ -368,9 +380,9 @@ static void fill_slot_locked(vr_member *m, const struct vr_join_opts *opts,
 	       offsetof(struct vr_slot, incarnation) - offsetof(struct vr_slot, pid));
 	memset((char *)s + offsetof(struct vr_slot, start_time), 0,
 	       sizeof(*s) - offsetof(struct vr_slot, start_time));
-	/* Its numbers on the group's devices (0 on the others: region.h). */
+	/* Its numbers on the group's devices (0 on the others: layout.h). */
 	for (uint32_t d = 0; d < vr_hdr_ndev(h); d++)
-		vr_counts_clear(vr_region_counts(h, m->slot_idx, d));
+		vr_counts_clear(vr_counts_at(h, m->slot_idx, d));
 	s->pid = (int32_t)getpid();
 	s->start_time = pi->start_time;
 	s->nspid_outer = pi->nspid_outer;
@@ -393,11 +405,11 @@ static int enter_group(vr_member *m, const struct vr_join_opts *opts, const stru
                        int *spec_differs, const char *dir, const char *name, char *err,
                        size_t errlen)
 {
-	struct vr_region_hdr *h = m->hdr;
+	struct vr_hdr *h = m->hdr;
 	/* The audit below reads every slot: their pages are mapped before the
 	 * lock is taken, not one fault at a time while others wait for it. */
 	vr_segment_prefault(h, m->slot_idx + 1, 1);
-	int rc = vr_region_lock(m);
+	int rc = vr_group_lock(m);
 	if (rc < 0) {
 		vr_seterr(err, errlen, "cannot lock region %s/%s: %s (held by a live member)", dir,
 		          name, strerror(-rc));
@@ -427,19 +439,20 @@ static int enter_group(vr_member *m, const struct vr_join_opts *opts, const stru
 			          dir, name, opts->group, bad);
 		} else if (spec_differs) {
 			char mine[VR_SPEC_MAX]; /* compared as stored: truncated alike */
-			vr_strlcpy(mine, opts->limit_spec ? opts->limit_spec : "", sizeof(mine));
+			snprintf(mine, sizeof(mine), "%s",
+			         opts->limit_spec ? opts->limit_spec : "");
 			*spec_differs = strcmp(h->limit_spec, mine) != 0;
 		}
 	}
 	if (rc == 0) {
-		books_begin(h);
+		vr_seq_begin(h);
 		if (!live_other)
 			start_group_locked(m, opts);
 		fill_slot_locked(m, opts, pi);
 		m->spill_budget = h->spill_budget;
-		books_end(h);
+		vr_seq_end(h);
 	}
-	vr_region_unlock(m);
+	vr_group_unlock(m);
 	return rc;
 }
 
@@ -456,7 +469,7 @@ int vr_join(const struct vr_join_opts *opts, vr_member **out, int *spec_differs,
 {
 	static pthread_once_t test_env_once = PTHREAD_ONCE_INIT;
 	char dirbuf[PATH_MAX];
-	char name[VR_GROUP_MAX + 8];
+	char name[VR_GROUP_NAME_MAX + 8]; /* <group>.vrg */
 	const char *dir = NULL;
 	vr_member *m = NULL;
 
@@ -504,10 +517,10 @@ void vr_leave(vr_member *m)
 		return;
 	/* A detached member never writes into the books again: its slot is
 	 * reclaimed (or found damaged) by the others once it is gone. */
-	if (!atomic_load(&m->detached) && vr_region_lock(m) == 0) {
+	if (!atomic_load(&m->detached) && vr_group_lock(m) == 0) {
 		if (m->slot->state == VR_SLOT_USED && m->slot->incarnation == m->incarnation)
 			(void)vr_slot_reclaim_locked(m, m->slot_idx);
-		vr_region_unlock(m);
+		vr_group_unlock(m);
 	}
 	vr_forget(m);
 }

@@ -14,7 +14,7 @@
  *
  * What it keeps true:
  *   - The cap is never passed: spare is reserved before it is handed out.
- *   - The books' invariants are the ones without lanes (region.h): a lane
+ *   - The books' invariants are the ones without lanes (layout.h): a lane
  *     moves bytes between "handed out" and "spare" inside a slot word that
  *     does not change. A member that dies, at any instruction, is
  *     reclaimed whole, spare included.
@@ -31,6 +31,8 @@
 #include <sched.h>
 #include <stdatomic.h>
 
+#include "registry/books.h"
+#include "registry/lanes.h"
 #include "registry/member.h"
 
 /* The member of this process that has lanes, and how many threads are
@@ -74,7 +76,7 @@ static void point(vr_member *m, struct lane *l, int dev)
 		return;
 	l->held = vr_slot_word(m->hdr, m->slot_idx, (uint32_t)dev);
 	l->total = (_Atomic uint64_t *)&m->hdr->dev[dev].total;
-	l->slot_peak = &vr_region_counts(m->hdr, m->slot_idx, (uint32_t)dev)->peak;
+	l->slot_peak = &vr_counts_at(m->hdr, m->slot_idx, (uint32_t)dev)->peak;
 	l->group_peak = &m->hdr->dev[dev].peak;
 }
 
@@ -87,7 +89,7 @@ static void flush(vr_member *m, struct lane *l)
 	point(m, l, -1);
 	publish(l);
 	if (b)
-		vr_books_give(m, dev, b);
+		vr_reg_give(m, dev, b);
 }
 
 static void lane_exit(void *arg)
@@ -165,21 +167,21 @@ static int reserve_slow(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use,
 	uint64_t q = dev >= 0 && dev < VR_MAX_DEVICES ? m->priv[dev].quantum : 0;
 	int mine = m->lane_gen && (l->gen == m->lane_gen || lane_take(m, l));
 	if (!mine || vr_is_detached(m))
-		return vr_books_take(m, dev, bytes, 0, in_use, how);
+		return vr_reg_take(m, dev, bytes, 0, in_use, how);
 	if (bytes > q) {
 		/* Too big for a lane: exactly, and before a refusal, with this
 		 * thread's spare given back. */
-		int r = l->spare ? vr_books_take(m, dev, bytes, 0, in_use, VR_TAKE_TRY) : -ENOSPC;
+		int r = l->spare ? vr_reg_take(m, dev, bytes, 0, in_use, VR_TAKE_TRY) : -ENOSPC;
 		if (r != -ENOSPC)
 			return r;
 		flush(m, l);
-		return vr_books_take(m, dev, bytes, 0, in_use, how);
+		return vr_reg_take(m, dev, bytes, 0, in_use, how);
 	}
 	if (l->spare && l->dev != dev)
 		flush(m, l);
 	/* Enough for this request with a quantum left over, or exactly. */
 	uint64_t need = bytes - l->spare;
-	if (vr_books_take(m, dev, need + q, q, in_use, VR_TAKE_TRY) == 0) {
+	if (vr_reg_take(m, dev, need + q, q, in_use, VR_TAKE_TRY) == 0) {
 		if (l->dev != dev)
 			point(m, l, dev);
 		l->spare = q;
@@ -187,7 +189,7 @@ static int reserve_slow(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use,
 		return 0;
 	}
 	flush(m, l);
-	return vr_books_take(m, dev, bytes, 0, in_use, how);
+	return vr_reg_take(m, dev, bytes, 0, in_use, how);
 }
 
 static inline int reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use, enum vr_take how)
@@ -227,7 +229,7 @@ static void release_slow(vr_member *m, int dev, uint64_t bytes)
 		publish(l);
 		return;
 	}
-	vr_books_give(m, dev, bytes);
+	vr_reg_give(m, dev, bytes);
 }
 
 /* The lane holds more than two quanta: the excess goes back to the books. */
@@ -236,7 +238,7 @@ static void give_excess(vr_member *m, struct lane *l)
 	uint64_t excess = l->spare - l->q;
 	l->spare = l->q;
 	publish(l);
-	vr_books_give(m, l->dev, excess);
+	vr_reg_give(m, l->dev, excess);
 }
 
 void vr_release(vr_member *m, int dev, uint64_t bytes)

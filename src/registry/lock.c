@@ -1,5 +1,5 @@
 /*
- * lock.c - the group's lock. See region.h for the layout and
+ * lock.c - the group's lock. See layout.h for the layout and
  * docs/architecture.md, "Failure model", for why it is built this way.
  *
  * The lock is one 32-bit word in the segment: 0 when free, else the
@@ -11,7 +11,7 @@
  * slot's liveness lock, which works across PID namespaces and PID reuse:
  *   - the word names no slot, or a slot whose liveness byte nobody holds:
  *     the holder is dead or the word is damage; the waiter takes the lock
- *     over and recomputes the totals (region_recover);
+ *     over and recomputes the totals (lock_recover);
  *   - it names a live member: the waiter sleeps on the word in slices and
  *     gives up after the bound (vr_lock_bound_ns) with -ETIMEDOUT. A member
  *     holds the lock for nanoseconds; one that holds it for seconds is
@@ -29,38 +29,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "registry/alive.h"
+#include "registry/knobs.h"
+#include "registry/lock.h"
 #include "registry/member.h"
-
-_Atomic long vr_stop_in_lock_countdown;
-uint64_t vr_lock_bound_ns = 5000000000ull; /* 5 s */
-
-uint64_t vr_test_lane_quantum;
-
-void vr_read_test_env(void)
-{
-	const char *s = getenv("VRAMCTL_TEST_STOP_IN_LOCK");
-	if (s && *s) {
-		long n = strtol(s, NULL, 10);
-		if (n > 0)
-			atomic_store(&vr_stop_in_lock_countdown, n);
-	}
-	s = getenv("VRAMCTL_TEST_LANE_QUANTUM");
-	if (s && *s)
-		vr_test_lane_quantum = strtoull(s, NULL, 10);
-	s = getenv("VRAMCTL_TEST_LOCK_BOUND_MS");
-	if (s && *s) {
-		long n = strtol(s, NULL, 10);
-		if (n > 0)
-			vr_lock_bound_ns = (uint64_t)n * 1000000u;
-	}
-}
-
-uint64_t vr_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+#include "registry/util.h"
 
 uint32_t vr_lock_id(uint32_t slot_idx)
 {
@@ -98,14 +71,14 @@ int vr_slot_settled(vr_member *m, uint32_t i, uint32_t d, uint64_t *word, int *d
 	return 0;
 }
 
-int vr_books_freeze(vr_member *m, int *dead_busy)
+int vr_reg_freeze(vr_member *m, int *dead_busy)
 {
-	struct vr_region_hdr *h = m->hdr;
+	struct vr_hdr *h = m->hdr;
 	uint32_t ndev = vr_hdr_ndev(h), hw = vr_hdr_hw(h);
 	if (dead_busy)
 		*dead_busy = 0;
 	for (uint32_t d = 0; d < ndev; d++) {
-		struct vr_region_dev *g = &h->dev[d];
+		struct vr_hdr_dev *g = &h->dev[d];
 		uint64_t w = atomic_fetch_or_explicit((_Atomic uint64_t *)&g->total, VR_TOT_FROZEN,
 		                                      memory_order_acq_rel);
 		if (!vr_tot_ok(vr_dev_key(g), w)) {
@@ -123,14 +96,14 @@ int vr_books_freeze(vr_member *m, int *dead_busy)
 	 * after finds the total frozen and undoes what it did to its slot word
 	 * (vr_slot_settled waits for that too). */
 	for (uint32_t i = 0; i < hw; i++) {
-		struct vr_slot *s = vr_region_slot(h, i);
+		struct vr_slot *s = vr_slot_at(h, i);
 		if (atomic_load_explicit((_Atomic uint32_t *)&s->state, memory_order_acquire) !=
 		    VR_SLOT_USED)
 			continue;
 		for (uint32_t d = 0; d < ndev; d++) {
 			uint64_t w;
 			if (vr_slot_settled(m, i, d, &w, dead_busy) != 0) {
-				vr_books_thaw(m, 0);
+				vr_reg_thaw(m, 0);
 				return -ETIMEDOUT;
 			}
 		}
@@ -138,13 +111,13 @@ int vr_books_freeze(vr_member *m, int *dead_busy)
 	return 0;
 }
 
-int vr_books_sum(vr_member *m, uint64_t sum[VR_MAX_DEVICES], int *dead_busy)
+int vr_reg_slots_sum(vr_member *m, uint64_t sum[VR_MAX_DEVICES], int *dead_busy)
 {
-	struct vr_region_hdr *h = m->hdr;
+	struct vr_hdr *h = m->hdr;
 	uint32_t ndev = vr_hdr_ndev(h), hw = vr_hdr_hw(h);
 	memset(sum, 0, VR_MAX_DEVICES * sizeof(sum[0]));
 	for (uint32_t i = 0; i < hw; i++) {
-		if (vr_region_slot(h, i)->state != VR_SLOT_USED)
+		if (vr_slot_at(h, i)->state != VR_SLOT_USED)
 			continue;
 		for (uint32_t d = 0; d < ndev; d++) {
 			uint64_t w;
@@ -157,21 +130,21 @@ int vr_books_sum(vr_member *m, uint64_t sum[VR_MAX_DEVICES], int *dead_busy)
 	return 0;
 }
 
-int vr_books_thaw(vr_member *m, int recompute)
+int vr_reg_thaw(vr_member *m, int recompute)
 {
-	struct vr_region_hdr *h = m->hdr;
+	struct vr_hdr *h = m->hdr;
 	uint32_t ndev = vr_hdr_ndev(h);
 	uint64_t sum[VR_MAX_DEVICES];
-	int rc = recompute ? vr_books_sum(m, sum, NULL) : 0;
+	int rc = recompute ? vr_reg_slots_sum(m, sum, NULL) : 0;
 	if (recompute && rc == 0) {
-		books_begin(h);
+		vr_seq_begin(h);
 		for (uint32_t d = 0; d < ndev; d++) {
-			struct vr_region_dev *g = &h->dev[d];
+			struct vr_hdr_dev *g = &h->dev[d];
 			uint64_t v = sum[d] > VR_TOT_MAX ? VR_TOT_MAX : sum[d];
 			vr_peak_raise(&g->peak, v);
 			vr_dev_set_total(g, v);
 		}
-		books_end(h);
+		vr_seq_end(h);
 		return 0;
 	}
 	for (uint32_t d = 0; d < ndev; d++)
@@ -184,9 +157,9 @@ int vr_books_thaw(vr_member *m, int recompute)
  * per-device totals (from the slots, once the members' operations in
  * flight have drained), frozen totals, and the seqlock parity. Called with
  * the lock held. */
-static void region_recover(vr_member *m)
+static void lock_recover(vr_member *m)
 {
-	struct vr_region_hdr *h = m->hdr;
+	struct vr_hdr *h = m->hdr;
 	uint32_t hw = vr_hdr_hw(h);
 	uint32_t ndev = vr_hdr_ndev(h);
 	h->ndev = ndev;
@@ -195,19 +168,19 @@ static void region_recover(vr_member *m)
 	if (seq & 1)
 		STORE64(&h->seq, seq + 1);
 	/* A total that fails its check stays as it is: members find it. */
-	if (vr_books_freeze(m, NULL) == 0)
-		vr_books_thaw(m, 1);
+	if (vr_reg_freeze(m, NULL) == 0)
+		vr_reg_thaw(m, 1);
 	/* Spilled bytes are changed under the lock only: their total is the
 	 * slots' sum. */
-	books_begin(h);
+	vr_seq_begin(h);
 	uint64_t spilled = 0;
 	for (uint32_t i = 0; i < hw; i++) {
-		if (vr_region_slot(h, i)->state == VR_SLOT_USED)
+		if (vr_slot_at(h, i)->state == VR_SLOT_USED)
 			for (uint32_t d = 0; d < ndev; d++)
-				spilled += vr_region_counts(h, i, d)->spilled;
+				spilled += vr_counts_at(h, i, d)->spilled;
 	}
 	h->spilled = spilled;
-	books_end(h);
+	vr_seq_end(h);
 }
 
 static long futex(_Atomic uint32_t *w, int op, uint32_t val, const struct timespec *ts)
@@ -220,7 +193,7 @@ static long futex(_Atomic uint32_t *w, int op, uint32_t val, const struct timesp
 static int holder_alive(vr_member *m, uint32_t word)
 {
 	uint32_t idx = (word & VR_LOCK_SLOT_MASK);
-	if (idx == 0 || idx > VR_REGION_SLOTS)
+	if (idx == 0 || idx > VR_SLOTS)
 		return 0;
 	idx--;
 	if (idx == m->slot_idx) /* our own slot: another thread of ours, or damage */
@@ -260,7 +233,7 @@ static int lock_slow(vr_member *m, _Atomic uint32_t *w)
 			if (atomic_compare_exchange_strong_explicit(
 			        w, &cur, m->lock_id | VR_LOCK_WAITERS, memory_order_acquire,
 			        memory_order_relaxed)) {
-				region_recover(m);
+				lock_recover(m);
 				break;
 			}
 			continue;
@@ -288,7 +261,7 @@ static int lock_slow(vr_member *m, _Atomic uint32_t *w)
 	return rc;
 }
 
-int vr_region_lock(vr_member *m)
+int vr_group_lock(vr_member *m)
 {
 	_Atomic uint32_t *w = (_Atomic uint32_t *)&m->hdr->lock.word;
 	uint32_t zero = 0;
@@ -298,20 +271,10 @@ int vr_region_lock(vr_member *m)
 	return lock_slow(m, w);
 }
 
-void vr_region_unlock(vr_member *m)
+void vr_group_unlock(vr_member *m)
 {
 	_Atomic uint32_t *w = (_Atomic uint32_t *)&m->hdr->lock.word;
 	uint32_t old = atomic_exchange_explicit(w, 0, memory_order_release);
 	if (VR_UNLIKELY(old & VR_LOCK_WAITERS))
 		futex(w, FUTEX_WAKE, 1, NULL);
-}
-
-int vr_lock_word_alive(int fd, uint32_t word, const unsigned char *alive)
-{
-	uint32_t idx = word & VR_LOCK_SLOT_MASK;
-	if (idx == 0 || idx > VR_REGION_SLOTS)
-		return 0;
-	if (alive)
-		return alive[idx - 1] != 0;
-	return vr_slot_alive(fd, idx - 1) != 0;
 }

@@ -1,4 +1,4 @@
-# src/registry: the shared per-group books (region files, robust lock,
+# src/registry: the shared per-group books (doors and segments, robust lock,
 # liveness) and the read-only snapshot API for monitors. libc only; linked
 # into both the injected library and the vramctl CLI.
 REGISTRY_SRCS := $(wildcard src/registry/*.c)

@@ -91,7 +91,7 @@ void vr_proc_cmdline(const char *root, pid_t pid, int comm, char *out, size_t le
 				buf[i] = ' ';
 		while (n > 0 && buf[n - 1] == ' ')
 			buf[--n] = '\0';
-		vr_strlcpy(out, buf, len);
+		snprintf(out, len, "%s", buf); /* cut to len - 1 bytes */
 	}
 	if (!out[0] && comm && vr_proc_read(root, pid, "comm", buf + 1, sizeof(buf) - 2) > 0) {
 		/* A kernel thread or a zombie has no command line: show [comm]. */
@@ -99,7 +99,7 @@ void vr_proc_cmdline(const char *root, pid_t pid, int comm, char *out, size_t le
 		size_t l = strcspn(buf, "\n");
 		buf[l] = ']';
 		buf[l + 1] = '\0';
-		vr_strlcpy(out, buf, len);
+		snprintf(out, len, "%s", buf);
 	}
 }
 
@@ -114,4 +114,148 @@ int vr_proc_exists(const char *root, pid_t pid)
 	struct stat st;
 	snprintf(path, sizeof(path), "%s/%d", root, (int)pid);
 	return stat(path, &st) == 0;
+}
+
+/* Skips spaces, then one word; returns a pointer past it (NULL at the end). */
+static const char *word(const char *p, const char **start, size_t *len)
+{
+	while (*p == ' ')
+		p++;
+	if (!*p)
+		return NULL;
+	*start = p;
+	while (*p && *p != ' ')
+		p++;
+	*len = (size_t)(p - *start);
+	return p;
+}
+
+/*
+ * A number in base 10 or 16 after optional spaces and, where neg is not
+ * NULL, a minus sign (OFD locks show PID -1). Returns a pointer past its
+ * digits, or NULL when there is none. strtol and strtoul cost more than the
+ * rest of a 2,000-line /proc/locks together; this file's numbers are
+ * plain digits that fit (no 0x, no plus, no overflow to report).
+ */
+static const char *lock_num(const char *p, unsigned base, int *neg, unsigned long long *out)
+{
+	while (*p == ' ')
+		p++;
+	if (neg) {
+		*neg = *p == '-';
+		p += *neg;
+	}
+	unsigned long long v = 0;
+	const char *start = p;
+	for (;; p++) {
+		unsigned d;
+		if (*p >= '0' && *p <= '9')
+			d = (unsigned)(*p - '0');
+		else if (base == 16 && *p >= 'a' && *p <= 'f')
+			d = (unsigned)(*p - 'a' + 10);
+		else if (base == 16 && *p >= 'A' && *p <= 'F')
+			d = (unsigned)(*p - 'A' + 10);
+		else
+			break;
+		v = v * base + d;
+	}
+	if (p == start)
+		return NULL;
+	*out = v;
+	return p;
+}
+
+/* Parses one /proc/locks line by hand (sscanf costs more than the rest). */
+static int parse_lock_line(const char *p, struct vr_proc_lock *h)
+{
+	const char *w;
+	size_t n;
+	int neg;
+	unsigned long long v;
+	if (!(p = word(p, &w, &n)) || w[n - 1] != ':') /* "N:" */
+		return -1;
+	if (!(p = word(p, &w, &n)))
+		return -1;
+	if (n == 5 && !memcmp(w, "POSIX", 5))
+		h->ofd = 0;
+	else if (n == 6 && !memcmp(w, "OFDLCK", 6))
+		h->ofd = 1;
+	else
+		return -1;                                    /* "->" waiters, FLOCK, LEASE... */
+	if (!(p = word(p, &w, &n)) || !(p = word(p, &w, &n))) /* ADVISORY, WRITE */
+		return -1;
+	if (!(p = lock_num(p, 10, &neg, &v)))
+		return -1;
+	h->pid = neg ? -(int)v : (int)v;
+	/* MAJ:MIN:INO, the first two in hex. */
+	if (!(p = lock_num(p, 16, NULL, &v)) || *p != ':')
+		return -1;
+	h->maj = (unsigned)v;
+	if (!(p = lock_num(p + 1, 16, NULL, &v)) || *p != ':')
+		return -1;
+	h->min = (unsigned)v;
+	if (!(p = lock_num(p + 1, 10, NULL, &v)))
+		return -1;
+	h->ino = v;
+	if (!(p = lock_num(p, 10, &neg, &v)))
+		return -1;
+	h->start = neg ? -(long long)v : (long long)v;
+	return 0;
+}
+
+void vr_proc_locks_read(const char *root, struct vr_proc_locks *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->read = 1;
+	char path[320];
+	snprintf(path, sizeof(path), "%s/locks", root_or_default(root));
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	size_t cap = 1 << 16, len = 0;
+	char *buf = malloc(cap);
+	while (buf) {
+		if (len + 4096 > cap) {
+			char *nb = realloc(buf, cap * 2);
+			if (!nb) {
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		ssize_t r = read(fd, buf + len, cap - len - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	close(fd);
+	if (!buf)
+		return;
+	buf[len] = '\0';
+	int ecap = 0;
+	for (char *line = buf; line && *line;) {
+		char *nl = strchr(line, '\n');
+		if (nl)
+			*nl = '\0';
+		/* "N: POSIX  ADVISORY  WRITE PID MAJ:MIN:INO START END"; lines
+		 * with "->" are waiters, not holders, and are skipped. */
+		struct vr_proc_lock h;
+		if (parse_lock_line(line, &h) == 0) {
+			if (t->n == ecap) {
+				ecap = ecap ? ecap * 2 : 256;
+				struct vr_proc_lock *ne = realloc(t->e, (size_t)ecap * sizeof(*ne));
+				if (!ne)
+					break;
+				t->e = ne;
+			}
+			t->e[t->n++] = h;
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	free(buf);
+	t->ok = 1;
 }

@@ -40,4 +40,29 @@ void vr_proc_cmdline(const char *root, pid_t pid, int comm, char *out, size_t le
 /* 1 if the process exists (kill(pid, 0) under /proc; a stat under a fake root). */
 int vr_proc_exists(const char *root, pid_t pid);
 
+/*
+ * Held locks, from one read of /proc/locks: asking the kernel slot by slot
+ * (F_GETLK) walks the file's whole lock list each time, so 1,000 members
+ * cost a million steps; the table costs one pass. OFD entries say who is
+ * alive, POSIX entries give the PID in our namespace (owners we cannot see
+ * are left out by the kernel; their OFD entry still shows).
+ */
+struct vr_proc_lock {
+	unsigned maj, min;
+	unsigned long long ino;
+	long long start;
+	int ofd;
+	int pid;
+};
+
+struct vr_proc_locks {
+	struct vr_proc_lock *e;
+	int n;
+	int ok;   /* 0: /proc/locks unreadable, ask fcntl per slot */
+	int read; /* read once, when a group first needs it */
+};
+/* Reads root/locks once into t (t->ok: it could be read; t->read: it was
+ * tried). Free t->e afterwards. */
+void vr_proc_locks_read(const char *root, struct vr_proc_locks *t);
+
 #endif /* VRAMCTL_REGISTRY_PROC_H */

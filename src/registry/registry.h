@@ -1,12 +1,31 @@
 /*
  * registry.h - the shared books of a vramctl group (internal API).
  *
- * A group is one memory-mapped region file in the registry directory. It
- * holds, per device (keyed by GPU UUID), the group's cap, in-use and peak,
- * and one slot per member process with that process's own numbers. Every
- * process of a group reserves bytes here before it calls the driver and
- * releases them when the driver fails or the memory is freed, so the sum of
- * live allocations of all members never passes the cap.
+ * Every process of a group reserves bytes in the group's books before it
+ * calls the driver and releases them when the driver fails or the memory
+ * is freed, so the sum of live allocations of all members never passes the
+ * cap. The words src/registry uses, one per part (layout in layout.h):
+ *
+ *   group      processes that share caps, named by the user (contract.h).
+ *   member     a process of the group; it holds one slot while it lives.
+ *   books      all a group shares: its door and its segment.
+ *   registry directory   where the doors live (vr_default_dir).
+ *   door       the file <dir>/<group>.vrg: the header's identity (magic,
+ *              version, group, spec) and the id and key of the segment.
+ *              Members hold their liveness locks on its bytes; it is read
+ *              and written with pread/pwrite, never mapped.
+ *   segment    the System V shared memory segment the door names: the
+ *              header, the slots, the members' numbers. Members attach it
+ *              read-write, monitors read-only.
+ *   header     the segment's first 4 KiB: identity, the group's lock, the
+ *              seqlock, and per device (keyed by GPU UUID) the cap, the
+ *              total in use and the peak.
+ *   slot       one per member in the segment: who it is, its lanes, and
+ *              its numbers on each device (in use, peak, refusals, spill).
+ *   lane       a thread's spare bytes, counted in its member's slot and
+ *              the group's total but not yet handed out (lanes.c).
+ *   the lock   the group's lock, one word in the header (lock.c); the door
+ *              has a lock of its own, held while a segment is made.
  *
  * Nothing here ever exits, aborts or prints on its own: errors are returned
  * as negative errno values and the caller decides what to say.
@@ -39,19 +58,19 @@ struct vr_join_opts {
 };
 
 /*
- * Joins (creating if needed) the group's region and takes a slot for the
+ * Joins (creating if needed) the group's books and takes a slot for the
  * calling process. Returns 0 and sets *out, or a negative errno with a
  * one-line explanation in err (never NULL-terminated past errlen).
  * If the group exists with a different limit_spec, returns 0 and sets
  * *spec_differs (when not NULL) to 1: the group's own cap applies.
  *
  * A group lives while it has live members: a join that finds no live
- * member (fresh or not) resets the region (caps, spec, peaks), so an
+ * member (fresh or not) resets the books (caps, spec, peaks), so an
  * earlier run's cap never applies. With opts->fresh, a group that has a
  * live member is refused with -EEXIST (a name collision).
  * Refusals of a tampered registry (docs/architecture.md, "The shared registry"): -ELOOP
  * (symlink), -EINVAL (not a regular file, bad group name), -EBADMSG
- * (truncated, garbage, corrupt), -EPROTONOSUPPORT (other region version),
+ * (truncated, garbage, corrupt), -EPROTONOSUPPORT (another layout version),
  * -EPERM (another user's file or directory, or one open to others),
  * -EUSERS (1,024 members already), -EBADMSG also when the books of a group
  * with live members are damaged (a new member does not join them, and never
@@ -154,7 +173,7 @@ struct vr_gpu_probe {
 void vr_gpu_probe_set(const struct vr_gpu_probe *p);
 
 /*
- * Removes a group's region file (the end of a run or of a Slurm job on a
+ * Removes a group's door (the end of a run or of a Slurm job on a
  * node). Members still attached keep their mapping; nobody new joins the old
  * books. Returns 0, -ENOENT, or another negative errno.
  */
@@ -169,14 +188,14 @@ int vr_group_remove(const char *dir, const char *group);
 int vr_reclaim(vr_member *m);
 
 /* A consistent sample of one device's books, taken under the group's lock. */
-struct vr_books_sample {
+struct vr_reg_sample {
 	uint64_t cap;
 	uint64_t in_use; /* the group's total */
 	uint64_t peak;
 	uint64_t slots_sum; /* sum of in-use over every occupied slot */
 	uint32_t used_slots;
 };
-int vr_sample(vr_member *m, int dev, struct vr_books_sample *out);
+int vr_sample(vr_member *m, int dev, struct vr_reg_sample *out);
 
 /* One other member's holding on a device, for the denial line. */
 struct vr_holder {
@@ -195,11 +214,11 @@ uint64_t vr_max_lock_wait_ns(const vr_member *m);
 
 /* The cap spec the group was created with (the text that applies to every
  * member), truncated to len - 1 bytes. Returns 0; 1 when the text may be cut
- * (the region keeps VR_SPEC_MAX - 1 bytes of it, or len was too small), so
+ * (the header keeps VR_SPEC_MAX - 1 bytes of it, or len was too small), so
  * it must not be handed on as a spec; or -EINVAL. */
 int vr_group_spec(const vr_member *m, char *buf, size_t len);
 
-/* This member's slot index in the region, or -1 for NULL. */
+/* This member's slot index in the segment, or -1 for NULL. */
 int vr_slot_index(const vr_member *m);
 
 /* The check a join makes of the registry directory, without creating it:

@@ -7,18 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "registry/util.h"
-
-void vr_strlcpy(char *dst, const char *src, size_t len)
-{
-	size_t n = strlen(src);
-	if (n >= len)
-		n = len - 1;
-	memcpy(dst, src, n);
-	dst[n] = '\0';
-}
 
 ssize_t vr_read_file(const char *path, char *buf, size_t len)
 {
@@ -37,4 +29,11 @@ ssize_t vr_read_file(const char *path, char *buf, size_t len)
 	close(fd);
 	buf[got] = '\0';
 	return (ssize_t)got;
+}
+
+uint64_t vr_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }

@@ -12,11 +12,11 @@
 #include "common/compiler.h"
 #include "common/text.h" /* vr_seterr, for one-line error messages */
 
-/* Copies at most len-1 bytes and always terminates (len > 0). */
-void vr_strlcpy(char *dst, const char *src, size_t len);
-
 /* Reads up to len-1 bytes of a (small, /proc) file and terminates them.
  * Returns the bytes read or a negative errno. */
 ssize_t vr_read_file(const char *path, char *buf, size_t len);
+
+/* CLOCK_MONOTONIC in ns. */
+uint64_t vr_now_ns(void);
 
 #endif /* VRAMCTL_REGISTRY_UTIL_H */

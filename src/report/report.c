@@ -276,7 +276,7 @@ static void collect_devices(struct rep_run *r, vr_member *reg, struct devsum *ds
 	}
 	for (int d = 0; d < VR_REC_DEVS && reg; d++) {
 		uint64_t cap;
-		struct vr_books_sample s;
+		struct vr_reg_sample s;
 		if (!ds[d].used)
 			continue;
 		int idx = vr_device(reg, ds[d].uuid, UINT64_MAX, &cap);

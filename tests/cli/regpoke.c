@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "registry/member.h"
+#include "registry/segment.h"
 
 int main(int argc, char **argv)
 {
@@ -27,12 +28,12 @@ int main(int argc, char **argv)
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/%s.vrg", argv[1], argv[2]);
 	int fd = open(path, O_RDONLY);
-	struct vr_region_hdr door;
+	struct vr_hdr door;
 	if (fd < 0 || pread(fd, &door, sizeof(door), 0) != (ssize_t)sizeof(door)) {
 		perror(path);
 		return 1;
 	}
-	struct vr_region_hdr *h = vr_segment_attach(&door, 0);
+	struct vr_hdr *h = vr_segment_attach(&door, 0);
 	if (!h) {
 		fprintf(stderr, "regpoke: no books for %s\n", path);
 		return 1;

@@ -83,7 +83,7 @@ static void test_reserve_release(void)
 	ASSERT_EQ(vr_reserve(m2, 0, 700, NULL), 0);
 	ASSERT_EQ(vr_reserve(m, 0, 301, &in_use), -ENOSPC);
 	ASSERT_UEQ(in_use, 700);
-	struct vr_books_sample s;
+	struct vr_reg_sample s;
 	ASSERT_EQ(vr_sample(m, 0, &s), 0);
 	ASSERT_UEQ(s.in_use, 700);
 	ASSERT_UEQ(s.slots_sum, 700);
@@ -171,7 +171,7 @@ static void test_forget_keeps_parent(void)
 	ASSERT_EQ(waitpid(pid, NULL, 0), pid);
 	vr_member *m2 = join("forget", "1000", 0, NULL);
 	ASSERT_EQ(vr_reclaim(m2), 0);
-	struct vr_books_sample s;
+	struct vr_reg_sample s;
 	ASSERT_EQ(vr_sample(m2, 0, &s), 0);
 	ASSERT_UEQ(s.in_use, 500);
 	vr_leave(m2);
@@ -311,7 +311,7 @@ static int count_fds(const char *text, int close_them)
  * descriptor number that now belongs to someone else. */
 static void test_fd_closed_by_program(void)
 {
-	vr_member *keeper = join("stale-fd", "1000", 0, NULL); /* region under a temp name */
+	vr_member *keeper = join("stale-fd", "1000", 0, NULL); /* door under a temp name */
 	ASSERT_EQ(vr_device(keeper, uuid0, 1000, NULL), 0);
 	vr_member *m = join("stale-fd", "1000", 0, NULL);
 	ASSERT_EQ(vr_device(m, uuid0, 1000, NULL), 0);
@@ -320,7 +320,7 @@ static void test_fd_closed_by_program(void)
 	vr_member *other = join("stale-fd", "1000", 0, NULL); /* may reuse the number */
 	ASSERT_EQ(vr_reclaim(other), 0);
 	ASSERT_EQ(vr_reserve(m, 0, 10, NULL), 0);
-	struct vr_books_sample s;
+	struct vr_reg_sample s;
 	ASSERT_EQ(vr_sample(other, 0, &s), 0);
 	ASSERT_UEQ(s.in_use, 110);
 	ASSERT_EQ(s.used_slots, 3);

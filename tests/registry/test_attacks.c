@@ -4,13 +4,13 @@
  * naming the file or directory and what is wrong, nothing written to the
  * file, no crash. The snapshot reader lists the same files in errors[].
  *
- *   symlink at the region path        -ELOOP            "symlink"
- *   region owned by another user       -EPERM            "owned by uid"
- *   region readable/writable by others -EPERM            "mode"
+ *   symlink at the door path          -ELOOP            "symlink"
+ *   door owned by another user         -EPERM            "owned by uid"
+ *   door readable/writable by others   -EPERM            "mode"
  *   not a regular file (FIFO, dir)     -EINVAL           "not a regular file"
  *   truncated file                     -EBADMSG          "truncated"
  *   garbage / wrong magic              -EBADMSG          "bad magic"
- *   another region version, in use     -EPROTONOSUPPORT  "version"
+ *   another layout version, in use     -EPROTONOSUPPORT  "version"
  *     (a process holds a lock on it); one nobody holds is a leftover of
  *     a group whose members are gone: it is replaced, the join succeeds
  *   registry dir open to others (0770, 0750, 0755) -EPERM "writable"
@@ -24,7 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "registry/region.h"
+#include "registry/layout.h"
 #include "registry/registry.h"
 #include "tests/test.h"
 #include "vramctl/registry.h"
@@ -63,8 +63,8 @@ static int try_join(const char *dir, const char *group, char *err, size_t errlen
 		ASSERT(strchr(err_, '\n') == NULL);                                                \
 	} while (0)
 
-/* Makes a valid region for group in dir and returns its path. */
-static void make_region(const char *dir, const char *group, char *path, size_t len)
+/* Makes a valid door for group in dir and returns its path. */
+static void make_door(const char *dir, const char *group, char *path, size_t len)
 {
 	char err[512];
 	ASSERT_EQ(try_join(dir, group, err, sizeof(err)), 0);
@@ -93,7 +93,7 @@ int main(void)
 	char path[8200], target[8200], dir2[8200];
 	struct stat before, after;
 
-	/* A symlink planted at the region's path, pointing at a file of ours. */
+	/* A symlink planted at the door's path, pointing at a file of ours. */
 	sub(target, sizeof(target), "target");
 	int fd = open(target, O_WRONLY | O_CREAT | O_EXCL, 0600);
 	ASSERT(fd >= 0);
@@ -121,13 +121,13 @@ int main(void)
 
 	/* Truncated: the file is its header (the books are in a segment it
 	 * names), cut short by a little or a lot. */
-	make_region(base, "trunc1", path, sizeof(path));
+	make_door(base, "trunc1", path, sizeof(path));
 	ASSERT_EQ(truncate(path, 100), 0);
 	EXPECT_REFUSED(base, "trunc1", -EBADMSG, "truncated");
-	make_region(base, "trunc2", path, sizeof(path));
+	make_door(base, "trunc2", path, sizeof(path));
 	ASSERT_EQ(truncate(path, 4000), 0);
 	EXPECT_REFUSED(base, "trunc2", -EBADMSG, "truncated");
-	make_region(base, "empty", path, sizeof(path));
+	make_door(base, "empty", path, sizeof(path));
 	ASSERT_EQ(truncate(path, 0), 0);
 	EXPECT_REFUSED(base, "empty", -EBADMSG, "truncated");
 
@@ -138,17 +138,17 @@ int main(void)
 	static unsigned char junk[65536];
 	for (size_t i = 0; i < sizeof(junk); i++)
 		junk[i] = (unsigned char)(i * 131 + 7);
-	for (uint64_t off = 0; off < VR_REGION_SIZE; off += sizeof(junk))
+	for (uint64_t off = 0; off < VR_SEGMENT_SIZE; off += sizeof(junk))
 		ASSERT_EQ(write(fd, junk, sizeof(junk)), (ssize_t)sizeof(junk));
 	close(fd);
 	EXPECT_REFUSED(base, "garbage", -EBADMSG, "bad magic");
 
-	/* A valid region with only its magic, or only its version, changed. */
-	make_region(base, "magic", path, sizeof(path));
+	/* A valid door with only its magic, or only its version, changed. */
+	make_door(base, "magic", path, sizeof(path));
 	uint64_t badmagic = 0x1122334455667788ull;
 	patch(path, 0, &badmagic, sizeof(badmagic));
 	EXPECT_REFUSED(base, "magic", -EBADMSG, "bad magic");
-	make_region(base, "oldver", path, sizeof(path));
+	make_door(base, "oldver", path, sizeof(path));
 	uint32_t v0 = 0;
 	patch(path, 8, &v0, sizeof(v0));
 	int holder = open(path, O_RDWR); /* a member of that version, alive */
@@ -159,30 +159,30 @@ int main(void)
 	close(holder); /* gone: the door is a leftover, replaced at the next join */
 	char oerr[512] = "";
 	ASSERT_EQ(try_join(base, "oldver", oerr, sizeof(oerr)), 0);
-	struct vr_region_hdr now;
+	struct vr_hdr now;
 	int ofd = open(path, O_RDONLY);
 	ASSERT_EQ(pread(ofd, &now, sizeof(now), 0), (ssize_t)sizeof(now));
 	close(ofd);
-	ASSERT_EQ(now.version, VR_REGION_VERSION);
-	make_region(base, "oldver2", path, sizeof(path)); /* left for the reader */
+	ASSERT_EQ(now.version, VR_LAYOUT_VERSION);
+	make_door(base, "oldver2", path, sizeof(path)); /* left for the reader */
 	patch(path, 8, &v0, sizeof(v0));
 	/* Sizes that lie, and a device count out of range. */
-	make_region(base, "sizes", path, sizeof(path));
+	make_door(base, "sizes", path, sizeof(path));
 	uint32_t bigslots = 1u << 30;
 	patch(path, 24, &bigslots, sizeof(bigslots));
 	EXPECT_REFUSED(base, "sizes", -EBADMSG, "corrupt");
-	make_region(base, "ndev", path, sizeof(path));
+	make_door(base, "ndev", path, sizeof(path));
 	uint32_t ndev = 100000;
 	patch(path, 36, &ndev, sizeof(ndev));
 	EXPECT_REFUSED(base, "ndev", -EBADMSG, "corrupt");
-	/* A region renamed to another group's name. */
-	make_region(base, "orig", path, sizeof(path));
+	/* A door renamed to another group's name. */
+	make_door(base, "orig", path, sizeof(path));
 	sub(target, sizeof(target), "renamed.vrg");
 	ASSERT_EQ(rename(path, target), 0);
 	EXPECT_REFUSED(base, "renamed", -EBADMSG, "another group");
 
-	/* A region open to others. */
-	make_region(base, "mode", path, sizeof(path));
+	/* A door open to others. */
+	make_door(base, "mode", path, sizeof(path));
 	ASSERT_EQ(chmod(path, 0666), 0);
 	EXPECT_REFUSED(base, "mode", -EPERM, "mode");
 
@@ -225,9 +225,9 @@ int main(void)
 		printf("ok\n");
 		return 0;
 	}
-	/* A region owned by another user, in our directory: never opened for
+	/* A door owned by another user, in our directory: never opened for
 	 * writing, not changed. */
-	make_region(base, "foreign", path, sizeof(path));
+	make_door(base, "foreign", path, sizeof(path));
 	ASSERT_EQ(chown(path, NOBODY, NOBODY), 0);
 	file_digest(path, &before);
 	EXPECT_REFUSED(base, "foreign", -EPERM, "owned by uid 65534");

@@ -104,7 +104,7 @@ static void *sampler(void *arg)
 {
 	(void)arg;
 	while (!atomic_load(&sampling_done)) {
-		struct vr_books_sample s;
+		struct vr_reg_sample s;
 		ASSERT_EQ(vr_sample(checker, 0, &s), 0);
 		ASSERT_ULE(s.in_use, CAP);
 		ASSERT_UEQ(s.in_use, s.slots_sum);
@@ -139,7 +139,7 @@ static _Atomic uint64_t got_lock_at;
 
 static void *waiter(void *arg)
 {
-	struct vr_books_sample s;
+	struct vr_reg_sample s;
 	ASSERT_EQ(vr_sample(arg, 0, &s), 0);
 	atomic_store(&got_lock_at, mono_ns());
 	ASSERT_UEQ(s.in_use, s.slots_sum);
@@ -175,7 +175,7 @@ static void handover(char *argv0, const char *nth)
 	ASSERT_ULE(handover_ns, HANDOVER_BOUND_NS);
 	/* The dead member's slot is reclaimed and the books are whole. */
 	ASSERT_EQ(vr_reclaim(m), 1);
-	struct vr_books_sample s;
+	struct vr_reg_sample s;
 	ASSERT_EQ(vr_sample(m, 0, &s), 0);
 	ASSERT_UEQ(s.in_use, 0);
 	ASSERT_EQ(s.used_slots, 1);
@@ -310,7 +310,7 @@ int main(int argc, char **argv)
 
 	/* Everyone is gone: after reclaiming the dead, the books read zero. */
 	vr_reclaim(m);
-	struct vr_books_sample s;
+	struct vr_reg_sample s;
 	ASSERT_EQ(vr_sample(m, 0, &s), 0);
 	ASSERT_UEQ(s.in_use, 0);
 	ASSERT_UEQ(s.slots_sum, 0);

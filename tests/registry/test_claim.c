@@ -126,7 +126,7 @@ static int fake_members(vr_member *keeper, uint32_t from, uint32_t to)
 {
 	int fd = hold_slots("full", from, to);
 	for (uint32_t i = from; i < to; i++)
-		vr_region_slot(keeper->hdr, i)->state = VR_SLOT_USED;
+		vr_slot_at(keeper->hdr, i)->state = VR_SLOT_USED;
 	keeper->hdr->slots_hw = to;
 	keeper->hdr->slot_next = to;
 	return fd;
@@ -144,7 +144,7 @@ static void test_full_group(void)
 	int low = fake_members(keeper, 1, 600);
 	vr_member *leaver = join("full");
 	ASSERT_EQ(vr_slot_index(leaver), 600);
-	int high = fake_members(keeper, 601, VR_REGION_SLOTS);
+	int high = fake_members(keeper, 601, VR_SLOTS);
 	vr_leave(leaver);
 	join_counted("full", "full group", 600, 1);
 	keeper->hdr->slot_hint = 17; /* lost */

@@ -31,7 +31,7 @@ static int worker(int id)
 		return rc;
 	struct churn ch = {.m = member, .id = id, .iters = ITERS, .most = 64, .cap = CAP};
 	int bad = churn_run(&ch);
-	struct vr_books_sample s;
+	struct vr_reg_sample s;
 	if (vr_sample(member, 0, &s) != 0 || s.in_use > CAP)
 		return 4;
 	vr_leave(member);
@@ -61,7 +61,7 @@ int main(void)
 	int running = NPROC, locked_samples = 0, snap_samples = 0, snap_consistent = 0;
 	uint64_t max_seen = 0;
 	while (running > 0) {
-		struct vr_books_sample s;
+		struct vr_reg_sample s;
 		ASSERT_EQ(vr_sample(m, 0, &s), 0);
 		ASSERT_ULE(s.in_use, CAP);
 		ASSERT_UEQ(s.in_use, s.slots_sum);
@@ -95,7 +95,7 @@ int main(void)
 			running--;
 		}
 	}
-	struct vr_books_sample s;
+	struct vr_reg_sample s;
 	ASSERT_EQ(vr_sample(m, 0, &s), 0);
 	ASSERT_UEQ(s.in_use, 0);
 	ASSERT_UEQ(s.slots_sum, 0);

@@ -117,7 +117,7 @@ static void lock_not_a_member(void)
 	}
 	kill(sleeper, SIGKILL);
 	waitpid(sleeper, NULL, 0);
-	struct vr_books_sample s;
+	struct vr_reg_sample s;
 	ASSERT_EQ(vr_sample(m, 0, &s), 0);
 	ASSERT_UEQ(s.in_use, 100);
 	ASSERT_UEQ(s.slots_sum, 100);
@@ -156,7 +156,7 @@ static void random_header(void)
 	ASSERT_EQ(vr_reserve(b, 0, 200, NULL), 0);
 	uint64_t seed = 0x1234567;
 	uint64_t *p = (uint64_t *)(void *)a->hdr;
-	for (size_t i = 0; i < VR_REGION_HDR_SIZE / 8; i++)
+	for (size_t i = 0; i < VR_HDR_SIZE / 8; i++)
 		p[i] = rnd(&seed);
 	int before = atomic_load(&notices);
 	ASSERT_GE(snapshot_says("cannot be read"), 1); /* live members, no readable books */
@@ -180,13 +180,13 @@ static void one_field(const char *group, int which)
 	vr_member *a = member(group);
 	vr_member *b = member(group);
 	ASSERT_EQ(vr_reserve(a, 0, 900, NULL), 0);
-	struct vr_region_dev *g = &a->hdr->dev[0];
+	struct vr_hdr_dev *g = &a->hdr->dev[0];
 	if (which == 0)
 		g->cap = UINT64_MAX; /* the whole card */
 	else if (which == 1)
 		g->total = 0; /* "nothing is used" */
 	else
-		vr_region_counts(a->hdr, a->slot_idx, 0)->in_use = 0; /* a's own numbers */
+		vr_counts_at(a->hdr, a->slot_idx, 0)->in_use = 0; /* a's own numbers */
 	int before = atomic_load(&notices);
 	ASSERT_EQ(snapshot_says("damaged"), 1);
 	/* b holds nothing; it may take what its cap allows alone, never more. */
@@ -207,10 +207,10 @@ static void random_slots(void)
 		m[i] = member("slots");
 		ASSERT_EQ(vr_reserve(m[i], 0, 100, NULL), 0);
 	}
-	struct vr_region_hdr *h = m[0]->hdr;
+	struct vr_hdr *h = m[0]->hdr;
 	uint64_t epoch = h->epoch, in_use = h->dev[0].total;
 	uint64_t seed = 0xabcdef;
-	uint64_t *p = (uint64_t *)(void *)vr_region_slot(h, 0);
+	uint64_t *p = (uint64_t *)(void *)vr_slot_at(h, 0);
 	for (size_t i = 0; i < 4 * sizeof(struct vr_slot) / 8; i++)
 		p[i] = rnd(&seed);
 	struct vr_join_opts o = {.dir = dir, .group = "slots", .limit_spec = "1000"};
@@ -239,7 +239,7 @@ static void unused_device(void)
 	vr_member *b = member("unused");
 	ASSERT_EQ(vr_reserve(a, 0, 100, NULL), 0);
 	/* b's numbers for device 1, which the group does not have yet. */
-	vr_region_counts(b->hdr, b->slot_idx, 1)->in_use = (uint64_t)500 << VR_W_SHIFT;
+	vr_counts_at(b->hdr, b->slot_idx, 1)->in_use = (uint64_t)500 << VR_W_SHIFT;
 	vr_member *c = member("unused"); /* the join's audit reads device 0 only */
 	int before = atomic_load(&notices);
 	uint64_t cap = 0;

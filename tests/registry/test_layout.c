@@ -1,55 +1,55 @@
 /*
- * test_layout.c - pins the region's layout. Every region file written by
+ * test_layout.c - pins the layout. Every door and segment written by
  * one build is read by others (the library of one release, the monitor of
  * another), so any change of an offset or size must be deliberate: change
- * VR_REGION_VERSION and the numbers here together.
+ * VR_LAYOUT_VERSION and the numbers here together.
  */
 #include <stddef.h>
 
-#include "registry/region.h"
+#include "registry/layout.h"
 #include "tests/test.h"
 
 #define OFF(t, f, v) ASSERT_EQ(offsetof(struct t, f), v)
 
 int main(void)
 {
-	ASSERT_EQ(VR_REGION_VERSION, 6);
-	ASSERT_UEQ(VR_REGION_MAGIC, 0x3147524c54434d56ULL);
-	ASSERT_EQ(VR_REGION_SLOTS, 1024);
+	ASSERT_EQ(VR_LAYOUT_VERSION, 6);
+	ASSERT_UEQ(VR_LAYOUT_MAGIC, 0x3147524c54434d56ULL);
+	ASSERT_EQ(VR_SLOTS, 1024);
 	ASSERT_EQ(VR_MAX_DEVICES, 64);
 
-	ASSERT_EQ(sizeof(struct vr_region_dev), 48);
-	OFF(vr_region_dev, uuid, 0);
-	OFF(vr_region_dev, cap, 16);
-	OFF(vr_region_dev, total, 24);
-	OFF(vr_region_dev, peak, 32);
+	ASSERT_EQ(sizeof(struct vr_hdr_dev), 48);
+	OFF(vr_hdr_dev, uuid, 0);
+	OFF(vr_hdr_dev, cap, 16);
+	OFF(vr_hdr_dev, total, 24);
+	OFF(vr_hdr_dev, peak, 32);
 
-	ASSERT_EQ(sizeof(struct vr_region_hdr), 4096);
-	OFF(vr_region_hdr, magic, 0);
-	OFF(vr_region_hdr, version, 8);
-	OFF(vr_region_hdr, hdr_size, 12);
-	OFF(vr_region_hdr, total_size, 16);
-	OFF(vr_region_hdr, slot_count, 24);
-	OFF(vr_region_hdr, slot_size, 28);
-	OFF(vr_region_hdr, owner_uid, 32);
-	OFF(vr_region_hdr, ndev, 36);
-	OFF(vr_region_hdr, seq, 40);
-	OFF(vr_region_hdr, created, 48);
-	OFF(vr_region_hdr, growth, 56);
-	OFF(vr_region_hdr, slot_hint, 60);
-	OFF(vr_region_hdr, slots_hw, 64);
-	OFF(vr_region_hdr, slot_next, 68);
-	OFF(vr_region_hdr, group, 72);
-	OFF(vr_region_hdr, limit_spec, 144);
-	OFF(vr_region_hdr, lock, 272);
-	OFF(vr_region_hdr, epoch, 336);
-	OFF(vr_region_hdr, shm_key, 344);
-	OFF(vr_region_hdr, shm_id, 352);
-	OFF(vr_region_hdr, spill_budget, 360);
-	OFF(vr_region_hdr, spilled, 368);
-	OFF(vr_region_hdr, dev, 384);
-	OFF(vr_region_hdr, lock.word, 272);
-	OFF(vr_region_dev, check, 40);
+	ASSERT_EQ(sizeof(struct vr_hdr), 4096);
+	OFF(vr_hdr, magic, 0);
+	OFF(vr_hdr, version, 8);
+	OFF(vr_hdr, hdr_size, 12);
+	OFF(vr_hdr, total_size, 16);
+	OFF(vr_hdr, slot_count, 24);
+	OFF(vr_hdr, slot_size, 28);
+	OFF(vr_hdr, owner_uid, 32);
+	OFF(vr_hdr, ndev, 36);
+	OFF(vr_hdr, seq, 40);
+	OFF(vr_hdr, created, 48);
+	OFF(vr_hdr, growth, 56);
+	OFF(vr_hdr, slot_hint, 60);
+	OFF(vr_hdr, slots_hw, 64);
+	OFF(vr_hdr, slot_next, 68);
+	OFF(vr_hdr, group, 72);
+	OFF(vr_hdr, limit_spec, 144);
+	OFF(vr_hdr, lock, 272);
+	OFF(vr_hdr, epoch, 336);
+	OFF(vr_hdr, shm_key, 344);
+	OFF(vr_hdr, shm_id, 352);
+	OFF(vr_hdr, spill_budget, 360);
+	OFF(vr_hdr, spilled, 368);
+	OFF(vr_hdr, dev, 384);
+	OFF(vr_hdr, lock.word, 272);
+	OFF(vr_hdr_dev, check, 40);
 
 	ASSERT_EQ(sizeof(struct vramctl_counts), 40);
 	OFF(vramctl_counts, in_use, 0);
@@ -76,14 +76,14 @@ int main(void)
 	ASSERT_EQ(sizeof(struct vr_counts_line), 64);
 	ASSERT_UEQ(VR_COUNTS_OFFSET, 4096 + 1024 * 704);
 	ASSERT_UEQ(VR_COUNTS_OFFSET % 64, 0);
-	ASSERT_UEQ(VR_REGION_SIZE, 4096 + 1024 * 704 + 64 * 1024 * 64);
-	static unsigned char seg[VR_REGION_SIZE];
-	struct vr_region_hdr *h = (struct vr_region_hdr *)(void *)seg;
-	ASSERT_UEQ((size_t)((unsigned char *)vr_region_counts(h, 3, 2) - seg),
+	ASSERT_UEQ(VR_SEGMENT_SIZE, 4096 + 1024 * 704 + 64 * 1024 * 64);
+	static unsigned char seg[VR_SEGMENT_SIZE];
+	struct vr_hdr *h = (struct vr_hdr *)(void *)seg;
+	ASSERT_UEQ((size_t)((unsigned char *)vr_counts_at(h, 3, 2) - seg),
 	           VR_COUNTS_OFFSET + (2 * 1024 + 3) * 64);
-	ASSERT_UEQ((size_t)((unsigned char *)vr_region_slot(h, 3) - seg), 4096 + 3 * 704);
+	ASSERT_UEQ((size_t)((unsigned char *)vr_slot_at(h, 3) - seg), 4096 + 3 * 704);
 
-	/* The liveness bytes stay where version 5 had them (region.h). */
+	/* The liveness bytes stay where version 5 had them (layout.h). */
 	ASSERT_EQ(vr_slot_live_byte(0), 4096);
 	ASSERT_EQ(vr_slot_pid_byte(3), 4096 + 3 * 3264 + 1);
 	printf("ok\n");

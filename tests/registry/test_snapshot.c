@@ -1,7 +1,7 @@
 /*
  * test_snapshot.c - the public read-only view: groups with caps and
  * totals, members alive and dead with their numbers and PIDs, unreadable
- * regions listed in errors[] without failing the snapshot, a missing
+ * doors listed in errors[] without failing the snapshot, a missing
  * directory read as "nothing capped".
  */
 #include <errno.h>

@@ -111,7 +111,7 @@ static void test_held(void)
 	ASSERT(asked > 0);
 	/* A newcomer neither takes the slot nor gives its bytes back. */
 	vr_member *m2 = join("held");
-	struct vr_books_sample s;
+	struct vr_reg_sample s;
 	ASSERT_EQ(vr_sample(m2, 0, &s), 0);
 	ASSERT_UEQ(s.in_use, 800);
 	ASSERT_EQ(s.used_slots, 3);

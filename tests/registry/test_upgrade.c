@@ -1,5 +1,5 @@
 /*
- * test_upgrade.c - a named group's door left by another region version
+ * test_upgrade.c - a named group's door left by another layout version
  * (the group's members all gone, e.g. after an upgrade) is replaced once,
  * however many joiners find it at the same time, and they all end in one
  * group: every join succeeds, and the snapshot sees one group with all of
@@ -8,7 +8,7 @@
  */
 #include <fcntl.h>
 
-#include "registry/region.h"
+#include "registry/layout.h"
 #include "tests/registry/regtest.h"
 #include "vramctl/registry.h"
 
@@ -33,7 +33,7 @@ static void stale_door(void)
 	snprintf(path, sizeof(path), "%s/up.vrg", dir);
 	int fd = open(path, O_WRONLY);
 	ASSERT(fd >= 0);
-	uint32_t older = VR_REGION_VERSION - 1;
+	uint32_t older = VR_LAYOUT_VERSION - 1;
 	ASSERT_EQ(pwrite(fd, &older, sizeof(older), 8), (ssize_t)sizeof(older));
 	close(fd);
 }

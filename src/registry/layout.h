@@ -1,19 +1,19 @@
 /*
- * region.h - the layout of one group's books.
+ * layout.h - the layout of one group's books (the words: registry.h).
  *
  * Two pieces per group:
  *   the door, <dir>/<group>.vrg: a 4 KiB file holding the header's identity
  *     (magic, version, group, spec) and the id and key of the segment below.
  *     Members hold their liveness locks on its bytes (slot offsets, past its
  *     end). It is only ever read and written with pread/pwrite, never mapped.
- *   the segment: a System V shared memory segment of VR_REGION_SIZE bytes, a
+ *   the segment: a System V shared memory segment of VR_SEGMENT_SIZE bytes, a
  *     4 KiB header (identity, the lock word, the seqlock counter, the
- *     per-device books), then VR_REGION_SLOTS slots, one per member process
+ *     per-device books), then VR_SLOTS slots, one per member process
  *     (who it is, its threads' lanes), then the members' numbers, device by
  *     device: for each device, one cache line per slot (its slot word, its
  *     peak, its refusals, its spilled bytes). So whoever reads every
  *     member's numbers on one device (an audit, a freeze, a reader) reads
- *     VR_REGION_SLOTS lines in a row, a page per 64 members, not a page per
+ *     VR_SLOTS lines in a row, a page per 64 members, not a page per
  *     member; and no two members' hot words share a cache line. Members
  *     attach it read-write, monitors read-only. A segment
  *     cannot shrink, so no process can make another's access fault (a
@@ -21,7 +21,7 @@
  *     for removal at creation and goes with its last member.
  *
  * Invariant (docs/architecture.md, "The lock-free books"): for every
- * device d, with held(i) the bytes in slot i's word on d (vr_region_counts)
+ * device d, with held(i) the bytes in slot i's word on d (vr_counts_at)
  * and busy(i) its count of operations in flight,
  *   total(d) >= sum of held(i) over USED slots (dead ones included), and
  *   total(d) == that sum whenever no USED slot is busy on d.
@@ -36,25 +36,30 @@
  * only over zeros; nothing reads a free slot's). Anything else that
  * breaks these is damage ("Failure model").
  *
- * Any change here changes VR_REGION_VERSION and the pinned numbers in
+ * Any change here changes VR_LAYOUT_VERSION and the pinned numbers in
  * tests/registry/test_layout.c.
  */
-#ifndef VRAMCTL_REGISTRY_REGION_H
-#define VRAMCTL_REGISTRY_REGION_H
+#ifndef VRAMCTL_REGISTRY_LAYOUT_H
+#define VRAMCTL_REGISTRY_LAYOUT_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
+#include "common/contract.h"
 #include "registry/registry.h"
 #include "vramctl/registry.h"
 
-#define VR_REGION_MAGIC    0x3147524c54434d56ULL /* "VMCTLRG1" read little-endian */
-#define VR_REGION_VERSION  6u
-#define VR_REGION_SLOTS    1024u
-#define VR_REGION_HDR_SIZE 4096u
-#define VR_GROUP_MAX       64  /* group name length, without the NUL */
-#define VR_SPEC_MAX        128 /* limit spec text, with the NUL */
-#define VR_COMMAND_MAX     128
-#define VR_LANES           8 /* per member: threads with their own spare (lanes.c) */
+#define VR_LAYOUT_MAGIC   0x3147524c54434d56ULL /* "VMCTLRG1" read little-endian */
+#define VR_LAYOUT_VERSION 6u
+#define VR_SLOTS          1024u
+#define VR_HDR_SIZE       4096u
+/* The header's group field. Part of the pinned layout: 72 bytes, more than
+ * a name needs (VR_GROUP_NAME_MAX + 1, common/contract.h), so that the
+ * fields after it stay 8-byte aligned. */
+#define VR_GROUP_FIELD 72
+#define VR_SPEC_MAX    128 /* limit spec text, with the NUL */
+#define VR_COMMAND_MAX 128
+#define VR_LANES       8 /* per member: threads with their own spare (lanes.c) */
 
 enum { VR_SLOT_FREE = 0, VR_SLOT_USED = 1 };
 /* struct vr_slot.flags: a launcher (`vramctl run`) holds the group open for
@@ -62,7 +67,7 @@ enum { VR_SLOT_FREE = 0, VR_SLOT_USED = 1 };
 enum { VR_SLOT_F_LAUNCHER = 1u << 0 };
 
 /* A group's books for one device. */
-struct vr_region_dev {
+struct vr_hdr_dev {
 	unsigned char uuid[VR_UUID_LEN];
 	uint64_t cap; /* UINT64_MAX: uncapped */
 	/* The group's total, changed by compare-and-swap (member.h, "The
@@ -73,7 +78,7 @@ struct vr_region_dev {
 	uint64_t check; /* ~key of cap and UUID: a write of either alone is damage */
 };
 
-struct vr_region_hdr {
+struct vr_hdr {
 	uint64_t magic; /* written last at creation: a file is complete once it has it */
 	uint32_t version;
 	uint32_t hdr_size;
@@ -81,14 +86,14 @@ struct vr_region_hdr {
 	uint32_t slot_count;
 	uint32_t slot_size;
 	uint32_t owner_uid;
-	uint32_t ndev;      /* devices [0, ndev) are valid */
-	uint64_t seq;       /* seqlock: odd while a writer is changing the books */
-	uint64_t created;   /* CLOCK_REALTIME seconds of creation or last reset */
-	uint32_t growth;    /* the creator's --growth */
-	uint32_t slot_hint; /* where the next joiner starts looking (advisory) */
-	uint32_t slots_hw;  /* slots [slots_hw, slot_count) have never been used */
-	uint32_t slot_next; /* the next never-used slot to hand a joiner (advisory) */
-	char group[72];     /* NUL-terminated */
+	uint32_t ndev;              /* devices [0, ndev) are valid */
+	uint64_t seq;               /* seqlock: odd while a writer is changing the books */
+	uint64_t created;           /* CLOCK_REALTIME seconds of creation or last reset */
+	uint32_t growth;            /* the creator's --growth */
+	uint32_t slot_hint;         /* where the next joiner starts looking (advisory) */
+	uint32_t slots_hw;          /* slots [slots_hw, slot_count) have never been used */
+	uint32_t slot_next;         /* the next never-used slot to hand a joiner (advisory) */
+	char group[VR_GROUP_FIELD]; /* NUL-terminated */
 	char limit_spec[VR_SPEC_MAX];
 	union {
 		uint32_t word; /* 0 free, else the holder (lock.c) */
@@ -101,9 +106,8 @@ struct vr_region_hdr {
 	uint64_t spill_budget; /* host bytes the whole group may spill (0: no spill) */
 	uint64_t spilled;      /* sum of the USED slots' dev[].spilled, held against it */
 	uint64_t pad1;
-	struct vr_region_dev dev[VR_MAX_DEVICES];
-	unsigned char
-	    pad2[VR_REGION_HDR_SIZE - 384 - VR_MAX_DEVICES * sizeof(struct vr_region_dev)];
+	struct vr_hdr_dev dev[VR_MAX_DEVICES];
+	unsigned char pad2[VR_HDR_SIZE - 384 - VR_MAX_DEVICES * sizeof(struct vr_hdr_dev)];
 };
 
 /* A thread's lane (lanes.c): the bytes it holds spare, reserved in the
@@ -138,25 +142,25 @@ struct vr_counts_line {
 	uint64_t pad[3];
 };
 
-#define VR_SLOTS_OFFSET  ((uint64_t)VR_REGION_HDR_SIZE)
-#define VR_COUNTS_OFFSET (VR_SLOTS_OFFSET + (uint64_t)VR_REGION_SLOTS * sizeof(struct vr_slot))
-#define VR_REGION_SIZE                                                                             \
-	(VR_COUNTS_OFFSET +                                                                        \
-	 (uint64_t)VR_MAX_DEVICES * VR_REGION_SLOTS * sizeof(struct vr_counts_line))
-#define VR_DOOR_SIZE VR_REGION_HDR_SIZE
+_Static_assert(VR_GROUP_FIELD >= VR_GROUP_NAME_MAX + 1, "the header holds any valid group name");
 
-static inline struct vr_slot *vr_region_slot(struct vr_region_hdr *h, uint32_t i)
+#define VR_SLOTS_OFFSET  ((uint64_t)VR_HDR_SIZE)
+#define VR_COUNTS_OFFSET (VR_SLOTS_OFFSET + (uint64_t)VR_SLOTS * sizeof(struct vr_slot))
+#define VR_SEGMENT_SIZE                                                                            \
+	(VR_COUNTS_OFFSET + (uint64_t)VR_MAX_DEVICES * VR_SLOTS * sizeof(struct vr_counts_line))
+#define VR_DOOR_SIZE VR_HDR_SIZE
+
+static inline struct vr_slot *vr_slot_at(struct vr_hdr *h, uint32_t i)
 {
 	return (struct vr_slot *)(void *)((unsigned char *)h + VR_SLOTS_OFFSET) + i;
 }
 
 /* Slot i's numbers on device d. */
-static inline struct vramctl_counts *vr_region_counts(struct vr_region_hdr *h, uint32_t i,
-                                                      uint32_t d)
+static inline struct vramctl_counts *vr_counts_at(struct vr_hdr *h, uint32_t i, uint32_t d)
 {
 	struct vr_counts_line *l =
 	    (struct vr_counts_line *)(void *)((unsigned char *)h + VR_COUNTS_OFFSET);
-	return &l[(size_t)d * VR_REGION_SLOTS + i].c;
+	return &l[(size_t)d * VR_SLOTS + i].c;
 }
 
 /* Byte ranges locked by a member for its life: the OFD lock (liveness) and
@@ -169,11 +173,29 @@ static inline struct vramctl_counts *vr_region_counts(struct vr_region_hdr *h, u
 #define VR_LIVE_STRIDE 3264
 static inline long long vr_slot_live_byte(uint32_t i)
 {
-	return (long long)VR_REGION_HDR_SIZE + (long long)i * VR_LIVE_STRIDE;
+	return (long long)VR_HDR_SIZE + (long long)i * VR_LIVE_STRIDE;
 }
 static inline long long vr_slot_pid_byte(uint32_t i)
 {
 	return vr_slot_live_byte(i) + 1;
 }
 
-#endif /* VRAMCTL_REGISTRY_REGION_H */
+/* The lock word (lock.c). */
+#define VR_LOCK_SLOT_BITS  11
+#define VR_LOCK_SLOT_MASK  ((1u << VR_LOCK_SLOT_BITS) - 1)
+#define VR_LOCK_WAITERS    0x80000000u
+#define VR_LOCK_TOKEN_MASK (~VR_LOCK_SLOT_MASK & ~VR_LOCK_WAITERS)
+
+/* Counts read from the segment, clamped to what the layout holds. */
+static inline uint32_t vr_hdr_ndev(const struct vr_hdr *h)
+{
+	uint32_t n = atomic_load_explicit((_Atomic uint32_t *)&h->ndev, memory_order_relaxed);
+	return n < VR_MAX_DEVICES ? n : VR_MAX_DEVICES;
+}
+static inline uint32_t vr_hdr_hw(const struct vr_hdr *h)
+{
+	uint32_t n = atomic_load_explicit((_Atomic uint32_t *)&h->slots_hw, memory_order_acquire);
+	return n < VR_SLOTS ? n : VR_SLOTS;
+}
+
+#endif /* VRAMCTL_REGISTRY_LAYOUT_H */

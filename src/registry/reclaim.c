@@ -1,10 +1,9 @@
 /*
- * live.c - liveness of members and reclaiming the dead.
+ * reclaim.c - reclaiming the slots of dead members.
  *
- * Each member holds an OFD write lock on one byte of its slot for its whole
- * life; the kernel drops it when the last descriptor of that open file goes
- * away, i.e. at death, at exec (O_CLOEXEC) or at vr_leave. A USED slot whose
- * byte nobody holds belongs to a dead process and is reclaimed. PIDs are
+ * A USED slot whose liveness byte nobody holds (alive.c) belongs to a dead
+ * process; once that process is reaped (and NVML no longer lists it:
+ * held.c), its bytes go back to the group and its slot is freed. PIDs are
  * only recorded for display.
  */
 #include <errno.h>
@@ -12,19 +11,13 @@
 #include <stdatomic.h>
 #include <sys/stat.h>
 
+#include "registry/alive.h"
+#include "registry/damage.h"
+#include "registry/held.h"
+#include "registry/lock.h"
 #include "registry/member.h"
+#include "registry/reclaim.h"
 #include "registry/proc.h"
-
-/* 1 if some open file description other than ours holds slot i's byte, 0 if
- * none does (its owner is gone), negative errno on error. */
-int vr_slot_alive(int fd, uint32_t i)
-{
-	struct flock fl = {
-	    .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = vr_slot_live_byte(i), .l_len = 1};
-	if (fcntl(fd, F_OFD_GETLK, &fl) < 0)
-		return -errno;
-	return fl.l_type != F_UNLCK;
-}
 
 /*
  * A member whose liveness lock has dropped is dead, but the driver may still
@@ -56,11 +49,11 @@ int vr_member_gone(const struct vr_slot *s, int exact)
 	       (s->nspid_outer == s->pid || !still_there(s->nspid_outer, st, exact));
 }
 
-int vr_unreaped_others(struct vr_region_hdr *h, uint32_t self)
+int vr_unreaped_others(struct vr_hdr *h, uint32_t self)
 {
 	uint32_t hw = vr_hdr_hw(h);
 	for (uint32_t i = 0; i < hw; i++) {
-		struct vr_slot *s = vr_region_slot(h, i);
+		struct vr_slot *s = vr_slot_at(h, i);
 		if (i != self && s->state == VR_SLOT_USED && !vr_member_gone(s, 1))
 			return 1;
 	}
@@ -70,7 +63,7 @@ int vr_unreaped_others(struct vr_region_hdr *h, uint32_t self)
 /* Takes b bytes off a device's total by compare-and-swap (members change
  * it at the same time). Lock held. -EBADMSG: its check fails, or it holds
  * less than b. */
-static int total_sub(struct vr_region_dev *g, uint64_t b)
+static int total_sub(struct vr_hdr_dev *g, uint64_t b)
 {
 	_Atomic uint64_t *t = (_Atomic uint64_t *)&g->total;
 	uint64_t key = vr_dev_key(g), w = atomic_load_explicit(t, memory_order_relaxed);
@@ -85,13 +78,13 @@ static int total_sub(struct vr_region_dev *g, uint64_t b)
 
 /* Frees slot i and gives its spilled bytes back (kept under the lock). Its
  * numbers stay as they are: nothing reads a free slot's, and whoever takes
- * it clears them (region.h). */
-static void slot_free(struct vr_region_hdr *h, uint32_t i)
+ * it clears them (layout.h). */
+static void slot_free(struct vr_hdr *h, uint32_t i)
 {
-	struct vr_slot *s = vr_region_slot(h, i);
+	struct vr_slot *s = vr_slot_at(h, i);
 	uint32_t ndev = vr_hdr_ndev(h);
 	for (uint32_t d = 0; d < ndev; d++) {
-		uint64_t sp = vr_region_counts(h, i, d)->spilled;
+		uint64_t sp = vr_counts_at(h, i, d)->spilled;
 		h->spilled -= sp < h->spilled ? sp : h->spilled;
 	}
 	STORE32(&s->state, VR_SLOT_FREE);
@@ -102,7 +95,7 @@ static void slot_free(struct vr_region_hdr *h, uint32_t i)
 
 int vr_slot_reclaim_locked(vr_member *m, uint32_t i)
 {
-	struct vr_region_hdr *h = m->hdr;
+	struct vr_hdr *h = m->hdr;
 	uint32_t ndev = vr_hdr_ndev(h);
 	uint64_t held[VR_MAX_DEVICES];
 	int busy = 0;
@@ -117,10 +110,10 @@ int vr_slot_reclaim_locked(vr_member *m, uint32_t i)
 		/* Its owner died inside an operation: the totals may count part
 		 * of it. Once every live member's operations have drained, the
 		 * totals are the sum of the slots left. */
-		int rc = vr_books_freeze(m, NULL);
+		int rc = vr_reg_freeze(m, NULL);
 		if (rc == 0) {
 			slot_free(h, i);
-			vr_books_thaw(m, 1);
+			vr_reg_thaw(m, 1);
 			return 0;
 		}
 		if (rc != -ETIMEDOUT)
@@ -138,24 +131,6 @@ int vr_slot_reclaim_locked(vr_member *m, uint32_t i)
 	return 0;
 }
 
-int vr_others_alive(int fd, uint32_t self)
-{
-	/* One probe per side of our own slot: F_OFD_GETLK reports the first
-	 * lock of anyone else in the range, whatever the slots' bytes say. */
-	long long lo = vr_slot_live_byte(0), mine = vr_slot_live_byte(self);
-	long long next = vr_slot_live_byte(self + 1), end = vr_slot_live_byte(VR_REGION_SLOTS);
-	long long r[2][2] = {{lo, mine - lo}, {next, end - next}};
-	for (int k = 0; k < 2; k++) {
-		if (r[k][1] <= 0)
-			continue;
-		struct flock fl = {
-		    .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = r[k][0], .l_len = r[k][1]};
-		if (fcntl(fd, F_OFD_GETLK, &fl) < 0 || fl.l_type != F_UNLCK)
-			return 1; /* alive, or cannot tell: assume alive */
-	}
-	return 0;
-}
-
 /*
  * Reclaims the slots of dead members: of every slot, or (limit > 0) of the
  * first `limit` occupied slots after this member's own, in slot order,
@@ -168,7 +143,7 @@ int vr_others_alive(int fd, uint32_t self)
  */
 static int reclaim(vr_member *m, uint32_t limit)
 {
-	struct vr_region_hdr *h = m->hdr;
+	struct vr_hdr *h = m->hdr;
 	uint32_t hw = vr_hdr_hw(h), probed = 0;
 	uint32_t first = m->slot_idx + 1 < hw ? m->slot_idx + 1 : 0;
 	int total = 0;
@@ -183,7 +158,7 @@ static int reclaim(vr_member *m, uint32_t limit)
 			uint32_t i = (first + k) % hw;
 			if (i == m->slot_idx)
 				continue;
-			struct vr_slot *s = vr_region_slot(h, i);
+			struct vr_slot *s = vr_slot_at(h, i);
 			uint64_t inc = atomic_load_explicit((_Atomic uint64_t *)&s->incarnation,
 			                                    memory_order_acquire);
 			if (atomic_load_explicit((_Atomic uint32_t *)&s->state,
@@ -201,19 +176,19 @@ static int reclaim(vr_member *m, uint32_t limit)
 			continue;
 		if (atomic_load_explicit(&m->detached, memory_order_relaxed))
 			return total;
-		if (vr_region_lock(m) != 0) {
+		if (vr_group_lock(m) != 0) {
 			vr_detach(m, "the group's lock stayed held by a live member");
 			return total;
 		}
 		int bad = 0;
 		for (int c = 0; c < n && !bad; c++) {
-			struct vr_slot *s = vr_region_slot(h, cand[c].idx);
+			struct vr_slot *s = vr_slot_at(h, cand[c].idx);
 			if (s->state == VR_SLOT_USED && s->incarnation == cand[c].inc) {
 				bad = vr_slot_reclaim_locked(m, cand[c].idx) != 0;
 				total += !bad;
 			}
 		}
-		vr_region_unlock(m);
+		vr_group_unlock(m);
 		if (bad) {
 			vr_detach(m, "a dead member's slot holds more than the group's total");
 			return total;
