@@ -13,6 +13,7 @@
 #include <string.h>
 
 #define VR_CUDA_PROTOTYPES
+#include "hook/devices.h"
 #include "hook/policy.h"
 #include "hook/books.h"
 #include "hook/ptrmap.h"

@@ -222,7 +222,7 @@ static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t asked, u
 	if (asked != bytes) /* exact: a rounded size could read as a whole MiB */
 		snprintf(pages, sizeof pages, " (%llu bytes asked, in whole 2 MiB pages)",
 		         (unsigned long long)asked);
-	vr_log_(VR_LOG_WARN, "denied %s%s on GPU %d: cap %s, %s in use (this process %s%s); %s%s",
+	vr__log(VR_LOG_WARN, "denied %s%s on GPU %d: cap %s, %s in use (this process %s%s); %s%s",
 	        vr_format_size(bytes, a, sizeof a), pages, d->ordinal,
 	        vr_format_size(d->cap, b, sizeof b), vr_format_size(in_use, c, sizeof c),
 	        vr_format_size(self, s, sizeof s), others, tip, more);
@@ -235,7 +235,7 @@ static void refused(struct vr_dev *d, uint64_t bytes, uint64_t asked, uint64_t i
 	say_denied(d, bytes, asked, in_use);
 }
 
-int vr_policy_refused_(struct vr_dev *d, uint64_t bytes, uint64_t in_use, int report)
+int vr__policy_refused(struct vr_dev *d, uint64_t bytes, uint64_t in_use, int report)
 {
 	if (VR_UNLIKELY(!d)) /* no device known: nothing to hold it against */
 		return 0;
@@ -244,7 +244,7 @@ int vr_policy_refused_(struct vr_dev *d, uint64_t bytes, uint64_t in_use, int re
 	return -1;
 }
 
-int vr_policy_reserve_pages_(struct vr_dev *d, uint64_t bytes, uint64_t page, int spillable,
+int vr__policy_reserve_pages(struct vr_dev *d, uint64_t bytes, uint64_t page, int spillable,
                              uint64_t *charged)
 {
 	uint64_t in_use = 0;
@@ -271,10 +271,10 @@ int vr_policy_reserve_pages_(struct vr_dev *d, uint64_t bytes, uint64_t page, in
 
 int vr_policy_try(struct vr_dev *d, uint64_t bytes)
 {
-	return vr_policy_reserve_(d, bytes, 0);
+	return vr__policy_reserve(d, bytes, 0);
 }
 
-int vr_policy_spillable_(struct vr_dev *d, uint64_t bytes)
+int vr__policy_spillable(struct vr_dev *d, uint64_t bytes)
 {
 	uint64_t in_use = 0;
 	if (!d)

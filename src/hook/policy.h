@@ -7,7 +7,7 @@
 #define VRAMCTL_HOOK_POLICY_H
 
 #include "hook/books.h"
-#include "hook/devices.h"
+#include "hook/dev.h"
 #include "hook/record.h"
 
 /* Checks that every device the cap names is one of this process's (or a
@@ -81,27 +81,27 @@ uint64_t vr_policy_total(const struct vr_dev *d, uint64_t total);
 
 /* What follows a reserve the books refused (policy.c): a NULL device is
  * granted (0); else -1, with the denial said when report is set. */
-int vr_policy_refused_(struct vr_dev *d, uint64_t bytes, uint64_t in_use, int report);
+int vr__policy_refused(struct vr_dev *d, uint64_t bytes, uint64_t in_use, int report);
 /* vr_policy_reserve_spillable with a spill budget in force (policy.c). */
-int vr_policy_spillable_(struct vr_dev *d, uint64_t bytes);
+int vr__policy_spillable(struct vr_dev *d, uint64_t bytes);
 /* vr_policy_reserve_linear of a block whose pages are more than it asks
  * (policy.c). */
-int vr_policy_reserve_pages_(struct vr_dev *d, uint64_t bytes, uint64_t page, int spillable,
+int vr__policy_reserve_pages(struct vr_dev *d, uint64_t bytes, uint64_t page, int spillable,
                              uint64_t *charged);
 
-static inline int vr_policy_reserve_(struct vr_dev *d, uint64_t bytes, int report)
+static inline int vr__policy_reserve(struct vr_dev *d, uint64_t bytes, int report)
 {
 	uint64_t in_use = 0;
 	if (VR_LIKELY(d != NULL) && VR_LIKELY(vr_books_reserve(d, bytes, &in_use) == 0)) {
 		vr_rec_charge(d, (int64_t)bytes);
 		return 0;
 	}
-	return vr_policy_refused_(d, bytes, in_use, report);
+	return vr__policy_refused(d, bytes, in_use, report);
 }
 
 static inline int vr_policy_reserve(struct vr_dev *d, uint64_t bytes)
 {
-	return vr_policy_reserve_(d, bytes, 1);
+	return vr__policy_reserve(d, bytes, 1);
 }
 
 static inline void vr_policy_release(struct vr_dev *d, uint64_t bytes)
@@ -116,7 +116,7 @@ static inline int vr_policy_reserve_spillable(struct vr_dev *d, uint64_t bytes)
 {
 	if (VR_LIKELY(!vr_books_spill_budget()))
 		return vr_policy_reserve(d, bytes) == 0 ? 0 : -1;
-	return vr_policy_spillable_(d, bytes);
+	return vr__policy_spillable(d, bytes);
 }
 
 static inline int vr_policy_reserve_linear(struct vr_dev *d, uint64_t bytes, int spillable,
@@ -129,7 +129,7 @@ static inline int vr_policy_reserve_linear(struct vr_dev *d, uint64_t bytes, int
 			return vr_policy_reserve_spillable(d, bytes);
 		return vr_policy_reserve(d, bytes) == 0 ? 0 : -1;
 	}
-	return vr_policy_reserve_pages_(d, bytes, page, spillable, charged);
+	return vr__policy_reserve_pages(d, bytes, page, spillable, charged);
 }
 
 #endif /* VRAMCTL_HOOK_POLICY_H */

@@ -17,6 +17,7 @@
 
 #define VR_CUDA_PROTOTYPES
 #define VR_NVML_PROTOTYPES
+#include "hook/devices.h"
 #include "hook/policy.h"
 #include "hook/pools.h"
 

@@ -284,7 +284,7 @@ fold:;
 
 /* ---- the numbers ------------------------------------------------------ */
 
-void vr_rec_charge_(const struct vr_dev *d, int64_t delta)
+void vr__rec_charge(const struct vr_dev *d, int64_t delta)
 {
 	struct vr_rec_dev *r = rdev(d->ordinal);
 	if (!r || delta == 0)
@@ -317,7 +317,7 @@ static void store_max(uint64_t *where, uint64_t v)
 		;
 }
 
-void vr_rec_denied_(const struct vr_dev *d, uint64_t bytes, uint64_t group_in_use)
+void vr__rec_denied(const struct vr_dev *d, uint64_t bytes, uint64_t group_in_use)
 {
 	struct vr_rec_dev *r = rdev(d->ordinal);
 	if (!r)
@@ -333,7 +333,7 @@ void vr_rec_denied_(const struct vr_dev *d, uint64_t bytes, uint64_t group_in_us
 /* Spill (docs/report.md): the spill engine calls this with the bytes it
  * serves from host memory (+) or gives back (-). Nothing calls it until
  * spill exists; the report and the trace already show what it notes. */
-void vr_rec_spilled_(const struct vr_dev *d, int64_t delta)
+void vr__rec_spilled(const struct vr_dev *d, int64_t delta)
 {
 	struct vr_rec_dev *r = rdev(d->ordinal);
 	if (!r)
@@ -348,7 +348,7 @@ void vr_rec_spilled_(const struct vr_dev *d, int64_t delta)
 		      now_mono());
 }
 
-void vr_rec_pinned_(int64_t delta)
+void vr__rec_pinned(int64_t delta)
 {
 	uint64_t now = atomic_fetch_add(A(vr_rec->pinned), (uint64_t)delta) + (uint64_t)delta;
 	uint64_t peak = atomic_load(A(vr_rec->pinned_peak));
@@ -357,7 +357,7 @@ void vr_rec_pinned_(int64_t delta)
 		;
 }
 
-void vr_rec_freed_(int ordinal)
+void vr__rec_freed(int ordinal)
 {
 	struct vr_rec_dev *r = rdev(ordinal);
 	if (r)
@@ -468,7 +468,7 @@ static uint16_t capture_site(void)
 	return got;
 }
 
-uint16_t vr_rec_alloc_(const struct vr_dev *d, uint64_t bytes)
+uint16_t vr__rec_alloc(const struct vr_dev *d, uint64_t bytes)
 {
 	struct vr_rec_dev *r = d ? rdev(d->ordinal) : NULL;
 	if (r) {
@@ -546,7 +546,7 @@ __attribute__((destructor)) static void rec_fini(void)
  * a parent that had none left it empty: then it is not written at all (a
  * shell or launcher that forks often would pay a copied page and 4,096
  * stores in every child). The child has one thread: plain stores do. */
-void vr_rec_atfork_child(void)
+static void rec_atfork_child(void)
 {
 	if (rec_fd >= 0)
 		close(rec_fd);
@@ -559,3 +559,4 @@ void vr_rec_atfork_child(void)
 	for (int i = 0; i < SITE_TABLE; i++)
 		atomic_store_explicit(&site_table[i], 0, memory_order_relaxed);
 }
+VR_ATFORK_CHILD(rec_atfork_child);

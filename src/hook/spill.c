@@ -30,6 +30,7 @@
 #define VR_CUDA_PROTOTYPES
 #include "common/spill.h"
 #include "hook/books.h"
+#include "hook/devices.h"
 #include "hook/policy.h"
 #include "hook/ptrmap.h"
 #include "hook/record.h"
@@ -332,7 +333,7 @@ static void mark_ready(void *arg)
 	atomic_fetch_add(&vr_spill_ready, 1);
 }
 
-void vr_spill_drain_(void)
+void vr__spill_drain(void)
 {
 	struct pending *ready = NULL;
 	pthread_mutex_lock(&pending_lock);
@@ -439,7 +440,7 @@ int vr_spill_free_async(CUdeviceptr dptr, CUstream s, int ptsz, CUresult *rc)
 
 /* After fork, in the child: the blocks are the parent's (the child's
  * records are dropped with the allocation map). */
-void vr_spill_atfork_child(void)
+static void spill_atfork_child(void)
 {
 	pthread_mutex_init(&pending_lock, NULL);
 	waiting = NULL;
@@ -448,3 +449,4 @@ void vr_spill_atfork_child(void)
 	atomic_store(&vr_spill_ready, 0);
 	atomic_store(&first_said, 0);
 }
+VR_ATFORK_CHILD(spill_atfork_child);

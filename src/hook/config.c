@@ -1,44 +1,30 @@
 /*
- * init.c - configuration, driver loading and the process lifecycle.
- *
- * Three stages, each lazy and idempotent:
- *   1. configuration: the environment contract (contract.h), read once from
- *      the constructor or from the first wrapper call, whichever comes first;
- *   2. the driver: dlopen'ed at the first driver call that reaches a wrapper
- *      (never in the constructor: every process under `vramctl run`, shells
- *      included, loads this library, and most never touch a GPU);
- *   3. the books: joined at the first allocation or memory query under a cap
- *      (devices.c, books.c).
- * With no VRAMCTL_LIMIT the library is invisible: wrappers test one flag and
- * call the driver; dlsym and cuGetProcAddress return the driver's pointers.
+ * config.c - the environment contract (common/contract.h, config.h), read
+ * once, from the constructor or from the first wrapper call, whichever
+ * comes first; and which copy of the library acts in this process.
  */
 #include <dlfcn.h>
-#include <errno.h>
-#include <stdarg.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#define VR_CUDA_PROTOTYPES
-#define VR_NVML_PROTOTYPES
 #include "common/contract.h"
 #include "common/hami.h"
 #include "common/siteconf.h"
 #include "common/spill.h"
-#include "hook/books.h"
-#include "hook/record.h"
-#include "hook/devices.h"
-#include "hook/pools.h"
-#include "hook/ptrmap.h"
-#include "hook/spill.h"
+#include "hook/atfork.h"
+#include "hook/config.h"
+#include "hook/dlreal.h"
+#include "hook/log.h"
 
 extern char **environ;
 
-struct vr_state vr_g = {.log_level = VR_LOG_WARN};
-struct vr_real vr_real;
-__thread int vr_in_hook __attribute__((tls_model("initial-exec")));
+struct vr_state vr_g;
+/* VRAMCTL_SPILL's text, parsed into vr_g.spill_asked. */
+static char spill_text[64];
 
 /*
  * The process-wide marker: the first copy of the library in the global
@@ -68,7 +54,7 @@ static const struct vr_option {
     {VR_ENV_LIMIT, OPT_TEXT, vr_g.limit_text, sizeof vr_g.limit_text, NULL,
      "cap spec; unset or empty: no cap (invisible)"},
     {VR_ENV_GROWTH, OPT_BOOL, NULL, 0, &vr_g.growth, "1: grow on demand"},
-    {VR_ENV_SPILL, OPT_TEXT, vr_g.spill_text, sizeof vr_g.spill_text, NULL,
+    {VR_ENV_SPILL, OPT_TEXT, spill_text, sizeof spill_text, NULL,
      "host budget for spill past the cap: SIZE, auto or 0"},
     {VR_ENV_GROUP, OPT_TEXT, vr_g.group, sizeof vr_g.group, NULL, "group name"},
     {VR_ENV_REGISTRY_DIR, OPT_TEXT, vr_g.registry_dir, sizeof vr_g.registry_dir, NULL,
@@ -77,7 +63,7 @@ static const struct vr_option {
      "path of the real libcuda.so.1"},
     {VR_ENV_NVML, OPT_TEXT, vr_g.nvml_path, sizeof vr_g.nvml_path, NULL,
      "path of the real libnvidia-ml.so.1"},
-    {VR_ENV_LOG, OPT_LOG, NULL, 0, &vr_g.log_level, "quiet|error|warn|info|debug"},
+    {VR_ENV_LOG, OPT_LOG, NULL, 0, &vr_log_verbosity, "quiet|error|warn|info|debug"},
     {VR_ENV_RECORD_DIR, OPT_TEXT, vr_g.record_dir, sizeof vr_g.record_dir, NULL,
      "the run's report/trace directory (vramctl run --report/--trace)"},
     {VR_ENV_RECORD, OPT_TEXT, vr_g.record_flags, sizeof vr_g.record_flags, NULL,
@@ -143,7 +129,6 @@ static void read_option(const struct vr_option *o)
 	}
 }
 
-static void atfork_child(void);
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 
 /*
@@ -182,7 +167,7 @@ static void read_hami(void)
 	if (!getenv(VR_ENV_REGISTRY_DIR) && h.dir[0])
 		snprintf(vr_g.registry_dir, sizeof vr_g.registry_dir, "%s", h.dir);
 	if (!getenv(VR_ENV_LOG) && h.log_level >= 0)
-		vr_g.log_level = h.log_level;
+		vr_log_verbosity = h.log_level;
 }
 
 static void config_init_once(void)
@@ -228,13 +213,13 @@ static void config_init_once(void)
 	}
 	/* Spill is an addition to a cap: a bad budget is said once and means no
 	 * spill (the cap itself stays). */
-	if (vr_g.active && !vr_g.limit_bad && vr_g.spill_text[0]) {
+	if (vr_g.active && !vr_g.limit_bad && spill_text[0]) {
 		char err[256];
 		uint64_t budget = 0;
-		if (vr_parse_spill(vr_g.spill_text, &budget, err, sizeof err) != 0)
+		if (vr_parse_spill(spill_text, &budget, err, sizeof err) != 0)
 			config_error("VRAMCTL_SPILL: %s; no spill (the cap applies as usual)", err);
 		else
-			vr_g.spill_budget = budget;
+			vr_g.spill_asked = budget;
 	}
 
 	/* Are we the acting copy? Ask the loader for the first marker. */
@@ -250,8 +235,7 @@ static void config_init_once(void)
 	if (vr_g.active) {
 		vr_log(VR_LOG_INFO, "cap %s%s%s", vr_g.limit_text, vr_g.group[0] ? ", group " : "",
 		       vr_g.group);
-		pthread_atfork(NULL, NULL, atfork_child);
-		vr_teardown_setup();
+		vr_atfork_register();
 	}
 	atomic_store_explicit(&vr_g.config_done, 1, memory_order_release);
 }
@@ -261,208 +245,4 @@ void vr_config_init(void)
 	if (VR_LIKELY(atomic_load_explicit(&vr_g.config_done, memory_order_acquire)))
 		return;
 	pthread_once(&config_once, config_init_once);
-}
-
-/* ---- the driver ------------------------------------------------------- */
-
-/* Guards publishing the real pointers (never held across dlopen). */
-static pthread_mutex_t driver_lock = PTHREAD_MUTEX_INITIALIZER;
-static __thread int loading;
-
-/* What differs between the driver and NVML; load() does the rest. */
-struct lib {
-	atomic_int *state; /* 0 none, 1 loaded, -1 failed */
-	void **handle;
-	void *(*open)(const char **err);             /* dlopen; *err: why not, if known */
-	void (*resolve)(struct vr_real *r, void *h); /* fill r's part from h */
-	void (*publish)(const struct vr_real *r);    /* copy r's part to vr_real */
-	void (*failed)(const char *err);             /* the message, under a cap */
-};
-
-static void *open_driver(const char **err)
-{
-	void *h;
-	if (vr_g.driver_path[0]) {
-		h = dlopen(vr_g.driver_path, RTLD_LAZY | RTLD_LOCAL);
-	} else {
-		/* As the program's own dlopen would find it: LD_LIBRARY_PATH,
-		 * ld.so.cache, the default directories; then WSL's driver folder. */
-		h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
-		if (!h)
-			h = dlopen("/usr/lib/wsl/lib/libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
-	}
-	if (!h)
-		*err = dlerror();
-	return h;
-}
-
-static void resolve_driver(struct vr_real *r, void *h)
-{
-#define VR_HOOK_CU(n) r->n = (vr_pfn_##n)vr_dlsym_real(h, #n);
-#define VR_USE_CU(n)  VR_HOOK_CU(n)
-#include "hook/hooks.def"
-}
-
-static void publish_driver(const struct vr_real *r)
-{
-#define VR_HOOK_CU(n) vr_real.n = r->n;
-#define VR_USE_CU(n)  VR_HOOK_CU(n)
-#include "hook/hooks.def"
-}
-
-static void driver_failed(const char *err)
-{
-	vr_log(VR_LOG_ERROR,
-	       "cannot load the CUDA driver (%s): %s; under the cap, the driver's memory "
-	       "entry points fail: called by name they return CUDA_ERROR_NOT_INITIALIZED, "
-	       "and dlsym/cuGetProcAddress find none of them (fail closed)",
-	       vr_g.driver_path[0] ? vr_g.driver_path : "libcuda.so.1", err ? err : "not found");
-}
-
-static const char *nvml_path(void)
-{
-	return vr_g.nvml_path[0] ? vr_g.nvml_path : "libnvidia-ml.so.1";
-}
-
-static void *open_nvml(const char **err)
-{
-	(void)err;
-	return dlopen(nvml_path(), RTLD_LAZY | RTLD_LOCAL);
-}
-
-static void resolve_nvml(struct vr_real *r, void *h)
-{
-#define VR_HOOK_NVML(n) r->n = (vr_pfn_##n)vr_dlsym_real(h, #n);
-#define VR_USE_NVML(n)  VR_HOOK_NVML(n)
-#include "hook/hooks.def"
-}
-
-static void publish_nvml(const struct vr_real *r)
-{
-#define VR_HOOK_NVML(n) vr_real.n = r->n;
-#define VR_USE_NVML(n)  VR_HOOK_NVML(n)
-#include "hook/hooks.def"
-}
-
-static void nvml_failed(const char *err)
-{
-	(void)err;
-	vr_log(VR_LOG_WARN, "cannot load NVML (%s)", nvml_path());
-}
-
-static const struct lib driver_lib = {
-    .state = &vr_g.driver_state,
-    .handle = &vr_g.driver,
-    .open = open_driver,
-    .resolve = resolve_driver,
-    .publish = publish_driver,
-    .failed = driver_failed,
-};
-static const struct lib nvml_lib = {
-    .state = &vr_g.nvml_state,
-    .handle = &vr_g.nvml,
-    .open = open_nvml,
-    .resolve = resolve_nvml,
-    .publish = publish_nvml,
-    .failed = nvml_failed,
-};
-
-/*
- * Loading never holds a lock of ours across dlopen: dlopen takes the
- * loader's lock and runs constructors under it, and a constructor in another
- * thread calling a wrapper must not wait for us while we wait for the loader.
- * Every thread that finds the library missing opens and resolves it itself
- * (the same handle, the same pointers); the first to finish publishes under
- * a short lock. A thread re-entering from the library's own constructor gets
- * -1 (a driver call then returns CUDA_ERROR_NOT_INITIALIZED).
- */
-static int load(const struct lib *l)
-{
-	vr_config_init();
-	int s = atomic_load_explicit(l->state, memory_order_acquire);
-	if (s != 0)
-		return s == 1 ? 0 : -1;
-	if (loading)
-		return -1;
-	loading = 1;
-	struct vr_real r;
-	memset(&r, 0, sizeof r);
-	const char *e = NULL;
-	void *h;
-	VR_OWN(h = l->open(&e); if (h) l->resolve(&r, h));
-	loading = 0;
-
-	pthread_mutex_lock(&driver_lock);
-	s = atomic_load_explicit(l->state, memory_order_acquire);
-	if (s == 0 && h) {
-		l->publish(&r);
-		*l->handle = h;
-		s = 1;
-		atomic_store_explicit(l->state, s, memory_order_release);
-	} else if (s == 0) {
-		/* Invisible mode stays silent: the program finds out itself. */
-		if (vr_g.active)
-			l->failed(e);
-		s = -1;
-		atomic_store_explicit(l->state, s, memory_order_release);
-	}
-	pthread_mutex_unlock(&driver_lock);
-	return s == 1 ? 0 : -1;
-}
-
-int vr_driver_init(void)
-{
-	return load(&driver_lib);
-}
-
-/* NVML, the same way, only when the program itself uses NVML. */
-int vr_nvml_init(void)
-{
-	return load(&nvml_lib);
-}
-
-/* ---- lifecycle -------------------------------------------------------- */
-
-/*
- * In a child after fork: the CUDA state of the parent does not carry over,
- * so neither do its books. Each module forgets what it holds (and makes new
- * the locks another thread may have held at the fork); the child joins anew
- * at its first allocation. This is the one fork handler; modules never call
- * each other's.
- */
-static void atfork_child(void)
-{
-	pthread_mutex_init(&driver_lock, NULL);
-	vr_pools_atfork_child();
-	vr_spill_atfork_child();
-	vr_map_atfork_child();
-	vr_devices_atfork_child();
-	vr_books_atfork_child();
-	vr_rec_atfork_child();
-	vr_teardown_atfork_child();
-}
-
-/*
- * --growth without the CLI (Slurm, Kubernetes, a user setting
- * VRAMCTL_GROWTH=1): the frameworks' own switches, set only when the user has
- * not set them. This is the one change the library makes to the environment,
- * and it was asked for; it runs in the constructor, before main and before
- * the program has threads of its own, where setenv is safe.
- */
-static void apply_growth(void)
-{
-	if (!vr_g.growth || vr_g.passthrough)
-		return;
-	setenv("TF_FORCE_GPU_ALLOW_GROWTH", "true", 0);
-	setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "false", 0);
-}
-
-__attribute__((constructor)) static void vr_constructor(void)
-{
-	vr_config_init();
-	apply_growth();
-	if (vr_g.active) {
-		vr_rec_prime();
-		vr_map_prepare();
-	}
 }
