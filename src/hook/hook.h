@@ -5,9 +5,12 @@
  *
  * Layers, top first (LAYERS; calls and includes only go down):
  *   lifecycle   the constructor: may start every module;
- *   ways in     the exported wrappers (alloc.c, context.c, pools.c,
- *               query.c), dlsym (dlsym.c) and cuGetProcAddress (lookup.c)
- *               hand the program a wrapper;
+ *   ways in     dlsym (dlsym.c) and cuGetProcAddress (lookup.c) hand the
+ *               program a wrapper;
+ *   wrappers    the exported entry points of the driver and NVML: memory
+ *               (alloc.c, array.c, graph.c), contexts (context.c), pools
+ *               (pools.c), memory queries (query.c);
+ *   wrap.h      the pattern of the allocation and free wrappers, inline;
  *   spill.h     past the cap, host memory (--spill);
  *   devices.h   which of the program's devices a call is about; sets each
  *               device up once, through the policy;

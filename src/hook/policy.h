@@ -2,6 +2,35 @@
  * policy.h - "does this fit?" (policy.c): the cap of each device, reserve
  * or deny before the driver is called, and the numbers every memory query
  * shows the program. The wrappers ask here and nowhere else.
+ *
+ * The reserve path, top to bottom: each name calls only names below it.
+ * (i) is inline, on every allocation; the rest are out of line.
+ *
+ *   asked by the wrappers (this header)
+ *     vr_policy_reserve_linear     (i) a linear block, charged in whole pages
+ *       vr__policy_reserve_pages       pages over the ask: "all that is left"
+ *     vr_policy_reserve_spillable  (i) 0 on the device, 1 the host may serve
+ *                                      it (spill), -1 denied
+ *       vr__policy_spillable           with a spill budget: a quiet reserve
+ *     vr_policy_reserve            (i) reserve, or deny and say so
+ *     vr_policy_try                    the same, nothing said (pools)
+ *       vr__policy_reserve         (i) the books' reserve + the record's count
+ *       vr__policy_refused             a refusal: recorded and said
+ *     vr_policy_deny                   the denial once spill failed as well
+ *     vr_policy_release            (i) gives back any of the above
+ *   the books (books.h): where the bytes are held
+ *     vr_books_reserve             (i) a refusal counts as a denial
+ *     vr_books_reserve_quiet       (i) it does not (vr_books_denied may)
+ *       vr__books_reserve          (i) the group's registry, when joined
+ *       vr__books_reserve_other        a refused registry reserve, or this
+ *                                      process's own books
+ *     vr_books_spill / _unspill        spill's host budget
+ *   the registry (registry/registry.h): vr_reserve, vr_reserve_quiet, the
+ *     group's books in shared memory.
+ *
+ * The other entry points: vr_policy_check_devices and vr_policy_device (a
+ * device's cap, once), vr_policy_view and vr_policy_total (what the program
+ * is shown).
  */
 #ifndef VRAMCTL_HOOK_POLICY_H
 #define VRAMCTL_HOOK_POLICY_H
