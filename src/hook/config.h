@@ -42,6 +42,14 @@ struct vr_state {
 	char nvml_path[512];
 	char record_dir[512];  /* VRAMCTL_RECORD_DIR: the run's report/trace directory */
 	char record_flags[64]; /* VRAMCTL_RECORD: report,trace,stacks */
+
+	/* The driver and NVML (real.c): 0 not tried, 1 loaded, -1 failed, and
+	 * their handles. Here, beside `active`, so that every wrapper's first
+	 * test (vr_enter) reads one object. */
+	atomic_int driver_state;
+	void *driver;
+	atomic_int nvml_state;
+	void *nvml;
 };
 extern struct vr_state vr_g;
 

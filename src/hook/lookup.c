@@ -61,7 +61,7 @@ static void *substitute_cu(void *p, const char *requested)
 	if (w || !requested || !maybe_hooked(requested))
 		return w ? w : p;
 	Dl_info di;
-	if (dladdr(p, &di) && di.dli_saddr == p && di.dli_sname && di.dli_fbase && vr_libs.driver &&
+	if (dladdr(p, &di) && di.dli_saddr == p && di.dli_sname && di.dli_fbase && vr_g.driver &&
 	    (w = wrapper_named(di.dli_sname)) != NULL)
 		return w;
 	return p;
@@ -91,7 +91,7 @@ static void *foreign(void *real, const char *name)
 		       "(VRAMCTL_DRIVER%s); its look-ups of %s and every other memory entry "
 		       "point find nothing, so nothing runs uncapped (fail closed)",
 		       file, vr_g.driver_path[0] ? vr_g.driver_path : "libcuda.so.1",
-		       vr_libs.driver ? "" : ", which did not load", name);
+		       vr_g.driver ? "" : ", which did not load", name);
 	return NULL;
 }
 

@@ -16,7 +16,6 @@
 #include "hook/real.h"
 
 struct vr_real vr_real;
-struct vr_libs vr_libs;
 __thread int vr_in_hook __attribute__((tls_model("initial-exec")));
 
 /* Guards publishing the real pointers (never held across dlopen). */
@@ -105,16 +104,16 @@ static void nvml_failed(const char *err)
 }
 
 static const struct lib driver_lib = {
-    .state = &vr_libs.driver_state,
-    .handle = &vr_libs.driver,
+    .state = &vr_g.driver_state,
+    .handle = &vr_g.driver,
     .open = open_driver,
     .resolve = resolve_driver,
     .publish = publish_driver,
     .failed = driver_failed,
 };
 static const struct lib nvml_lib = {
-    .state = &vr_libs.nvml_state,
-    .handle = &vr_libs.nvml,
+    .state = &vr_g.nvml_state,
+    .handle = &vr_g.nvml,
     .open = open_nvml,
     .resolve = resolve_nvml,
     .publish = publish_nvml,

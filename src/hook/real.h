@@ -24,15 +24,6 @@ struct vr_real {
 };
 extern struct vr_real vr_real;
 
-/* The two libraries: 0 not tried, 1 loaded, -1 failed; and their handles. */
-struct vr_libs {
-	atomic_int driver_state;
-	void *driver;
-	atomic_int nvml_state;
-	void *nvml;
-};
-extern struct vr_libs vr_libs;
-
 /* Loads the driver and fills vr_real. Returns 0, or -1 (message once). */
 int vr_driver_init(void);
 /* Loads NVML (only when the program uses NVML). Returns 0 or -1. */
@@ -56,7 +47,7 @@ extern __thread int vr_in_hook __attribute__((tls_model("initial-exec")));
  * Returns -1 when the driver could not be loaded. */
 static inline int vr_enter(void)
 {
-	if (VR_UNLIKELY(atomic_load_explicit(&vr_libs.driver_state, memory_order_acquire) != 1)) {
+	if (VR_UNLIKELY(atomic_load_explicit(&vr_g.driver_state, memory_order_acquire) != 1)) {
 		if (vr_driver_init() != 0)
 			return -1;
 	}
