@@ -161,7 +161,7 @@ int vr__books_reserve_other(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, 
 	}
 	uint64_t cur = atomic_load_explicit(&d->local_in_use, memory_order_relaxed);
 	for (;;) {
-		if (d->capped && (bytes > d->cap || cur > d->cap - bytes))
+		if (vr_dev_capped(d) && (bytes > d->cap || cur > d->cap - bytes))
 			break;
 		if (atomic_compare_exchange_weak_explicit(&d->local_in_use, &cur, cur + bytes,
 		                                          memory_order_relaxed,

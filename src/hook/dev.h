@@ -19,7 +19,6 @@ struct vr_dev {
 	unsigned char uuid[16];
 	char uuid_text[48];
 	uint64_t phys_total;
-	int capped;
 	uint64_t cap;                  /* cap in force (UINT64_MAX: none) */
 	int reg;                       /* registry device index, -1: per-process books */
 	_Atomic uint64_t local_in_use; /* per-process books */
@@ -27,5 +26,11 @@ struct vr_dev {
 	atomic_int host_numa;         /* CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID (-1: none) */
 	_Atomic uint64_t first_block; /* this process's first allocation on it (the hint) */
 };
+
+/* Is d capped? An uncapped device is counted and never denied. */
+static inline int vr_dev_capped(const struct vr_dev *d)
+{
+	return d->cap != UINT64_MAX;
+}
 
 #endif /* VRAMCTL_HOOK_DEV_H */

@@ -149,9 +149,8 @@ void vr_policy_device(struct vr_dev *d)
 		d->reg = -1;
 		d->cap = max;
 	}
-	d->capped = d->cap != UINT64_MAX;
 	vr_rec_device(d);
-	if (d->capped && d->cap != cap && cap != UINT64_MAX)
+	if (vr_dev_capped(d) && d->cap != cap && cap != UINT64_MAX)
 		vr_log(VR_LOG_INFO, "GPU %d: the group's cap is in force", d->ordinal);
 }
 
@@ -167,7 +166,7 @@ static void hint(const struct vr_dev *d, uint64_t bytes, uint64_t in_use, uint64
 	char a[32];
 	uint64_t first =
 	    atomic_load_explicit(&((struct vr_dev *)d)->first_block, memory_order_relaxed);
-	if (!vr_g.growth && d->capped && first && first >= d->cap / 2)
+	if (!vr_g.growth && vr_dev_capped(d) && first && first >= d->cap / 2)
 		snprintf(out, len,
 		         "hint: this process took %s in one block at start-up (a framework "
 		         "preallocating?): vramctl run --growth lets it grow on demand",
@@ -255,7 +254,7 @@ int vr__policy_reserve_pages(struct vr_dev *d, uint64_t bytes, uint64_t page, in
 	}
 	/* All that is left, asked for as the program was shown it: granted as
 	 * asked (policy.h). */
-	if (d->capped && in_use < d->cap && bytes == d->cap - in_use) {
+	if (vr_dev_capped(d) && in_use < d->cap && bytes == d->cap - in_use) {
 		*charged = bytes;
 		if (vr_books_reserve_quiet(d, bytes, &in_use) == 0) {
 			vr_rec_charge(d, (int64_t)bytes);
@@ -307,5 +306,5 @@ void vr_policy_view(struct vr_dev *d, uint64_t *freep, uint64_t *totalp)
 
 uint64_t vr_policy_total(const struct vr_dev *d, uint64_t total)
 {
-	return d->capped && total > d->cap ? d->cap : total;
+	return vr_dev_capped(d) && total > d->cap ? d->cap : total;
 }
