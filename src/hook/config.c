@@ -170,14 +170,13 @@ static void read_hami(void)
 		vr_log_verbosity = h.log_level;
 }
 
-static void config_init_once(void)
+/*
+ * Is there a cap, and can it be read? The admin's file: a maximum holds
+ * even without VRAMCTL_LIMIT, and a file that cannot be used fails closed
+ * (vramctl.conf(5)). Sets vr_g.active, vr_g.limits and vr_g.limit_bad.
+ */
+static void read_cap(void)
 {
-	for (size_t i = 0; i < VR_ARRAY_LEN(options); i++)
-		read_option(&options[i]);
-	read_hami();
-
-	/* The admin's file: a maximum holds even without VRAMCTL_LIMIT, and a
-	 * file that cannot be used fails closed (vramctl.conf(5)). */
 	const struct vr_site *site = vr_site_get();
 	if (site->bad) {
 		vr_g.limit_bad = 1;
@@ -200,20 +199,27 @@ static void config_init_once(void)
 	} else if (vr_site_has_max(site)) {
 		vr_g.active = 1;
 	}
+}
 
+/* Under a cap that can be read: the registry directory, then spill. */
+static void check_under_cap(void)
+{
+	if (!vr_g.active || vr_g.limit_bad)
+		return;
 	/* A relative registry directory would split one group by working
 	 * directory (each process its own books under a shared cap); launchers
 	 * make it absolute, and a hand-set relative one fails closed. */
-	if (vr_g.active && !vr_g.limit_bad && vr_g.registry_dir[0] && vr_g.registry_dir[0] != '/') {
+	if (vr_g.registry_dir[0] && vr_g.registry_dir[0] != '/') {
 		vr_g.limit_bad = 1;
 		config_error("%s=%s is not an absolute path (processes in other directories "
 		             "would keep other books); every device allocation is refused (fail "
 		             "closed)",
 		             VR_ENV_REGISTRY_DIR, vr_g.registry_dir);
+		return;
 	}
 	/* Spill is an addition to a cap: a bad budget is said once and means no
 	 * spill (the cap itself stays). */
-	if (vr_g.active && !vr_g.limit_bad && spill_text[0]) {
+	if (spill_text[0]) {
 		char err[256];
 		uint64_t budget = 0;
 		if (vr_parse_spill(spill_text, &budget, err, sizeof err) != 0)
@@ -221,6 +227,15 @@ static void config_init_once(void)
 		else
 			vr_g.spill_asked = budget;
 	}
+}
+
+static void config_init_once(void)
+{
+	for (size_t i = 0; i < VR_ARRAY_LEN(options); i++)
+		read_option(&options[i]);
+	read_hami();
+	read_cap();
+	check_under_cap();
 
 	/* Are we the acting copy? Ask the loader for the first marker. */
 	const char *first = vr_dlsym_real(RTLD_DEFAULT, "vramctl_instance_v1");
