@@ -107,6 +107,52 @@ void vr_rec_prime(void)
 }
 
 /* Called once, when the process joins its books (devices lock held). */
+/* Creates this member's record file in the run's directory: its
+ * descriptor with its name in path, or -1 (said). */
+static int create_file(char *path, size_t len)
+{
+	int fd = -1;
+	for (int n = 0; n < 100 && fd < 0; n++) {
+		snprintf(path, len, "%s/m-%ld-%d.vrr", vr_g.record_dir, (long)getpid(), n);
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (fd < 0)
+		vr_log(VR_LOG_ERROR,
+		       "cannot create the run's record in %s: %s; this process "
+		       "is left out of the report",
+		       vr_g.record_dir, strerror(errno));
+	return fd;
+}
+
+/*
+ * Sizes the file once and reserves now the pages that will be written (a
+ * shared mapping of a file whose filesystem is full would raise SIGBUS in
+ * the program at the first touch of a page with no block), then maps it.
+ * Returns the mapping, or NULL with the file closed and removed (said).
+ */
+static struct vr_rec_hdr *map_file(int fd, const char *path)
+{
+	int rc = ftruncate(fd, (off_t)VR_REC_SIZE);
+	if (rc == 0)
+		rc = fallocate(fd, 0, 0, VR_REC_OFF_SITES);
+	if (rc == 0 && (rec_flags & VR_REC_F_STACKS))
+		rc = fallocate(fd, 0, VR_REC_OFF_SITES, VR_REC_OFF_LEAKS - VR_REC_OFF_SITES);
+	if (rc == 0 && (rec_flags & VR_REC_F_TRACE))
+		rc = fallocate(fd, 0, VR_REC_OFF_RING, VR_REC_SIZE - VR_REC_OFF_RING);
+	void *p = rc == 0 ? mmap(NULL, VR_REC_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+	                  : MAP_FAILED;
+	if (p == MAP_FAILED) {
+		vr_log(VR_LOG_ERROR, "cannot make %s: %s; this process is left out of the report",
+		       path, strerror(errno));
+		close(fd);
+		unlink(path);
+		return NULL;
+	}
+	return p;
+}
+
 void vr_rec_open(void)
 {
 	if (vr_rec || !vr_g.record_dir[0])
@@ -124,41 +170,13 @@ void vr_rec_open(void)
 		return;
 	}
 	char path[600];
-	int fd = -1;
-	for (int n = 0; n < 100 && fd < 0; n++) {
-		snprintf(path, sizeof path, "%s/m-%ld-%d.vrr", vr_g.record_dir, (long)getpid(), n);
-		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd < 0 && errno != EEXIST)
-			break;
-	}
-	if (fd < 0) {
-		vr_log(VR_LOG_ERROR,
-		       "cannot create the run's record in %s: %s; this process "
-		       "is left out of the report",
-		       vr_g.record_dir, strerror(errno));
+	int fd = create_file(path, sizeof path);
+	if (fd < 0)
 		return;
-	}
-	/* Sized once, and the pages that will be written reserved now: a
-	 * shared mapping of a file whose filesystem is full would raise SIGBUS
-	 * in the program at the first touch of a page with no block. */
-	int rc = ftruncate(fd, (off_t)VR_REC_SIZE);
-	if (rc == 0)
-		rc = fallocate(fd, 0, 0, VR_REC_OFF_SITES);
-	if (rc == 0 && (rec_flags & VR_REC_F_STACKS))
-		rc = fallocate(fd, 0, VR_REC_OFF_SITES, VR_REC_OFF_LEAKS - VR_REC_OFF_SITES);
-	if (rc == 0 && (rec_flags & VR_REC_F_TRACE))
-		rc = fallocate(fd, 0, VR_REC_OFF_RING, VR_REC_SIZE - VR_REC_OFF_RING);
-	void *p = rc == 0 ? mmap(NULL, VR_REC_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
-	                  : MAP_FAILED;
-	if (p == MAP_FAILED) {
-		vr_log(VR_LOG_ERROR, "cannot make %s: %s; this process is left out of the report",
-		       path, strerror(errno));
-		close(fd);
-		unlink(path);
+	struct vr_rec_hdr *h = map_file(fd, path);
+	if (!h)
 		return;
-	}
 	rec_fd = fd;
-	struct vr_rec_hdr *h = p;
 	h->version = VR_REC_VERSION;
 	h->hdr_size = VR_REC_HDR_SIZE;
 	h->file_size = VR_REC_SIZE;
