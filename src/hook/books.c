@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/spill.h"
 #include "hook/books.h"
 #include "hook/record.h"
 #include "hook/teardown.h"
@@ -102,19 +103,15 @@ static void join_locked(void)
 		       group, err[0] ? err : strerror(-rc));
 		return;
 	}
+	char note[768];
 	if (differs)
-		vr_log(VR_LOG_WARN,
-		       "group %s was started with a different cap than %s; the group's cap applies",
-		       group, vr_g.limit_text);
+		vr_log(VR_LOG_WARN, "%s",
+		       vr_cap_differs_note(note, sizeof note, group, vr_g.limit_text));
 	uint64_t budget = vr_spill_budget(vr__books_member);
 	atomic_store(&vr__books_spill_budget, budget);
-	if (budget != vr_g.spill_asked) {
-		char a[32], b[32];
-		vr_log(VR_LOG_WARN,
-		       "group %s has a spill budget of %s, not %s; the group's applies", group,
-		       budget ? vr_format_size(budget, a, sizeof a) : "none",
-		       vr_g.spill_asked ? vr_format_size(vr_g.spill_asked, b, sizeof b) : "none");
-	}
+	if (budget != vr_g.spill_asked)
+		vr_log(VR_LOG_WARN, "%s",
+		       vr_spill_differs_note(note, sizeof note, group, budget, vr_g.spill_asked));
 }
 
 void vr_books_join(void)
