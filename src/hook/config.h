@@ -13,7 +13,8 @@
  *   vr_dev.cap   the cap in force on one device (policy.c): the parsed
  *                form applied to its ordinal, UUID and total, lowered to
  *                the site's maximum, or the group's when it already has one.
- * Every refusal compares against vr_dev.cap (or the registry's copy of it).
+ * Every refusal compares against vr_dev.cap, or the registry's copy of it
+ * for the group; the run's report gets a copy too (record.c).
  */
 #ifndef VRAMCTL_HOOK_CONFIG_H
 #define VRAMCTL_HOOK_CONFIG_H
