@@ -114,7 +114,8 @@ static void join_locked(void)
 		       vr_spill_differs_note(note, sizeof note, group, budget, vr_g.spill_asked));
 }
 
-void vr_books_join(void)
+/* Joins the group once per process (thread-safe; later calls return at once). */
+static void join(void)
 {
 	if (VR_LIKELY(atomic_load_explicit(&joined, memory_order_acquire)))
 		return;
@@ -129,7 +130,7 @@ void vr_books_join(void)
 
 void vr_books_device(struct vr_dev *d, uint64_t cap_if_new)
 {
-	vr_books_join();
+	join();
 	d->reg = -1;
 	d->cap = cap_if_new;
 	if (vr__books_member) {
@@ -230,7 +231,7 @@ int vr_books_holders(const struct vr_dev *d, uint64_t *self, uint64_t *peak, str
 
 void vr_books_pinned(int64_t delta)
 {
-	vr_books_join();
+	join();
 	if (vr__books_member)
 		vr_note_pinned(vr__books_member, delta);
 	else

@@ -15,8 +15,6 @@
 extern vr_member *vr__books_member;
 extern _Atomic uint64_t vr__books_spill_budget;
 
-/* Joins the group once per process (thread-safe; later calls return at once). */
-void vr_books_join(void);
 /* Adds d to the books with cap_if_new (the group's cap wins if the group
  * already has one): fills d->reg and d->cap. Joins first if needed. */
 void vr_books_device(struct vr_dev *d, uint64_t cap_if_new);

@@ -90,7 +90,7 @@ CUresult vr__dev_for_handle(CUdevice h, struct vr_dev **out)
 	return rc;
 }
 
-struct vr_dev *vr_dev_by_handle(CUdevice h)
+static struct vr_dev *dev_by_handle(CUdevice h)
 {
 	struct vr_dev *d;
 	return vr_dev_for_handle(h, &d) == CUDA_SUCCESS ? d : NULL;
@@ -101,21 +101,15 @@ struct vr_dev *vr__dev_by_ordinal(int ordinal)
 	CUdevice h;
 	int n = atomic_load_explicit(&vr__ndev, memory_order_acquire);
 	if (ordinal >= 0 && ordinal < n)
-		return vr_dev_by_handle(vr__devs[ordinal].handle);
+		return dev_by_handle(vr__devs[ordinal].handle);
 	if (!vr_real.cuDeviceGet || vr_real.cuDeviceGet(&h, ordinal) != CUDA_SUCCESS)
 		return NULL;
-	return vr_dev_by_handle(h);
+	return dev_by_handle(h);
 }
 
 int vr_dev_count(void)
 {
 	return atomic_load_explicit(&vr__ndev, memory_order_acquire);
-}
-
-struct vr_dev *vr_dev_current(void)
-{
-	struct vr_dev *d;
-	return vr_dev_for_alloc(&d) == CUDA_SUCCESS ? d : NULL;
 }
 
 /*

@@ -9,8 +9,6 @@
 #include "hook/dev.h"
 #include "hook/hook.h"
 
-/* The device of the calling thread's current context, or NULL. */
-struct vr_dev *vr_dev_current(void);
 /*
  * For an allocation: the device of the current context (vr_dev_for_alloc)
  * or with this handle (vr_dev_for_handle). Returns CUDA_SUCCESS with *out,
@@ -20,8 +18,6 @@ struct vr_dev *vr_dev_current(void);
  */
 static inline CUresult vr_dev_for_alloc(struct vr_dev **out);
 static inline CUresult vr_dev_for_handle(CUdevice h, struct vr_dev **out);
-/* The device for a CUdevice handle (as returned by cuDeviceGet), or NULL. */
-struct vr_dev *vr_dev_by_handle(CUdevice h);
 /* The device with this program ordinal, or NULL. */
 static inline struct vr_dev *vr_dev_by_ordinal(int ordinal);
 /* The device with this "GPU-..." UUID text into *out (NULL: not one of the

@@ -26,7 +26,7 @@ static void *dlsym_none(void *handle, const char *name)
  * is not interposed, so this is safe before any constructor has run, from
  * any thread (the result is the same for every caller). Never returns NULL.
  */
-void *vr_dlsym_resolve(void)
+static void *dlsym_resolve(void)
 {
 	void *p = __atomic_load_n(&vr_dlsym_next, __ATOMIC_ACQUIRE);
 	if (p)
@@ -43,6 +43,6 @@ void *vr_dlsym_resolve(void)
 /* The real dlsym on a handle (not RTLD_NEXT/RTLD_DEFAULT: see above). */
 void *vr_dlsym_real(void *handle, const char *name)
 {
-	void *(*real)(void *, const char *) = (void *(*)(void *, const char *))vr_dlsym_resolve();
+	void *(*real)(void *, const char *) = (void *(*)(void *, const char *))dlsym_resolve();
 	return real(handle, name);
 }

@@ -9,9 +9,8 @@
 
 /* The real dlsym on a real handle (never substituted). */
 void *vr_dlsym_real(void *handle, const char *name);
-/* The next dlsym after this library, found once (never NULL). */
-void *vr_dlsym_resolve(void);
-/* Read by dlsym.c's assembly thunk; filled by vr_dlsym_resolve. */
+/* The next dlsym after this library: read by dlsym.c's assembly thunk,
+ * filled by the thunk or by vr_dlsym_real, whichever runs first. */
 extern void *vr_dlsym_next;
 
 #endif /* VRAMCTL_HOOK_DLREAL_H */

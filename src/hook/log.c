@@ -63,11 +63,6 @@ int vr_log_denial_gate(char *more, size_t len)
 	return 1;
 }
 
-void vr_log_denied(int ordinal, uint64_t bytes, uint64_t cap, uint64_t in_use)
-{
-	vr_log_denied_why(ordinal, bytes, cap, in_use, NULL);
-}
-
 void vr_log_denied_why(int ordinal, uint64_t bytes, uint64_t cap, uint64_t in_use, const char *why)
 {
 	char a[32], b[32], c[32], more[64];

@@ -25,9 +25,9 @@ void vr__log(int level, const char *fmt, ...) VR_PRINTF(2, 3);
 		if (VR_UNLIKELY((level) <= vr_log_verbosity))                                      \
 			vr__log(level, __VA_ARGS__);                                               \
 	} while (0)
-/* The denial line, rate limited to a few a second plus a count of the rest. */
-void vr_log_denied(int ordinal, uint64_t bytes, uint64_t cap, uint64_t in_use);
-/* The same, with why spill could not serve it either ("; spill: ..."). */
+/* The denial line when spill could not serve it either ("; spill: WHY";
+ * why may be NULL), rate limited to a few a second plus a count of the
+ * rest. */
 void vr_log_denied_why(int ordinal, uint64_t bytes, uint64_t cap, uint64_t in_use, const char *why);
 /* Rate limit of the denial line (composed by the policy): returns 1 when a
  * line may be printed now, with " (N more denials not shown)" in more when
