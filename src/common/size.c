@@ -529,3 +529,11 @@ int vr_parse_uuid(const char *text, unsigned char uuid[16])
 	memcpy(uuid, out, 16);
 	return 0;
 }
+
+char *vr_cap_differs_note(char *buf, size_t len, const char *group, const char *asked)
+{
+	snprintf(buf, len,
+	         "group '%s' was created with a different cap than '%s'; the group's cap applies",
+	         group, asked);
+	return buf;
+}

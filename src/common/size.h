@@ -40,6 +40,14 @@ int vr_parse_size(const char *text, uint64_t *out, char *err, size_t errlen);
 int vr_parse_limits(const char *spec, struct vr_limits *out, char *err, size_t errlen);
 
 /*
+ * The note said when a group already has another cap than the one asked
+ * ("group 'GROUP' was created with a different cap than 'ASKED'; the
+ * group's cap applies"): written by the launcher (vramctl run) and by the
+ * library, in these words only. Into buf, cut to len; returns buf.
+ */
+char *vr_cap_differs_note(char *buf, size_t len, const char *group, const char *asked);
+
+/*
  * The cap for one device: the item naming its index or UUID, else the item
  * for every device; percentages are taken of physical_total. Returns 1 and
  * sets *cap when some item applies, 0 when the device is uncapped.

@@ -58,3 +58,14 @@ int vr_parse_spill(const char *text, uint64_t *budget, char *err, size_t errlen)
 		*budget = b;
 	return rc;
 }
+
+char *vr_spill_differs_note(char *buf, size_t len, const char *group, uint64_t theirs,
+                            uint64_t asked)
+{
+	char a[32], b[32];
+	snprintf(buf, len,
+	         "group '%s' already has a different spill budget: %s, not %s; the group's applies",
+	         group, theirs ? vr_format_size(theirs, a, sizeof a) : "none",
+	         asked ? vr_format_size(asked, b, sizeof b) : "none");
+	return buf;
+}

@@ -31,4 +31,14 @@ int vr_parse_spill(const char *text, uint64_t *budget, char *err, size_t errlen)
 /* MemAvailable from /proc/meminfo in bytes, or 0 when unknown. */
 uint64_t vr_host_available(void);
 
+/*
+ * The note said when a group already has another spill budget than the one
+ * asked ("group 'GROUP' already has a different spill budget: THEIRS, not
+ * ASKED; the group's applies", 0 written "none"): written by the launcher
+ * and by the library, in these words only. Into buf, cut to len; returns
+ * buf.
+ */
+char *vr_spill_differs_note(char *buf, size_t len, const char *group, uint64_t theirs,
+                            uint64_t asked);
+
 #endif /* VRAMCTL_SPILL_H */

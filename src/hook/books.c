@@ -16,8 +16,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/spill.h"
 #include "hook/books.h"
 #include "hook/record.h"
+#include "hook/teardown.h"
 #include "registry/registry.h"
 
 /*
@@ -27,11 +29,11 @@
  */
 static pthread_mutex_t join_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int joined;
-vr_member *vr_books_member_;
+vr_member *vr__books_member;
 static char private_group[72];
 static _Atomic int64_t local_pinned;
 static _Atomic uint64_t local_spilled;   /* per-process books' spill */
-_Atomic uint64_t vr_books_spill_budget_; /* in force: the group's, else VRAMCTL_SPILL's */
+_Atomic uint64_t vr__books_spill_budget; /* in force: the group's, else VRAMCTL_SPILL's */
 
 /* The registry found the group's books damaged: said once, by the member
  * that found it; it keeps its own books under the caps it joined with. */
@@ -85,37 +87,35 @@ static void join_locked(void)
 	    .growth = vr_g.growth,
 	    .fresh = fresh,
 	    .notice = books_damaged,
-	    .spill_budget = vr_g.spill_budget,
+	    .spill_budget = vr_g.spill_asked,
 	    .lanes = 1,
 	};
 	char err[256] = "";
 	int differs = 0, rc;
-	VR_OWN(rc = vr_join(&o, &vr_books_member_, &differs, err, sizeof err));
-	atomic_store(&vr_books_spill_budget_, vr_g.spill_budget);
+	vr_teardown_setup(); /* a join may reclaim a dead member's share */
+	VR_OWN(rc = vr_join(&o, &vr__books_member, &differs, err, sizeof err));
+	atomic_store(&vr__books_spill_budget, vr_g.spill_asked);
 	if (rc != 0) {
-		vr_books_member_ = NULL;
+		vr__books_member = NULL;
 		vr_log(VR_LOG_ERROR,
 		       "cannot join group %s: %s; this process keeps its own books (the cap "
 		       "applies to it alone)",
 		       group, err[0] ? err : strerror(-rc));
 		return;
 	}
+	char note[768];
 	if (differs)
-		vr_log(VR_LOG_WARN,
-		       "group %s was started with a different cap than %s; the group's cap applies",
-		       group, vr_g.limit_text);
-	uint64_t budget = vr_spill_budget(vr_books_member_);
-	atomic_store(&vr_books_spill_budget_, budget);
-	if (budget != vr_g.spill_budget) {
-		char a[32], b[32];
-		vr_log(VR_LOG_WARN,
-		       "group %s has a spill budget of %s, not %s; the group's applies", group,
-		       budget ? vr_format_size(budget, a, sizeof a) : "none",
-		       vr_g.spill_budget ? vr_format_size(vr_g.spill_budget, b, sizeof b) : "none");
-	}
+		vr_log(VR_LOG_WARN, "%s",
+		       vr_cap_differs_note(note, sizeof note, group, vr_g.limit_text));
+	uint64_t budget = vr_spill_budget(vr__books_member);
+	atomic_store(&vr__books_spill_budget, budget);
+	if (budget != vr_g.spill_asked)
+		vr_log(VR_LOG_WARN, "%s",
+		       vr_spill_differs_note(note, sizeof note, group, budget, vr_g.spill_asked));
 }
 
-void vr_books_join(void)
+/* Joins the group once per process (thread-safe; later calls return at once). */
+static void join(void)
 {
 	if (VR_LIKELY(atomic_load_explicit(&joined, memory_order_acquire)))
 		return;
@@ -130,12 +130,12 @@ void vr_books_join(void)
 
 void vr_books_device(struct vr_dev *d, uint64_t cap_if_new)
 {
-	vr_books_join();
+	join();
 	d->reg = -1;
 	d->cap = cap_if_new;
-	if (vr_books_member_) {
+	if (vr__books_member) {
 		uint64_t cap = cap_if_new;
-		int idx = vr_device(vr_books_member_, d->uuid, cap_if_new, &cap);
+		int idx = vr_device(vr__books_member, d->uuid, cap_if_new, &cap);
 		if (idx >= 0) {
 			d->reg = idx;
 			d->cap = cap;
@@ -148,18 +148,18 @@ void vr_books_device(struct vr_dev *d, uint64_t cap_if_new)
 	}
 }
 
-int vr_books_reserve_other_(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int rc)
+int vr__books_reserve_other(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int rc)
 {
 	if (d->reg >= 0) {
 		if (rc != -ENOSPC) { /* the registry failed: refuse, never pass the cap */
 			uint64_t cap;
-			vr_usage(vr_books_member_, d->reg, in_use, &cap);
+			vr_usage(vr__books_member, d->reg, in_use, &cap);
 		}
 		return -1;
 	}
 	uint64_t cur = atomic_load_explicit(&d->local_in_use, memory_order_relaxed);
 	for (;;) {
-		if (d->capped && (bytes > d->cap || cur > d->cap - bytes))
+		if (vr_dev_capped(d) && (bytes > d->cap || cur > d->cap - bytes))
 			break;
 		if (atomic_compare_exchange_weak_explicit(&d->local_in_use, &cur, cur + bytes,
 		                                          memory_order_relaxed,
@@ -173,15 +173,15 @@ int vr_books_reserve_other_(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, 
 void vr_books_denied(struct vr_dev *d, uint64_t bytes)
 {
 	if (d->reg >= 0)
-		vr_note_denied(vr_books_member_, d->reg, bytes);
+		vr_note_denied(vr__books_member, d->reg, bytes);
 }
 
 int vr_books_spill(struct vr_dev *d, uint64_t bytes, uint64_t *spilled, uint64_t *budget)
 {
 	if (d->reg >= 0)
-		return vr_spill_reserve(vr_books_member_, d->reg, bytes, spilled, budget) == 0 ? 0
+		return vr_spill_reserve(vr__books_member, d->reg, bytes, spilled, budget) == 0 ? 0
 		                                                                               : -1;
-	uint64_t b = vr_g.spill_budget;
+	uint64_t b = vr_g.spill_asked;
 	uint64_t cur = atomic_load_explicit(&local_spilled, memory_order_relaxed);
 	*budget = b;
 	for (;;) {
@@ -200,7 +200,7 @@ int vr_books_spill(struct vr_dev *d, uint64_t bytes, uint64_t *spilled, uint64_t
 void vr_books_unspill(struct vr_dev *d, uint64_t bytes)
 {
 	if (d->reg >= 0)
-		vr_spill_release(vr_books_member_, d->reg, bytes);
+		vr_spill_release(vr__books_member, d->reg, bytes);
 	else
 		atomic_fetch_sub_explicit(&local_spilled, bytes, memory_order_relaxed);
 }
@@ -209,7 +209,7 @@ uint64_t vr_books_in_use(struct vr_dev *d)
 {
 	if (d->reg >= 0) {
 		uint64_t in_use = 0, cap = 0;
-		vr_usage(vr_books_member_, d->reg, &in_use, &cap);
+		vr_usage(vr__books_member, d->reg, &in_use, &cap);
 		return in_use;
 	}
 	return atomic_load_explicit(&d->local_in_use, memory_order_relaxed);
@@ -219,9 +219,9 @@ int vr_books_holders(const struct vr_dev *d, uint64_t *self, uint64_t *peak, str
                      int n)
 {
 	*self = *peak = 0;
-	if (d->reg >= 0 && vr_books_member_) {
+	if (d->reg >= 0 && vr__books_member) {
 		int got;
-		VR_OWN(got = vr_holders(vr_books_member_, d->reg, self, peak, out, n));
+		VR_OWN(got = vr_holders(vr__books_member, d->reg, self, peak, out, n));
 		if (got >= 0)
 			return got;
 	}
@@ -231,30 +231,31 @@ int vr_books_holders(const struct vr_dev *d, uint64_t *self, uint64_t *peak, str
 
 void vr_books_pinned(int64_t delta)
 {
-	vr_books_join();
-	if (vr_books_member_)
-		vr_note_pinned(vr_books_member_, delta);
+	join();
+	if (vr__books_member)
+		vr_note_pinned(vr__books_member, delta);
 	else
 		atomic_fetch_add_explicit(&local_pinned, delta, memory_order_relaxed);
 	vr_rec_pinned(delta);
 }
 
-void vr_books_atfork_child(void)
+static void books_atfork_child(void)
 {
 	pthread_mutex_init(&join_lock, NULL);
-	vr_forget(vr_books_member_);
-	vr_books_member_ = NULL;
+	vr_forget(vr__books_member);
+	vr__books_member = NULL;
 	atomic_store(&joined, 0);
 	atomic_store(&local_pinned, 0);
 	atomic_store(&local_spilled, 0);
-	atomic_store(&vr_books_spill_budget_, 0);
+	atomic_store(&vr__books_spill_budget, 0);
 }
+VR_ATFORK_CHILD(books_atfork_child);
 
 /* At exit, a private group's region goes with its only member. */
 __attribute__((destructor)) static void books_fini(void)
 {
 	char dir[512];
-	if (!vr_books_member_ || !private_group[0] || vr_g.group[0])
+	if (!vr__books_member || !private_group[0] || vr_g.group[0])
 		return;
 	if (vr_g.registry_dir[0])
 		snprintf(dir, sizeof dir, "%s", vr_g.registry_dir);

@@ -6,16 +6,15 @@
 #ifndef VRAMCTL_HOOK_BOOKS_H
 #define VRAMCTL_HOOK_BOOKS_H
 
-#include "hook/devices.h"
+#include "hook/dev.h"
+#include "hook/hook.h"
 #include "registry/registry.h"
 
 /* This process's membership (NULL: none) and the spill budget in force:
  * read by the inline fast paths below, written by books.c. */
-extern vr_member *vr_books_member_;
-extern _Atomic uint64_t vr_books_spill_budget_;
+extern vr_member *vr__books_member;
+extern _Atomic uint64_t vr__books_spill_budget;
 
-/* Joins the group once per process (thread-safe; later calls return at once). */
-void vr_books_join(void);
 /* Adds d to the books with cap_if_new (the group's cap wins if the group
  * already has one): fills d->reg and d->cap. Joins first if needed. */
 void vr_books_device(struct vr_dev *d, uint64_t cap_if_new);
@@ -30,7 +29,7 @@ void vr_books_denied(struct vr_dev *d, uint64_t bytes);
 static inline void vr_books_release(struct vr_dev *d, uint64_t bytes);
 /* The rest of a reserve the registry did not grant (rc), or of one in this
  * process's own books. */
-int vr_books_reserve_other_(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int rc);
+int vr__books_reserve_other(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int rc);
 /* Group-wide in-use of d. */
 uint64_t vr_books_in_use(struct vr_dev *d);
 /* For the denial line: this process's in-use on d, the group's peak, and the
@@ -47,38 +46,36 @@ void vr_books_pinned(int64_t delta);
  */
 static inline uint64_t vr_books_spill_budget(void)
 {
-	return atomic_load_explicit(&vr_books_spill_budget_, memory_order_relaxed);
+	return atomic_load_explicit(&vr__books_spill_budget, memory_order_relaxed);
 }
 int vr_books_spill(struct vr_dev *d, uint64_t bytes, uint64_t *spilled, uint64_t *budget);
 void vr_books_unspill(struct vr_dev *d, uint64_t bytes);
-/* In a child after fork (one thread left): drop the parent's membership. */
-void vr_books_atfork_child(void);
 
 /* ---- the fast paths, inline: every allocation and free goes through them */
 
-static inline int vr_books_reserve_(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int quiet)
+static inline int vr__books_reserve(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int quiet)
 {
 	int rc = d->reg < 0 ? 0
-	         : quiet    ? vr_reserve_quiet(vr_books_member_, d->reg, bytes, in_use)
-	                    : vr_reserve(vr_books_member_, d->reg, bytes, in_use);
+	         : quiet    ? vr_reserve_quiet(vr__books_member, d->reg, bytes, in_use)
+	                    : vr_reserve(vr__books_member, d->reg, bytes, in_use);
 	return VR_LIKELY(rc == 0 && d->reg >= 0) ? 0
-	                                         : vr_books_reserve_other_(d, bytes, in_use, rc);
+	                                         : vr__books_reserve_other(d, bytes, in_use, rc);
 }
 
 static inline int vr_books_reserve(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
 {
-	return vr_books_reserve_(d, bytes, in_use, 0);
+	return vr__books_reserve(d, bytes, in_use, 0);
 }
 
 static inline int vr_books_reserve_quiet(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
 {
-	return vr_books_reserve_(d, bytes, in_use, 1);
+	return vr__books_reserve(d, bytes, in_use, 1);
 }
 
 static inline void vr_books_release(struct vr_dev *d, uint64_t bytes)
 {
 	if (VR_LIKELY(d->reg >= 0))
-		vr_release(vr_books_member_, d->reg, bytes);
+		vr_release(vr__books_member, d->reg, bytes);
 	else
 		atomic_fetch_sub_explicit(&d->local_in_use, bytes, memory_order_relaxed);
 }

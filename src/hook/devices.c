@@ -11,15 +11,15 @@
 #include "hook/policy.h"
 
 static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
-struct vr_dev vr_devs_[VR_MAX_DEVICES];
-atomic_int vr_ndev_; /* 0: not enumerated yet */
+struct vr_dev vr__devs[VR_MAX_DEVICES];
+atomic_int vr__ndev; /* 0: not enumerated yet */
 
 /* Under dev_lock. Returns CUDA_SUCCESS with the device count in *np, or
  * the driver's error (cuInit not called, or the look-up failing): nothing is
  * cached then. */
 static CUresult enumerate(int *np)
 {
-	int n = atomic_load_explicit(&vr_ndev_, memory_order_acquire), count = 0;
+	int n = atomic_load_explicit(&vr__ndev, memory_order_acquire), count = 0;
 	*np = n;
 	if (n > 0)
 		return CUDA_SUCCESS;
@@ -31,12 +31,12 @@ static CUresult enumerate(int *np)
 	if (count > VR_MAX_DEVICES)
 		count = VR_MAX_DEVICES;
 	for (int i = 0; i < count; i++) {
-		vr_devs_[i].ordinal = i;
-		vr_devs_[i].reg = -1;
-		if (vr_real.cuDeviceGet(&vr_devs_[i].handle, i) != CUDA_SUCCESS)
-			vr_devs_[i].handle = i;
+		vr__devs[i].ordinal = i;
+		vr__devs[i].reg = -1;
+		if (vr_real.cuDeviceGet(&vr__devs[i].handle, i) != CUDA_SUCCESS)
+			vr__devs[i].handle = i;
 	}
-	atomic_store_explicit(&vr_ndev_, count, memory_order_release);
+	atomic_store_explicit(&vr__ndev, count, memory_order_release);
 	*np = count;
 	return CUDA_SUCCESS;
 }
@@ -72,9 +72,9 @@ static CUresult by_handle(CUdevice h, struct vr_dev **out)
 	if (rc == CUDA_SUCCESS)
 		rc = CUDA_ERROR_INVALID_DEVICE;
 	for (int i = 0; i < n; i++) {
-		if (vr_devs_[i].handle == h) {
-			setup(&vr_devs_[i]);
-			*out = &vr_devs_[i];
+		if (vr__devs[i].handle == h) {
+			setup(&vr__devs[i]);
+			*out = &vr__devs[i];
 			rc = CUDA_SUCCESS;
 			break;
 		}
@@ -83,39 +83,33 @@ static CUresult by_handle(CUdevice h, struct vr_dev **out)
 	return rc;
 }
 
-CUresult vr_dev_for_handle_(CUdevice h, struct vr_dev **out)
+CUresult vr__dev_for_handle(CUdevice h, struct vr_dev **out)
 {
 	CUresult rc;
 	VR_OWN(rc = by_handle(h, out));
 	return rc;
 }
 
-struct vr_dev *vr_dev_by_handle(CUdevice h)
+static struct vr_dev *dev_by_handle(CUdevice h)
 {
 	struct vr_dev *d;
 	return vr_dev_for_handle(h, &d) == CUDA_SUCCESS ? d : NULL;
 }
 
-struct vr_dev *vr_dev_by_ordinal_(int ordinal)
+struct vr_dev *vr__dev_by_ordinal(int ordinal)
 {
 	CUdevice h;
-	int n = atomic_load_explicit(&vr_ndev_, memory_order_acquire);
+	int n = atomic_load_explicit(&vr__ndev, memory_order_acquire);
 	if (ordinal >= 0 && ordinal < n)
-		return vr_dev_by_handle(vr_devs_[ordinal].handle);
+		return dev_by_handle(vr__devs[ordinal].handle);
 	if (!vr_real.cuDeviceGet || vr_real.cuDeviceGet(&h, ordinal) != CUDA_SUCCESS)
 		return NULL;
-	return vr_dev_by_handle(h);
+	return dev_by_handle(h);
 }
 
 int vr_dev_count(void)
 {
-	return atomic_load_explicit(&vr_ndev_, memory_order_acquire);
-}
-
-struct vr_dev *vr_dev_current(void)
-{
-	struct vr_dev *d;
-	return vr_dev_for_alloc(&d) == CUDA_SUCCESS ? d : NULL;
+	return atomic_load_explicit(&vr__ndev, memory_order_acquire);
 }
 
 /*
@@ -138,9 +132,9 @@ static CUresult by_uuid(const char *uuid, struct vr_dev **out)
 	int n;
 	CUresult rc = enumerate(&n);
 	for (int i = 0; i < n && !*out; i++) {
-		setup(&vr_devs_[i]);
-		if (!strcmp(vr_devs_[i].uuid_text, uuid))
-			*out = &vr_devs_[i];
+		setup(&vr__devs[i]);
+		if (!strcmp(vr__devs[i].uuid_text, uuid))
+			*out = &vr__devs[i];
 	}
 	pthread_mutex_unlock(&dev_lock);
 	return rc;
@@ -155,13 +149,14 @@ CUresult vr_dev_for_uuid_text(const char *uuid, struct vr_dev **out)
 }
 
 /* Keeps nothing that another thread may have been changing at the fork. */
-void vr_devices_atfork_child(void)
+static void devices_atfork_child(void)
 {
 	pthread_mutex_init(&dev_lock, NULL);
 	for (int i = 0; i < VR_MAX_DEVICES; i++) {
-		atomic_store(&vr_devs_[i].ready, 0);
-		atomic_store(&vr_devs_[i].local_in_use, 0);
-		atomic_store(&vr_devs_[i].first_block, 0);
-		vr_devs_[i].reg = -1;
+		atomic_store(&vr__devs[i].ready, 0);
+		atomic_store(&vr__devs[i].local_in_use, 0);
+		atomic_store(&vr__devs[i].first_block, 0);
+		vr__devs[i].reg = -1;
 	}
 }
+VR_ATFORK_CHILD(devices_atfork_child);

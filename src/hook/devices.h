@@ -1,31 +1,14 @@
 /*
- * devices.h - the program's devices as it numbers them (after
- * CUDA_VISIBLE_DEVICES), each with its UUID, physical total and the cap the
- * policy set for it (devices.c).
+ * devices.h - the look-ups of the program's devices as it numbers them
+ * (after CUDA_VISIBLE_DEVICES): each device is set up the first time it is
+ * allocated on or asked about, its cap then set by the policy (devices.c).
  */
 #ifndef VRAMCTL_HOOK_DEVICES_H
 #define VRAMCTL_HOOK_DEVICES_H
 
+#include "hook/dev.h"
 #include "hook/hook.h"
 
-struct vr_dev {
-	atomic_int ready; /* 1 once filled in */
-	int ordinal;      /* as the program numbers it */
-	CUdevice handle;
-	unsigned char uuid[16];
-	char uuid_text[48];
-	uint64_t phys_total;
-	int capped;
-	uint64_t cap;                  /* cap in force (UINT64_MAX: none) */
-	int reg;                       /* registry device index, -1: per-process books */
-	_Atomic uint64_t local_in_use; /* per-process books */
-	atomic_int host_vmm;          /* cuMemCreate on the host (spill): 0 unknown, 1 yes, -1 no */
-	atomic_int host_numa;         /* CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID (-1: none) */
-	_Atomic uint64_t first_block; /* this process's first allocation on it (the hint) */
-};
-
-/* The device of the calling thread's current context, or NULL. */
-struct vr_dev *vr_dev_current(void);
 /*
  * For an allocation: the device of the current context (vr_dev_for_alloc)
  * or with this handle (vr_dev_for_handle). Returns CUDA_SUCCESS with *out,
@@ -35,8 +18,6 @@ struct vr_dev *vr_dev_current(void);
  */
 static inline CUresult vr_dev_for_alloc(struct vr_dev **out);
 static inline CUresult vr_dev_for_handle(CUdevice h, struct vr_dev **out);
-/* The device for a CUdevice handle (as returned by cuDeviceGet), or NULL. */
-struct vr_dev *vr_dev_by_handle(CUdevice h);
 /* The device with this program ordinal, or NULL. */
 static inline struct vr_dev *vr_dev_by_ordinal(int ordinal);
 /* The device with this "GPU-..." UUID text into *out (NULL: not one of the
@@ -45,29 +26,27 @@ static inline struct vr_dev *vr_dev_by_ordinal(int ordinal);
 CUresult vr_dev_for_uuid_text(const char *uuid, struct vr_dev **out);
 /* Devices enumerated so far (0 before the program's cuInit). */
 int vr_dev_count(void);
-/* In a child after fork (one thread left): forget every device. */
-void vr_devices_atfork_child(void);
 
 /* ---- the look-ups of every allocation and free, inline */
 
-/* The devices, filled in by devices.c; [0, vr_ndev_) enumerated. */
-extern struct vr_dev vr_devs_[VR_MAX_DEVICES];
-extern atomic_int vr_ndev_;
+/* The devices, filled in by devices.c; [0, vr__ndev) enumerated. */
+extern struct vr_dev vr__devs[VR_MAX_DEVICES];
+extern atomic_int vr__ndev;
 /* The first look-up of a device, or one whose handle is not its ordinal. */
-CUresult vr_dev_for_handle_(CUdevice h, struct vr_dev **out);
-struct vr_dev *vr_dev_by_ordinal_(int ordinal);
+CUresult vr__dev_for_handle(CUdevice h, struct vr_dev **out);
+struct vr_dev *vr__dev_by_ordinal(int ordinal);
 
 static inline CUresult vr_dev_for_handle(CUdevice h, struct vr_dev **out)
 {
-	int n = atomic_load_explicit(&vr_ndev_, memory_order_acquire);
+	int n = atomic_load_explicit(&vr__ndev, memory_order_acquire);
 	*out = NULL;
 	/* Every driver seen so far hands out ordinals as handles. */
-	if (VR_LIKELY(h >= 0 && h < n && vr_devs_[h].handle == h &&
-	              atomic_load_explicit(&vr_devs_[h].ready, memory_order_acquire))) {
-		*out = &vr_devs_[h];
+	if (VR_LIKELY(h >= 0 && h < n && vr__devs[h].handle == h &&
+	              atomic_load_explicit(&vr__devs[h].ready, memory_order_acquire))) {
+		*out = &vr__devs[h];
 		return CUDA_SUCCESS;
 	}
-	return vr_dev_for_handle_(h, out);
+	return vr__dev_for_handle(h, out);
 }
 
 static inline CUresult vr_dev_for_alloc(struct vr_dev **out)
@@ -82,11 +61,11 @@ static inline CUresult vr_dev_for_alloc(struct vr_dev **out)
 
 static inline struct vr_dev *vr_dev_by_ordinal(int ordinal)
 {
-	int n = atomic_load_explicit(&vr_ndev_, memory_order_acquire);
+	int n = atomic_load_explicit(&vr__ndev, memory_order_acquire);
 	if (VR_LIKELY(ordinal >= 0 && ordinal < n &&
-	              atomic_load_explicit(&vr_devs_[ordinal].ready, memory_order_acquire)))
-		return &vr_devs_[ordinal];
-	return vr_dev_by_ordinal_(ordinal);
+	              atomic_load_explicit(&vr__devs[ordinal].ready, memory_order_acquire)))
+		return &vr__devs[ordinal];
+	return vr__dev_by_ordinal(ordinal);
 }
 
 #endif /* VRAMCTL_HOOK_DEVICES_H */

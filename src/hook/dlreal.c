@@ -2,17 +2,15 @@
  * dlreal.c - the real dlsym, for vramctl's own look-ups (the driver's and
  * NVML's symbols, the instance marker) and for the exported dlsym's
  * RTLD_NEXT and RTLD_DEFAULT paths (dlsym.c). Depends on nothing else in
- * the library, so that loading the driver (init.c) never reaches back into
+ * the library, so that loading the driver (real.c) never reaches back into
  * the ways in.
  */
 #include <dlfcn.h>
 #include <stddef.h>
 
-#include "hook/hook.h"
+#include "hook/dlreal.h"
 
-/* Read by the assembly thunk; filled by vr_dlsym_resolve. */
 void *vr_dlsym_next;
-void *vr_dlsym_resolve(void);
 
 /* Stands in for dlsym if glibc offered none (never seen): finds nothing. */
 static void *dlsym_none(void *handle, const char *name)
@@ -28,7 +26,7 @@ static void *dlsym_none(void *handle, const char *name)
  * is not interposed, so this is safe before any constructor has run, from
  * any thread (the result is the same for every caller). Never returns NULL.
  */
-void *vr_dlsym_resolve(void)
+static void *dlsym_resolve(void)
 {
 	void *p = __atomic_load_n(&vr_dlsym_next, __ATOMIC_ACQUIRE);
 	if (p)
@@ -45,6 +43,6 @@ void *vr_dlsym_resolve(void)
 /* The real dlsym on a handle (not RTLD_NEXT/RTLD_DEFAULT: see above). */
 void *vr_dlsym_real(void *handle, const char *name)
 {
-	void *(*real)(void *, const char *) = (void *(*)(void *, const char *))vr_dlsym_resolve();
+	void *(*real)(void *, const char *) = (void *(*)(void *, const char *))dlsym_resolve();
 	return real(handle, name);
 }

@@ -23,9 +23,8 @@
 #include <stddef.h>
 
 #include "hook/hook.h"
+#include "hook/lookup.h"
 
-/* Read by the assembly thunk (dlreal.c). */
-extern void *vr_dlsym_next;
 void *vr_dlsym_handle(void *handle, const char *name);
 /* dlsym on a real handle: the driver's answer, or the matching wrapper. */
 void *vr_dlsym_handle(void *handle, const char *name)

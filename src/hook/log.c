@@ -5,14 +5,18 @@
  * checked by the vr_log macro before anything is formatted.
  */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "hook/hook.h"
+#include "common/size.h"
+#include "hook/log.h"
 
-void vr_log_(int level, const char *fmt, ...)
+int vr_log_verbosity = VR_LOG_WARN;
+
+void vr__log(int level, const char *fmt, ...)
 {
 	(void)level;
 	char line[768] = "vramctl: ";
@@ -41,7 +45,7 @@ static atomic_int deny_suppressed;
 int vr_log_denial_gate(char *more, size_t len)
 {
 	more[0] = '\0';
-	if (vr_g.log_level < VR_LOG_WARN)
+	if (vr_log_verbosity < VR_LOG_WARN)
 		return 0;
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
@@ -59,17 +63,12 @@ int vr_log_denial_gate(char *more, size_t len)
 	return 1;
 }
 
-void vr_log_denied(int ordinal, uint64_t bytes, uint64_t cap, uint64_t in_use)
-{
-	vr_log_denied_why(ordinal, bytes, cap, in_use, NULL);
-}
-
 void vr_log_denied_why(int ordinal, uint64_t bytes, uint64_t cap, uint64_t in_use, const char *why)
 {
 	char a[32], b[32], c[32], more[64];
 	if (!vr_log_denial_gate(more, sizeof more))
 		return;
-	vr_log_(VR_LOG_WARN, "denied %s on GPU %d: cap %s, %s in use%s%s%s",
+	vr__log(VR_LOG_WARN, "denied %s on GPU %d: cap %s, %s in use%s%s%s",
 	        vr_format_size(bytes, a, sizeof a), ordinal, vr_format_size(cap, b, sizeof b),
 	        vr_format_size(in_use, c, sizeof c), why ? "; spill: " : "", why ? why : "", more);
 }

@@ -15,6 +15,7 @@
 #define VR_CUDA_PROTOTYPES
 #define VR_NVML_PROTOTYPES
 #include "hook/hook.h"
+#include "hook/lookup.h"
 
 /* The wrapper of the hooked symbol whose real address is p, or NULL. */
 static void *wrapper_for(const void *p)

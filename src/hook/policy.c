@@ -149,9 +149,8 @@ void vr_policy_device(struct vr_dev *d)
 		d->reg = -1;
 		d->cap = max;
 	}
-	d->capped = d->cap != UINT64_MAX;
 	vr_rec_device(d);
-	if (d->capped && d->cap != cap && cap != UINT64_MAX)
+	if (vr_dev_capped(d) && d->cap != cap && cap != UINT64_MAX)
 		vr_log(VR_LOG_INFO, "GPU %d: the group's cap is in force", d->ordinal);
 }
 
@@ -167,7 +166,7 @@ static void hint(const struct vr_dev *d, uint64_t bytes, uint64_t in_use, uint64
 	char a[32];
 	uint64_t first =
 	    atomic_load_explicit(&((struct vr_dev *)d)->first_block, memory_order_relaxed);
-	if (!vr_g.growth && d->capped && first && first >= d->cap / 2)
+	if (!vr_g.growth && vr_dev_capped(d) && first && first >= d->cap / 2)
 		snprintf(out, len,
 		         "hint: this process took %s in one block at start-up (a framework "
 		         "preallocating?): vramctl run --growth lets it grow on demand",
@@ -222,7 +221,7 @@ static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t asked, u
 	if (asked != bytes) /* exact: a rounded size could read as a whole MiB */
 		snprintf(pages, sizeof pages, " (%llu bytes asked, in whole 2 MiB pages)",
 		         (unsigned long long)asked);
-	vr_log_(VR_LOG_WARN, "denied %s%s on GPU %d: cap %s, %s in use (this process %s%s); %s%s",
+	vr__log(VR_LOG_WARN, "denied %s%s on GPU %d: cap %s, %s in use (this process %s%s); %s%s",
 	        vr_format_size(bytes, a, sizeof a), pages, d->ordinal,
 	        vr_format_size(d->cap, b, sizeof b), vr_format_size(in_use, c, sizeof c),
 	        vr_format_size(self, s, sizeof s), others, tip, more);
@@ -235,7 +234,7 @@ static void refused(struct vr_dev *d, uint64_t bytes, uint64_t asked, uint64_t i
 	say_denied(d, bytes, asked, in_use);
 }
 
-int vr_policy_refused_(struct vr_dev *d, uint64_t bytes, uint64_t in_use, int report)
+int vr__policy_refused(struct vr_dev *d, uint64_t bytes, uint64_t in_use, int report)
 {
 	if (VR_UNLIKELY(!d)) /* no device known: nothing to hold it against */
 		return 0;
@@ -244,7 +243,7 @@ int vr_policy_refused_(struct vr_dev *d, uint64_t bytes, uint64_t in_use, int re
 	return -1;
 }
 
-int vr_policy_reserve_pages_(struct vr_dev *d, uint64_t bytes, uint64_t page, int spillable,
+int vr__policy_reserve_pages(struct vr_dev *d, uint64_t bytes, uint64_t page, int spillable,
                              uint64_t *charged)
 {
 	uint64_t in_use = 0;
@@ -255,7 +254,7 @@ int vr_policy_reserve_pages_(struct vr_dev *d, uint64_t bytes, uint64_t page, in
 	}
 	/* All that is left, asked for as the program was shown it: granted as
 	 * asked (policy.h). */
-	if (d->capped && in_use < d->cap && bytes == d->cap - in_use) {
+	if (vr_dev_capped(d) && in_use < d->cap && bytes == d->cap - in_use) {
 		*charged = bytes;
 		if (vr_books_reserve_quiet(d, bytes, &in_use) == 0) {
 			vr_rec_charge(d, (int64_t)bytes);
@@ -271,10 +270,10 @@ int vr_policy_reserve_pages_(struct vr_dev *d, uint64_t bytes, uint64_t page, in
 
 int vr_policy_try(struct vr_dev *d, uint64_t bytes)
 {
-	return vr_policy_reserve_(d, bytes, 0);
+	return vr__policy_reserve(d, bytes, 0);
 }
 
-int vr_policy_spillable_(struct vr_dev *d, uint64_t bytes)
+int vr__policy_spillable(struct vr_dev *d, uint64_t bytes)
 {
 	uint64_t in_use = 0;
 	if (!d)
@@ -307,5 +306,5 @@ void vr_policy_view(struct vr_dev *d, uint64_t *freep, uint64_t *totalp)
 
 uint64_t vr_policy_total(const struct vr_dev *d, uint64_t total)
 {
-	return d->capped && total > d->cap ? d->cap : total;
+	return vr_dev_capped(d) && total > d->cap ? d->cap : total;
 }

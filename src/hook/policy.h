@@ -2,12 +2,41 @@
  * policy.h - "does this fit?" (policy.c): the cap of each device, reserve
  * or deny before the driver is called, and the numbers every memory query
  * shows the program. The wrappers ask here and nowhere else.
+ *
+ * The reserve path, top to bottom: each name calls only names below it.
+ * (i) is inline, on every allocation; the rest are out of line.
+ *
+ *   asked by the wrappers (this header)
+ *     vr_policy_reserve_linear     (i) a linear block, charged in whole pages
+ *       vr__policy_reserve_pages       pages over the ask: "all that is left"
+ *     vr_policy_reserve_spillable  (i) 0 on the device, 1 the host may serve
+ *                                      it (spill), -1 denied
+ *       vr__policy_spillable           with a spill budget: a quiet reserve
+ *     vr_policy_reserve            (i) reserve, or deny and say so
+ *     vr_policy_try                    the same, nothing said (pools)
+ *       vr__policy_reserve         (i) the books' reserve + the record's count
+ *       vr__policy_refused             a refusal: recorded and said
+ *     vr_policy_deny                   the denial once spill failed as well
+ *     vr_policy_release            (i) gives back any of the above
+ *   the books (books.h): where the bytes are held
+ *     vr_books_reserve             (i) a refusal counts as a denial
+ *     vr_books_reserve_quiet       (i) it does not (vr_books_denied may)
+ *       vr__books_reserve          (i) the group's registry, when joined
+ *       vr__books_reserve_other        a refused registry reserve, or this
+ *                                      process's own books
+ *     vr_books_spill / _unspill        spill's host budget
+ *   the registry (registry/registry.h): vr_reserve, vr_reserve_quiet, the
+ *     group's books in shared memory.
+ *
+ * The other entry points: vr_policy_check_devices and vr_policy_device (a
+ * device's cap, once), vr_policy_view and vr_policy_total (what the program
+ * is shown).
  */
 #ifndef VRAMCTL_HOOK_POLICY_H
 #define VRAMCTL_HOOK_POLICY_H
 
 #include "hook/books.h"
-#include "hook/devices.h"
+#include "hook/dev.h"
 #include "hook/record.h"
 
 /* Checks that every device the cap names is one of this process's (or a
@@ -81,27 +110,27 @@ uint64_t vr_policy_total(const struct vr_dev *d, uint64_t total);
 
 /* What follows a reserve the books refused (policy.c): a NULL device is
  * granted (0); else -1, with the denial said when report is set. */
-int vr_policy_refused_(struct vr_dev *d, uint64_t bytes, uint64_t in_use, int report);
+int vr__policy_refused(struct vr_dev *d, uint64_t bytes, uint64_t in_use, int report);
 /* vr_policy_reserve_spillable with a spill budget in force (policy.c). */
-int vr_policy_spillable_(struct vr_dev *d, uint64_t bytes);
+int vr__policy_spillable(struct vr_dev *d, uint64_t bytes);
 /* vr_policy_reserve_linear of a block whose pages are more than it asks
  * (policy.c). */
-int vr_policy_reserve_pages_(struct vr_dev *d, uint64_t bytes, uint64_t page, int spillable,
+int vr__policy_reserve_pages(struct vr_dev *d, uint64_t bytes, uint64_t page, int spillable,
                              uint64_t *charged);
 
-static inline int vr_policy_reserve_(struct vr_dev *d, uint64_t bytes, int report)
+static inline int vr__policy_reserve(struct vr_dev *d, uint64_t bytes, int report)
 {
 	uint64_t in_use = 0;
 	if (VR_LIKELY(d != NULL) && VR_LIKELY(vr_books_reserve(d, bytes, &in_use) == 0)) {
 		vr_rec_charge(d, (int64_t)bytes);
 		return 0;
 	}
-	return vr_policy_refused_(d, bytes, in_use, report);
+	return vr__policy_refused(d, bytes, in_use, report);
 }
 
 static inline int vr_policy_reserve(struct vr_dev *d, uint64_t bytes)
 {
-	return vr_policy_reserve_(d, bytes, 1);
+	return vr__policy_reserve(d, bytes, 1);
 }
 
 static inline void vr_policy_release(struct vr_dev *d, uint64_t bytes)
@@ -116,7 +145,7 @@ static inline int vr_policy_reserve_spillable(struct vr_dev *d, uint64_t bytes)
 {
 	if (VR_LIKELY(!vr_books_spill_budget()))
 		return vr_policy_reserve(d, bytes) == 0 ? 0 : -1;
-	return vr_policy_spillable_(d, bytes);
+	return vr__policy_spillable(d, bytes);
 }
 
 static inline int vr_policy_reserve_linear(struct vr_dev *d, uint64_t bytes, int spillable,
@@ -129,7 +158,7 @@ static inline int vr_policy_reserve_linear(struct vr_dev *d, uint64_t bytes, int
 			return vr_policy_reserve_spillable(d, bytes);
 		return vr_policy_reserve(d, bytes) == 0 ? 0 : -1;
 	}
-	return vr_policy_reserve_pages_(d, bytes, page, spillable, charged);
+	return vr__policy_reserve_pages(d, bytes, page, spillable, charged);
 }
 
 #endif /* VRAMCTL_HOOK_POLICY_H */

@@ -28,6 +28,7 @@
 
 #define VR_CUDA_PROTOTYPES
 #include "hook/pools.h"
+#include "hook/devices.h"
 #include "hook/policy.h"
 #include "hook/spill.h"
 
@@ -288,9 +289,10 @@ VR_SYNC(cuStreamSynchronize, (CUstream hStream), (hStream))
 VR_SYNC(cuStreamSynchronize_ptsz, (CUstream hStream), (hStream))
 VR_SYNC(cuCtxSynchronize, (void), ())
 
-void vr_pools_atfork_child(void)
+static void pools_atfork_child(void)
 {
 	pthread_mutex_init(&pool_lock, NULL);
 	memset(pools, 0, sizeof pools);
 	atomic_store(&vr_pools_count, 0);
 }
+VR_ATFORK_CHILD(pools_atfork_child);

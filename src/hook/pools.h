@@ -11,7 +11,5 @@
 extern atomic_int vr_pools_count;
 /* Brings every pool's charge to what it holds now (memory queries). */
 void vr_pools_settle_all(void);
-/* In a child after fork: the parent's pools are not the child's. */
-void vr_pools_atfork_child(void);
 
 #endif /* VRAMCTL_HOOK_POOLS_H */

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "common/compiler.h"
+#include "hook/atfork.h"
 #include "hook/ptrmap.h"
 
 #if defined(__SANITIZE_THREAD__)
@@ -49,8 +50,8 @@
 
 #define REVOKE_AFTER 64 /* fenced entries before a stripe stops being owned */
 
-struct stripe vr_stripes_[STRIPES];
-__thread int vr_my_stripe_, vr_i_own_;
+struct stripe vr__stripes[STRIPES];
+__thread int vr__my_stripe, vr__i_own;
 static _Atomic uint64_t owned_mask; /* stripes [0, OWNABLE) taken by a thread */
 static atomic_uint shared_next;
 static atomic_uint high; /* stripes [0, high) and the shared ones may hold entries */
@@ -114,20 +115,20 @@ void vr_map_prepare(void)
 static void release_stripe(void *arg)
 {
 	(void)arg;
-	if (!vr_i_own_ || !vr_my_stripe_)
+	if (!vr__i_own || !vr__my_stripe)
 		return;
-	struct stripe *s = &vr_stripes_[vr_my_stripe_ - 1];
+	struct stripe *s = &vr__stripes[vr__my_stripe - 1];
 	lock(s);
 	atomic_store_explicit(&s->owned, 0, memory_order_relaxed);
 	atomic_store_explicit(&s->foreign, 0, memory_order_relaxed);
 	s->fenced = 0;
 	unlock(s);
-	atomic_fetch_and(&owned_mask, ~(1ull << (vr_my_stripe_ - 1)));
-	vr_my_stripe_ = vr_i_own_ = 0;
+	atomic_fetch_and(&owned_mask, ~(1ull << (vr__my_stripe - 1)));
+	vr__my_stripe = vr__i_own = 0;
 }
 
 /* Gives the calling thread a stripe: one of its own if one is free. */
-void vr_map_take_stripe_(void)
+void vr__map_take_stripe(void)
 {
 	vr_map_prepare(); /* racing threads may decide twice: harmless */
 	uint64_t m = atomic_load(&owned_mask);
@@ -135,7 +136,7 @@ void vr_map_take_stripe_(void)
 	       m != (1ull << OWNABLE) - 1) {
 		int i = __builtin_ctzll(~m);
 		if (atomic_compare_exchange_weak(&owned_mask, &m, m | 1ull << i)) {
-			struct stripe *s = &vr_stripes_[i];
+			struct stripe *s = &vr__stripes[i];
 			lock(s);
 			atomic_store_explicit(&s->owned, 1, memory_order_relaxed);
 			unlock(s);
@@ -143,15 +144,15 @@ void vr_map_take_stripe_(void)
 			while (h < (unsigned)i + 1 &&
 			       !atomic_compare_exchange_weak(&high, &h, (unsigned)i + 1))
 				;
-			(void)pthread_setspecific(exit_key, &vr_stripes_[i]);
-			vr_my_stripe_ = i + 1;
-			vr_i_own_ = 1;
+			(void)pthread_setspecific(exit_key, &vr__stripes[i]);
+			vr__my_stripe = i + 1;
+			vr__i_own = 1;
 			return;
 		}
 	}
-	vr_my_stripe_ =
+	vr__my_stripe =
 	    OWNABLE + (int)(atomic_fetch_add(&shared_next, 1) % (STRIPES - OWNABLE)) + 1;
-	vr_i_own_ = 0;
+	vr__i_own = 0;
 }
 
 /* Takes another thread's stripe's lock; if it has an owner, marks it
@@ -180,11 +181,11 @@ static void enter_all(struct stripe *skip, int vias[STRIPES])
 	unsigned n = atomic_load(&high);
 	int fenced = 0;
 	for (unsigned i = 0; i < STRIPES; i++) {
-		struct stripe *s = &vr_stripes_[i];
+		struct stripe *s = &vr__stripes[i];
 		vias[i] = -1;
 		if (s == skip || (i >= n && i < OWNABLE))
 			continue;
-		if (vr_my_stripe_ && s == &vr_stripes_[vr_my_stripe_ - 1]) {
+		if (vr__my_stripe && s == &vr__stripes[vr__my_stripe - 1]) {
 			lock(s); /* our own: no owner but us to wait for */
 			vias[i] = VIA_LOCK;
 			continue;
@@ -197,7 +198,7 @@ static void enter_all(struct stripe *skip, int vias[STRIPES])
 	heavy_barrier();
 	for (unsigned i = 0; i < STRIPES; i++)
 		if (vias[i] == VIA_FENCED)
-			settle_foreign(&vr_stripes_[i]);
+			settle_foreign(&vr__stripes[i]);
 }
 
 /*
@@ -219,9 +220,9 @@ static void leave_all(int vias[STRIPES])
 {
 	for (unsigned i = 0; i < STRIPES; i++) {
 		if (vias[i] == VIA_FENCED)
-			leave_fenced(&vr_stripes_[i]);
+			leave_fenced(&vr__stripes[i]);
 		else if (vias[i] >= 0)
-			leave(&vr_stripes_[i], (enum via)vias[i]);
+			leave(&vr__stripes[i], (enum via)vias[i]);
 	}
 }
 
@@ -254,7 +255,7 @@ int vr_map_put(int kind, uint64_t key, int dev, uint64_t bytes, uint16_t site)
  * stripe left (other threads would spin through them); a thread that finds
  * the table grown meanwhile gives its mapping back and looks again. 0 with
  * the stripe entered again (*v), or -1 with it left. */
-int vr_map_grow_(struct stripe *s, enum via *v)
+int vr__map_grow(struct stripe *s, enum via *v)
 {
 	while (!has_room(s)) {
 		size_t ocap = s->cap, ncap = ocap ? ocap * 2 : MIN_SLOTS;
@@ -291,9 +292,9 @@ static int in_others(struct stripe *mine, int kind, uint64_t key, uint64_t h,
 	for (int i = 0; i < STRIPES && !e; i++) {
 		if (vias[i] < 0)
 			continue;
-		e = find(&vr_stripes_[i], key, kind, h);
+		e = find(&vr__stripes[i], key, kind, h);
 		if (e)
-			fn(&vr_stripes_[i], e, arg);
+			fn(&vr__stripes[i], e, arg);
 	}
 	leave_all(vias);
 	return e != NULL;
@@ -333,7 +334,7 @@ static inline void take_slot(struct stripe *s, struct slot *e, void *arg)
 	erase(s, (size_t)(e - s->slots));
 }
 
-int vr_map_take_others_(struct stripe *mine, int kind, uint64_t key, uint64_t h, int *dev,
+int vr__map_take_others(struct stripe *mine, int kind, uint64_t key, uint64_t h, int *dev,
                         uint64_t *bytes, uint16_t *site)
 {
 	struct taken t = {dev, bytes, site};
@@ -366,7 +367,7 @@ int vr_map_take_owned(uint64_t owner, unsigned kinds, uint64_t bytes[], int ndev
 	int found = 0, vias[STRIPES];
 	enter_all(NULL, vias);
 	for (int i = 0; i < STRIPES; i++) {
-		struct stripe *s = &vr_stripes_[i];
+		struct stripe *s = &vr__stripes[i];
 		if (vias[i] < 0)
 			continue;
 		for (size_t j = 0; j < s->cap;) {
@@ -395,7 +396,7 @@ void vr_map_walk(vr_map_walk_fn fn, void *arg)
 	int vias[STRIPES];
 	enter_all(NULL, vias);
 	for (int i = 0; i < STRIPES; i++) {
-		const struct stripe *s = &vr_stripes_[i];
+		const struct stripe *s = &vr__stripes[i];
 		for (size_t j = 0; vias[i] >= 0 && j < s->cap; j++) {
 			const struct slot *e = &s->slots[j];
 			if (e->state == SLOT_FULL)
@@ -405,10 +406,10 @@ void vr_map_walk(vr_map_walk_fn fn, void *arg)
 	leave_all(vias);
 }
 
-void vr_map_atfork_child(void)
+static void map_atfork_child(void)
 {
 	for (int i = 0; i < STRIPES; i++) {
-		struct stripe *s = &vr_stripes_[i];
+		struct stripe *s = &vr__stripes[i];
 		atomic_flag_clear(&s->lock);
 		atomic_store(&s->owned, 0);
 		atomic_store(&s->busy, 0);
@@ -424,6 +425,7 @@ void vr_map_atfork_child(void)
 	 * space for membarrier. */
 	atomic_store(&owned_mask, 0);
 	atomic_store(&high, 0);
-	vr_my_stripe_ = vr_i_own_ = 0;
+	vr__my_stripe = vr__i_own = 0;
 	atomic_store(&asym, 0);
 }
+VR_ATFORK_CHILD(map_atfork_child);

@@ -35,8 +35,6 @@ int vr_map_add(int kind, uint64_t key, int dev, uint64_t delta);
  * period (about 10 ms). The library's constructor calls it; the first
  * allocation does otherwise. */
 void vr_map_prepare(void);
-/* In a child after fork: the parent's allocations are not the child's. */
-void vr_map_atfork_child(void);
 
 #include "hook/ptrmap_table.h" /* the inline paths above */
 

@@ -42,12 +42,12 @@ struct stripe {
 	size_t used;
 } __attribute__((aligned(64)));
 
-extern struct stripe vr_stripes_[STRIPES];
+extern struct stripe vr__stripes[STRIPES];
 /* The calling thread's stripe (index + 1, 0: none yet) and whether it owns it. */
-extern __thread int vr_my_stripe_ __attribute__((tls_model("initial-exec")));
-extern __thread int vr_i_own_ __attribute__((tls_model("initial-exec")));
+extern __thread int vr__my_stripe __attribute__((tls_model("initial-exec")));
+extern __thread int vr__i_own __attribute__((tls_model("initial-exec")));
 /* Gives the calling thread a stripe (ptrmap.c). */
-void vr_map_take_stripe_(void);
+void vr__map_take_stripe(void);
 
 static inline void lock(struct stripe *s)
 {
@@ -71,7 +71,7 @@ enum via { VIA_OWNER, VIA_LOCK, VIA_FENCED };
 /* Enters the calling thread's own stripe. */
 static inline enum via enter_mine(struct stripe *s)
 {
-	if (VR_LIKELY(vr_i_own_)) {
+	if (VR_LIKELY(vr__i_own)) {
 		atomic_store_explicit(&s->busy, 1, memory_order_relaxed);
 		/* The store above and the load below are ordered by a barrier
 		 * in this thread only when a foreign thread asks for one. */
@@ -98,9 +98,9 @@ static inline void leave(struct stripe *s, enum via v)
 /* The calling thread's stripe. */
 static inline struct stripe *own(void)
 {
-	if (VR_UNLIKELY(vr_my_stripe_ == 0))
-		vr_map_take_stripe_();
-	return &vr_stripes_[vr_my_stripe_ - 1];
+	if (VR_UNLIKELY(vr__my_stripe == 0))
+		vr__map_take_stripe();
+	return &vr__stripes[vr__my_stripe - 1];
 }
 
 static inline uint64_t mix(uint64_t key, int kind)
@@ -167,9 +167,9 @@ static inline int has_room(const struct stripe *s)
 
 /* ptrmap.c: the stripe entered as *v is full: grows it (0, entered again
  * as *v), or -1 with it left. */
-int vr_map_grow_(struct stripe *s, enum via *v);
+int vr__map_grow(struct stripe *s, enum via *v);
 /* ptrmap.c: vr_map_take in every stripe but the caller's (mine). */
-int vr_map_take_others_(struct stripe *mine, int kind, uint64_t key, uint64_t h, int *dev,
+int vr__map_take_others(struct stripe *mine, int kind, uint64_t key, uint64_t h, int *dev,
                         uint64_t *bytes, uint16_t *site);
 
 static inline __attribute__((always_inline)) int
@@ -179,7 +179,7 @@ vr_map_put_owned(int kind, uint64_t key, int dev, uint64_t bytes, uint64_t owner
 	struct stripe *s = own();
 	int found;
 	enum via v = enter_mine(s);
-	if (VR_UNLIKELY(!has_room(s)) && vr_map_grow_(s, &v) != 0)
+	if (VR_UNLIKELY(!has_room(s)) && vr__map_grow(s, &v) != 0)
 		return -1;
 	struct slot *e = probe(s, key, kind, h, &found);
 	if (!found)
@@ -212,7 +212,7 @@ static inline __attribute__((always_inline)) int vr_map_take(int kind, uint64_t 
 		erase(s, (size_t)(e - s->slots));
 	}
 	leave(s, v);
-	return e ? 1 : vr_map_take_others_(s, kind, key, h, dev, bytes, site);
+	return e ? 1 : vr__map_take_others(s, kind, key, h, dev, bytes, site);
 }
 
 #endif /* VRAMCTL_HOOK_PTRMAP_TABLE_H */

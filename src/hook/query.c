@@ -17,6 +17,7 @@
 
 #define VR_CUDA_PROTOTYPES
 #define VR_NVML_PROTOTYPES
+#include "hook/devices.h"
 #include "hook/policy.h"
 #include "hook/pools.h"
 
@@ -42,7 +43,7 @@ static void clamp(struct vr_dev *d, uint64_t *freep, uint64_t *totalp)
 		CUresult dev_rc = vr_dev_for_alloc(&d);                                            \
 		if (dev_rc != CUDA_SUCCESS)                                                        \
 			return dev_rc; /* never the whole device in silence */                     \
-		if (!d->capped)                                                                    \
+		if (!vr_dev_capped(d))                                                             \
 			return rc;                                                                 \
 		uint64_t f = *free, t = *total;                                                    \
 		clamp(d, &f, &t);                                                                  \
@@ -94,7 +95,7 @@ static nvmlReturn_t nvml_dev(nvmlDevice_t device, struct vr_dev **out)
 		return rc;
 	if (vr_dev_for_uuid_text(uuid, &d) != CUDA_SUCCESS)
 		return NVML_ERROR_UNKNOWN;
-	*out = d && d->capped ? d : NULL;
+	*out = d && vr_dev_capped(d) ? d : NULL;
 	return NVML_SUCCESS;
 }
 

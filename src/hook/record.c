@@ -107,6 +107,52 @@ void vr_rec_prime(void)
 }
 
 /* Called once, when the process joins its books (devices lock held). */
+/* Creates this member's record file in the run's directory: its
+ * descriptor with its name in path, or -1 (said). */
+static int create_file(char *path, size_t len)
+{
+	int fd = -1;
+	for (int n = 0; n < 100 && fd < 0; n++) {
+		snprintf(path, len, "%s/m-%ld-%d.vrr", vr_g.record_dir, (long)getpid(), n);
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (fd < 0)
+		vr_log(VR_LOG_ERROR,
+		       "cannot create the run's record in %s: %s; this process "
+		       "is left out of the report",
+		       vr_g.record_dir, strerror(errno));
+	return fd;
+}
+
+/*
+ * Sizes the file once and reserves now the pages that will be written (a
+ * shared mapping of a file whose filesystem is full would raise SIGBUS in
+ * the program at the first touch of a page with no block), then maps it.
+ * Returns the mapping, or NULL with the file closed and removed (said).
+ */
+static struct vr_rec_hdr *map_file(int fd, const char *path)
+{
+	int rc = ftruncate(fd, (off_t)VR_REC_SIZE);
+	if (rc == 0)
+		rc = fallocate(fd, 0, 0, VR_REC_OFF_SITES);
+	if (rc == 0 && (rec_flags & VR_REC_F_STACKS))
+		rc = fallocate(fd, 0, VR_REC_OFF_SITES, VR_REC_OFF_LEAKS - VR_REC_OFF_SITES);
+	if (rc == 0 && (rec_flags & VR_REC_F_TRACE))
+		rc = fallocate(fd, 0, VR_REC_OFF_RING, VR_REC_SIZE - VR_REC_OFF_RING);
+	void *p = rc == 0 ? mmap(NULL, VR_REC_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+	                  : MAP_FAILED;
+	if (p == MAP_FAILED) {
+		vr_log(VR_LOG_ERROR, "cannot make %s: %s; this process is left out of the report",
+		       path, strerror(errno));
+		close(fd);
+		unlink(path);
+		return NULL;
+	}
+	return p;
+}
+
 void vr_rec_open(void)
 {
 	if (vr_rec || !vr_g.record_dir[0])
@@ -124,41 +170,13 @@ void vr_rec_open(void)
 		return;
 	}
 	char path[600];
-	int fd = -1;
-	for (int n = 0; n < 100 && fd < 0; n++) {
-		snprintf(path, sizeof path, "%s/m-%ld-%d.vrr", vr_g.record_dir, (long)getpid(), n);
-		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd < 0 && errno != EEXIST)
-			break;
-	}
-	if (fd < 0) {
-		vr_log(VR_LOG_ERROR,
-		       "cannot create the run's record in %s: %s; this process "
-		       "is left out of the report",
-		       vr_g.record_dir, strerror(errno));
+	int fd = create_file(path, sizeof path);
+	if (fd < 0)
 		return;
-	}
-	/* Sized once, and the pages that will be written reserved now: a
-	 * shared mapping of a file whose filesystem is full would raise SIGBUS
-	 * in the program at the first touch of a page with no block. */
-	int rc = ftruncate(fd, (off_t)VR_REC_SIZE);
-	if (rc == 0)
-		rc = fallocate(fd, 0, 0, VR_REC_OFF_SITES);
-	if (rc == 0 && (rec_flags & VR_REC_F_STACKS))
-		rc = fallocate(fd, 0, VR_REC_OFF_SITES, VR_REC_OFF_LEAKS - VR_REC_OFF_SITES);
-	if (rc == 0 && (rec_flags & VR_REC_F_TRACE))
-		rc = fallocate(fd, 0, VR_REC_OFF_RING, VR_REC_SIZE - VR_REC_OFF_RING);
-	void *p = rc == 0 ? mmap(NULL, VR_REC_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
-	                  : MAP_FAILED;
-	if (p == MAP_FAILED) {
-		vr_log(VR_LOG_ERROR, "cannot make %s: %s; this process is left out of the report",
-		       path, strerror(errno));
-		close(fd);
-		unlink(path);
+	struct vr_rec_hdr *h = map_file(fd, path);
+	if (!h)
 		return;
-	}
 	rec_fd = fd;
-	struct vr_rec_hdr *h = p;
 	h->version = VR_REC_VERSION;
 	h->hdr_size = VR_REC_HDR_SIZE;
 	h->file_size = VR_REC_SIZE;
@@ -284,7 +302,7 @@ fold:;
 
 /* ---- the numbers ------------------------------------------------------ */
 
-void vr_rec_charge_(const struct vr_dev *d, int64_t delta)
+void vr__rec_charge(const struct vr_dev *d, int64_t delta)
 {
 	struct vr_rec_dev *r = rdev(d->ordinal);
 	if (!r || delta == 0)
@@ -317,7 +335,7 @@ static void store_max(uint64_t *where, uint64_t v)
 		;
 }
 
-void vr_rec_denied_(const struct vr_dev *d, uint64_t bytes, uint64_t group_in_use)
+void vr__rec_denied(const struct vr_dev *d, uint64_t bytes, uint64_t group_in_use)
 {
 	struct vr_rec_dev *r = rdev(d->ordinal);
 	if (!r)
@@ -333,7 +351,7 @@ void vr_rec_denied_(const struct vr_dev *d, uint64_t bytes, uint64_t group_in_us
 /* Spill (docs/report.md): the spill engine calls this with the bytes it
  * serves from host memory (+) or gives back (-). Nothing calls it until
  * spill exists; the report and the trace already show what it notes. */
-void vr_rec_spilled_(const struct vr_dev *d, int64_t delta)
+void vr__rec_spilled(const struct vr_dev *d, int64_t delta)
 {
 	struct vr_rec_dev *r = rdev(d->ordinal);
 	if (!r)
@@ -348,7 +366,7 @@ void vr_rec_spilled_(const struct vr_dev *d, int64_t delta)
 		      now_mono());
 }
 
-void vr_rec_pinned_(int64_t delta)
+void vr__rec_pinned(int64_t delta)
 {
 	uint64_t now = atomic_fetch_add(A(vr_rec->pinned), (uint64_t)delta) + (uint64_t)delta;
 	uint64_t peak = atomic_load(A(vr_rec->pinned_peak));
@@ -357,7 +375,7 @@ void vr_rec_pinned_(int64_t delta)
 		;
 }
 
-void vr_rec_freed_(int ordinal)
+void vr__rec_freed(int ordinal)
 {
 	struct vr_rec_dev *r = rdev(ordinal);
 	if (r)
@@ -469,7 +487,7 @@ static uint16_t capture_site(void)
 	return got;
 }
 
-uint16_t vr_rec_alloc_(const struct vr_dev *d, uint64_t bytes)
+uint16_t vr__rec_alloc(const struct vr_dev *d, uint64_t bytes)
 {
 	struct vr_rec_dev *r = d ? rdev(d->ordinal) : NULL;
 	if (r) {
@@ -547,7 +565,7 @@ __attribute__((destructor)) static void rec_fini(void)
  * a parent that had none left it empty: then it is not written at all (a
  * shell or launcher that forks often would pay a copied page and 4,096
  * stores in every child). The child has one thread: plain stores do. */
-void vr_rec_atfork_child(void)
+static void rec_atfork_child(void)
 {
 	if (rec_fd >= 0)
 		close(rec_fd);
@@ -560,3 +578,4 @@ void vr_rec_atfork_child(void)
 	for (int i = 0; i < SITE_TABLE; i++)
 		atomic_store_explicit(&site_table[i], 0, memory_order_relaxed);
 }
+VR_ATFORK_CHILD(rec_atfork_child);

@@ -8,7 +8,8 @@
 #define VRAMCTL_HOOK_RECORD_H
 
 #include "common/record.h"
-#include "hook/devices.h"
+#include "hook/dev.h"
+#include "hook/hook.h"
 
 /* This member's record file, or NULL (nothing asked for). */
 extern struct vr_rec_hdr *_Atomic vr_rec;
@@ -18,49 +19,47 @@ void vr_rec_prime(void);
 void vr_rec_open(void);
 /* When a device joins the books. */
 void vr_rec_device(const struct vr_dev *d);
-/* In a child after fork. */
-void vr_rec_atfork_child(void);
-void vr_rec_charge_(const struct vr_dev *d, int64_t delta);
-void vr_rec_denied_(const struct vr_dev *d, uint64_t bytes, uint64_t group_in_use);
-void vr_rec_spilled_(const struct vr_dev *d, int64_t delta);
-void vr_rec_pinned_(int64_t delta);
-void vr_rec_freed_(int ordinal);
-uint16_t vr_rec_alloc_(const struct vr_dev *d, uint64_t bytes);
+void vr__rec_charge(const struct vr_dev *d, int64_t delta);
+void vr__rec_denied(const struct vr_dev *d, uint64_t bytes, uint64_t group_in_use);
+void vr__rec_spilled(const struct vr_dev *d, int64_t delta);
+void vr__rec_pinned(int64_t delta);
+void vr__rec_freed(int ordinal);
+uint16_t vr__rec_alloc(const struct vr_dev *d, uint64_t bytes);
 
 #define VR_REC_ON() VR_UNLIKELY(atomic_load_explicit(&vr_rec, memory_order_relaxed) != NULL)
 /* The books moved by delta on d (reserve > 0, release < 0). */
 static inline void vr_rec_charge(const struct vr_dev *d, int64_t delta)
 {
 	if (VR_REC_ON())
-		vr_rec_charge_(d, delta);
+		vr__rec_charge(d, delta);
 }
 /* A refusal of bytes while the group held group_in_use. */
 static inline void vr_rec_denied(const struct vr_dev *d, uint64_t bytes, uint64_t group_in_use)
 {
 	if (VR_REC_ON())
-		vr_rec_denied_(d, bytes, group_in_use);
+		vr__rec_denied(d, bytes, group_in_use);
 }
 /* For the spill engine: bytes served from host memory (+) or returned (-). */
 static inline void vr_rec_spilled(const struct vr_dev *d, int64_t delta)
 {
 	if (VR_REC_ON())
-		vr_rec_spilled_(d, delta);
+		vr__rec_spilled(d, delta);
 }
 static inline void vr_rec_pinned(int64_t delta)
 {
 	if (VR_REC_ON())
-		vr_rec_pinned_(delta);
+		vr__rec_pinned(delta);
 }
 /* A successful free of counted device memory. */
 static inline void vr_rec_freed(int ordinal)
 {
 	if (VR_REC_ON())
-		vr_rec_freed_(ordinal);
+		vr__rec_freed(ordinal);
 }
 /* A successful allocation: counted, and its call site (+1, 0 none) with --stacks. */
 static inline uint16_t vr_rec_alloc(const struct vr_dev *d, uint64_t bytes)
 {
-	return VR_REC_ON() ? vr_rec_alloc_(d, bytes) : 0;
+	return VR_REC_ON() ? vr__rec_alloc(d, bytes) : 0;
 }
 
 #endif /* VRAMCTL_HOOK_RECORD_H */

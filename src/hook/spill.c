@@ -30,6 +30,7 @@
 #define VR_CUDA_PROTOTYPES
 #include "common/spill.h"
 #include "hook/books.h"
+#include "hook/devices.h"
 #include "hook/policy.h"
 #include "hook/ptrmap.h"
 #include "hook/record.h"
@@ -332,7 +333,7 @@ static void mark_ready(void *arg)
 	atomic_fetch_add(&vr_spill_ready, 1);
 }
 
-void vr_spill_drain_(void)
+void vr__spill_drain(void)
 {
 	struct pending *ready = NULL;
 	pthread_mutex_lock(&pending_lock);
@@ -364,40 +365,41 @@ void vr_spill_drain_(void)
 	}
 }
 
-int vr_spill_free_async(CUdeviceptr dptr, CUstream s, int ptsz, CUresult *rc)
+/* Is s being captured into a graph? Also 1 when the driver cannot say. */
+static int capturing(CUstream s, int ptsz)
+{
+	CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+	vr_pfn_cuStreamIsCapturing is =
+	    ptsz ? vr_real.cuStreamIsCapturing_ptsz : vr_real.cuStreamIsCapturing;
+	CUresult q = CUDA_ERROR_NOT_SUPPORTED;
+	if (is)
+		VR_OWN(q = is(s, &cs));
+	return q != CUDA_SUCCESS || cs != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+/* During capture cuMemFreeAsync makes a free node, which only takes graph
+ * allocations (cuda.h): the driver refuses this block as it would the
+ * device memory of cuMemAlloc, and the block stays. */
+static CUresult free_captured(CUdeviceptr dptr, CUstream s, int ptsz)
 {
 	int dev;
 	uint64_t bytes;
-	if (!vr_spill_is(VR_KIND_SPILL, dptr))
-		return 0;
-	vr_spill_drain();
-	/* During capture cuMemFreeAsync makes a free node, which only takes
-	 * graph allocations (cuda.h): the driver refuses this block as it
-	 * would the device memory of cuMemAlloc, and the block stays. */
-	CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
-	vr_pfn_cuStreamIsCapturing capturing =
-	    ptsz ? vr_real.cuStreamIsCapturing_ptsz : vr_real.cuStreamIsCapturing;
-	vr_pfn_cuLaunchHostFunc launch =
-	    ptsz ? vr_real.cuLaunchHostFunc_ptsz : vr_real.cuLaunchHostFunc;
-	CUresult q = CUDA_ERROR_NOT_SUPPORTED;
-	if (capturing)
-		VR_OWN(q = capturing(s, &cs));
-	if (q != CUDA_SUCCESS || cs != CU_STREAM_CAPTURE_STATUS_NONE) {
-		VR_OWN(*rc = ptsz ? vr_real.cuMemFreeAsync_ptsz(dptr, s)
-		                  : vr_real.cuMemFreeAsync(dptr, s));
-		/* Should a driver take it, the free is the graph's, at a launch
-		 * vramctl does not see: the block is the program's no more, and
-		 * stays counted (never freed twice) until the process ends. */
-		if (*rc == CUDA_SUCCESS && vr_map_take(VR_KIND_SPILL, dptr, &dev, &bytes, NULL))
-			atomic_fetch_sub(&vr_spill_live, 1);
-		return 1;
-	}
-	if (!vr_map_take(VR_KIND_SPILL, dptr, &dev, &bytes, NULL)) { /* freed meanwhile */
-		*rc = CUDA_ERROR_INVALID_VALUE;
-		return 1;
-	}
+	CUresult rc;
+	VR_OWN(rc = ptsz ? vr_real.cuMemFreeAsync_ptsz(dptr, s) : vr_real.cuMemFreeAsync(dptr, s));
+	/* Should a driver take it, the free is the graph's, at a launch vramctl
+	 * does not see: the block is the program's no more, and stays counted
+	 * (never freed twice) until the process ends. */
+	if (rc == CUDA_SUCCESS && vr_map_take(VR_KIND_SPILL, dptr, &dev, &bytes, NULL))
+		atomic_fetch_sub(&vr_spill_live, 1);
+	return rc;
+}
+
+/* Queues the free of a block until its stream reaches it: the queued node,
+ * or NULL when none could be had. */
+static struct pending *enqueue(CUdeviceptr dptr, uint64_t bytes, int dev)
+{
 	pthread_mutex_lock(&pending_lock);
-	struct pending *n = launch ? node_get() : NULL;
+	struct pending *n = node_get();
 	if (n) {
 		n->dptr = dptr;
 		n->bytes = bytes;
@@ -407,6 +409,41 @@ int vr_spill_free_async(CUdeviceptr dptr, CUstream s, int ptsz, CUresult *rc)
 		waiting = n;
 	}
 	pthread_mutex_unlock(&pending_lock);
+	return n;
+}
+
+/* Takes back a queued node whose host function could not be launched. */
+static void dequeue(struct pending *n)
+{
+	pthread_mutex_lock(&pending_lock);
+	for (struct pending **pp = &waiting; *pp; pp = &(*pp)->next)
+		if (*pp == n) {
+			*pp = n->next;
+			break;
+		}
+	n->next = spare;
+	spare = n;
+	pthread_mutex_unlock(&pending_lock);
+}
+
+int vr_spill_free_async(CUdeviceptr dptr, CUstream s, int ptsz, CUresult *rc)
+{
+	int dev;
+	uint64_t bytes;
+	if (!vr_spill_is(VR_KIND_SPILL, dptr))
+		return 0;
+	vr_spill_drain();
+	if (capturing(s, ptsz)) {
+		*rc = free_captured(dptr, s, ptsz);
+		return 1;
+	}
+	if (!vr_map_take(VR_KIND_SPILL, dptr, &dev, &bytes, NULL)) { /* freed meanwhile */
+		*rc = CUDA_ERROR_INVALID_VALUE;
+		return 1;
+	}
+	vr_pfn_cuLaunchHostFunc launch =
+	    ptsz ? vr_real.cuLaunchHostFunc_ptsz : vr_real.cuLaunchHostFunc;
+	struct pending *n = launch ? enqueue(dptr, bytes, dev) : NULL;
 	CUresult lr = CUDA_ERROR_NOT_SUPPORTED;
 	if (n)
 		VR_OWN(lr = launch(s, mark_ready, n));
@@ -416,17 +453,8 @@ int vr_spill_free_async(CUdeviceptr dptr, CUstream s, int ptsz, CUresult *rc)
 		return 1;
 	}
 	/* No host function: wait for the stream here, then free. */
-	if (n) {
-		pthread_mutex_lock(&pending_lock);
-		for (struct pending **pp = &waiting; *pp; pp = &(*pp)->next)
-			if (*pp == n) {
-				*pp = n->next;
-				break;
-			}
-		n->next = spare;
-		spare = n;
-		pthread_mutex_unlock(&pending_lock);
-	}
+	if (n)
+		dequeue(n);
 	VR_OWN(*rc = ptsz ? vr_real.cuStreamSynchronize_ptsz(s) : vr_real.cuStreamSynchronize(s));
 	if (*rc == CUDA_SUCCESS)
 		*rc = free_host(dptr, 1);
@@ -439,7 +467,7 @@ int vr_spill_free_async(CUdeviceptr dptr, CUstream s, int ptsz, CUresult *rc)
 
 /* After fork, in the child: the blocks are the parent's (the child's
  * records are dropped with the allocation map). */
-void vr_spill_atfork_child(void)
+static void spill_atfork_child(void)
 {
 	pthread_mutex_init(&pending_lock, NULL);
 	waiting = NULL;
@@ -448,3 +476,4 @@ void vr_spill_atfork_child(void)
 	atomic_store(&vr_spill_ready, 0);
 	atomic_store(&first_said, 0);
 }
+VR_ATFORK_CHILD(spill_atfork_child);

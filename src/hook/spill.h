@@ -6,7 +6,8 @@
 #ifndef VRAMCTL_HOOK_SPILL_H
 #define VRAMCTL_HOOK_SPILL_H
 
-#include "hook/devices.h"
+#include "hook/dev.h"
+#include "hook/hook.h"
 
 /* Blocks spilled by this process and not yet freed: the free paths look
  * for spilled blocks only while there are some. */
@@ -42,14 +43,11 @@ static inline int vr_spill_any(void)
 }
 
 /* Frees what the streams are done with (one relaxed load when nothing is). */
-void vr_spill_drain_(void);
+void vr__spill_drain(void);
 static inline void vr_spill_drain(void)
 {
 	if (VR_UNLIKELY(atomic_load_explicit(&vr_spill_ready, memory_order_relaxed)))
-		vr_spill_drain_();
+		vr__spill_drain();
 }
-
-/* In a child after fork: the blocks are the parent's. */
-void vr_spill_atfork_child(void);
 
 #endif /* VRAMCTL_HOOK_SPILL_H */

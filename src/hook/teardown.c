@@ -23,6 +23,7 @@
 #include "common/nvml_procs.h"
 #include "common/size.h"
 #include "hook/hook.h"
+#include "hook/teardown.h"
 
 #define LOAD_WAIT_MS 500
 
@@ -128,7 +129,7 @@ void vr_teardown_setup(void)
 	vr_gpu_probe_set(&probe);
 }
 
-void vr_teardown_atfork_child(void)
+static void teardown_atfork_child(void)
 {
 	/* The loader thread of the parent does not exist here. */
 	int s = NV_LOADING;
@@ -136,3 +137,4 @@ void vr_teardown_atfork_child(void)
 	pthread_mutex_init(&up_mu, NULL);
 	pthread_cond_init(&up_cv, NULL);
 }
+VR_ATFORK_CHILD(teardown_atfork_child);

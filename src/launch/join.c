@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/spill.h"
 #include "common/text.h"
 #include "launch/launch.h"
 
@@ -84,13 +85,10 @@ int vr_launch_join(const struct vr_launch_join *j, struct vr_launch_group *g, ch
 	}
 	g->spill = vr_spill_budget(g->member);
 	if (g->spill != j->spill) {
-		char a[32], b[32];
+		char line[256];
 
-		note(g,
-		     "vramctl: group '%s' already has a different spill budget: %s, not %s; the "
-		     "group's applies",
-		     j->group, g->spill ? vr_format_size(g->spill, a, sizeof(a)) : "none",
-		     j->spill ? vr_format_size(j->spill, b, sizeof(b)) : "none");
+		note(g, "vramctl: %s",
+		     vr_spill_differs_note(line, sizeof(line), j->group, g->spill, j->spill));
 	}
 	for (int i = 0; i < ndev; i++) {
 		char a[32], b[32];
@@ -139,10 +137,10 @@ int vr_launch_join(const struct vr_launch_join *j, struct vr_launch_group *g, ch
 				     j->group, theirs, j->spec);
 			strcpy(g->spec, theirs);
 		} else if (ndev <= 0) {
-			note(g,
-			     "vramctl: group '%s' was created with a different cap than '%s'; the "
-			     "group's cap applies",
-			     j->group, j->spec);
+			char line[sizeof(g->notes)];
+
+			note(g, "vramctl: %s",
+			     vr_cap_differs_note(line, sizeof(line), j->group, j->spec));
 		}
 	}
 	return 0;

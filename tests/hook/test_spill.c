@@ -412,8 +412,8 @@ int main(int argc, char **argv)
 	const char *genv[] = {ht_kv("VRAMCTL_LIMIT", CAP), ht_kv("VRAMCTL_SPILL", BUDGET), group,
 	                      NULL};
 	ASSERT_EQ(ht_run("group_parent", genv), 0);
-	ASSERT_EQ(ht_err_count("group_parent", "has a spill budget of 48 MiB, not none; the "
-	                                       "group's applies"),
+	ASSERT_EQ(ht_err_count("group_parent", "already has a different spill budget: 48 MiB, "
+	                                       "not none; the group's applies"),
 	          1);
 
 	if (is_sim()) {

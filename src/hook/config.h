@@ -1,0 +1,61 @@
+/*
+ * config.h - the environment contract (common/contract.h), read once
+ * (config.c): from the constructor or from the first wrapper call,
+ * whichever comes first. Read without locks afterwards.
+ *
+ * The cap, from `--limit` to a refusal, in the forms each step needs:
+ *   limit_text   the spec as given (VRAMCTL_LIMIT or HAMi's): handed to the
+ *                registry, which keeps the group's first spec and compares
+ *                later joiners' with it (a text, so that every member,
+ *                whatever its devices, compares the same thing);
+ *   limits       the one parsed form, read when each device is set up;
+ *   limit_bad    a cap that could not be read: every device's cap is 0;
+ *   vr_dev.cap   the cap in force on one device (policy.c): the parsed
+ *                form applied to its ordinal, UUID and total, lowered to
+ *                the site's maximum, or the group's when it already has one.
+ * Every refusal compares against vr_dev.cap, or the registry's copy of it
+ * for the group; the run's report gets a copy too (record.c).
+ */
+#ifndef VRAMCTL_HOOK_CONFIG_H
+#define VRAMCTL_HOOK_CONFIG_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "common/size.h"
+
+struct vr_state {
+	/* Set once by vr_config_init; read without locks afterwards. */
+	atomic_int config_done;
+	int active;      /* a cap is configured and this copy is the acting one */
+	int passthrough; /* another copy of the library acts in this process */
+	int limit_bad;   /* VRAMCTL_LIMIT was malformed: fail closed (cap 0) */
+	int growth;
+	/* VRAMCTL_SPILL as asked: handed to the join (a group's first member
+	 * sets the group's budget), and the budget of this process's own books.
+	 * The budget in force is the books' (vr_books_spill_budget). */
+	uint64_t spill_asked;
+	struct vr_limits limits;
+	char limit_text[VR_MAX_LIMITS * 64]; /* a full spec with UUIDs fits */
+	char group[72];
+	char registry_dir[512];
+	char driver_path[512];
+	char nvml_path[512];
+	char record_dir[512];  /* VRAMCTL_RECORD_DIR: the run's report/trace directory */
+	char record_flags[64]; /* VRAMCTL_RECORD: report,trace,stacks */
+
+	/* The driver and NVML (real.c): 0 not tried, 1 loaded, -1 failed, and
+	 * their handles. Here, beside `active`, so that every wrapper's first
+	 * test (vr_enter) reads one object. */
+	atomic_int driver_state;
+	void *driver;
+	atomic_int nvml_state;
+	void *nvml;
+};
+extern struct vr_state vr_g;
+
+/* Reads the environment once (idempotent, thread-safe, re-entrant). Under a
+ * cap, also registers the fork handler (atfork.h). */
+void vr_config_init(void);
+
+#endif /* VRAMCTL_HOOK_CONFIG_H */

@@ -1,0 +1,36 @@
+/*
+ * dev.h - one of the program's devices as every layer of the library sees
+ * it: its UUID, physical total, the cap in force and where its bytes are
+ * held. The table and the look-ups are devices.h's; the fields are filled
+ * by devices.c (identity), policy.c (cap), books.c (reg) and spill.c.
+ */
+#ifndef VRAMCTL_HOOK_DEV_H
+#define VRAMCTL_HOOK_DEV_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "common/cuda_api.h"
+
+struct vr_dev {
+	atomic_int ready; /* 1 once filled in */
+	int ordinal;      /* as the program numbers it */
+	CUdevice handle;
+	unsigned char uuid[16];
+	char uuid_text[48];
+	uint64_t phys_total;
+	uint64_t cap;                  /* cap in force (UINT64_MAX: none) */
+	int reg;                       /* registry device index, -1: per-process books */
+	_Atomic uint64_t local_in_use; /* per-process books */
+	atomic_int host_vmm;          /* cuMemCreate on the host (spill): 0 unknown, 1 yes, -1 no */
+	atomic_int host_numa;         /* CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID (-1: none) */
+	_Atomic uint64_t first_block; /* this process's first allocation on it (the hint) */
+};
+
+/* Is d capped? An uncapped device is counted and never denied. */
+static inline int vr_dev_capped(const struct vr_dev *d)
+{
+	return d->cap != UINT64_MAX;
+}
+
+#endif /* VRAMCTL_HOOK_DEV_H */

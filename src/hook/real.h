@@ -1,0 +1,67 @@
+/*
+ * real.h - the real driver and NVML (real.c): loaded at the first driver
+ * call that reaches a wrapper, never in the constructor (every process under
+ * `vramctl run`, shells included, loads this library, and most never touch
+ * a GPU); and the re-entry guard that every wrapper tests.
+ */
+#ifndef VRAMCTL_HOOK_REAL_H
+#define VRAMCTL_HOOK_REAL_H
+
+#include <stdatomic.h>
+
+#include "common/compiler.h"
+#include "common/cuda_api.h"
+#include "common/nvml_api.h"
+#include "hook/config.h"
+
+/* Typed pointers to the real driver and NVML, generated from hooks.def. */
+struct vr_real {
+#define VR_HOOK_CU(n)   vr_pfn_##n n;
+#define VR_USE_CU(n)    vr_pfn_##n n;
+#define VR_HOOK_NVML(n) vr_pfn_##n n;
+#define VR_USE_NVML(n)  vr_pfn_##n n;
+#include "hook/hooks.def"
+};
+extern struct vr_real vr_real;
+
+/* Loads the driver and fills vr_real. Returns 0, or -1 (message once). */
+int vr_driver_init(void);
+/* Loads NVML (only when the program uses NVML). Returns 0 or -1. */
+int vr_nvml_init(void);
+
+/* Thread-local guard: set while vramctl itself calls into the driver, so
+ * that a driver calling its own exported entry points comes straight through. */
+extern __thread int vr_in_hook __attribute__((tls_model("initial-exec")));
+
+/* Runs stmt as vramctl's own work (a driver or NVML call, a look-up under a
+ * lock): every wrapper reached from inside it passes straight through.
+ * Nests. The one way the guard is set. */
+#define VR_OWN(stmt)                                                                               \
+	do {                                                                                       \
+		vr_in_hook++;                                                                      \
+		stmt;                                                                              \
+		vr_in_hook--;                                                                      \
+	} while (0)
+
+/* Every wrapper starts with this (through VR_PASS): 1 = apply the policy, 0 = pass through.
+ * Returns -1 when the driver could not be loaded. */
+static inline int vr_enter(void)
+{
+	if (VR_UNLIKELY(atomic_load_explicit(&vr_g.driver_state, memory_order_acquire) != 1)) {
+		if (vr_driver_init() != 0)
+			return -1;
+	}
+	return vr_g.active && !vr_in_hook;
+}
+
+/* Wrapper-entry prologue: resolve the driver, then either pass straight
+ * through (no cap, or vramctl's own call coming back) or fall into the
+ * policy code that follows. */
+#define VR_PASS(name, args)                                                                        \
+	int vr__act = vr_enter();                                                                  \
+	if (VR_UNLIKELY(vr__act < 0 || !vr_real.name))                                             \
+		return CUDA_ERROR_NOT_INITIALIZED;                                                 \
+	if (!vr__act)                                                                              \
+	return vr_real.name args
+
+#endif /* VRAMCTL_HOOK_REAL_H */
