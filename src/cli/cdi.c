@@ -40,6 +40,7 @@
 #include "cli/run.h"
 #include "common/compiler.h"
 #include "common/contract.h"
+#include "common/exit.h"
 #include "common/size.h"
 #include "launch/launch.h"
 #include "registry/registry.h"

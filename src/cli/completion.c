@@ -37,6 +37,7 @@
 #include "cli/commands.h"
 #include "cli/run.h"
 #include "common/compiler.h"
+#include "common/exit.h"
 #include "vramctl/registry.h"
 
 #define MAX_ITEMS 64
@@ -179,7 +180,7 @@ static int read_help(int nargs, char **args, char *buf, size_t len)
 		close(p[1]);
 		alarm(5); /* a help text never takes long */
 		execv(self, argv);
-		_exit(127);
+		_exit(VR_EXIT_NOTFOUND);
 	}
 	close(p[1]);
 	while (got + 1 < len && (n = read(p[0], buf + got, len - 1 - got)) > 0)

@@ -24,6 +24,7 @@
 #include "cli/libexec.h"
 #include "cli/run.h"
 #include "common/contract.h"
+#include "common/exit.h"
 
 #define DEMO_APP "vramctl-demo-app"
 #define DEMO_CAP "1G"

@@ -27,13 +27,13 @@
 #include "cli/run.h"
 #include "common/contract.h"
 #include "common/cuda_api.h"
+#include "common/exit.h"
 #include "common/nvml_api.h"
 #include "monitor/collect.h"
 #include "common/size.h"
 #include "registry/registry.h"
 
-#define DOCTOR_EXIT_ERROR 2
-#define WSL_DRIVER        "/usr/lib/wsl/lib/libcuda.so.1"
+#define WSL_DRIVER "/usr/lib/wsl/lib/libcuda.so.1"
 
 /*
  * The kernel module's version file, and the setting that points doctor
@@ -632,7 +632,7 @@ int cmd_doctor(int argc, char **argv)
 				    stderr,
 				    "vramctl: doctor: bad --device '%s' (a GPU index: 0, 1, ...)\n",
 				    optarg);
-				return DOCTOR_EXIT_ERROR;
+				return VR_EXIT_DOCTOR_ERROR;
 			}
 			break;
 		case 'p':
@@ -646,12 +646,12 @@ int cmd_doctor(int argc, char **argv)
 			return 0;
 		default:
 			doctor_usage(stderr);
-			return DOCTOR_EXIT_ERROR;
+			return VR_EXIT_DOCTOR_ERROR;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "vramctl: doctor: unexpected argument '%s'\n", argv[optind]);
-		return DOCTOR_EXIT_ERROR;
+		return VR_EXIT_DOCTOR_ERROR;
 	}
 
 	check_driver(&d);
@@ -679,19 +679,19 @@ int cmd_doctor(int argc, char **argv)
 	mon_nvml_close(d.nv);
 	if (rc < 0) {
 		dr_free(&d.rep);
-		return DOCTOR_EXIT_ERROR;
+		return VR_EXIT_DOCTOR_ERROR;
 	}
 	if (d.rep.oom) {
 		fprintf(stderr, "vramctl: doctor: out of memory\n");
 		dr_free(&d.rep);
-		return DOCTOR_EXIT_ERROR;
+		return VR_EXIT_DOCTOR_ERROR;
 	}
 	int w = json ? dr_format_json(stdout, &d.rep) : dr_format_text(stdout, &d.rep);
 	rc = dr_exit_status(&d.rep);
 	dr_free(&d.rep);
 	if (w < 0 || fflush(stdout) != 0) {
 		fprintf(stderr, "vramctl: doctor: cannot write the report: %s\n", strerror(errno));
-		return DOCTOR_EXIT_ERROR;
+		return VR_EXIT_DOCTOR_ERROR;
 	}
 	return rc;
 }

@@ -19,6 +19,7 @@
 #include "cli/doctor_int.h"
 #include "common/compiler.h"
 #include "common/contract.h"
+#include "common/exit.h"
 
 #define PROBE_NAME       "vramctl-doctor-probe"
 #define PROBE_CAP        (64ull << 20)
@@ -187,7 +188,7 @@ static void probe_exec(const char *probe, int dev, int out)
 	execl(probe, probe, devs, cap, (char *)NULL);
 	ssize_t w = write(STDOUT_FILENO, msg, sizeof(msg) - 1);
 	(void)w;
-	_exit(127);
+	_exit(VR_EXIT_NOTFOUND);
 }
 
 /* Reads the probe's output until it closes or the time runs out. */

@@ -34,6 +34,7 @@
 #include "cli/commands.h"
 #include "cli/run.h"
 #include "common/compiler.h"
+#include "common/exit.h"
 #include "common/size.h"
 #include "common/contract.h"
 

@@ -20,6 +20,7 @@
 
 #include "cli/run.h"
 #include "common/compiler.h"
+#include "common/exit.h"
 
 extern char **environ;
 
@@ -184,7 +185,7 @@ int cli_spawn_wait(const char *const argv[], pid_t *child, int *wstatus)
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
+		return VR_EXIT_SIGNAL + WTERMSIG(status);
 	return VR_EXIT_ERROR;
 }
 

@@ -10,6 +10,7 @@
 
 #include "cli/libexec.h"
 #include "cli/run.h"
+#include "common/exit.h"
 
 int vr_self_dir(char *buf, size_t len)
 {

@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/run.h"
+#include "common/exit.h"
 #include "report/plot.h"
 
 #include <cairo.h>

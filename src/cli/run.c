@@ -25,6 +25,7 @@
 #include "cli/run.h"
 #include "common/compiler.h"
 #include "common/contract.h"
+#include "common/exit.h"
 #include "common/siteconf.h"
 #include "common/size.h"
 #include "common/spill.h"

@@ -12,11 +12,6 @@
 
 #include "launch/launch.h"
 
-/* vramctl's own exit statuses (as env(1), timeout(1)). */
-#define VR_EXIT_ERROR    125
-#define VR_EXIT_NOEXEC   126
-#define VR_EXIT_NOTFOUND 127
-
 /*
  * Loads the driver ($VRAMCTL_DRIVER, else "libcuda.so.1" as the loader finds
  * it) and lists the visible devices. Returns the device count (>= 0), or -1
@@ -28,17 +23,19 @@ int cli_devices(struct vr_launch_dev *devs, int max, char *err, size_t errlen);
 /*
  * Runs argv[0] (searched in PATH) as a child and waits for it, forwarding
  * SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to vramctl.
- * Returns the child's exit status, 128+N if it died of signal N, 126 if it
- * could not be executed, 127 if it was not found (with a message on stderr),
- * or 125 if vramctl could not start it at all.
+ * Returns the child's exit status, VR_EXIT_SIGNAL+N if it died of signal N,
+ * VR_EXIT_NOEXEC if it could not be executed, VR_EXIT_NOTFOUND if it was not
+ * found (with a message on stderr), or VR_EXIT_ERROR if vramctl could not
+ * start it at all (common/exit.h).
  */
 int cli_spawn(const char *const argv[]);
 /* The same, also giving the child's pid and its raw wait status (0 when it
- * could not be waited for; 126/127 cases: the child's _exit status). */
+ * could not be waited for; VR_EXIT_NOEXEC/NOTFOUND cases: the child's _exit
+ * status). */
 int cli_spawn_wait(const char *const argv[], pid_t *child, int *wstatus);
 
 /* Replaces vramctl with argv[0] (searched in PATH). Returns only on
- * failure: 127 if not found, 126 if not executable (with a message). */
+ * failure: VR_EXIT_NOTFOUND or VR_EXIT_NOEXEC (with a message). */
 int cli_exec(const char *const argv[]);
 
 /*

@@ -22,6 +22,7 @@
 
 #include "cli/commands.h"
 #include "cli/top.h"
+#include "common/exit.h"
 #include "monitor/collect.h"
 
 static double now_s(void)
@@ -109,7 +110,7 @@ int cmd_top(int argc, char **argv)
 			if (*end || !(u.delay >= 0.1) || u.delay > 3600) {
 				fprintf(stderr, "vramctl: top: bad delay '%s' (seconds, >= 0.1)\n",
 				        optarg);
-				return 125;
+				return VR_EXIT_ERROR;
 			}
 			break;
 		}
@@ -124,12 +125,12 @@ int cmd_top(int argc, char **argv)
 			return 0;
 		default:
 			top_usage(stderr);
-			return 125;
+			return VR_EXIT_ERROR;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "vramctl: top: unexpected argument '%s'\n", argv[optind]);
-		return 125;
+		return VR_EXIT_ERROR;
 	}
 
 	setlocale(LC_ALL, "");
@@ -143,7 +144,7 @@ int cmd_top(int argc, char **argv)
 
 	if (!initscr()) {
 		fprintf(stderr, "vramctl: top: cannot open the terminal\n");
-		return 125;
+		return VR_EXIT_ERROR;
 	}
 	int have_thread = collector_start(&col, u.delay) == 0;
 

@@ -24,6 +24,7 @@
 #include <json-c/json.h>
 
 #include "common/contract.h"
+#include "common/exit.h"
 #include "common/size.h"
 #include "common/text.h"
 #include "registry/util.h"
@@ -394,7 +395,8 @@ static void text_report(struct rep_run *r, FILE *f, const struct devsum *ds, int
 	char *head = malloc(clen);
 	fprintf(f, "vramctl report: %s (%s %d) ran %.2f s\n",
 	        head ? vr_text_escape(head, clen, r->command) : "?",
-	        child_rc >= 128 ? "died, status" : "exit status", child_rc, secs(r, t_end));
+	        child_rc >= VR_EXIT_SIGNAL ? "died, status" : "exit status", child_rc,
+	        secs(r, t_end));
 	free(head);
 	if (r->ms.n == 0)
 		fprintf(f, "  no process of the run used a GPU under vramctl\n");
@@ -700,8 +702,8 @@ int rep_finish(struct rep_run *r, pid_t child, int wstatus, vr_member *reg)
 		cm->wstatus = wstatus;
 	}
 	int child_rc = WIFEXITED(wstatus)     ? WEXITSTATUS(wstatus)
-	               : WIFSIGNALED(wstatus) ? 128 + WTERMSIG(wstatus)
-	                                      : 125;
+	               : WIFSIGNALED(wstatus) ? VR_EXIT_SIGNAL + WTERMSIG(wstatus)
+	                                      : VR_EXIT_ERROR;
 	if (r->trace) {
 		rep_trace_drain(r->trace, &r->ms, t_end);
 		for (int i = 0; i < r->ms.n; i++) {
