@@ -115,7 +115,7 @@ int cmd_top(int argc, char **argv)
 			break;
 		}
 		case 'f':
-			mon_copy(u.filter, sizeof(u.filter), optarg);
+			snprintf(u.filter, sizeof(u.filter), "%s", optarg); /* truncated */
 			break;
 		case 'r':
 			registry = optarg;

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/text.h"
 #include "monitor/collect.h"
 #include "registry/proc.h"
 
@@ -338,14 +339,15 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 				exiting = 1;
 			}
 			p->uid = r->uid;
-			/* mon_copy, not snprintf: four strings a row, a thousand rows,
-			 * and snprintf's setup cost more than the copies. */
-			mon_copy(p->user, sizeof(p->user), r->user);
-			mon_copy(p->command, sizeof(p->command), r->command);
-			mon_copy(p->group, sizeof(p->group), r->group);
+			/* vr_text_copy, not snprintf: four strings a row, a thousand
+			 * rows, and snprintf's setup cost more than the copies. The
+			 * snapshot's strings fit: the model's fields are as large. */
+			vr_text_copy(p->user, sizeof(p->user), r->user);
+			vr_text_copy(p->command, sizeof(p->command), r->command);
+			vr_text_copy(p->group, sizeof(p->group), r->group);
 			p->host_pinned = r->host_pinned;
 			const struct vramctl_proc_dev *rd = &r->dev[j];
-			mon_copy(p->uuid, sizeof(p->uuid), rd->uuid);
+			vr_text_copy(p->uuid, sizeof(p->uuid), rd->uuid);
 			p->device = device_for(m, rd->uuid);
 			if (p->device < 0)
 				goto oom;

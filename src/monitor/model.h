@@ -150,7 +150,4 @@ void mon_model_note(struct mon_model *m, const char *fmt, ...)
 /* A deep copy of src into dst (dst empty). Returns 0 or -ENOMEM (dst then empty). */
 int mon_model_copy(struct mon_model *dst, const struct mon_model *src);
 
-/* Copies src into dst (len bytes), truncating; always NUL-terminates when len > 0. */
-void mon_copy(char *dst, size_t len, const char *src);
-
 #endif /* VRAMCTL_MONITOR_MODEL_H */
