@@ -521,7 +521,8 @@ static int mkdirs(const char *path)
 static int do_install(const struct install *in)
 {
 	static char src[KERNEL_JSON_MAX];
-	char name[80], group[80], display[512], base[256], cap[96], self[PATH_MAX];
+	char name[80], group[VR_GROUP_NAME_MAX + 1], display[512], base[256], cap[96],
+	    self[PATH_MAX];
 	char dir[PATH_MAX], kdir[PATH_MAX + 80], path[PATH_MAX + 96], tmp[PATH_MAX + 96];
 	struct vr_limits lim;
 	struct span argv, f;
