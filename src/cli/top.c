@@ -1,7 +1,13 @@
 /*
  * top.c - `vramctl top`: a live terminal view (ncurses) of every GPU and GPU
  * process against its cap: the options, the refresh loop and the keys. The
- * parts are listed in top.h.
+ * parts, each with its header:
+ *
+ *   top_collector.c  the NVML collector thread (NVML is only ever called there)
+ *   top_history.c    per-row history for the sparklines
+ *   top_sort.c       the columns and the row order
+ *   top_layout.c     fixed-width columns, pure (tested on fixed input)
+ *   top_draw.c       drawing a model with ncurses
  *
  * Two threads. The collector thread (top_collector.c) reads NVML at most
  * once a second (NVML calls can block for a long time on a sick driver) and
@@ -21,7 +27,10 @@
 #include <time.h>
 
 #include "cli/commands.h"
-#include "cli/top.h"
+#include "cli/top_collector.h"
+#include "cli/top_draw.h"
+#include "cli/top_history.h"
+#include "cli/top_sort.h"
 #include "common/exit.h"
 #include "monitor/collect.h"
 

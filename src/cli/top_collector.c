@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <time.h>
 
-#include "cli/top.h"
+#include "cli/top_collector.h"
 
 static void *collector_main(void *arg)
 {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/top.h"
+#include "cli/top_history.h"
 #include "common/text.h"
 
 static void row_key(const struct mon_proc *p, char *buf, size_t len)

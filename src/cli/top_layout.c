@@ -4,7 +4,7 @@
  */
 #include <string.h>
 
-#include "cli/top.h"
+#include "cli/top_layout.h"
 
 #define CUT_MARK '~'
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/top.h"
+#include "cli/top_sort.h"
 
 const struct col_def top_cols[NCOLS] = {
     [C_PID] = {"PID", 'p', 7},       [C_GPU] = {"GPU", 'g', 3},       [C_USER] = {"USER", 'u', 8},
