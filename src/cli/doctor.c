@@ -23,8 +23,8 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
-#include "cli/doctor_int.h"
-#include "cli/run.h"
+#include "cli/devices.h"
+#include "cli/doctor_hook.h"
 #include "common/contract.h"
 #include "common/cuda_api.h"
 #include "common/exit.h"
@@ -63,7 +63,8 @@ static void doctor_usage(FILE *f)
 	           "Exit status: 0 nothing failed, 1 a check failed, 2 doctor could not run.\n");
 }
 
-void *dr_cu_sym(const struct doc *d, const char *name)
+/* The driver's entry point, or NULL (no driver, or it lacks the name). */
+static void *dr_cu_sym(const struct doc *d, const char *name)
 {
 	return d->cuda ? dlsym(d->cuda, name) : NULL;
 }
@@ -77,16 +78,6 @@ static const char *cu_err(const struct doc *d, CUresult rc, char *buf, size_t le
 		s = "error";
 	snprintf(buf, len, "%s (%d)", s, (int)rc);
 	return buf;
-}
-
-void dr_loaded_path(void *h, const char *fallback, char *out, size_t len)
-{
-	struct link_map *lm = NULL;
-	char real[PATH_MAX];
-	const char *p = fallback;
-	if (dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name && lm->l_name[0])
-		p = lm->l_name;
-	snprintf(out, len, "%s", realpath(p, real) ? real : p);
 }
 
 /* ---- the driver ---- */

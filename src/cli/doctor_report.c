@@ -15,7 +15,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "cli/doctor.h"
+#include "cli/doctor_report.h"
 #include "common/exit.h"
 #include "common/text.h"
 #include "monitor/json.h"
