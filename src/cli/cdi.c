@@ -37,7 +37,8 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
-#include "cli/run.h"
+#include "cli/options.h"
+#include "cli/paths.h"
 #include "common/compiler.h"
 #include "common/contract.h"
 #include "common/exit.h"

@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
-#include "cli/run.h"
+#include "cli/devices.h"
 #include "common/compiler.h"
 #include "common/exit.h"
 #include "vramctl/registry.h"

@@ -12,7 +12,6 @@
  * removed at the end.
  */
 #include <errno.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +21,9 @@
 
 #include "cli/commands.h"
 #include "cli/libexec.h"
-#include "cli/run.h"
+#include "cli/fs.h"
+#include "cli/paths.h"
+#include "cli/spawn.h"
 #include "common/contract.h"
 #include "common/exit.h"
 
@@ -39,19 +40,6 @@ static void demo_usage(FILE *f)
 	           "and with --limit " DEMO_CAP " --growth. It runs on a simulated 16 GiB GPU\n"
 	           "(nothing is allocated on a real one); --real uses the system's CUDA driver\n"
 	           "instead.\n");
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
-int cli_remove_tree(const char *dir)
-{
-	return nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 static void act(int n, const char *title, const char *explain, const char *cmdline)

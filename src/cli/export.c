@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
-#include "cli/run.h"
+#include "cli/site.h"
 #include "common/exit.h"
 #include "common/siteconf.h"
 #include "monitor/collect.h"

@@ -32,7 +32,6 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
-#include "cli/run.h"
 #include "common/compiler.h"
 #include "common/exit.h"
 #include "common/size.h"

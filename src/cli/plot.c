@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "cli/run.h"
 #include "common/exit.h"
 #include "report/plot.h"
 

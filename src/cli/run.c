@@ -22,7 +22,11 @@
 
 #include "cli/commands.h"
 #include "cli/libexec.h"
-#include "cli/run.h"
+#include "cli/devices.h"
+#include "cli/options.h"
+#include "cli/paths.h"
+#include "cli/site.h"
+#include "cli/spawn.h"
 #include "common/compiler.h"
 #include "common/contract.h"
 #include "common/exit.h"
@@ -75,70 +79,6 @@ static void run_usage(FILE *f)
 	        "127 not found; 128+N if COMMAND died of signal N. See vramctl-run(1).\n");
 }
 
-/* "--opt VALUE" or "--opt=VALUE"; advances *i past what it used. */
-static int opt_value(int argc, char **argv, int *i, const char *name, const char **value)
-{
-	size_t n = strlen(name);
-	const char *a = argv[*i];
-
-	if (strncmp(a, name, n) != 0)
-		return 0;
-	if (a[n] == '=') {
-		*value = a + n + 1;
-		return 1;
-	}
-	if (a[n] != '\0')
-		return 0;
-	if (*i + 1 >= argc) {
-		fprintf(stderr, "vramctl: %s needs a value\n", name);
-		return -1;
-	}
-	*value = argv[++*i];
-	return 1;
-}
-
-/*
- * Adds the items of one --limit to *all. The size grammar's own messages name
- * the bad item; a message that starts by repeating the whole argument loses
- * that repetition, since the argument is already quoted in front.
- */
-static int add_limit(struct vr_limits *all, const char *arg)
-{
-	struct vr_limits one;
-	char err[256], prefix[128];
-	const char *msg = err;
-
-	if (vr_parse_limits(arg, &one, err, sizeof(err)) < 0) {
-		snprintf(prefix, sizeof(prefix), "'%s': ", arg);
-		if (!strncmp(err, prefix, strlen(prefix)))
-			msg = err + strlen(prefix);
-		fprintf(stderr, "vramctl: --limit '%s': %s\n", arg, msg);
-		return -1;
-	}
-	for (int i = 0; i < one.count; i++) {
-		for (int j = 0; j < all->count; j++) {
-			if (strcasecmp(all->item[j].dev, one.item[i].dev) != 0)
-				continue;
-			if (one.item[i].dev[0])
-				fprintf(stderr, "vramctl: --limit '%s': device '%s' given twice\n",
-				        arg, one.item[i].dev);
-			else
-				fprintf(stderr,
-				        "vramctl: --limit '%s': the cap for every device given "
-				        "twice\n",
-				        arg);
-			return -1;
-		}
-		if (all->count == VR_MAX_LIMITS) {
-			fprintf(stderr, "vramctl: --limit: too many items (at most %d)\n",
-			        VR_MAX_LIMITS);
-			return -1;
-		}
-		all->item[all->count++] = one.item[i];
-	}
-	return 0;
-}
-
 static void unique_group(char *buf, size_t len)
 {
 	unsigned int r = 0;
@@ -149,38 +89,6 @@ static void unique_group(char *buf, size_t len)
 		r = (unsigned int)getpid() * 2654435761u ^ (unsigned int)time(NULL);
 	}
 	snprintf(buf, len, "run-%d-%08x", (int)getpid(), r);
-}
-
-/*
- * The injected library: $VRAMCTL_LIBRARY, else in vramctl's library folder
- * (cli_find_libfile: a build tree, make install, the Debian package).
- */
-int cli_find_library(char *out, size_t len, char *err, size_t errlen)
-{
-	const char *env = getenv(VR_ENV_LIBRARY);
-	char cand[PATH_MAX + 64];
-
-	if (env && *env) {
-		if (!realpath(env, out) || strlen(out) >= len) {
-			snprintf(err, errlen, "%s='%s': %s", VR_ENV_LIBRARY, env,
-			         strerror(errno ? errno : ENAMETOOLONG));
-			return -1;
-		}
-		return 0;
-	}
-	if (cli_find_libfile(VR_LIBRARY_NAME, cand, sizeof(cand)) < 0 || !realpath(cand, out)) {
-		snprintf(err, errlen, "cannot find %s (looked in %s); set %s", VR_LIBRARY_NAME,
-		         cand, VR_ENV_LIBRARY);
-		return -1;
-	}
-	return 0;
-}
-
-/* The CLI's way of writing the contract: its own environment, which the
- * child inherits. */
-int cli_set_own_env(void *ctx VR_UNUSED, const char *name, const char *value, int overwrite)
-{
-	return value ? setenv(name, value, overwrite) : unsetenv(name);
 }
 
 /*
@@ -265,13 +173,13 @@ int cmd_run(int argc, char **argv)
 			ro.stacks = 1;
 			continue;
 		}
-		if ((rc = opt_value(argc, argv, &i, "--trace", &value)) != 0) {
+		if ((rc = cli_opt_value(argc, argv, &i, "--trace", &value)) != 0) {
 			if (rc < 0)
 				return VR_EXIT_ERROR;
 			ro.trace_path = value;
 			continue;
 		}
-		if ((rc = opt_value(argc, argv, &i, "--trace-max", &value)) != 0) {
+		if ((rc = cli_opt_value(argc, argv, &i, "--trace-max", &value)) != 0) {
 			if (rc < 0)
 				return VR_EXIT_ERROR;
 			if (vr_parse_size(value, &ro.trace_max, err, sizeof(err)) < 0 ||
@@ -283,14 +191,14 @@ int cmd_run(int argc, char **argv)
 			}
 			continue;
 		}
-		if ((rc = opt_value(argc, argv, &i, "--limit", &value)) != 0 ||
-		    (rc = opt_value(argc, argv, &i, "-l", &value)) != 0) {
-			if (rc < 0 || add_limit(&lim, value) < 0)
+		if ((rc = cli_opt_value(argc, argv, &i, "--limit", &value)) != 0 ||
+		    (rc = cli_opt_value(argc, argv, &i, "-l", &value)) != 0) {
+			if (rc < 0 || cli_add_limit(&lim, value) < 0)
 				return VR_EXIT_ERROR;
 			have_limit = 1;
 			continue;
 		}
-		if ((rc = opt_value(argc, argv, &i, "--group", &value)) != 0) {
+		if ((rc = cli_opt_value(argc, argv, &i, "--group", &value)) != 0) {
 			if (rc < 0)
 				return VR_EXIT_ERROR;
 			if (vr_group_name_check(value, err, sizeof(err)) < 0) {
@@ -312,7 +220,7 @@ int cmd_run(int argc, char **argv)
 		return VR_EXIT_ERROR;
 	/* The site's default cap, unless an enclosing run or job set one. */
 	if (!have_limit && !getenv(VR_ENV_LIMIT) && cli_site_default_spec()) {
-		if (add_limit(&lim, cli_site_default_spec()) < 0)
+		if (cli_add_limit(&lim, cli_site_default_spec()) < 0)
 			return VR_EXIT_ERROR;
 		have_limit = 1;
 	}
@@ -345,7 +253,7 @@ int cmd_run(int argc, char **argv)
 	if ((ro.report || ro.trace_path) && !have_limit) {
 		/* Recording needs the library to act: a cap of the whole device
 		 * counts everything and refuses nothing the driver would grant. */
-		if (add_limit(&lim, "100%") < 0)
+		if (cli_add_limit(&lim, "100%") < 0)
 			return VR_EXIT_ERROR;
 		have_limit = 1;
 	}
@@ -456,17 +364,4 @@ int cmd_run(int argc, char **argv)
 		}
 	}
 	return rc;
-}
-
-/* ---- shared with `vramctl cdi` (cdi.c): the same option and cap rules as
- * run, one implementation. */
-
-int cli_opt_value(int argc, char **argv, int *i, const char *name, const char **value)
-{
-	return opt_value(argc, argv, i, name, value);
-}
-
-int cli_add_limit(struct vr_limits *all, const char *arg)
-{
-	return add_limit(all, arg);
 }

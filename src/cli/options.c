@@ -1,0 +1,75 @@
+/*
+ * options.c - the option rules `vramctl run` and `vramctl cdi` share
+ * (options.h): one implementation, so both accept the same syntax and say
+ * the same messages.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cli/options.h"
+#include "common/contract.h"
+#include "common/size.h"
+
+int cli_opt_value(int argc, char **argv, int *i, const char *name, const char **value)
+{
+	size_t n = strlen(name);
+	const char *a = argv[*i];
+
+	if (strncmp(a, name, n) != 0)
+		return 0;
+	if (a[n] == '=') {
+		*value = a + n + 1;
+		return 1;
+	}
+	if (a[n] != '\0')
+		return 0;
+	if (*i + 1 >= argc) {
+		fprintf(stderr, "vramctl: %s needs a value\n", name);
+		return -1;
+	}
+	*value = argv[++*i];
+	return 1;
+}
+
+/*
+ * Adds the items of one --limit to *all. The size grammar's own messages name
+ * the bad item; a message that starts by repeating the whole argument loses
+ * that repetition, since the argument is already quoted in front.
+ */
+int cli_add_limit(struct vr_limits *all, const char *arg)
+{
+	struct vr_limits one;
+	char err[256], prefix[128];
+	const char *msg = err;
+
+	if (vr_parse_limits(arg, &one, err, sizeof(err)) < 0) {
+		snprintf(prefix, sizeof(prefix), "'%s': ", arg);
+		if (!strncmp(err, prefix, strlen(prefix)))
+			msg = err + strlen(prefix);
+		fprintf(stderr, "vramctl: --limit '%s': %s\n", arg, msg);
+		return -1;
+	}
+	for (int i = 0; i < one.count; i++) {
+		for (int j = 0; j < all->count; j++) {
+			if (strcasecmp(all->item[j].dev, one.item[i].dev) != 0)
+				continue;
+			if (one.item[i].dev[0])
+				fprintf(stderr, "vramctl: --limit '%s': device '%s' given twice\n",
+				        arg, one.item[i].dev);
+			else
+				fprintf(stderr,
+				        "vramctl: --limit '%s': the cap for every device given "
+				        "twice\n",
+				        arg);
+			return -1;
+		}
+		if (all->count == VR_MAX_LIMITS) {
+			fprintf(stderr, "vramctl: --limit: too many items (at most %d)\n",
+			        VR_MAX_LIMITS);
+			return -1;
+		}
+		all->item[all->count++] = one.item[i];
+	}
+	return 0;
+}
