@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "monitor/collect.h"
+#include "monitor/merge.h"
 #include "registry/registry.h"
 
 int mon_collect_nvml(const struct mon_sources *src, struct mon_model *out)
