@@ -18,7 +18,7 @@
 #include "cli/doctor_report.h"
 #include "common/exit.h"
 #include "common/text.h"
-#include "monitor/json.h"
+#include "common/json.h"
 
 #ifndef VRAMCTL_VERSION
 #define VRAMCTL_VERSION "0.1.0"

@@ -11,7 +11,7 @@
 
 #include "common/text.h"
 #include "monitor/format.h"
-#include "monitor/json.h"
+#include "common/json.h"
 
 #include "common/size.h"
 #include "common/version.h"
