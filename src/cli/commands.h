@@ -18,7 +18,4 @@ int cmd_kernel(int argc, char **argv);     /* kernel.c */
 int cmd_completion(int argc, char **argv); /* completion.c */
 int cmd_plot(int argc, char **argv);       /* plot.c */
 
-/* Calls emit with the name of every Jupyter kernelspec found (kernel.c). */
-void cli_kernel_names(void (*emit)(const char *name));
-
 #endif /* VRAMCTL_CLI_COMMANDS_H */

@@ -36,6 +36,7 @@
 
 #include "cli/commands.h"
 #include "cli/devices.h"
+#include "cli/kernel_spec.h"
 #include "common/compiler.h"
 #include "common/exit.h"
 #include "vramctl/registry.h"

@@ -10,7 +10,6 @@
 #include "cli/top_history.h"
 #include "monitor/model.h"
 
-
 struct ui {
 	struct history hist;
 	int sort_col;
