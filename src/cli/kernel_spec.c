@@ -158,7 +158,8 @@ int cli_kspec_find(const char *name, char *dir, size_t len)
 	int n = search_dirs(dirs);
 
 	for (int i = 0; i < n; i++) {
-		if (cli_kspec_fmt_path(json, sizeof json, "%s/%s/kernel.json", dirs[i], name) == 0 &&
+		if (cli_kspec_fmt_path(json, sizeof json, "%s/%s/kernel.json", dirs[i], name) ==
+		        0 &&
 		    access(json, R_OK) == 0)
 			return cli_kspec_fmt_path(dir, len, "%s/%s", dirs[i], name);
 	}
@@ -182,8 +183,8 @@ void cli_kspec_each(void (*fn)(const char *name, const char *dir, void *ctx), vo
 
 			if (!cli_kspec_valid_name(e->d_name))
 				continue;
-			if (cli_kspec_fmt_path(path, sizeof path, "%s/%s/kernel.json", dirs[i], e->d_name) <
-			        0 ||
+			if (cli_kspec_fmt_path(path, sizeof path, "%s/%s/kernel.json", dirs[i],
+			                       e->d_name) < 0 ||
 			    access(path, R_OK) != 0)
 				continue;
 			for (int k = 0; k < nseen; k++)
