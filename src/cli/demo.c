@@ -22,6 +22,7 @@
 #include "cli/commands.h"
 #include "cli/libexec.h"
 #include "cli/fs.h"
+#include "cli/options.h"
 #include "cli/paths.h"
 #include "cli/spawn.h"
 #include "common/contract.h"
@@ -55,17 +56,26 @@ int cmd_demo(int argc, char **argv)
 	const char *tmpdir = getenv("TMPDIR");
 	int real = 0, rc[3], bad = 0;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--real")) {
-			real = 1;
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+	static const struct option opts[] = {
+	    {"real", no_argument, NULL, 'r'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	const char *word = "";
+	int c;
+	optind = 1;
+	while ((c = cli_getopt(argc, argv, "+:h", opts, &word)) == 'r' || c == 'h') {
+		if (c == 'h') {
 			demo_usage(stdout);
 			return 0;
-		} else {
-			fprintf(stderr, "vramctl: demo: unknown option '%s'\n", argv[i]);
-			demo_usage(stderr);
-			return VR_EXIT_ERROR;
 		}
+		real = 1;
+	}
+	if (c != -1 || optind < argc) {
+		fprintf(stderr, "vramctl: demo: unknown option '%s'\n",
+		        c != -1 ? word : argv[optind]);
+		demo_usage(stderr);
+		return VR_EXIT_ERROR;
 	}
 	if (vr_self_dir(dir, sizeof(dir)) < 0) {
 		fprintf(stderr, "vramctl: demo: cannot find its own path\n");

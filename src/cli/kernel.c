@@ -31,6 +31,7 @@
 #include "cli/commands.h"
 #include "cli/fs.h"
 #include "cli/kernel_spec.h"
+#include "cli/options.h"
 #include "common/compiler.h"
 #include "common/exit.h"
 #include "common/size.h"
@@ -378,18 +379,106 @@ static int do_remove(const char *name, enum where w)
 	return 0;
 }
 
-/* --user, --sys-prefix, --system; 1 if a was one of them. */
-static int where_opt(const char *a, enum where *w)
+/* The options of install and remove; long-only ones take values from 256 up. */
+enum { OPT_USER = 256, OPT_SYS_PREFIX, OPT_SYSTEM, OPT_GROUP, OPT_NAME, OPT_DISPLAY, OPT_FROM };
+
+static const struct option install_opts[] = {
+    {"limit", required_argument, NULL, 'l'},
+    {"group", required_argument, NULL, OPT_GROUP},
+    {"name", required_argument, NULL, OPT_NAME},
+    {"display-name", required_argument, NULL, OPT_DISPLAY},
+    {"from", required_argument, NULL, OPT_FROM},
+    {"user", no_argument, NULL, OPT_USER},
+    {"sys-prefix", no_argument, NULL, OPT_SYS_PREFIX},
+    {"system", no_argument, NULL, OPT_SYSTEM},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* remove's: install's --user, --sys-prefix, --system and --help. */
+static const struct option *const remove_opts = install_opts + 5;
+
+/* --user, --sys-prefix, --system as option c; 1 if c was one of them. */
+static int where_opt(int c, enum where *w)
 {
-	if (!strcmp(a, "--user"))
+	if (c == OPT_USER)
 		*w = W_USER;
-	else if (!strcmp(a, "--sys-prefix"))
+	else if (c == OPT_SYS_PREFIX)
 		*w = W_SYS_PREFIX;
-	else if (!strcmp(a, "--system"))
+	else if (c == OPT_SYSTEM)
 		*w = W_SYSTEM;
 	else
 		return 0;
 	return 1;
+}
+
+/* `kernel install`'s options (argv[0] is "install"). Fills in; returns -1
+ * to go on, or the exit status. */
+static int install_options(int argc, char **argv, struct install *in)
+{
+	const char *word = "";
+	int c;
+
+	optind = 1;
+	while ((c = cli_getopt(argc, argv, "+:l:h", install_opts, &word)) != -1) {
+		if (c == 'h') {
+			install_usage(stdout);
+			return 0;
+		}
+		if (where_opt(c, &in->where))
+			continue;
+		switch (c) {
+		case 'l':
+			in->limit = optarg;
+			continue;
+		case OPT_GROUP:
+			in->group = optarg;
+			continue;
+		case OPT_NAME:
+			in->name = optarg;
+			continue;
+		case OPT_DISPLAY:
+			in->display = optarg;
+			continue;
+		case OPT_FROM:
+			in->from = optarg;
+			continue;
+		}
+		break; /* ':' or '?' */
+	}
+	if (c != -1 || optind < argc) {
+		fprintf(stderr, "vramctl: kernel install: bad argument '%s'\n",
+		        c != -1 ? word : argv[optind]);
+		install_usage(stderr);
+		return VR_EXIT_ERROR;
+	}
+	return -1;
+}
+
+/* `kernel remove`'s arguments (argv[0] is "remove"): NAME among the
+ * options. Returns -1 to go on, or the exit status. */
+static int remove_options(int argc, char **argv, const char **name, enum where *w)
+{
+	const char *word = "";
+	int c;
+
+	optind = 1;
+	while ((c = cli_getopt(argc, argv, "-:h", remove_opts, &word)) != -1) {
+		if (c == 'h') {
+			remove_usage(stdout);
+			return 0;
+		}
+		if (where_opt(c, w))
+			continue;
+		if (c != 1 || optarg[0] == '-' || *name)
+			break;
+		*name = optarg;
+	}
+	if (c != -1 || optind < argc || !*name) {
+		remove_usage(stderr);
+		return VR_EXIT_ERROR;
+	}
+	return -1;
 }
 
 int cmd_kernel(int argc, char **argv)
@@ -402,50 +491,10 @@ int cmd_kernel(int argc, char **argv)
 	}
 	if (!strcmp(sub, "install")) {
 		struct install in = {.from = "python3", .where = W_USER};
-		static const struct {
-			const char *opt;
-			size_t off;
-		} vals[] = {
-		    {"--limit", offsetof(struct install, limit)},
-		    {"-l", offsetof(struct install, limit)},
-		    {"--group", offsetof(struct install, group)},
-		    {"--name", offsetof(struct install, name)},
-		    {"--display-name", offsetof(struct install, display)},
-		    {"--from", offsetof(struct install, from)},
-		};
+		int rc = install_options(argc - 1, argv + 1, &in);
 
-		for (int i = 2; i < argc; i++) {
-			size_t k;
-
-			if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-				install_usage(stdout);
-				return 0;
-			}
-			if (where_opt(argv[i], &in.where))
-				continue;
-			for (k = 0; k < VR_ARRAY_LEN(vals); k++) {
-				size_t l = strlen(vals[k].opt);
-				const char **dst =
-				    (const char **)(void *)((char *)&in + vals[k].off);
-
-				if (strncmp(argv[i], vals[k].opt, l) != 0)
-					continue;
-				if (argv[i][l] == '=') {
-					*dst = argv[i] + l + 1;
-					break;
-				}
-				if (argv[i][l] == '\0' && i + 1 < argc) {
-					*dst = argv[++i];
-					break;
-				}
-			}
-			if (k == VR_ARRAY_LEN(vals)) {
-				fprintf(stderr, "vramctl: kernel install: bad argument '%s'\n",
-				        argv[i]);
-				install_usage(stderr);
-				return VR_EXIT_ERROR;
-			}
-		}
+		if (rc != -1)
+			return rc;
 		if (!in.limit) {
 			fprintf(stderr, "vramctl: kernel install: --limit is required\n");
 			return VR_EXIT_ERROR;
@@ -480,23 +529,10 @@ int cmd_kernel(int argc, char **argv)
 		const char *name = NULL;
 		enum where w = W_ANY;
 
-		for (int i = 2; i < argc; i++) {
-			if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-				remove_usage(stdout);
-				return 0;
-			}
-			if (where_opt(argv[i], &w))
-				continue;
-			if (argv[i][0] == '-' || name) {
-				remove_usage(stderr);
-				return VR_EXIT_ERROR;
-			}
-			name = argv[i];
-		}
-		if (!name) {
-			remove_usage(stderr);
-			return VR_EXIT_ERROR;
-		}
+		int rc = remove_options(argc - 1, argv + 1, &name, &w);
+
+		if (rc != -1)
+			return rc;
 		return do_remove(name, w);
 	}
 	kernel_usage(stderr);

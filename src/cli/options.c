@@ -1,7 +1,6 @@
 /*
- * options.c - the option rules `vramctl run` and `vramctl cdi` share
- * (options.h): one implementation, so both accept the same syntax and say
- * the same messages.
+ * options.c - how the commands read their options (options.h): one
+ * implementation, so they accept the same syntax and say the same messages.
  */
 #include <stdio.h>
 #include <string.h>
@@ -11,25 +10,20 @@
 #include "common/contract.h"
 #include "common/size.h"
 
-int cli_opt_value(int argc, char **argv, int *i, const char *name, const char **value)
+int cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
+               const char **word)
 {
-	size_t n = strlen(name);
-	const char *a = argv[*i];
+	int at = optind; /* the word getopt reads now (also inside a bundle) */
+	int c;
 
-	if (strncmp(a, name, n) != 0)
-		return 0;
-	if (a[n] == '=') {
-		*value = a + n + 1;
-		return 1;
-	}
-	if (a[n] != '\0')
-		return 0;
-	if (*i + 1 >= argc) {
-		fprintf(stderr, "vramctl: %s needs a value\n", name);
-		return -1;
-	}
-	*value = argv[++*i];
-	return 1;
+	opterr = 0;
+	c = getopt_long(argc, argv, shortopts, longopts, NULL);
+	if ((c == ':' || c == '?') && at < argc)
+		*word = argv[at];
+	else if (c > 1 && optarg && at < argc && argv[at][0] == '-' && argv[at][1] == c &&
+	         argv[at][2] == '=' && optarg == argv[at] + 2)
+		optarg++;
+	return c;
 }
 
 /*

@@ -126,104 +126,120 @@ struct run_req {
 /* What the steps of cmd_run return to say "carry on" (not an exit status). */
 #define RUN_GO (-1)
 
+/* run's options; long-only ones take values from 256 up. */
+enum {
+	OPT_GROWTH = 256,
+	OPT_EXEC,
+	OPT_SPILL,
+	OPT_REPORT,
+	OPT_STACKS,
+	OPT_TRACE,
+	OPT_TRACE_MAX,
+	OPT_GROUP
+};
+
+static const struct option run_opts[] = {
+    {"limit", required_argument, NULL, 'l'},
+    {"spill", optional_argument, NULL, OPT_SPILL},
+    {"growth", no_argument, NULL, OPT_GROWTH},
+    {"group", required_argument, NULL, OPT_GROUP},
+    {"exec", no_argument, NULL, OPT_EXEC},
+    {"report", optional_argument, NULL, OPT_REPORT},
+    {"stacks", no_argument, NULL, OPT_STACKS},
+    {"trace", required_argument, NULL, OPT_TRACE},
+    {"trace-max", required_argument, NULL, OPT_TRACE_MAX},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* One option c with its value v. RUN_GO, or the exit status. */
+static int run_option(struct run_req *r, int c, const char *v)
+{
+	char err[512];
+
+	switch (c) {
+	case 'h':
+		run_usage(stdout);
+		return 0;
+	case OPT_GROWTH:
+		r->growth = 1;
+		break;
+	case OPT_EXEC:
+		r->exec_self = 1;
+		break;
+	case OPT_SPILL:
+		/* --spill[=SIZE]: the value only with '=' (a separate word is the
+		 * command). "auto" is sized now, for the whole run. */
+		if (vr_parse_spill(v ? v : "auto", &r->spill, err, sizeof(err)) < 0) {
+			fprintf(stderr, "vramctl: --spill: %s\n", err);
+			return VR_EXIT_ERROR;
+		}
+		r->have_spill = 1;
+		break;
+	case OPT_REPORT:
+		r->ro.report = 1;
+		if (v && !*v) {
+			fprintf(stderr, "vramctl: --report=: no file named\n");
+			return VR_EXIT_ERROR;
+		}
+		if (v)
+			r->ro.report_path = v;
+		break;
+	case OPT_STACKS:
+		r->ro.stacks = 1;
+		break;
+	case OPT_TRACE:
+		r->ro.trace_path = v;
+		break;
+	case OPT_TRACE_MAX:
+		if (vr_parse_size(v, &r->ro.trace_max, err, sizeof(err)) < 0 ||
+		    r->ro.trace_max < (1u << 20)) {
+			fprintf(stderr, "vramctl: --trace-max '%s': a size of at least 1M\n", v);
+			return VR_EXIT_ERROR;
+		}
+		break;
+	case 'l':
+		if (cli_add_limit(&r->lim, v) < 0)
+			return VR_EXIT_ERROR;
+		r->have_limit = 1;
+		break;
+	case OPT_GROUP:
+		if (vr_group_name_check(v, err, sizeof(err)) < 0) {
+			fprintf(stderr, "vramctl: --group: %s\n", err);
+			return VR_EXIT_ERROR;
+		}
+		r->group_opt = v;
+		break;
+	}
+	return RUN_GO;
+}
+
 /* Reads the options up to COMMAND. RUN_GO, or the exit status (0 for --help). */
 static int parse_options(int argc, char **argv, struct run_req *r)
 {
-	const char *value;
-	char err[512];
-	int i, rc;
+	const char *word = "";
+	int c, rc;
 
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-
-		if (!strcmp(a, "--")) {
-			i++;
-			break;
+	optind = 1;
+	while ((c = cli_getopt(argc, argv, "+:l:h", run_opts, &word)) != -1) {
+		if (c == ':') {
+			fprintf(stderr, "vramctl: %s needs a value\n", word);
+			return VR_EXIT_ERROR;
 		}
-		if (a[0] != '-' || !a[1])
-			break;
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			run_usage(stdout);
-			return 0;
+		if (c == '?') {
+			fprintf(stderr,
+			        "vramctl: run: unknown option '%s' ('vramctl run --help')\n", word);
+			return VR_EXIT_ERROR;
 		}
-		if (!strcmp(a, "--growth")) {
-			r->growth = 1;
-			continue;
-		}
-		if (!strcmp(a, "--exec")) {
-			r->exec_self = 1;
-			continue;
-		}
-		/* --spill[=SIZE]: the value only with '=' (a separate word is the
-		 * command). "auto" is sized now, for the whole run. */
-		if (!strcmp(a, "--spill") || !strncmp(a, "--spill=", 8)) {
-			if (vr_parse_spill(a[7] == '=' ? a + 8 : "auto", &r->spill, err,
-			                   sizeof(err)) < 0) {
-				fprintf(stderr, "vramctl: --spill: %s\n", err);
-				return VR_EXIT_ERROR;
-			}
-			r->have_spill = 1;
-			continue;
-		}
-		if (!strcmp(a, "--report") || !strncmp(a, "--report=", 9)) {
-			r->ro.report = 1;
-			if (a[8] == '=') {
-				if (!a[9]) {
-					fprintf(stderr, "vramctl: --report=: no file named\n");
-					return VR_EXIT_ERROR;
-				}
-				r->ro.report_path = a + 9;
-			}
-			continue;
-		}
-		if (!strcmp(a, "--stacks")) {
-			r->ro.stacks = 1;
-			continue;
-		}
-		if ((rc = cli_opt_value(argc, argv, &i, "--trace", &value)) != 0) {
-			if (rc < 0)
-				return VR_EXIT_ERROR;
-			r->ro.trace_path = value;
-			continue;
-		}
-		if ((rc = cli_opt_value(argc, argv, &i, "--trace-max", &value)) != 0) {
-			if (rc < 0)
-				return VR_EXIT_ERROR;
-			if (vr_parse_size(value, &r->ro.trace_max, err, sizeof(err)) < 0 ||
-			    r->ro.trace_max < (1u << 20)) {
-				fprintf(stderr,
-				        "vramctl: --trace-max '%s': a size of at least 1M\n",
-				        value);
-				return VR_EXIT_ERROR;
-			}
-			continue;
-		}
-		if ((rc = cli_opt_value(argc, argv, &i, "--limit", &value)) != 0 ||
-		    (rc = cli_opt_value(argc, argv, &i, "-l", &value)) != 0) {
-			if (rc < 0 || cli_add_limit(&r->lim, value) < 0)
-				return VR_EXIT_ERROR;
-			r->have_limit = 1;
-			continue;
-		}
-		if ((rc = cli_opt_value(argc, argv, &i, "--group", &value)) != 0) {
-			if (rc < 0)
-				return VR_EXIT_ERROR;
-			if (vr_group_name_check(value, err, sizeof(err)) < 0) {
-				fprintf(stderr, "vramctl: --group: %s\n", err);
-				return VR_EXIT_ERROR;
-			}
-			r->group_opt = value;
-			continue;
-		}
-		fprintf(stderr, "vramctl: run: unknown option '%s' ('vramctl run --help')\n", a);
-		return VR_EXIT_ERROR;
+		if ((rc = run_option(r, c, optarg)) != RUN_GO)
+			return rc;
 	}
-	if (i >= argc) {
+	if (optind >= argc) {
 		fprintf(stderr, "vramctl: run: no command given\n");
 		run_usage(stderr);
 		return VR_EXIT_ERROR;
 	}
-	r->cmd = i;
+	r->cmd = optind;
 	return RUN_GO;
 }
 
