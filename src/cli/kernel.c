@@ -173,37 +173,17 @@ static int mkdirs(const char *path)
 	return mkdir(tmp, 0755) < 0 && errno != EEXIST ? -1 : 0;
 }
 
-static int do_install(const struct install *in)
+/* The kernel's name: --name, else "python3-gpu-8g" (the cap in the name,
+ * lower case, ',' '=' '%' made safe). 0, or -1 after a message. */
+static int kernel_name(const struct install *in, char *name, size_t len)
 {
-	static char src[KERNEL_JSON_MAX];
-	char name[80], group[VR_GROUP_NAME_MAX + 1], display[512], base[256], cap[96],
-	    self[PATH_MAX];
-	char dir[PATH_MAX], kdir[PATH_MAX + 80], path[PATH_MAX + 96], tmp[PATH_MAX + 96];
-	struct vr_limits lim;
-	struct vr_json_span argv, f;
-	const char *keys[] = {"language", "interrupt_mode", "env"};
-	size_t got;
-	FILE *out;
-	int fd;
-
-	if (vr_parse_limits(in->limit, &lim, cap, sizeof cap) < 0) {
-		fprintf(stderr, "vramctl: kernel install: --limit '%s': %s\n", in->limit, cap);
-		return VR_EXIT_ERROR;
-	}
-	if (load_wrapped(in->from, src, sizeof src, &got) < 0)
-		return VR_EXIT_ERROR;
-	if (vr_json_get(src, got, "argv", &argv) < 0 || argv.p[0] != '[') {
-		fprintf(stderr, "vramctl: kernel install: kernelspec '%s' has no argv\n", in->from);
-		return VR_EXIT_ERROR;
-	}
-	/* "python3-gpu-8g": the cap in the name, lower case, ',' '=' '%' made safe. */
 	if (in->name) {
-		snprintf(name, sizeof name, "%s", in->name);
+		snprintf(name, len, "%s", in->name);
 	} else {
 		size_t o = 0;
 
-		o = (size_t)snprintf(name, sizeof name, "%s-gpu-", in->from);
-		for (const char *c = in->limit; *c && o + 4 < sizeof name; c++)
+		o = (size_t)snprintf(name, len, "%s-gpu-", in->from);
+		for (const char *c = in->limit; *c && o + 4 < len; c++)
 			name[o++] = *c == '%'                  ? 'p'
 			            : (*c == ',' || *c == '=') ? '_'
 			                                       : (char)tolower(*c);
@@ -214,57 +194,117 @@ static int do_install(const struct install *in)
 		        "vramctl: kernel install: '%s' is not a kernel name (1 to 64 of A-Z a-z "
 		        "0-9 . _ -; --name gives one)\n",
 		        name);
-		return VR_EXIT_ERROR;
+		return -1;
 	}
-	if (cli_kspec_fmt_path(group, sizeof group, "%s%s", in->group ? "" : "jupyter-",
-	                       in->group ? in->group : name) < 0 ||
-	    vr_group_name_check(group, NULL, 0) < 0) {
-		fprintf(stderr,
-		        "vramctl: kernel install: the group name 'jupyter-%s' is too long; "
-		        "give --group\n",
-		        name);
-		return VR_EXIT_ERROR;
-	}
-	if (in->display) {
-		snprintf(display, sizeof display, "%s", in->display);
-	} else {
-		if (vr_json_get(src, got, "display_name", &f) == 0)
-			vr_json_text(&f, base, sizeof base);
-		else
-			snprintf(base, sizeof base, "%s", in->from);
-		if (lim.count == 1 && !lim.item[0].dev[0] && !lim.item[0].is_percent)
-			vr_format_size(lim.item[0].bytes, cap, sizeof cap);
-		else
-			snprintf(cap, sizeof cap, "%s", in->limit);
-		snprintf(display, sizeof display, "%s (GPU, %s cap)", base, cap);
-	}
-	if (self_path(self, sizeof self) < 0 ||
-	    cli_kspec_target_dir(in->where, dir, sizeof dir) < 0)
-		return VR_EXIT_ERROR;
-	snprintf(kdir, sizeof kdir, "%s/%s", dir, name);
-	/* Never take the name of a kernel that is not ours, here or anywhere
-	 * Jupyter looks: the new one would hide it (or replace it). */
-	{
-		char found[PATH_MAX], l[96], g[96], fr[96];
+	return 0;
+}
 
-		if ((cli_kspec_find(name, found, sizeof found) == 0 &&
-		     cli_kspec_meta(found, l, g, fr, sizeof l) < 0) ||
-		    (cli_kspec_fmt_path(path, sizeof path, "%s/kernel.json", kdir) == 0 &&
-		     access(path, F_OK) == 0 && cli_kspec_meta(kdir, l, g, fr, sizeof l) < 0)) {
-			fprintf(stderr,
-			        "vramctl: kernel install: a kernelspec '%s' exists and is not "
-			        "vramctl's; choose another --name\n",
-			        name);
-			return VR_EXIT_ERROR;
+/* The name Jupyter shows: --display-name, else the wrapped kernel's with
+ * the cap ("Python 3 (GPU, 8 GiB cap)"). */
+static void kernel_display(const struct install *in, const struct vr_limits *lim, const char *src,
+                           size_t got, char *display, size_t len)
+{
+	char base[256], cap[96];
+	struct vr_json_span f;
+
+	if (in->display) {
+		snprintf(display, len, "%s", in->display);
+		return;
+	}
+	if (vr_json_get(src, got, "display_name", &f) == 0)
+		vr_json_text(&f, base, sizeof base);
+	else
+		snprintf(base, sizeof base, "%s", in->from);
+	if (lim->count == 1 && !lim->item[0].dev[0] && !lim->item[0].is_percent)
+		vr_format_size(lim->item[0].bytes, cap, sizeof cap);
+	else
+		snprintf(cap, sizeof cap, "%s", in->limit);
+	snprintf(display, len, "%s (GPU, %s cap)", base, cap);
+}
+
+/* Never take the name of a kernel that is not ours, here (kdir, whose
+ * kernel.json goes into path) or anywhere Jupyter looks: the new one would
+ * hide it (or replace it). 0, or -1 after a message. */
+static int name_is_free(const char *name, const char *kdir, char *path, size_t len)
+{
+	char found[PATH_MAX], l[96], g[96], fr[96];
+
+	if ((cli_kspec_find(name, found, sizeof found) == 0 &&
+	     cli_kspec_meta(found, l, g, fr, sizeof l) < 0) ||
+	    (cli_kspec_fmt_path(path, len, "%s/kernel.json", kdir) == 0 &&
+	     access(path, F_OK) == 0 && cli_kspec_meta(kdir, l, g, fr, sizeof l) < 0)) {
+		fprintf(stderr,
+		        "vramctl: kernel install: a kernelspec '%s' exists and is not "
+		        "vramctl's; choose another --name\n",
+		        name);
+		return -1;
+	}
+	return 0;
+}
+
+/* The new kernel.json: what it runs and shows, and the wrapped kernelspec
+ * src[0..got) (its argv and keys copied as written). */
+struct kernel_json {
+	const char *self, *group, *display;
+	const char *src;
+	size_t got;
+	struct vr_json_span argv; /* the wrapped kernel's */
+};
+
+/* Writes k into w (which jw_finish then ends). */
+static void kernel_json(struct jw *w, const struct install *in, const struct kernel_json *k)
+{
+	static const char *const keys[] = {"language", "interrupt_mode", "env"};
+	struct vr_json_span f;
+
+	jb_puts(w, "{\n  \"argv\": [");
+	jb_str(w, k->self);
+	jb_puts(w, ", \"run\", \"--exec\", \"--limit\", ");
+	jb_str(w, in->limit);
+	jb_puts(w, ", \"--group\", ");
+	jb_str(w, k->group);
+	jb_puts(w, ", \"--\", ");
+	jb_write(w, k->argv.p + 1, k->argv.n - 1); /* the wrapped argv, as written */
+	jb_puts(w, ",\n  \"display_name\": ");
+	jb_str(w, k->display);
+	for (size_t i = 0; i < VR_ARRAY_LEN(keys); i++) {
+		if (vr_json_get(k->src, k->got, keys[i], &f) == 0) {
+			jb_puts(w, ",\n  \"");
+			jb_puts(w, keys[i]);
+			jb_puts(w, "\": ");
+			jb_write(w, f.p, f.n);
 		}
 	}
-	if (mkdirs(kdir) < 0) {
-		fprintf(stderr, "vramctl: kernel install: cannot create %s: %s\n", kdir,
-		        strerror(errno));
-		return VR_EXIT_ERROR;
-	}
+	jb_puts(w, ",\n  \"metadata\": {\"vramctl\": {\"limit\": ");
+	jb_str(w, in->limit);
+	jb_puts(w, ", \"group\": ");
+	jb_str(w, k->group);
+	jb_puts(w, ", \"from\": ");
+	jb_str(w, in->from);
+	jb_puts(w, "}");
+	/* The wrapped kernel's own metadata ("debugger": true, ...) stays. */
+	if (vr_json_get(k->src, k->got, "metadata", &f) == 0 && f.p[0] == '{') {
+		const char *a = vr_json_skip_ws(f.p + 1, f.p + f.n), *b = f.p + f.n - 1;
 
-	/* Written beside, then renamed: Jupyter never reads half a file. */
+		while (b > a && strchr(" \t\r\n", b[-1]))
+			b--;
+		if (b > a) {
+			jb_puts(w, ", ");
+			jb_write(w, a, (size_t)(b - a));
+		}
+	}
+	jb_puts(w, "}\n}"); /* jw_finish ends the line */
+}
+
+/* Writes k as kdir's kernel.json (path): beside, then renamed, so Jupyter
+ * never reads half a file. 0, or -1 after a message. */
+static int write_kernel_json(const struct install *in, const struct kernel_json *k,
+                             const char *kdir, const char *path)
+{
+	char tmp[PATH_MAX + 96];
+	FILE *out;
+	int fd;
+
 	fd = cli_kspec_fmt_path(tmp, sizeof tmp, "%s/.kernel.json.XXXXXX", kdir) == 0 ? mkstemp(tmp)
 	                                                                              : -1;
 	if (fd < 0 || !(out = fdopen(fd, "w"))) {
@@ -272,46 +312,10 @@ static int do_install(const struct install *in)
 		        strerror(errno));
 		if (fd >= 0)
 			close(fd);
-		return VR_EXIT_ERROR;
+		return -1;
 	}
 	struct jw w = {.f = out};
-	jb_puts(&w, "{\n  \"argv\": [");
-	jb_str(&w, self);
-	jb_puts(&w, ", \"run\", \"--exec\", \"--limit\", ");
-	jb_str(&w, in->limit);
-	jb_puts(&w, ", \"--group\", ");
-	jb_str(&w, group);
-	jb_puts(&w, ", \"--\", ");
-	jb_write(&w, argv.p + 1, argv.n - 1); /* the wrapped argv, as written */
-	jb_puts(&w, ",\n  \"display_name\": ");
-	jb_str(&w, display);
-	for (size_t i = 0; i < VR_ARRAY_LEN(keys); i++) {
-		if (vr_json_get(src, got, keys[i], &f) == 0) {
-			jb_puts(&w, ",\n  \"");
-			jb_puts(&w, keys[i]);
-			jb_puts(&w, "\": ");
-			jb_write(&w, f.p, f.n);
-		}
-	}
-	jb_puts(&w, ",\n  \"metadata\": {\"vramctl\": {\"limit\": ");
-	jb_str(&w, in->limit);
-	jb_puts(&w, ", \"group\": ");
-	jb_str(&w, group);
-	jb_puts(&w, ", \"from\": ");
-	jb_str(&w, in->from);
-	jb_puts(&w, "}");
-	/* The wrapped kernel's own metadata ("debugger": true, ...) stays. */
-	if (vr_json_get(src, got, "metadata", &f) == 0 && f.p[0] == '{') {
-		const char *a = vr_json_skip_ws(f.p + 1, f.p + f.n), *b = f.p + f.n - 1;
-
-		while (b > a && strchr(" \t\r\n", b[-1]))
-			b--;
-		if (b > a) {
-			jb_puts(&w, ", ");
-			jb_write(&w, a, (size_t)(b - a));
-		}
-	}
-	jb_puts(&w, "}\n}"); /* jw_finish ends the line */
+	kernel_json(&w, in, k);
 	int wrc = jw_finish(&w);
 	fchmod(fd, 0644);
 	if (wrc == -ENOMEM) {
@@ -323,8 +327,57 @@ static int do_install(const struct install *in)
 		fprintf(stderr, "vramctl: kernel install: cannot write %s: %s\n", path,
 		        strerror(errno));
 		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+static int do_install(const struct install *in)
+{
+	static char src[KERNEL_JSON_MAX];
+	char name[80], group[VR_GROUP_NAME_MAX + 1], display[512], cap[96], self[PATH_MAX];
+	char dir[PATH_MAX], kdir[PATH_MAX + 80], path[PATH_MAX + 96];
+	struct vr_limits lim;
+	struct vr_json_span argv;
+	size_t got;
+
+	if (vr_parse_limits(in->limit, &lim, cap, sizeof cap) < 0) {
+		fprintf(stderr, "vramctl: kernel install: --limit '%s': %s\n", in->limit, cap);
 		return VR_EXIT_ERROR;
 	}
+	if (load_wrapped(in->from, src, sizeof src, &got) < 0)
+		return VR_EXIT_ERROR;
+	if (vr_json_get(src, got, "argv", &argv) < 0 || argv.p[0] != '[') {
+		fprintf(stderr, "vramctl: kernel install: kernelspec '%s' has no argv\n", in->from);
+		return VR_EXIT_ERROR;
+	}
+	if (kernel_name(in, name, sizeof name) < 0)
+		return VR_EXIT_ERROR;
+	if (cli_kspec_fmt_path(group, sizeof group, "%s%s", in->group ? "" : "jupyter-",
+	                       in->group ? in->group : name) < 0 ||
+	    vr_group_name_check(group, NULL, 0) < 0) {
+		fprintf(stderr,
+		        "vramctl: kernel install: the group name 'jupyter-%s' is too long; "
+		        "give --group\n",
+		        name);
+		return VR_EXIT_ERROR;
+	}
+	kernel_display(in, &lim, src, got, display, sizeof display);
+	if (self_path(self, sizeof self) < 0 ||
+	    cli_kspec_target_dir(in->where, dir, sizeof dir) < 0)
+		return VR_EXIT_ERROR;
+	snprintf(kdir, sizeof kdir, "%s/%s", dir, name);
+	if (name_is_free(name, kdir, path, sizeof path) < 0)
+		return VR_EXIT_ERROR;
+	if (mkdirs(kdir) < 0) {
+		fprintf(stderr, "vramctl: kernel install: cannot create %s: %s\n", kdir,
+		        strerror(errno));
+		return VR_EXIT_ERROR;
+	}
+	struct kernel_json k = {
+	    .self = self, .group = group, .display = display, .src = src, .got = got, .argv = argv};
+	if (write_kernel_json(in, &k, kdir, path) < 0)
+		return VR_EXIT_ERROR;
 	printf("Installed kernelspec %s in %s\n  %s: every notebook on it shares group '%s', "
 	       "cap %s\n",
 	       name, kdir, display, group, in->limit);

@@ -49,7 +49,6 @@ const char *rep_end_key(enum end_kind k)
 
 /* ---- devices of the run -------------------------------------------------- */
 
-
 void rep_uuid_text(const unsigned char *u, char *out, size_t len)
 {
 	vr_format_uuid(u, out, len);
@@ -115,7 +114,7 @@ const char *rep_framework_names(uint32_t fw, char *buf, size_t len)
 
 /* A call site's frames, symbolised. Returns the frame count. */
 int rep_site_frames(struct rep_symbols *sy, const struct vr_rec_hdr *h, uint32_t site1,
-                       struct rep_frame *out, char paths[][256])
+                    struct rep_frame *out, char paths[][256])
 {
 	const struct vr_rec_site *s = rep_site(h, site1);
 	if (!s)

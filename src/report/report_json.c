@@ -17,7 +17,7 @@ static json_object *ju(uint64_t v)
 }
 
 json_object *rep_json_report(const struct rep_view *r, const struct devsum *ds, int child_rc,
-                                uint64_t t_end, struct rep_symbols *sy)
+                             uint64_t t_end, struct rep_symbols *sy)
 {
 	char uu[48], fw[64];
 	json_object *root = json_object_new_object();

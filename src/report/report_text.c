@@ -15,7 +15,7 @@
 #define TEXT_FRAMES 6
 
 void rep_text_report(const struct rep_view *r, FILE *f, const struct devsum *ds, int child_rc,
-                        uint64_t t_end, struct rep_symbols *sy)
+                     uint64_t t_end, struct rep_symbols *sy)
 {
 	char a[32], b[32], c[32], uu[48];
 	size_t clen = 4 * strlen(r->command) + 1;
