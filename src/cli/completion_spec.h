@@ -6,7 +6,7 @@
 #ifndef VRAMCTL_CLI_COMPLETION_SPEC_H
 #define VRAMCTL_CLI_COMPLETION_SPEC_H
 
-#define MAX_ITEMS 64
+#define MAX_ITEMS     64
 #define SPEC_NAME_MAX 64
 
 enum arg_kind {
