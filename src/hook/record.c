@@ -383,7 +383,8 @@ static uint16_t module_of(struct vr_rec_hdr *h, const Dl_info *di)
 	if (k > 0)
 		mods[n].path[k] = '\0';
 	else
-		vr_strlcpy(mods[n].path, di->dli_fname ? di->dli_fname : "?", sizeof mods[n].path);
+		snprintf(mods[n].path, sizeof mods[n].path, "%s",
+		         di->dli_fname ? di->dli_fname : "?");
 	atomic_store_explicit(A32(h->nmodules), n + 1, memory_order_release);
 	return (uint16_t)n;
 }
