@@ -3,7 +3,7 @@
  * not, what to fix. It looks at the whole chain a cap depends on (driver,
  * NVML, kernel module, devices, CUDA_VISIBLE_DEVICES, the injected library
  * and every way a program reaches the driver, the books, who holds memory
- * outside any cap) and reports one check per line (doctor.h, docs/doctor.md).
+ * outside any cap) and reports one check per line (doctor_report.h, docs/doctor.md).
  *
  * It changes nothing on the machine: it reads files, loads the driver and
  * NVML, opens each GPU's primary context for a moment, and runs a small

@@ -1,6 +1,6 @@
 /*
  * top_draw.c - one frame of `vramctl top` from a model, into ncurses'
- * virtual screen (see top.h): a line per GPU with a bar of its memory, then
+ * virtual screen (see top_draw.h): a line per GPU with a bar of its memory, then
  * the process rows in fixed-width columns (top_layout.c).
  */
 #include <ncurses.h>

@@ -1,6 +1,6 @@
 /*
  * top_history.c - the last samples of each process row, for the
- * sparklines of `vramctl top` (see top.h).
+ * sparklines of `vramctl top` (see top_history.h).
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /*
- * top_layout.c - fixed-width columns for `vramctl top` (see top.h). Pure:
+ * top_layout.c - fixed-width columns for `vramctl top` (see top_layout.h). Pure:
  * no terminal, so it is tested on fixed input (tests/cli/test_top_layout).
  */
 #include <string.h>

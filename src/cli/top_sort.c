@@ -1,6 +1,6 @@
 /*
  * top_sort.c - the process columns of `vramctl top` and the order of its
- * rows (see top.h).
+ * rows (see top_sort.h).
  */
 #include <stdint.h>
 #include <stdlib.h>
