@@ -298,7 +298,7 @@ static int undo_contract(spank_t sp)
 int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 {
 	struct vr_slurm_decision d;
-	char group[128], dir[VR_SLURM_TEXT_MAX], err[512];
+	char group[VR_GROUP_NAME_MAX + 1], dir[VR_SLURM_TEXT_MAX], err[512];
 	uid_t uid;
 	gid_t gid;
 
@@ -324,7 +324,7 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
 	struct vr_slurm_decision d;
-	char group[128], dir[VR_SLURM_TEXT_MAX], cur[ENV_MAX], err[512];
+	char group[VR_GROUP_NAME_MAX + 1], dir[VR_SLURM_TEXT_MAX], cur[ENV_MAX], err[512];
 	uid_t uid;
 	int have;
 
@@ -376,7 +376,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
  */
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 {
-	char group[128], dir[VR_SLURM_TEXT_MAX];
+	char group[VR_GROUP_NAME_MAX + 1], dir[VR_SLURM_TEXT_MAX];
 	uid_t uid, euid = geteuid();
 	gid_t gid, egid = getegid();
 	int rc;

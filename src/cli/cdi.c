@@ -37,9 +37,11 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
-#include "cli/run.h"
+#include "cli/options.h"
+#include "cli/paths.h"
 #include "common/compiler.h"
 #include "common/contract.h"
+#include "common/exit.h"
 #include "common/size.h"
 #include "launch/launch.h"
 #include "registry/registry.h"
@@ -298,26 +300,37 @@ static int check_output(const char *v)
 	return -1;
 }
 
-/* An option with one string value: its names, where the value goes, and
- * the check it must pass (NULL: any). */
+/* generate's options; long-only ones take values from 256 up. */
+enum { OPT_GROWTH = 256, OPT_GROUP, OPT_NAME, OPT_FORMAT, OPT_BOOKS };
+
+static const struct option generate_opts[] = {
+    {"limit", required_argument, NULL, 'l'},
+    {"growth", no_argument, NULL, OPT_GROWTH},
+    {"group", required_argument, NULL, OPT_GROUP},
+    {"name", required_argument, NULL, OPT_NAME},
+    {"format", required_argument, NULL, OPT_FORMAT},
+    {"output", required_argument, NULL, 'o'},
+    {"books", required_argument, NULL, OPT_BOOKS},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* An option with one string value: where the value goes, and the check it
+ * must pass (NULL: any). */
 struct str_opt {
-	const char *name, *alt;
+	int val;
 	const char **dest;
 	int (*check)(const char *v);
 };
 
-/* 1 when argv[*i] is one of opts (value stored and checked), 0 when none,
- * -1 on a missing or bad value (message printed). */
-static int string_option(int argc, char **argv, int *i, const struct str_opt *opts, size_t n)
+/* 1 when option c is one of opts (value v stored and checked), 0 when
+ * none, -1 on a bad value (message printed). */
+static int string_option(int c, const char *v, const struct str_opt *opts, size_t n)
 {
 	for (size_t k = 0; k < n; k++) {
-		const char *v;
-		int rc = cli_opt_value(argc, argv, i, opts[k].name, &v);
-		if (rc == 0 && opts[k].alt)
-			rc = cli_opt_value(argc, argv, i, opts[k].alt, &v);
-		if (rc == 0)
+		if (opts[k].val != c)
 			continue;
-		if (rc < 0 || (opts[k].check && opts[k].check(v) < 0))
+		if (opts[k].check && opts[k].check(v) < 0)
 			return -1;
 		*opts[k].dest = v;
 		return 1;
@@ -359,28 +372,36 @@ static int cdi_generate(int argc, char **argv)
 	char spec_text[4096] = "", name[NAME_MAX_LEN + 1], lib[PATH_MAX], preload[PATH_MAX + 16];
 	char books[PATH_MAX];
 	const char *group = NULL, *name_opt = NULL, *format = "json", *output = NULL;
-	const char *books_opt = NULL, *value;
-	int rc, growth = 0;
+	const char *books_opt = NULL;
+	int growth = 0;
 
 	const struct str_opt opts[] = {
-	    {"--group", NULL, &group, check_group},    {"--name", NULL, &name_opt, check_name},
-	    {"--format", NULL, &format, check_format}, {"--output", "-o", &output, check_output},
-	    {"--books", NULL, &books_opt, NULL},
+	    {OPT_GROUP, &group, check_group},    {OPT_NAME, &name_opt, check_name},
+	    {OPT_FORMAT, &format, check_format}, {'o', &output, check_output},
+	    {OPT_BOOKS, &books_opt, NULL},
 	};
+	const char *word = "";
+	int opt;
 	memset(&lim, 0, sizeof lim);
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+	optind = 1;
+	while ((opt = cli_getopt(argc, argv, "+:l:o:h", generate_opts, &word)) != -1) {
+		if (opt == ':') {
+			fprintf(stderr, "vramctl: %s needs a value\n", word);
+			return VR_EXIT_ERROR;
+		}
+		if (opt == '?')
+			break;
+		if (opt == 'h') {
 			cdi_usage(stdout);
 			return 0;
 		}
-		if (!strcmp(a, "--growth")) {
+		if (opt == OPT_GROWTH) {
 			growth = 1;
 			continue;
 		}
-		if ((rc = cli_opt_value(argc, argv, &i, "--limit", &value)) != 0 ||
-		    (rc = cli_opt_value(argc, argv, &i, "-l", &value)) != 0) {
-			if (rc < 0 || cli_add_limit(&lim, value) < 0)
+		if (opt == 'l') {
+			const char *value = optarg;
+			if (cli_add_limit(&lim, value) < 0)
 				return VR_EXIT_ERROR;
 			size_t n = strlen(spec_text);
 			if (n + strlen(value) + 2 > sizeof spec_text) {
@@ -390,13 +411,13 @@ static int cdi_generate(int argc, char **argv)
 			snprintf(spec_text + n, sizeof spec_text - n, "%s%s", n ? "," : "", value);
 			continue;
 		}
-		if ((rc = string_option(argc, argv, &i, opts, VR_ARRAY_LEN(opts))) != 0) {
-			if (rc < 0)
-				return VR_EXIT_ERROR;
-			continue;
-		}
+		if (string_option(opt, optarg, opts, VR_ARRAY_LEN(opts)) < 0)
+			return VR_EXIT_ERROR;
+	}
+	if (opt == '?' || optind < argc) {
 		fprintf(stderr,
-		        "vramctl: cdi generate: unknown argument '%s' ('vramctl cdi --help')\n", a);
+		        "vramctl: cdi generate: unknown argument '%s' ('vramctl cdi --help')\n",
+		        opt == '?' ? word : argv[optind]);
 		return VR_EXIT_ERROR;
 	}
 	if (!spec_text[0]) {

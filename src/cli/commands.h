@@ -1,8 +1,8 @@
 /*
  * commands.h - the vramctl subcommands. Each lives in its own file and takes
  * the arguments after its name (argv[0] is the subcommand). Each returns the
- * process exit status: 0, or 125 for vramctl's own errors, unless its man
- * page says otherwise.
+ * process exit status (common/exit.h): 0, or VR_EXIT_ERROR (125) for
+ * vramctl's own errors, unless its man page says otherwise.
  */
 #ifndef VRAMCTL_CLI_COMMANDS_H
 #define VRAMCTL_CLI_COMMANDS_H
@@ -17,8 +17,5 @@ int cmd_cdi(int argc, char **argv);        /* cdi.c */
 int cmd_kernel(int argc, char **argv);     /* kernel.c */
 int cmd_completion(int argc, char **argv); /* completion.c */
 int cmd_plot(int argc, char **argv);       /* plot.c */
-
-/* Calls emit with the name of every Jupyter kernelspec found (kernel.c). */
-void cli_kernel_names(void (*emit)(const char *name));
 
 #endif /* VRAMCTL_CLI_COMMANDS_H */

@@ -12,7 +12,6 @@
  * removed at the end.
  */
 #include <errno.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,8 +21,12 @@
 
 #include "cli/commands.h"
 #include "cli/libexec.h"
-#include "cli/run.h"
+#include "cli/fs.h"
+#include "cli/options.h"
+#include "cli/paths.h"
+#include "cli/spawn.h"
 #include "common/contract.h"
+#include "common/exit.h"
 
 #define DEMO_APP "vramctl-demo-app"
 #define DEMO_CAP "1G"
@@ -40,19 +43,6 @@ static void demo_usage(FILE *f)
 	           "instead.\n");
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
-int cli_remove_tree(const char *dir)
-{
-	return nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 static void act(int n, const char *title, const char *explain, const char *cmdline)
 {
 	printf("\n=== Act %d: %s ===\n%s\n$ %s\n", n, title, explain, cmdline);
@@ -66,17 +56,26 @@ int cmd_demo(int argc, char **argv)
 	const char *tmpdir = getenv("TMPDIR");
 	int real = 0, rc[3], bad = 0;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--real")) {
-			real = 1;
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+	static const struct option opts[] = {
+	    {"real", no_argument, NULL, 'r'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	const char *word = "";
+	int c;
+	optind = 1;
+	while ((c = cli_getopt(argc, argv, "+:h", opts, &word)) == 'r' || c == 'h') {
+		if (c == 'h') {
 			demo_usage(stdout);
 			return 0;
-		} else {
-			fprintf(stderr, "vramctl: demo: unknown option '%s'\n", argv[i]);
-			demo_usage(stderr);
-			return VR_EXIT_ERROR;
 		}
+		real = 1;
+	}
+	if (c != -1 || optind < argc) {
+		fprintf(stderr, "vramctl: demo: unknown option '%s'\n",
+		        c != -1 ? word : argv[optind]);
+		demo_usage(stderr);
+		return VR_EXIT_ERROR;
 	}
 	if (vr_self_dir(dir, sizeof(dir)) < 0) {
 		fprintf(stderr, "vramctl: demo: cannot find its own path\n");

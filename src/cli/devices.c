@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/run.h"
+#include "cli/devices.h"
 #include "common/contract.h"
 #include "common/cuda_api.h"
 #include "common/size.h"

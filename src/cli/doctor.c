@@ -3,7 +3,7 @@
  * not, what to fix. It looks at the whole chain a cap depends on (driver,
  * NVML, kernel module, devices, CUDA_VISIBLE_DEVICES, the injected library
  * and every way a program reaches the driver, the books, who holds memory
- * outside any cap) and reports one check per line (doctor.h, docs/doctor.md).
+ * outside any cap) and reports one check per line (doctor_report.h, docs/doctor.md).
  *
  * It changes nothing on the machine: it reads files, loads the driver and
  * NVML, opens each GPU's primary context for a moment, and runs a small
@@ -23,17 +23,17 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
-#include "cli/doctor_int.h"
-#include "cli/run.h"
+#include "cli/devices.h"
+#include "cli/doctor_hook.h"
 #include "common/contract.h"
 #include "common/cuda_api.h"
+#include "common/exit.h"
 #include "common/nvml_api.h"
 #include "monitor/collect.h"
 #include "common/size.h"
 #include "registry/registry.h"
 
-#define DOCTOR_EXIT_ERROR 2
-#define WSL_DRIVER        "/usr/lib/wsl/lib/libcuda.so.1"
+#define WSL_DRIVER "/usr/lib/wsl/lib/libcuda.so.1"
 
 /*
  * The kernel module's version file, and the setting that points doctor
@@ -63,7 +63,8 @@ static void doctor_usage(FILE *f)
 	           "Exit status: 0 nothing failed, 1 a check failed, 2 doctor could not run.\n");
 }
 
-void *dr_cu_sym(const struct doc *d, const char *name)
+/* The driver's entry point, or NULL (no driver, or it lacks the name). */
+static void *dr_cu_sym(const struct doc *d, const char *name)
 {
 	return d->cuda ? dlsym(d->cuda, name) : NULL;
 }
@@ -77,16 +78,6 @@ static const char *cu_err(const struct doc *d, CUresult rc, char *buf, size_t le
 		s = "error";
 	snprintf(buf, len, "%s (%d)", s, (int)rc);
 	return buf;
-}
-
-void dr_loaded_path(void *h, const char *fallback, char *out, size_t len)
-{
-	struct link_map *lm = NULL;
-	char real[PATH_MAX];
-	const char *p = fallback;
-	if (dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name && lm->l_name[0])
-		p = lm->l_name;
-	snprintf(out, len, "%s", realpath(p, real) ? real : p);
 }
 
 /* ---- the driver ---- */
@@ -632,7 +623,7 @@ int cmd_doctor(int argc, char **argv)
 				    stderr,
 				    "vramctl: doctor: bad --device '%s' (a GPU index: 0, 1, ...)\n",
 				    optarg);
-				return DOCTOR_EXIT_ERROR;
+				return VR_EXIT_DOCTOR_ERROR;
 			}
 			break;
 		case 'p':
@@ -646,12 +637,12 @@ int cmd_doctor(int argc, char **argv)
 			return 0;
 		default:
 			doctor_usage(stderr);
-			return DOCTOR_EXIT_ERROR;
+			return VR_EXIT_DOCTOR_ERROR;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "vramctl: doctor: unexpected argument '%s'\n", argv[optind]);
-		return DOCTOR_EXIT_ERROR;
+		return VR_EXIT_DOCTOR_ERROR;
 	}
 
 	check_driver(&d);
@@ -679,19 +670,19 @@ int cmd_doctor(int argc, char **argv)
 	mon_nvml_close(d.nv);
 	if (rc < 0) {
 		dr_free(&d.rep);
-		return DOCTOR_EXIT_ERROR;
+		return VR_EXIT_DOCTOR_ERROR;
 	}
 	if (d.rep.oom) {
 		fprintf(stderr, "vramctl: doctor: out of memory\n");
 		dr_free(&d.rep);
-		return DOCTOR_EXIT_ERROR;
+		return VR_EXIT_DOCTOR_ERROR;
 	}
 	int w = json ? dr_format_json(stdout, &d.rep) : dr_format_text(stdout, &d.rep);
 	rc = dr_exit_status(&d.rep);
 	dr_free(&d.rep);
 	if (w < 0 || fflush(stdout) != 0) {
 		fprintf(stderr, "vramctl: doctor: cannot write the report: %s\n", strerror(errno));
-		return DOCTOR_EXIT_ERROR;
+		return VR_EXIT_DOCTOR_ERROR;
 	}
 	return rc;
 }

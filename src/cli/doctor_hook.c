@@ -7,6 +7,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <link.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,9 +18,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/doctor_int.h"
+#include "cli/doctor_hook.h"
+#include "cli/fs.h"
+#include "cli/libexec.h"
+#include "cli/paths.h"
+#include "cli/spawn.h"
 #include "common/compiler.h"
 #include "common/contract.h"
+#include "common/exit.h"
 
 #define PROBE_NAME       "vramctl-doctor-probe"
 #define PROBE_CAP        (64ull << 20)
@@ -28,6 +35,16 @@
  * tests is read with secure_getenv, and the check names the file it read. */
 #define PRELOAD_FILE "/etc/ld.so.preload"
 #define PRELOAD_ENV  "VRAMCTL_DOCTOR_PRELOAD_FILE"
+
+void dr_loaded_path(void *h, const char *fallback, char *out, size_t len)
+{
+	struct link_map *lm = NULL;
+	char real[PATH_MAX];
+	const char *p = fallback;
+	if (dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name && lm->l_name[0])
+		p = lm->l_name;
+	snprintf(out, len, "%s", realpath(p, real) ? real : p);
+}
 
 /* The file a preloaded entry names, as the loader loaded it into this
  * process (every process gets the same preloads), else the path itself. */
@@ -187,7 +204,7 @@ static void probe_exec(const char *probe, int dev, int out)
 	execl(probe, probe, devs, cap, (char *)NULL);
 	ssize_t w = write(STDOUT_FILENO, msg, sizeof(msg) - 1);
 	(void)w;
-	_exit(127);
+	_exit(VR_EXIT_NOTFOUND);
 }
 
 /* Reads the probe's output until it closes or the time runs out. */

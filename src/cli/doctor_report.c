@@ -15,9 +15,10 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "cli/doctor.h"
+#include "cli/doctor_report.h"
+#include "common/exit.h"
 #include "common/text.h"
-#include "monitor/json.h"
+#include "common/json.h"
 
 #ifndef VRAMCTL_VERSION
 #define VRAMCTL_VERSION "0.1.0"
@@ -81,7 +82,7 @@ int dr_exit_status(const struct dr_report *r)
 {
 	int n[4];
 	count(r, n);
-	return n[DR_FAIL] > 0;
+	return n[DR_FAIL] > 0 ? VR_EXIT_DOCTOR_FAILED : VR_EXIT_OK;
 }
 
 static const char *result_name(const int n[4])

@@ -26,7 +26,8 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
-#include "cli/run.h"
+#include "cli/site.h"
+#include "common/exit.h"
 #include "common/siteconf.h"
 #include "monitor/collect.h"
 #include "monitor/format.h"
@@ -268,16 +269,16 @@ int cmd_export(int argc, char **argv)
 			return 0;
 		default:
 			export_usage(stderr);
-			return 125;
+			return VR_EXIT_ERROR;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "vramctl: export: unexpected argument '%s'\n", argv[optind]);
-		return 125;
+		return VR_EXIT_ERROR;
 	}
 	/* Without --listen, the admin's export_listen (vramctl.conf(5)). */
 	if (!listen && cli_site_check("vramctl export") < 0)
-		return 125;
+		return VR_EXIT_ERROR;
 	if (!listen && !(listen = VR_SITE_TEXT_OF(vr_site_get(), export_listen)))
 		listen = DEFAULT_LISTEN;
 	struct sockaddr_storage ss;
@@ -287,7 +288,7 @@ int cmd_export(int argc, char **argv)
 		        "vramctl: export: bad --listen '%s' (ADDR:PORT, e.g. 127.0.0.1:9401 or "
 		        "[::1]:9401)\n",
 		        listen);
-		return 125;
+		return VR_EXIT_ERROR;
 	}
 
 	/* SIGINT and SIGTERM are taken with sigwait; block them before the
@@ -316,7 +317,7 @@ int cmd_export(int argc, char **argv)
 		        strerror(errno ? errno : EADDRINUSE));
 		mon_nvml_close(x.src.nvml);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		return 125;
+		return VR_EXIT_ERROR;
 	}
 	unsigned port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
 	                                              : ((struct sockaddr_in6 *)&ss)->sin6_port);

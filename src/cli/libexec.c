@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "cli/libexec.h"
-#include "cli/run.h"
+#include "common/exit.h"
 
 int vr_self_dir(char *buf, size_t len)
 {

@@ -26,4 +26,11 @@ int vr_libexec_find(const char *dir, const char *name, char *out, size_t len);
  * failure, with vramctl's error status after a message. */
 int vr_exec_helper(const char *cmd, char **argv);
 
+/*
+ * A helper program installed beside the CLI (demo's app, doctor's probe):
+ * libexec/NAME in a build tree, ../libexec/vramctl/NAME from an installed
+ * bin/. 0, or -1 when it is not there.
+ */
+int cli_find_helper(const char *name, char *out, size_t len);
+
 #endif /* VRAMCTL_CLI_LIBEXEC_H */

@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/libexec.h"
 #include "common/compiler.h"
+#include "common/exit.h"
 #include "common/version.h"
 
 static const struct {
@@ -40,7 +41,7 @@ int main(int argc, char **argv)
 {
 	if (argc < 2) {
 		usage(stderr);
-		return 125;
+		return VR_EXIT_ERROR;
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		usage(stdout);
@@ -56,5 +57,5 @@ int main(int argc, char **argv)
 			                      : vr_exec_helper(commands[i].name, argv + 1);
 	fprintf(stderr, "vramctl: unknown command '%s'\n", argv[1]);
 	usage(stderr);
-	return 125;
+	return VR_EXIT_ERROR;
 }

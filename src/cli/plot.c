@@ -6,7 +6,8 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "cli/run.h"
+#include "cli/options.h"
+#include "common/exit.h"
 #include "report/plot.h"
 
 #include <cairo.h>
@@ -23,29 +24,38 @@ static void plot_usage(FILE *f)
 
 int cmd_plot(int argc, char **argv)
 {
-	const char *in = NULL, *out = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+	static const struct option opts[] = {
+	    {"output", required_argument, NULL, 'o'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	const char *in = NULL, *out = NULL, *word = "";
+	int c;
+	optind = 1;
+	/* '-': the trace comes back in its place among the options (as 1). */
+	while ((c = cli_getopt(argc, argv, "-:o:h", opts, &word)) != -1) {
+		if (c == 'h') {
 			plot_usage(stdout);
 			return 0;
 		}
-		if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "vramctl: plot: %s needs a file name\n", argv[i]);
-				return VR_EXIT_ERROR;
-			}
-			out = argv[++i];
-		} else if (!strncmp(argv[i], "--output=", 9)) {
-			out = argv[i] + 9;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "vramctl: plot: unknown option '%s'\n", argv[i]);
+		if (c == 'o') {
+			out = optarg;
+		} else if (c == ':') {
+			fprintf(stderr, "vramctl: plot: %s needs a file name\n", word);
+			return VR_EXIT_ERROR;
+		} else if (c == '?') {
+			fprintf(stderr, "vramctl: plot: unknown option '%s'\n", word);
 			return VR_EXIT_ERROR;
 		} else if (!in) {
-			in = argv[i];
+			in = optarg;
 		} else {
 			fprintf(stderr, "vramctl: plot: one trace at a time\n");
 			return VR_EXIT_ERROR;
 		}
+	}
+	if (optind < argc) { /* after "--", which plot does not take */
+		fprintf(stderr, "vramctl: plot: unknown option '%s'\n", argv[optind - 1]);
+		return VR_EXIT_ERROR;
 	}
 	if (!in || !out) {
 		plot_usage(stderr);

@@ -22,9 +22,14 @@
 
 #include "cli/commands.h"
 #include "cli/libexec.h"
-#include "cli/run.h"
+#include "cli/devices.h"
+#include "cli/options.h"
+#include "cli/paths.h"
+#include "cli/site.h"
+#include "cli/spawn.h"
 #include "common/compiler.h"
 #include "common/contract.h"
+#include "common/exit.h"
 #include "common/siteconf.h"
 #include "common/size.h"
 #include "common/spill.h"
@@ -74,70 +79,6 @@ static void run_usage(FILE *f)
 	        "127 not found; 128+N if COMMAND died of signal N. See vramctl-run(1).\n");
 }
 
-/* "--opt VALUE" or "--opt=VALUE"; advances *i past what it used. */
-static int opt_value(int argc, char **argv, int *i, const char *name, const char **value)
-{
-	size_t n = strlen(name);
-	const char *a = argv[*i];
-
-	if (strncmp(a, name, n) != 0)
-		return 0;
-	if (a[n] == '=') {
-		*value = a + n + 1;
-		return 1;
-	}
-	if (a[n] != '\0')
-		return 0;
-	if (*i + 1 >= argc) {
-		fprintf(stderr, "vramctl: %s needs a value\n", name);
-		return -1;
-	}
-	*value = argv[++*i];
-	return 1;
-}
-
-/*
- * Adds the items of one --limit to *all. The size grammar's own messages name
- * the bad item; a message that starts by repeating the whole argument loses
- * that repetition, since the argument is already quoted in front.
- */
-static int add_limit(struct vr_limits *all, const char *arg)
-{
-	struct vr_limits one;
-	char err[256], prefix[128];
-	const char *msg = err;
-
-	if (vr_parse_limits(arg, &one, err, sizeof(err)) < 0) {
-		snprintf(prefix, sizeof(prefix), "'%s': ", arg);
-		if (!strncmp(err, prefix, strlen(prefix)))
-			msg = err + strlen(prefix);
-		fprintf(stderr, "vramctl: --limit '%s': %s\n", arg, msg);
-		return -1;
-	}
-	for (int i = 0; i < one.count; i++) {
-		for (int j = 0; j < all->count; j++) {
-			if (strcasecmp(all->item[j].dev, one.item[i].dev) != 0)
-				continue;
-			if (one.item[i].dev[0])
-				fprintf(stderr, "vramctl: --limit '%s': device '%s' given twice\n",
-				        arg, one.item[i].dev);
-			else
-				fprintf(stderr,
-				        "vramctl: --limit '%s': the cap for every device given "
-				        "twice\n",
-				        arg);
-			return -1;
-		}
-		if (all->count == VR_MAX_LIMITS) {
-			fprintf(stderr, "vramctl: --limit: too many items (at most %d)\n",
-			        VR_MAX_LIMITS);
-			return -1;
-		}
-		all->item[all->count++] = one.item[i];
-	}
-	return 0;
-}
-
 static void unique_group(char *buf, size_t len)
 {
 	unsigned int r = 0;
@@ -148,38 +89,6 @@ static void unique_group(char *buf, size_t len)
 		r = (unsigned int)getpid() * 2654435761u ^ (unsigned int)time(NULL);
 	}
 	snprintf(buf, len, "run-%d-%08x", (int)getpid(), r);
-}
-
-/*
- * The injected library: $VRAMCTL_LIBRARY, else in vramctl's library folder
- * (cli_find_libfile: a build tree, make install, the Debian package).
- */
-int cli_find_library(char *out, size_t len, char *err, size_t errlen)
-{
-	const char *env = getenv(VR_ENV_LIBRARY);
-	char cand[PATH_MAX + 64];
-
-	if (env && *env) {
-		if (!realpath(env, out) || strlen(out) >= len) {
-			snprintf(err, errlen, "%s='%s': %s", VR_ENV_LIBRARY, env,
-			         strerror(errno ? errno : ENAMETOOLONG));
-			return -1;
-		}
-		return 0;
-	}
-	if (cli_find_libfile(VR_LIBRARY_NAME, cand, sizeof(cand)) < 0 || !realpath(cand, out)) {
-		snprintf(err, errlen, "cannot find %s (looked in %s); set %s", VR_LIBRARY_NAME,
-		         cand, VR_ENV_LIBRARY);
-		return -1;
-	}
-	return 0;
-}
-
-/* The CLI's way of writing the contract: its own environment, which the
- * child inherits. */
-int cli_set_own_env(void *ctx VR_UNUSED, const char *name, const char *value, int overwrite)
-{
-	return value ? setenv(name, value, overwrite) : unsetenv(name);
 }
 
 /*
@@ -204,134 +113,168 @@ static int absolute_registry_dir(void)
 	return setenv(VR_ENV_REGISTRY_DIR, path, 1);
 }
 
-int cmd_run(int argc, char **argv)
-{
+/* What the options ask for. */
+struct run_req {
 	struct vr_limits lim;
-	struct vr_launch_dev devs[VR_MAX_DEVICES];
-	struct vr_launch_group g = {.member = NULL};
-	char spec[4096], group[VR_GROUP_NAME_MAX + 1], lib[PATH_MAX], why[256] = "", err[512];
-	const char *group_opt = NULL, *value;
-	int growth = 0, have_limit = 0, have_spill = 0, exec_self = 0, ndev = -1, i, rc;
-	uint64_t spill = 0;
-	struct rep_opts ro = {.trace_max = 1ull << 30};
-	struct rep_run *rr = NULL;
+	const char *group_opt; /* --group, or NULL: a new group for this run */
+	int growth, have_limit, have_spill, exec_self;
+	uint64_t spill;
+	struct rep_opts ro; /* --report, --stacks, --trace, --trace-max */
+	int cmd;            /* argv's index of COMMAND */
+};
 
-	memset(&lim, 0, sizeof(lim));
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
+/* What the steps of cmd_run return to say "carry on" (not an exit status). */
+#define RUN_GO (-1)
 
-		if (!strcmp(a, "--")) {
-			i++;
-			break;
-		}
-		if (a[0] != '-' || !a[1])
-			break;
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			run_usage(stdout);
-			return 0;
-		}
-		if (!strcmp(a, "--growth")) {
-			growth = 1;
-			continue;
-		}
-		if (!strcmp(a, "--exec")) {
-			exec_self = 1;
-			continue;
-		}
+/* run's options; long-only ones take values from 256 up. */
+enum {
+	OPT_GROWTH = 256,
+	OPT_EXEC,
+	OPT_SPILL,
+	OPT_REPORT,
+	OPT_STACKS,
+	OPT_TRACE,
+	OPT_TRACE_MAX,
+	OPT_GROUP
+};
+
+static const struct option run_opts[] = {
+    {"limit", required_argument, NULL, 'l'},
+    {"spill", optional_argument, NULL, OPT_SPILL},
+    {"growth", no_argument, NULL, OPT_GROWTH},
+    {"group", required_argument, NULL, OPT_GROUP},
+    {"exec", no_argument, NULL, OPT_EXEC},
+    {"report", optional_argument, NULL, OPT_REPORT},
+    {"stacks", no_argument, NULL, OPT_STACKS},
+    {"trace", required_argument, NULL, OPT_TRACE},
+    {"trace-max", required_argument, NULL, OPT_TRACE_MAX},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* One option c with its value v. RUN_GO, or the exit status. */
+static int run_option(struct run_req *r, int c, const char *v)
+{
+	char err[512];
+
+	switch (c) {
+	case 'h':
+		run_usage(stdout);
+		return 0;
+	case OPT_GROWTH:
+		r->growth = 1;
+		break;
+	case OPT_EXEC:
+		r->exec_self = 1;
+		break;
+	case OPT_SPILL:
 		/* --spill[=SIZE]: the value only with '=' (a separate word is the
 		 * command). "auto" is sized now, for the whole run. */
-		if (!strcmp(a, "--spill") || !strncmp(a, "--spill=", 8)) {
-			if (vr_parse_spill(a[7] == '=' ? a + 8 : "auto", &spill, err, sizeof(err)) <
-			    0) {
-				fprintf(stderr, "vramctl: --spill: %s\n", err);
-				return VR_EXIT_ERROR;
-			}
-			have_spill = 1;
-			continue;
+		if (vr_parse_spill(v ? v : "auto", &r->spill, err, sizeof(err)) < 0) {
+			fprintf(stderr, "vramctl: --spill: %s\n", err);
+			return VR_EXIT_ERROR;
 		}
-		if (!strcmp(a, "--report") || !strncmp(a, "--report=", 9)) {
-			ro.report = 1;
-			if (a[8] == '=') {
-				if (!a[9]) {
-					fprintf(stderr, "vramctl: --report=: no file named\n");
-					return VR_EXIT_ERROR;
-				}
-				ro.report_path = a + 9;
-			}
-			continue;
+		r->have_spill = 1;
+		break;
+	case OPT_REPORT:
+		r->ro.report = 1;
+		if (v && !*v) {
+			fprintf(stderr, "vramctl: --report=: no file named\n");
+			return VR_EXIT_ERROR;
 		}
-		if (!strcmp(a, "--stacks")) {
-			ro.stacks = 1;
-			continue;
+		if (v)
+			r->ro.report_path = v;
+		break;
+	case OPT_STACKS:
+		r->ro.stacks = 1;
+		break;
+	case OPT_TRACE:
+		r->ro.trace_path = v;
+		break;
+	case OPT_TRACE_MAX:
+		if (vr_parse_size(v, &r->ro.trace_max, err, sizeof(err)) < 0 ||
+		    r->ro.trace_max < (1u << 20)) {
+			fprintf(stderr, "vramctl: --trace-max '%s': a size of at least 1M\n", v);
+			return VR_EXIT_ERROR;
 		}
-		if ((rc = opt_value(argc, argv, &i, "--trace", &value)) != 0) {
-			if (rc < 0)
-				return VR_EXIT_ERROR;
-			ro.trace_path = value;
-			continue;
+		break;
+	case 'l':
+		if (cli_add_limit(&r->lim, v) < 0)
+			return VR_EXIT_ERROR;
+		r->have_limit = 1;
+		break;
+	case OPT_GROUP:
+		if (vr_group_name_check(v, err, sizeof(err)) < 0) {
+			fprintf(stderr, "vramctl: --group: %s\n", err);
+			return VR_EXIT_ERROR;
 		}
-		if ((rc = opt_value(argc, argv, &i, "--trace-max", &value)) != 0) {
-			if (rc < 0)
-				return VR_EXIT_ERROR;
-			if (vr_parse_size(value, &ro.trace_max, err, sizeof(err)) < 0 ||
-			    ro.trace_max < (1u << 20)) {
-				fprintf(stderr,
-				        "vramctl: --trace-max '%s': a size of at least 1M\n",
-				        value);
-				return VR_EXIT_ERROR;
-			}
-			continue;
-		}
-		if ((rc = opt_value(argc, argv, &i, "--limit", &value)) != 0 ||
-		    (rc = opt_value(argc, argv, &i, "-l", &value)) != 0) {
-			if (rc < 0 || add_limit(&lim, value) < 0)
-				return VR_EXIT_ERROR;
-			have_limit = 1;
-			continue;
-		}
-		if ((rc = opt_value(argc, argv, &i, "--group", &value)) != 0) {
-			if (rc < 0)
-				return VR_EXIT_ERROR;
-			if (vr_group_name_check(value, err, sizeof(err)) < 0) {
-				fprintf(stderr, "vramctl: --group: %s\n", err);
-				return VR_EXIT_ERROR;
-			}
-			group_opt = value;
-			continue;
-		}
-		fprintf(stderr, "vramctl: run: unknown option '%s' ('vramctl run --help')\n", a);
-		return VR_EXIT_ERROR;
+		r->group_opt = v;
+		break;
 	}
-	if (i >= argc) {
+	return RUN_GO;
+}
+
+/* Reads the options up to COMMAND. RUN_GO, or the exit status (0 for --help). */
+static int parse_options(int argc, char **argv, struct run_req *r)
+{
+	const char *word = "";
+	int c, rc;
+
+	optind = 1;
+	while ((c = cli_getopt(argc, argv, "+:l:h", run_opts, &word)) != -1) {
+		if (c == ':') {
+			fprintf(stderr, "vramctl: %s needs a value\n", word);
+			return VR_EXIT_ERROR;
+		}
+		if (c == '?') {
+			fprintf(stderr,
+			        "vramctl: run: unknown option '%s' ('vramctl run --help')\n", word);
+			return VR_EXIT_ERROR;
+		}
+		if ((rc = run_option(r, c, optarg)) != RUN_GO)
+			return rc;
+	}
+	if (optind >= argc) {
 		fprintf(stderr, "vramctl: run: no command given\n");
 		run_usage(stderr);
 		return VR_EXIT_ERROR;
 	}
+	r->cmd = optind;
+	return RUN_GO;
+}
+
+/*
+ * The rules between the options, the site's default cap, and the hand-over
+ * of --report/--trace runs to libexec/vramctl-run. RUN_GO, or the exit
+ * status.
+ */
+static int settle_options(struct run_req *r, char **argv)
+{
 	if (cli_site_check("vramctl run") < 0)
 		return VR_EXIT_ERROR;
 	/* The site's default cap, unless an enclosing run or job set one. */
-	if (!have_limit && !getenv(VR_ENV_LIMIT) && cli_site_default_spec()) {
-		if (add_limit(&lim, cli_site_default_spec()) < 0)
+	if (!r->have_limit && !getenv(VR_ENV_LIMIT) && cli_site_default_spec()) {
+		if (cli_add_limit(&r->lim, cli_site_default_spec()) < 0)
 			return VR_EXIT_ERROR;
-		have_limit = 1;
+		r->have_limit = 1;
 	}
-	if (exec_self && !group_opt) {
+	if (r->exec_self && !r->group_opt) {
 		fprintf(stderr, "vramctl: run: --exec needs --group (a run's own group ends with "
 		                "vramctl, which --exec replaces)\n");
 		return VR_EXIT_ERROR;
 	}
-	if (exec_self && (ro.report || ro.trace_path)) {
+	if (r->exec_self && (r->ro.report || r->ro.trace_path)) {
 		fprintf(stderr, "vramctl: run: --exec cannot be used with --report or --trace "
 		                "(both are written by vramctl after the command, which --exec "
 		                "replaces)\n");
 		return VR_EXIT_ERROR;
 	}
-	if (have_spill && !have_limit) {
+	if (r->have_spill && !r->have_limit) {
 		fprintf(stderr,
 		        "vramctl: --spill needs --limit: spill serves what passes the cap\n");
 		return VR_EXIT_ERROR;
 	}
-	if (ro.stacks && !ro.report) {
+	if (r->ro.stacks && !r->ro.report) {
 		fprintf(stderr, "vramctl: --stacks goes with --report\n");
 		return VR_EXIT_ERROR;
 	}
@@ -339,133 +282,172 @@ int cmd_run(int argc, char **argv)
 	 * job starts with does not load: their half lives in libexec/vramctl-run
 	 * (this same command, linked with src/report), run in our place with the
 	 * same arguments before anything else is done. */
-	if ((ro.report || ro.trace_path) && !rep_prepare)
+	if ((r->ro.report || r->ro.trace_path) && !rep_prepare)
 		return vr_exec_helper("run", argv);
-	if ((ro.report || ro.trace_path) && !have_limit) {
+	if ((r->ro.report || r->ro.trace_path) && !r->have_limit) {
 		/* Recording needs the library to act: a cap of the whole device
 		 * counts everything and refuses nothing the driver would grant. */
-		if (add_limit(&lim, "100%") < 0)
+		if (cli_add_limit(&r->lim, "100%") < 0)
 			return VR_EXIT_ERROR;
-		have_limit = 1;
+		r->have_limit = 1;
 	}
-	if (group_opt && !have_limit) {
+	if (r->group_opt && !r->have_limit) {
 		fprintf(stderr,
 		        "vramctl: --group '%s' needs --limit: give the group's cap (its creator's "
 		        "cap applies if it differs)\n",
-		        group_opt);
+		        r->group_opt);
 		return VR_EXIT_ERROR;
 	}
+	return RUN_GO;
+}
 
-	if (have_limit) {
-		/* The driver is loaded (cuInit: up to seconds on a real machine)
-		 * only where the devices matter here: a DEV to check, or a named
-		 * group whose caps on each device are compared with ours. A new
-		 * group with plain amounts leaves the devices to the library,
-		 * which fixes their caps at the program's first use. */
-		int need_devices = group_opt != NULL;
-		for (int k = 0; k < lim.count; k++)
-			need_devices |= lim.item[k].dev[0] != '\0';
-		/* A site maximum is applied here, per device, so that the
-		 * lowered cap is said once, by the CLI (vramctl.conf(5)). */
-		const struct vr_site *site = vr_site_get();
-		for (int f = 0; f < site->nfiles; f++)
-			need_devices |= site->file[f].max.count > 0;
-		if (need_devices)
-			ndev = cli_devices(devs, VR_MAX_DEVICES, why, sizeof(why));
-		if (vr_launch_normalise(&lim, devs, ndev, why, spec, sizeof(spec), err,
-		                        sizeof(err)) < 0) {
-			fprintf(stderr, "vramctl: --limit: %s\n", err);
-			return VR_EXIT_ERROR;
-		}
-		if (cli_site_clamp(&lim, devs, ndev, spec, sizeof(spec)) < 0)
-			return VR_EXIT_ERROR;
+/*
+ * The caps checked against the devices (*ndev of them in devs, -1 when not
+ * looked at), lowered to the site's maximum and written as spec. 0, or -1
+ * after a message.
+ */
+static int settle_caps(struct run_req *r, struct vr_launch_dev *devs, int *ndev, char *spec,
+                       size_t len)
+{
+	char why[256] = "", err[512];
+
+	/* The driver is loaded (cuInit: up to seconds on a real machine)
+	 * only where the devices matter here: a DEV to check, or a named
+	 * group whose caps on each device are compared with ours. A new
+	 * group with plain amounts leaves the devices to the library,
+	 * which fixes their caps at the program's first use. */
+	int need_devices = r->group_opt != NULL;
+	for (int k = 0; k < r->lim.count; k++)
+		need_devices |= r->lim.item[k].dev[0] != '\0';
+	/* A site maximum is applied here, per device, so that the
+	 * lowered cap is said once, by the CLI (vramctl.conf(5)). */
+	const struct vr_site *site = vr_site_get();
+	for (int f = 0; f < site->nfiles; f++)
+		need_devices |= site->file[f].max.count > 0;
+	if (need_devices)
+		*ndev = cli_devices(devs, VR_MAX_DEVICES, why, sizeof(why));
+	if (vr_launch_normalise(&r->lim, devs, *ndev, why, spec, len, err, sizeof(err)) < 0) {
+		fprintf(stderr, "vramctl: --limit: %s\n", err);
+		return -1;
 	}
+	return cli_site_clamp(&r->lim, devs, *ndev, spec, len);
+}
+
+/* Joins the group: --group's, or a new one named into group. 0, or -1
+ * after a message. */
+static int join_group(struct run_req *r, const char *spec, const struct vr_launch_dev *devs,
+                      int ndev, char *group, size_t glen, struct vr_launch_group *g)
+{
+	char err[512];
+	struct vr_launch_join j = {.group = group,
+	                           .spec = spec,
+	                           .limits = &r->lim,
+	                           .growth = r->growth,
+	                           .spill = r->spill,
+	                           .fresh = !r->group_opt,
+	                           .devs = devs,
+	                           .ndev = ndev < 0 ? 0 : ndev};
+
+	if (r->group_opt)
+		snprintf(group, glen, "%s", r->group_opt);
+	else
+		unique_group(group, glen);
+	/* The join gives back dead members' shares: not while NVML
+	 * still lists them on a GPU (docs/fail-closed.md). */
+	vr_gpu_probe_set(mon_nvml_probe());
+	if (vr_launch_join(&j, g, err, sizeof(err)) < 0) {
+		fprintf(stderr, "vramctl: %s\n", err);
+		return -1;
+	}
+	fputs(g->notes, stderr);
+	return 0;
+}
+
+/*
+ * Writes the contract and runs COMMAND, recording it for --report/--trace,
+ * or (--exec) becomes it after leaving the group (g->member is then NULL).
+ * Returns the exit status.
+ */
+static int run_command(const struct run_req *r, int argc, char **argv, const char *lib,
+                       const char *group, struct vr_launch_group *g)
+{
+	const char *const *cmd = (const char *const *)(argv + r->cmd);
+	struct vr_contract c = {.limit = r->have_limit ? g->spec : NULL,
+	                        .group = r->have_limit ? group : NULL,
+	                        .growth = r->growth,
+	                        .spill = r->have_limit ? g->spill : 0,
+	                        .lib = lib,
+	                        .cur_preload = getenv("LD_PRELOAD")};
+	struct rep_run *rr = NULL;
+	char err[512];
+
+	if (vr_contract_apply(&c, cli_set_own_env, NULL, err, sizeof(err)) < 0) {
+		fprintf(stderr, "vramctl: %s\n", err);
+		return VR_EXIT_ERROR;
+	}
+	if (r->exec_self) {
+		/* The command takes vramctl's place (a Jupyter kernel: the process
+		 * Jupyter signals is the kernel). The named group keeps its books. */
+		if (g->member)
+			vr_leave(g->member);
+		g->member = NULL;
+		return cli_exec(cmd);
+	}
+	if ((r->ro.report || r->ro.trace_path) &&
+	    !(rr = rep_prepare(&r->ro, argc - r->cmd, argv + r->cmd)))
+		return VR_EXIT_ERROR;
+
+	pid_t child;
+	int wstatus;
+	int rc = cli_spawn_wait(cmd, &child, &wstatus);
+	if (rr && rep_finish(rr, child, wstatus, g->member) < 0 && rc == 0)
+		rc = VR_EXIT_ERROR;
+	return rc;
+}
+
+/* Leaves the group; a run's own group ends with it, a named group may have
+ * other members, and its next fresh join resets it when none is alive. */
+static void leave_group(const struct run_req *r, const char *group, struct vr_launch_group *g)
+{
+	if (!g->member)
+		return;
+	vr_leave(g->member);
+	if (!r->group_opt) {
+		char dir[PATH_MAX];
+		int rc = vr_default_dir(dir, sizeof(dir));
+
+		if (rc >= 0)
+			rc = vr_group_remove(dir, group);
+
+		if (rc < 0 && rc != -ENOENT)
+			fprintf(stderr, "vramctl: cannot remove group '%s': %s\n", group,
+			        strerror(-rc));
+	}
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct run_req r = {.ro = {.trace_max = 1ull << 30}};
+	struct vr_launch_dev devs[VR_MAX_DEVICES];
+	struct vr_launch_group g = {.member = NULL};
+	char spec[4096], group[VR_GROUP_NAME_MAX + 1], lib[PATH_MAX];
 	char liberr[2 * PATH_MAX + 128];
+	int ndev = -1, rc;
+
+	if ((rc = parse_options(argc, argv, &r)) != RUN_GO ||
+	    (rc = settle_options(&r, argv)) != RUN_GO)
+		return rc;
+	if (r.have_limit && settle_caps(&r, devs, &ndev, spec, sizeof(spec)) < 0)
+		return VR_EXIT_ERROR;
 	if (cli_find_library(lib, sizeof(lib), liberr, sizeof(liberr)) < 0) {
 		fprintf(stderr, "vramctl: %s\n", liberr);
 		return VR_EXIT_ERROR;
 	}
-
-	if (have_limit && absolute_registry_dir() < 0)
+	if (r.have_limit && absolute_registry_dir() < 0)
 		return VR_EXIT_ERROR;
-	if (have_limit) {
-		struct vr_launch_join j = {.group = group,
-		                           .spec = spec,
-		                           .limits = &lim,
-		                           .growth = growth,
-		                           .spill = spill,
-		                           .fresh = !group_opt,
-		                           .devs = devs,
-		                           .ndev = ndev < 0 ? 0 : ndev};
-
-		if (group_opt)
-			snprintf(group, sizeof(group), "%s", group_opt);
-		else
-			unique_group(group, sizeof(group));
-		/* The join gives back dead members' shares: not while NVML
-		 * still lists them on a GPU (docs/fail-closed.md). */
-		vr_gpu_probe_set(mon_nvml_probe());
-		if (vr_launch_join(&j, &g, err, sizeof(err)) < 0) {
-			fprintf(stderr, "vramctl: %s\n", err);
-			return VR_EXIT_ERROR;
-		}
-		fputs(g.notes, stderr);
-	}
-	struct vr_contract c = {.limit = have_limit ? g.spec : NULL,
-	                        .group = have_limit ? group : NULL,
-	                        .growth = growth,
-	                        .spill = have_limit ? g.spill : 0,
-	                        .lib = lib,
-	                        .cur_preload = getenv("LD_PRELOAD")};
-	if (vr_contract_apply(&c, cli_set_own_env, NULL, err, sizeof(err)) < 0) {
-		fprintf(stderr, "vramctl: %s\n", err);
-		rc = VR_EXIT_ERROR;
-	} else if (exec_self) {
-		/* The command takes vramctl's place (a Jupyter kernel: the process
-		 * Jupyter signals is the kernel). The named group keeps its books. */
-		if (g.member)
-			vr_leave(g.member);
-		return cli_exec((const char *const *)(argv + i));
-	} else if ((ro.report || ro.trace_path) && !(rr = rep_prepare(&ro, argc - i, argv + i))) {
-		rc = VR_EXIT_ERROR;
-	} else {
-		pid_t child;
-		int wstatus;
-
-		rc = cli_spawn_wait((const char *const *)(argv + i), &child, &wstatus);
-		if (rr && rep_finish(rr, child, wstatus, g.member) < 0 && rc == 0)
-			rc = VR_EXIT_ERROR;
-		rr = NULL;
-	}
-
-	if (g.member) {
-		vr_leave(g.member);
-		/* A run's own group ends with it; a named group may have other
-		 * members, and its next fresh join resets it when none is alive. */
-		if (!group_opt) {
-			char dir[PATH_MAX];
-			int r = vr_default_dir(dir, sizeof(dir));
-
-			if (r >= 0)
-				r = vr_group_remove(dir, group);
-
-			if (r < 0 && r != -ENOENT)
-				fprintf(stderr, "vramctl: cannot remove group '%s': %s\n", group,
-				        strerror(-r));
-		}
-	}
+	if (r.have_limit && join_group(&r, spec, devs, ndev, group, sizeof(group), &g) < 0)
+		return VR_EXIT_ERROR;
+	rc = run_command(&r, argc, argv, lib, group, &g);
+	leave_group(&r, group, &g);
 	return rc;
-}
-
-/* ---- shared with `vramctl cdi` (cdi.c): the same option and cap rules as
- * run, one implementation. */
-
-int cli_opt_value(int argc, char **argv, int *i, const char *name, const char **value)
-{
-	return opt_value(argc, argv, i, name, value);
-}
-
-int cli_add_limit(struct vr_limits *all, const char *arg)
-{
-	return add_limit(all, arg);
 }

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/run.h"
+#include "cli/site.h"
 #include "common/siteconf.h"
 
 int cli_site_check(const char *what)

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "cli/commands.h"
+#include "common/exit.h"
 #include "monitor/collect.h"
 #include "monitor/format.h"
 
@@ -79,7 +80,7 @@ int cmd_status(int argc, char **argv)
 				    stderr,
 				    "vramctl: status: unknown format '%s' (table, json, prom)\n",
 				    optarg);
-				return 125;
+				return VR_EXIT_ERROR;
 			}
 			fmt_given = 1;
 			break;
@@ -99,7 +100,7 @@ int cmd_status(int argc, char **argv)
 					        "vramctl: status: bad --watch interval '%s' "
 					        "(seconds, > 0)\n",
 					        arg);
-					return 125;
+					return VR_EXIT_ERROR;
 				}
 			}
 			break;
@@ -112,16 +113,16 @@ int cmd_status(int argc, char **argv)
 			return 0;
 		default:
 			status_usage(stderr);
-			return 125;
+			return VR_EXIT_ERROR;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "vramctl: status: unexpected argument '%s'\n", argv[optind]);
-		return 125;
+		return VR_EXIT_ERROR;
 	}
 	if (watch && fmt_given && fmt != FMT_JSON) {
 		fprintf(stderr, "vramctl: status: --watch streams JSON lines; drop --format\n");
-		return 125;
+		return VR_EXIT_ERROR;
 	}
 	if (watch)
 		fmt = FMT_JSON;
@@ -135,14 +136,14 @@ int cmd_status(int argc, char **argv)
 		struct mon_model m = {0};
 		if (mon_collect(&src, &m) < 0) {
 			fprintf(stderr, "vramctl: status: out of memory\n");
-			rc = 125;
+			rc = VR_EXIT_ERROR;
 			break;
 		}
 		int w = emit(stdout, &m, fmt, watch);
 		mon_model_clear(&m);
 		if (fflush(stdout) != 0 || w < 0) {
 			/* A reader that went away (| head) ends a watch quietly. */
-			rc = watch && errno == EPIPE ? 0 : 125;
+			rc = watch && errno == EPIPE ? 0 : VR_EXIT_ERROR;
 			break;
 		}
 		if (!watch)

@@ -1,7 +1,13 @@
 /*
  * top.c - `vramctl top`: a live terminal view (ncurses) of every GPU and GPU
  * process against its cap: the options, the refresh loop and the keys. The
- * parts are listed in top.h.
+ * parts, each with its header:
+ *
+ *   top_collector.c  the NVML collector thread (NVML is only ever called there)
+ *   top_history.c    per-row history for the sparklines
+ *   top_sort.c       the columns and the row order
+ *   top_layout.c     fixed-width columns, pure (tested on fixed input)
+ *   top_draw.c       drawing a model with ncurses
  *
  * Two threads. The collector thread (top_collector.c) reads NVML at most
  * once a second (NVML calls can block for a long time on a sick driver) and
@@ -21,7 +27,11 @@
 #include <time.h>
 
 #include "cli/commands.h"
-#include "cli/top.h"
+#include "cli/top_collector.h"
+#include "cli/top_draw.h"
+#include "cli/top_history.h"
+#include "cli/top_sort.h"
+#include "common/exit.h"
 #include "monitor/collect.h"
 
 static double now_s(void)
@@ -109,12 +119,12 @@ int cmd_top(int argc, char **argv)
 			if (*end || !(u.delay >= 0.1) || u.delay > 3600) {
 				fprintf(stderr, "vramctl: top: bad delay '%s' (seconds, >= 0.1)\n",
 				        optarg);
-				return 125;
+				return VR_EXIT_ERROR;
 			}
 			break;
 		}
 		case 'f':
-			mon_copy(u.filter, sizeof(u.filter), optarg);
+			snprintf(u.filter, sizeof(u.filter), "%s", optarg); /* truncated */
 			break;
 		case 'r':
 			registry = optarg;
@@ -124,12 +134,12 @@ int cmd_top(int argc, char **argv)
 			return 0;
 		default:
 			top_usage(stderr);
-			return 125;
+			return VR_EXIT_ERROR;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "vramctl: top: unexpected argument '%s'\n", argv[optind]);
-		return 125;
+		return VR_EXIT_ERROR;
 	}
 
 	setlocale(LC_ALL, "");
@@ -143,7 +153,7 @@ int cmd_top(int argc, char **argv)
 
 	if (!initscr()) {
 		fprintf(stderr, "vramctl: top: cannot open the terminal\n");
-		return 125;
+		return VR_EXIT_ERROR;
 	}
 	int have_thread = collector_start(&col, u.delay) == 0;
 

@@ -1,6 +1,6 @@
 /*
  * top_collector.c - the thread that reads NVML for `vramctl top` (see
- * top.h). NVML calls can block for a long time on a sick driver, so only
+ * top_collector.h). NVML calls can block for a long time on a sick driver, so only
  * this thread makes them: it reads NVML at most once a second and publishes
  * its half of the model under a mutex; the screen never waits for it, not
  * even for its first answer.
@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <time.h>
 
-#include "cli/top.h"
+#include "cli/top_collector.h"
 
 static void *collector_main(void *arg)
 {

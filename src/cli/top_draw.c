@@ -1,6 +1,6 @@
 /*
  * top_draw.c - one frame of `vramctl top` from a model, into ncurses'
- * virtual screen (see top.h): a line per GPU with a bar of its memory, then
+ * virtual screen (see top_draw.h): a line per GPU with a bar of its memory, then
  * the process rows in fixed-width columns (top_layout.c).
  */
 #include <ncurses.h>
@@ -8,10 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/top.h"
+#include "cli/top_draw.h"
+#include "cli/top_history.h"
+#include "cli/top_layout.h"
+#include "cli/top_sort.h"
 #include "common/size.h"
 #include "common/text.h"
 #include "monitor/format.h"
+
+#define SPARK_W 16 /* samples shown (the newest) */
+#define BAR_W   12
 
 enum { PAIR_OK = 1, PAIR_WARN, PAIR_BAD, PAIR_HEAD, PAIR_DIM };
 

@@ -1,12 +1,13 @@
 /*
  * top_history.c - the last samples of each process row, for the
- * sparklines of `vramctl top` (see top.h).
+ * sparklines of `vramctl top` (see top_history.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/top.h"
+#include "cli/top_history.h"
+#include "common/text.h"
 
 static void row_key(const struct mon_proc *p, char *buf, size_t len)
 {
@@ -30,7 +31,7 @@ static struct hist *find(struct history *h, const char *key, int add)
 	}
 	struct hist *r = &h->rows[h->n++];
 	memset(r, 0, sizeof(*r));
-	mon_copy(r->key, sizeof(r->key), key);
+	vr_text_copy(r->key, sizeof(r->key), key); /* key is as large: it fits */
 	return r;
 }
 

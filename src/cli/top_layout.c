@@ -1,10 +1,10 @@
 /*
- * top_layout.c - fixed-width columns for `vramctl top` (see top.h). Pure:
+ * top_layout.c - fixed-width columns for `vramctl top` (see top_layout.h). Pure:
  * no terminal, so it is tested on fixed input (tests/cli/test_top_layout).
  */
 #include <string.h>
 
-#include "cli/top.h"
+#include "cli/top_layout.h"
 
 #define CUT_MARK '~'
 

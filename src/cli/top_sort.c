@@ -1,12 +1,12 @@
 /*
  * top_sort.c - the process columns of `vramctl top` and the order of its
- * rows (see top.h).
+ * rows (see top_sort.h).
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/top.h"
+#include "cli/top_sort.h"
 
 const struct col_def top_cols[NCOLS] = {
     [C_PID] = {"PID", 'p', 7},       [C_GPU] = {"GPU", 'g', 3},       [C_USER] = {"USER", 'u', 8},

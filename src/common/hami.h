@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/contract.h"
+
 #define VR_HAMI_LIMIT           "CUDA_DEVICE_MEMORY_LIMIT"
 #define VR_HAMI_SHARED_CACHE    "CUDA_DEVICE_MEMORY_SHARED_CACHE"
 #define VR_HAMI_LOG_LEVEL       "LIBCUDA_LOG_LEVEL"
@@ -36,8 +38,9 @@ struct vr_hami {
 	int present;  /* some CUDA_DEVICE_MEMORY_LIMIT[_<i>] is set (and not disabled) */
 	int disabled; /* CUDA_DISABLE_CONTROL is true: HAMi's contract is off */
 	char limit[VR_HAMI_LIMIT_TEXT]; /* the caps as a VRAMCTL_LIMIT spec; "" none */
-	char group[72];                 /* "hami-<cache file's name>", "" without a shared cache */
-	char dir[512];                  /* "<cache file's directory>/vramctl", "" without one */
+	char group[VR_GROUP_NAME_MAX +
+	           1]; /* "hami-<cache file's name>", "" without a shared cache */
+	char dir[512]; /* "<cache file's directory>/vramctl", "" without one */
 	int log_level; /* -1 unset, else as VRAMCTL_LOG: 1 error, 2 warn, 3 info, 4 debug */
 };
 

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "monitor/collect.h"
+#include "monitor/merge.h"
 #include "registry/registry.h"
 
 int mon_collect_nvml(const struct mon_sources *src, struct mon_model *out)
@@ -19,7 +20,7 @@ int mon_collect_nvml(const struct mon_sources *src, struct mon_model *out)
 int mon_collect_registry(const struct mon_sources *src, struct mon_model *m)
 {
 	if (src->registry_dir)
-		mon_copy(m->registry_dir, sizeof(m->registry_dir), src->registry_dir);
+		snprintf(m->registry_dir, sizeof(m->registry_dir), "%s", src->registry_dir);
 	else
 		vr_default_dir(m->registry_dir, sizeof(m->registry_dir));
 	struct vramctl_snapshot *snap = NULL;

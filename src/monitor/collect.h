@@ -38,12 +38,4 @@ int mon_collect_nvml(const struct mon_sources *src, struct mon_model *out);
  */
 int mon_collect_registry(const struct mon_sources *src, struct mon_model *m);
 
-/*
- * The registry half: merges snapshot s (NULL: none) into m, which holds the
- * NVML half. snap_rc is what vramctl_snapshot_take returned (for the note).
- * Sets MON_M_REGISTRY, groups, capped rows, per-device caps; sorts the rows.
- */
-int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, int snap_rc,
-                       const char *proc_root);
-
 #endif /* VRAMCTL_MONITOR_COLLECT_H */

@@ -11,7 +11,7 @@
 
 #include "common/text.h"
 #include "monitor/format.h"
-#include "monitor/json.h"
+#include "common/json.h"
 
 #include "common/size.h"
 #include "common/version.h"
@@ -301,7 +301,7 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 	return ferror(f) ? -EIO : 0;
 }
 
-/* ---- JSON (the writer: json.c) ---------------------------------------- */
+/* ---- JSON (the writer: common/json.c) ------------------------------- */
 
 int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 {

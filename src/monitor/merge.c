@@ -1,6 +1,6 @@
 /*
- * merge.c - joins the registry's records with NVML's process rows (see
- * collect.h): host PIDs, NSpid, start times, dead and stale records, and
+ * merge.c - joins the registry's records with NVML's process rows
+ * (merge.h): host PIDs, NSpid, start times, dead and stale records, and
  * the per-device sums of caps.
  */
 #include <errno.h>
@@ -13,7 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "monitor/collect.h"
+#include "common/text.h"
+#include "monitor/merge.h"
 #include "registry/proc.h"
 
 /* ---- /proc (through the registry's one /proc layer) ------------------ */
@@ -201,11 +202,9 @@ struct nv_row {
 	int consumed;
 };
 
-int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, int snap_rc,
-                       const char *proc_root)
+/* The notes that say what the snapshot was (snap_rc: what taking it returned). */
+static void note_snapshot(struct mon_model *m, const struct vramctl_snapshot *s, int snap_rc)
 {
-	if (!proc_root)
-		proc_root = "/proc";
 	if (snap_rc == 0)
 		m->valid |= MON_M_REGISTRY;
 	else if (snap_rc == -ENOENT) {
@@ -220,29 +219,16 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 	if (s)
 		for (int i = 0; i < s->nerrors; i++)
 			mon_model_note(m, "registry: %s", s->errors[i]);
+}
 
-	int nnv = m->nprocs;
-	struct nv_row *nvr = calloc((size_t)nnv + 1, sizeof(*nvr));
-	struct nv_pid *by_pid = calloc((size_t)nnv + 1, sizeof(*by_pid));
-	struct rows out = {0};
-	if (!nvr || !by_pid)
-		goto oom;
-	for (int k = 0; k < nnv; k++)
-		by_pid[k] = (struct nv_pid){.pid = m->procs[k].host_pid, .k = k};
-	if (nnv > 1)
-		qsort(by_pid, (size_t)nnv, sizeof(*by_pid), cmp_nv_pid);
-	/* A row per record and per NVML row is the usual count (a record has
-	 * one for each device it used): room for them at once saves growing
-	 * and copying an array of rows of some 400 bytes each, again and again. */
-	if (rows_reserve(&out, nnv + (s ? s->nprocs : 0)) < 0)
-		goto oom;
-
-	/* Groups. */
+/* The snapshot's groups into m->groups (empty). 0 or -ENOMEM. */
+static int merge_groups(struct mon_model *m, const struct vramctl_snapshot *s)
+{
 	int ng = s ? s->ngroups : 0;
 	if (ng) {
 		m->groups = calloc((size_t)ng, sizeof(*m->groups));
 		if (!m->groups)
-			goto oom;
+			return -ENOMEM;
 	}
 	for (int i = 0; i < ng; i++) {
 		const struct vramctl_group *sg = &s->groups[i];
@@ -260,7 +246,7 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 			snprintf(gd->uuid, sizeof(gd->uuid), "%s", sg->dev[j].uuid);
 			gd->device = device_for(m, sg->dev[j].uuid);
 			if (gd->device < 0)
-				goto oom;
+				return -ENOMEM;
 			gd->cap = sg->dev[j].cap;
 			gd->in_use = sg->dev[j].in_use;
 			gd->peak = sg->dev[j].peak;
@@ -268,143 +254,198 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 			gd->spilled = sg->dev[j].spilled;
 		}
 	}
+	return 0;
+}
 
-	/* Capped processes, one row per device they used. */
-	for (int i = 0; s && i < s->nprocs; i++) {
-		const struct vramctl_proc *r = &s->procs[i];
-		pid_t host = r->host_pid;
-		if (host <= 0) {
-			/* Another PID namespace: find the NVML process whose innermost
-			 * NSpid is the record's PID and whose start time matches. */
-			for (int k = 0; k < nnv && host <= 0; k++) {
-				if (!nvr[k].looked) {
-					nvr[k].looked = 1;
-					int f = proc_status(proc_root, m->procs[k].host_pid,
-					                    &nvr[k].nspid, &nvr[k].uid);
-					nvr[k].ok = f > 0 ? f : 0;
-				}
-				uint64_t st;
-				if ((nvr[k].ok & 1) && nvr[k].nspid == r->pid &&
-				    vr_proc_start_time(proc_root, m->procs[k].host_pid, &st) == 0 &&
-				    st == r->start_time)
-					host = m->procs[k].host_pid;
-			}
-		}
-		enum mon_proc_state state = MON_PROC_ALIVE;
-		pid_t gone = 0; /* a dead record's PID, as NVML would list it */
-		if (r->state == VRAMCTL_PROC_DEAD) {
-			state = MON_PROC_DEAD;
-			gone = dead_pid(r, proc_root);
-		} else if (host > 0 && !(r->host_pid_seen && host == r->host_pid) &&
-		           !vr_proc_exists(proc_root, host)) {
-			/* A PID the snapshot did not see alive just now (it was
-			 * found here through NVML, or the snapshot is someone
-			 * else's): does it still exist? Reading /proc/PID/stat for
-			 * each of a thousand records would cost more than the rest
-			 * of `status`, so only existence is checked; and a PID the
-			 * snapshot saw alive is not asked again (a kill(2) per
-			 * member was a tenth of `status` at 1,000 members). */
-			state = MON_PROC_STALE;
-		}
-		const struct vramctl_group *sg = snap_group(s, r->group);
-		int exiting = 0;
-		for (int j = 0; j < r->ndev; j++) {
-			/* A member's slot has a column for every device of its group;
-			 * only the devices it has used (or NVML sees it on) make it
-			 * a GPU process there. Members that used none (a `vramctl run` parent, a
-			 * program that has not allocated yet) are counted in the group's members,
-			 * not listed. */
-			if (!proc_dev_used(&r->dev[j]) &&
-			    !(state == MON_PROC_ALIVE && host > 0 &&
-			      nvml_lists(m, by_pid, nnv, host, r->dev[j].uuid)))
-				continue;
-			struct mon_proc *p = rows_add(&out);
-			if (!p)
-				goto oom;
-			p->valid = MON_P_CAPPED | MON_P_NS_PID | MON_P_USER | MON_P_COMMAND;
-			p->state = state;
-			p->ns_pid = r->pid;
-			if (host > 0) {
-				p->host_pid = host;
-				p->valid |= MON_P_HOST_PID;
-			}
-			/* Dead, but NVML still lists it here: the driver is
-			 * tearing it down, and its row is this record's. */
-			pid_t nv_pid = host;
-			if (gone > 0 && nvml_lists(m, by_pid, nnv, gone, r->dev[j].uuid)) {
-				p->state = MON_PROC_EXITING;
-				p->host_pid = nv_pid = gone;
-				p->valid |= MON_P_HOST_PID;
-				exiting = 1;
-			}
-			p->uid = r->uid;
-			/* mon_copy, not snprintf: four strings a row, a thousand rows,
-			 * and snprintf's setup cost more than the copies. */
-			mon_copy(p->user, sizeof(p->user), r->user);
-			mon_copy(p->command, sizeof(p->command), r->command);
-			mon_copy(p->group, sizeof(p->group), r->group);
-			p->host_pinned = r->host_pinned;
-			const struct vramctl_proc_dev *rd = &r->dev[j];
-			mon_copy(p->uuid, sizeof(p->uuid), rd->uuid);
-			p->device = device_for(m, rd->uuid);
-			if (p->device < 0)
-				goto oom;
-			p->valid |= MON_P_DEVICE;
-			p->counts = rd->counts;
-			for (int k = 0; sg && k < sg->ndev; k++)
-				if (!strcmp(sg->dev[k].uuid, rd->uuid))
-					p->cap = sg->dev[k].cap;
-			/* A dead record's PID may belong to someone else now. */
-			if ((p->state != MON_PROC_ALIVE && p->state != MON_PROC_EXITING) ||
-			    nv_pid <= 0)
-				continue;
-			for (int e = nv_first(by_pid, nnv, nv_pid);
-			     e < nnv && by_pid[e].pid == nv_pid; e++) {
-				int k = by_pid[e].k;
-				const struct mon_proc *q = &m->procs[k];
-				if (nvr[k].consumed || q->device != p->device)
-					continue;
-				nvr[k].consumed = 1;
-				p->valid |= q->valid & (MON_P_NVML | MON_P_NVML_USED);
-				p->nvml_used = q->nvml_used;
-				break;
-			}
-		}
-		for (int k = 0; k < m->ngroups; k++)
-			if (state != MON_PROC_ALIVE && !strcmp(m->groups[k].name, r->group)) {
-				m->groups[k].ndead++;
-				m->groups[k].nexiting += exiting;
-			}
+/* One merge: the model with its NVML rows, the snapshot, and the rows made. */
+struct merge {
+	struct mon_model *m;
+	const struct vramctl_snapshot *s;
+	const char *proc_root;
+	int nnv;               /* NVML's rows: m->procs[0..nnv) */
+	struct nv_row *nvr;    /* what is known of each NVML row */
+	struct nv_pid *by_pid; /* NVML's rows by host PID */
+	struct rows out;
+};
+
+/* NVML row k's NSpid and uid, read from /proc the first time they are asked. */
+static void nv_look(struct merge *g, int k)
+{
+	struct nv_row *n = &g->nvr[k];
+	if (n->looked)
+		return;
+	n->looked = 1;
+	int f = proc_status(g->proc_root, g->m->procs[k].host_pid, &n->nspid, &n->uid);
+	n->ok = f > 0 ? f : 0;
+}
+
+/* A record's host PID: its own, or (another PID namespace) the NVML
+ * process whose innermost NSpid is the record's PID and whose start time
+ * matches; <= 0 when none is. */
+static pid_t record_host(struct merge *g, const struct vramctl_proc *r)
+{
+	pid_t host = r->host_pid;
+	for (int k = 0; host <= 0 && k < g->nnv; k++) {
+		nv_look(g, k);
+		uint64_t st;
+		if ((g->nvr[k].ok & 1) && g->nvr[k].nspid == r->pid &&
+		    vr_proc_start_time(g->proc_root, g->m->procs[k].host_pid, &st) == 0 &&
+		    st == r->start_time)
+			host = g->m->procs[k].host_pid;
 	}
+	return host;
+}
 
-	/* Uncapped processes: NVML rows no record claimed. */
-	for (int k = 0; k < nnv; k++) {
-		if (nvr[k].consumed)
+/* A record's state; *gone gets a dead record's PID as NVML would list it. */
+static enum mon_proc_state record_state(const struct merge *g, const struct vramctl_proc *r,
+                                        pid_t host, pid_t *gone)
+{
+	*gone = 0;
+	if (r->state == VRAMCTL_PROC_DEAD) {
+		*gone = dead_pid(r, g->proc_root);
+		return MON_PROC_DEAD;
+	}
+	if (host > 0 && !(r->host_pid_seen && host == r->host_pid) &&
+	    !vr_proc_exists(g->proc_root, host)) {
+		/* A PID the snapshot did not see alive just now (it was
+		 * found here through NVML, or the snapshot is someone
+		 * else's): does it still exist? Reading /proc/PID/stat for
+		 * each of a thousand records would cost more than the rest
+		 * of `status`, so only existence is checked; and a PID the
+		 * snapshot saw alive is not asked again (a kill(2) per
+		 * member was a tenth of `status` at 1,000 members). */
+		return MON_PROC_STALE;
+	}
+	return MON_PROC_ALIVE;
+}
+
+/* Row p takes NVML's figures from the first unclaimed NVML row of nv_pid on
+ * its device, which is then claimed (not listed again as uncapped). */
+static void claim_nvml_row(struct merge *g, struct mon_proc *p, pid_t nv_pid)
+{
+	for (int e = nv_first(g->by_pid, g->nnv, nv_pid); e < g->nnv && g->by_pid[e].pid == nv_pid;
+	     e++) {
+		int k = g->by_pid[e].k;
+		const struct mon_proc *q = &g->m->procs[k];
+		if (g->nvr[k].consumed || q->device != p->device)
 			continue;
-		struct mon_proc *p = rows_add(&out);
-		if (!p)
-			goto oom;
-		*p = m->procs[k];
-		if (!nvr[k].looked) {
-			nvr[k].looked = 1;
-			int f = proc_status(proc_root, p->host_pid, &nvr[k].nspid, &nvr[k].uid);
-			nvr[k].ok = f > 0 ? f : 0;
+		g->nvr[k].consumed = 1;
+		p->valid |= q->valid & (MON_P_NVML | MON_P_NVML_USED);
+		p->nvml_used = q->nvml_used;
+		break;
+	}
+}
+
+/* One capped row: record r on its device j. Sets *exiting when NVML still
+ * lists the dead record there. 0 or -ENOMEM. */
+static int add_capped_row(struct merge *g, const struct vramctl_proc *r, int j,
+                          const struct vramctl_group *sg, pid_t host, enum mon_proc_state state,
+                          pid_t gone, int *exiting)
+{
+	struct mon_model *m = g->m;
+	struct mon_proc *p = rows_add(&g->out);
+	if (!p)
+		return -ENOMEM;
+	p->valid = MON_P_CAPPED | MON_P_NS_PID | MON_P_USER | MON_P_COMMAND;
+	p->state = state;
+	p->ns_pid = r->pid;
+	if (host > 0) {
+		p->host_pid = host;
+		p->valid |= MON_P_HOST_PID;
+	}
+	/* Dead, but NVML still lists it here: the driver is
+	 * tearing it down, and its row is this record's. */
+	pid_t nv_pid = host;
+	if (gone > 0 && nvml_lists(m, g->by_pid, g->nnv, gone, r->dev[j].uuid)) {
+		p->state = MON_PROC_EXITING;
+		p->host_pid = nv_pid = gone;
+		p->valid |= MON_P_HOST_PID;
+		*exiting = 1;
+	}
+	p->uid = r->uid;
+	/* vr_text_copy, not snprintf: four strings a row, a thousand
+	 * rows, and snprintf's setup cost more than the copies. The
+	 * snapshot's strings fit: the model's fields are as large. */
+	vr_text_copy(p->user, sizeof(p->user), r->user);
+	vr_text_copy(p->command, sizeof(p->command), r->command);
+	vr_text_copy(p->group, sizeof(p->group), r->group);
+	p->host_pinned = r->host_pinned;
+	const struct vramctl_proc_dev *rd = &r->dev[j];
+	vr_text_copy(p->uuid, sizeof(p->uuid), rd->uuid);
+	p->device = device_for(m, rd->uuid);
+	if (p->device < 0)
+		return -ENOMEM;
+	p->valid |= MON_P_DEVICE;
+	p->counts = rd->counts;
+	for (int k = 0; sg && k < sg->ndev; k++)
+		if (!strcmp(sg->dev[k].uuid, rd->uuid))
+			p->cap = sg->dev[k].cap;
+	/* A dead record's PID may belong to someone else now. */
+	if ((p->state != MON_PROC_ALIVE && p->state != MON_PROC_EXITING) || nv_pid <= 0)
+		return 0;
+	claim_nvml_row(g, p, nv_pid);
+	return 0;
+}
+
+/* Capped process r: one row per device it used. 0 or -ENOMEM. */
+static int add_record(struct merge *g, const struct vramctl_proc *r)
+{
+	struct mon_model *m = g->m;
+	pid_t host = record_host(g, r), gone;
+	enum mon_proc_state state = record_state(g, r, host, &gone);
+	const struct vramctl_group *sg = snap_group(g->s, r->group);
+	int exiting = 0;
+	for (int j = 0; j < r->ndev; j++) {
+		/* A member's slot has a column for every device of its group;
+		 * only the devices it has used (or NVML sees it on) make it
+		 * a GPU process there. Members that used none (a `vramctl run` parent, a
+		 * program that has not allocated yet) are counted in the group's members,
+		 * not listed. */
+		if (!proc_dev_used(&r->dev[j]) &&
+		    !(state == MON_PROC_ALIVE && host > 0 &&
+		      nvml_lists(m, g->by_pid, g->nnv, host, r->dev[j].uuid)))
+			continue;
+		if (add_capped_row(g, r, j, sg, host, state, gone, &exiting) < 0)
+			return -ENOMEM;
+	}
+	for (int k = 0; k < m->ngroups; k++)
+		if (state != MON_PROC_ALIVE && !strcmp(m->groups[k].name, r->group)) {
+			m->groups[k].ndead++;
+			m->groups[k].nexiting += exiting;
 		}
-		if (nvr[k].ok & 1) {
-			p->ns_pid = nvr[k].nspid;
+	return 0;
+}
+
+/* Uncapped processes: NVML rows no record claimed. 0 or -ENOMEM. */
+static int add_uncapped(struct merge *g)
+{
+	for (int k = 0; k < g->nnv; k++) {
+		if (g->nvr[k].consumed)
+			continue;
+		struct mon_proc *p = rows_add(&g->out);
+		if (!p)
+			return -ENOMEM;
+		*p = g->m->procs[k];
+		nv_look(g, k);
+		if (g->nvr[k].ok & 1) {
+			p->ns_pid = g->nvr[k].nspid;
 			p->valid |= MON_P_NS_PID;
 		}
-		if (nvr[k].ok & 2) {
-			p->uid = nvr[k].uid;
+		if (g->nvr[k].ok & 2) {
+			p->uid = g->nvr[k].uid;
 			user_name(p->uid, p->user, sizeof(p->user));
 			p->valid |= MON_P_USER;
 		}
-		vr_proc_cmdline(proc_root, p->host_pid, 1, p->command, sizeof(p->command));
+		vr_proc_cmdline(g->proc_root, p->host_pid, 1, p->command, sizeof(p->command));
 		if (p->command[0])
 			p->valid |= MON_P_COMMAND;
 	}
+	return 0;
+}
 
-	/* Per-device sums of caps and of spilled bytes. */
+/* Per-device sums of caps and of spilled bytes, and overcommitment. */
+static void sum_devices(struct mon_model *m)
+{
 	for (int i = 0; i < m->ndevs; i++) {
 		m->devs[i].caps_sum = 0;
 		m->devs[i].ncapped = 0;
@@ -426,18 +467,53 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 		struct mon_device *d = &m->devs[i];
 		d->overcommitted = (d->valid & MON_DEV_MEMORY) && d->caps_sum > d->total;
 	}
+}
 
-	if (out.n > 1)
-		qsort(out.v, (size_t)out.n, sizeof(*out.v), cmp_rows);
+/* NVML's rows by host PID (for nvml_lists and claim_nvml_row), and room for
+ * the rows to come. 0 or -ENOMEM. */
+static int merge_start(struct merge *g)
+{
+	int nnv = g->nnv;
+	g->nvr = calloc((size_t)nnv + 1, sizeof(*g->nvr));
+	g->by_pid = calloc((size_t)nnv + 1, sizeof(*g->by_pid));
+	if (!g->nvr || !g->by_pid)
+		return -ENOMEM;
+	for (int k = 0; k < nnv; k++)
+		g->by_pid[k] = (struct nv_pid){.pid = g->m->procs[k].host_pid, .k = k};
+	if (nnv > 1)
+		qsort(g->by_pid, (size_t)nnv, sizeof(*g->by_pid), cmp_nv_pid);
+	/* A row per record and per NVML row is the usual count (a record has
+	 * one for each device it used): room for them at once saves growing
+	 * and copying an array of rows of some 400 bytes each, again and again. */
+	return rows_reserve(&g->out, nnv + (g->s ? g->s->nprocs : 0)) < 0 ? -ENOMEM : 0;
+}
+
+int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, int snap_rc,
+                       const char *proc_root)
+{
+	struct merge g = {
+	    .m = m, .s = s, .proc_root = proc_root ? proc_root : "/proc", .nnv = m->nprocs};
+	note_snapshot(m, s, snap_rc);
+	if (merge_start(&g) < 0 || merge_groups(m, s) < 0)
+		goto oom;
+	for (int i = 0; s && i < s->nprocs; i++)
+		if (add_record(&g, &s->procs[i]) < 0)
+			goto oom;
+	if (add_uncapped(&g) < 0)
+		goto oom;
+	sum_devices(m);
+
+	if (g.out.n > 1)
+		qsort(g.out.v, (size_t)g.out.n, sizeof(*g.out.v), cmp_rows);
 	free(m->procs);
-	m->procs = out.v;
-	m->nprocs = out.n;
-	free(by_pid);
-	free(nvr);
+	m->procs = g.out.v;
+	m->nprocs = g.out.n;
+	free(g.by_pid);
+	free(g.nvr);
 	return 0;
 oom:
-	free(out.v);
-	free(by_pid);
-	free(nvr);
+	free(g.out.v);
+	free(g.by_pid);
+	free(g.nvr);
 	return -ENOMEM;
 }

@@ -9,15 +9,6 @@
 
 #include "monitor/model.h"
 
-void mon_copy(char *dst, size_t len, const char *src)
-{
-	if (!len)
-		return;
-	size_t l = strnlen(src, len - 1);
-	memcpy(dst, src, l);
-	dst[l] = '\0';
-}
-
 void mon_model_clear(struct mon_model *m)
 {
 	free(m->devs);

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/contract.h"
 #include "vramctl/registry.h"
 
 #define MON_SCHEMA_VERSION 1
@@ -78,7 +79,7 @@ struct mon_proc {
 	char user[32];
 	char command[128];
 	/* MON_P_CAPPED: */
-	char group[65];
+	char group[VR_GROUP_NAME_MAX + 1];
 	uint64_t cap; /* the group's cap on this device; MON_NO_CAP: none */
 	union {       /* as the registry's snapshot has them */
 		struct vramctl_counts counts;
@@ -101,7 +102,7 @@ struct mon_group_dev {
 };
 
 struct mon_group {
-	char name[65];
+	char name[VR_GROUP_NAME_MAX + 1];
 	char limit_spec[128];
 	int growth;
 	uid_t owner;
@@ -149,8 +150,5 @@ void mon_model_note(struct mon_model *m, const char *fmt, ...)
 
 /* A deep copy of src into dst (dst empty). Returns 0 or -ENOMEM (dst then empty). */
 int mon_model_copy(struct mon_model *dst, const struct mon_model *src);
-
-/* Copies src into dst (len bytes), truncating; always NUL-terminates when len > 0. */
-void mon_copy(char *dst, size_t len, const char *src);
 
 #endif /* VRAMCTL_MONITOR_MODEL_H */

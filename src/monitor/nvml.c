@@ -221,7 +221,9 @@ int mon_nvml_read(struct mon_nvml *nv, struct mon_model *m)
 	char text[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
 	m->valid |= MON_M_NVML;
 	if (nv->driver_version && nv->driver_version(text, sizeof(text)) == NVML_SUCCESS) {
-		mon_copy(m->driver_version, sizeof(m->driver_version), text);
+		/* Truncated to the model's field (real versions are far shorter). */
+		snprintf(m->driver_version, sizeof(m->driver_version), "%.*s",
+		         (int)sizeof(m->driver_version) - 1, text);
 		m->valid |= MON_M_DRIVER;
 	}
 	unsigned count = 0;

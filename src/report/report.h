@@ -29,7 +29,7 @@ struct rep_opts {
 
 struct rep_run;
 
-/* Returns the run's state, or NULL after a message (the caller exits 125). */
+/* Returns the run's state, or NULL after a message (the caller exits VR_EXIT_ERROR). */
 struct rep_run *rep_prepare(const struct rep_opts *o, int argc, char *const argv[]);
 
 /* After the command ended: child and its wait status, the CLI's membership

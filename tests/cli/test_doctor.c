@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/doctor.h"
+#include "cli/doctor_report.h"
 #include "tests/test.h"
 
 #ifndef VRAMCTL_VERSION

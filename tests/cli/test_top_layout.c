@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/top.h"
+#include "cli/top_layout.h"
 #include "tests/test.h"
 
 static void test_row(void)

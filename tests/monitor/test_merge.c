@@ -15,6 +15,7 @@
 
 #include "../test.h"
 #include "monitor/collect.h"
+#include "monitor/merge.h"
 
 #define GiB (1024ULL * 1024 * 1024)
 static const char *const U0 = "GPU-00000000-0000-0000-0000-000000000001";

@@ -1,13 +1,13 @@
 /*
- * doctor.h - `vramctl doctor`: the report (a list of checks) and the pure
+ * doctor_report.h - `vramctl doctor`: the report (a list of checks) and the pure
  * pieces that decide and print it, apart from the code that looks at the
  * machine (doctor.c), so they are tested on fixed inputs.
  *
  * A check has a stable id ("driver.kernel"), a status, the fact it found
  * and, when not OK, one line on how to fix it. docs/doctor.md lists every id.
  */
-#ifndef VRAMCTL_CLI_DOCTOR_H
-#define VRAMCTL_CLI_DOCTOR_H
+#ifndef VRAMCTL_CLI_DOCTOR_REPORT_H
+#define VRAMCTL_CLI_DOCTOR_REPORT_H
 
 #include <stddef.h>
 #include <stdio.h>
@@ -117,4 +117,4 @@ int dr_elf_defines(const char *path, const char *sym);
  */
 int dr_elf_needed_major(const char *path, const char *prefix);
 
-#endif /* VRAMCTL_CLI_DOCTOR_H */
+#endif /* VRAMCTL_CLI_DOCTOR_REPORT_H */

@@ -1,5 +1,5 @@
 /*
- * launch.c - starting the command of `vramctl run` and waiting for it.
+ * spawn.c - starting the command of `vramctl run` and waiting for it.
  *
  * vramctl stays the parent (vfork + execvp, then waitpid) rather than
  * exec'ing the command itself, so that it keeps the group alive for the
@@ -13,13 +13,15 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli/run.h"
+#include "cli/spawn.h"
 #include "common/compiler.h"
+#include "common/exit.h"
 
 extern char **environ;
 
@@ -184,7 +186,7 @@ int cli_spawn_wait(const char *const argv[], pid_t *child, int *wstatus)
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
+		return VR_EXIT_SIGNAL + WTERMSIG(status);
 	return VR_EXIT_ERROR;
 }
 
@@ -201,4 +203,11 @@ int cli_exec(const char *const argv[])
 	err = errno;
 	fprintf(stderr, "vramctl: cannot run '%s': %s\n", argv[0], strerror(err));
 	return err == ENOENT || err == ENOTDIR ? VR_EXIT_NOTFOUND : VR_EXIT_NOEXEC;
+}
+
+/* The CLI's way of writing the contract: its own environment, which the
+ * child inherits. */
+int cli_set_own_env(void *ctx VR_UNUSED, const char *name, const char *value, int overwrite)
+{
+	return value ? setenv(name, value, overwrite) : unsetenv(name);
 }

@@ -1,11 +1,12 @@
 /*
- * json.h - the monitor's JSON writer: tokens appended to one buffer that
- * goes to stdio once (jw_finish). Used by mon_format_json (format.c). Keys
- * are the caller's own plain ASCII literals and are copied without the
- * escape scan; values are escaped.
+ * json.h - the JSON writer of the programs that do not link json-c (vramctl
+ * itself: status --json, doctor --json, kernel install): tokens appended to
+ * one buffer that goes to stdio once (jw_finish). Keys are the caller's own
+ * plain ASCII literals and are copied without the escape scan; values are
+ * escaped. The reader is json_read.h; libexec's heavy programs use json-c.
  */
-#ifndef VRAMCTL_MONITOR_JSON_H
-#define VRAMCTL_MONITOR_JSON_H
+#ifndef VRAMCTL_COMMON_JSON_H
+#define VRAMCTL_COMMON_JSON_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -65,10 +66,13 @@ void jw_u64(struct jw *w, const char *key, uint64_t v, int known);
 void jw_int(struct jw *w, const char *key, long long v, int known);
 void jw_bool(struct jw *w, const char *key, int v);
 void jw_item_str(struct jw *w, const char *v);
+/* A string, quoted and escaped, with nothing before it (for a document the
+ * caller lays out itself with jb_puts). */
+void jb_str(struct jw *w, const char *s);
 
 /* Ends the document with a line break and writes it to w->f in one call;
  * frees the buffer. Returns 0, -ENOMEM when memory ran out (nothing is
  * written), or -EIO when the stream reported an error. */
 int jw_finish(struct jw *w);
 
-#endif /* VRAMCTL_MONITOR_JSON_H */
+#endif /* VRAMCTL_COMMON_JSON_H */

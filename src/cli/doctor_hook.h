@@ -1,18 +1,18 @@
 /*
- * doctor_int.h - what the two halves of `vramctl doctor` that look at the
- * machine share: doctor.c (driver, devices, books, picture, the command)
- * and doctor_hook.c (the injected library, preloads, the self-test, the
- * program to cap). The pure half is doctor.h.
+ * doctor_hook.h - the interception half of `vramctl doctor` (doctor_hook.c:
+ * the injected library, preloads, the self-test, the program to cap), and
+ * the state of a doctor run that doctor.c (driver, devices, books, picture,
+ * the command) fills and hands it. The pure half is doctor_report.h.
  */
-#ifndef VRAMCTL_CLI_DOCTOR_INT_H
-#define VRAMCTL_CLI_DOCTOR_INT_H
+#ifndef VRAMCTL_CLI_DOCTOR_HOOK_H
+#define VRAMCTL_CLI_DOCTOR_HOOK_H
 
 #include <limits.h>
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "cli/doctor.h"
-#include "cli/run.h"
+#include "cli/devices.h"
+#include "cli/doctor_report.h"
 #include "common/cuda_api.h"
 #include "monitor/nvml.h"
 
@@ -37,16 +37,13 @@ struct doc {
 	pid_t probe_pid;
 };
 
-/* The driver's entry point, or NULL (no driver, or it lacks the name). */
-void *dr_cu_sym(const struct doc *d, const char *name);
-
 /* The file a loaded object came from (links resolved), else fallback. */
 void dr_loaded_path(void *h, const char *fallback, char *out, size_t len);
 
-/* doctor_hook.c: hook.library, hook.preload, the self-test, hook.program. */
+/* The checks hook.library, hook.preload, the self-test, hook.program. */
 void dr_check_library(struct doc *d);
 void dr_check_preload(struct doc *d);
 void dr_self_test(struct doc *d);
 void dr_check_program_arg(struct doc *d);
 
-#endif /* VRAMCTL_CLI_DOCTOR_INT_H */
+#endif /* VRAMCTL_CLI_DOCTOR_HOOK_H */

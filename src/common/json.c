@@ -1,7 +1,7 @@
 /*
- * json.c - the monitor's JSON writer (see json.h).
+ * json.c - the JSON writer of the light programs (see json.h).
  */
-#include "monitor/json.h"
+#include "common/json.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -85,7 +85,7 @@ static const unsigned char json_escaped[256] = {
 };
 
 /* A string value, quoted and escaped. */
-static void jw_raw_str(struct jw *w, const char *s)
+void jb_str(struct jw *w, const char *s)
 {
 	jb_putc(w, '"');
 	const unsigned char *p = (const unsigned char *)s;
@@ -171,7 +171,7 @@ void jw_str(struct jw *w, const char *key, const char *v)
 {
 	jw_key(w, key);
 	if (v)
-		jw_raw_str(w, v);
+		jb_str(w, v);
 	else
 		jb_puts(w, "null");
 }
@@ -203,7 +203,7 @@ void jw_bool(struct jw *w, const char *key, int v)
 void jw_item_str(struct jw *w, const char *v)
 {
 	jw_sep(w);
-	jw_raw_str(w, v);
+	jb_str(w, v);
 }
 
 int jw_finish(struct jw *w)

@@ -1,0 +1,69 @@
+/*
+ * options.c - how the commands read their options (options.h): one
+ * implementation, so they accept the same syntax and say the same messages.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cli/options.h"
+#include "common/contract.h"
+#include "common/size.h"
+
+int cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
+               const char **word)
+{
+	int at = optind; /* the word getopt reads now (also inside a bundle) */
+	int c;
+
+	opterr = 0;
+	c = getopt_long(argc, argv, shortopts, longopts, NULL);
+	if ((c == ':' || c == '?') && at < argc)
+		*word = argv[at];
+	else if (c > 1 && optarg && at < argc && argv[at][0] == '-' && argv[at][1] == c &&
+	         argv[at][2] == '=' && optarg == argv[at] + 2)
+		optarg++;
+	return c;
+}
+
+/*
+ * Adds the items of one --limit to *all. The size grammar's own messages name
+ * the bad item; a message that starts by repeating the whole argument loses
+ * that repetition, since the argument is already quoted in front.
+ */
+int cli_add_limit(struct vr_limits *all, const char *arg)
+{
+	struct vr_limits one;
+	char err[256], prefix[128];
+	const char *msg = err;
+
+	if (vr_parse_limits(arg, &one, err, sizeof(err)) < 0) {
+		snprintf(prefix, sizeof(prefix), "'%s': ", arg);
+		if (!strncmp(err, prefix, strlen(prefix)))
+			msg = err + strlen(prefix);
+		fprintf(stderr, "vramctl: --limit '%s': %s\n", arg, msg);
+		return -1;
+	}
+	for (int i = 0; i < one.count; i++) {
+		for (int j = 0; j < all->count; j++) {
+			if (strcasecmp(all->item[j].dev, one.item[i].dev) != 0)
+				continue;
+			if (one.item[i].dev[0])
+				fprintf(stderr, "vramctl: --limit '%s': device '%s' given twice\n",
+				        arg, one.item[i].dev);
+			else
+				fprintf(stderr,
+				        "vramctl: --limit '%s': the cap for every device given "
+				        "twice\n",
+				        arg);
+			return -1;
+		}
+		if (all->count == VR_MAX_LIMITS) {
+			fprintf(stderr, "vramctl: --limit: too many items (at most %d)\n",
+			        VR_MAX_LIMITS);
+			return -1;
+		}
+		all->item[all->count++] = one.item[i];
+	}
+	return 0;
+}

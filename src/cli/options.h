@@ -1,0 +1,29 @@
+/*
+ * options.h - how the commands read their options (options.c): one style,
+ * getopt_long over a table of struct option, and the cap rules `vramctl
+ * run` and `vramctl cdi` share.
+ */
+#ifndef VRAMCTL_CLI_OPTIONS_H
+#define VRAMCTL_CLI_OPTIONS_H
+
+#include <getopt.h>
+
+struct vr_limits;
+
+/*
+ * getopt_long for the commands that say their own messages: getopt's are
+ * off. shortopts starts with '+' (stop at the first word that is not an
+ * option, or "--") or '-' (words that are not options come back in order as
+ * 1, in optarg), then ':' (a missing value comes back as ':'). On ':' and
+ * '?' (an unknown option, or a value given to one that takes none) *word is
+ * the argument at fault, as typed. A short option's value may also be
+ * written -X=VALUE, as the commands read it before they used getopt.
+ * The caller sets optind = 1 before the first call.
+ */
+int cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
+               const char **word);
+
+/* Adds one --limit's items to *all: 0, or -1 after a one-line message. */
+int cli_add_limit(struct vr_limits *all, const char *arg);
+
+#endif /* VRAMCTL_CLI_OPTIONS_H */

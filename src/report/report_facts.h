@@ -1,0 +1,69 @@
+/*
+ * report_facts.h - what the run's report says, drawn from the members'
+ * records (report_facts.c): how each member ended, the devices' sums,
+ * the blocks held at exit and their call sites. Both formatters
+ * (report_text.c, report_json.c) read the run through these.
+ */
+#ifndef VRAMCTL_REPORT_REPORT_FACTS_H
+#define VRAMCTL_REPORT_REPORT_FACTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/record.h"
+#include "report/members.h"
+#include "report/symbols.h"
+
+/* The run as the formatters see it (report.c fills it from its state). */
+struct rep_view {
+	const char *command;   /* the command line, words joined by spaces */
+	uint64_t t0;           /* when the run started (CLOCK_MONOTONIC, ns) */
+	struct rep_members ms; /* every member's record */
+};
+
+/* How a member ended. */
+enum end_kind { END_EXIT, END_SIGNAL, END_EXITED, END_RUNNING, END_VANISHED };
+
+struct ending {
+	enum end_kind kind;
+	int code; /* exit status or signal */
+	char text[160];
+};
+
+/* One device of the run: its cap and the members' sums. */
+struct devsum {
+	int used;
+	unsigned char uuid[16];
+	uint64_t cap, peak, denials, denied_max, denied_need, spilled_peak;
+	int peak_exact; /* the registry's group peak (else: the largest member peak) */
+};
+
+/* Fills e with how member m ended (a sentence in e->text). */
+void rep_how_ended(const struct rep_member *m, struct ending *e);
+/* The JSON key of an end_kind ("exit", "signal", ...). */
+const char *rep_end_key(enum end_kind k);
+
+/* A device's UUID as "GPU-..." text. */
+void rep_uuid_text(const unsigned char *u, char *out, size_t len);
+/* The smallest cap in whole MiB that holds bytes. */
+uint64_t rep_right_size(uint64_t bytes);
+
+/* An allocation kind's name ("linear", "vmm", ...; "?" when unknown). */
+const char *rep_kind_name(int k);
+/* The member's held blocks, largest first (malloc'ed copy; NULL and *n 0
+ * when there are none or memory ran out). */
+struct vr_rec_leak *rep_sorted_leaks(const struct vr_rec_hdr *h, uint32_t *n);
+/* The frameworks of the bits in fw, comma-separated, into buf. Returns buf. */
+const char *rep_framework_names(uint32_t fw, char *buf, size_t len);
+/* A call site's frames, symbolised (paths: each frame's module). Returns
+ * the frame count. */
+int rep_site_frames(struct rep_symbols *sy, const struct vr_rec_hdr *h, uint32_t site1,
+                    struct rep_frame *out, char paths[][256]);
+/* One frame as text: "function (file:line)", "function (module)" or
+ * "module+0xOFFSET". */
+void rep_frame_text(const struct rep_frame *f, char *buf, size_t len);
+
+/* Seconds from the run's start to t (0 before it). */
+double rep_secs(const struct rep_view *r, uint64_t t);
+
+#endif /* VRAMCTL_REPORT_REPORT_FACTS_H */

@@ -1,0 +1,152 @@
+/*
+ * report_text.c - the run's report as text (report_text.h).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/exit.h"
+#include "common/size.h"
+#include "common/text.h"
+#include "report/report_text.h"
+
+#define TEXT_LEAKS  20 /* blocks listed per member and device in the text */
+#define TEXT_FRAMES 6
+
+void rep_text_report(const struct rep_view *r, FILE *f, const struct devsum *ds, int child_rc,
+                     uint64_t t_end, struct rep_symbols *sy)
+{
+	char a[32], b[32], c[32], uu[48];
+	size_t clen = 4 * strlen(r->command) + 1;
+	char *head = malloc(clen);
+	fprintf(f, "vramctl report: %s (%s %d) ran %.2f s\n",
+	        head ? vr_text_escape(head, clen, r->command) : "?",
+	        child_rc >= VR_EXIT_SIGNAL ? "died, status" : "exit status", child_rc,
+	        rep_secs(r, t_end));
+	free(head);
+	if (r->ms.n == 0)
+		fprintf(f, "  no process of the run used a GPU under vramctl\n");
+	for (int d = 0; d < VR_REC_DEVS; d++) {
+		if (!ds[d].used)
+			continue;
+		rep_uuid_text(ds[d].uuid, uu, sizeof uu);
+		fprintf(f, "GPU %d (%s): cap %s; the group's peak %s%s\n", d, uu,
+		        ds[d].cap == UINT64_MAX ? "none" : vr_format_size(ds[d].cap, a, sizeof a),
+		        vr_format_size(ds[d].peak, b, sizeof b),
+		        ds[d].peak_exact ? "" : " (the largest member's; the group's is unknown)");
+		uint64_t rs = rep_right_size(ds[d].peak);
+		fprintf(f, "  right size: --limit %d=%" PRIu64 "M holds what this run used\n", d,
+		        rs >> 20);
+		if (ds[d].denials)
+			fprintf(f,
+			        "  %" PRIu64
+			        " request%s refused (the largest %s); to grant %s too, "
+			        "the cap must be at least %s (--limit %d=%" PRIu64 "M)\n",
+			        ds[d].denials, ds[d].denials == 1 ? " was" : "s were",
+			        vr_format_size(ds[d].denied_max, a, sizeof a),
+			        ds[d].denials == 1 ? "it" : "them",
+			        vr_format_size(ds[d].denied_need, c, sizeof c), d,
+			        rep_right_size(ds[d].denied_need) >> 20);
+		if (ds[d].spilled_peak)
+			fprintf(f, "  spilled to host memory: peak %s\n",
+			        vr_format_size(ds[d].spilled_peak, a, sizeof a));
+	}
+	for (int i = 0; i < r->ms.n; i++) {
+		const struct rep_member *m = &r->ms.v[i];
+		const struct vr_rec_hdr *h = m->h;
+		struct ending e;
+		char fw[64];
+		rep_how_ended(m, &e);
+		char cmd[4 * sizeof h->command + 1];
+		vr_text_escape(cmd, sizeof cmd, h->command); /* the process's own text */
+		fprintf(f, "process %d %s: %s\n", h->pid, cmd, e.text);
+		uint32_t nl = 0;
+		struct vr_rec_leak *lk = rep_sorted_leaks(h, &nl);
+		int cache = h->frameworks != 0;
+		for (int d = 0; d < VR_REC_DEVS; d++) {
+			const struct vr_rec_dev *x = &h->dev[d];
+			if (!x->used)
+				continue;
+			fprintf(f,
+			        "  GPU %d: peak %s at %.2f s; %" PRIu64 " allocation%s, %" PRIu64
+			        " free%s",
+			        d, vr_format_size(x->peak, a, sizeof a), rep_secs(r, x->peak_ns),
+			        x->allocs, x->allocs == 1 ? "" : "s", x->frees,
+			        x->frees == 1 ? "" : "s");
+			if (x->denials)
+				fprintf(f, "; %" PRIu64 " denied (the largest %s)", x->denials,
+				        vr_format_size(x->denied_max, b, sizeof b));
+			fputc('\n', f);
+			if (x->spilled_peak)
+				fprintf(f, "    spilled to host memory: peak %s, %s at the end\n",
+				        vr_format_size(x->spilled_peak, a, sizeof a),
+				        vr_format_size(x->spilled, b, sizeof b));
+			if (h->end != VR_REC_EXITED) {
+				if (x->in_use)
+					fprintf(f,
+					        "    held %s when it ended (blocks not listed: its "
+					        "exit "
+					        "handlers did not run)\n",
+					        vr_format_size(x->in_use, a, sizeof a));
+				continue;
+			}
+			uint64_t listed = 0, count = 0;
+			for (uint32_t k = 0; k < nl; k++)
+				if (lk[k].dev == d && lk[k].kind != VR_KIND_HOST) {
+					listed += lk[k].bytes;
+					count++;
+				}
+			if (count)
+				fprintf(f,
+				        "    still allocated at exit: %" PRIu64 " block%s, %s%s\n",
+				        count, count == 1 ? "" : "s",
+				        vr_format_size(listed, a, sizeof a),
+				        cache ? "" : " (leaks, largest first)");
+			if (count && cache)
+				fprintf(f,
+				        "    (%s loaded: its caching allocator keeps freed blocks "
+				        "until exit; a cache, not a leak)\n",
+				        rep_framework_names(h->frameworks, fw, sizeof fw));
+			uint64_t shown = 0;
+			for (uint32_t k = 0; k < nl && shown < TEXT_LEAKS; k++) {
+				if (lk[k].dev != d || lk[k].kind == VR_KIND_HOST)
+					continue;
+				shown++;
+				struct rep_frame fr[VR_REC_FRAMES];
+				char paths[VR_REC_FRAMES][256], ft[512];
+				int nf = rep_site_frames(sy, h, lk[k].site, fr, paths);
+				fprintf(f, "      %10s  %-*s",
+				        vr_format_size(lk[k].bytes, a, sizeof a), nf ? 12 : 0,
+				        rep_kind_name(lk[k].kind));
+				for (int j = 0; j < nf && j < TEXT_FRAMES; j++) {
+					rep_frame_text(&fr[j], ft, sizeof ft);
+					fprintf(f, "%s%s",
+					        j ? "\n                                  by "
+					          : "  at ",
+					        ft);
+				}
+				fputc('\n', f);
+			}
+			if (count > shown)
+				fprintf(f, "      ... and %" PRIu64 " more block%s\n",
+				        count - shown, count - shown == 1 ? "" : "s");
+			if (x->in_use > listed)
+				fprintf(
+				    f,
+				    "    held in stream-ordered memory pools at exit: %s (a cache, "
+				    "not a leak)\n",
+				    vr_format_size(x->in_use - listed, a, sizeof a));
+		}
+		if (h->leaks_more_count)
+			fprintf(f, "  %" PRIu64 " more blocks (%s) not itemised\n",
+			        h->leaks_more_count,
+			        vr_format_size(h->leaks_more_bytes, a, sizeof a));
+		if (h->pinned_peak)
+			fprintf(f, "  pinned host memory: peak %s, %s at %s\n",
+			        vr_format_size(h->pinned_peak, a, sizeof a),
+			        vr_format_size(h->pinned, b, sizeof b),
+			        h->end == VR_REC_EXITED ? "exit" : "the end");
+		free(lk);
+	}
+}
