@@ -67,6 +67,10 @@ done
 grep -q '^ /etc/vramctl/vramctl.conf ' "$R/var/lib/dpkg/status" ||
 	fail "/etc/vramctl/vramctl.conf is not a conffile"
 
+# The library's path that vramctl(1) gives for LD_PRELOAD is the package's.
+named=$(sed -n 's/^LD_PRELOAD=\([^ ]*\) .*/\1/p' "$VR_SRC/man/vramctl.1" | sed 's/\\-/-/g; s/x86_64-linux-gnu/'"$triplet"'/')
+[ -n "$named" ] && [ -e "$R/$named" ] || fail "vramctl(1) names LD_PRELOAD=$named, not in the package"
+
 X=$R/usr/bin/vramctl
 unset VRAMCTL_LIBRARY
 [ "$("$X" --version)" = "vramctl $version" ] || fail "vramctl --version: $("$X" --version)"
