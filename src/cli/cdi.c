@@ -338,11 +338,58 @@ static int string_option(int c, const char *v, const struct str_opt *opts, size_
 	return 0;
 }
 
-/* Writes the spec to path whole (a temporary file renamed over it), so a
- * runtime reading the spec directory never sees half of it. */
-static int write_file(const char *path, const struct spec *s, int yaml)
+/*
+ * The file --output writes: path itself when it is a regular file or does
+ * not exist; through a symlink, the regular file it names (the symlink
+ * stays). Anything else (a device node, a FIFO, a directory, a symlink to
+ * one or to nothing) is refused with one line: writing beside it and
+ * renaming would replace it with a regular file. Returns 0 with the file's
+ * name in out, or -1.
+ */
+static int output_target(const char *path, char *out, size_t len)
 {
-	char tmp[PATH_MAX];
+	struct stat st;
+	if (lstat(path, &st) != 0) {
+		if (errno != ENOENT) {
+			fprintf(stderr, "vramctl: cannot write %s: %s\n", path, strerror(errno));
+			return -1;
+		}
+		return snprintf(out, len, "%s", path) < (int)len ? 0 : -1;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		char *real = realpath(path, NULL);
+		if (!real || stat(real, &st) != 0 || !S_ISREG(st.st_mode)) {
+			fprintf(stderr,
+			        "vramctl: --output %s: a symlink to %s, not to a regular file: "
+			        "refused\n",
+			        path, real ? real : "nothing");
+			free(real);
+			return -1;
+		}
+		int n = snprintf(out, len, "%s", real);
+		free(real);
+		return n < (int)len ? 0 : -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		fprintf(stderr, "vramctl: --output %s: not a regular file (%s): refused\n", path,
+		        S_ISDIR(st.st_mode)    ? "a directory"
+		        : S_ISCHR(st.st_mode)  ? "a character device"
+		        : S_ISBLK(st.st_mode)  ? "a block device"
+		        : S_ISFIFO(st.st_mode) ? "a FIFO"
+		                               : "a socket");
+		return -1;
+	}
+	return snprintf(out, len, "%s", path) < (int)len ? 0 : -1;
+}
+
+/* Writes the spec to path whole (a temporary file renamed over it), so a
+ * runtime reading the spec directory never sees half of it; never over
+ * anything but a regular file (output_target). */
+static int write_file(const char *out, const struct spec *s, int yaml)
+{
+	char tmp[PATH_MAX], path[PATH_MAX];
+	if (output_target(out, path, sizeof path) != 0)
+		return -1;
 	if (snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= (int)sizeof tmp) {
 		fprintf(stderr, "vramctl: --output '%s': path too long\n", path);
 		return -1;

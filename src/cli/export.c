@@ -8,7 +8,11 @@
  * is dropped after IDLE_S seconds, and one that has not finished sending a
  * request REQUEST_S seconds after it connected or was last answered (one
  * byte now and then resets libmicrohttpd's idle timer: slow-loris) is shut
- * down by the main thread's watchdog.
+ * down by the main thread's watchdog. Clients that reopen every connection
+ * closed on them never fill the slots either: when a connection opens with
+ * fewer than SPARE_CONNS slots left, the one waiting longest (connected or
+ * last answered) is shut down at once, so a scrape always finds a slot and
+ * is answered before churning clients can push it out.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -44,6 +48,7 @@ typedef enum MHD_Result mhd_result;
 #define IDLE_S      5u
 #define REQUEST_S   5
 #define MAX_CONNS   512u
+#define SPARE_CONNS 32u        /* slots kept free for a new scrape */
 #define WATCH_EVERY 250000000L /* ns */
 
 /* A connection the watchdog keeps an eye on (its socket context). */
@@ -57,7 +62,20 @@ struct exporter {
 	struct mon_sources src;
 	pthread_mutex_t lock; /* the list; held by notify() while a socket closes */
 	struct conn *conns;
+	unsigned nconns, limit; /* open, and libmicrohttpd's limit */
 };
+
+/* Shuts down the connection waiting longest (the list's newest are first).
+ * Called with the lock held. */
+static void drop_oldest(struct exporter *x)
+{
+	struct conn *old = NULL;
+	for (struct conn *k = x->conns; k; k = k->next)
+		if (!old || k->since <= old->since)
+			old = k;
+	if (old)
+		shutdown(old->fd, SHUT_RDWR);
+}
 
 static time_t now_s(void)
 {
@@ -79,6 +97,8 @@ static void notify(void *cls, struct MHD_Connection *c, void **socket_context,
 		    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 		k = ci ? calloc(1, sizeof(*k)) : NULL;
 		if (k) {
+			if (++x->nconns + SPARE_CONNS > x->limit)
+				drop_oldest(x);
 			k->fd = ci->connect_fd;
 			k->since = now_s();
 			k->next = x->conns;
@@ -89,6 +109,7 @@ static void notify(void *cls, struct MHD_Connection *c, void **socket_context,
 		}
 		*socket_context = k;
 	} else if (k) {
+		x->nconns--;
 		*k->prev = k->next;
 		if (k->next)
 			k->next->prev = k->prev;
@@ -300,7 +321,7 @@ int cmd_export(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, &old);
 
 	char nverr[256] = "";
-	struct exporter x = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	struct exporter x = {.lock = PTHREAD_MUTEX_INITIALIZER, .limit = conn_limit()};
 	mon_nvml_open(NULL, &x.src.nvml, nverr, sizeof(nverr));
 	x.src.nvml_error = nverr;
 	x.src.registry_dir = registry;
@@ -310,7 +331,7 @@ int cmd_export(int argc, char **argv)
 		flags |= MHD_USE_IPv6;
 	struct MHD_Daemon *d = MHD_start_daemon(
 	    flags, 0, NULL, NULL, handle, &x, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-	    MHD_OPTION_CONNECTION_TIMEOUT, IDLE_S, MHD_OPTION_CONNECTION_LIMIT, conn_limit(),
+	    MHD_OPTION_CONNECTION_TIMEOUT, IDLE_S, MHD_OPTION_CONNECTION_LIMIT, x.limit,
 	    MHD_OPTION_NOTIFY_CONNECTION, notify, &x, MHD_OPTION_END);
 	if (!d) {
 		fprintf(stderr, "vramctl: export: cannot listen on %s: %s\n", listen,

@@ -67,6 +67,18 @@ int cmd_plot(int argc, char **argv)
 		fprintf(stderr, "vramctl: plot: %s\n", err);
 		return VR_EXIT_ERROR;
 	}
+	if (t.cut_line > 0)
+		fprintf(
+		    stderr,
+		    "vramctl: plot: %s ends early, after line %ld: a trace cut short; drawing what "
+		    "it holds\n",
+		    in, t.cut_line);
+	if (t.skipped > 0)
+		fprintf(
+		    stderr,
+		    "vramctl: plot: %s: %zu event%s skipped (a time, size or PID that no trace of "
+		    "vramctl holds: not finite, negative or absurd, or past %d processes)\n",
+		    in, t.skipped, t.skipped == 1 ? "" : "s", PL_MAX_PROCS);
 	int rc = pl_draw(&t, out, err, sizeof err);
 	pl_free(&t);
 	/* cairo's and fontconfig's caches, released so that leak checkers see

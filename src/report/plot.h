@@ -8,7 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PL_MAX_DEVS 16
+#define PL_MAX_DEVS  16
+#define PL_MAX_PROCS 4096 /* processes kept from one trace; later ones are skipped */
 
 struct pl_series {
 	long pid;
@@ -32,14 +33,20 @@ struct pl_trace {
 	struct pl_series cap[PL_MAX_DEVS];
 	char dev_label[PL_MAX_DEVS][96];
 	struct pl_series *procs; /* per process and device */
-	size_t nprocs;
+	size_t nprocs, procs_cap;
 	struct pl_mark *marks;
 	size_t nmarks, mark_cap;
 	size_t events;
+	size_t skipped; /* events whose values no trace of vramctl holds (not finite, absurd) */
+	long cut_line;  /* >0: the trace ends early after this many whole lines (its writer was
+	                   killed) */
 };
 
 /* Reads a trace (streamed line by line when it is vramctl's own layout,
- * else parsed whole). Returns 0, or -1 with a one-line reason in err. */
+ * else parsed whole). Returns 0, or -1 with a one-line reason in err. A
+ * trace cut short is read up to its cut (t->cut_line says where); events
+ * with absurd values are skipped and counted (t->skipped). Ends in time and
+ * memory bounded by the file's size on any input. */
 int pl_read(const char *path, struct pl_trace *t, char *err, size_t errlen);
 void pl_free(struct pl_trace *t);
 /* Draws it to out (.svg or .png). Returns 0, or -1 with a reason. */

@@ -8,11 +8,16 @@
  *
  * A million points are drawn as one pixel column at a time (the value
  * entering the column, its minimum, maximum and last value), so the path
- * stays as wide as the picture whatever the trace's length.
+ * stays as wide as the picture whatever the trace's length. Marks are drawn
+ * once per pixel column and kind, and at most PL_DRAW_PROCS processes a
+ * device (those with the highest peaks): what is drawn, and the time and
+ * memory it takes, are bounded by the picture, not by the trace.
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cairo.h>
 #include <cairo-svg.h>
@@ -22,13 +27,14 @@
 #include "common/text.h"
 #include "report/plot.h"
 
-#define W       1200.0
-#define PANEL_H 380.0
-#define TITLE_H 56.0
-#define LEFT    96.0
-#define RIGHT   300.0
-#define TOP_PAD 34.0
-#define BOTTOM  56.0
+#define W             1200.0
+#define PANEL_H       380.0
+#define TITLE_H       56.0
+#define LEFT          96.0
+#define RIGHT         300.0
+#define TOP_PAD       34.0
+#define BOTTOM        56.0
+#define PL_DRAW_PROCS 32 /* process lines drawn a device */
 
 struct rgb {
 	double r, g, b;
@@ -207,7 +213,81 @@ static void legend_mark(cairo_t *cr, double x, double *y, int spill, int n, cons
 	*y += 20;
 }
 
-static void draw_device(cairo_t *cr, const struct pl_trace *t, int d, double top)
+static double series_peak(const struct pl_series *s)
+{
+	double peak = 0;
+	for (size_t i = 0; i < s->n; i++)
+		peak = fmax(peak, s->v[i]);
+	return peak;
+}
+
+struct ranked {
+	size_t k;
+	double peak;
+};
+
+static int by_peak(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+	return x->peak < y->peak ? 1 : x->peak > y->peak ? -1 : (x->k > y->k) - (x->k < y->k);
+}
+
+/*
+ * Marks in drawn[k] (k < t->nprocs) the processes of device d to draw: all
+ * of them up to PL_DRAW_PROCS, else the PL_DRAW_PROCS with the highest
+ * peaks. Returns how many processes device d has.
+ */
+static size_t pick_procs(const struct pl_trace *t, int d, unsigned char *drawn)
+{
+	size_t n = 0;
+	for (size_t k = 0; k < t->nprocs; k++)
+		n += t->procs[k].dev == d;
+	struct ranked *r = n > PL_DRAW_PROCS ? malloc(n * sizeof *r) : NULL;
+	if (!r) {
+		/* Few enough (or no memory to rank them): the first ones. */
+		size_t m = 0;
+		for (size_t k = 0; k < t->nprocs; k++)
+			drawn[k] = t->procs[k].dev == d && m++ < PL_DRAW_PROCS;
+		return n;
+	}
+	size_t m = 0;
+	for (size_t k = 0; k < t->nprocs; k++) {
+		drawn[k] = 0;
+		if (t->procs[k].dev == d)
+			r[m++] = (struct ranked){.k = k, .peak = series_peak(&t->procs[k])};
+	}
+	qsort(r, m, sizeof *r, by_peak);
+	for (size_t i = 0; i < PL_DRAW_PROCS; i++)
+		drawn[r[i].k] = 1;
+	free(r);
+	return n;
+}
+
+/* The marks of device d, one per pixel column and kind, kept inside the
+ * plot's width (a denial at the last instant is drawn whole). */
+static void draw_marks(cairo_t *cr, const struct pl_trace *t, int d, const struct panel *p)
+{
+	unsigned char seen[2][(int)W + 1];
+	memset(seen, 0, sizeof seen);
+	for (size_t i = 0; i < t->nmarks; i++) {
+		const struct pl_mark *m = &t->marks[i];
+		if (m->dev != d)
+			continue;
+		double x = fmin(fmax(px(p, m->t), p->x0 + 6), p->x0 + p->w - 6);
+		int col = (int)x;
+		if (col < 0 || col > (int)W || seen[m->spill][col])
+			continue;
+		seen[m->spill][col] = 1;
+		color(cr, m->spill ? c_spill : c_cap);
+		if (m->spill)
+			diamond(cr, x, p->y0);
+		else
+			triangle(cr, x, p->y0);
+	}
+}
+
+static void draw_device(cairo_t *cr, const struct pl_trace *t, int d, double top,
+                        unsigned char *drawn)
 {
 	const struct pl_series *g = &t->group[d], *cap = &t->cap[d];
 	double capv = cap->n ? cap->v[cap->n - 1] : 0, peak = 0, tpeak = 0, ymax = capv;
@@ -216,10 +296,10 @@ static void draw_device(cairo_t *cr, const struct pl_trace *t, int d, double top
 			peak = g->v[i];
 			tpeak = g->t[i];
 		}
+	size_t nprocs = pick_procs(t, d, drawn);
 	for (size_t k = 0; k < t->nprocs; k++)
-		if (t->procs[k].dev == d)
-			for (size_t i = 0; i < t->procs[k].n; i++)
-				ymax = fmax(ymax, t->procs[k].v[i]);
+		if (drawn[k])
+			ymax = fmax(ymax, series_peak(&t->procs[k]));
 	ymax = fmax(fmax(ymax, peak), 1024.0 * 1024) * 1.12;
 	struct panel p = {.x0 = LEFT,
 	                  .y0 = top + TOP_PAD,
@@ -245,7 +325,7 @@ static void draw_device(cairo_t *cr, const struct pl_trace *t, int d, double top
 	step_line(cr, &p, g);
 	int pi = 0;
 	for (size_t k = 0; k < t->nprocs; k++) {
-		if (t->procs[k].dev != d)
+		if (!drawn[k])
 			continue;
 		color(cr, palette[pi++ % (int)VR_ARRAY_LEN(palette)]);
 		cairo_set_line_width(cr, 1.5);
@@ -261,19 +341,11 @@ static void draw_device(cairo_t *cr, const struct pl_trace *t, int d, double top
 		cairo_stroke(cr);
 		cairo_set_dash(cr, NULL, 0, 0);
 	}
-	for (size_t i = 0; i < t->nmarks; i++) {
-		if (t->marks[i].dev != d)
-			continue;
-		color(cr, t->marks[i].spill ? c_spill : c_cap);
-		if (t->marks[i].spill)
-			diamond(cr, px(&p, t->marks[i].t), p.y0);
-		else
-			triangle(cr, px(&p, t->marks[i].t), p.y0);
-	}
 	color(cr, c_peak);
 	cairo_arc(cr, px(&p, tpeak), py(&p, peak), 6, 0, 2 * M_PI);
 	cairo_fill(cr);
 	cairo_restore(cr);
+	draw_marks(cr, t, d, &p);
 	char a[32], buf[96];
 	color(cr, c_text);
 	cairo_set_font_size(cr, 12);
@@ -292,15 +364,11 @@ static void draw_device(cairo_t *cr, const struct pl_trace *t, int d, double top
 		legend_line(cr, lxl, &y, c_cap, 2, 1, buf);
 	}
 	pi = 0;
-	int shown = 0, more = 0;
-	for (size_t k = 0; k < t->nprocs; k++) {
-		if (t->procs[k].dev != d)
+	size_t shown = 0;
+	for (size_t k = 0; k < t->nprocs && shown < 8; k++) {
+		if (!drawn[k])
 			continue;
 		struct rgb c = palette[pi++ % (int)VR_ARRAY_LEN(palette)];
-		if (shown >= 8) {
-			more++;
-			continue;
-		}
 		/* "PID /long/path/cmd args": the PID, the command's name, its args. */
 		const char *lab = t->procs[k].label, *sp = strchr(lab, ' ');
 		size_t nl = 0;
@@ -310,8 +378,8 @@ static void draw_device(cairo_t *cr, const struct pl_trace *t, int d, double top
 		legend_line(cr, lxl, &y, c, 1.5, 0, buf);
 		shown++;
 	}
-	if (more) {
-		snprintf(buf, sizeof buf, "and %d more processes", more);
+	if (nprocs > shown) {
+		snprintf(buf, sizeof buf, "and %zu more processes", nprocs - shown);
 		color(cr, c_text);
 		text_at(cr, lxl + 36, y, buf, 0);
 		y += 20;
@@ -342,8 +410,8 @@ int pl_draw(const struct pl_trace *t, const char *out, char *err, size_t errlen)
 	}
 	double h = TITLE_H + PANEL_H * (ndev ? ndev : 1);
 	size_t len = strlen(out);
-	int svg = len > 4 && !strcmp(out + len - 4, ".svg");
-	int png = len > 4 && !strcmp(out + len - 4, ".png");
+	int svg = len > 4 && !strcasecmp(out + len - 4, ".svg");
+	int png = len > 4 && !strcasecmp(out + len - 4, ".png");
 	if (!svg && !png) {
 		vr_seterr(err, errlen, "-o %s: the picture's name must end in .svg or .png", out);
 		return -1;
@@ -353,6 +421,12 @@ int pl_draw(const struct pl_trace *t, const char *out, char *err, size_t errlen)
 	if (cairo_surface_status(s) != CAIRO_STATUS_SUCCESS) {
 		vr_seterr(err, errlen, "cannot write %s: %s", out,
 		          cairo_status_to_string(cairo_surface_status(s)));
+		cairo_surface_destroy(s);
+		return -1;
+	}
+	unsigned char *drawn = calloc(t->nprocs + 1, 1);
+	if (!drawn) {
+		vr_seterr(err, errlen, "out of memory");
 		cairo_surface_destroy(s);
 		return -1;
 	}
@@ -375,8 +449,9 @@ int pl_draw(const struct pl_trace *t, const char *out, char *err, size_t errlen)
 	text_at(cr, 20, 34, title, 0);
 	cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
 	for (int i = 0; i < ndev; i++)
-		draw_device(cr, t, devs[i], TITLE_H + PANEL_H * i);
+		draw_device(cr, t, devs[i], TITLE_H + PANEL_H * i, drawn);
 	cairo_destroy(cr);
+	free(drawn);
 	int rc = 0;
 	if (png && cairo_surface_write_to_png(s, out) != CAIRO_STATUS_SUCCESS) {
 		vr_seterr(err, errlen, "cannot write %s", out);

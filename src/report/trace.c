@@ -17,7 +17,12 @@
  *
  * Bounded on disk by rotation: when FILE reaches half the bound it is
  * closed as a complete document, renamed FILE.1 (replacing an older one),
- * and FILE starts again with the names and current counters.
+ * and FILE starts again with the names and current counters. Only a
+ * regular file rotates, under its real name (a symlink to it stays a
+ * symlink to the new file); a device, a FIFO or a terminal (/dev/null,
+ * /dev/stdout) holds nothing on disk and is never renamed or replaced. A
+ * file replaced by another between two rotations is not touched: the trace
+ * ends there, said as a failed write.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
@@ -37,6 +43,9 @@ struct rep_trace {
 	char *command;
 	uint64_t max, written, t0;
 	int first, failed, rotations;
+	int rotates;    /* a regular file: rotated at the bound */
+	dev_t file_dev; /* the file rotation may rename: this one, no other */
+	ino_t file_ino;
 	uint64_t group[VR_REC_DEVS];
 	uint64_t cap[VR_REC_DEVS];
 	int dev_seen[VR_REC_DEVS];
@@ -167,22 +176,62 @@ static int finish_file(struct rep_trace *t)
 	return t->failed ? -1 : 0;
 }
 
+/* Whether path names the regular file open as f, and not another. */
+static int still_ours(struct rep_trace *t)
+{
+	struct stat st;
+	return lstat(t->path, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == t->file_dev &&
+	       st.st_ino == t->file_ino;
+}
+
+/* Makes t->path the file itself (a symlink's target) and says whether it
+ * rotates: a regular file does; anything else is written in place. */
+static void take_file(struct rep_trace *t, int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+		return;
+	char *real = realpath(t->path, NULL);
+	if (real) {
+		free(t->path);
+		t->path = real;
+	}
+	t->file_dev = st.st_dev;
+	t->file_ino = st.st_ino;
+	t->rotates = still_ours(t);
+}
+
 /* FILE is full: it becomes FILE.1, FILE starts again. */
 static void rotate(struct rep_trace *t)
 {
 	char old[4096];
+	int ours = still_ours(t);
 	if (finish_file(t) != 0)
 		return;
+	if (!ours) {
+		t->failed = 1;
+		return;
+	}
 	snprintf(old, sizeof old, "%s.1", t->path);
 	if (rename(t->path, old) != 0) {
 		t->failed = 1;
 		return;
 	}
-	t->f = fopen(t->path, "we");
-	if (!t->f) {
+	/* A new file, never one someone put there since the rename. */
+	int fd = open(t->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	struct stat st;
+	t->f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!t->f || fstat(fd, &st) != 0) {
+		if (t->f)
+			fclose(t->f);
+		else if (fd >= 0)
+			close(fd);
+		t->f = NULL;
 		t->failed = 1;
 		return;
 	}
+	t->file_dev = st.st_dev;
+	t->file_ino = st.st_ino;
 	t->rotations++;
 	header(t);
 	for (int d = 0; d < VR_REC_DEVS; d++) {
@@ -219,6 +268,7 @@ struct rep_trace *rep_trace_new(int fd, const char *path, uint64_t max, uint64_t
 		free(t);
 		return NULL;
 	}
+	take_file(t, fd);
 	t->max = max;
 	t->t0 = t0;
 	t->last_ts = t0;
@@ -369,7 +419,7 @@ int rep_trace_drain(struct rep_trace *t, struct rep_members *ms, uint64_t now)
 		qsort(b, n, sizeof *b, by_time);
 	for (size_t i = 0; i < n; i++) {
 		emit(t, b[i].m, &b[i].ev);
-		if (t->max && t->written >= t->max / 2 && t->f)
+		if (t->max && t->rotates && t->written >= t->max / 2 && t->f)
 			rotate(t);
 		if (!t->f)
 			break;

@@ -78,6 +78,32 @@ expect_rc 0 $? "--output"
 cmp -s "$TMPDIR/out.json" <("$V" cdi generate --books "$books" --limit 2G) || fail "--output differs from standard output"
 [ "$(stat -c %a "$TMPDIR/out.json")" = 644 ] || fail "--output: mode $(stat -c %a "$TMPDIR/out.json")"
 ls "$TMPDIR" | grep -q 'out.json.' && fail "--output left a temporary file"
+# Through a symlink, the file it names is written and the symlink stays.
+ln -s out.json "$TMPDIR/link.json"
+"$V" cdi generate --books "$books" --limit 3G --output "$TMPDIR/link.json"
+expect_rc 0 $? "--output through a symlink"
+[ -L "$TMPDIR/link.json" ] || fail "--output replaced the symlink with a file"
+grep -q '3221225472\|3G' "$TMPDIR/out.json" || fail "--output did not write through the symlink"
+# Never over what is not a regular file (it once replaced /dev/full with a
+# file): a FIFO, a device node (as root), a directory, symlinks to them.
+mkfifo "$TMPDIR/fifo"
+ln -s fifo "$TMPDIR/fifo.link"
+ln -s nothing "$TMPDIR/dangling.link"
+mkdir "$TMPDIR/dir"
+targets="fifo fifo.link dangling.link dir"
+if [ "$(id -u)" = 0 ] && mknod "$TMPDIR/full" c 1 7 2>/dev/null; then
+	ln -s full "$TMPDIR/full.link"
+	targets="$targets full full.link"
+fi
+for t in $targets; do
+	before=$(stat -c %F "$TMPDIR/$t")
+	"$V" cdi generate --books "$books" --limit 2G --output "$TMPDIR/$t" 2>"$TMPDIR/err"
+	expect_rc 125 $? "--output $t ($before)"
+	expect_grep "refused" "$TMPDIR/err" "--output $t"
+	[ "$(wc -l <"$TMPDIR/err")" = 1 ] || fail "--output $t: more than one line"
+	[ "$(stat -c %F "$TMPDIR/$t")" = "$before" ] || fail "--output replaced $t ($before)"
+done
+ls "$TMPDIR" | grep -q '\.[A-Za-z0-9]\{6\}$' && fail "--output left a temporary file: $(ls "$TMPDIR")"
 
 # Bad arguments: 125, one message naming the bad text, nothing written.
 bad() { # bad NEEDLE ARGS...

@@ -29,6 +29,20 @@ mkdir -m 0700 "$W/home" "$W/home/sim"
 chown -R "$vi" "$W/home"
 vuid=$(id -u "$vi")
 
+# The victim runs a copy of what `run` needs (the program, the library, its
+# helpers, the simulated driver) in the test's own directory: the build
+# itself may be out of its reach (a clone in root's home, mode 0700).
+B=$W/build
+mkdir -p "$B/sim"
+cp -a "$VR_BUILD/vramctl" "$VR_BUILD/libvramctl.so" "$VR_BUILD/ld.so.preload" "$VR_BUILD/libexec" "$B/"
+cp -a "$VR_BUILD"/sim/lib*.so* "$B/sim/"
+V=$B/vramctl
+LD_LIBRARY_PATH=${LD_LIBRARY_PATH//"$VR_BUILD/sim"/$B/sim}
+runuser -u "$vi" -- test -x "$V" || fail "the victim cannot reach the copy in $B"
+# A wait on a fifo that nobody will open ends with a failure, not never.
+fifo_read() { timeout 30 sh -c 'read -r _ <"$1"' _ "$1" || fail "nothing came through $1 in 30 s"; }
+fifo_write() { timeout 30 sh -c 'echo >"$1"' _ "$1" || fail "nobody read $1 in 30 s"; }
+
 # The victim, with no XDG_RUNTIME_DIR and no VRAMCTL_REGISTRY_DIR.
 as_victim() {
 	(cd "$W/home" && runuser -u "$vi" -- env -i PATH="$PATH" HOME="$W/home" \
@@ -52,7 +66,7 @@ mkfifo "$W/ready" "$W/release"
 chmod 0666 "$W/ready" "$W/release"
 as_victim "$V" run --group held --limit 1G -- sh -c "echo up >$W/ready; read -r _ <$W/release" &
 holder=$!
-read -r _ <"$W/ready"
+fifo_read "$W/ready"
 ls "$fallback" | grep -qx held.vrg || fail "the group is not in $fallback: $(ls -la "$fallback")"
 as_victim "$V" status --json >status.json 2>&1
 expect_grep '"name": "held"' status.json "status of the victim sees the group"
@@ -61,7 +75,7 @@ rmdir "/tmp/vramctl-$vuid"
 as_victim "$V" run --group held --limit 2G -- true 2>err
 expect_rc 0 $? "joining the held group after the squat is gone"
 expect_grep "group's cap applies" err "the joiner found the same group"
-echo >"$W/release"
+fifo_write "$W/release"
 wait "$holder"
 expect_rc 0 $? "the holder"
 

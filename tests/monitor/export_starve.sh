@@ -4,7 +4,7 @@
 # connected on loopback, and closes them itself (before: 64 connection
 # slots, all held, and no scrape answered until they left). Bounded: every
 # scrape under curl -m, every wait a fixed number of rounds; the exporter is
-# stopped at the end.
+# stopped at the end. Then 700 clients reopening every closed connection.
 . "$VR_SRC/tests/monitor/lib.bash"
 command -v curl >/dev/null || skip "curl not installed"
 ulimit -n 4096 2>/dev/null || ulimit -n 1024
@@ -60,6 +60,23 @@ for f in "${idle[@]}" "${loris[@]}"; do
 	exec {f}<&-
 done
 [ "$open" = 0 ] || fail "$open client connections were never closed by the exporter"
+
+# 700 clients that reopen every connection closed on them (more than the
+# exporter's 512 slots): a scrape still finds a slot and is answered at once
+# (before: each waited about 5 s for a slot, until a client's timer ran
+# out). Bounded: the churn ends by itself after 12 s; each scrape has 3 s.
+python3 "$VR_SRC/tests/monitor/churn.py" "$port" 700 12 >"$TMPDIR/churn" &
+churn=$!
+sleep 2
+ok=0
+for round in $(seq 6); do
+	[ "$(curl -s -m 3 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/metrics")" = 200 ] &&
+		ok=$((ok + 1))
+	sleep 1
+done
+wait "$churn"
+[ "$ok" = 6 ] || fail "only $ok of 6 scrapes answered within 3 s while 700 clients churned"
+[ "$(cat "$TMPDIR/churn")" -gt 700 ] || fail "the churning clients were never closed on: $(cat "$TMPDIR/churn")"
 
 kill -TERM "$xpid"
 wait "$xpid"

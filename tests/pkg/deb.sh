@@ -17,7 +17,9 @@ done
 [ "$(id -u)" = 0 ] || { echo "skip: installing into a fresh root needs root"; exit 77; }
 git -C "$VR_SRC" rev-parse --git-dir >/dev/null 2>&1 || { echo "skip: not a git tree"; exit 77; }
 
-make -s -C "$VR_SRC" deb BUILD="$TMPDIR/build" >build.log 2>&1 || {
+# As on a build machine with no driver: neither the simulated driver nor any
+# other libcuda.so.1 on the library path.
+env -u LD_LIBRARY_PATH -u LD_PRELOAD make -s -C "$VR_SRC" deb BUILD="$TMPDIR/build" >build.log 2>&1 || {
 	tail -n 30 build.log
 	fail "make deb failed"
 	finish
@@ -29,6 +31,14 @@ for p in vramctl vramctl-slurm; do
 done
 [ "$(dpkg-deb -f "$deb/vramctl_${version}_amd64.deb" Version)" = "$version" ] ||
 	fail "the package's version is not debian/changelog's"
+
+# The packages never claim the driver's sonames (the simulated driver in
+# vramctl/sim/ is private) and never depend on a driver.
+dpkg-deb -e "$deb/vramctl_${version}_amd64.deb" control
+! grep -qE 'libcuda|libnvidia-ml' control/shlibs 2>/dev/null ||
+	fail "the package's shlibs name the driver's libraries: $(cat control/shlibs)"
+! dpkg-deb -f "$deb/vramctl_${version}_amd64.deb" Depends | grep -qE 'libcuda|nvidia' ||
+	fail "the package depends on a driver: $(dpkg-deb -f "$deb/vramctl_${version}_amd64.deb" Depends)"
 
 lintian -I --pedantic "$deb/vramctl_${version}_amd64.changes" >lintian.out 2>&1
 grep -v 'running with root privileges' lintian.out >lintian.tags
@@ -56,6 +66,10 @@ done
 # conffiles: the admin's files.
 grep -q '^ /etc/vramctl/vramctl.conf ' "$R/var/lib/dpkg/status" ||
 	fail "/etc/vramctl/vramctl.conf is not a conffile"
+
+# The library's path that vramctl(1) gives for LD_PRELOAD is the package's.
+named=$(sed -n 's/^LD_PRELOAD=\([^ ]*\) .*/\1/p' "$VR_SRC/man/vramctl.1" | sed 's/\\-/-/g; s/x86_64-linux-gnu/'"$triplet"'/')
+[ -n "$named" ] && [ -e "$R/$named" ] || fail "vramctl(1) names LD_PRELOAD=$named, not in the package"
 
 X=$R/usr/bin/vramctl
 unset VRAMCTL_LIBRARY

@@ -76,16 +76,57 @@ refused() {
 	expect_rc 125 $? "plot $1 -o $2"
 	expect_grep "$3" err "plot $1 -o $2"
 }
-head -n 5 "$K" >cut.json
 printf 'not json at all\n' >junk.json
 { head -n 3 "$K"; echo ',{"name":'; echo ']}'; } >bad.json
 echo '{"traceEvents":[]}' >empty.json
 refused missing.json x.png "vramctl: plot: cannot read missing.json: No such file or directory"
-refused cut.json x.png "ends early"
 refused junk.json x.png "is not JSON"
+[ "$(wc -l <err)" = 1 ] || fail "garbage input: more than one line: $(cat err)"
+refused /tmp x.png "/tmp is a directory, not a trace"
 refused bad.json x.png "bad.json line 4: not a JSON event"
 refused empty.json x.png "holds no memory counters"
 refused "$K" x.gif "must end in .svg or .png"
 refused "$K" /nonexistent-dir/x.png "cannot write /nonexistent-dir/x.png"
 [ ! -e x.png ] || fail "a picture was written from bad input"
+
+# A trace cut short (its run killed with -9), even mid-line, is drawn up to
+# the cut, and said to be cut.
+for cut in 12 "12 half"; do
+	set -- $cut
+	{ head -n "$1" "$K"; [ -n "${2:-}" ] && sed -n "$(($1 + 1))p" "$K" | head -c 20; } >cut.json
+	"$V" plot cut.json -o cut.png 2>err
+	expect_rc 0 $? "plot of a trace cut at line $cut"
+	expect_grep "cut.json ends early, after line $1: a trace cut short; drawing what it holds" \
+		err "the cut trace's note"
+	[ -s cut.png ] || fail "no picture of the cut trace"
+done
+# The picture's suffix in capitals.
+"$V" plot "$K" -o caps.PNG
+expect_rc 0 $? "plot -o caps.PNG"
+
+# Files others made end in bounded time and memory (tests/report/fuzz_plot.sh
+# fuzzes the reader and the drawing): a time that is not finite (the 92-byte
+# trace that once grew an SVG to 13.6 GB) or absurd is skipped and said.
+refused "$VR_SRC/tests/report/fuzz/ts_inf.json" x.svg \
+	"holds no memory counters that can be drawn (1 skipped: a time, size or PID not finite"
+"$V" plot "$VR_SRC/tests/report/fuzz/huge_values.json" -o huge.svg 2>err
+expect_rc 0 $? "plot of a trace with absurd values beside good ones"
+expect_grep "huge_values.json: 4 events skipped" err "the absurd values' note"
+# A million marks, or thousands of processes, draw a picture whose size is
+# bounded by its width: marks once per pixel column and kind, and at most 32
+# process lines a device (those with the highest peaks).
+awk 'BEGIN {
+	print "{\"traceEvents\":[";
+	print "{\"name\":\"in use\",\"ph\":\"C\",\"pid\":1000000000,\"ts\":0,\"args\":{\"bytes\":1048576}}";
+	for (i = 0; i < 200000; i++)
+		printf ",{\"name\":\"denied\",\"ph\":\"i\",\"pid\":1000000000,\"ts\":%d,\"args\":{\"bytes\":4096}}\n", i;
+	for (i = 0; i < 5000; i++)
+		printf ",{\"name\":\"GPU 0 in use\",\"ph\":\"C\",\"pid\":%d,\"ts\":%d,\"args\":{\"bytes\":%d}}\n", i + 1, i, i * 4096;
+	print "]}" }' >many.json
+"$V" plot many.json -o many.svg 2>err
+expect_rc 0 $? "plot of 200,000 denials and 5,000 processes"
+expect_grep "many.json: 904 events skipped" err "the processes past the bound"
+size=$(stat -c %s many.svg)
+[ "$size" -lt 1000000 ] || fail "the SVG of many marks holds $size bytes"
+[ "$(grep -c '<path' many.svg)" -lt 3000 ] || fail "the SVG draws $(grep -c '<path' many.svg) paths"
 finish

@@ -54,6 +54,35 @@ jq . r.json.1 >/dev/null || fail "r.json.1 is not JSON"
 total=$(($(stat -c %s r.json) + $(stat -c %s r.json.1)))
 [ "$total" -le $((M + 4096)) ] || fail "rotated trace uses $total bytes, bound 1 MiB"
 [ "$(jqv r.json .otherData.part)" -ge 2 ] || fail "the current file is not a later part"
+# Only a regular file rotates. A device, a FIFO, or a symlink to one, is
+# written in place: never renamed to FILE.1 with a regular file put where it
+# was (as root, --trace /dev/null did that to /dev/null). A symlink to a
+# regular file stays a symlink; the file it names rotates.
+mkfifo fifo
+ln -s fifo fifo.link
+nodes="fifo fifo.link"
+if [ "$(id -u)" = 0 ] && mknod null c 1 3 2>/dev/null; then
+	ln -s null null.link
+	nodes="$nodes null null.link"
+fi
+for n in $nodes; do
+	case $n in fifo*) cat fifo >/dev/null & reader=$! ;; *) reader= ;; esac
+	before=$(stat -c %F "$n")
+	"$V" run --limit 1G --trace "$n" --trace-max 1M -- "$P" "${ops[@]}" 2>err
+	expect_rc 0 $? "a trace to $n ($before)"
+	[ "$(stat -c %F "$n")" = "$before" ] || fail "$n was a $before, now a $(stat -c %F "$n")"
+	[ ! -e "$n.1" ] && [ ! -L "$n.1" ] || fail "$n was rotated to $n.1"
+	[ -n "$reader" ] && wait "$reader"
+done
+[ "$(stat -c %F fifo)" = fifo ] || fail "the FIFO was replaced"
+: >real.json
+ln -s real.json via.json
+"$V" run --limit 1G --trace via.json --trace-max 1M -- "$P" "${ops[@]}" 2>err
+expect_rc 0 $? "a trace through a symlink"
+[ -L via.json ] || fail "via.json is no longer a symlink"
+[ -e real.json.1 ] || fail "the symlink's file did not rotate: $(ls)"
+jq . via.json >/dev/null || fail "via.json (real.json) is not JSON"
+
 "$V" run --trace x.json --trace-max 10K -- true 2>err
 expect_rc 125 $? "--trace-max below 1M"
 finish
