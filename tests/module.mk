@@ -17,3 +17,6 @@ ALL_TARGETS += $(O)/tests/cli/regpoke
 # container test in a real runtime (podman + runc).
 TEST_SCRIPTS += $(sort $(wildcard tests/cdi/*.sh))
 TEST_SCRIPTS += tests/pkg/deb.sh
+
+# tests/docs: the documentation against the tree (`make test T=docs`).
+TEST_SCRIPTS += $(sort $(wildcard tests/docs/*.sh))
