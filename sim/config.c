@@ -1,7 +1,8 @@
 /*
  * config.c - the simulated GPU's configuration, read once from the
- * environment (docs/architecture.md, "The simulated GPU", lists every variable). A bad value gives
- * one message on stderr and the default is kept: the simulator never crashes on its input.
+ * environment (docs/architecture.md, "Environment" under "The driver, and
+ * the simulated GPU", lists every variable). A bad value gives one message
+ * on stderr and the default is kept: the simulator never crashes on its input.
  */
 #include "sim.h"
 

@@ -1,6 +1,6 @@
 # sim: the simulated GPU used by every test - libcuda.so.1 (the driver API)
 # and libnvidia-ml.so.1 (NVML). Both read the same per-card state files.
-# See docs/architecture.md, "The simulated GPU".
+# See docs/architecture.md, "The driver, and the simulated GPU".
 
 # clang links no sanitizer runtime into shared libraries (the program brings
 # it), so undefined symbols are checked everywhere except clang sanitizer builds.
