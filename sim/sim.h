@@ -22,11 +22,14 @@
  *     init.c       cuInit, CUDA_VISIBLE_DEVICES, fork
  *     device.c     device count, names, UUIDs, total memory, attributes
  *     context.c    contexts: primary and created, their cost
- *                  (VRAMSIM_CONTEXT_BYTES), their limits (cuCtxSetLimit),
- *                  what goes with them when destroyed
+ *                  (VRAMSIM_CONTEXT_BYTES, VRAMSIM_HIDDEN_BYTES), their
+ *                  limits (cuCtxSetLimit), what goes with them when destroyed
  *     current.c    each thread's stack of current contexts
  *     sync.c       cuCtxSynchronize, cuStreamSynchronize (pools trim)
  *     stream.c     streams, kernel launches, host functions
+ *     module.c     modules and libraries: their images on the card
+ *                  (VRAMSIM_MODULE_BYTES), loaded eagerly or lazily
+ *                  (CUDA_MODULE_LOADING)
  *     capture.c    stream capture and the calls it forbids
  *     linear.c     cuMemAlloc, cuMemAllocPitch, cuMemAllocManaged
  *     pool.c       cuMemAllocAsync and memory pools
@@ -41,6 +44,8 @@
  *     alloc.c      the table of device pointers
  *     account.c    what the process holds: bytes on the card, pinned bytes
  *     driver.c     the process-local state (g_sim), the address space
+ *   cuda_extra.h the entry points libcuda exports that cuda_api.h does not
+ *                name (modules, libraries)
  *   cuda_syms.c, nvml_syms.c: preprocessed into the version scripts
  */
 #ifndef VRAMSIM_SIM_H
@@ -84,6 +89,12 @@ struct sim_config {
 	int host_vmm;            /* cuMemCreate on host locations (12.2+, VRAMSIM_HOST_VMM) */
 	uint32_t teardown_ms;    /* VRAMSIM_TEARDOWN_MS: how long the driver keeps a dead
 	                            process's memory (and NVML lists it); default 0 */
+	uint64_t module_bytes;   /* VRAMSIM_MODULE_BYTES: a loaded module's image on the card,
+	                            in whole 2 MiB pages; default 2 MiB */
+	int lazy_loading;        /* CUDA_MODULE_LOADING: LAZY (default from 12.2) or EAGER */
+	uint64_t hidden_bytes;   /* VRAMSIM_HIDDEN_BYTES: what the driver takes for a context
+	                            beside its cost, through no entry point; default 0 */
+	uint32_t nvml_lag_ms;    /* VRAMSIM_NVML_LAG_MS: how old NVML's figures are; default 0 */
 };
 
 /* 1 when the simulated kernel module and user-space libraries differ (the
