@@ -115,8 +115,9 @@ void sim_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * driver and NVML inside one process exclude each other too).
  */
 #define SIM_CARD_MAGIC     0x314d495352415256ull /* "VRARSIM1" */
-#define SIM_CARD_VERSION   2
+#define SIM_CARD_VERSION   3
 #define SIM_SLOT_LOCK_BASE (1 << 20)
+#define SIM_SLOT_HIST      64 /* the changes of usage a slot remembers */
 
 /*
  * A slot whose owner died is not free at once: as a real driver tears a
@@ -125,13 +126,26 @@ void sim_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * VRAMSIM_TEARDOWN_MS, recorded when it took the slot) after the first
  * process that looked found it dead (dead_since, CLOCK_MONOTONIC ns).
  */
+/*
+ * For NVML's lag (VRAMSIM_NVML_LAG_MS, sim_card_slot_used_at), a slot also
+ * remembers when it was taken and its last SIM_SLOT_HIST changes of usage:
+ * a ring, hist[n % SIM_SLOT_HIST] the next to write, times CLOCK_MONOTONIC
+ * ns (the same clock in every process).
+ */
+struct sim_sample {
+	uint64_t t; /* when usage became used */
+	uint64_t used;
+};
+
 struct sim_slot {
 	int32_t pid;
 	uint32_t in_use;
 	uint64_t used;
 	uint32_t teardown_ms;
-	uint32_t pad;
+	uint32_t hist_n; /* changes recorded since the slot was taken */
 	uint64_t dead_since;
+	uint64_t since; /* when the slot was taken */
+	struct sim_sample hist[SIM_SLOT_HIST];
 };
 
 struct sim_card_file {
@@ -163,6 +177,12 @@ int sim_card_slot_present(struct sim_card *c, int i);
 /* With the card locked: total bytes used by the processes present (reaps
  * the others when reap is set). */
 uint64_t sim_card_used(struct sim_card *c, int reap);
+/*
+ * With the card locked: slot i's usage as it was lag_ms ago (lag_ms 0: now);
+ * 0 when the slot was taken since. When the slot changed more than
+ * SIM_SLOT_HIST times since then, the oldest usage it remembers.
+ */
+uint64_t sim_card_slot_used_at(struct sim_card *c, int i, uint32_t lag_ms);
 /*
  * Adds delta bytes to this process's usage. A positive delta fails with -1
  * (nothing changed) when it does not fit in the card, unless force is set.
