@@ -2,7 +2,8 @@
  * card.c - the shared state of one simulated card: a small file per card in
  * the state directory, mmap'd by every process that uses the card. See sim.h
  * for the layout and the liveness rule (an OFD lock per slot, dropped by the
- * kernel when its owner dies).
+ * kernel when its owner dies), and for the history of usage each slot keeps
+ * for NVML's lag.
  */
 #include "sim.h"
 

@@ -11,7 +11,8 @@
  *
  *   Both libraries
  *     config.c     the configuration (VRAMSIM_* environment variables)
- *     card.c       the card state file: each process's usage, live or dead
+ *     card.c       the card state file: each process's usage, live or dead,
+ *                  and its recent changes (VRAMSIM_NVML_LAG_MS)
  *     rules.c      the test controls: VRAMSIM_FAULT, VRAMSIM_SLOW, VRAMSIM_STOP
  *   libnvidia-ml.so.1
  *     nvml.c       all of NVML: devices, memory info, the process lists
