@@ -6,11 +6,13 @@
  * driver takes for a process through no entry point: a library's
  * workspace, private paths), plus what its limits take above their defaults
  * (limits_bytes) and the libraries loaded eagerly (module.c); destroying it
- * gives back that and everything that goes with it (ctx_deactivate). Which context is current is
+ * gives back that and everything that goes with it (ctx_deactivate), the
+ * device's last context also what vramsim_take took (sim_take). Which context is current is
  * current.c's.
  */
 #include "driver.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,7 +65,10 @@ static void ctx_deactivate(struct sim_ctx *c)
 	sim_module_ctx_destroyed(c);
 	c->alive = 0;
 	d->live_ctx--;
-	sim_uncharge(d, ctx_cost() + c->limit_bytes);
+	/* What vramsim_take took goes with the device's last context. */
+	uint64_t taken = d->live_ctx == 0 ? d->taken : 0;
+	d->taken -= taken;
+	sim_uncharge(d, ctx_cost() + c->limit_bytes + taken);
 	c->limit_bytes = 0;
 }
 
@@ -305,4 +310,28 @@ CUresult simi_cuCtxGetLimit(size_t *pvalue, CUlimit limit)
 	else if (c)
 		*pvalue = c->limits[limit];
 	SIM_UNLOCK_RETURN(rc);
+}
+
+/* The driver takes (or gives back) memory for the process on its own, as a
+ * library reaching it through private paths would make it. */
+CUresult sim_take(CUdevice dev, long long bytes)
+{
+	SIM_LOCK_INIT();
+	struct sim_dev *d = sim_dev_get(dev);
+	if (!d)
+		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_DEVICE);
+	if (d->live_ctx == 0)
+		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_CONTEXT);
+	if (bytes >= 0) {
+		CUresult rc = sim_charge(d, (uint64_t)bytes);
+		if (rc == CUDA_SUCCESS)
+			d->taken += (uint64_t)bytes;
+		SIM_UNLOCK_RETURN(rc);
+	}
+	uint64_t back = bytes == LLONG_MIN ? (uint64_t)LLONG_MAX + 1 : (uint64_t)-bytes;
+	if (back > d->taken)
+		back = d->taken;
+	d->taken -= back;
+	sim_uncharge(d, back);
+	SIM_UNLOCK_RETURN(CUDA_SUCCESS);
 }

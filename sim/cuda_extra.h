@@ -55,6 +55,19 @@ typedef int CUmoduleLoadingMode; /* CU_MODULE_EAGER_LOADING 1, CU_MODULE_LAZY_LO
 	  (pKernel, library, name))                                                                \
 	X(cuKernelGetFunction, (CUfunction * pFunc, CUkernel kernel), (pFunc, kernel))
 
+/*
+ * A test control, not a driver entry point: libcuda.so.1 exports it for test
+ * programs (declare it, or dlsym it). The driver takes bytes on device dev's
+ * card for the calling process, through no entry point, as a library that
+ * reaches the driver by private paths (or its workspace) would make it: in
+ * NVML's per-process figure and cuMemGetInfo like everything else. A
+ * negative count gives back up to what it took. The device needs a live
+ * context of the process (CUDA_ERROR_INVALID_CONTEXT); what was taken goes
+ * with the device's last context. CUDA_ERROR_OUT_OF_MEMORY (nothing taken)
+ * when it does not fit.
+ */
+CUresult vramsim_take(CUdevice dev, long long bytes);
+
 #ifdef VR_CUDA_PROTOTYPES
 #define VRAMSIM_CUDA_EXTRA_DECL(name, params, args) CUresult name params;
 VRAMSIM_CUDA_EXTRA_FUNCS(VRAMSIM_CUDA_EXTRA_DECL)

@@ -64,6 +64,7 @@ struct sim_dev {
 	struct sim_ctx primary;
 	struct sim_pool *default_pool, *cur_pool;
 	uint64_t graph_reserved, graph_in_use; /* the graph memory pool (graph_exec.c) */
+	uint64_t taken; /* vramsim_take: held while a context lives (context.c) */
 	CUdeviceptr next_addr;
 };
 
@@ -140,6 +141,11 @@ void sim_uncharge(struct sim_dev *d, uint64_t bytes);
  * VRAMSIM_HOST_PINNABLE would be passed. */
 int sim_host_pin(uint64_t bytes);
 void sim_host_unpin(uint64_t bytes);
+
+/* ---- context.c ---- */
+
+/* vramsim_take (exports.c): see cuda_extra.h. */
+CUresult sim_take(CUdevice dev, long long bytes);
 
 /* ---- current.c: each thread's stack of current contexts ---- */
 

@@ -6,7 +6,7 @@
  * simi_<name>, defined in the file of its job (sim.h lists them). So every
  * entry point can be made to fail, slow down or stop, and none can be
  * forgotten. cuGetProcAddress hands out these same functions (procaddr.c
- * chooses which).
+ * chooses which). Last, vramsim_take, a test control programs call.
  */
 #include "driver.h"
 
@@ -80,4 +80,11 @@ CUresult simi_cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersio
 CUresult simi_cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
 {
 	return sim_proc_address(symbol, pfn, cudaVersion, flags, NULL, fn_by_name);
+}
+
+/* The test control a program calls: see cuda_extra.h. No test controls of
+ * its own (it is not a driver entry point). */
+VR_EXPORT CUresult vramsim_take(CUdevice dev, long long bytes)
+{
+	return sim_take(dev, bytes);
 }

@@ -26,7 +26,7 @@ $(O)/sim/libcuda.map: sim/cuda_syms.c src/common/cuda_api.h sim/cuda_extra.h
 	{ echo '{ global:'; \
 	  $(CC) -E -P -I. -Isrc $< | sed -n '/VRAMSIM_SYMBOLS_BEGIN/,$$p' | tr ' ' '\n' | \
 	    sed -n '/^VRAMSIM_SYM$$/{n;s/^\(.*\)$$/  \1;/p}'; \
-	  echo 'local: *; };'; } > $@.tmp && mv $@.tmp $@
+	  echo '  vramsim_take;'; echo 'local: *; };'; } > $@.tmp && mv $@.tmp $@
 
 $(O)/sim/libnvidia-ml.map: sim/nvml_syms.c src/common/nvml_api.h
 	@mkdir -p $(dir $@)

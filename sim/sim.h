@@ -17,7 +17,8 @@
  *   libnvidia-ml.so.1
  *     nvml.c       all of NVML: devices, memory info, the process lists
  *   libcuda.so.1
- *     exports.c    the exported entry points (test controls, then simi_<name>)
+ *     exports.c    the exported entry points (test controls, then simi_<name>),
+ *                  and vramsim_take
  *     procaddr.c   cuGetProcAddress's table of versions
  *     errors.c     error codes, names and strings
  *     init.c       cuInit, CUDA_VISIBLE_DEVICES, fork
@@ -46,7 +47,7 @@
  *     account.c    what the process holds: bytes on the card, pinned bytes
  *     driver.c     the process-local state (g_sim), the address space
  *   cuda_extra.h the entry points libcuda exports that cuda_api.h does not
- *                name (modules, libraries)
+ *                name (modules, libraries), and vramsim_take
  *   cuda_syms.c, nvml_syms.c: preprocessed into the version scripts
  */
 #ifndef VRAMSIM_SIM_H

@@ -4,8 +4,8 @@
  * cuMemGetInfo all count the context (VRAMSIM_CONTEXT_BYTES), what the
  * driver takes unasked (VRAMSIM_HIDDEN_BYTES), the context's limits
  * (DESIGN.md section 9: a 1 KiB stack more is 264 MiB on a 132-SM Hopper),
- * modules and allocations. And VRAMSIM_NVML_LAG_MS: NVML's figures trail,
- * in this process and across processes.
+ * modules, what the driver takes mid-run (vramsim_take) and allocations. And VRAMSIM_NVML_LAG_MS:
+ * NVML's figures trail, in this process and across processes.
  */
 #include "simtest.h"
 
@@ -72,6 +72,9 @@ static int child_whole(void)
 	ASSERT_CU(nvmlInit_v2(), NVML_SUCCESS);
 	ASSERT_EQ(nvml_proc(getpid()), -1);
 	ASSERT_UEQ(nvml_used(), 0);
+	ASSERT_CU(vramsim_take(0, MiB), CUDA_ERROR_NOT_INITIALIZED);
+	ASSERT_CU(cuInit(0), CUDA_SUCCESS);
+	ASSERT_CU(vramsim_take(0, MiB), CUDA_ERROR_INVALID_CONTEXT); /* no context yet */
 	primary = sim_setup();
 	want = 64 * MiB + 10 * MiB; /* the context, and what the driver took with it */
 	expect_footprint(want);
@@ -95,6 +98,18 @@ static int child_whole(void)
 	ASSERT_CU(cuMemAlloc_v2(&p, 100 * MiB), CUDA_SUCCESS);
 	want += 100 * MiB;
 	expect_footprint(want);
+
+	/* What the driver takes mid-run, asked by no entry point. */
+	ASSERT_CU(vramsim_take(0, 30 * MiB), CUDA_SUCCESS);
+	expect_footprint(want + 30 * MiB);
+	ASSERT_CU(vramsim_take(0, -10 * (long long)MiB), CUDA_SUCCESS);
+	expect_footprint(want + 20 * MiB);
+	ASSERT_CU(vramsim_take(0, 20 * (long long)GiB), CUDA_ERROR_OUT_OF_MEMORY);
+	ASSERT_CU(vramsim_take(1, MiB), CUDA_ERROR_INVALID_DEVICE);
+	ASSERT_CU(vramsim_take(0, -1000 * (long long)MiB), CUDA_SUCCESS); /* up to what it took */
+	expect_footprint(want);
+	ASSERT_CU(vramsim_take(0, 4 * MiB), CUDA_SUCCESS);
+	want += 4 * MiB; /* goes with the context, below */
 
 	/* Each context takes the hidden bytes too, and gives them back. */
 	ASSERT_CU(cuCtxCreate_v2(&c, 0, 0), CUDA_SUCCESS);
