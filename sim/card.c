@@ -2,7 +2,8 @@
  * card.c - the shared state of one simulated card: a small file per card in
  * the state directory, mmap'd by every process that uses the card. See sim.h
  * for the layout and the liveness rule (an OFD lock per slot, dropped by the
- * kernel when its owner dies).
+ * kernel when its owner dies), and for the history of usage each slot keeps
+ * for NVML's lag.
  */
 #include "sim.h"
 
@@ -234,6 +235,34 @@ static int32_t nvml_pid(void)
 	return pid;
 }
 
+/* With the card locked: slot i's usage changed now. */
+static void record(struct sim_slot *s)
+{
+	struct sim_sample *e = &s->hist[s->hist_n % SIM_SLOT_HIST];
+	e->t = now_ns();
+	e->used = s->used;
+	s->hist_n++;
+}
+
+uint64_t sim_card_slot_used_at(struct sim_card *c, int i, uint32_t lag_ms)
+{
+	const struct sim_slot *s = &c->file->slots[i];
+	uint64_t now = now_ns(), lag = (uint64_t)lag_ms * 1000000ull;
+	if (lag == 0)
+		return s->used;
+	uint64_t then = now > lag ? now - lag : 0;
+	if (s->since > then)
+		return 0;
+	uint32_t kept = s->hist_n < SIM_SLOT_HIST ? s->hist_n : SIM_SLOT_HIST;
+	for (uint32_t k = 1; k <= kept; k++) {
+		const struct sim_sample *e = &s->hist[(s->hist_n - k) % SIM_SLOT_HIST];
+		if (e->t <= then)
+			return e->used;
+	}
+	/* Older than every change remembered: 0 if none was forgotten. */
+	return s->hist_n > SIM_SLOT_HIST ? s->hist[s->hist_n % SIM_SLOT_HIST].used : 0;
+}
+
 static int claim_slot(struct sim_card *c, int32_t pid)
 {
 	for (int i = 0; i < SIM_MAX_SLOTS; i++) {
@@ -246,6 +275,8 @@ static int claim_slot(struct sim_card *c, int32_t pid)
 		c->file->slots[i].used = 0;
 		c->file->slots[i].teardown_ms = sim_config()->teardown_ms;
 		c->file->slots[i].dead_since = 0;
+		c->file->slots[i].hist_n = 0;
+		c->file->slots[i].since = now_ns();
 		c->file->slots[i].in_use = 1;
 		c->slot = i;
 		return 0;
@@ -271,6 +302,8 @@ int sim_card_charge(struct sim_card *c, int64_t delta, int force)
 		uint64_t *u = &c->file->slots[c->slot].used;
 		*u = (uint64_t)-delta > *u ? 0 : *u - (uint64_t)-delta;
 	}
+	if (rc == 0 && delta != 0)
+		record(&c->file->slots[c->slot]);
 	sim_card_unlock(c);
 	return rc;
 }

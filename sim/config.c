@@ -305,18 +305,44 @@ static void env_driver_version(struct sim_config *c)
 	}
 }
 
-/* VRAMSIM_TEARDOWN_MS: how long a dead process's memory stays. */
-static void env_teardown(struct sim_config *c)
+/* Milliseconds from the environment (VRAMSIM_TEARDOWN_MS: how long a dead
+ * process's memory stays; VRAMSIM_NVML_LAG_MS: how old NVML's figures are);
+ * unset keeps *out, a bad value is said and ignored. */
+static void env_ms(const char *name, uint32_t *out)
 {
-	const char *s = getenv("VRAMSIM_TEARDOWN_MS");
+	const char *s = getenv(name);
 	if (s && *s) {
 		char *end;
 		unsigned long v = strtoul(s, &end, 10);
 		if (*end || end == s || *s == '-' || v > UINT32_MAX)
-			sim_warn("ignoring VRAMSIM_TEARDOWN_MS=\"%s\" (want milliseconds)", s);
+			sim_warn("ignoring %s=\"%s\" (want milliseconds)", name, s);
 		else
-			c->teardown_ms = (uint32_t)v;
+			*out = (uint32_t)v;
 	}
+}
+
+/*
+ * Module loading: CUDA_MODULE_LOADING, the real driver's variable (LAZY or
+ * EAGER); lazy by default from CUDA 12.2, and not there before 11.7. A
+ * module's image takes VRAMSIM_MODULE_BYTES, in whole 2 MiB pages.
+ */
+static void env_modules(struct sim_config *c)
+{
+	const char *s = getenv("CUDA_MODULE_LOADING");
+	c->lazy_loading = c->driver_version >= 12020;
+	if (s && *s && c->driver_version >= 11070) {
+		if (!strcmp(s, "LAZY"))
+			c->lazy_loading = 1;
+		else if (!strcmp(s, "EAGER"))
+			c->lazy_loading = 0;
+		else
+			sim_warn("ignoring CUDA_MODULE_LOADING=\"%s\" (want LAZY or EAGER)", s);
+	}
+	c->module_bytes = 2ull << 20;
+	env_size("VRAMSIM_MODULE_BYTES", &c->module_bytes);
+	if (c->module_bytes > UINT64_MAX - (2ull << 20))
+		c->module_bytes = UINT64_MAX - (2ull << 20);
+	c->module_bytes = (c->module_bytes + (2ull << 20) - 1) / (2ull << 20) * (2ull << 20);
 }
 
 /* VRAMSIM_STATE_DIR, made absolute now; else $XDG_RUNTIME_DIR/vramsim or
@@ -372,7 +398,10 @@ static void load(void)
 	 * platform has them: VRAMSIM_HOST_VMM=0 models one without. */
 	s = getenv("VRAMSIM_HOST_VMM");
 	c->host_vmm = c->driver_version >= 12020 && !(s && !strcmp(s, "0"));
-	env_teardown(c);
+	env_ms("VRAMSIM_TEARDOWN_MS", &c->teardown_ms);
+	env_ms("VRAMSIM_NVML_LAG_MS", &c->nvml_lag_ms);
+	env_size("VRAMSIM_HIDDEN_BYTES", &c->hidden_bytes);
+	env_modules(c);
 	s = getenv("VRAMSIM_NVML_UNKNOWN_USAGE");
 	c->nvml_unknown_usage = s && *s && strcmp(s, "0") != 0;
 	env_state_dir(c);

@@ -2,13 +2,17 @@
  * context.c - contexts and what they cost: primary contexts (retain,
  * release, reset, flags), created contexts (cuCtxCreate*, cuCtxDestroy) and
  * their limits (cuCtxSetLimit/GetLimit). A live context takes
- * VRAMSIM_CONTEXT_BYTES on its card, plus what its limits take above their
- * defaults (limits_bytes); destroying it gives back that and everything
- * that goes with it (ctx_deactivate). Which context is current is
+ * VRAMSIM_CONTEXT_BYTES on its card, and VRAMSIM_HIDDEN_BYTES (what the
+ * driver takes for a process through no entry point: a library's
+ * workspace, private paths), plus what its limits take above their defaults
+ * (limits_bytes) and the libraries loaded eagerly (module.c); destroying it
+ * gives back that and everything that goes with it (ctx_deactivate), the
+ * device's last context also what vramsim_take took (sim_take). Which context is current is
  * current.c's.
  */
 #include "driver.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,11 +23,20 @@ static void ctx_defaults(struct sim_ctx *c)
 	c->limits[CU_LIMIT_MALLOC_HEAP_SIZE] = 8 << 20;
 }
 
+static uint64_t ctx_cost(void)
+{
+	const struct sim_config *cfg = sim_config();
+	uint64_t b = cfg->context_bytes + cfg->hidden_bytes;
+	return b < cfg->context_bytes ? UINT64_MAX : b;
+}
+
+static void ctx_deactivate(struct sim_ctx *c);
+
 /* Makes a context live: charges its memory. */
 static CUresult ctx_activate(struct sim_ctx *c)
 {
 	struct sim_dev *d = &g_sim.dev[c->dev];
-	uint64_t bytes = sim_config()->context_bytes;
+	uint64_t bytes = ctx_cost();
 	if (sim_config()->dev[d->phys].broken) /* VRAMSIM_DEVICE_FAIL */
 		return CUDA_ERROR_UNKNOWN;
 	CUresult rc = sim_charge(d, bytes);
@@ -35,21 +48,27 @@ static CUresult ctx_activate(struct sim_ctx *c)
 	d->live_ctx++;
 	c->alive = 1;
 	ctx_defaults(c);
-	return CUDA_SUCCESS;
+	if ((rc = sim_module_ctx_created(c)) != CUDA_SUCCESS)
+		ctx_deactivate(c);
+	return rc;
 }
 
 static void ctx_deactivate(struct sim_ctx *c)
 {
 	struct sim_dev *d = &g_sim.dev[c->dev];
 	/* What goes with a context: its linear and IPC allocations, its arrays,
-	 * its cuMemAllocHost memory, its streams; then its own cost. */
+	 * its cuMemAllocHost memory, its streams, its modules; then its own cost. */
 	sim_free_ctx_allocs(c);
 	sim_array_ctx_destroyed(c);
 	sim_host_ctx_destroyed(c);
 	sim_streams_ctx_destroyed(c);
+	sim_module_ctx_destroyed(c);
 	c->alive = 0;
 	d->live_ctx--;
-	sim_uncharge(d, sim_config()->context_bytes + c->limit_bytes);
+	/* What vramsim_take took goes with the device's last context. */
+	uint64_t taken = d->live_ctx == 0 ? d->taken : 0;
+	d->taken -= taken;
+	sim_uncharge(d, ctx_cost() + c->limit_bytes + taken);
 	c->limit_bytes = 0;
 }
 
@@ -291,4 +310,28 @@ CUresult simi_cuCtxGetLimit(size_t *pvalue, CUlimit limit)
 	else if (c)
 		*pvalue = c->limits[limit];
 	SIM_UNLOCK_RETURN(rc);
+}
+
+/* The driver takes (or gives back) memory for the process on its own, as a
+ * library reaching it through private paths would make it. */
+CUresult sim_take(CUdevice dev, long long bytes)
+{
+	SIM_LOCK_INIT();
+	struct sim_dev *d = sim_dev_get(dev);
+	if (!d)
+		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_DEVICE);
+	if (d->live_ctx == 0)
+		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_CONTEXT);
+	if (bytes >= 0) {
+		CUresult rc = sim_charge(d, (uint64_t)bytes);
+		if (rc == CUDA_SUCCESS)
+			d->taken += (uint64_t)bytes;
+		SIM_UNLOCK_RETURN(rc);
+	}
+	uint64_t back = bytes == LLONG_MIN ? (uint64_t)LLONG_MAX + 1 : (uint64_t)-bytes;
+	if (back > d->taken)
+		back = d->taken;
+	d->taken -= back;
+	sim_uncharge(d, back);
+	SIM_UNLOCK_RETURN(CUDA_SUCCESS);
 }

@@ -14,12 +14,14 @@
 
 #define VR_CUDA_PROTOTYPES
 #include "common/cuda_api.h"
+#include "cuda_extra.h"
 #include "sim.h"
 
 /* The implementation behind each exported entry point: simi_cuMemAlloc_v2...
  * (exports.c generates the exported names, each file defines its own). */
 #define SIM_IMPL_DECL(name, params, args) CUresult simi_##name params;
 VR_CUDA_FUNCS(SIM_IMPL_DECL)
+VRAMSIM_CUDA_EXTRA_FUNCS(SIM_IMPL_DECL)
 #undef SIM_IMPL_DECL
 
 /* ---- the process-local state (driver.c) ---- */
@@ -27,8 +29,9 @@ VR_CUDA_FUNCS(SIM_IMPL_DECL)
 #define SIM_MAGIC_CTX    0x43545831u
 #define SIM_MAGIC_STREAM 0x53545231u
 
-/* A context (context.c): its cost on the card is VRAMSIM_CONTEXT_BYTES plus
- * limit_bytes, what its limits take above their defaults. */
+/* A context (context.c): its cost on the card is VRAMSIM_CONTEXT_BYTES and
+ * VRAMSIM_HIDDEN_BYTES, plus limit_bytes, what its limits take above their
+ * defaults; the images of its modules are module.c's. */
 struct sim_ctx {
 	uint32_t magic;
 	int dev;     /* visible ordinal */
@@ -61,6 +64,7 @@ struct sim_dev {
 	struct sim_ctx primary;
 	struct sim_pool *default_pool, *cur_pool;
 	uint64_t graph_reserved, graph_in_use; /* the graph memory pool (graph_exec.c) */
+	uint64_t taken; /* vramsim_take: held while a context lives (context.c) */
 	CUdeviceptr next_addr;
 };
 
@@ -138,6 +142,11 @@ void sim_uncharge(struct sim_dev *d, uint64_t bytes);
 int sim_host_pin(uint64_t bytes);
 void sim_host_unpin(uint64_t bytes);
 
+/* ---- context.c ---- */
+
+/* vramsim_take (exports.c): see cuda_extra.h. */
+CUresult sim_take(CUdevice dev, long long bytes);
+
 /* ---- current.c: each thread's stack of current contexts ---- */
 
 /* With g_sim.mu held: is c a context that is alive (primary: active)? */
@@ -153,6 +162,21 @@ void sim_ctx_push(struct sim_ctx *c);
 void sim_ctx_pop_destroyed(struct sim_ctx *c);
 /* The calling thread's stack is emptied (the child of fork). */
 void sim_ctx_stack_after_fork(void);
+
+/* ---- module.c: modules and libraries, their images on the card ---- */
+
+/* With g_sim.mu held: a context just made live takes the libraries loaded
+ * eagerly (CUDA_ERROR_OUT_OF_MEMORY when they do not fit; the caller then
+ * destroys it). */
+CUresult sim_module_ctx_created(struct sim_ctx *c);
+/* With g_sim.mu held: the context's modules and library images go with it. */
+void sim_module_ctx_destroyed(struct sim_ctx *c);
+/* With g_sim.mu held: a launch of f in context c. A library's kernel is
+ * loaded into c now if it is not yet (lazy loading); CUDA_ERROR_INVALID_HANDLE
+ * for a function of a module or library since unloaded; CUDA_SUCCESS for a
+ * handle this file did not hand out. */
+CUresult sim_module_launch(struct sim_ctx *c, CUfunction f);
+void sim_module_after_fork(void);
 
 /* ---- alloc.c: the table of device pointers ---- */
 

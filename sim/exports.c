@@ -1,11 +1,12 @@
 /*
  * exports.c - every exported entry point of the simulated libcuda.so.1,
- * generated from VR_CUDA_FUNCS: it runs the test controls for its own name
- * (rules.c: VRAMSIM_FAULT, VRAMSIM_SLOW, VRAMSIM_STOP), then calls
+ * generated from VR_CUDA_FUNCS and the simulator's own
+ * VRAMSIM_CUDA_EXTRA_FUNCS (cuda_extra.h): it runs the test controls for its
+ * own name (rules.c: VRAMSIM_FAULT, VRAMSIM_SLOW, VRAMSIM_STOP), then calls
  * simi_<name>, defined in the file of its job (sim.h lists them). So every
  * entry point can be made to fail, slow down or stop, and none can be
  * forgotten. cuGetProcAddress hands out these same functions (procaddr.c
- * chooses which).
+ * chooses which). Last, vramsim_take, a test control programs call.
  */
 #include "driver.h"
 
@@ -15,7 +16,7 @@
 
 enum {
 #define SIM_FN_ENUM(name, params, args) SIM_FN_##name,
-	VR_CUDA_FUNCS(SIM_FN_ENUM)
+	VR_CUDA_FUNCS(SIM_FN_ENUM) VRAMSIM_CUDA_EXTRA_FUNCS(SIM_FN_ENUM)
 #undef SIM_FN_ENUM
 	    SIM_FN_COUNT
 };
@@ -26,12 +27,12 @@ struct sim_fn {
 };
 static const struct sim_fn sim_fns[SIM_FN_COUNT] = {
 #define SIM_FN_ENTRY(name, params, args) {#name, (void *)name},
-    VR_CUDA_FUNCS(SIM_FN_ENTRY)
+    VR_CUDA_FUNCS(SIM_FN_ENTRY) VRAMSIM_CUDA_EXTRA_FUNCS(SIM_FN_ENTRY)
 #undef SIM_FN_ENTRY
 };
 static const char *const sim_fn_names[SIM_FN_COUNT] = {
 #define SIM_FN_NAME(name, params, args) #name,
-    VR_CUDA_FUNCS(SIM_FN_NAME)
+    VR_CUDA_FUNCS(SIM_FN_NAME) VRAMSIM_CUDA_EXTRA_FUNCS(SIM_FN_NAME)
 #undef SIM_FN_NAME
 };
 _Static_assert(SIM_FN_COUNT <= SIM_MAX_FNS, "raise SIM_MAX_FNS");
@@ -61,6 +62,7 @@ static int fn_index(const char *name, size_t len)
 		return simi_##name args;                                                           \
 	}
 VR_CUDA_FUNCS(SIM_DEFINE)
+VRAMSIM_CUDA_EXTRA_FUNCS(SIM_DEFINE)
 #undef SIM_DEFINE
 
 static void *fn_by_name(const char *name)
@@ -78,4 +80,11 @@ CUresult simi_cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersio
 CUresult simi_cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
 {
 	return sim_proc_address(symbol, pfn, cudaVersion, flags, NULL, fn_by_name);
+}
+
+/* The test control a program calls: see cuda_extra.h. No test controls of
+ * its own (it is not a driver entry point). */
+VR_EXPORT CUresult vramsim_take(CUdevice dev, long long bytes)
+{
+	return sim_take(dev, bytes);
 }

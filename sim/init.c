@@ -36,6 +36,7 @@ static void atfork_child(void)
 	sim_array_after_fork();
 	sim_graph_after_fork();
 	sim_graph_exec_after_fork();
+	sim_module_after_fork();
 	g_sim.host_pinned = 0;
 	for (int i = 0; i < g_sim.ndev; i++) {
 		struct sim_dev *d = &g_sim.dev[i];

@@ -13,7 +13,7 @@ endif
 SIM_COMMON_OBJS := $(O)/sim/config.o $(O)/sim/card.o $(O)/sim/rules.o
 # libcuda: one object per job (sim.h lists them, sim/LAYERS orders them).
 SIM_CUDA_SRCS := exports init device errors procaddr context sync ipc query free linear pool \
-	hostmem vmm array graph_exec capture graph stream current alloc account driver
+	hostmem vmm array graph_exec capture graph stream current alloc module account driver
 SIM_CUDA_OBJS := $(SIM_CUDA_SRCS:%=$(O)/sim/%.o) $(SIM_COMMON_OBJS)
 SIM_NVML_OBJS := $(O)/sim/nvml.o $(SIM_COMMON_OBJS)
 SIM_NVML_NOV3 := $(O)/sim/nvml-no-v3/libnvidia-ml.so.1
@@ -21,12 +21,12 @@ SIM_NVML_NOV3 := $(O)/sim/nvml-no-v3/libnvidia-ml.so.1
 # The version scripts come from the X-macro lists, so exports cannot drift:
 # the preprocessor expands each list, sed keeps the names. The anonymous
 # version node leaves the symbols unversioned, as NVIDIA's libraries are.
-$(O)/sim/libcuda.map: sim/cuda_syms.c src/common/cuda_api.h
+$(O)/sim/libcuda.map: sim/cuda_syms.c src/common/cuda_api.h sim/cuda_extra.h
 	@mkdir -p $(dir $@)
 	{ echo '{ global:'; \
-	  $(CC) -E -P -Isrc $< | sed -n '/VRAMSIM_SYMBOLS_BEGIN/,$$p' | tr ' ' '\n' | \
+	  $(CC) -E -P -I. -Isrc $< | sed -n '/VRAMSIM_SYMBOLS_BEGIN/,$$p' | tr ' ' '\n' | \
 	    sed -n '/^VRAMSIM_SYM$$/{n;s/^\(.*\)$$/  \1;/p}'; \
-	  echo 'local: *; };'; } > $@.tmp && mv $@.tmp $@
+	  echo '  vramsim_take;'; echo 'local: *; };'; } > $@.tmp && mv $@.tmp $@
 
 $(O)/sim/libnvidia-ml.map: sim/nvml_syms.c src/common/nvml_api.h
 	@mkdir -p $(dir $@)

@@ -2,7 +2,11 @@
  * nvml.c - the simulated NVML (libnvidia-ml.so.1). It numbers devices
  * physically (CUDA_VISIBLE_DEVICES does not apply, as with the real NVML)
  * and reads the same card state files as the simulated driver, so memory
- * info and the running-process lists show every live process's usage.
+ * info and the running-process lists show every live process's usage: its
+ * whole footprint on the card (contexts, their limits, modules, what the
+ * driver took unasked, allocations), as the driver charged it. With
+ * VRAMSIM_NVML_LAG_MS, as it was that long ago, as a real NVML's figures
+ * trail the driver's.
  *
  * Linked twice: normally, and with a version script that leaves out
  * nvmlDeviceGetComputeRunningProcesses_v3, as older drivers ship it.
@@ -356,11 +360,20 @@ static nvmlReturn_t simn_nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *i
 	return NVML_SUCCESS;
 }
 
+/* The card's use as NVML reports it: every process present, each as it was
+ * VRAMSIM_NVML_LAG_MS ago. */
 static void card_usage(nvmlDevice_t d, unsigned long long *total, unsigned long long *used)
 {
+	uint32_t lag = sim_config()->nvml_lag_ms;
 	sim_card_lock(&d->card);
 	*total = d->card.file->total;
 	*used = sim_card_used(&d->card, 0);
+	if (lag) {
+		*used = 0;
+		for (int i = 0; i < SIM_MAX_SLOTS; i++)
+			if (sim_card_slot_present(&d->card, i))
+				*used += sim_card_slot_used_at(&d->card, i, lag);
+	}
 	sim_card_unlock(&d->card);
 	if (*used > *total)
 		*used = *total;
@@ -438,7 +451,7 @@ static nvmlReturn_t processes(nvmlDevice_t device, unsigned int *infoCount, void
 		if (!sim_card_slot_present(&device->card, i))
 			continue;
 		pids[n] = (unsigned int)device->card.file->slots[i].pid;
-		used[n] = device->card.file->slots[i].used;
+		used[n] = sim_card_slot_used_at(&device->card, i, sim_config()->nvml_lag_ms);
 		n++;
 	}
 	sim_card_unlock(&device->card);

@@ -11,22 +11,27 @@
  *
  *   Both libraries
  *     config.c     the configuration (VRAMSIM_* environment variables)
- *     card.c       the card state file: each process's usage, live or dead
+ *     card.c       the card state file: each process's usage, live or dead,
+ *                  and its recent changes (VRAMSIM_NVML_LAG_MS)
  *     rules.c      the test controls: VRAMSIM_FAULT, VRAMSIM_SLOW, VRAMSIM_STOP
  *   libnvidia-ml.so.1
  *     nvml.c       all of NVML: devices, memory info, the process lists
  *   libcuda.so.1
- *     exports.c    the exported entry points (test controls, then simi_<name>)
+ *     exports.c    the exported entry points (test controls, then simi_<name>),
+ *                  and vramsim_take
  *     procaddr.c   cuGetProcAddress's table of versions
  *     errors.c     error codes, names and strings
  *     init.c       cuInit, CUDA_VISIBLE_DEVICES, fork
  *     device.c     device count, names, UUIDs, total memory, attributes
  *     context.c    contexts: primary and created, their cost
- *                  (VRAMSIM_CONTEXT_BYTES), their limits (cuCtxSetLimit),
- *                  what goes with them when destroyed
+ *                  (VRAMSIM_CONTEXT_BYTES, VRAMSIM_HIDDEN_BYTES), their
+ *                  limits (cuCtxSetLimit), what goes with them when destroyed
  *     current.c    each thread's stack of current contexts
  *     sync.c       cuCtxSynchronize, cuStreamSynchronize (pools trim)
  *     stream.c     streams, kernel launches, host functions
+ *     module.c     modules and libraries: their images on the card
+ *                  (VRAMSIM_MODULE_BYTES), loaded eagerly or lazily
+ *                  (CUDA_MODULE_LOADING)
  *     capture.c    stream capture and the calls it forbids
  *     linear.c     cuMemAlloc, cuMemAllocPitch, cuMemAllocManaged
  *     pool.c       cuMemAllocAsync and memory pools
@@ -41,6 +46,8 @@
  *     alloc.c      the table of device pointers
  *     account.c    what the process holds: bytes on the card, pinned bytes
  *     driver.c     the process-local state (g_sim), the address space
+ *   cuda_extra.h the entry points libcuda exports that cuda_api.h does not
+ *                name (modules, libraries), and vramsim_take
  *   cuda_syms.c, nvml_syms.c: preprocessed into the version scripts
  */
 #ifndef VRAMSIM_SIM_H
@@ -84,6 +91,12 @@ struct sim_config {
 	int host_vmm;            /* cuMemCreate on host locations (12.2+, VRAMSIM_HOST_VMM) */
 	uint32_t teardown_ms;    /* VRAMSIM_TEARDOWN_MS: how long the driver keeps a dead
 	                            process's memory (and NVML lists it); default 0 */
+	uint64_t module_bytes;   /* VRAMSIM_MODULE_BYTES: a loaded module's image on the card,
+	                            in whole 2 MiB pages; default 2 MiB */
+	int lazy_loading;        /* CUDA_MODULE_LOADING: LAZY (default from 12.2) or EAGER */
+	uint64_t hidden_bytes;   /* VRAMSIM_HIDDEN_BYTES: what the driver takes for a context
+	                            beside its cost, through no entry point; default 0 */
+	uint32_t nvml_lag_ms;    /* VRAMSIM_NVML_LAG_MS: how old NVML's figures are; default 0 */
 };
 
 /* 1 when the simulated kernel module and user-space libraries differ (the
@@ -104,8 +117,9 @@ void sim_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * driver and NVML inside one process exclude each other too).
  */
 #define SIM_CARD_MAGIC     0x314d495352415256ull /* "VRARSIM1" */
-#define SIM_CARD_VERSION   2
+#define SIM_CARD_VERSION   3
 #define SIM_SLOT_LOCK_BASE (1 << 20)
+#define SIM_SLOT_HIST      64 /* the changes of usage a slot remembers */
 
 /*
  * A slot whose owner died is not free at once: as a real driver tears a
@@ -114,13 +128,26 @@ void sim_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * VRAMSIM_TEARDOWN_MS, recorded when it took the slot) after the first
  * process that looked found it dead (dead_since, CLOCK_MONOTONIC ns).
  */
+/*
+ * For NVML's lag (VRAMSIM_NVML_LAG_MS, sim_card_slot_used_at), a slot also
+ * remembers when it was taken and its last SIM_SLOT_HIST changes of usage:
+ * a ring, hist[n % SIM_SLOT_HIST] the next to write, times CLOCK_MONOTONIC
+ * ns (the same clock in every process).
+ */
+struct sim_sample {
+	uint64_t t; /* when usage became used */
+	uint64_t used;
+};
+
 struct sim_slot {
 	int32_t pid;
 	uint32_t in_use;
 	uint64_t used;
 	uint32_t teardown_ms;
-	uint32_t pad;
+	uint32_t hist_n; /* changes recorded since the slot was taken */
 	uint64_t dead_since;
+	uint64_t since; /* when the slot was taken */
+	struct sim_sample hist[SIM_SLOT_HIST];
 };
 
 struct sim_card_file {
@@ -152,6 +179,12 @@ int sim_card_slot_present(struct sim_card *c, int i);
 /* With the card locked: total bytes used by the processes present (reaps
  * the others when reap is set). */
 uint64_t sim_card_used(struct sim_card *c, int reap);
+/*
+ * With the card locked: slot i's usage as it was lag_ms ago (lag_ms 0: now);
+ * 0 when the slot was taken since. When the slot changed more than
+ * SIM_SLOT_HIST times since then, the oldest usage it remembers.
+ */
+uint64_t sim_card_slot_used_at(struct sim_card *c, int i, uint32_t lag_ms);
 /*
  * Adds delta bytes to this process's usage. A positive delta fails with -1
  * (nothing changed) when it does not fit in the card, unless force is set.

@@ -1,8 +1,8 @@
 /*
  * stream.c - streams (cuStreamCreate/Destroy), the context a stream handle
  * belongs to, and the work queued on them (kernels, host functions), which
- * the simulated GPU finishes at once. Capture is capture.c's, synchronising
- * sync.c's.
+ * the simulated GPU finishes at once; a kernel's code is module.c's. Capture is capture.c's,
+ * synchronising sync.c's.
  */
 #include "driver.h"
 
@@ -133,7 +133,8 @@ CUresult simi_cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int g
 	    gridDimY > 65535 || gridDimZ > 65535 || sharedMemBytes > 232448 ||
 	    (kernelParams && extra))
 		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
-	SIM_UNLOCK_RETURN(CUDA_SUCCESS);
+	/* A library's kernel loads into the context at its first launch there. */
+	SIM_UNLOCK_RETURN(sim_module_launch(c, f));
 }
 
 CUresult simi_cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,

@@ -5,6 +5,7 @@
  * symbols, CUDA_ERROR_INVALID_VALUE above the driver's version.
  */
 #include "simtest.h"
+#include "sim/cuda_extra.h"
 
 #include "common/compiler.h"
 
@@ -178,16 +179,18 @@ int main(void)
 	/* Every entry point of cuda_api.h is exported under its own name. */
 #define CHECK_EXPORTED(name, params, args) ASSERT(exported(#name) == (void *)name);
 	VR_CUDA_FUNCS(CHECK_EXPORTED)
+	VRAMSIM_CUDA_EXTRA_FUNCS(CHECK_EXPORTED) /* and the simulator's own additions */
 #undef CHECK_EXPORTED
 
 	/* ... and cuGetProcAddress hands each one out for some version and flag
 	 * (its base name is the name less _vN, _ptsz and _ptds). */
 	static const int versions[] = {2000,  2020,  3010,  3020,  4000,  4010,  5000,  6000,
 	                               6050,  7000,  9020,  10000, 10020, 11000, 11010, 11020,
-	                               11030, 11040, 11060, 12000, 12050, 13000};
+	                               11030, 11040, 11060, 11070, 12000, 12050, 13000};
 #define CHECK_REACHABLE(name, params, args)                                                        \
 	check_reachable(#name, versions, VR_ARRAY_LEN(versions));
 	VR_CUDA_FUNCS(CHECK_REACHABLE)
+	VRAMSIM_CUDA_EXTRA_FUNCS(CHECK_REACHABLE)
 #undef CHECK_REACHABLE
 
 	/* A returned pointer works. */
