@@ -270,11 +270,21 @@ static inline int fast_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t s
 	struct vr_hdr_dev *g = &m->hdr->dev[dev];
 	_Atomic uint64_t *sw = vr_slot_word(m->hdr, m->slot_idx, (uint32_t)dev);
 	_Atomic uint64_t *tw = (_Atomic uint64_t *)&g->total;
-	atomic_fetch_add_explicit(sw, 1, memory_order_relaxed);
+	uint64_t x = atomic_fetch_add_explicit(sw, 1, memory_order_relaxed);
 	uint64_t w = atomic_load_explicit(tw, memory_order_relaxed), v = 0;
 	int r;
 	while ((r = total_state(m, p, g, w, 0, bad)) == FAST_OK) {
 		v = vr_tot_bytes(w);
+		/* The total never counts less than our own slot (a reserve adds
+		 * to the total first, a release takes from the slot first), so a
+		 * total below it is damage: unless another thread of ours changed
+		 * the slot meanwhile (its word is then no longer ours + 1). */
+		if (VR_UNLIKELY(v < vr_w_bytes(x)) &&
+		    atomic_load_explicit(sw, memory_order_relaxed) == x + 1) {
+			*bad = "a device's total is below this process's own holdings";
+			r = FAST_DAMAGED;
+			break;
+		}
 		if (VR_UNLIKELY(bytes > p->cap || v > p->cap - bytes || bytes > VR_TOT_MAX - v)) {
 			*cur = v;
 			r = FAST_DENIED;
