@@ -27,6 +27,7 @@
 
 #include "registry/books.h"
 #include "registry/damage.h"
+#include "registry/knobs.h"
 #include "registry/lock.h"
 #include "registry/member.h"
 #include "registry/reclaim.h"
@@ -167,7 +168,10 @@ int vr_device(vr_member *m, const unsigned char uuid[VR_UUID_LEN], uint64_t cap_
 	if (vr_is_detached(m))
 		return priv_device(m, uuid, cap_if_new, cap);
 	struct vr_hdr *h = m->hdr;
-	if (vr_group_lock(m) != 0) {
+	uint64_t call = vr_call_begin();
+	int locked = vr_group_lock(m);
+	vr_call_end(call);
+	if (locked != 0) {
 		vr_detach(m, "the group's lock stayed held by a live member");
 		return priv_device(m, uuid, cap_if_new, cap);
 	}
@@ -403,11 +407,40 @@ static int reserve_denied(vr_member *m, int dev, uint64_t bytes, uint64_t *in_us
 	return priv_reserve(m, dev, bytes, in_use);
 }
 
+static int take_loop(vr_member *m, int dev, uint64_t bytes, uint64_t spare, uint64_t *in_use,
+                     enum vr_take how);
+
+/* A reserve that did not go through at once: it may wait (for the lock, for
+ * operations in flight) more than once, within one bound in all. */
+static __attribute__((noinline)) int take_slow(vr_member *m, int dev, uint64_t bytes,
+                                               uint64_t spare, uint64_t *in_use, enum vr_take how)
+{
+	uint64_t call = vr_call_begin();
+	int rc = take_loop(m, dev, bytes, spare, in_use, how);
+	vr_call_end(call);
+	return rc;
+}
+
 int vr_reg_take(vr_member *m, int dev, uint64_t bytes, uint64_t spare, uint64_t *in_use,
                 enum vr_take how)
 {
 	if (VR_UNLIKELY(!m || dev < 0 || dev >= VR_MAX_DEVICES))
 		return -EINVAL;
+	if (VR_LIKELY(!vr_is_detached(m) && m->priv[dev].known)) {
+		const char *bad = NULL;
+		uint64_t cur = 0;
+		int r = fast_reserve(m, dev, bytes, spare, &cur, &bad);
+		if (VR_LIKELY(r == FAST_OK))
+			return 0;
+		if (r == FAST_DENIED && how == VR_TAKE_TRY)
+			return -ENOSPC;
+	}
+	return take_slow(m, dev, bytes, spare, in_use, how);
+}
+
+static int take_loop(vr_member *m, int dev, uint64_t bytes, uint64_t spare, uint64_t *in_use,
+                     enum vr_take how)
+{
 	for (;;) {
 		if (VR_UNLIKELY(vr_is_detached(m)))
 			return m->priv[dev].known ? priv_reserve(m, dev, bytes, in_use) : -EINVAL;
@@ -430,10 +463,26 @@ int vr_reg_take(vr_member *m, int dev, uint64_t bytes, uint64_t spare, uint64_t 
 	}
 }
 
+static void give_loop(vr_member *m, int dev, uint64_t bytes);
+
 void vr_reg_give(vr_member *m, int dev, uint64_t bytes)
 {
 	if (VR_UNLIKELY(!m || dev < 0 || dev >= VR_MAX_DEVICES))
 		return;
+	if (VR_LIKELY(!vr_is_detached(m) && m->priv[dev].known)) {
+		const char *bad = NULL;
+		if (VR_LIKELY(fast_release(m, dev, bytes, &bad) == FAST_OK))
+			return;
+		/* Not given back: the loop below finds why (the release undid
+		 * itself). */
+	}
+	uint64_t call = vr_call_begin(); /* its waits share one bound */
+	give_loop(m, dev, bytes);
+	vr_call_end(call);
+}
+
+static void give_loop(vr_member *m, int dev, uint64_t bytes)
+{
 	for (;;) {
 		if (VR_UNLIKELY(vr_is_detached(m))) {
 			if (m->priv[dev].known)

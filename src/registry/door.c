@@ -256,11 +256,11 @@ int vr_door_create(int dfd, const char *dir, const char *name, const struct vr_j
 int vr_door_lock(int fd, int lock)
 {
 	struct flock fl = {.l_type = lock ? F_WRLCK : F_UNLCK, .l_whence = SEEK_SET, .l_len = 1};
-	uint64_t t0 = vr_now_ns();
+	uint64_t end = vr_wait_deadline(vr_now_ns());
 	while (fcntl(fd, F_OFD_SETLK, &fl) < 0) {
 		if (!lock || (errno != EAGAIN && errno != EACCES))
 			return -errno;
-		if (vr_now_ns() - t0 > vr_lock_bound_ns)
+		if (vr_now_ns() > end)
 			return -ETIMEDOUT;
 		struct timespec ts = {.tv_nsec = 200000};
 		nanosleep(&ts, NULL);

@@ -464,6 +464,9 @@ static void drop_member(vr_member *m)
 	free(m);
 }
 
+static int join_call(const struct vr_join_opts *opts, const char *dir, const char *name,
+                     vr_member **out, int *spec_differs, char *err, size_t errlen);
+
 int vr_join(const struct vr_join_opts *opts, vr_member **out, int *spec_differs, char *err,
             size_t errlen)
 {
@@ -482,6 +485,19 @@ int vr_join(const struct vr_join_opts *opts, vr_member **out, int *spec_differs,
 		return rc;
 	pthread_once(&test_env_once, vr_read_test_env);
 	snprintf(name, sizeof(name), "%s.vrg", opts->group);
+	uint64_t call = vr_call_begin(); /* all its waits share one bound */
+	rc = join_call(opts, dir, name, &m, spec_differs, err, errlen);
+	vr_call_end(call);
+	if (rc == 0)
+		*out = m;
+	return rc;
+}
+
+static int join_call(const struct vr_join_opts *opts, const char *dir, const char *name,
+                     vr_member **out, int *spec_differs, char *err, size_t errlen)
+{
+	vr_member *m = NULL;
+	int rc;
 
 	int fd = open_or_create(opts, dir, name, err, errlen);
 	if (fd < 0)
@@ -517,11 +533,13 @@ void vr_leave(vr_member *m)
 		return;
 	/* A detached member never writes into the books again: its slot is
 	 * reclaimed (or found damaged) by the others once it is gone. */
+	uint64_t call = vr_call_begin();
 	if (!atomic_load(&m->detached) && vr_group_lock(m) == 0) {
 		if (m->slot->state == VR_SLOT_USED && m->slot->incarnation == m->incarnation)
 			(void)vr_slot_reclaim_locked(m, m->slot_idx);
 		vr_group_unlock(m);
 	}
+	vr_call_end(call);
 	vr_forget(m);
 }
 

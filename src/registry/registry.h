@@ -50,8 +50,11 @@ struct vr_join_opts {
 	int fresh;              /* a new run: a group with a live member is refused (-EEXIST) */
 	uint64_t spill_budget;  /* host bytes the group may spill past its caps (0: none);
 	                           fixed, like the caps, by whoever starts the group */
-	/* Called once, with one line, when this member finds the books damaged
-	 * and starts keeping its own (see vr_reserve). NULL: nobody is told. */
+	/* Called with one line, no prefix: once when this member finds the
+	 * books damaged and starts keeping its own (see vr_reserve), and once
+	 * per call when a wait for a live member (the lock, an operation in
+	 * flight) passes a second. All the waits of one call end within one
+	 * bound (5 s) together. NULL: nobody is told. */
 	void (*notice)(const char *line);
 	int launcher; /* a launcher holding the group open: not counted as a member */
 	int lanes;    /* its threads keep spare bytes (lanes.c); one member per process */
