@@ -184,7 +184,13 @@ int vr_device(vr_member *m, const unsigned char uuid[VR_UUID_LEN], uint64_t cap_
 		}
 	}
 	const char *bad = NULL;
-	if (idx >= 0) {
+	if (idx >= 0 && cap_if_new != UINT64_MAX && h->dev[idx].cap == UINT64_MAX &&
+	    vr_dev_ok(&h->dev[idx])) {
+		/* The group left it uncapped and this process asks for a cap:
+		 * a cap asked for is never lost. It keeps its own books for the
+		 * device, under its own cap (registry.h). */
+		idx = -EPERM;
+	} else if (idx >= 0) {
 		if (!vr_dev_ok(&h->dev[idx]))
 			bad = "a device's cap, UUID or total was overwritten";
 		else if (m->priv[idx].known && m->priv[idx].cap != h->dev[idx].cap)

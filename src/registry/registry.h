@@ -99,7 +99,10 @@ void vr_forget(vr_member *m);
  * Finds or adds the device with this UUID in the group and returns its index
  * (>= 0) or a negative errno. cap_if_new is the cap in bytes to fix if this
  * process is the first to name the device (UINT64_MAX: uncapped); *cap gets
- * the group's cap in force, which may differ.
+ * the group's cap in force, which may differ (the group's applies).
+ * -EPERM when the group left the device uncapped and cap_if_new is a cap:
+ * a cap asked for is never lost, so the caller keeps its own books for the
+ * device under cap_if_new (its bytes there are not in the group's books).
  */
 int vr_device(vr_member *m, const unsigned char uuid[VR_UUID_LEN], uint64_t cap_if_new,
               uint64_t *cap);

@@ -20,7 +20,7 @@
 #include "registry/util.h"
 #include "tests/registry/regtest.h"
 
-#define CAP 1000
+#define CAP      1000
 #define BOUND_MS 2000
 
 static const char *dir;
