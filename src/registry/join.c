@@ -217,6 +217,10 @@ static int open_or_create(const struct vr_join_opts *opts, const char *dir, cons
 	int fd = -1;
 	for (int attempt = 0; attempt < 8 && fd < 0; attempt++) {
 		fd = vr_door_open(dfd, dir, opts->group, name, err, errlen);
+		/* A door removed under live members comes back: a new one would
+		 * start a second group of the same name (issue 29). */
+		if (fd == -ENOENT && vr_door_restore(dfd, opts->group, name) == 1)
+			continue;
 		if (fd == -ENOENT)
 			fd = vr_door_create(dfd, dir, name, opts, err, errlen);
 		if (fd < 0 && fd != -EEXIST && fd != -ENOENT)
