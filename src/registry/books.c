@@ -27,6 +27,7 @@
 
 #include "registry/books.h"
 #include "registry/damage.h"
+#include "registry/knobs.h"
 #include "registry/lock.h"
 #include "registry/member.h"
 #include "registry/reclaim.h"
@@ -167,7 +168,10 @@ int vr_device(vr_member *m, const unsigned char uuid[VR_UUID_LEN], uint64_t cap_
 	if (vr_is_detached(m))
 		return priv_device(m, uuid, cap_if_new, cap);
 	struct vr_hdr *h = m->hdr;
-	if (vr_group_lock(m) != 0) {
+	uint64_t call = vr_call_begin();
+	int locked = vr_group_lock(m);
+	vr_call_end(call);
+	if (locked != 0) {
 		vr_detach(m, "the group's lock stayed held by a live member");
 		return priv_device(m, uuid, cap_if_new, cap);
 	}
@@ -180,7 +184,13 @@ int vr_device(vr_member *m, const unsigned char uuid[VR_UUID_LEN], uint64_t cap_
 		}
 	}
 	const char *bad = NULL;
-	if (idx >= 0) {
+	if (idx >= 0 && cap_if_new != UINT64_MAX && h->dev[idx].cap == UINT64_MAX &&
+	    vr_dev_ok(&h->dev[idx])) {
+		/* The group left it uncapped and this process asks for a cap:
+		 * a cap asked for is never lost. It keeps its own books for the
+		 * device, under its own cap (registry.h). */
+		idx = -EPERM;
+	} else if (idx >= 0) {
 		if (!vr_dev_ok(&h->dev[idx]))
 			bad = "a device's cap, UUID or total was overwritten";
 		else if (m->priv[idx].known && m->priv[idx].cap != h->dev[idx].cap)
@@ -270,11 +280,21 @@ static inline int fast_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t s
 	struct vr_hdr_dev *g = &m->hdr->dev[dev];
 	_Atomic uint64_t *sw = vr_slot_word(m->hdr, m->slot_idx, (uint32_t)dev);
 	_Atomic uint64_t *tw = (_Atomic uint64_t *)&g->total;
-	atomic_fetch_add_explicit(sw, 1, memory_order_relaxed);
+	uint64_t x = atomic_fetch_add_explicit(sw, 1, memory_order_relaxed);
 	uint64_t w = atomic_load_explicit(tw, memory_order_relaxed), v = 0;
 	int r;
 	while ((r = total_state(m, p, g, w, 0, bad)) == FAST_OK) {
 		v = vr_tot_bytes(w);
+		/* The total never counts less than our own slot (a reserve adds
+		 * to the total first, a release takes from the slot first), so a
+		 * total below it is damage: unless another thread of ours changed
+		 * the slot meanwhile (its word is then no longer ours + 1). */
+		if (VR_UNLIKELY(v < vr_w_bytes(x)) &&
+		    atomic_load_explicit(sw, memory_order_relaxed) == x + 1) {
+			*bad = "a device's total is below this process's own holdings";
+			r = FAST_DAMAGED;
+			break;
+		}
 		if (VR_UNLIKELY(bytes > p->cap || v > p->cap - bytes || bytes > VR_TOT_MAX - v)) {
 			*cur = v;
 			r = FAST_DENIED;
@@ -393,11 +413,40 @@ static int reserve_denied(vr_member *m, int dev, uint64_t bytes, uint64_t *in_us
 	return priv_reserve(m, dev, bytes, in_use);
 }
 
+static int take_loop(vr_member *m, int dev, uint64_t bytes, uint64_t spare, uint64_t *in_use,
+                     enum vr_take how);
+
+/* A reserve that did not go through at once: it may wait (for the lock, for
+ * operations in flight) more than once, within one bound in all. */
+static __attribute__((noinline)) int take_slow(vr_member *m, int dev, uint64_t bytes,
+                                               uint64_t spare, uint64_t *in_use, enum vr_take how)
+{
+	uint64_t call = vr_call_begin();
+	int rc = take_loop(m, dev, bytes, spare, in_use, how);
+	vr_call_end(call);
+	return rc;
+}
+
 int vr_reg_take(vr_member *m, int dev, uint64_t bytes, uint64_t spare, uint64_t *in_use,
                 enum vr_take how)
 {
 	if (VR_UNLIKELY(!m || dev < 0 || dev >= VR_MAX_DEVICES))
 		return -EINVAL;
+	if (VR_LIKELY(!vr_is_detached(m) && m->priv[dev].known)) {
+		const char *bad = NULL;
+		uint64_t cur = 0;
+		int r = fast_reserve(m, dev, bytes, spare, &cur, &bad);
+		if (VR_LIKELY(r == FAST_OK))
+			return 0;
+		if (r == FAST_DENIED && how == VR_TAKE_TRY)
+			return -ENOSPC;
+	}
+	return take_slow(m, dev, bytes, spare, in_use, how);
+}
+
+static int take_loop(vr_member *m, int dev, uint64_t bytes, uint64_t spare, uint64_t *in_use,
+                     enum vr_take how)
+{
 	for (;;) {
 		if (VR_UNLIKELY(vr_is_detached(m)))
 			return m->priv[dev].known ? priv_reserve(m, dev, bytes, in_use) : -EINVAL;
@@ -420,10 +469,26 @@ int vr_reg_take(vr_member *m, int dev, uint64_t bytes, uint64_t spare, uint64_t 
 	}
 }
 
+static void give_loop(vr_member *m, int dev, uint64_t bytes);
+
 void vr_reg_give(vr_member *m, int dev, uint64_t bytes)
 {
 	if (VR_UNLIKELY(!m || dev < 0 || dev >= VR_MAX_DEVICES))
 		return;
+	if (VR_LIKELY(!vr_is_detached(m) && m->priv[dev].known)) {
+		const char *bad = NULL;
+		if (VR_LIKELY(fast_release(m, dev, bytes, &bad) == FAST_OK))
+			return;
+		/* Not given back: the loop below finds why (the release undid
+		 * itself). */
+	}
+	uint64_t call = vr_call_begin(); /* its waits share one bound */
+	give_loop(m, dev, bytes);
+	vr_call_end(call);
+}
+
+static void give_loop(vr_member *m, int dev, uint64_t bytes)
+{
 	for (;;) {
 		if (VR_UNLIKELY(vr_is_detached(m))) {
 			if (m->priv[dev].known)

@@ -17,6 +17,7 @@
 #include "common/contract.h"
 #include "common/fsize.h"
 #include "common/text.h"
+#include "registry/alive.h"
 #include "registry/dir.h"
 #include "registry/door.h"
 #include "registry/knobs.h"
@@ -215,8 +216,10 @@ int vr_door_create(int dfd, const char *dir, const char *name, const struct vr_j
 		          dir, name, VR_DOOR_SIZE);
 		return -EFBIG;
 	}
+	char keep[VR_GROUP_NAME_MAX + 16];
 	snprintf(tmp, sizeof(tmp), ".%s.%ld.%u.tmp", o->group, (long)getpid(),
 	         atomic_fetch_add(&counter, 1));
+	snprintf(keep, sizeof(keep), ".%s.vrg.keep", o->group);
 	int fd =
 	    openat(dfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
 	if (fd < 0) {
@@ -249,18 +252,51 @@ int vr_door_create(int dfd, const char *dir, const char *name, const struct vr_j
 			          strerror(-rc));
 		return rc;
 	}
-	unlinkat(dfd, tmp, 0);
+	/* Its second name, which brings it back if the first is removed while
+	 * the group lives (vr_door_restore). It replaces a stale one at once;
+	 * without it, the door still works. */
+	if (renameat(dfd, tmp, dfd, keep) < 0)
+		unlinkat(dfd, tmp, 0);
 	return fd;
+}
+
+int vr_door_restore(int dfd, const char *group, const char *name)
+{
+	char keep[VR_GROUP_NAME_MAX + 16];
+	snprintf(keep, sizeof(keep), ".%s.vrg.keep", group);
+	int fd = openat(dfd, keep, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return 0;
+	struct stat st;
+	struct vr_hdr hdr;
+	const char *why = NULL;
+	int ok = vr_door_validate(fd, group, VR_DOOR_WRITE, &st, &hdr, &why) == 0 &&
+	         vr_others_alive(fd, VR_SLOTS) != 0;
+	int rc = 0;
+	if (ok && linkat(dfd, keep, dfd, name, 0) == 0)
+		rc = 1;
+	else if (ok && errno == EEXIST)
+		rc = 1; /* another joiner put it back, or made a new one: look again */
+	else if (!ok) {
+		/* No live member (or not a door of ours): whoever removed the door
+		 * meant the group to end. Only if it is still the one we looked at. */
+		struct stat now;
+		if (fstatat(dfd, keep, &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_dev == st.st_dev &&
+		    now.st_ino == st.st_ino)
+			unlinkat(dfd, keep, 0);
+	}
+	close(fd);
+	return rc;
 }
 
 int vr_door_lock(int fd, int lock)
 {
 	struct flock fl = {.l_type = lock ? F_WRLCK : F_UNLCK, .l_whence = SEEK_SET, .l_len = 1};
-	uint64_t t0 = vr_now_ns();
+	uint64_t end = vr_wait_deadline(vr_now_ns());
 	while (fcntl(fd, F_OFD_SETLK, &fl) < 0) {
 		if (!lock || (errno != EAGAIN && errno != EACCES))
 			return -errno;
-		if (vr_now_ns() - t0 > vr_lock_bound_ns)
+		if (vr_now_ns() > end)
 			return -ETIMEDOUT;
 		struct timespec ts = {.tv_nsec = 200000};
 		nanosleep(&ts, NULL);
@@ -282,6 +318,10 @@ int vr_group_remove(const char *dir, const char *group)
 		return dfd;
 	snprintf(name, sizeof(name), "%s.vrg", group);
 	rc = unlinkat(dfd, name, 0) < 0 ? -errno : 0;
+	char keep[VR_GROUP_NAME_MAX + 16];
+	snprintf(keep, sizeof(keep), ".%s.vrg.keep", group);
+	if (unlinkat(dfd, keep, 0) == 0 && rc == -ENOENT)
+		rc = 0;
 	close(dfd);
 	return rc;
 }

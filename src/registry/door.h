@@ -30,6 +30,13 @@ int vr_door_open(int dfd, const char *dir, const char *group, const char *name, 
                  size_t errlen);
 int vr_door_create(int dfd, const char *dir, const char *name, const struct vr_join_opts *o,
                    char *err, size_t errlen);
+/* A door removed while its group has live members (`rm`, a tmp cleaner)
+ * comes back from its second name, .<group>.vrg.keep, made with it: returns
+ * 1 when the door is back under name (or another took its place: look
+ * again), 0 when there is nothing to bring back (no keep, or one whose group
+ * has no live member, which is then removed: the group has ended). */
+int vr_door_restore(int dfd, const char *group, const char *name);
+
 /* Takes (lock 1, bounded like the group's lock) or drops (0) the door's
  * own lock (byte 0), held while a segment is found or made. */
 int vr_door_lock(int fd, int lock);

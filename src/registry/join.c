@@ -217,6 +217,10 @@ static int open_or_create(const struct vr_join_opts *opts, const char *dir, cons
 	int fd = -1;
 	for (int attempt = 0; attempt < 8 && fd < 0; attempt++) {
 		fd = vr_door_open(dfd, dir, opts->group, name, err, errlen);
+		/* A door removed under live members comes back: a new one would
+		 * start a second group of the same name (issue 29). */
+		if (fd == -ENOENT && vr_door_restore(dfd, opts->group, name) == 1)
+			continue;
 		if (fd == -ENOENT)
 			fd = vr_door_create(dfd, dir, name, opts, err, errlen);
 		if (fd < 0 && fd != -EEXIST && fd != -ENOENT)
@@ -464,6 +468,9 @@ static void drop_member(vr_member *m)
 	free(m);
 }
 
+static int join_call(const struct vr_join_opts *opts, const char *dir, const char *name,
+                     vr_member **out, int *spec_differs, char *err, size_t errlen);
+
 int vr_join(const struct vr_join_opts *opts, vr_member **out, int *spec_differs, char *err,
             size_t errlen)
 {
@@ -482,6 +489,19 @@ int vr_join(const struct vr_join_opts *opts, vr_member **out, int *spec_differs,
 		return rc;
 	pthread_once(&test_env_once, vr_read_test_env);
 	snprintf(name, sizeof(name), "%s.vrg", opts->group);
+	uint64_t call = vr_call_begin(); /* all its waits share one bound */
+	rc = join_call(opts, dir, name, &m, spec_differs, err, errlen);
+	vr_call_end(call);
+	if (rc == 0)
+		*out = m;
+	return rc;
+}
+
+static int join_call(const struct vr_join_opts *opts, const char *dir, const char *name,
+                     vr_member **out, int *spec_differs, char *err, size_t errlen)
+{
+	vr_member *m = NULL;
+	int rc;
 
 	int fd = open_or_create(opts, dir, name, err, errlen);
 	if (fd < 0)
@@ -517,11 +537,13 @@ void vr_leave(vr_member *m)
 		return;
 	/* A detached member never writes into the books again: its slot is
 	 * reclaimed (or found damaged) by the others once it is gone. */
+	uint64_t call = vr_call_begin();
 	if (!atomic_load(&m->detached) && vr_group_lock(m) == 0) {
 		if (m->slot->state == VR_SLOT_USED && m->slot->incarnation == m->incarnation)
 			(void)vr_slot_reclaim_locked(m, m->slot_idx);
 		vr_group_unlock(m);
 	}
+	vr_call_end(call);
 	vr_forget(m);
 }
 

@@ -1,11 +1,13 @@
 /*
  * knobs.c - the registry's bound on lock waits and its test-only knobs,
- * read from the environment once, at the first join (knobs.h).
+ * read from the environment once, at the first join, and the clock that
+ * makes all the waits of one call share that bound (knobs.h).
  */
 #include <stdatomic.h>
 #include <stdlib.h>
 
 #include "registry/knobs.h"
+#include "registry/util.h"
 
 _Atomic long vr_stop_in_lock_countdown;
 uint64_t vr_lock_bound_ns = 5000000000ull; /* 5 s */
@@ -29,4 +31,40 @@ void vr_read_test_env(void)
 		if (n > 0)
 			vr_lock_bound_ns = (uint64_t)n * 1000000u;
 	}
+}
+
+/* ---- one bound for all the waits of a call */
+
+static _Thread_local uint64_t call_t0; /* 0: no call running */
+static _Thread_local int call_said;
+
+uint64_t vr_call_begin(void)
+{
+	uint64_t was = call_t0;
+	if (!was) {
+		call_t0 = vr_now_ns();
+		call_said = 0;
+	}
+	return was;
+}
+
+void vr_call_end(uint64_t was)
+{
+	call_t0 = was;
+}
+
+uint64_t vr_wait_deadline(uint64_t now)
+{
+	uint64_t end = (call_t0 ? call_t0 : now) + vr_lock_bound_ns;
+	return end > now + VR_WAIT_FLOOR_NS ? end : now + VR_WAIT_FLOOR_NS;
+}
+
+int vr_wait_say_due(uint64_t wait_t0, uint64_t now, int *said)
+{
+	uint64_t start = call_t0 ? call_t0 : wait_t0;
+	int *flag = call_t0 ? &call_said : said;
+	if (*flag || now - start < VR_WAIT_SAY_NS)
+		return 0;
+	*flag = 1;
+	return 1;
 }

@@ -20,6 +20,27 @@ extern uint64_t vr_test_lane_quantum;
 /* Reads the three from the environment (at the first join). */
 void vr_read_test_env(void);
 
+/*
+ * The waits of one call share one bound (issue 29): a join or a denial
+ * that waits for the lock, then for a slot's operation in flight, then for
+ * the lock again, waits vr_lock_bound_ns in all, not that much each. An
+ * entry point that may wait more than once starts the call's clock with
+ * vr_call_begin and stops it with vr_call_end(what begin returned); nested
+ * calls share the outermost one's. A wait outside any call has its own.
+ */
+uint64_t vr_call_begin(void);
+void vr_call_end(uint64_t was);
+/* When a wait that starts at now must give up: the call's deadline, but
+ * never sooner than VR_WAIT_FLOOR_NS from now (a wait after the budget is
+ * spent still gives a member in the middle of a few stores its chance). */
+#define VR_WAIT_FLOOR_NS 10000000ull /* 10 ms */
+uint64_t vr_wait_deadline(uint64_t now);
+/* Past VR_WAIT_SAY_NS of waiting (the call's, else this wait's since
+ * wait_t0), returns 1 once per call (once per wait outside a call, with
+ * *said its flag): the waiter then says what it waits for. */
+#define VR_WAIT_SAY_NS 1000000000ull /* 1 s */
+int vr_wait_say_due(uint64_t wait_t0, uint64_t now, int *said);
+
 /* Test-only (VRAMCTL_TEST_STOP_IN_LOCK=N): the Nth call stops the process
  * (SIGSTOP). Called inside every locked section that writes the books and
  * inside every lock-free reserve and release, between their writes to the

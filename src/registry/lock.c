@@ -17,11 +17,14 @@
  *     holds the lock for nanoseconds; one that holds it for seconds is
  *     stopped (a debugger, SIGSTOP) or the word is damage naming a live
  *     slot; the caller then keeps its own books (books.c).
- * So no wait on the lock is ever longer than the bound.
+ * So no wait on the lock is ever longer than the bound, and all the waits
+ * of one call (knobs.h, vr_call_begin) share it; past a second, the waiter
+ * says once what it waits for (the member's notice).
  */
 #include <errno.h>
 #include <linux/futex.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,12 +48,27 @@ uint32_t vr_lock_id(uint32_t slot_idx)
 
 /* ---- freezing the books (lock held): see member.h */
 
+/* A wait past a second says once (per call) what it waits for, through
+ * the member's notice: a stall is never silent. */
+static void say_waiting(vr_member *m, uint64_t t0, uint64_t now, uint64_t end, int *said,
+                        uint32_t slot, const char *what)
+{
+	if (!m->notice || !vr_wait_say_due(t0, now, said))
+		return;
+	char line[200];
+	snprintf(line, sizeof(line),
+	         "waiting for a live member of the group (slot %u) %s; giving up in %.1f s", slot,
+	         what, end > now ? (double)(end - now) / 1e9 : 0.0);
+	m->notice(line);
+}
+
 #define VR_FREEZE_SPINS 256
 
 int vr_slot_settled(vr_member *m, uint32_t i, uint32_t d, uint64_t *word, int *dead_busy)
 {
 	_Atomic uint64_t *sw = vr_slot_word(m->hdr, i, d);
-	uint64_t t0 = 0, w;
+	uint64_t t0 = 0, end = 0, w;
+	int said = 0;
 	for (int spin = 0; (w = atomic_load_explicit(sw, memory_order_acquire)) & VR_W_BUSY;
 	     spin++) {
 		if (spin < VR_FREEZE_SPINS)
@@ -61,10 +79,13 @@ int vr_slot_settled(vr_member *m, uint32_t i, uint32_t d, uint64_t *word, int *d
 			break;
 		}
 		uint64_t now = vr_now_ns();
-		if (!t0)
+		if (!t0) {
 			t0 = now;
-		if (now - t0 >= vr_lock_bound_ns)
+			end = vr_wait_deadline(now);
+		}
+		if (now >= end)
 			return -ETIMEDOUT;
+		say_waiting(m, t0, now, end, &said, i, "that shows an operation in flight");
 		sched_yield();
 	}
 	*word = w;
@@ -206,8 +227,8 @@ static int holder_alive(vr_member *m, uint32_t word)
 
 static int lock_slow(vr_member *m, _Atomic uint32_t *w)
 {
-	uint64_t t0 = vr_now_ns();
-	int rc = 0;
+	uint64_t t0 = vr_now_ns(), end = vr_wait_deadline(t0);
+	int rc = 0, said = 0;
 	/* The holder last found alive, and not asked about again until a
 	 * slice passes with it still holding (each probe walks the door's
 	 * list of locks; hundreds of joiners wait here at once). */
@@ -240,16 +261,18 @@ static int lock_slow(vr_member *m, _Atomic uint32_t *w)
 		} else {
 			seen_alive = holder;
 		}
-		uint64_t waited = vr_now_ns() - t0;
-		if (waited >= vr_lock_bound_ns) {
+		uint64_t now = vr_now_ns();
+		if (now >= end) {
 			rc = -ETIMEDOUT;
 			break;
 		}
+		say_waiting(m, t0, now, end, &said, (holder & VR_LOCK_SLOT_MASK) - 1,
+		            "that holds the group's lock");
 		if (!(cur & VR_LOCK_WAITERS) &&
 		    !atomic_compare_exchange_strong_explicit(
 		        w, &cur, cur | VR_LOCK_WAITERS, memory_order_relaxed, memory_order_relaxed))
 			continue;
-		uint64_t left = vr_lock_bound_ns - waited;
+		uint64_t left = end - now;
 		uint64_t slice = left < VR_LOCK_SLICE_NS ? left : VR_LOCK_SLICE_NS;
 		struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)slice};
 		slept = futex(w, FUTEX_WAIT, cur | VR_LOCK_WAITERS, &ts) < 0 && errno == ETIMEDOUT;

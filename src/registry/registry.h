@@ -50,8 +50,11 @@ struct vr_join_opts {
 	int fresh;              /* a new run: a group with a live member is refused (-EEXIST) */
 	uint64_t spill_budget;  /* host bytes the group may spill past its caps (0: none);
 	                           fixed, like the caps, by whoever starts the group */
-	/* Called once, with one line, when this member finds the books damaged
-	 * and starts keeping its own (see vr_reserve). NULL: nobody is told. */
+	/* Called with one line, no prefix: once when this member finds the
+	 * books damaged and starts keeping its own (see vr_reserve), and once
+	 * per call when a wait for a live member (the lock, an operation in
+	 * flight) passes a second. All the waits of one call end within one
+	 * bound (5 s) together. NULL: nobody is told. */
 	void (*notice)(const char *line);
 	int launcher; /* a launcher holding the group open: not counted as a member */
 	int lanes;    /* its threads keep spare bytes (lanes.c); one member per process */
@@ -96,7 +99,10 @@ void vr_forget(vr_member *m);
  * Finds or adds the device with this UUID in the group and returns its index
  * (>= 0) or a negative errno. cap_if_new is the cap in bytes to fix if this
  * process is the first to name the device (UINT64_MAX: uncapped); *cap gets
- * the group's cap in force, which may differ.
+ * the group's cap in force, which may differ (the group's applies).
+ * -EPERM when the group left the device uncapped and cap_if_new is a cap:
+ * a cap asked for is never lost, so the caller keeps its own books for the
+ * device under cap_if_new (its bytes there are not in the group's books).
  */
 int vr_device(vr_member *m, const unsigned char uuid[VR_UUID_LEN], uint64_t cap_if_new,
               uint64_t *cap);

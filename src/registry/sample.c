@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "registry/knobs.h"
 #include "registry/lock.h"
 #include "registry/member.h"
 
@@ -64,7 +65,7 @@ static int sums_match(const struct vr_hdr *h, const uint64_t sum[VR_MAX_DEVICES]
 	return 1;
 }
 
-int vr_sample(vr_member *m, int dev, struct vr_reg_sample *out)
+static int vr_sample_call(vr_member *m, int dev, struct vr_reg_sample *out)
 {
 	if (!m || !out || dev < 0 || dev >= VR_MAX_DEVICES)
 		return -EINVAL;
@@ -120,6 +121,14 @@ int vr_sample(vr_member *m, int dev, struct vr_reg_sample *out)
 		vr_reg_thaw(m, 0);
 	vr_group_unlock(m);
 	return 0;
+}
+
+int vr_sample(vr_member *m, int dev, struct vr_reg_sample *out)
+{
+	uint64_t call = vr_call_begin(); /* its waits share one bound */
+	int rc = vr_sample_call(m, dev, out);
+	vr_call_end(call);
+	return rc;
 }
 
 int vr_holders(vr_member *m, int dev, uint64_t *self, uint64_t *peak, struct vr_holder *out, int n)

@@ -8,6 +8,7 @@
 
 #include "registry/books.h"
 #include "registry/damage.h"
+#include "registry/knobs.h"
 #include "registry/lock.h"
 #include "registry/member.h"
 #include "registry/reclaim.h"
@@ -58,7 +59,8 @@ static int spill_try_locked(vr_member *m, int dev, uint64_t bytes, uint64_t *spi
 	return rc;
 }
 
-int vr_spill_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *spilled, uint64_t *budget)
+static int vr_spill_reserve_call(vr_member *m, int dev, uint64_t bytes, uint64_t *spilled,
+                                 uint64_t *budget)
 {
 	if (VR_UNLIKELY(!m || dev < 0 || dev >= VR_MAX_DEVICES))
 		return -EINVAL;
@@ -81,6 +83,14 @@ int vr_spill_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *spilled, u
 		if (rc != -ENOSPC || round > 0 || vr_reclaim_dead(m) <= 0)
 			return rc;
 	}
+}
+
+int vr_spill_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *spilled, uint64_t *budget)
+{
+	uint64_t call = vr_call_begin(); /* its waits share one bound */
+	int rc = vr_spill_reserve_call(m, dev, bytes, spilled, budget);
+	vr_call_end(call);
+	return rc;
 }
 
 void vr_spill_release(vr_member *m, int dev, uint64_t bytes)

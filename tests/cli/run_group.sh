@@ -95,4 +95,18 @@ if has_cap; then
 	[ -n "$run_says" ] && [ "$run_says" = "$lib_says" ] ||
 		fail "run and the library word a bad group name differently: '$run_says' vs '$lib_says'"
 fi
+
+# A cap asked for is never lost (issue 29): the group capped GPU 0 only, so a
+# run that asks for a cap on every GPU is refused (it would run uncapped on
+# GPU 1), with the device named.
+mkfifo up1 go1
+VRAMSIM_DEVICES=16G,16G "$V" run --group half --limit 0=1G -- sh -c 'echo up >up1; read -r _ <go1' &
+half=$!
+read -r _ <up1
+VRAMSIM_DEVICES=16G,16G "$V" run --group half --limit 1G -- true 2>err
+rc=$?
+echo go >go1
+wait $half
+expect_rc 125 $rc "a cap on every GPU joining a group that left GPU 1 uncapped"
+expect_grep "device 1" err "the refusal names the device"
 finish

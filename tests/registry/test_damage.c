@@ -13,6 +13,8 @@
  *     once and keeps its own books under its cap
  *   a cap raised, an in-use total zeroed, a member's own numbers changed:
  *     seen at the next call; own books under the joined cap
+ *   a total forged below the member's own holdings with valid check bits:
+ *     seen at the next reserve; own books under the joined cap
  *   random bytes over the slots: a late joiner refuses (and never resets
  *     the books of the live members); the members see it at their audit
  *   numbers in a slot for a device the group does not have yet (the
@@ -308,6 +310,23 @@ static void truncate_door(void)
 	vr_leave(a);
 }
 
+/* A total forged below this process's own holdings, with valid check bits
+ * (anyone who can write the segment can compute them): the next reserve
+ * finds it and keeps the cap this process joined with (issue 29). */
+static void total_below_own(void)
+{
+	vr_member *m = member("forgedtotal");
+	ASSERT_EQ(vr_reserve(m, 0, 600, NULL), 0);
+	vr_dev_set_total(&m->hdr->dev[0], 0);
+	uint64_t in_use = 0;
+	ASSERT_EQ(vr_reserve(m, 0, 500, &in_use), -ENOSPC);
+	ASSERT(vr_damaged(m) != NULL);
+	ASSERT_UEQ(in_use, 600);
+	cap_holds(m, 600);
+	vr_release(m, 0, 600);
+	vr_leave(m);
+}
+
 int main(void)
 {
 	dir = getenv("VRAMCTL_REGISTRY_DIR");
@@ -324,6 +343,7 @@ int main(void)
 	unused_device();
 	counts_out_of_range();
 	truncate_door();
+	total_below_own();
 	printf("ok\n");
 	return 0;
 }
