@@ -139,6 +139,14 @@ void vr_books_device(struct vr_dev *d, uint64_t cap_if_new)
 		if (idx >= 0) {
 			d->reg = idx;
 			d->cap = cap;
+		} else if (idx == -EPERM) {
+			char a[32];
+			vr_log(
+			    VR_LOG_ERROR,
+			    "the group leaves GPU %d uncapped and this process asks for a cap of "
+			    "%s there: that cap holds for this process alone (its own books; its "
+			    "bytes there are not in the group's)",
+			    d->ordinal, vr_format_size(cap_if_new, a, sizeof(a)));
 		} else {
 			vr_log(VR_LOG_ERROR,
 			       "cannot add GPU %d to the group's books: %s; this process keeps its "

@@ -3,6 +3,7 @@
  * (`vramctl run`): joining, fixing the caps, and what applies when the group
  * already had other caps (see launch.h).
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,6 +28,13 @@ static void note(struct vr_launch_group *g, const char *fmt, ...)
 		g->notes[used] = '\0';
 	else
 		strcat(g->notes, "\n");
+}
+
+/* A wait for a live member that passes a second, said as it happens (the
+ * registry bounds all the waits of one call together). */
+static void say_now(const char *line)
+{
+	fprintf(stderr, "vramctl: %s\n", line);
 }
 
 /*
@@ -67,7 +75,8 @@ int vr_launch_join(const struct vr_launch_join *j, struct vr_launch_group *g, ch
 	                         .growth = j->growth,
 	                         .fresh = j->fresh,
 	                         .launcher = 1,
-	                         .spill_budget = j->spill};
+	                         .spill_budget = j->spill,
+	                         .notice = say_now};
 	int ndev = j->ndev < VR_MAX_DEVICES ? j->ndev : VR_MAX_DEVICES;
 	char why[256];
 	int rc;
@@ -97,9 +106,18 @@ int vr_launch_join(const struct vr_launch_join *j, struct vr_launch_group *g, ch
 		                       &g->asked[i]))
 			g->asked[i] = UINT64_MAX;
 		rc = vr_device(g->member, j->devs[i].raw, g->asked[i], &g->cap[i]);
-		if (rc < 0) {
+		if (rc == -EPERM) {
+			vr_seterr(
+			    err, errlen,
+			    "group '%s' leaves GPU %d uncapped and this run asks for a cap of "
+			    "%s there: a cap asked for is never dropped (run it in another "
+			    "group, or without a cap on GPU %d)",
+			    j->group, i, vr_format_size(g->asked[i], a, sizeof(a)), i);
+		} else if (rc < 0) {
 			vr_seterr(err, errlen, "group '%s': cannot record device %d: %s", j->group,
 			          i, strerror(-rc));
+		}
+		if (rc < 0) {
 			vr_leave(g->member);
 			g->member = NULL;
 			return -1;

@@ -108,5 +108,21 @@ rc=$?
 echo go >go1
 wait $half
 expect_rc 125 $rc "a cap on every GPU joining a group that left GPU 1 uncapped"
-expect_grep "device 1" err "the refusal names the device"
+expect_grep "group 'half' leaves GPU 1 uncapped and this run asks for a cap of 1 GiB there" err \
+	"the refusal names the device and why"
+# A process capped by the library alone (no launcher to refuse it) keeps its
+# cap on that GPU in its own books, and says so.
+if has_cap; then
+	VRAMSIM_DEVICES=16G,16G "$V" run --group half2 --limit 0=1G -- sh -c 'echo up >up1; read -r _ <go1' &
+	half=$!
+	read -r _ <up1
+	VRAMSIM_DEVICES=16G,16G CUDA_VISIBLE_DEVICES=1 LD_PRELOAD=$LIB VRAMCTL_GROUP=half2 \
+		VRAMCTL_LIMIT=1G "$VR_BUILD/tests/report/memprog" deny 1500 2>err
+	rc=$?
+	echo go >go1
+	wait $half
+	expect_rc 0 $rc "1500 MiB past a 1 GiB cap on a GPU the group left uncapped (memprog deny)"
+	expect_grep "the group leaves GPU 0 uncapped and this process asks for a cap of 1 GiB there: that cap holds for this process alone" \
+		err "the library's line"
+fi
 finish
