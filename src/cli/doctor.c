@@ -29,6 +29,7 @@
 #include "common/cuda_api.h"
 #include "common/exit.h"
 #include "common/nvml_api.h"
+#include "common/siteconf.h"
 #include "monitor/collect.h"
 #include "common/size.h"
 #include "registry/registry.h"
@@ -277,6 +278,36 @@ static void check_platform(struct doc *d)
 		       rel);
 	else
 		dr_add(&d->rep, "driver.platform", -1, DR_OK, NULL, "Linux %s", rel);
+}
+
+/*
+ * The administrator's file and VRAMCTL_CONFIG's: one that cannot be used
+ * makes `vramctl run` refuse and the library refuse every allocation, so
+ * the self-test's programs would see a cap of 0: said here, by file and
+ * line, and the self-test is skipped rather than blamed on another library.
+ */
+static void check_site(struct doc *d)
+{
+	const struct vr_site *site = vr_site_get();
+
+	if (site->bad) {
+		d->site_bad = 1;
+		dr_add(&d->rep, "config.site", -1, DR_FAIL,
+		       "fix that line (vramctl.conf(5)); 'vramctl run' names the same",
+		       "%s: until the file is fixed, vramctl run refuses to start and the library "
+		       "refuses every device allocation (fail closed)",
+		       site->err);
+	} else if (site->nfiles == 0) {
+		const char *env = getenv(VR_ENV_CONFIG);
+
+		dr_add(&d->rep, "config.site", -1, DR_OK, NULL,
+		       "no configuration file: %s is not there%s%s%s", VR_SITE_CONF,
+		       env && *env ? ", nor " : "", env && *env ? env : "",
+		       env && *env ? " (VRAMCTL_CONFIG)" : "");
+	} else {
+		dr_add(&d->rep, "config.site", -1, DR_OK, NULL, "%s%s%s read", site->path[0],
+		       site->nfiles > 1 ? " and " : "", site->nfiles > 1 ? site->path[1] : "");
+	}
 }
 
 /* ---- the devices ---- */
@@ -649,6 +680,7 @@ int cmd_doctor(int argc, char **argv)
 	check_nvml(&d);
 	check_kernel(&d);
 	check_platform(&d);
+	check_site(&d);
 	int rc = check_devices(&d);
 	if (rc == 0) {
 		check_visible(&d);

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "monitor/collect.h"
+#include "common/siteconf.h"
 #include "monitor/merge.h"
 #include "registry/registry.h"
 
@@ -41,5 +42,13 @@ int mon_collect(const struct mon_sources *src, struct mon_model *out)
 	if (rc < 0)
 		return rc;
 	out->time_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	/* What `vramctl run` refuses over and the library fails closed on is
+	 * said here too, so that every view names the file and line. */
+	const struct vr_site *site = vr_site_get();
+	if (site->bad)
+		mon_model_note(out,
+		               "config: %s; until it is fixed, vramctl run refuses to start and "
+		               "the library refuses every allocation (vramctl.conf(5))",
+		               site->err);
 	return mon_collect_registry(src, out);
 }
