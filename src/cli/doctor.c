@@ -492,33 +492,93 @@ static int group_listed(const struct mon_model *m, const char *name)
 }
 
 /*
- * Groups left behind: a group's door (<dir>/<group>.vrg) outlives its last
- * member (a named group whose run ended, a Slurm job whose epilog did not
- * run); the snapshot shows only groups with live members, so a door it does
- * not list has none. Appends up to 4 names to list; returns how many.
+ * Doors of groups that ended: a group's door (<dir>/<group>.vrg) outlives
+ * its last member, by design (the next run of that name reuses it), while
+ * its segment goes with the last member; the snapshot shows only groups
+ * with live members, so a door it does not list holds nothing. Writes the
+ * first 4 names in sorted order into list; returns how many doors there are.
  */
-static int stale_groups(const struct mon_model *m, char *list, size_t len)
+static int ended_groups(const struct mon_model *m, char *list, size_t len)
 {
 	DIR *dir = opendir(m->registry_dir);
+	char names[5][80];
 	int n = 0;
 	if (!dir)
 		return 0;
 	for (struct dirent *e; (e = readdir(dir));) {
 		size_t l = strlen(e->d_name);
-		char name[80];
-		if (e->d_name[0] == '.' || l <= 4 || l - 4 >= sizeof(name) ||
+		int k;
+		if (e->d_name[0] == '.' || l <= 4 || l - 4 >= sizeof(names[0]) ||
 		    strcmp(e->d_name + l - 4, ".vrg") != 0)
 			continue;
-		snprintf(name, sizeof(name), "%.*s", (int)(l - 4), e->d_name);
-		if (group_listed(m, name))
+		snprintf(names[4], sizeof(names[4]), "%.*s", (int)(l - 4), e->d_name);
+		if (group_listed(m, names[4]))
 			continue;
-		size_t used = strlen(list);
-		if (n < 4)
-			snprintf(list + used, len - used, "%s%s", n ? ", " : "", name);
+		/* Insertion into the 4 smallest, so the list does not depend on readdir. */
+		for (k = n < 4 ? n : 4; k > 0 && strcmp(names[4], names[k - 1]) < 0; k--)
+			;
+		if (k < 4) {
+			char name[80];
+			memcpy(name, names[4], sizeof(name));
+			memmove(names[k + 1], names[k], sizeof(names[0]) * (size_t)(3 - k));
+			memcpy(names[k], name, sizeof(name));
+		}
 		n++;
 	}
 	closedir(dir);
+	list[0] = '\0';
+	for (int i = 0; i < n && i < 4; i++) {
+		size_t used = strlen(list);
+		snprintf(list + used, len - used, "%s%s", i ? ", " : "", names[i]);
+	}
 	return n;
+}
+
+/*
+ * Damage the registry's reader found in the books ("registry: FILE:
+ * damaged: WHY" notes, the same status prints and the members detect):
+ * one FAIL naming each file's first fault, and how many groups.
+ */
+static void check_damage(struct doc *d, const struct mon_model *m)
+{
+	char fact[1600] = "", files[MON_MAX_NOTES][PATH_MAX];
+	int nfiles = 0, nother = 0;
+
+	for (int i = 0; i < m->nnotes; i++) {
+		const char *n = m->notes[i], *tag;
+		if (strncmp(n, "registry: ", 10) != 0)
+			continue;
+		n += 10;
+		tag = strstr(n, ": damaged: ");
+		if (!tag) {
+			nother++;
+			continue;
+		}
+		int len = (int)(tag - n), seen = 0;
+		for (int j = 0; j < nfiles; j++)
+			seen |= (int)strlen(files[j]) == len && !strncmp(files[j], n, (size_t)len);
+		size_t used = strlen(fact);
+		if (seen) {
+			snprintf(fact + used, sizeof(fact) - used, "; %s", tag + 11);
+			continue;
+		}
+		snprintf(files[nfiles++], sizeof(files[0]), "%.*s", len, n);
+		snprintf(fact + used, sizeof(fact) - used, "; %.*s: %s", len, n, tag + 11);
+	}
+	if (nfiles)
+		dr_add(&d->rep, "books.damage", -1, DR_FAIL,
+		       "something of yours writes into the group's books: find and stop it; once "
+		       "none of the group's members runs, remove its .vrg file so the next run "
+		       "starts new books (members that see the damage keep their own books under "
+		       "the caps they joined with)",
+		       "%d group%s books are damaged%s", nfiles, nfiles == 1 ? "'s" : "s'", fact);
+	if (nother)
+		dr_add(&d->rep, "books.damage", -1, DR_WARN,
+		       "see vramctl status for each file and why", "%d group file%s cannot be read",
+		       nother, nother == 1 ? "" : "s");
+	if (!nfiles && !nother)
+		dr_add(&d->rep, "books.damage", -1, DR_OK, NULL,
+		       "no damage found in the groups' books");
 }
 
 static void check_books(struct doc *d, const struct mon_model *m)
@@ -528,43 +588,27 @@ static void check_books(struct doc *d, const struct mon_model *m)
 	int rc = vr_check_dir(m->registry_dir, &mode, why, sizeof(why));
 	dr_check_dir(&d->rep, m->registry_dir, rc, why, mode);
 
-	char list[512] = "";
-	int nstale = rc == 0 ? stale_groups(m, list, sizeof(list)) : 0, ndead = 0, nbad = 0;
+	char list[512] = "", ended[640] = "";
+	int nended = rc == 0 ? ended_groups(m, list, sizeof(list)) : 0, ndead = 0;
 	for (int i = 0; i < m->ngroups; i++)
 		ndead += m->groups[i].ndead;
-	for (int i = 0; i < m->nnotes; i++)
-		nbad += !strncmp(m->notes[i], "registry: ", 10);
-	if (nstale || nbad) {
-		char fix[PATH_MAX + 64];
-		if (nstale == 1)
-			snprintf(fix, sizeof(fix),
-			         "if nothing of that group runs any more: rm %s/%s.vrg",
-			         m->registry_dir, list);
-		else if (nstale)
-			snprintf(fix, sizeof(fix),
-			         "if nothing of those groups runs any more: rm %s/NAME.vrg",
-			         m->registry_dir);
-		else
-			snprintf(fix, sizeof(fix), "see vramctl status for each file and why");
-		char stale[600] = "", bad[64] = "";
-		if (nstale)
-			snprintf(stale, sizeof(stale),
-			         "%d group%s with no live member left behind (%s%s)", nstale,
-			         nstale == 1 ? "" : "s", list, nstale > 4 ? ", ..." : "");
-		if (nbad)
-			snprintf(bad, sizeof(bad), "%s%d group%s whose books cannot be read",
-			         nstale ? "; " : "", nbad, nbad == 1 ? "" : "s");
-		dr_add(&d->rep, "books.groups", -1, DR_WARN, fix, "%s%s", stale, bad);
-	} else if (m->ngroups == 0) {
-		dr_add(&d->rep, "books.groups", -1, DR_OK, NULL, "no group in the registry");
-	} else {
+	if (nended)
+		snprintf(ended, sizeof(ended),
+		         "%s%d door%s of groups that ended (%s%s): normal, a door with no member "
+		         "holds no memory and the next run of that name reuses it",
+		         m->ngroups ? "; " : "", nended, nended == 1 ? "" : "s", list,
+		         nended > 4 ? ", ..." : "");
+	if (m->ngroups == 0)
+		dr_add(&d->rep, "books.groups", -1, DR_OK, NULL, "no live group in the registry%s",
+		       ended);
+	else
 		dr_add(&d->rep, "books.groups", -1, DR_OK, NULL,
-		       "%d group%s, every one with a live member%s", m->ngroups,
-		       m->ngroups == 1 ? "" : "s",
+		       "%d group%s with a live member%s%s", m->ngroups, m->ngroups == 1 ? "" : "s",
 		       ndead ? " (a dead member's memory is given back at the next join or denial, "
 		               "once the GPU no longer lists it)"
-		             : "");
-	}
+		             : "",
+		       ended);
+	check_damage(d, m);
 }
 
 static void check_picture(struct doc *d, const struct mon_model *m)
