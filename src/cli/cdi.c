@@ -432,10 +432,8 @@ static int cdi_generate(int argc, char **argv)
 	memset(&lim, 0, sizeof lim);
 	optind = 1;
 	while ((opt = cli_getopt(argc, argv, "+:l:o:h", generate_opts, &word)) != -1) {
-		if (opt == ':') {
-			fprintf(stderr, "vramctl: %s needs a value\n", word);
-			return VR_EXIT_ERROR;
-		}
+		if (opt == ':')
+			return cli_option_error("cdi generate", opt, word);
 		if (opt == '?')
 			break;
 		if (opt == 'h') {
@@ -461,12 +459,10 @@ static int cdi_generate(int argc, char **argv)
 		if (string_option(opt, optarg, opts, VR_ARRAY_LEN(opts)) < 0)
 			return VR_EXIT_ERROR;
 	}
-	if (opt == '?' || optind < argc) {
-		fprintf(stderr,
-		        "vramctl: cdi generate: unknown argument '%s' ('vramctl cdi --help')\n",
-		        opt == '?' ? word : argv[optind]);
-		return VR_EXIT_ERROR;
-	}
+	if (opt == '?')
+		return cli_option_error("cdi generate", opt, word);
+	if (optind < argc)
+		return cli_usage_error("cdi generate", "unexpected argument '%s'", argv[optind]);
 	if (!spec_text[0]) {
 		fprintf(stderr, "vramctl: cdi generate: --limit SPEC is required\n");
 		return VR_EXIT_ERROR;
@@ -518,16 +514,13 @@ static int cdi_generate(int argc, char **argv)
 
 int cmd_cdi(int argc, char **argv)
 {
-	if (argc < 2) {
-		cdi_usage(stderr);
-		return VR_EXIT_ERROR;
-	}
+	if (argc < 2)
+		return cli_usage_error("cdi", "no subcommand given (generate)");
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		cdi_usage(stdout);
 		return 0;
 	}
 	if (!strcmp(argv[1], "generate"))
 		return cdi_generate(argc - 1, argv + 1);
-	fprintf(stderr, "vramctl: cdi: unknown subcommand '%s' (generate)\n", argv[1]);
-	return VR_EXIT_ERROR;
+	return cli_usage_error("cdi", "unknown subcommand '%s' (generate)", argv[1]);
 }

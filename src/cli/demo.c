@@ -71,12 +71,10 @@ int cmd_demo(int argc, char **argv)
 		}
 		real = 1;
 	}
-	if (c != -1 || optind < argc) {
-		fprintf(stderr, "vramctl: demo: unknown option '%s'\n",
-		        c != -1 ? word : argv[optind]);
-		demo_usage(stderr);
-		return VR_EXIT_ERROR;
-	}
+	if (c != -1)
+		return cli_option_error("demo", c, word);
+	if (optind < argc)
+		return cli_usage_error("demo", "unexpected argument '%s'", argv[optind]);
 	if (vr_self_dir(dir, sizeof(dir)) < 0) {
 		fprintf(stderr, "vramctl: demo: cannot find its own path\n");
 		return VR_EXIT_ERROR;

@@ -25,6 +25,7 @@
 #include "cli/commands.h"
 #include "cli/devices.h"
 #include "cli/doctor_hook.h"
+#include "cli/options.h"
 #include "common/contract.h"
 #include "common/cuda_api.h"
 #include "common/exit.h"
@@ -61,7 +62,8 @@ static void doctor_usage(FILE *f)
 	           "  --program PATH   also check that the cap can reach this program\n"
 	           "  --registry DIR   registry directory (default as vramctl status)\n"
 	           "\n"
-	           "Exit status: 0 nothing failed, 1 a check failed, 2 doctor could not run.\n");
+	           "Exit status: 0 nothing failed, 1 a check failed, 2 doctor could not run,\n"
+	           "125 a usage error.\n");
 }
 
 /* The driver's entry point, or NULL (no driver, or it lacks the name). */
@@ -685,21 +687,18 @@ int cmd_doctor(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
 	};
 	struct doc d = {.want_dev = -1, .init_rc = (CUresult)-1, .ndev = -1};
+	const char *word = "";
 	int json = 0, c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+jd:p:r:h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "+:jd:p:r:h", opts, &word)) != -1) {
 		switch (c) {
 		case 'j':
 			json = 1;
 			break;
 		case 'd':
-			if (parse_device(optarg, &d.want_dev) < 0) {
-				fprintf(
-				    stderr,
-				    "vramctl: doctor: bad --device '%s' (a GPU index: 0, 1, ...)\n",
-				    optarg);
-				return VR_EXIT_DOCTOR_ERROR;
-			}
+			if (parse_device(optarg, &d.want_dev) < 0)
+				return cli_usage_error(
+				    "doctor", "bad --device '%s' (a GPU index: 0, 1, ...)", optarg);
 			break;
 		case 'p':
 			d.program = optarg;
@@ -711,14 +710,11 @@ int cmd_doctor(int argc, char **argv)
 			doctor_usage(stdout);
 			return 0;
 		default:
-			doctor_usage(stderr);
-			return VR_EXIT_DOCTOR_ERROR;
+			return cli_option_error("doctor", c, word);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "vramctl: doctor: unexpected argument '%s'\n", argv[optind]);
-		return VR_EXIT_DOCTOR_ERROR;
-	}
+	if (optind < argc)
+		return cli_usage_error("doctor", "unexpected argument '%s'", argv[optind]);
 
 	check_driver(&d);
 	check_nvml(&d);

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/site.h"
 #include "common/exit.h"
 #include "common/siteconf.h"
@@ -276,8 +277,9 @@ int cmd_export(int argc, char **argv)
 	};
 	const char *listen = NULL, *registry = NULL;
 	int c;
+	const char *word = "";
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+l:r:h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "+:l:r:h", opts, &word)) != -1) {
 		switch (c) {
 		case 'l':
 			listen = optarg;
@@ -289,14 +291,11 @@ int cmd_export(int argc, char **argv)
 			export_usage(stdout);
 			return 0;
 		default:
-			export_usage(stderr);
-			return VR_EXIT_ERROR;
+			return cli_option_error("export", c, word);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "vramctl: export: unexpected argument '%s'\n", argv[optind]);
-		return VR_EXIT_ERROR;
-	}
+	if (optind < argc)
+		return cli_usage_error("export", "unexpected argument '%s'", argv[optind]);
 	/* Without --listen, the admin's export_listen (vramctl.conf(5)). */
 	if (!listen && cli_site_check("vramctl export") < 0)
 		return VR_EXIT_ERROR;

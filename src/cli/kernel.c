@@ -499,12 +499,10 @@ static int install_options(int argc, char **argv, struct install *in)
 		}
 		break; /* ':' or '?' */
 	}
-	if (c != -1 || optind < argc) {
-		fprintf(stderr, "vramctl: kernel install: bad argument '%s'\n",
-		        c != -1 ? word : argv[optind]);
-		install_usage(stderr);
-		return VR_EXIT_ERROR;
-	}
+	if (c != -1)
+		return cli_option_error("kernel install", c, word);
+	if (optind < argc)
+		return cli_usage_error("kernel install", "unexpected argument '%s'", argv[optind]);
 	return -1;
 }
 
@@ -527,10 +525,16 @@ static int remove_options(int argc, char **argv, const char **name, enum where *
 			break;
 		*name = optarg;
 	}
-	if (c != -1 || optind < argc || !*name) {
-		remove_usage(stderr);
-		return VR_EXIT_ERROR;
-	}
+	if (c == ':' || c == '?')
+		return cli_option_error("kernel remove", c, word);
+	if (c == 1 && optarg[0] == '-')
+		return cli_usage_error("kernel remove", "unknown option '%s'", optarg);
+	if (c == 1)
+		return cli_usage_error("kernel remove", "one NAME at a time: '%s'", optarg);
+	if (optind < argc)
+		return cli_usage_error("kernel remove", "unexpected argument '%s'", argv[optind]);
+	if (!*name)
+		return cli_usage_error("kernel remove", "no NAME given");
 	return -1;
 }
 
@@ -569,8 +573,7 @@ int cmd_kernel(int argc, char **argv)
 				list_usage(stdout);
 				return 0;
 			}
-			list_usage(stderr);
-			return VR_EXIT_ERROR;
+			return cli_usage_error("kernel list", "unexpected argument '%s'", argv[2]);
 		}
 		cli_kspec_each(list_one, &any);
 		if (!any)
@@ -588,6 +591,7 @@ int cmd_kernel(int argc, char **argv)
 			return rc;
 		return do_remove(name, w);
 	}
-	kernel_usage(stderr);
-	return VR_EXIT_ERROR;
+	if (!*sub)
+		return cli_usage_error("kernel", "no subcommand given (install, list, remove)");
+	return cli_usage_error("kernel", "unknown subcommand '%s' (install, list, remove)", sub);
 }

@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/top_collector.h"
 #include "cli/top_draw.h"
 #include "cli/top_history.h"
@@ -95,7 +96,7 @@ static void top_usage(FILE *f)
 	           "TEXT\n"
 	           "  --registry DIR       registry directory\n"
 	           "\n"
-	           "NO_COLOR set: no colours.\n");
+	           "With NO_COLOR set (to anything but empty), no colours.\n");
 }
 
 int cmd_top(int argc, char **argv)
@@ -110,8 +111,9 @@ int cmd_top(int argc, char **argv)
 	struct ui u = {.sort_col = C_USED, .delay = 1.0};
 	const char *registry = NULL;
 	int ch;
+	const char *word = "";
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "+d:f:r:h", opts, NULL)) != -1) {
+	while ((ch = cli_getopt(argc, argv, "+:d:f:r:h", opts, &word)) != -1) {
 		switch (ch) {
 		case 'd': {
 			char *end;
@@ -133,14 +135,11 @@ int cmd_top(int argc, char **argv)
 			top_usage(stdout);
 			return 0;
 		default:
-			top_usage(stderr);
-			return VR_EXIT_ERROR;
+			return cli_option_error("top", ch, word);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "vramctl: top: unexpected argument '%s'\n", argv[optind]);
-		return VR_EXIT_ERROR;
-	}
+	if (optind < argc)
+		return cli_usage_error("top", "unexpected argument '%s'", argv[optind]);
 
 	setlocale(LC_ALL, "");
 	const char *cs = setlocale(LC_CTYPE, NULL);

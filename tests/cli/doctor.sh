@@ -30,18 +30,19 @@ only_ok() {
 }
 
 # ---- bad input: holds on any driver ----
+# Usage errors: one line and 125, as every command (usage_errors.sh).
 doctor --bogus
-expect_rc 2 "$rc" "unknown flag"
-expect_grep "usage: vramctl doctor" err "unknown flag: usage"
+expect_rc 125 "$rc" "unknown flag"
+expect_grep "unknown option '--bogus' ('vramctl doctor --help')" err "unknown flag: message"
 doctor --device
-expect_rc 2 "$rc" "--device without a value"
+expect_rc 125 "$rc" "--device without a value"
 doctor --device x
-expect_rc 2 "$rc" "--device x"
+expect_rc 125 "$rc" "--device x"
 expect_grep "bad --device 'x'" err "--device x: message"
 doctor --device -1
-expect_rc 2 "$rc" "--device -1"
+expect_rc 125 "$rc" "--device -1"
 doctor extra
-expect_rc 2 "$rc" "an extra argument"
+expect_rc 125 "$rc" "an extra argument"
 expect_grep "unexpected argument 'extra'" err "extra argument: message"
 doctor --help
 expect_rc 0 "$rc" "--help"
