@@ -25,6 +25,7 @@
 #include "cli/commands.h"
 #include "cli/devices.h"
 #include "cli/doctor_hook.h"
+#include "cli/kernel_spec.h"
 #include "cli/options.h"
 #include "common/contract.h"
 #include "common/cuda_api.h"
@@ -668,6 +669,57 @@ static void check_picture(struct doc *d, const struct mon_model *m)
 		       "the caps on each GPU fit in it");
 }
 
+/* ---- Jupyter kernels ---- */
+
+struct stale_kernels {
+	int n, nours;
+	char list[1024], fix[512];
+};
+
+static void stale_kernel(const char *name, const char *dir, void *ctx)
+{
+	struct stale_kernels *k = ctx;
+	char limit[96], group[96], from[96], prog[PATH_MAX];
+	size_t used;
+
+	if (cli_kspec_meta(dir, limit, group, from, sizeof limit) < 0)
+		return;
+	k->nours++;
+	if (cli_kspec_program(dir, prog, sizeof prog) < 0 || !strchr(prog, '/') ||
+	    access(prog, X_OK) == 0)
+		return;
+	used = strlen(k->list);
+	snprintf(k->list + used, sizeof k->list - used, "%s%s (%s runs %s, which is not there)",
+	         k->n ? "; " : "", name, dir, prog);
+	used = strlen(k->fix);
+	snprintf(k->fix + used, sizeof k->fix - used, "%svramctl kernel remove %s",
+	         k->n ? "; " : "", name);
+	k->n++;
+}
+
+/*
+ * Kernels `vramctl kernel install` wrote into a user's or an environment's
+ * Jupyter directories stay when vramctl is removed (a package removes only
+ * its own files): their notebooks then fail to start.
+ */
+static void check_kernels(struct doc *d)
+{
+	struct stale_kernels k = {0};
+
+	cli_kspec_each(stale_kernel, &k);
+	if (k.n)
+		dr_add(&d->rep, "kernel.stale", -1, DR_WARN, k.fix,
+		       "%d Jupyter kernel%s installed by vramctl cannot start: %s", k.n,
+		       k.n == 1 ? "" : "s", k.list);
+	else if (k.nours)
+		dr_add(&d->rep, "kernel.stale", -1, DR_OK, NULL,
+		       "%d Jupyter kernel%s installed by vramctl, each program there", k.nours,
+		       k.nours == 1 ? "" : "s");
+	else
+		dr_add(&d->rep, "kernel.stale", -1, DR_OK, NULL,
+		       "no Jupyter kernel installed by vramctl");
+}
+
 static int parse_device(const char *s, int *out)
 {
 	char *end;
@@ -738,6 +790,7 @@ int cmd_doctor(int argc, char **argv)
 			check_picture(&d, &m);
 		}
 		mon_model_clear(&m);
+		check_kernels(&d);
 	}
 	mon_nvml_close(d.nv);
 	if (rc < 0) {

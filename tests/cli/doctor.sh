@@ -73,7 +73,7 @@ for id in driver.library driver.version driver.init driver.nvml driver.kernel \
 	driver.platform device.init device.compute_mode device.mig device.persistence \
 	env.visible_devices hook.library hook.preload hook.linked hook.dlsym hook.procaddr \
 	hook.procaddr_old hook.ptds hook.program books.dir books.groups books.damage \
-	config.site gpu.uncapped gpu.overcommit; do
+	config.site kernel.stale gpu.uncapped gpu.overcommit; do
 	grep -qE "^OK +$id " out || fail "healthy: no OK line for $id"
 done
 line OK driver.kernel "kernel module 580.82.07" "healthy kernel module"
