@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
 #include "cli/options.h"
@@ -150,6 +151,15 @@ int cmd_top(int argc, char **argv)
 	 * screen never waits for NVML, not even for its first answer. */
 	static struct collector col;
 
+	/* A file or a pipe would get the screen's escape codes. */
+	if (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) {
+		fprintf(stderr,
+		        "vramctl: top: standard %s is not a terminal; for a file or a pipe use "
+		        "'vramctl status' (or 'vramctl status --watch' for a stream of JSON "
+		        "lines)\n",
+		        isatty(STDOUT_FILENO) ? "input" : "output");
+		return VR_EXIT_ERROR;
+	}
 	if (!initscr()) {
 		fprintf(stderr, "vramctl: top: cannot open the terminal\n");
 		return VR_EXIT_ERROR;

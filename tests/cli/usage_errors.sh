@@ -50,4 +50,10 @@ expect_rc 125 $? "help of an unknown command"
 # top --help does not claim NO_COLOR is set.
 (unset NO_COLOR; "$V" top --help) >out 2>&1
 grep -q "^NO_COLOR set" out && fail "top --help says NO_COLOR set when it is not"
+# top without a terminal: one line, no escape codes in the file (#25).
+"$V" top >out 2>err </dev/null
+expect_rc 125 $? "top > file"
+[ ! -s out ] || fail "top > file wrote to the file: $(od -c out | head -3)"
+[ "$(wc -l <err)" = 1 ] || fail "top > file: not one line: $(cat err)"
+expect_grep "not a terminal" err "top > file: the message"
 finish
