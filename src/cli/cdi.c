@@ -42,6 +42,7 @@
 #include "common/compiler.h"
 #include "common/contract.h"
 #include "common/exit.h"
+#include "common/siteconf.h"
 #include "common/size.h"
 #include "launch/launch.h"
 #include "registry/registry.h"
@@ -69,8 +70,9 @@ static void cdi_usage(FILE *f)
 	        "  --name NAME       the device's name (default: from SPEC, 4G -> 4g)\n"
 	        "  --format FMT      json (default) or yaml\n"
 	        "  -o, --output FILE write FILE (replaced whole) instead of standard output\n"
-	        "  --books DIR       the host's books directory to share (default: the one\n"
-	        "                    vramctl status reads: $VRAMCTL_REGISTRY_DIR, ...)\n"
+	        "  --books DIR       the host's books directory to share (default:\n"
+	        "                    $VRAMCTL_REGISTRY_DIR, else vramctl.conf's registry_dir,\n"
+	        "                    else /run/vramctl for root, else vramctl status's)\n"
 	        "  -h, --help        this text\n"
 	        "\n"
 	        "Exit status: 0, or 125 with one message. See vramctl-cdi(1).\n");
@@ -233,6 +235,11 @@ static int check_preload(const char *path)
 	return 0;
 }
 
+/* The system's books directory for a spec root writes (tests point
+ * CDI_SYSTEM_ENV elsewhere; secure_getenv: not in set-ID programs). */
+#define CDI_SYSTEM_BOOKS "/run/vramctl"
+#define CDI_SYSTEM_ENV   "VRAMCTL_CDI_SYSTEM_BOOKS"
+
 /* The host's books directory: absolute, created (0700) if missing (a bind
  * mount of a missing directory stops the container from starting), and
  * passing the check the library applies, so that no container falls back
@@ -240,11 +247,38 @@ static int check_preload(const char *path)
 static int books_dir(const char *opt, char *out, size_t len)
 {
 	char err[300] = "";
-	if (opt)
+	const char *env = getenv(VR_ENV_REGISTRY_DIR), *sys = secure_getenv(CDI_SYSTEM_ENV);
+	if (opt) {
 		snprintf(out, len, "%s", opt);
-	else if (vr_default_dir(out, len) < 0) {
+	} else if ((env && *env) || VR_SITE_TEXT_OF(vr_site_get(), registry_dir)) {
+		/* A directory named for vramctl: by the caller, or the site. */
+		if (vr_default_dir(out, len) < 0) {
+			fprintf(stderr,
+			        "vramctl: cannot tell the books directory; give --books DIR\n");
+			return -1;
+		}
+		fprintf(stderr, "vramctl: cdi: books directory %s (%s; --books to choose)\n", out,
+		        env && *env ? "VRAMCTL_REGISTRY_DIR" : "registry_dir, vramctl.conf(5)");
+	} else if (geteuid() == 0) {
+		/*
+		 * Root's spec goes to /etc/cdi for every container of the host: a
+		 * system directory, not root's private /tmp/vramctl-0 or a login's
+		 * runtime directory.
+		 */
+		snprintf(out, len, "%s", sys && *sys ? sys : CDI_SYSTEM_BOOKS);
+		fprintf(stderr,
+		        "vramctl: cdi: books directory %s (the system's default; --books to "
+		        "choose); the host's views read it with registry_dir = %s in "
+		        "vramctl.conf(5), or VRAMCTL_REGISTRY_DIR=%s\n",
+		        out, out, out);
+	} else if (vr_default_dir(out, len) < 0) {
 		fprintf(stderr, "vramctl: cannot tell the books directory; give --books DIR\n");
 		return -1;
+	} else {
+		fprintf(stderr,
+		        "vramctl: cdi: books directory %s (yours, as vramctl status reads it; "
+		        "--books to choose)\n",
+		        out);
 	}
 	if (out[0] != '/') {
 		fprintf(stderr, "vramctl: --books '%s': an absolute path is needed\n", out);
@@ -432,10 +466,8 @@ static int cdi_generate(int argc, char **argv)
 	memset(&lim, 0, sizeof lim);
 	optind = 1;
 	while ((opt = cli_getopt(argc, argv, "+:l:o:h", generate_opts, &word)) != -1) {
-		if (opt == ':') {
-			fprintf(stderr, "vramctl: %s needs a value\n", word);
-			return VR_EXIT_ERROR;
-		}
+		if (opt == ':')
+			return cli_option_error("cdi generate", opt, word);
 		if (opt == '?')
 			break;
 		if (opt == 'h') {
@@ -461,12 +493,10 @@ static int cdi_generate(int argc, char **argv)
 		if (string_option(opt, optarg, opts, VR_ARRAY_LEN(opts)) < 0)
 			return VR_EXIT_ERROR;
 	}
-	if (opt == '?' || optind < argc) {
-		fprintf(stderr,
-		        "vramctl: cdi generate: unknown argument '%s' ('vramctl cdi --help')\n",
-		        opt == '?' ? word : argv[optind]);
-		return VR_EXIT_ERROR;
-	}
+	if (opt == '?')
+		return cli_option_error("cdi generate", opt, word);
+	if (optind < argc)
+		return cli_usage_error("cdi generate", "unexpected argument '%s'", argv[optind]);
 	if (!spec_text[0]) {
 		fprintf(stderr, "vramctl: cdi generate: --limit SPEC is required\n");
 		return VR_EXIT_ERROR;
@@ -518,16 +548,13 @@ static int cdi_generate(int argc, char **argv)
 
 int cmd_cdi(int argc, char **argv)
 {
-	if (argc < 2) {
-		cdi_usage(stderr);
-		return VR_EXIT_ERROR;
-	}
+	if (argc < 2)
+		return cli_usage_error("cdi", "no subcommand given (generate)");
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		cdi_usage(stdout);
 		return 0;
 	}
 	if (!strcmp(argv[1], "generate"))
 		return cdi_generate(argc - 1, argv + 1);
-	fprintf(stderr, "vramctl: cdi: unknown subcommand '%s' (generate)\n", argv[1]);
-	return VR_EXIT_ERROR;
+	return cli_usage_error("cdi", "unknown subcommand '%s' (generate)", argv[1]);
 }

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/completion_spec.h"
 #include "cli/devices.h"
 #include "cli/kernel_spec.h"
@@ -441,6 +442,11 @@ int cmd_completion(int argc, char **argv)
 		completion_usage(stdout);
 		return 0;
 	}
-	completion_usage(stderr);
-	return VR_EXIT_ERROR;
+	if (argc < 2)
+		return cli_usage_error("completion", "no shell given (bash, zsh)");
+	if (argc > 2)
+		return cli_usage_error("completion", "one shell at a time: '%s'", argv[2]);
+	if (argv[1][0] == '-')
+		return cli_usage_error("completion", "unknown option '%s'", argv[1]);
+	return cli_usage_error("completion", "'%s' is not supported: bash and zsh are", argv[1]);
 }

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/devices.h"
 #include "cli/libexec.h"
 #include "cli/fs.h"
 #include "cli/options.h"
@@ -71,12 +72,10 @@ int cmd_demo(int argc, char **argv)
 		}
 		real = 1;
 	}
-	if (c != -1 || optind < argc) {
-		fprintf(stderr, "vramctl: demo: unknown option '%s'\n",
-		        c != -1 ? word : argv[optind]);
-		demo_usage(stderr);
-		return VR_EXIT_ERROR;
-	}
+	if (c != -1)
+		return cli_option_error("demo", c, word);
+	if (optind < argc)
+		return cli_usage_error("demo", "unexpected argument '%s'", argv[optind]);
 	if (vr_self_dir(dir, sizeof(dir)) < 0) {
 		fprintf(stderr, "vramctl: demo: cannot find its own path\n");
 		return VR_EXIT_ERROR;
@@ -95,6 +94,22 @@ int cmd_demo(int argc, char **argv)
 		        "in %s); build it with 'make', or use --real\n",
 		        sim);
 		return VR_EXIT_ERROR;
+	}
+
+	/* --real on a machine with no usable driver: the three acts would fail
+	 * the same way, so say it once, before any. */
+	if (real) {
+		static struct vr_launch_dev devs[VR_MAX_DEVICES];
+		char why[512];
+		int n = cli_devices(devs, VR_MAX_DEVICES, why, sizeof(why));
+
+		if (n <= 0) {
+			fprintf(stderr,
+			        "vramctl: demo --real: %s; 'vramctl demo' runs on the simulated "
+			        "GPU, 'vramctl doctor' says what to fix\n",
+			        n < 0 ? why : "the driver sees no GPU");
+			return VR_EXIT_ERROR;
+		}
 	}
 
 	/* A clean slate: nothing the user set may change act 1. */

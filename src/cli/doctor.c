@@ -25,10 +25,13 @@
 #include "cli/commands.h"
 #include "cli/devices.h"
 #include "cli/doctor_hook.h"
+#include "cli/kernel_spec.h"
+#include "cli/options.h"
 #include "common/contract.h"
 #include "common/cuda_api.h"
 #include "common/exit.h"
 #include "common/nvml_api.h"
+#include "common/siteconf.h"
 #include "monitor/collect.h"
 #include "common/size.h"
 #include "registry/registry.h"
@@ -60,7 +63,8 @@ static void doctor_usage(FILE *f)
 	           "  --program PATH   also check that the cap can reach this program\n"
 	           "  --registry DIR   registry directory (default as vramctl status)\n"
 	           "\n"
-	           "Exit status: 0 nothing failed, 1 a check failed, 2 doctor could not run.\n");
+	           "Exit status: 0 nothing failed, 1 a check failed, 2 doctor could not run,\n"
+	           "125 a usage error.\n");
 }
 
 /* The driver's entry point, or NULL (no driver, or it lacks the name). */
@@ -279,6 +283,36 @@ static void check_platform(struct doc *d)
 		dr_add(&d->rep, "driver.platform", -1, DR_OK, NULL, "Linux %s", rel);
 }
 
+/*
+ * The administrator's file and VRAMCTL_CONFIG's: one that cannot be used
+ * makes `vramctl run` refuse and the library refuse every allocation, so
+ * the self-test's programs would see a cap of 0: said here, by file and
+ * line, and the self-test is skipped rather than blamed on another library.
+ */
+static void check_site(struct doc *d)
+{
+	const struct vr_site *site = vr_site_get();
+
+	if (site->bad) {
+		d->site_bad = 1;
+		dr_add(&d->rep, "config.site", -1, DR_FAIL,
+		       "fix that line (vramctl.conf(5)); 'vramctl run' names the same",
+		       "%s: until the file is fixed, vramctl run refuses to start and the library "
+		       "refuses every device allocation (fail closed)",
+		       site->err);
+	} else if (site->nfiles == 0) {
+		const char *env = getenv(VR_ENV_CONFIG);
+
+		dr_add(&d->rep, "config.site", -1, DR_OK, NULL,
+		       "no configuration file: %s is not there%s%s%s", VR_SITE_CONF,
+		       env && *env ? ", nor " : "", env && *env ? env : "",
+		       env && *env ? " (VRAMCTL_CONFIG)" : "");
+	} else {
+		dr_add(&d->rep, "config.site", -1, DR_OK, NULL, "%s%s%s read", site->path[0],
+		       site->nfiles > 1 ? " and " : "", site->nfiles > 1 ? site->path[1] : "");
+	}
+}
+
 /* ---- the devices ---- */
 
 static void check_modes(struct doc *d, int i)
@@ -461,33 +495,93 @@ static int group_listed(const struct mon_model *m, const char *name)
 }
 
 /*
- * Groups left behind: a group's door (<dir>/<group>.vrg) outlives its last
- * member (a named group whose run ended, a Slurm job whose epilog did not
- * run); the snapshot shows only groups with live members, so a door it does
- * not list has none. Appends up to 4 names to list; returns how many.
+ * Doors of groups that ended: a group's door (<dir>/<group>.vrg) outlives
+ * its last member, by design (the next run of that name reuses it), while
+ * its segment goes with the last member; the snapshot shows only groups
+ * with live members, so a door it does not list holds nothing. Writes the
+ * first 4 names in sorted order into list; returns how many doors there are.
  */
-static int stale_groups(const struct mon_model *m, char *list, size_t len)
+static int ended_groups(const struct mon_model *m, char *list, size_t len)
 {
 	DIR *dir = opendir(m->registry_dir);
+	char names[5][80];
 	int n = 0;
 	if (!dir)
 		return 0;
 	for (struct dirent *e; (e = readdir(dir));) {
 		size_t l = strlen(e->d_name);
-		char name[80];
-		if (e->d_name[0] == '.' || l <= 4 || l - 4 >= sizeof(name) ||
+		int k;
+		if (e->d_name[0] == '.' || l <= 4 || l - 4 >= sizeof(names[0]) ||
 		    strcmp(e->d_name + l - 4, ".vrg") != 0)
 			continue;
-		snprintf(name, sizeof(name), "%.*s", (int)(l - 4), e->d_name);
-		if (group_listed(m, name))
+		snprintf(names[4], sizeof(names[4]), "%.*s", (int)(l - 4), e->d_name);
+		if (group_listed(m, names[4]))
 			continue;
-		size_t used = strlen(list);
-		if (n < 4)
-			snprintf(list + used, len - used, "%s%s", n ? ", " : "", name);
+		/* Insertion into the 4 smallest, so the list does not depend on readdir. */
+		for (k = n < 4 ? n : 4; k > 0 && strcmp(names[4], names[k - 1]) < 0; k--)
+			;
+		if (k < 4) {
+			char name[80];
+			memcpy(name, names[4], sizeof(name));
+			memmove(names[k + 1], names[k], sizeof(names[0]) * (size_t)(3 - k));
+			memcpy(names[k], name, sizeof(name));
+		}
 		n++;
 	}
 	closedir(dir);
+	list[0] = '\0';
+	for (int i = 0; i < n && i < 4; i++) {
+		size_t used = strlen(list);
+		snprintf(list + used, len - used, "%s%s", i ? ", " : "", names[i]);
+	}
 	return n;
+}
+
+/*
+ * Damage the registry's reader found in the books ("registry: FILE:
+ * damaged: WHY" notes, the same status prints and the members detect):
+ * one FAIL naming each file's first fault, and how many groups.
+ */
+static void check_damage(struct doc *d, const struct mon_model *m)
+{
+	char fact[1600] = "", files[MON_MAX_NOTES][PATH_MAX];
+	int nfiles = 0, nother = 0;
+
+	for (int i = 0; i < m->nnotes; i++) {
+		const char *n = m->notes[i], *tag;
+		if (strncmp(n, "registry: ", 10) != 0)
+			continue;
+		n += 10;
+		tag = strstr(n, ": damaged: ");
+		if (!tag) {
+			nother++;
+			continue;
+		}
+		int len = (int)(tag - n), seen = 0;
+		for (int j = 0; j < nfiles; j++)
+			seen |= (int)strlen(files[j]) == len && !strncmp(files[j], n, (size_t)len);
+		size_t used = strlen(fact);
+		if (seen) {
+			snprintf(fact + used, sizeof(fact) - used, "; %s", tag + 11);
+			continue;
+		}
+		snprintf(files[nfiles++], sizeof(files[0]), "%.*s", len, n);
+		snprintf(fact + used, sizeof(fact) - used, "; %.*s: %s", len, n, tag + 11);
+	}
+	if (nfiles)
+		dr_add(&d->rep, "books.damage", -1, DR_FAIL,
+		       "something of yours writes into the group's books: find and stop it; once "
+		       "none of the group's members runs, remove its .vrg file so the next run "
+		       "starts new books (members that see the damage keep their own books under "
+		       "the caps they joined with)",
+		       "%d group%s books are damaged%s", nfiles, nfiles == 1 ? "'s" : "s'", fact);
+	if (nother)
+		dr_add(&d->rep, "books.damage", -1, DR_WARN,
+		       "see vramctl status for each file and why", "%d group file%s cannot be read",
+		       nother, nother == 1 ? "" : "s");
+	if (!nfiles && !nother)
+		dr_add(&d->rep, "books.damage", -1, DR_OK, NULL,
+		       "no damage found in the groups' books");
 }
 
 static void check_books(struct doc *d, const struct mon_model *m)
@@ -497,43 +591,27 @@ static void check_books(struct doc *d, const struct mon_model *m)
 	int rc = vr_check_dir(m->registry_dir, &mode, why, sizeof(why));
 	dr_check_dir(&d->rep, m->registry_dir, rc, why, mode);
 
-	char list[512] = "";
-	int nstale = rc == 0 ? stale_groups(m, list, sizeof(list)) : 0, ndead = 0, nbad = 0;
+	char list[512] = "", ended[640] = "";
+	int nended = rc == 0 ? ended_groups(m, list, sizeof(list)) : 0, ndead = 0;
 	for (int i = 0; i < m->ngroups; i++)
 		ndead += m->groups[i].ndead;
-	for (int i = 0; i < m->nnotes; i++)
-		nbad += !strncmp(m->notes[i], "registry: ", 10);
-	if (nstale || nbad) {
-		char fix[PATH_MAX + 64];
-		if (nstale == 1)
-			snprintf(fix, sizeof(fix),
-			         "if nothing of that group runs any more: rm %s/%s.vrg",
-			         m->registry_dir, list);
-		else if (nstale)
-			snprintf(fix, sizeof(fix),
-			         "if nothing of those groups runs any more: rm %s/NAME.vrg",
-			         m->registry_dir);
-		else
-			snprintf(fix, sizeof(fix), "see vramctl status for each file and why");
-		char stale[600] = "", bad[64] = "";
-		if (nstale)
-			snprintf(stale, sizeof(stale),
-			         "%d group%s with no live member left behind (%s%s)", nstale,
-			         nstale == 1 ? "" : "s", list, nstale > 4 ? ", ..." : "");
-		if (nbad)
-			snprintf(bad, sizeof(bad), "%s%d group%s whose books cannot be read",
-			         nstale ? "; " : "", nbad, nbad == 1 ? "" : "s");
-		dr_add(&d->rep, "books.groups", -1, DR_WARN, fix, "%s%s", stale, bad);
-	} else if (m->ngroups == 0) {
-		dr_add(&d->rep, "books.groups", -1, DR_OK, NULL, "no group in the registry");
-	} else {
+	if (nended)
+		snprintf(ended, sizeof(ended),
+		         "%s%d door%s of groups that ended (%s%s): normal, a door with no member "
+		         "holds no memory and the next run of that name reuses it",
+		         m->ngroups ? "; " : "", nended, nended == 1 ? "" : "s", list,
+		         nended > 4 ? ", ..." : "");
+	if (m->ngroups == 0)
+		dr_add(&d->rep, "books.groups", -1, DR_OK, NULL, "no live group in the registry%s",
+		       ended);
+	else
 		dr_add(&d->rep, "books.groups", -1, DR_OK, NULL,
-		       "%d group%s, every one with a live member%s", m->ngroups,
-		       m->ngroups == 1 ? "" : "s",
+		       "%d group%s with a live member%s%s", m->ngroups, m->ngroups == 1 ? "" : "s",
 		       ndead ? " (a dead member's memory is given back at the next join or denial, "
 		               "once the GPU no longer lists it)"
-		             : "");
-	}
+		             : "",
+		       ended);
+	check_damage(d, m);
 }
 
 static void check_picture(struct doc *d, const struct mon_model *m)
@@ -591,6 +669,57 @@ static void check_picture(struct doc *d, const struct mon_model *m)
 		       "the caps on each GPU fit in it");
 }
 
+/* ---- Jupyter kernels ---- */
+
+struct stale_kernels {
+	int n, nours;
+	char list[1024], fix[512];
+};
+
+static void stale_kernel(const char *name, const char *dir, void *ctx)
+{
+	struct stale_kernels *k = ctx;
+	char limit[96], group[96], from[96], prog[PATH_MAX];
+	size_t used;
+
+	if (cli_kspec_meta(dir, limit, group, from, sizeof limit) < 0)
+		return;
+	k->nours++;
+	if (cli_kspec_program(dir, prog, sizeof prog) < 0 || !strchr(prog, '/') ||
+	    access(prog, X_OK) == 0)
+		return;
+	used = strlen(k->list);
+	snprintf(k->list + used, sizeof k->list - used, "%s%s (%s runs %s, which is not there)",
+	         k->n ? "; " : "", name, dir, prog);
+	used = strlen(k->fix);
+	snprintf(k->fix + used, sizeof k->fix - used, "%svramctl kernel remove %s",
+	         k->n ? "; " : "", name);
+	k->n++;
+}
+
+/*
+ * Kernels `vramctl kernel install` wrote into a user's or an environment's
+ * Jupyter directories stay when vramctl is removed (a package removes only
+ * its own files): their notebooks then fail to start.
+ */
+static void check_kernels(struct doc *d)
+{
+	struct stale_kernels k = {0};
+
+	cli_kspec_each(stale_kernel, &k);
+	if (k.n)
+		dr_add(&d->rep, "kernel.stale", -1, DR_WARN, k.fix,
+		       "%d Jupyter kernel%s installed by vramctl cannot start: %s", k.n,
+		       k.n == 1 ? "" : "s", k.list);
+	else if (k.nours)
+		dr_add(&d->rep, "kernel.stale", -1, DR_OK, NULL,
+		       "%d Jupyter kernel%s installed by vramctl, each program there", k.nours,
+		       k.nours == 1 ? "" : "s");
+	else
+		dr_add(&d->rep, "kernel.stale", -1, DR_OK, NULL,
+		       "no Jupyter kernel installed by vramctl");
+}
+
 static int parse_device(const char *s, int *out)
 {
 	char *end;
@@ -610,21 +739,18 @@ int cmd_doctor(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
 	};
 	struct doc d = {.want_dev = -1, .init_rc = (CUresult)-1, .ndev = -1};
+	const char *word = "";
 	int json = 0, c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+jd:p:r:h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "+:jd:p:r:h", opts, &word)) != -1) {
 		switch (c) {
 		case 'j':
 			json = 1;
 			break;
 		case 'd':
-			if (parse_device(optarg, &d.want_dev) < 0) {
-				fprintf(
-				    stderr,
-				    "vramctl: doctor: bad --device '%s' (a GPU index: 0, 1, ...)\n",
-				    optarg);
-				return VR_EXIT_DOCTOR_ERROR;
-			}
+			if (parse_device(optarg, &d.want_dev) < 0)
+				return cli_usage_error(
+				    "doctor", "bad --device '%s' (a GPU index: 0, 1, ...)", optarg);
 			break;
 		case 'p':
 			d.program = optarg;
@@ -636,19 +762,17 @@ int cmd_doctor(int argc, char **argv)
 			doctor_usage(stdout);
 			return 0;
 		default:
-			doctor_usage(stderr);
-			return VR_EXIT_DOCTOR_ERROR;
+			return cli_option_error("doctor", c, word);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "vramctl: doctor: unexpected argument '%s'\n", argv[optind]);
-		return VR_EXIT_DOCTOR_ERROR;
-	}
+	if (optind < argc)
+		return cli_usage_error("doctor", "unexpected argument '%s'", argv[optind]);
 
 	check_driver(&d);
 	check_nvml(&d);
 	check_kernel(&d);
 	check_platform(&d);
+	check_site(&d);
 	int rc = check_devices(&d);
 	if (rc == 0) {
 		check_visible(&d);
@@ -666,6 +790,7 @@ int cmd_doctor(int argc, char **argv)
 			check_picture(&d, &m);
 		}
 		mon_model_clear(&m);
+		check_kernels(&d);
 	}
 	mon_nvml_close(d.nv);
 	if (rc < 0) {

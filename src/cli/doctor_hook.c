@@ -333,6 +333,12 @@ void dr_self_test(struct doc *d)
 		       "not run: libvramctl.so not found");
 		return;
 	}
+	if (d->site_bad) {
+		dr_add(&d->rep, "hook.selftest", -1, DR_SKIP, NULL,
+		       "not run: the configuration file cannot be used (config.site), so the "
+		       "library refuses every allocation");
+		return;
+	}
 	if (cli_find_helper(PROBE_NAME, probe, sizeof(probe)) < 0) {
 		dr_add(&d->rep, "hook.selftest", dev, DR_FAIL,
 		       "reinstall vramctl (make install puts it in libexec/vramctl)",

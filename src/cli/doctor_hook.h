@@ -35,6 +35,7 @@ struct doc {
 
 	char lib[PATH_MAX]; /* libvramctl.so; "" when not found */
 	pid_t probe_pid;
+	int site_bad; /* the configuration file is unusable (config.site) */
 };
 
 /* The file a loaded object came from (links resolved), else fallback. */

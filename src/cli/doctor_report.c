@@ -114,8 +114,8 @@ int dr_format_text(FILE *f, const struct dr_report *r)
 			put_safe(f, c->fix);
 		}
 	}
-	fprintf(f, "\n%s: %d failed, %d warnings, %d ok, %d skipped\n", result_name(n), n[DR_FAIL],
-	        n[DR_WARN], n[DR_OK], n[DR_SKIP]);
+	fprintf(f, "\n%s: %d failed, %d warning%s, %d ok, %d skipped\n", result_name(n), n[DR_FAIL],
+	        n[DR_WARN], n[DR_WARN] == 1 ? "" : "s", n[DR_OK], n[DR_SKIP]);
 	return ferror(f) ? -1 : 0;
 }
 
@@ -125,6 +125,9 @@ int dr_format_json(FILE *f, const struct dr_report *r)
 	int n[4];
 	count(r, n);
 	jw_open(&w, NULL, '{');
+	/* schema_version, as vramctl status --json names it; "schema", the
+	 * older name, stays for the consumers that read it (vramctl-doctor(1)). */
+	jw_int(&w, "schema_version", DR_SCHEMA_VERSION, 1);
 	jw_int(&w, "schema", DR_SCHEMA_VERSION, 1);
 	jw_str(&w, "version", VRAMCTL_VERSION);
 	jw_str(&w, "result", result_name(n));

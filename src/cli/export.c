@@ -18,8 +18,10 @@
 #include <errno.h>
 #include <getopt.h>
 #include <microhttpd.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +32,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/site.h"
 #include "common/exit.h"
 #include "common/siteconf.h"
@@ -222,48 +225,88 @@ static mhd_result handle(void *cls, struct MHD_Connection *c, const char *url, c
 	             MHD_RESPMEM_MUST_FREE);
 }
 
-/* "ADDR:PORT" or "[ADDR6]:PORT" or ":PORT" (loopback). Returns 0 or -EINVAL. */
-static int parse_listen(const char *text, struct sockaddr_storage *ss, socklen_t *sl)
+/*
+ * "HOST:PORT", "[ADDR6]:PORT" or ":PORT" (loopback) into host and port.
+ * HOST may be a name (resolved by listen_on). Returns 0 or -EINVAL.
+ */
+static int parse_listen(const char *text, char *host, size_t hostlen, char *port, size_t portlen)
 {
-	char host[128];
 	const char *colon;
 	if (text[0] == '[') {
 		const char *end = strchr(text, ']');
-		if (!end || end[1] != ':' || (size_t)(end - text - 1) >= sizeof(host))
+		if (!end || end[1] != ':' || (size_t)(end - text - 1) >= hostlen)
 			return -EINVAL;
-		memcpy(host, text + 1, (size_t)(end - text - 1));
-		host[end - text - 1] = '\0';
+		snprintf(host, hostlen, "%.*s", (int)(end - text - 1), text + 1);
 		colon = end + 1;
 	} else {
 		colon = strrchr(text, ':');
-		if (!colon || (size_t)(colon - text) >= sizeof(host))
+		if (!colon || (size_t)(colon - text) >= hostlen)
 			return -EINVAL;
-		memcpy(host, text, (size_t)(colon - text));
-		host[colon - text] = '\0';
+		snprintf(host, hostlen, "%.*s", (int)(colon - text), text);
 		if (!host[0])
-			strcpy(host, "127.0.0.1");
+			snprintf(host, hostlen, "127.0.0.1");
 	}
 	char *end;
 	errno = 0;
-	unsigned long port = strtoul(colon + 1, &end, 10);
-	if (errno || !colon[1] || *end || port > 65535)
+	unsigned long p = strtoul(colon + 1, &end, 10);
+	if (errno || !colon[1] || *end || p > 65535 || colon[1] == '-' || colon[1] == '+' ||
+	    strlen(colon + 1) >= portlen || !host[0])
 		return -EINVAL;
-	memset(ss, 0, sizeof(*ss));
-	struct sockaddr_in *v4 = (struct sockaddr_in *)ss;
-	struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)ss;
-	if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
-		v4->sin_family = AF_INET;
-		v4->sin_port = htons((uint16_t)port);
-		*sl = sizeof(*v4);
-		return 0;
+	snprintf(port, portlen, "%lu", p);
+	return 0;
+}
+
+/*
+ * A listening socket on host:port: each address the name resolves to, in
+ * getaddrinfo's order, until one binds. Returns the socket with its
+ * address in *ss, or -1 after one message (vramctl's: the server library
+ * never gets to say its own).
+ */
+static int listen_on(const char *text, const char *host, const char *port,
+                     struct sockaddr_storage *ss)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *res;
+	int rc = getaddrinfo(host, port, &hints, &res), err = 0;
+	if (rc != 0) {
+		fprintf(stderr, "vramctl: export: bad --listen '%s': cannot resolve '%s': %s\n",
+		        text, host, rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
+		return -1;
 	}
-	if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
-		v6->sin6_family = AF_INET6;
-		v6->sin6_port = htons((uint16_t)port);
-		*sl = sizeof(*v6);
-		return 0;
+	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+		int one = 1, fd;
+		if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
+			continue;
+		fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0) {
+			err = errno;
+			continue;
+		}
+		socklen_t sl = sizeof(*ss);
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (ai->ai_family == AF_INET6)
+			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 64) == 0 &&
+		    getsockname(fd, (struct sockaddr *)ss, &sl) == 0) {
+			freeaddrinfo(res);
+			return fd;
+		}
+		err = errno;
+		close(fd);
 	}
-	return -EINVAL;
+	freeaddrinfo(res);
+	fprintf(stderr, "vramctl: export: cannot listen on %s: %s\n", text,
+	        strerror(err ? err : EADDRNOTAVAIL));
+	return -1;
+}
+
+/* libmicrohttpd's own messages, after it serves: with vramctl's prefix. */
+static void mhd_log(void *arg, const char *fmt, va_list ap)
+{
+	char msg[512];
+	(void)arg;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	msg[strcspn(msg, "\n")] = '\0';
+	fprintf(stderr, "vramctl: export: %s\n", msg);
 }
 
 int cmd_export(int argc, char **argv)
@@ -276,8 +319,9 @@ int cmd_export(int argc, char **argv)
 	};
 	const char *listen = NULL, *registry = NULL;
 	int c;
+	const char *word = "";
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+l:r:h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "+:l:r:h", opts, &word)) != -1) {
 		switch (c) {
 		case 'l':
 			listen = optarg;
@@ -289,28 +333,28 @@ int cmd_export(int argc, char **argv)
 			export_usage(stdout);
 			return 0;
 		default:
-			export_usage(stderr);
-			return VR_EXIT_ERROR;
+			return cli_option_error("export", c, word);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "vramctl: export: unexpected argument '%s'\n", argv[optind]);
-		return VR_EXIT_ERROR;
-	}
+	if (optind < argc)
+		return cli_usage_error("export", "unexpected argument '%s'", argv[optind]);
 	/* Without --listen, the admin's export_listen (vramctl.conf(5)). */
 	if (!listen && cli_site_check("vramctl export") < 0)
 		return VR_EXIT_ERROR;
 	if (!listen && !(listen = VR_SITE_TEXT_OF(vr_site_get(), export_listen)))
 		listen = DEFAULT_LISTEN;
 	struct sockaddr_storage ss;
-	socklen_t sl;
-	if (parse_listen(listen, &ss, &sl) < 0) {
+	char host[256], port_text[16];
+	if (parse_listen(listen, host, sizeof(host), port_text, sizeof(port_text)) < 0) {
 		fprintf(stderr,
-		        "vramctl: export: bad --listen '%s' (ADDR:PORT, e.g. 127.0.0.1:9401 or "
-		        "[::1]:9401)\n",
+		        "vramctl: export: bad --listen '%s' (HOST:PORT, e.g. 127.0.0.1:9401, "
+		        "localhost:9401 or [::1]:9401)\n",
 		        listen);
 		return VR_EXIT_ERROR;
 	}
+	int fd = listen_on(listen, host, port_text, &ss);
+	if (fd < 0)
+		return VR_EXIT_ERROR;
 
 	/* SIGINT and SIGTERM are taken with sigwait; block them before the
 	 * server's thread starts so it inherits the mask. */
@@ -329,30 +373,29 @@ int cmd_export(int argc, char **argv)
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	struct MHD_Daemon *d = MHD_start_daemon(
-	    flags, 0, NULL, NULL, handle, &x, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-	    MHD_OPTION_CONNECTION_TIMEOUT, IDLE_S, MHD_OPTION_CONNECTION_LIMIT, x.limit,
-	    MHD_OPTION_NOTIFY_CONNECTION, notify, &x, MHD_OPTION_END);
+	struct MHD_Daemon *d =
+	    MHD_start_daemon(flags, 0, NULL, NULL, handle, &x, MHD_OPTION_LISTEN_SOCKET, fd,
+	                     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+	                     MHD_OPTION_CONNECTION_TIMEOUT, IDLE_S, MHD_OPTION_CONNECTION_LIMIT,
+	                     x.limit, MHD_OPTION_NOTIFY_CONNECTION, notify, &x, MHD_OPTION_END);
 	if (!d) {
-		fprintf(stderr, "vramctl: export: cannot listen on %s: %s\n", listen,
-		        strerror(errno ? errno : EADDRINUSE));
+		fprintf(stderr, "vramctl: export: cannot serve on %s: %s\n", listen,
+		        strerror(errno ? errno : EINVAL));
+		close(fd);
 		mon_nvml_close(x.src.nvml);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		return VR_EXIT_ERROR;
 	}
 	unsigned port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
 	                                              : ((struct sockaddr_in6 *)&ss)->sin6_port);
-	const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-	if (info && info->port)
-		port = info->port;
-	char host[INET6_ADDRSTRLEN] = "";
+	char addr[INET6_ADDRSTRLEN] = "";
 	if (ss.ss_family == AF_INET)
-		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof(host));
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, addr, sizeof(addr));
 	else
-		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, host, sizeof(host));
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, addr, sizeof(addr));
 	printf(ss.ss_family == AF_INET ? "vramctl: serving http://%s:%u/metrics\n"
 	                               : "vramctl: serving http://[%s]:%u/metrics\n",
-	       host, port);
+	       addr, port);
 	if (!x.src.nvml)
 		printf("vramctl: %s: GPU totals and uncapped processes unknown\n", nverr);
 	fflush(stdout);

@@ -351,6 +351,15 @@ static int do_install(const struct install *in)
 		fprintf(stderr, "vramctl: kernel install: kernelspec '%s' has no argv\n", in->from);
 		return VR_EXIT_ERROR;
 	}
+	/* Its argv follows ours: an empty one would leave a dangling comma (and
+	 * a kernel that runs nothing). */
+	if (*vr_json_skip_ws(argv.p + 1, argv.p + argv.n) == ']') {
+		fprintf(stderr,
+		        "vramctl: kernel install: kernelspec '%s' has an empty argv: nothing to "
+		        "wrap\n",
+		        in->from);
+		return VR_EXIT_ERROR;
+	}
 	if (kernel_name(in, name, sizeof name) < 0)
 		return VR_EXIT_ERROR;
 	if (cli_kspec_fmt_path(group, sizeof group, "%s%s", in->group ? "" : "jupyter-",
@@ -386,16 +395,67 @@ static int do_install(const struct install *in)
 
 /* ---- list, remove --------------------------------------------------------- */
 
+/* `kernel list`'s rows, gathered first so that each column is as wide as
+ * its widest cell. */
+#define LIST_MAX 256
+struct list_row {
+	char name[72], limit[96], group[96], from[96], dir[PATH_MAX];
+};
+struct list_rows {
+	int n;
+	struct list_row *row;
+};
+
 static void list_one(const char *name, const char *dir, void *ctx)
 {
-	char limit[96], group[96], from[96];
+	struct list_rows *l = ctx;
+	struct list_row *r;
 
-	if (cli_kspec_meta(dir, limit, group, from, sizeof limit) < 0)
+	if (l->n == LIST_MAX)
 		return;
-	if (!*(int *)ctx)
-		printf("%-24s %-12s %-24s %-12s %s\n", "NAME", "CAP", "GROUP", "WRAPS", "PATH");
-	*(int *)ctx = 1;
-	printf("%-24s %-12s %-24s %-12s %s\n", name, limit, group, from, dir);
+	r = &l->row[l->n];
+	if (cli_kspec_meta(dir, r->limit, r->group, r->from, sizeof r->limit) < 0)
+		return;
+	snprintf(r->name, sizeof r->name, "%s", name);
+	snprintf(r->dir, sizeof r->dir, "%s", dir);
+	l->n++;
+}
+
+static int width(int w, const char *s)
+{
+	int n = (int)strlen(s);
+
+	return n > w ? n : w;
+}
+
+/* Prints the kernels vramctl installed: 0, or VR_EXIT_ERROR. */
+static int do_list(void)
+{
+	struct list_rows l = {0, calloc(LIST_MAX, sizeof(struct list_row))};
+	int wn = 4, wl = 3, wg = 5, wf = 5;
+
+	if (!l.row) {
+		fprintf(stderr, "vramctl: kernel list: out of memory\n");
+		return VR_EXIT_ERROR;
+	}
+	cli_kspec_each(list_one, &l);
+	if (!l.n)
+		printf("No kernel installed by vramctl ('vramctl kernel install --limit 8G').\n");
+	for (int i = 0; i < l.n; i++) {
+		wn = width(wn, l.row[i].name);
+		wl = width(wl, l.row[i].limit);
+		wg = width(wg, l.row[i].group);
+		wf = width(wf, l.row[i].from);
+	}
+	for (int i = -1; l.n && i < l.n; i++) {
+		const struct list_row *r = i < 0 ? NULL : &l.row[i];
+
+		printf("%-*s  %-*s  %-*s  %-*s  %s\n", wn, r ? r->name : "NAME", wl,
+		       r ? r->limit : "CAP", wg, r ? r->group : "GROUP", wf, r ? r->from : "WRAPS",
+		       r ? r->dir : "PATH");
+	}
+	free(l.row);
+	return 0;
 }
 
 static int do_remove(const char *name, enum where w)
@@ -499,12 +559,10 @@ static int install_options(int argc, char **argv, struct install *in)
 		}
 		break; /* ':' or '?' */
 	}
-	if (c != -1 || optind < argc) {
-		fprintf(stderr, "vramctl: kernel install: bad argument '%s'\n",
-		        c != -1 ? word : argv[optind]);
-		install_usage(stderr);
-		return VR_EXIT_ERROR;
-	}
+	if (c != -1)
+		return cli_option_error("kernel install", c, word);
+	if (optind < argc)
+		return cli_usage_error("kernel install", "unexpected argument '%s'", argv[optind]);
 	return -1;
 }
 
@@ -527,10 +585,16 @@ static int remove_options(int argc, char **argv, const char **name, enum where *
 			break;
 		*name = optarg;
 	}
-	if (c != -1 || optind < argc || !*name) {
-		remove_usage(stderr);
-		return VR_EXIT_ERROR;
-	}
+	if (c == ':' || c == '?')
+		return cli_option_error("kernel remove", c, word);
+	if (c == 1 && optarg[0] == '-')
+		return cli_usage_error("kernel remove", "unknown option '%s'", optarg);
+	if (c == 1)
+		return cli_usage_error("kernel remove", "one NAME at a time: '%s'", optarg);
+	if (optind < argc)
+		return cli_usage_error("kernel remove", "unexpected argument '%s'", argv[optind]);
+	if (!*name)
+		return cli_usage_error("kernel remove", "no NAME given");
 	return -1;
 }
 
@@ -562,21 +626,14 @@ int cmd_kernel(int argc, char **argv)
 		return do_install(&in);
 	}
 	if (!strcmp(sub, "list")) {
-		int any = 0;
-
 		if (argc > 2) {
 			if (!strcmp(argv[2], "-h") || !strcmp(argv[2], "--help")) {
 				list_usage(stdout);
 				return 0;
 			}
-			list_usage(stderr);
-			return VR_EXIT_ERROR;
+			return cli_usage_error("kernel list", "unexpected argument '%s'", argv[2]);
 		}
-		cli_kspec_each(list_one, &any);
-		if (!any)
-			printf("No kernel installed by vramctl ('vramctl kernel install --limit "
-			       "8G').\n");
-		return 0;
+		return do_list();
 	}
 	if (!strcmp(sub, "remove")) {
 		const char *name = NULL;
@@ -588,6 +645,7 @@ int cmd_kernel(int argc, char **argv)
 			return rc;
 		return do_remove(name, w);
 	}
-	kernel_usage(stderr);
-	return VR_EXIT_ERROR;
+	if (!*sub)
+		return cli_usage_error("kernel", "no subcommand given (install, list, remove)");
+	return cli_usage_error("kernel", "unknown subcommand '%s' (install, list, remove)", sub);
 }

@@ -239,3 +239,30 @@ int cli_kspec_meta(const char *dir, char *limit, char *group, char *from, size_t
 		vr_json_text(&f, from, len);
 	return 0;
 }
+
+int cli_kspec_program(const char *dir, char *prog, size_t len)
+{
+	static char buf[KERNEL_JSON_MAX];
+	char path[PATH_MAX + 16];
+	struct vr_json_span argv, first;
+	const char *p, *end;
+	size_t got;
+
+	snprintf(path, sizeof path, "%s/kernel.json", dir);
+	if (cli_kspec_read_file(path, buf, sizeof buf, &got) < 0 ||
+	    vr_json_get(buf, got, "argv", &argv) < 0 || argv.p[0] != '[')
+		return -1;
+	end = argv.p + argv.n;
+	p = vr_json_skip_ws(argv.p + 1, end);
+	if (p >= end || *p != '"')
+		return -1;
+	first.p = p;
+	for (p++; p < end && *p != '"'; p++)
+		if (*p == '\\' && p + 1 < end)
+			p++;
+	if (p >= end)
+		return -1;
+	first.n = (size_t)(p + 1 - first.p);
+	vr_json_text(&first, prog, len);
+	return prog[0] ? 0 : -1;
+}

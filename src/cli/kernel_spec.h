@@ -40,6 +40,10 @@ void cli_kernel_names(void (*emit)(const char *name));
  * "from":...}, each into a buffer of len bytes: 0, or -1 if not ours. */
 int cli_kspec_meta(const char *dir, char *limit, char *group, char *from, size_t len);
 
+/* The program a kernelspec at dir runs (its argv[0]) into prog (len
+ * bytes): 0, or -1 when it has none. */
+int cli_kspec_program(const char *dir, char *prog, size_t len);
+
 /* Reads path whole into buf (len bytes, NUL-terminated), *got its length:
  * 0, or -1 when it cannot be read or does not fit. */
 int cli_kspec_read_file(const char *path, char *buf, size_t len, size_t *got);

@@ -43,6 +43,28 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return VR_EXIT_ERROR;
 	}
+	/* "vramctl help COMMAND" is "vramctl COMMAND --help". */
+	if (!strcmp(argv[1], "help") && argc > 2) {
+		if (argc > 3) {
+			fprintf(stderr,
+			        "vramctl: help: one command at a time: '%s' "
+			        "('vramctl --help')\n",
+			        argv[3]);
+			return VR_EXIT_ERROR;
+		}
+		for (size_t i = 0; i < VR_ARRAY_LEN(commands); i++) {
+			char help[] = "--help";
+			char *args[] = {argv[2], help, NULL};
+
+			if (strcmp(argv[2], commands[i].name) != 0)
+				continue;
+			return commands[i].fn ? commands[i].fn(2, args)
+			                      : vr_exec_helper(commands[i].name, args);
+		}
+		fprintf(stderr, "vramctl: help: unknown command '%s' ('vramctl --help')\n",
+		        argv[2]);
+		return VR_EXIT_ERROR;
+	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		usage(stdout);
 		return 0;
@@ -55,7 +77,9 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].fn ? commands[i].fn(argc - 1, argv + 1)
 			                      : vr_exec_helper(commands[i].name, argv + 1);
-	fprintf(stderr, "vramctl: unknown command '%s'\n", argv[1]);
-	usage(stderr);
+	if (argv[1][0] == '-')
+		fprintf(stderr, "vramctl: unknown option '%s' ('vramctl --help')\n", argv[1]);
+	else
+		fprintf(stderr, "vramctl: unknown command '%s' ('vramctl --help')\n", argv[1]);
 	return VR_EXIT_ERROR;
 }

@@ -2,12 +2,15 @@
  * options.c - how the commands read their options (options.h): one
  * implementation, so they accept the same syntax and say the same messages.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #include "cli/options.h"
+#include "common/compiler.h"
 #include "common/contract.h"
+#include "common/exit.h"
 #include "common/size.h"
 
 int cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
@@ -66,4 +69,26 @@ int cli_add_limit(struct vr_limits *all, const char *arg)
 		all->item[all->count++] = one.item[i];
 	}
 	return 0;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+	char what[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "vramctl: %s: %s ('vramctl %s --help')\n", cmd, what, cmd);
+	return VR_EXIT_ERROR;
+}
+
+int cli_option_error(const char *cmd, int c, const char *word)
+{
+	if (c == ':')
+		return cli_usage_error(cmd, "%s needs a value", word);
+	if (word[0] == '-' && word[1] == '-' && strchr(word, '='))
+		return cli_usage_error(cmd, "'%s': unknown option, or one that takes no value",
+		                       word);
+	return cli_usage_error(cmd, "unknown option '%s'", word);
 }

@@ -8,6 +8,8 @@
 
 #include <getopt.h>
 
+#include "common/compiler.h"
+
 struct vr_limits;
 
 /*
@@ -25,5 +27,15 @@ int cli_getopt(int argc, char **argv, const char *shortopts, const struct option
 
 /* Adds one --limit's items to *all: 0, or -1 after a one-line message. */
 int cli_add_limit(struct vr_limits *all, const char *arg);
+
+/*
+ * Usage errors, said the same way by every command: one line on stderr,
+ * "vramctl: CMD: WHAT ('vramctl CMD --help')", and VR_EXIT_ERROR returned
+ * (the exit status of every usage error, vramctl(1)). cmd is as typed
+ * after vramctl ("doctor", "kernel install"). cli_option_error says
+ * cli_getopt's ':' (a value missing) or '?' for the word at fault.
+ */
+int cli_usage_error(const char *cmd, const char *fmt, ...) VR_PRINTF(2, 3);
+int cli_option_error(const char *cmd, int c, const char *word);
 
 #endif /* VRAMCTL_CLI_OPTIONS_H */

@@ -40,27 +40,21 @@ int cmd_plot(int argc, char **argv)
 		}
 		if (c == 'o') {
 			out = optarg;
-		} else if (c == ':') {
-			fprintf(stderr, "vramctl: plot: %s needs a file name\n", word);
-			return VR_EXIT_ERROR;
-		} else if (c == '?') {
-			fprintf(stderr, "vramctl: plot: unknown option '%s'\n", word);
-			return VR_EXIT_ERROR;
+		} else if (c == ':' || c == '?') {
+			return cli_option_error("plot", c, word);
 		} else if (!in) {
 			in = optarg;
 		} else {
-			fprintf(stderr, "vramctl: plot: one trace at a time\n");
-			return VR_EXIT_ERROR;
+			return cli_usage_error("plot", "one trace at a time: '%s'", optarg);
 		}
 	}
 	if (optind < argc) { /* after "--", which plot does not take */
-		fprintf(stderr, "vramctl: plot: unknown option '%s'\n", argv[optind - 1]);
-		return VR_EXIT_ERROR;
+		return cli_usage_error("plot", "unknown option '%s'", argv[optind - 1]);
 	}
-	if (!in || !out) {
-		plot_usage(stderr);
-		return VR_EXIT_ERROR;
-	}
+	if (!in)
+		return cli_usage_error("plot", "no trace given");
+	if (!out)
+		return cli_usage_error("plot", "no -o OUT given");
 	struct pl_trace t;
 	char err[512];
 	if (pl_read(in, &t, err, sizeof err) != 0) {

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "common/exit.h"
 #include "monitor/collect.h"
 #include "monitor/format.h"
@@ -61,8 +62,9 @@ int cmd_status(int argc, char **argv)
 	double interval = 1.0;
 	const char *registry = NULL;
 	int c;
+	const char *word = "";
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+jf:w::r:h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "+:jf:w::r:h", opts, &word)) != -1) {
 		switch (c) {
 		case 'j':
 			fmt = FMT_JSON;
@@ -112,14 +114,11 @@ int cmd_status(int argc, char **argv)
 			status_usage(stdout);
 			return 0;
 		default:
-			status_usage(stderr);
-			return VR_EXIT_ERROR;
+			return cli_option_error("status", c, word);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "vramctl: status: unexpected argument '%s'\n", argv[optind]);
-		return VR_EXIT_ERROR;
-	}
+	if (optind < argc)
+		return cli_usage_error("status", "unexpected argument '%s'", argv[optind]);
 	if (watch && fmt_given && fmt != FMT_JSON) {
 		fprintf(stderr, "vramctl: status: --watch streams JSON lines; drop --format\n");
 		return VR_EXIT_ERROR;

@@ -25,8 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/top_collector.h"
 #include "cli/top_draw.h"
 #include "cli/top_history.h"
@@ -95,7 +97,7 @@ static void top_usage(FILE *f)
 	           "TEXT\n"
 	           "  --registry DIR       registry directory\n"
 	           "\n"
-	           "NO_COLOR set: no colours.\n");
+	           "With NO_COLOR set (to anything but empty), no colours.\n");
 }
 
 int cmd_top(int argc, char **argv)
@@ -110,8 +112,9 @@ int cmd_top(int argc, char **argv)
 	struct ui u = {.sort_col = C_USED, .delay = 1.0};
 	const char *registry = NULL;
 	int ch;
+	const char *word = "";
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "+d:f:r:h", opts, NULL)) != -1) {
+	while ((ch = cli_getopt(argc, argv, "+:d:f:r:h", opts, &word)) != -1) {
 		switch (ch) {
 		case 'd': {
 			char *end;
@@ -133,14 +136,11 @@ int cmd_top(int argc, char **argv)
 			top_usage(stdout);
 			return 0;
 		default:
-			top_usage(stderr);
-			return VR_EXIT_ERROR;
+			return cli_option_error("top", ch, word);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "vramctl: top: unexpected argument '%s'\n", argv[optind]);
-		return VR_EXIT_ERROR;
-	}
+	if (optind < argc)
+		return cli_usage_error("top", "unexpected argument '%s'", argv[optind]);
 
 	setlocale(LC_ALL, "");
 	const char *cs = setlocale(LC_CTYPE, NULL);
@@ -151,6 +151,15 @@ int cmd_top(int argc, char **argv)
 	 * screen never waits for NVML, not even for its first answer. */
 	static struct collector col;
 
+	/* A file or a pipe would get the screen's escape codes. */
+	if (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) {
+		fprintf(stderr,
+		        "vramctl: top: standard %s is not a terminal; for a file or a pipe use "
+		        "'vramctl status' (or 'vramctl status --watch' for a stream of JSON "
+		        "lines)\n",
+		        isatty(STDOUT_FILENO) ? "input" : "output");
+		return VR_EXIT_ERROR;
+	}
 	if (!initscr()) {
 		fprintf(stderr, "vramctl: top: cannot open the terminal\n");
 		return VR_EXIT_ERROR;

@@ -18,6 +18,27 @@
 
 #define SPARK_W 16 /* samples shown (the newest) */
 #define BAR_W   12
+#define MIN_CMD 12 /* COMMAND's least width before optional columns go */
+
+/* top_layout over the columns shown only; xs[i] of a hidden one is -1. */
+static void layout_shown(const int *widths, const int *shown, int n, const char *const *texts,
+                         char *out, size_t len, int *xs)
+{
+	int w[32], x[32], map[32], m = 0;
+	const char *t[32];
+
+	for (int i = 0; i < n && m < 32; i++) {
+		xs[i] = -1;
+		if (!shown[i])
+			continue;
+		w[m] = widths[i];
+		t[m] = texts[i];
+		map[m++] = i;
+	}
+	top_layout(w, m, t, out, len, x);
+	for (int k = 0; k < m; k++)
+		xs[map[k]] = x[k];
+}
 
 enum { PAIR_OK = 1, PAIR_WARN, PAIR_BAD, PAIR_HEAD, PAIR_DIM };
 
@@ -182,7 +203,8 @@ void draw(struct ui *u, const struct mon_model *m)
 		int bw = COLS / 3;
 		if (bw > 40)
 			bw = 40;
-		if (COLS < 50)
+		/* The bar goes right of the text, never over it. */
+		if (COLS < 50 || (int)strlen(line) + 1 > COLS - bw - 1)
 			bw = 0;
 		put(y, 0, line);
 		if (bw && mem && d->total) {
@@ -221,6 +243,18 @@ void draw(struct ui *u, const struct mon_model *m)
 	widths[L_CMD] = 0;
 	for (int i = 0; i < NL; i++)
 		texts[i] = cells[i];
+	/* A narrow terminal drops the optional columns, least useful first, so
+	 * that COMMAND keeps at least MIN_CMD characters. */
+	static const int drop[] = {L_SPARK, L_BAR, C_SPILL, C_PEAK, C_DENIED, C_NVML, C_USER};
+	int shown[NL], need = MIN_CMD;
+	for (int i = 0; i < NL; i++) {
+		shown[i] = 1;
+		need += widths[i] + (i < L_CMD);
+	}
+	for (size_t k = 0; k < VR_ARRAY_LEN(drop) && need > COLS; k++) {
+		shown[drop[k]] = 0;
+		need -= widths[drop[k]] + 1;
+	}
 
 	/* Header: the sort column carries a marker. */
 	for (int cI = 0; cI < NCOLS; cI++)
@@ -228,7 +262,7 @@ void draw(struct ui *u, const struct mon_model *m)
 		         top_cols[cI].title, cI == u->sort_col ? (u->reverse ? "^" : "v") : "");
 	snprintf(cells[L_BAR], sizeof(cells[0]), "USE/CAP");
 	snprintf(cells[L_SPARK], sizeof(cells[0]), "HISTORY");
-	top_layout(widths, NL, texts, line, sizeof(line), xs);
+	layout_shown(widths, shown, NL, texts, line, sizeof(line), xs);
 	ui_attr_on(u, PAIR_HEAD, A_BOLD);
 	put(y++, 0, line);
 	ui_attr_off(u, PAIR_HEAD, A_BOLD);
@@ -274,17 +308,18 @@ void draw(struct ui *u, const struct mon_model *m)
 			snprintf(cells[L_CMD], cl, "%s", cmd);
 		int pair = capped && p->state != MON_PROC_ALIVE ? PAIR_DIM : 0;
 		ui_attr_on(u, pair, 0);
-		top_layout(widths, NL, texts, line, sizeof(line), xs);
+		layout_shown(widths, shown, NL, texts, line, sizeof(line), xs);
 		put(y, 0, line);
 		double frac = row_fraction(m, p);
 		double peak = -1;
 		if (capped && p->cap != MON_NO_CAP && p->cap)
 			peak = (double)p->peak / (double)p->cap;
 		int bp = frac > 1 ? PAIR_BAD : frac > 0.9 ? PAIR_WARN : PAIR_OK;
-		if (xs[L_BAR] + BAR_W <= COLS)
+		if (shown[L_BAR] && xs[L_BAR] + BAR_W <= COLS)
 			draw_bar(u, y, xs[L_BAR], BAR_W, frac > 1 ? 1 : frac, peak > 1 ? 1 : peak,
 			         bp);
-		draw_spark(u, y, xs[L_SPARK], SPARK_W, history_of(&u->hist, p));
+		if (shown[L_SPARK])
+			draw_spark(u, y, xs[L_SPARK], SPARK_W, history_of(&u->hist, p));
 		ui_attr_off(u, pair, 0);
 	}
 	if (n == 0 && y < LINES)

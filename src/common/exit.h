@@ -12,14 +12,16 @@
 
 /* `vramctl doctor` only: a check failed (its report says which). */
 #define VR_EXIT_DOCTOR_FAILED 1
-/* `vramctl doctor` only: doctor itself could not run (a bad option, a GPU
- * that does not exist, no memory, the report could not be written). */
+/* `vramctl doctor` only: doctor itself could not run (a GPU that does not
+ * exist, no memory, the report could not be written); a bad option is a
+ * usage error, VR_EXIT_ERROR, as in every command. */
 #define VR_EXIT_DOCTOR_ERROR 2
 
 /*
  * vramctl's own error, always with one message on stderr: a usage error (an
- * unknown command or option, a bad value), a bad configuration, or a command
- * that could not be started at all.
+ * unknown command or option, a bad value: one line naming it and the
+ * command's --help, cli/options.h), a bad configuration, or a command that
+ * could not be started at all.
  */
 #define VR_EXIT_ERROR 125
 /* The command was found but could not be executed (permissions, format). */

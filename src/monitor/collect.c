@@ -1,10 +1,13 @@
 /*
  * collect.c - the monitor's collection layer: NVML + registry -> model.
  */
+#include <errno.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "monitor/collect.h"
+#include "common/siteconf.h"
 #include "monitor/merge.h"
 #include "registry/registry.h"
 
@@ -24,7 +27,17 @@ int mon_collect_registry(const struct mon_sources *src, struct mon_model *m)
 	else
 		vr_default_dir(m->registry_dir, sizeof(m->registry_dir));
 	struct vramctl_snapshot *snap = NULL;
-	int snap_rc = vramctl_snapshot_take(m->registry_dir, &snap);
+	struct stat st;
+	int snap_rc;
+	/* A directory named by the caller (--registry) that is not there is
+	 * not a registry with nothing in it: nothing can be seen. The default
+	 * one not made yet is normal (no capped process ran with it). */
+	if (src->registry_dir && stat(m->registry_dir, &st) < 0)
+		snap_rc = errno == ENOENT ? -ENOENT : -errno;
+	else if (src->registry_dir && !S_ISDIR(st.st_mode))
+		snap_rc = -ENOTDIR;
+	else
+		snap_rc = vramctl_snapshot_take(m->registry_dir, &snap);
 	int rc = mon_merge_registry(m, snap_rc == 0 ? snap : NULL, snap_rc, src->proc_root);
 	if (snap)
 		vramctl_snapshot_free(snap);
@@ -41,5 +54,13 @@ int mon_collect(const struct mon_sources *src, struct mon_model *out)
 	if (rc < 0)
 		return rc;
 	out->time_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	/* What `vramctl run` refuses over and the library fails closed on is
+	 * said here too, so that every view names the file and line. */
+	const struct vr_site *site = vr_site_get();
+	if (site->bad)
+		mon_model_note(out,
+		               "config: %s; until it is fixed, vramctl run refuses to start and "
+		               "the library refuses every allocation (vramctl.conf(5))",
+		               site->err);
 	return mon_collect_registry(src, out);
 }

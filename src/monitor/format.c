@@ -260,7 +260,10 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 			const struct mon_proc *p = &m->procs[i];
 			int capped = !!(p->valid & MON_P_CAPPED);
 			char pid[16], nspid[16], denied[24], user[40];
-			fmt_int_or(p->host_pid, !!(p->valid & MON_P_HOST_PID), "-", pid,
+			/* A dead member's process is gone: no PID here to show, which
+			 * "-" (unknown) beside its NSPID did not say. */
+			fmt_int_or(p->host_pid, !!(p->valid & MON_P_HOST_PID),
+			           capped && p->state == MON_PROC_DEAD ? "gone" : "-", pid,
 			           sizeof(pid));
 			fmt_int_or(p->ns_pid, !!(p->valid & MON_P_NS_PID), "-", nspid,
 			           sizeof(nspid));

@@ -207,12 +207,12 @@ static void note_snapshot(struct mon_model *m, const struct vramctl_snapshot *s,
 {
 	if (snap_rc == 0)
 		m->valid |= MON_M_REGISTRY;
-	else if (snap_rc == -ENOENT) {
-		/* Nothing to read is not an error: no capped process ran here yet. */
-		m->valid |= MON_M_REGISTRY;
-		mon_model_note(m, "no registry at %s: no capped process has run with it",
+	else if (snap_rc == -ENOENT)
+		/* A directory the caller named (the default one not made yet is
+		 * read as empty, snap_rc 0). */
+		mon_model_note(m, "registry %s does not exist: capped processes unknown",
 		               m->registry_dir[0] ? m->registry_dir : "(default)");
-	} else
+	else
 		mon_model_note(m, "registry %s unreadable (%s): capped processes unknown",
 		               m->registry_dir[0] ? m->registry_dir : "(default)",
 		               strerror(-snap_rc));

@@ -123,7 +123,7 @@ enum {
 };
 
 #define MON_MAX_NOTES 8
-#define MON_NOTE_LEN  200
+#define MON_NOTE_LEN  1024
 
 struct mon_model {
 	unsigned valid;

@@ -126,7 +126,7 @@ bad "bad group name 'a b'" generate --limit 1G --group 'a b'
 bad "--name '-x'" generate --limit 1G --name -x
 bad "--name 'a/b'" generate --limit 1G --name a/b
 bad "--format 'xml'" generate --limit 1G --format xml
-bad "unknown argument '--frob'" generate --limit 1G --frob
+bad "unknown option '--frob'" generate --limit 1G --frob
 bad "give --name" generate --limit '4 G'
 bad "--books 'rel'" generate --limit 1G --books rel
 mkdir -m 0777 "$TMPDIR/open"

@@ -92,7 +92,19 @@ if has_cap && sim_only; then
 	expect_grep "fail closed" err "the library fails closed"
 	[ "$(total out)" = "0 B" ] || fail "a malformed file left the program uncapped: $(total out)"
 fi
-# status only reads: it still runs.
-"$V" status >/dev/null 2>&1
+# status only reads: it still runs, and says what run says.
+"$V" status >out 2>&1
 [ $? != 125 ] || fail "status refused over a malformed config"
+expect_grep "$conf:2: unknown key 'colour'" out "status names the file and line"
+"$V" status --json >out 2>&1
+expect_grep "$conf:2: unknown key 'colour'" out "status --json names the file and line"
+# doctor names the file, and blames it rather than another library (#25).
+printf 'max_limt = 4G\n' >"$conf"
+"$V" doctor >out 2>&1
+expect_rc 1 $? "doctor over a malformed file"
+expect_grep "$conf:1: unknown key 'max_limt'" out "doctor names the file and line"
+grep -q "another library that replaces dlsym" out && fail "doctor blames another library for a bad config"
+grep -q "NOT capped" out && fail "doctor says NOT capped over a bad config: $(grep 'NOT capped' out)"
+"$V" doctor --json >out 2>&1
+expect_grep "$conf:1: unknown key 'max_limt'" out "doctor --json names the file and line"
 finish

@@ -18,4 +18,10 @@ expect_grep "4 steps granted" act3 "act 3 grows to the cap"
 [ -z "$(ls -A "$TMPDIR")" ] || fail "demo left files in TMPDIR: $(ls -A "$TMPDIR")"
 "$V" demo --bogus 2>err
 expect_rc 125 $? "demo: unknown option"
+# --real with no usable driver: one line, and no act runs (#25).
+VRAMCTL_DRIVER=$TMPDIR/none/libcuda.so.1 "$V" demo --real >out 2>err
+expect_rc 125 $? "demo --real with no driver"
+grep -q "=== Act" out && fail "demo --real ran acts with no driver: $(cat out)"
+[ "$(wc -l <err)" = 1 ] || fail "demo --real with no driver: not one line: $(cat err)"
+expect_grep "cannot load the CUDA driver" err "demo --real: the reason"
 finish

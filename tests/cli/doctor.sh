@@ -30,18 +30,19 @@ only_ok() {
 }
 
 # ---- bad input: holds on any driver ----
+# Usage errors: one line and 125, as every command (usage_errors.sh).
 doctor --bogus
-expect_rc 2 "$rc" "unknown flag"
-expect_grep "usage: vramctl doctor" err "unknown flag: usage"
+expect_rc 125 "$rc" "unknown flag"
+expect_grep "unknown option '--bogus' ('vramctl doctor --help')" err "unknown flag: message"
 doctor --device
-expect_rc 2 "$rc" "--device without a value"
+expect_rc 125 "$rc" "--device without a value"
 doctor --device x
-expect_rc 2 "$rc" "--device x"
+expect_rc 125 "$rc" "--device x"
 expect_grep "bad --device 'x'" err "--device x: message"
 doctor --device -1
-expect_rc 2 "$rc" "--device -1"
+expect_rc 125 "$rc" "--device -1"
 doctor extra
-expect_rc 2 "$rc" "an extra argument"
+expect_rc 125 "$rc" "an extra argument"
 expect_grep "unexpected argument 'extra'" err "extra argument: message"
 doctor --help
 expect_rc 0 "$rc" "--help"
@@ -71,8 +72,8 @@ only_ok "healthy"
 for id in driver.library driver.version driver.init driver.nvml driver.kernel \
 	driver.platform device.init device.compute_mode device.mig device.persistence \
 	env.visible_devices hook.library hook.preload hook.linked hook.dlsym hook.procaddr \
-	hook.procaddr_old hook.ptds hook.program books.dir books.groups gpu.uncapped \
-	gpu.overcommit; do
+	hook.procaddr_old hook.ptds hook.program books.dir books.groups books.damage \
+	config.site kernel.stale gpu.uncapped gpu.overcommit; do
 	grep -qE "^OK +$id " out || fail "healthy: no OK line for $id"
 done
 line OK driver.kernel "kernel module 580.82.07" "healthy kernel module"
@@ -263,11 +264,34 @@ expect_rc 1 "$rc" "a registry directory others can read"
 line FAIL books.dir "readable or writable by other users (mode 0755" "readable registry directory"
 
 "$V" run --group stale-one --limit 1G -- true || fail "vramctl run for a stale group"
+"$V" run --group stale-two --limit 1G -- true || fail "vramctl run for a stale group"
 doctor
-expect_rc 0 "$rc" "a stale group"
-line WARN books.groups "1 group with no live member left behind (stale-one)" "stale group"
-grep -qF "fix: if nothing of that group runs any more: rm $VRAMCTL_REGISTRY_DIR/stale-one.vrg" out ||
-	fail "stale group: fix"
+expect_rc 0 "$rc" "doors of ended groups"
+# A door left by a group whose last member left holds nothing: normal use,
+# said as OK, with no rm to run (#25).
+line OK books.groups "2 doors of groups that ended (stale-one, stale-two)" "doors of ended groups"
+grep -q "WARN" out && fail "doors of ended groups: a WARN: $(grep WARN out)"
+grep -qF "rm $VRAMCTL_REGISTRY_DIR" out && fail "doors of ended groups: an rm to run"
+rm -f "$VRAMCTL_REGISTRY_DIR"/*.vrg
+
+# Damaged books of a live group: doctor says what status and the members
+# see, by file (#29).
+POKE=$VR_BUILD/tests/cli/regpoke
+mkfifo ready release
+"$V" run --group dmg --limit 1G -- sh -c 'echo up >ready; read -r _ <release' &
+dmg=$!
+read -r _ <ready
+"$POKE" "$VRAMCTL_REGISTRY_DIR" dmg lock 0xdeadbeef || fail "poke lock"
+doctor
+expect_rc 1 "$rc" "a lock held by no member"
+line FAIL books.damage "$VRAMCTL_REGISTRY_DIR/dmg.vrg: the group's lock is held by something that is not a live member" "held lock"
+"$POKE" "$VRAMCTL_REGISTRY_DIR" dmg cap 0xffffffffffffffff || fail "poke cap"
+doctor
+expect_rc 1 "$rc" "a forged cap"
+line FAIL books.damage "1 group's books are damaged" "forged cap: one group"
+line FAIL books.damage "a device's cap, UUID or total was overwritten" "forged cap"
+echo go >release
+wait $dmg
 rm -f "$VRAMCTL_REGISTRY_DIR"/*.vrg
 
 # ---- the picture ----

@@ -258,10 +258,11 @@ static void test_format(void)
 	                    "                        fix: remove \"it\"\n"
 	                    "SKIP  hook.program           no --program given\n"
 	                    "\n"
-	                    "fail: 1 failed, 1 warnings, 1 ok, 1 skipped\n");
+	                    "fail: 1 failed, 1 warning, 1 ok, 1 skipped\n");
 	free(text);
 	char *json = format(&r, 1);
 	ASSERT_STR_EQ(json, "{\n"
+	                    "  \"schema_version\": 1,\n"
 	                    "  \"schema\": 1,\n"
 	                    "  \"version\": \"" VRAMCTL_VERSION "\",\n"
 	                    "  \"result\": \"fail\",\n"

@@ -58,6 +58,34 @@ code=$(get /nope "$TMPDIR/nope")
 code=$(get / "$TMPDIR/root")
 [ "$code" = 404 ] || fail "/: HTTP $code, expected 404"
 
+# A port in use: vramctl's one line, naming the address and the cause,
+# and nothing from libmicrohttpd (which said "port 0") (#25).
+timeout 10 "$V" export --listen "127.0.0.1:$port" >/dev/null 2>"$TMPDIR/inuse"
+[ $? = 125 ] || fail "a port in use: expected exit 125"
+[ "$(wc -l <"$TMPDIR/inuse")" = 1 ] || fail "a port in use: not one line: $(cat "$TMPDIR/inuse")"
+grep -qF "cannot listen on 127.0.0.1:$port: Address already in use" "$TMPDIR/inuse" ||
+	fail "a port in use: $(cat "$TMPDIR/inuse")"
+
+# A host name is resolved (getaddrinfo): localhost serves (#25).
+mkfifo "$TMPDIR/lh.out"
+(
+	close_holder_fds
+	exec "$V" export --listen localhost:0 >"$TMPDIR/lh.out" 2>"$TMPDIR/lh.err"
+) &
+lpid=$!
+exec {lr}<"$TMPDIR/lh.out"
+if read -r -t 20 -u "$lr" line; then
+	case $line in
+	"vramctl: serving http://127.0.0.1:"*/metrics | "vramctl: serving http://[::1]:"*/metrics) ;;
+	*) fail "--listen localhost:0: unexpected first line: $line" ;;
+	esac
+else
+	fail "--listen localhost:0 printed nothing: $(cat "$TMPDIR/lh.err")"
+fi
+kill -TERM "$lpid"
+wait "$lpid"
+exec {lr}<&-
+
 # A second scrape sees a change: the capped program gone.
 stop_holder a
 code=$(get /metrics "$TMPDIR/metrics2")

@@ -131,6 +131,15 @@ wait_for "vramctl top - keys" "help"
 T send-keys -t top x
 wait_gone "vramctl top - keys" "help closed"
 
+# 60 columns (#25): the GPU line whole (no bar drawn over it), and the
+# COMMAND column kept (optional columns go first).
+T resize-window -t top -x 60 -y 30
+wait_for "COMMAND" "60 columns: COMMAND kept"
+screen >"$TMPDIR/screen"
+grep -qE "^GPU 0 vramsim.* caps [0-9.]+ [KMGT]?i?B" "$TMPDIR/screen" ||
+	fail "60 columns: the GPU line is overwritten: $(grep '^GPU' "$TMPDIR/screen")"
+grep -qE "^[0-9]+ +0 .* /" "$TMPDIR/screen" || fail "60 columns: no command shown: $(cat "$TMPDIR/screen")"
+
 # Resize: small, tiny, back.
 T resize-window -t top -x 40 -y 8
 wait_for "vramctl top" "small terminal"

@@ -1,0 +1,50 @@
+# kernel_files.sh - `vramctl kernel` on kernelspec files alone (no Jupyter
+# needed): a wrapped kernel with an empty argv is refused rather than
+# written as invalid JSON (#29); `kernel list` keeps its columns in line
+# with long names (#25); a kernel vramctl installed whose program is gone
+# (vramctl removed, `apt remove`) is named by doctor (#25).
+. "$VR_SRC/tests/cli/common.bash"
+export HOME=$TMPDIR/home JUPYTER_DATA_DIR=$TMPDIR/jupyter JUPYTER_PATH=$TMPDIR/jpath
+mkdir -p "$HOME" "$JUPYTER_PATH/kernels/py" "$JUPYTER_PATH/kernels/empty"
+printf '{"argv": ["/bin/true", "{connection_file}"], "display_name": "t"}\n' \
+	>"$JUPYTER_PATH/kernels/py/kernel.json"
+printf '{"argv": [ ], "display_name": "e"}\n' >"$JUPYTER_PATH/kernels/empty/kernel.json"
+
+"$V" kernel install --limit 1G --from empty >out 2>err
+expect_rc 125 $? "a wrapped kernel with an empty argv"
+expect_grep "empty argv" err "the message says why"
+[ ! -e "$JUPYTER_DATA_DIR/kernels/empty-gpu-1g" ] || fail "a kernelspec was written for an empty argv"
+
+long=a-rather-long-kernel-name-past-24-columns
+"$V" kernel install --limit 1G --from py >/dev/null 2>&1 || fail "install py"
+"$V" kernel install --limit 2G --from py --name "$long" --group "$long-group" >/dev/null 2>&1 ||
+	fail "install a long name"
+"$V" kernel list >out 2>err
+expect_rc 0 $? "kernel list"
+python3 - out <<'PY' || fail "kernel list: columns out of line: $(cat out)"
+import sys
+lines = open(sys.argv[1]).read().splitlines()
+head = lines[0]
+starts = [head.index(c) for c in ("CAP", "GROUP", "WRAPS", "PATH")]
+for l in lines[1:]:
+    for s in starts:
+        assert l[s - 1] == " " and l[s] != " ", (l, s)
+PY
+
+# The kernel's program removed: doctor names the kernel and how to remove it.
+spec=$JUPYTER_DATA_DIR/kernels/py-gpu-1g/kernel.json
+python3 - "$spec" <<'PY'
+import json, sys
+k = json.load(open(sys.argv[1]))
+k["argv"][0] = "/nonexistent/bin/vramctl"
+json.dump(k, open(sys.argv[1], "w"))
+PY
+if sim_only; then
+	"$V" doctor >out 2>err
+	grep -E "^WARN +kernel.stale " out | grep -qF "py-gpu-1g" ||
+		{ fail "doctor does not name the kernel whose program is gone:"; sed 's/^/      /' out >&2; }
+	grep -qF "/nonexistent/bin/vramctl" out || fail "doctor does not name the missing program"
+	grep -qF "vramctl kernel remove py-gpu-1g" out || fail "doctor does not say how to remove it"
+	grep -E "kernel.stale" out | grep -qF "$long" && fail "doctor names a kernel whose program is there"
+fi
+finish
