@@ -10,6 +10,21 @@
 
 /* ---- linear ---------------------------------------------------------- */
 
+/* After the driver's answer rc for a short block (charged less than its
+ * pages, vr_policy_reserve_linear) at key: recorded and made d's short
+ * block, or released. Returns rc. */
+static CUresult settle_short(struct vr_dev *d, uint64_t key, uint64_t charged, CUresult rc)
+{
+	if (rc != CUDA_SUCCESS) {
+		vr_policy_release(d, charged);
+		vr_policy_short_settle(d, 0);
+		return rc;
+	}
+	vr_policy_short_settle(d, key);
+	record(d, VR_KIND_LINEAR, key, charged);
+	return rc;
+}
+
 VR_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
 	VR_PASS(cuMemAlloc_v2, (dptr, bytesize));
@@ -22,6 +37,11 @@ VR_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 		return vr_spill_linear(d, dptr, bytesize);
 	if (r < 0)
 		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (VR_UNLIKELY(charged < vr_on_card(bytesize)) && d) {
+		CUresult rc;
+		VR_OWN(rc = vr_real.cuMemAlloc_v2(dptr, bytesize));
+		return settle_short(d, rc == CUDA_SUCCESS ? *dptr : 0, charged, rc);
+	}
 	VR_CALL_SETTLE(d, VR_KIND_LINEAR, charged, vr_real.cuMemAlloc_v2(dptr, bytesize), *dptr);
 }
 
@@ -94,6 +114,11 @@ VR_EXPORT CUresult cuMemAlloc(unsigned int *dptr, unsigned int bytesize)
 	uint64_t charged;
 	if (vr_policy_reserve_linear(d, bytesize, 0, &charged) != 0)
 		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (VR_UNLIKELY(charged < vr_on_card(bytesize)) && d) {
+		CUresult rc;
+		VR_OWN(rc = vr_real.cuMemAlloc(dptr, bytesize));
+		return settle_short(d, rc == CUDA_SUCCESS ? *dptr : 0, charged, rc);
+	}
 	VR_CALL_SETTLE(d, VR_KIND_LINEAR, charged, vr_real.cuMemAlloc(dptr, bytesize), *dptr);
 }
 
@@ -148,13 +173,17 @@ VR_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t 
 	CUresult rc;
 	VR_OWN(
 	    rc = vr_real.cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes));
+	/* Settled as it was charged: in pages, or as asked where the pages did
+	 * not fit (vr_policy_reserve_linear: a short block). */
+	int as_asked = d && bound == host && vr_on_card(host) != host;
 	if (rc != CUDA_SUCCESS) {
 		vr_policy_release(d, bound);
+		if (as_asked)
+			vr_policy_short_settle(d, 0);
 		return rc;
 	}
-	/* Settled as it was charged: in pages, or as asked where the pages did
-	 * not fit (vr_policy_reserve_linear). */
-	int as_asked = bound == host && vr_on_card(host) != host;
+	if (as_asked)
+		vr_policy_short_settle(d, *dptr);
 	uint64_t actual = (uint64_t)*pPitch * Height;
 	if (!as_asked)
 		actual = vr_on_card(actual);
@@ -167,6 +196,8 @@ VR_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t 
 		}
 		VR_OWN(vr_real.cuMemFree_v2(*dptr));
 		vr_policy_release(d, bound);
+		if (as_asked)
+			vr_policy_short_settle(d, 0);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	record(d, VR_KIND_LINEAR, *dptr, actual);

@@ -253,19 +253,34 @@ int vr__policy_reserve_pages(struct vr_dev *d, uint64_t bytes, uint64_t page, in
 		return 0;
 	}
 	/* All that is left, asked for as the program was shown it: granted as
-	 * asked (policy.h). */
-	if (vr_dev_capped(d) && in_use < d->cap && bytes == d->cap - in_use) {
+	 * asked, while no other short block of d lives (policy.h). */
+	uint64_t none = 0;
+	if (vr_dev_capped(d) && in_use < d->cap && bytes == d->cap - in_use &&
+	    atomic_compare_exchange_strong(&d->short_block, &none, VR_SHORT_PENDING)) {
 		*charged = bytes;
 		if (vr_books_reserve_quiet(d, bytes, &in_use) == 0) {
 			vr_rec_charge(d, (int64_t)bytes);
 			return 0;
 		}
+		atomic_store(&d->short_block, 0);
 	}
 	if (spillable && vr_books_spill_budget())
 		return 1;             /* the host may serve it: nothing said here */
 	vr_books_denied(d, *charged); /* as the reserve does when not quiet */
 	refused(d, *charged, bytes, in_use);
 	return -1;
+}
+
+void vr_policy_short_settle(struct vr_dev *d, uint64_t ptr)
+{
+	atomic_store(&d->short_block, ptr);
+}
+
+void vr__policy_short_freed(struct vr_dev *d, uint64_t key)
+{
+	uint64_t expect = key;
+	if (key > VR_SHORT_PENDING)
+		atomic_compare_exchange_strong(&d->short_block, &expect, 0);
 }
 
 int vr_policy_try(struct vr_dev *d, uint64_t bytes)
