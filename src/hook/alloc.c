@@ -104,6 +104,21 @@ VR_EXPORT CUresult cuMemExportToShareableHandle(void *shareableHandle,
 	return rc;
 }
 
+/* The driver's answer; where it has none for a pointer inside a spilled
+ * block (a driver that knows the block only as mapped host memory answers
+ * CUDA_ERROR_NOT_FOUND), the block's base and size from vramctl's own map,
+ * as a program that called cuMemAlloc expects (#25). The 32-bit form
+ * cannot name a spilled block (cuMemAlloc never spills). */
+VR_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
+{
+	VR_PASS(cuMemGetAddressRange_v2, (pbase, psize, dptr));
+	CUresult rc;
+	VR_OWN(rc = vr_real.cuMemGetAddressRange_v2(pbase, psize, dptr));
+	if (rc != CUDA_SUCCESS && vr_spill_any() && vr_spill_range(dptr, pbase, psize))
+		return CUDA_SUCCESS;
+	return rc;
+}
+
 /* The 32-bit entry points of CUDA 3.1 and before, still exported. */
 VR_EXPORT CUresult cuMemAlloc(unsigned int *dptr, unsigned int bytesize)
 {
@@ -156,18 +171,20 @@ VR_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t 
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	VR_CURRENT_DEVICE(d);
 	uint64_t host = bound * Height;
-	/* Past the cap (with spill on and arguments the driver would take):
-	 * the driver's own pitch rule, 512 bytes, on host memory. */
+	/* Past the cap (with spill on): the driver's own pitch rule, 512
+	 * bytes, on host memory. An element size the driver documents as
+	 * invalid (only 4, 8 and 16) is refused as it would be: passed on with
+	 * nothing reserved, a driver that took it would hold an uncapped block
+	 * (#29). */
 	int r = vr_policy_reserve_linear(d, host, 1, &bound);
-	if (r > 0 && (ElementSizeBytes == 4 || ElementSizeBytes == 8 || ElementSizeBytes == 16)) {
+	if (r > 0 && ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (r > 0) {
 		CUresult src = vr_spill_linear(d, dptr, host);
 		if (src == CUDA_SUCCESS)
 			*pPitch = round_up(WidthInBytes, 512);
 		return src;
 	}
-	if (r > 0)
-		return vr_real.cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height,
-		                                  ElementSizeBytes);
 	if (r < 0)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	CUresult rc;
