@@ -183,6 +183,7 @@ static void devices_atfork_child(void)
 		atomic_store(&vr__devs[i].ready, 0);
 		atomic_store(&vr__devs[i].local_in_use, 0);
 		atomic_store(&vr__devs[i].first_block, 0);
+		atomic_store(&vr__devs[i].short_block, 0); /* the map is empty too */
 		vr__devs[i].reg = -1;
 	}
 }
