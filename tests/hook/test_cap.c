@@ -229,6 +229,17 @@ static int child_leftover(void)
 	return 0;
 }
 
+/* Issue #25: --limit 1500M, 1,480 MiB in use, 32 MiB asked. */
+static int child_digits(void)
+{
+	CUdeviceptr a, b;
+	ht_ctx();
+	ASSERT_CU(cuMemAlloc_v2(&a, 1480 * MiB), CUDA_SUCCESS);
+	ASSERT_CU(cuMemAlloc_v2(&b, 32 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+	ASSERT_CU(cuMemFree_v2(a), CUDA_SUCCESS);
+	return 0;
+}
+
 /* A program that only uses NVML (a monitor run under the cap). */
 static int child_nvmlonly(void)
 {
@@ -277,6 +288,8 @@ int main(int argc, char **argv)
 			return child_invisible();
 		if (!strcmp(argv[1], "odd"))
 			return child_odd();
+		if (!strcmp(argv[1], "digits"))
+			return child_digits();
 		if (!strcmp(argv[1], "leftover"))
 			return child_leftover();
 		if (!strcmp(argv[1], "closed"))
@@ -312,6 +325,16 @@ int main(int argc, char **argv)
 
 	/* Exactly what is left, 200 times: the card stays under cap + a page. */
 	ASSERT_EQ(ht_run("leftover", capped), 0);
+
+	/* The denial line never seems to contradict itself (#25): with one
+	 * decimal it read "cap 1.5 GiB, 1.4 GiB in use" for 32 MiB. */
+	if (total >= 2 * GiB) {
+		const char *dig[] = {"VRAMCTL_LIMIT=1500M", NULL};
+		ASSERT_EQ(ht_run("digits", dig), 0);
+		ASSERT_EQ(ht_err_count("digits", "denied 32 MiB on GPU 0: cap 1.46 GiB, 1.45 GiB "
+		                                 "in use (this process 1.45 GiB)"),
+		          1);
+	}
 
 	/* Per-device form and a UUID item apply the same way. */
 	char limit0[64];
