@@ -436,32 +436,85 @@ char *vr_format_amount(const struct vr_limit *l, char *buf, size_t len)
  * So 1,500 MiB is "1.5 GiB" (1.46), 1,536 MiB "1.5 GiB", 40 GiB "40 GiB",
  * 1,048,575 bytes "1 MiB".
  */
-char *vr_format_size(uint64_t bytes, char *buf, size_t len)
+/* The unit (power of 1024) bytes is shown in with digits decimals, and
+ * the amount in units x 10^digits, rounded to the nearest (halves up). */
+static int size_unit(uint64_t bytes, int digits, uint64_t *scaled)
 {
-	static const char *const names[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	unsigned __int128 pow10 = 1;
 	int u = 0;
-	uint64_t tenths;
-
+	for (int i = 0; i < digits; i++)
+		pow10 *= 10;
 	while (u < 6 && bytes >= (1ull << (10 * (u + 1))))
 		u++;
 	if (u == 0) {
-		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
-		return buf;
+		*scaled = (uint64_t)(bytes * pow10);
+		return 0;
 	}
 	for (;;) {
 		uint64_t unit = 1ull << (10 * u);
-
-		tenths = (uint64_t)(((unsigned __int128)bytes * 10 + unit / 2) / unit);
-		if (tenths < 10240 || u == 6)
-			break;
+		*scaled = (uint64_t)(((unsigned __int128)bytes * pow10 + unit / 2) / unit);
+		if (*scaled < 1024 * pow10 || u == 6)
+			return u;
 		u++;
 	}
-	if (tenths % 10)
-		snprintf(buf, len, "%llu.%llu %s", (unsigned long long)(tenths / 10),
-		         (unsigned long long)(tenths % 10), names[u]);
-	else
-		snprintf(buf, len, "%llu %s", (unsigned long long)(tenths / 10), names[u]);
+}
+
+char *vr_format_size_digits(uint64_t bytes, int digits, char *buf, size_t len)
+{
+	static const char *const names[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	uint64_t scaled, pow10 = 1;
+	if (digits > VR_SIZE_DIGITS_MAX || bytes < 1024) {
+		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+		return buf;
+	}
+	if (digits < 0)
+		digits = 0;
+	int u = size_unit(bytes, digits, &scaled);
+	for (int i = 0; i < digits; i++)
+		pow10 *= 10;
+	uint64_t whole = scaled / pow10, frac = scaled % pow10;
+	if (!frac) {
+		snprintf(buf, len, "%llu %s", (unsigned long long)whole, names[u]);
+		return buf;
+	}
+	while (frac % 10 == 0) { /* trailing zeros dropped */
+		frac /= 10;
+		digits--;
+	}
+	snprintf(buf, len, "%llu.%0*llu %s", (unsigned long long)whole, digits,
+	         (unsigned long long)frac, names[u]);
 	return buf;
+}
+
+char *vr_format_size(uint64_t bytes, char *buf, size_t len)
+{
+	return vr_format_size_digits(bytes, 1, buf, len);
+}
+
+/* What bytes reads as with digits decimals, in units of 1/10^digits of a
+ * byte (exact: bytes are whole). */
+static unsigned __int128 shown(uint64_t bytes, int digits)
+{
+	uint64_t scaled;
+	int u = size_unit(bytes, digits, &scaled);
+	return (unsigned __int128)scaled << (10 * u);
+}
+
+int vr_size_digits(const uint64_t *v, int n, int sum_over)
+{
+	int d;
+	for (d = 1; d <= VR_SIZE_DIGITS_MAX; d++) {
+		int ok = 1;
+		for (int i = 0; i < n && ok; i++)
+			for (int k = i + 1; k < n && ok; k++)
+				ok = v[i] == v[k] || shown(v[i], d) != shown(v[k], d);
+		/* All three read at the same scale (1/10^d of a byte). */
+		if (ok && sum_over && n >= 3 && (unsigned __int128)v[0] + v[1] > v[2])
+			ok = shown(v[0], d) + shown(v[1], d) > shown(v[2], d);
+		if (ok)
+			return d;
+	}
+	return VR_SIZE_DIGITS_MAX + 1;
 }
 
 char *vr_format_uuid(const unsigned char uuid[16], char *buf, size_t len)

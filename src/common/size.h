@@ -77,6 +77,21 @@ char *vr_format_amount(const struct vr_limit *l, char *buf, size_t len);
  * "1.5 GiB" (size.c states the rule). */
 char *vr_format_size(uint64_t bytes, char *buf, size_t len);
 
+/*
+ * The same with `digits` decimals (trailing zeros dropped); more than
+ * VR_SIZE_DIGITS_MAX: the exact bytes ("1073741825 B"). For a message that
+ * shows sizes side by side, vr_size_digits gives the fewest decimals (1 at
+ * least, as vr_format_size) with which the sizes v[0..n) read as they are:
+ * sizes that differ print differently (a cap and what is in use never both
+ * read "1.5 GiB" unless equal) and, with sum_over set and v[0] + v[1] >
+ * v[2], what v[0] and v[1] read as adds up to more than what v[2] reads as
+ * (a denial's in use + asked over the cap shows it). Returns a digits
+ * value for vr_format_size_digits.
+ */
+#define VR_SIZE_DIGITS_MAX 6
+char *vr_format_size_digits(uint64_t bytes, int digits, char *buf, size_t len);
+int vr_size_digits(const uint64_t *v, int n, int sum_over);
+
 /* The one text form of a GPU UUID, as NVML writes it:
  * "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (lower-case hex) from 16 raw
  * bytes; truncated to len - 1 characters (41 bytes hold it all). */

@@ -10,6 +10,21 @@
 
 /* ---- linear ---------------------------------------------------------- */
 
+/* After the driver's answer rc for a short block (charged less than its
+ * pages, vr_policy_reserve_linear) at key: recorded and made d's short
+ * block, or released. Returns rc. */
+static CUresult settle_short(struct vr_dev *d, uint64_t key, uint64_t charged, CUresult rc)
+{
+	if (rc != CUDA_SUCCESS) {
+		vr_policy_release(d, charged);
+		vr_policy_short_settle(d, 0);
+		return rc;
+	}
+	vr_policy_short_settle(d, key);
+	record(d, VR_KIND_LINEAR, key, charged);
+	return rc;
+}
+
 VR_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
 	VR_PASS(cuMemAlloc_v2, (dptr, bytesize));
@@ -22,6 +37,11 @@ VR_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 		return vr_spill_linear(d, dptr, bytesize);
 	if (r < 0)
 		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (VR_UNLIKELY(charged < vr_on_card(bytesize)) && d) {
+		CUresult rc;
+		VR_OWN(rc = vr_real.cuMemAlloc_v2(dptr, bytesize));
+		return settle_short(d, rc == CUDA_SUCCESS ? *dptr : 0, charged, rc);
+	}
 	VR_CALL_SETTLE(d, VR_KIND_LINEAR, charged, vr_real.cuMemAlloc_v2(dptr, bytesize), *dptr);
 }
 
@@ -84,6 +104,21 @@ VR_EXPORT CUresult cuMemExportToShareableHandle(void *shareableHandle,
 	return rc;
 }
 
+/* The driver's answer; where it has none for a pointer inside a spilled
+ * block (a driver that knows the block only as mapped host memory answers
+ * CUDA_ERROR_NOT_FOUND), the block's base and size from vramctl's own map,
+ * as a program that called cuMemAlloc expects (#25). The 32-bit form
+ * cannot name a spilled block (cuMemAlloc never spills). */
+VR_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
+{
+	VR_PASS(cuMemGetAddressRange_v2, (pbase, psize, dptr));
+	CUresult rc;
+	VR_OWN(rc = vr_real.cuMemGetAddressRange_v2(pbase, psize, dptr));
+	if (rc != CUDA_SUCCESS && vr_spill_any() && vr_spill_range(dptr, pbase, psize))
+		return CUDA_SUCCESS;
+	return rc;
+}
+
 /* The 32-bit entry points of CUDA 3.1 and before, still exported. */
 VR_EXPORT CUresult cuMemAlloc(unsigned int *dptr, unsigned int bytesize)
 {
@@ -94,6 +129,11 @@ VR_EXPORT CUresult cuMemAlloc(unsigned int *dptr, unsigned int bytesize)
 	uint64_t charged;
 	if (vr_policy_reserve_linear(d, bytesize, 0, &charged) != 0)
 		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (VR_UNLIKELY(charged < vr_on_card(bytesize)) && d) {
+		CUresult rc;
+		VR_OWN(rc = vr_real.cuMemAlloc(dptr, bytesize));
+		return settle_short(d, rc == CUDA_SUCCESS ? *dptr : 0, charged, rc);
+	}
 	VR_CALL_SETTLE(d, VR_KIND_LINEAR, charged, vr_real.cuMemAlloc(dptr, bytesize), *dptr);
 }
 
@@ -131,30 +171,36 @@ VR_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t 
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	VR_CURRENT_DEVICE(d);
 	uint64_t host = bound * Height;
-	/* Past the cap (with spill on and arguments the driver would take):
-	 * the driver's own pitch rule, 512 bytes, on host memory. */
+	/* Past the cap (with spill on): the driver's own pitch rule, 512
+	 * bytes, on host memory. An element size the driver documents as
+	 * invalid (only 4, 8 and 16) is refused as it would be: passed on with
+	 * nothing reserved, a driver that took it would hold an uncapped block
+	 * (#29). */
 	int r = vr_policy_reserve_linear(d, host, 1, &bound);
-	if (r > 0 && (ElementSizeBytes == 4 || ElementSizeBytes == 8 || ElementSizeBytes == 16)) {
+	if (r > 0 && ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (r > 0) {
 		CUresult src = vr_spill_linear(d, dptr, host);
 		if (src == CUDA_SUCCESS)
 			*pPitch = round_up(WidthInBytes, 512);
 		return src;
 	}
-	if (r > 0)
-		return vr_real.cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height,
-		                                  ElementSizeBytes);
 	if (r < 0)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	CUresult rc;
 	VR_OWN(
 	    rc = vr_real.cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes));
+	/* Settled as it was charged: in pages, or as asked where the pages did
+	 * not fit (vr_policy_reserve_linear: a short block). */
+	int as_asked = d && bound == host && vr_on_card(host) != host;
 	if (rc != CUDA_SUCCESS) {
 		vr_policy_release(d, bound);
+		if (as_asked)
+			vr_policy_short_settle(d, 0);
 		return rc;
 	}
-	/* Settled as it was charged: in pages, or as asked where the pages did
-	 * not fit (vr_policy_reserve_linear). */
-	int as_asked = bound == host && vr_on_card(host) != host;
+	if (as_asked)
+		vr_policy_short_settle(d, *dptr);
 	uint64_t actual = (uint64_t)*pPitch * Height;
 	if (!as_asked)
 		actual = vr_on_card(actual);
@@ -167,6 +213,8 @@ VR_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t 
 		}
 		VR_OWN(vr_real.cuMemFree_v2(*dptr));
 		vr_policy_release(d, bound);
+		if (as_asked)
+			vr_policy_short_settle(d, 0);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	record(d, VR_KIND_LINEAR, *dptr, actual);

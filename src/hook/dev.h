@@ -25,6 +25,10 @@ struct vr_dev {
 	atomic_int host_vmm;          /* cuMemCreate on the host (spill): 0 unknown, 1 yes, -1 no */
 	atomic_int host_numa;         /* CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID (-1: none) */
 	_Atomic uint64_t first_block; /* this process's first allocation on it (the hint) */
+	/* The one live linear block charged less than the pages the card takes
+	 * for it ("all that is left", policy.h): its address, VR_SHORT_PENDING
+	 * while the driver is being asked, 0 when there is none. */
+	_Atomic uint64_t short_block;
 };
 
 /* Is d capped? An uncapped device is counted and never denied. */

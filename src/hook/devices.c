@@ -5,6 +5,7 @@
  * about, under one lock; read without locks afterwards (ready flag).
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "hook/devices.h"
@@ -63,6 +64,28 @@ static void setup(struct vr_dev *d)
 	atomic_store_explicit(&d->ready, 1, memory_order_release);
 }
 
+void vr_dev_say_failed(const char *call, CUresult rc)
+{
+	char more[64], copy[700] = "";
+	const char *name = NULL;
+	if (!vr_log_denial_gate(more, sizeof more))
+		return;
+	if (vr_real.cuGetErrorName)
+		VR_OWN(vr_real.cuGetErrorName(rc, &name));
+	/* A program on another copy of the driver: its contexts are not the
+	 * ones vramctl's driver sees. */
+	if (vr_g.driver_path[0] &&
+	    (rc == CUDA_ERROR_INVALID_CONTEXT || rc == CUDA_ERROR_NOT_INITIALIZED))
+		snprintf(copy, sizeof copy,
+		         "; VRAMCTL_DRIVER names %s: a program that uses another copy of the "
+		         "driver cannot be counted",
+		         vr_g.driver_path);
+	vr__log(VR_LOG_ERROR,
+	        "%s failed (%s, %d): vramctl cannot tell which GPU's cap applies, so the call "
+	        "that needed it is refused with that error (fail closed)%s%s",
+	        call, name ? name : "driver error", (int)rc, copy, more);
+}
+
 static CUresult by_handle(CUdevice h, struct vr_dev **out)
 {
 	int n;
@@ -80,6 +103,8 @@ static CUresult by_handle(CUdevice h, struct vr_dev **out)
 		}
 	}
 	pthread_mutex_unlock(&dev_lock);
+	if (rc != CUDA_SUCCESS && rc != CUDA_ERROR_INVALID_DEVICE)
+		vr_dev_say_failed("cuDeviceGetCount", rc);
 	return rc;
 }
 
@@ -137,6 +162,8 @@ static CUresult by_uuid(const char *uuid, struct vr_dev **out)
 			*out = &vr__devs[i];
 	}
 	pthread_mutex_unlock(&dev_lock);
+	if (rc != CUDA_SUCCESS)
+		vr_dev_say_failed("cuDeviceGetCount", rc);
 	return rc;
 }
 
@@ -156,6 +183,7 @@ static void devices_atfork_child(void)
 		atomic_store(&vr__devs[i].ready, 0);
 		atomic_store(&vr__devs[i].local_in_use, 0);
 		atomic_store(&vr__devs[i].first_block, 0);
+		atomic_store(&vr__devs[i].short_block, 0); /* the map is empty too */
 		vr__devs[i].reg = -1;
 	}
 }

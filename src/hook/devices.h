@@ -26,6 +26,10 @@ static inline struct vr_dev *vr_dev_by_ordinal(int ordinal);
 CUresult vr_dev_for_uuid_text(const char *uuid, struct vr_dev **out);
 /* Devices enumerated so far (0 before the program's cuInit). */
 int vr_dev_count(void);
+/* Says that the look-up `call` failed with rc, so the call that needed it
+ * is refused with that error (fail closed): one line, rate limited with the
+ * denials (#25: these refusals were silent). */
+void vr_dev_say_failed(const char *call, CUresult rc);
 
 /* ---- the look-ups of every allocation and free, inline */
 
@@ -56,7 +60,11 @@ static inline CUresult vr_dev_for_alloc(struct vr_dev **out)
 	if (VR_UNLIKELY(!vr_real.cuCtxGetDevice))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	CUresult rc = vr_real.cuCtxGetDevice(&h);
-	return rc != CUDA_SUCCESS ? rc : vr_dev_for_handle(h, out);
+	if (VR_UNLIKELY(rc != CUDA_SUCCESS)) {
+		vr_dev_say_failed("cuCtxGetDevice", rc);
+		return rc;
+	}
+	return vr_dev_for_handle(h, out);
 }
 
 static inline struct vr_dev *vr_dev_by_ordinal(int ordinal)

@@ -68,7 +68,11 @@ void vr_log_denied_why(int ordinal, uint64_t bytes, uint64_t cap, uint64_t in_us
 	char a[32], b[32], c[32], more[64];
 	if (!vr_log_denial_gate(more, sizeof more))
 		return;
+	const uint64_t shown[] = {in_use, bytes, cap}; /* as say_denied (policy.c) */
+	int dg = vr_size_digits(shown, 3, 1);
 	vr__log(VR_LOG_WARN, "denied %s on GPU %d: cap %s, %s in use%s%s%s",
-	        vr_format_size(bytes, a, sizeof a), ordinal, vr_format_size(cap, b, sizeof b),
-	        vr_format_size(in_use, c, sizeof c), why ? "; spill: " : "", why ? why : "", more);
+	        vr_format_size_digits(bytes, dg, a, sizeof a), ordinal,
+	        vr_format_size_digits(cap, dg, b, sizeof b),
+	        vr_format_size_digits(in_use, dg, c, sizeof c), why ? "; spill: " : "",
+	        why ? why : "", more);
 }

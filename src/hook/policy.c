@@ -160,22 +160,20 @@ void vr_policy_device(struct vr_dev *d)
  * --growth. Else spill, when there is one to switch on. Else the group's
  * peak so far, and the cap that would have granted this request.
  */
-static void hint(const struct vr_dev *d, uint64_t bytes, uint64_t in_use, uint64_t peak, char *out,
-                 size_t len)
+static void hint(const struct vr_dev *d, uint64_t bytes, uint64_t in_use, uint64_t peak,
+                 uint64_t first, int dg, char *out, size_t len)
 {
 	char a[32];
-	uint64_t first =
-	    atomic_load_explicit(&((struct vr_dev *)d)->first_block, memory_order_relaxed);
 	if (!vr_g.growth && vr_dev_capped(d) && first && first >= d->cap / 2)
 		snprintf(out, len,
 		         "hint: this process took %s in one block at start-up (a framework "
 		         "preallocating?): vramctl run --growth lets it grow on demand",
-		         vr_format_size(first, a, sizeof a));
+		         vr_format_size_digits(first, dg, a, sizeof a));
 	else
 		snprintf(out, len,
 		         "hint: the group's peak so far is %s; granting this request needs a "
 		         "cap of at least %llu MiB%s",
-		         vr_format_size(peak, a, sizeof a),
+		         vr_format_size_digits(peak, dg, a, sizeof a),
 		         (unsigned long long)((in_use + bytes + (1 << 20) - 1) >> 20),
 		         vr_books_spill_budget() ? ""
 		                                 : ", or vramctl run --spill to serve what does "
@@ -201,6 +199,13 @@ static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t asked, u
 	int nh = vr_books_holders(d, &self, &peak, h, DENY_HOLDERS);
 	if (peak < in_use)
 		peak = in_use;
+	/* Enough digits that the numbers never seem to contradict the denial
+	 * or each other (#25: "cap 1.5 GiB, 1.4 GiB in use" for 32 MiB under
+	 * 1500 MiB): in use + asked over the cap reads so. */
+	uint64_t first =
+	    atomic_load_explicit(&((struct vr_dev *)d)->first_block, memory_order_relaxed);
+	const uint64_t sizes[] = {in_use, bytes, d->cap, self, peak, first};
+	int dg = vr_size_digits(sizes, 6, 1);
 	size_t used = 0;
 	for (int i = 0; i < nh && used < sizeof others; i++) {
 		char sz[32], name[24], shown[96];
@@ -212,19 +217,20 @@ static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t asked, u
 		vr_text_escape(shown, sizeof shown, name);
 		int k = snprintf(others + used, sizeof others - used, "%s%s (pid %d) %s",
 		                 i ? ", " : "; largest others: ", shown, h[i].pid,
-		                 vr_format_size(h[i].bytes, sz, sizeof sz));
+		                 vr_format_size_digits(h[i].bytes, dg, sz, sizeof sz));
 		if (k < 0)
 			break;
 		used += (size_t)k;
 	}
-	hint(d, bytes, in_use, peak, tip, sizeof tip);
+	hint(d, bytes, in_use, peak, first, dg, tip, sizeof tip);
 	if (asked != bytes) /* exact: a rounded size could read as a whole MiB */
 		snprintf(pages, sizeof pages, " (%llu bytes asked, in whole 2 MiB pages)",
 		         (unsigned long long)asked);
 	vr__log(VR_LOG_WARN, "denied %s%s on GPU %d: cap %s, %s in use (this process %s%s); %s%s",
-	        vr_format_size(bytes, a, sizeof a), pages, d->ordinal,
-	        vr_format_size(d->cap, b, sizeof b), vr_format_size(in_use, c, sizeof c),
-	        vr_format_size(self, s, sizeof s), others, tip, more);
+	        vr_format_size_digits(bytes, dg, a, sizeof a), pages, d->ordinal,
+	        vr_format_size_digits(d->cap, dg, b, sizeof b),
+	        vr_format_size_digits(in_use, dg, c, sizeof c),
+	        vr_format_size_digits(self, dg, s, sizeof s), others, tip, more);
 }
 
 /* A refusal of bytes (asked: see say_denied) recorded and said. */
@@ -253,19 +259,34 @@ int vr__policy_reserve_pages(struct vr_dev *d, uint64_t bytes, uint64_t page, in
 		return 0;
 	}
 	/* All that is left, asked for as the program was shown it: granted as
-	 * asked (policy.h). */
-	if (vr_dev_capped(d) && in_use < d->cap && bytes == d->cap - in_use) {
+	 * asked, while no other short block of d lives (policy.h). */
+	uint64_t none = 0;
+	if (vr_dev_capped(d) && in_use < d->cap && bytes == d->cap - in_use &&
+	    atomic_compare_exchange_strong(&d->short_block, &none, VR_SHORT_PENDING)) {
 		*charged = bytes;
 		if (vr_books_reserve_quiet(d, bytes, &in_use) == 0) {
 			vr_rec_charge(d, (int64_t)bytes);
 			return 0;
 		}
+		atomic_store(&d->short_block, 0);
 	}
 	if (spillable && vr_books_spill_budget())
 		return 1;             /* the host may serve it: nothing said here */
 	vr_books_denied(d, *charged); /* as the reserve does when not quiet */
 	refused(d, *charged, bytes, in_use);
 	return -1;
+}
+
+void vr_policy_short_settle(struct vr_dev *d, uint64_t ptr)
+{
+	atomic_store(&d->short_block, ptr);
+}
+
+void vr__policy_short_freed(struct vr_dev *d, uint64_t key)
+{
+	uint64_t expect = key;
+	if (key > VR_SHORT_PENDING)
+		atomic_compare_exchange_strong(&d->short_block, &expect, 0);
 }
 
 int vr_policy_try(struct vr_dev *d, uint64_t bytes)

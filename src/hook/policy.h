@@ -8,7 +8,10 @@
  *
  *   asked by the wrappers (this header)
  *     vr_policy_reserve_linear     (i) a linear block, charged in whole pages
- *       vr__policy_reserve_pages       pages over the ask: "all that is left"
+ *       vr__policy_reserve_pages       pages over the ask: "all that is left",
+ *                                      one short block a device
+ *     vr_policy_short_settle           the short block's address, once known
+ *     vr_policy_linear_freed       (i) a freed short block: the exception again
  *     vr_policy_reserve_spillable  (i) 0 on the device, 1 the host may serve
  *                                      it (spill), -1 denied
  *       vr__policy_spillable           with a spill budget: a quiet reserve
@@ -92,12 +95,25 @@ static inline uint64_t vr_on_card(uint64_t bytes)
  * set) or vr_policy_reserve answers. One exception: a request for exactly
  * all that is left, whose pages do not fit (a cap that is not a whole
  * number of pages, such as --limit 10%), is charged as asked, so a program
- * gets all it is shown free. The card then holds less than a page more than
- * the cap; nothing is left, so the next such grant waits for a free (README,
- * "What is counted").
+ * gets all it is shown free. Such a "short" block is one at a time per
+ * device (d->short_block): while it lives, the exception is not made again,
+ * so over any sequence of requests the card holds less than a page more
+ * than the cap (README, "What is counted"; issue #29: frees of small blocks
+ * made room for one more short block after another, a page each).
+ *
+ * When *charged is less than vr_on_card(bytes) the caller holds the short
+ * block: it calls vr_policy_short_settle with the block's address once the
+ * driver granted it, or with 0 when the driver failed (after the release).
  */
 static inline int vr_policy_reserve_linear(struct vr_dev *d, uint64_t bytes, int spillable,
                                            uint64_t *charged);
+#define VR_SHORT_PENDING ((uint64_t)1)
+/* The short block of d is ptr (0: there is none after all). */
+void vr_policy_short_settle(struct vr_dev *d, uint64_t ptr);
+/* A linear block of `bytes` recorded at key was freed: if it was d's short
+ * block, the exception may be made again. Cheap unless bytes is a size a
+ * short block can have (over half a page, not whole pages). */
+static inline void vr_policy_linear_freed(struct vr_dev *d, uint64_t key, uint64_t bytes);
 
 /* What the program is shown for a capped device, from the driver's (free,
  * total): total = min(cap, total); free = min(cap - group in-use, free),
@@ -159,6 +175,14 @@ static inline int vr_policy_reserve_linear(struct vr_dev *d, uint64_t bytes, int
 		return vr_policy_reserve(d, bytes) == 0 ? 0 : -1;
 	}
 	return vr__policy_reserve_pages(d, bytes, page, spillable, charged);
+}
+
+void vr__policy_short_freed(struct vr_dev *d, uint64_t key);
+
+static inline void vr_policy_linear_freed(struct vr_dev *d, uint64_t key, uint64_t bytes)
+{
+	if (VR_UNLIKELY(vr_on_card(bytes) != bytes))
+		vr__policy_short_freed(d, key);
 }
 
 #endif /* VRAMCTL_HOOK_POLICY_H */

@@ -135,18 +135,22 @@ static CUresult async_alloc(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool, 
 		if (!vr_real.cuDeviceGetMemPool)
 			return CUDA_ERROR_NOT_SUPPORTED;
 		rc = vr_real.cuDeviceGetMemPool(&pool, d->handle);
-		if (rc != CUDA_SUCCESS)
+		if (rc != CUDA_SUCCESS) {
+			vr_dev_say_failed("cuDeviceGetMemPool", rc);
 			return rc;
+		}
 	}
 	pthread_mutex_lock(&pool_lock);
 	struct pool *r = get_locked(pool, d->ordinal);
 	uint64_t reserved = 0, used = 0, need = 0;
+	int attr_failed = 0;
 	if (!r) {
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
 	} else if (r->dev >= 0) { /* not a host pool */
 		rc = pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved);
 		if (rc == CUDA_SUCCESS)
 			rc = pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used);
+		attr_failed = rc != CUDA_SUCCESS;
 		if (rc == CUDA_SUCCESS && !(d = vr_dev_by_ordinal(r->dev)))
 			rc = CUDA_ERROR_OUT_OF_MEMORY;
 		uint64_t slack = reserved > used ? reserved - used : 0;
@@ -162,6 +166,8 @@ static CUresult async_alloc(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool, 
 		r = NULL; /* host memory: not counted */
 	}
 	pthread_mutex_unlock(&pool_lock);
+	if (attr_failed)
+		vr_dev_say_failed("cuMemPoolGetAttribute", rc);
 	if (rc != CUDA_SUCCESS)
 		return rc;
 

@@ -288,6 +288,36 @@ int vr_spill_is(int kind, uint64_t key)
 	return 1;
 }
 
+struct range_find {
+	uint64_t ptr, base, size;
+};
+
+static void range_visit(void *arg, int kind, uint64_t key, int dev, uint64_t bytes, uint16_t site)
+{
+	struct range_find *f = arg;
+	(void)dev;
+	(void)site;
+	if (kind == VR_KIND_SPILL && f->ptr >= key && f->ptr - key < bytes) {
+		f->base = key;
+		f->size = bytes;
+	}
+}
+
+int vr_spill_range(CUdeviceptr dptr, CUdeviceptr *base, size_t *size)
+{
+	struct range_find f = {dptr, 0, 0};
+	if (!atomic_load_explicit(&vr_spill_live, memory_order_relaxed))
+		return 0;
+	vr_map_walk(range_visit, &f);
+	if (!f.size)
+		return 0;
+	if (base)
+		*base = f.base;
+	if (size)
+		*size = f.size;
+	return 1;
+}
+
 /*
  * Stream-ordered frees wait in a small list until their stream reaches
  * them: a host function (which must not call CUDA) marks them ready, and

@@ -36,6 +36,11 @@ int vr_spill_release_handle(CUmemGenericAllocationHandle h, CUresult *rc);
 /* 1 if key (a pointer or a handle of kind) is a spilled block. */
 int vr_spill_is(int kind, uint64_t key);
 
+/* 1 with the base and size of the spilled linear block that holds dptr
+ * (*base, *size, either may be NULL), 0 when none does (nothing written).
+ * Walks the whole allocation map: for a driver's failed answer only. */
+int vr_spill_range(CUdeviceptr dptr, CUdeviceptr *base, size_t *size);
+
 /* 1 while this process holds spilled blocks (one relaxed load). */
 static inline int vr_spill_any(void)
 {

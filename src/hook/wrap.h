@@ -126,6 +126,8 @@ settle_free(int kind, uint64_t key, int dev, uint64_t bytes, uint16_t site, CUre
 	} else if (d) {
 		vr_policy_release(d, bytes);
 		vr_rec_freed(dev);
+		if (kind == VR_KIND_LINEAR)
+			vr_policy_linear_freed(d, key, bytes);
 	}
 	return rc;
 }

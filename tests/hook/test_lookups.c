@@ -6,7 +6,8 @@
  * look-up's own error, and the card (NVML's process list, which vramctl does
  * not touch) holds nothing for the process; a memory query where the device
  * cannot be identified fails the same way instead of showing the device
- * uncapped.
+ * uncapped. Each refusal is said (#25: they were silent), one line each,
+ * naming the look-up and its error, rate limited with the denials.
  */
 #include "hooktest.h"
 
@@ -45,16 +46,29 @@ int main(int argc, char **argv)
 	REQUIRE_SIM();
 	if (ht_total() < 2 * GiB)
 		SKIP("needs a device of 2 GiB or more");
-	static const char *const cases[][3] = {
-	    {"VRAMSIM_FAULT=cuCtxGetDevice:1+:CUDA_ERROR_UNKNOWN", "linear", NULL},
-	    {"VRAMSIM_FAULT=cuDeviceGetCount:1+:CUDA_ERROR_UNKNOWN", "linear", "T_NVML=1"},
-	    {"VRAMSIM_FAULT=cuMemPoolGetAttribute:1+:CUDA_ERROR_UNKNOWN", "async", NULL},
-	    {"VRAMSIM_FAULT=cuDeviceGetMemPool:1+:CUDA_ERROR_UNKNOWN", "async", NULL},
+	/* fault, child, extra env, the look-up, lines said (three allocations,
+	 * then the queries that cannot identify the device either) */
+	static const char *const cases[][5] = {
+	    {"VRAMSIM_FAULT=cuCtxGetDevice:1+:CUDA_ERROR_UNKNOWN", "linear", NULL, "cuCtxGetDevice",
+	     "4"},
+	    {"VRAMSIM_FAULT=cuDeviceGetCount:1+:CUDA_ERROR_UNKNOWN", "linear", "T_NVML=1",
+	     "cuDeviceGetCount", "5"},
+	    {"VRAMSIM_FAULT=cuMemPoolGetAttribute:1+:CUDA_ERROR_UNKNOWN", "async", NULL,
+	     "cuMemPoolGetAttribute", "3"},
+	    {"VRAMSIM_FAULT=cuDeviceGetMemPool:1+:CUDA_ERROR_UNKNOWN", "async", NULL,
+	     "cuDeviceGetMemPool", "3"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		const char *env[] = {"VRAMCTL_LIMIT=1G", cases[i][0], cases[i][2], NULL};
+		char said[160];
 		fprintf(stderr, "case %s\n", cases[i][0]);
 		ASSERT_EQ(ht_run(cases[i][1], env), 0);
+		snprintf(said, sizeof said,
+		         "vramctl: %s failed (CUDA_ERROR_UNKNOWN, 999): vramctl cannot tell which "
+		         "GPU's cap applies",
+		         cases[i][3]);
+		ASSERT_EQ(ht_err_count(cases[i][1], said), atoi(cases[i][4]));
+		ASSERT_EQ(ht_err_count(cases[i][1], "(fail closed)"), atoi(cases[i][4]));
 	}
 	return 0;
 }

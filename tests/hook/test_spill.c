@@ -372,6 +372,60 @@ static int is_sim(void)
 	return !d || !strcmp(d, "sim");
 }
 
+/*
+ * Issue #29: past the cap with spill on, a pitch whose element size the
+ * driver documents as invalid (4, 8 or 16 only) is refused as the driver
+ * would, CUDA_ERROR_INVALID_VALUE, and never reaches a driver that might
+ * take it uncounted (run with every cuMemAllocPitch_v2 failing as
+ * CUDA_ERROR_UNKNOWN: that code would mean the driver was asked).
+ */
+static int pitch_bad(void)
+{
+	CUdevice dev = ht_ctx();
+	nvmlDevice_t n = ht_nvml_dev(dev);
+	CUdeviceptr full, x;
+	size_t pitch = 0;
+	ASSERT_CU(cuMemAlloc_v2(&full, CAP), CUDA_SUCCESS);
+	uint64_t used = ht_phys_used(n);
+	ASSERT_CU(cuMemAllocPitch_v2(&x, &pitch, 1000, 4096, 2), CUDA_ERROR_INVALID_VALUE);
+	ASSERT_CU(cuMemAllocPitch_v2(&x, &pitch, 1000, 4096, 3), CUDA_ERROR_INVALID_VALUE);
+	ASSERT_UEQ(ht_phys_used(n), used);
+	ASSERT_UEQ(ht_free(), 0);
+	ASSERT_CU(cuMemFree_v2(full), CUDA_SUCCESS);
+	return 0;
+}
+
+/*
+ * Issue #25: cuMemGetAddressRange on a pointer inside a spilled block, on a
+ * driver that knows the block only as mapped host memory and answers
+ * CUDA_ERROR_NOT_FOUND (every call fails so here): the block's base and
+ * size, as a program that called cuMemAlloc expects, from vramctl's own
+ * map. Device memory still gets the driver's answer.
+ */
+static int range(void)
+{
+	ht_ctx();
+	CUdeviceptr full, sp, base = 0;
+	size_t size = 0;
+	ASSERT_CU(cuMemAlloc_v2(&full, CAP), CUDA_SUCCESS);
+	ASSERT_CU(cuMemAlloc_v2(&sp, 3 * MiB + 5), CUDA_SUCCESS);
+	ASSERT_EQ(mem_type(sp), CU_MEMORYTYPE_HOST);
+	ASSERT_CU(cuMemGetAddressRange_v2(&base, &size, sp + 12345), CUDA_SUCCESS);
+	ASSERT_UEQ(base, sp);
+	ASSERT_UEQ(size, 3 * MiB + 5);
+	ASSERT_CU(cuMemGetAddressRange_v2(&base, NULL, sp + 3 * MiB + 4), CUDA_SUCCESS);
+	ASSERT_UEQ(base, sp);
+	ASSERT_CU(cuMemGetAddressRange_v2(NULL, &size, sp), CUDA_SUCCESS);
+	ASSERT_UEQ(size, 3 * MiB + 5);
+	/* One past the end, and device memory: the driver's answer. */
+	ASSERT_CU(cuMemGetAddressRange_v2(&base, &size, sp + 3 * MiB + 5), CUDA_ERROR_NOT_FOUND);
+	ASSERT_CU(cuMemGetAddressRange_v2(&base, &size, full + 1), CUDA_ERROR_NOT_FOUND);
+	ASSERT_CU(cuMemFree_v2(sp), CUDA_SUCCESS);
+	ASSERT_CU(cuMemGetAddressRange_v2(&base, &size, sp + 1), CUDA_ERROR_NOT_FOUND);
+	ASSERT_CU(cuMemFree_v2(full), CUDA_SUCCESS);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1) {
@@ -385,6 +439,10 @@ int main(int argc, char **argv)
 			return no_host_vmm();
 		if (!strcmp(argv[1], "pin"))
 			return pin();
+		if (!strcmp(argv[1], "pitch_bad"))
+			return pitch_bad();
+		if (!strcmp(argv[1], "range"))
+			return range();
 		if (!strcmp(argv[1], "group_parent"))
 			return group_parent();
 		if (!strcmp(argv[1], "group_child"))
@@ -425,6 +483,13 @@ int main(int argc, char **argv)
 		const char *pv[] = {ht_kv("VRAMCTL_LIMIT", CAP), ht_kv("VRAMCTL_SPILL", BUDGET),
 		                    "VRAMSIM_HOST_PINNABLE=8M", NULL};
 		ASSERT_EQ(ht_run("pin", pv), 0);
+		const char *pb[] = {ht_kv("VRAMCTL_LIMIT", CAP), ht_kv("VRAMCTL_SPILL", BUDGET),
+		                    "VRAMSIM_FAULT=cuMemAllocPitch_v2:1+:CUDA_ERROR_UNKNOWN", NULL};
+		ASSERT_EQ(ht_run("pitch_bad", pb), 0);
+		const char *rg[] = {ht_kv("VRAMCTL_LIMIT", CAP), ht_kv("VRAMCTL_SPILL", BUDGET),
+		                    "VRAMSIM_FAULT=cuMemGetAddressRange_v2:1+:CUDA_ERROR_NOT_FOUND",
+		                    NULL};
+		ASSERT_EQ(ht_run("range", rg), 0);
 		ASSERT_EQ(ht_err_count("pin", "pinning 16 MiB failed (CUDA_ERROR_OUT_OF_MEMORY); "
 		                              "pinned host memory is limited by RLIMIT_MEMLOCK"),
 		          1);

@@ -210,6 +210,38 @@ static void test_format(void)
 	ASSERT_STR_EQ(vr_format_size(40ull << 30, buf, sizeof(buf)), "40 GiB");
 	ASSERT_STR_EQ(vr_format_size(943718400, buf, sizeof(buf)), "900 MiB");
 	ASSERT_STR_EQ(vr_format_size(966367641, buf, sizeof(buf)), "921.6 MiB");
+	/* More digits where a message needs them (#25), trailing zeros
+	 * dropped; past VR_SIZE_DIGITS_MAX the exact bytes. */
+	ASSERT_STR_EQ(vr_format_size_digits(1500ull << 20, 2, buf, sizeof(buf)), "1.46 GiB");
+	ASSERT_STR_EQ(vr_format_size_digits(1536ull << 20, 3, buf, sizeof(buf)), "1.5 GiB");
+	ASSERT_STR_EQ(vr_format_size_digits(1ull << 30, 3, buf, sizeof(buf)), "1 GiB");
+	ASSERT_STR_EQ(vr_format_size_digits(32ull << 20, 2, buf, sizeof(buf)), "32 MiB");
+	ASSERT_STR_EQ(vr_format_size_digits(512, 3, buf, sizeof(buf)), "512 B");
+	ASSERT_STR_EQ(
+	    vr_format_size_digits((1ull << 30) + 1, VR_SIZE_DIGITS_MAX + 1, buf, sizeof(buf)),
+	    "1073741825 B");
+	ASSERT_STR_EQ(vr_format_size_digits((1ull << 30) + (1ull << 20), 4, buf, sizeof(buf)),
+	              "1.001 GiB");
+	{
+		/* --limit 1500M, 1,480 MiB in use, 32 MiB denied: one decimal reads
+		 * "cap 1.5 GiB, 1.4 GiB in use", which seems to fit 32 MiB. */
+		const uint64_t d1[] = {1480ull << 20, 32ull << 20, 1500ull << 20};
+		int dg = vr_size_digits(d1, 3, 1);
+		ASSERT_EQ(dg, 2);
+		ASSERT_STR_EQ(vr_format_size_digits(d1[0], dg, buf, sizeof(buf)), "1.45 GiB");
+		ASSERT_STR_EQ(vr_format_size_digits(d1[2], dg, buf, sizeof(buf)), "1.46 GiB");
+		/* Nothing to tell apart: one decimal, as vr_format_size. */
+		const uint64_t d2[] = {600ull << 20, 600ull << 20, 1ull << 30};
+		ASSERT_EQ(vr_size_digits(d2, 3, 1), 1);
+		/* Equal sizes may read the same; different ones never. */
+		const uint64_t d3[] = {1ull << 30, 1ull << 30, (1ull << 30) + 4096};
+		ASSERT_EQ(vr_size_digits(d3, 3, 0), 6);
+		const uint64_t d5[] = {1ull << 30, (1ull << 30) + 1};
+		ASSERT_EQ(vr_size_digits(d5, 2, 0), VR_SIZE_DIGITS_MAX + 1);
+		const uint64_t d4[] = {(1ull << 30) + (1ull << 20) + 4096, 1,
+		                       (1ull << 30) + (1ull << 20) + 4096};
+		ASSERT_EQ(vr_size_digits(d4, 3, 1), 1); /* equal: "1 GiB" both */
+	}
 	ASSERT_STR_EQ(vr_format_size((1ull << 30) - 1, buf, sizeof(buf)), "1 GiB");
 	ASSERT_STR_EQ(
 	    vr_format_size((1ull << 20) * 1023 + (1ull << 20) * 95 / 100, buf, sizeof(buf)),
