@@ -12,6 +12,13 @@ expect_grep "GPU 0 has 16 GiB in total" out "act 1 sees the whole GPU"
 expect_grep "GPU 0 has 1 GiB in total" out "under the cap it sees 1 GiB"
 expect_grep "vramctl: denied" out "the library's denial line"
 expect_grep "growth switch is set" out "act 3 grows on demand"
+# Act 2: what the app says it preallocates is what vramctl says it holds,
+# in the same words (#25: "921.6 MiB" beside "922 MiB" on one screen).
+sed -n '/=== Act 2/,/=== Act 3/p' out >act2
+asked=$(sed -n 's/.*preallocating 90% of free memory: \(.*\) in one block.*/\1/p' act2)
+[ -n "$asked" ] || fail "act 2: no preallocation line"
+expect_grep "(this process $asked)" act2 "act 2: vramctl's figure is the app's ($asked)"
+expect_grep "the program now holds $asked" act2 "act 2: the app's own total"
 # Act 3 takes 4 steps of 256 MiB under a 1 GiB cap, then is refused.
 sed -n '/=== Act 3/,$p' out >act3
 expect_grep "4 steps granted" act3 "act 3 grows to the cap"

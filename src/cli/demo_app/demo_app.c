@@ -116,7 +116,9 @@ int main(void)
 		printf("  [app] growth switch is set: no up-front grab, memory is taken as "
 		       "needed\n");
 	} else {
-		uint64_t want = (uint64_t)free_b / 10 * 9;
+		/* In whole 2 MiB pages, as the card takes a block this large: what
+		 * the app asks for is then what vramctl says it holds. */
+		uint64_t want = (uint64_t)free_b / 10 * 9 / (2u << 20) * (2u << 20);
 
 		printf("  [app] preallocating 90%% of free memory: %s in one block ...\n",
 		       sz(want, a, sizeof(a)));
