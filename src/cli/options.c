@@ -18,6 +18,14 @@ int cli_getopt(int argc, char **argv, const char *shortopts, const struct option
 
 	opterr = 0;
 	c = getopt_long(argc, argv, shortopts, longopts, NULL);
+	/* A value given as the next word that is "--" or another option was
+	 * not meant as the value ("--trace --report", "--limit -- cmd"): the
+	 * option had none. A value that starts with '-' goes with '='. */
+	if (c > 1 && c != ':' && c != '?' && optarg && at + 1 < argc && optarg == argv[at + 1] &&
+	    optarg[0] == '-' && optarg[1] != '\0') {
+		*word = argv[at];
+		return ':';
+	}
 	if ((c == ':' || c == '?') && at < argc)
 		*word = argv[at];
 	else if (c > 1 && optarg && at < argc && argv[at][0] == '-' && argv[at][1] == c &&

@@ -214,6 +214,35 @@ static int run_option(struct run_req *r, int c, const char *v)
 	return RUN_GO;
 }
 
+/*
+ * --spill and --report take their value with '=' only: the next word is the
+ * command. A next word that is clearly a value (a size for --spill, a
+ * .json file for --report, or any word followed by "--") is refused with a
+ * hint, never run. Returns 0, or -1 after a message.
+ */
+static int value_as_command(int c, int argc, char **argv)
+{
+	const char *opt = c == OPT_SPILL ? "--spill" : "--report";
+	const char *next = optind < argc ? argv[optind] : NULL;
+	char err[256];
+	uint64_t size;
+	size_t len;
+
+	if (!next || next[0] == '-')
+		return 0;
+	len = strlen(next);
+	if ((optind + 1 < argc && !strcmp(argv[optind + 1], "--")) ||
+	    (c == OPT_SPILL && vr_parse_spill(next, &size, err, sizeof(err)) == 0) ||
+	    (c == OPT_REPORT && len > 5 && !strcmp(next + len - 5, ".json"))) {
+		fprintf(stderr,
+		        "vramctl: %s takes its value with '=' (%s=%s); put '--' before the "
+		        "command if '%s' is the command\n",
+		        opt, opt, next, next);
+		return -1;
+	}
+	return 0;
+}
+
 /* Reads the options up to COMMAND. RUN_GO, or the exit status (0 for --help). */
 static int parse_options(int argc, char **argv, struct run_req *r)
 {
@@ -223,7 +252,10 @@ static int parse_options(int argc, char **argv, struct run_req *r)
 	optind = 1;
 	while ((c = cli_getopt(argc, argv, "+:l:h", run_opts, &word)) != -1) {
 		if (c == ':') {
-			fprintf(stderr, "vramctl: %s needs a value\n", word);
+			fprintf(stderr,
+			        "vramctl: option %s needs a value (one that starts with '-' "
+			        "goes with '=': %s=VALUE)\n",
+			        word, word);
 			return VR_EXIT_ERROR;
 		}
 		if (c == '?') {
@@ -231,6 +263,9 @@ static int parse_options(int argc, char **argv, struct run_req *r)
 			        "vramctl: run: unknown option '%s' ('vramctl run --help')\n", word);
 			return VR_EXIT_ERROR;
 		}
+		if ((c == OPT_SPILL || c == OPT_REPORT) && !optarg &&
+		    value_as_command(c, argc, argv) < 0)
+			return VR_EXIT_ERROR;
 		if ((rc = run_option(r, c, optarg)) != RUN_GO)
 			return rc;
 	}
@@ -400,8 +435,10 @@ static int run_command(const struct run_req *r, int argc, char **argv, const cha
 	pid_t child;
 	int wstatus;
 	int rc = cli_spawn_wait(cmd, &child, &wstatus);
-	if (rr && rep_finish(rr, child, wstatus, g->member) < 0 && rc == 0)
-		rc = VR_EXIT_ERROR;
+	/* A report or trace that could not be written is said (one line); the
+	 * exit status stays the command's (docs/report.md). */
+	if (rr)
+		rep_finish(rr, child, wstatus, rc, g->member);
 	return rc;
 }
 
