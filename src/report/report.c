@@ -246,7 +246,7 @@ static void note_reaped(struct rep_run *r, pid_t pid, int status)
 	r->reaped[r->nreaped++] = (struct reaped){pid, status};
 }
 
-int rep_finish(struct rep_run *r, pid_t child, int wstatus, vr_member *reg)
+int rep_finish(struct rep_run *r, pid_t child, int wstatus, int exit_rc, vr_member *reg)
 {
 	int rc = 0, st;
 	pid_t p;
@@ -272,7 +272,8 @@ int rep_finish(struct rep_run *r, pid_t child, int wstatus, vr_member *reg)
 		cm->reaped = 1;
 		cm->wstatus = wstatus;
 	}
-	int child_rc = WIFEXITED(wstatus)     ? WEXITSTATUS(wstatus)
+	int child_rc = child <= 0             ? exit_rc
+	               : WIFEXITED(wstatus)   ? WEXITSTATUS(wstatus)
 	               : WIFSIGNALED(wstatus) ? VR_EXIT_SIGNAL + WTERMSIG(wstatus)
 	                                      : VR_EXIT_ERROR;
 	if (r->trace) {
@@ -286,7 +287,9 @@ int rep_finish(struct rep_run *r, pid_t child, int wstatus, vr_member *reg)
 				rep_trace_end(r->trace, m, gone, e.text);
 		}
 		if (rep_trace_close(r->trace) != 0) {
-			fprintf(stderr, "vramctl: --trace %s: writing failed: %s\n",
+			fprintf(stderr,
+			        "vramctl: --trace %s: the trace could not be written: %s "
+			        "(the exit status is the command's)\n",
 			        r->o.trace_path, strerror(errno));
 			rc = -1;
 		}
@@ -296,12 +299,15 @@ int rep_finish(struct rep_run *r, pid_t child, int wstatus, vr_member *reg)
 		struct devsum ds[VR_REC_DEVS];
 		collect_devices(r, reg, ds);
 		struct rep_symbols *sy = r->o.stacks ? rep_symbols_new() : NULL;
-		const struct rep_view v = {.command = r->command, .t0 = r->t0, .ms = r->ms};
+		const struct rep_view v = {
+		    .command = r->command, .t0 = r->t0, .ms = r->ms, .started = child > 0};
 		if (r->json) {
 			json_object *j = rep_json_report(&v, ds, child_rc, t_end, sy);
 			if (json_object_to_fd(r->report_fd, j, JSON_C_TO_STRING_PRETTY) != 0 ||
 			    write(r->report_fd, "\n", 1) != 1) {
-				fprintf(stderr, "vramctl: --report=%s: writing failed: %s\n",
+				fprintf(stderr,
+				        "vramctl: --report=%s: the report could not be written: %s "
+				        "(the exit status is the command's)\n",
 				        r->o.report_path, strerror(errno));
 				rc = -1;
 			}
@@ -316,7 +322,11 @@ int rep_finish(struct rep_run *r, pid_t child, int wstatus, vr_member *reg)
 			if (f) {
 				rep_text_report(&v, f, ds, child_rc, t_end, sy);
 				if ((f != stderr ? fclose(f) : fflush(f)) != 0) {
-					fprintf(stderr, "vramctl: --report: writing failed: %s\n",
+					fprintf(stderr,
+					        "vramctl: --report%s%s: the report could not be "
+					        "written: %s (the exit status is the command's)\n",
+					        r->o.report_path ? "=" : "",
+					        r->o.report_path ? r->o.report_path : "",
 					        strerror(errno));
 					rc = -1;
 				}

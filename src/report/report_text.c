@@ -22,8 +22,10 @@ void rep_text_report(const struct rep_view *r, FILE *f, const struct devsum *ds,
 	char *head = malloc(clen);
 	fprintf(f, "vramctl report: %s (%s %d) ran %.2f s\n",
 	        head ? vr_text_escape(head, clen, r->command) : "?",
-	        child_rc >= VR_EXIT_SIGNAL ? "died, status" : "exit status", child_rc,
-	        rep_secs(r, t_end));
+	        !r->started                  ? "not started, exit status"
+	        : child_rc >= VR_EXIT_SIGNAL ? "died, status"
+	                                     : "exit status",
+	        child_rc, rep_secs(r, t_end));
 	free(head);
 	if (r->ms.n == 0)
 		fprintf(f, "  no process of the run used a GPU under vramctl\n");
