@@ -24,6 +24,7 @@ int cli_getopt(int argc, char **argv, const char *shortopts, const struct option
 	if (c > 1 && c != ':' && c != '?' && optarg && at + 1 < argc && optarg == argv[at + 1] &&
 	    optarg[0] == '-' && optarg[1] != '\0') {
 		*word = argv[at];
+		optind = at + 1; /* the word not taken, for the caller's message */
 		return ':';
 	}
 	if ((c == ':' || c == '?') && at < argc)

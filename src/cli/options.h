@@ -18,7 +18,8 @@ struct vr_limits;
  * '?' (an unknown option, or a value given to one that takes none) *word is
  * the argument at fault, as typed. A value given as the next word may not
  * be "--" or start with '-' (another option, most likely): that is ':' too,
- * with *word the option; such a value is written --name=VALUE. A short
+ * with *word the option and argv[optind] the word not taken; such a value
+ * is written --name=VALUE. A short
  * option's value may also be
  * written -X=VALUE, as the commands read it before they used getopt.
  * The caller sets optind = 1 before the first call.

@@ -251,11 +251,15 @@ static int parse_options(int argc, char **argv, struct run_req *r)
 
 	optind = 1;
 	while ((c = cli_getopt(argc, argv, "+:l:h", run_opts, &word)) != -1) {
-		if (c == ':') {
+		if (c == ':' && optind < argc && argv[optind][0] == '-') {
 			fprintf(stderr,
-			        "vramctl: option %s needs a value (one that starts with '-' "
-			        "goes with '=': %s=VALUE)\n",
-			        word, word);
+			        "vramctl: option %s needs a value ('%s' is not taken as one; a "
+			        "value that starts with '-' goes with '=': %s=%s)\n",
+			        word, argv[optind], word, argv[optind]);
+			return VR_EXIT_ERROR;
+		}
+		if (c == ':') {
+			fprintf(stderr, "vramctl: option %s needs a value\n", word);
 			return VR_EXIT_ERROR;
 		}
 		if (c == '?') {
