@@ -254,7 +254,7 @@ static int parse_options(int argc, char **argv, struct run_req *r)
 		if (c == ':' && optind < argc && argv[optind][0] == '-') {
 			fprintf(stderr,
 			        "vramctl: option %s needs a value ('%s' is not taken as one; a "
-			        "value that starts with '-' goes with '=': %s=%s)\n",
+			        "value that starts with \"--\" goes with '=': %s=%s)\n",
 			        word, argv[optind], word, argv[optind]);
 			return VR_EXIT_ERROR;
 		}
