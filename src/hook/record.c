@@ -407,14 +407,17 @@ void vr__rec_denied(const struct vr_dev *d, uint64_t bytes, uint64_t group_in_us
 		trace(VR_EV_DENY, d->ordinal, bytes, atomic_load(A(r->in_use)), now_mono());
 }
 
-/* Spill (docs/report.md): the spill engine calls this with the bytes it
- * serves from host memory (+) or gives back (-). Nothing calls it until
- * spill exists; the report and the trace already show what it notes. */
+/* Spill (docs/report.md): the spill engine calls this once per block, with
+ * the bytes it serves from host memory (+) or gives back (-). A spilled
+ * block is one of the program's allocations and its release one of its
+ * frees: counted as such, so that allocations - frees is what is still
+ * held (issue #25: "5 allocations, 1 free", then 5 blocks at exit). */
 void vr__rec_spilled(const struct vr_dev *d, int64_t delta)
 {
 	struct vr_rec_dev *r = rdev(d->ordinal);
 	if (!r)
 		return;
+	atomic_fetch_add(delta > 0 ? A(r->allocs) : A(r->frees), 1);
 	uint64_t now = atomic_fetch_add(A(r->spilled), (uint64_t)delta) + (uint64_t)delta;
 	uint64_t peak = atomic_load(A(r->spilled_peak));
 	while (now > peak && now < (1ull << 63) &&
