@@ -127,6 +127,11 @@ expect_rc 125 $? "--stacks without --report"
 expect_rc 0 $? "program under a small file size limit"
 expect_grep "is below the run's record" err "file size limit message"
 expect_grep "no process of the run used a GPU under vramctl" err "left out of the report"
+# Numbers never seem to contradict the sentence (issue #25): a cap of 1500M
+# reads 1.5 GiB, and so did the 1502 MiB that granting the refusal needed.
+"$V" run --limit 1500M --report -- "$P" keep 1400 deny 101 2>err
+expect_rc 0 $? "a refusal just past a 1.5 GiB cap"
+expect_grep "the cap must be at least 1502 MiB (--limit 0=1502M)" err "enough digits to differ from the cap"
 # The private record directory is gone after every run.
 ls -d "$TMPDIR"/vramctl-record-* 2>/dev/null && fail "record directory left behind"
 finish
