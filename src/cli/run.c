@@ -91,28 +91,6 @@ static void unique_group(char *buf, size_t len)
 	snprintf(buf, len, "run-%d-%08x", (int)getpid(), r);
 }
 
-/*
- * A relative VRAMCTL_REGISTRY_DIR is made absolute once, here, for the run
- * and every process it starts: the library refuses relative ones (processes
- * in other directories would keep other books). Returns 0 or -1 after a
- * message.
- */
-static int absolute_registry_dir(void)
-{
-	const char *d = getenv(VR_ENV_REGISTRY_DIR);
-	char cwd[PATH_MAX], path[2 * PATH_MAX];
-
-	if (!d || !*d || d[0] == '/')
-		return 0;
-	if (!getcwd(cwd, sizeof(cwd)) ||
-	    snprintf(path, sizeof(path), "%s/%s", cwd, d) >= (int)sizeof(path)) {
-		fprintf(stderr, "vramctl: %s=%s: cannot make it absolute: %s\n",
-		        VR_ENV_REGISTRY_DIR, d, strerror(errno ? errno : ENAMETOOLONG));
-		return -1;
-	}
-	return setenv(VR_ENV_REGISTRY_DIR, path, 1);
-}
-
 /* What the options ask for. */
 struct run_req {
 	struct vr_limits lim;
@@ -478,14 +456,18 @@ int cmd_run(int argc, char **argv)
 	if ((rc = parse_options(argc, argv, &r)) != RUN_GO ||
 	    (rc = settle_options(&r, argv)) != RUN_GO)
 		return rc;
+	/* A relative registry directory is refused before anything starts
+	 * (the library would refuse every allocation: fail closed). */
+	if (r.have_limit && vr_launch_registry_env(liberr, sizeof(liberr)) < 0) {
+		fprintf(stderr, "vramctl: %s\n", liberr);
+		return VR_EXIT_ERROR;
+	}
 	if (r.have_limit && settle_caps(&r, devs, &ndev, spec, sizeof(spec)) < 0)
 		return VR_EXIT_ERROR;
 	if (cli_find_library(lib, sizeof(lib), liberr, sizeof(liberr)) < 0) {
 		fprintf(stderr, "vramctl: %s\n", liberr);
 		return VR_EXIT_ERROR;
 	}
-	if (r.have_limit && absolute_registry_dir() < 0)
-		return VR_EXIT_ERROR;
 	if (r.have_limit && join_group(&r, spec, devs, ndev, group, sizeof(group), &g) < 0)
 		return VR_EXIT_ERROR;
 	rc = run_command(&r, argc, argv, lib, group, &g);
