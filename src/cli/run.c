@@ -130,6 +130,22 @@ static const struct option run_opts[] = {
     {NULL, 0, NULL, 0},
 };
 
+/* A spill budget past the host's available memory cannot all be served:
+ * said once, with what really holds (issue #25). */
+static void spill_note(uint64_t budget, const char *v)
+{
+	uint64_t avail = vr_host_available();
+	char a[32], b[32];
+
+	if (!v || !avail || budget <= avail)
+		return;
+	fprintf(stderr,
+	        "vramctl: --spill=%s is more than this host's available memory (%s of %s "
+	        "asked): at most %s can be served from host memory\n",
+	        v, vr_format_size(avail, a, sizeof a), vr_format_size(budget, b, sizeof b),
+	        vr_format_size(avail, a, sizeof a));
+}
+
 /* One option c with its value v. RUN_GO, or the exit status. */
 static int run_option(struct run_req *r, int c, const char *v)
 {
@@ -153,6 +169,7 @@ static int run_option(struct run_req *r, int c, const char *v)
 			return VR_EXIT_ERROR;
 		}
 		r->have_spill = 1;
+		spill_note(r->spill, v);
 		break;
 	case OPT_REPORT:
 		r->ro.report = 1;
@@ -347,6 +364,22 @@ static int settle_caps(struct run_req *r, struct vr_launch_dev *devs, int *ndev,
 		fprintf(stderr, "vramctl: --limit: %s\n", err);
 		return -1;
 	}
+	/* A cap above a card's size holds as the card's size: said where the
+	 * devices were looked at (issue #25). */
+	for (int i = 0; i < *ndev; i++) {
+		uint64_t cap;
+		char a[32], b[32];
+
+		if (vr_limits_cap_for(&r->lim, i, devs[i].uuid, devs[i].total, &cap) &&
+		    devs[i].total && cap > devs[i].total)
+			fprintf(
+			    stderr,
+			    "vramctl: --limit: GPU %d has %s; the cap of %s holds as the card's "
+			    "size, %s\n",
+			    i, vr_format_size(devs[i].total, a, sizeof a),
+			    vr_format_size(cap, b, sizeof b),
+			    vr_format_size(devs[i].total, a, sizeof a));
+	}
 	return cli_site_clamp(&r->lim, devs, *ndev, spec, len);
 }
 
@@ -456,6 +489,13 @@ int cmd_run(int argc, char **argv)
 	if ((rc = parse_options(argc, argv, &r)) != RUN_GO ||
 	    (rc = settle_options(&r, argv)) != RUN_GO)
 		return rc;
+	/* No cap asked for, none from the site, none from an enclosing run or
+	 * job: the command runs as it would without vramctl. Said once. */
+	if (!r.have_limit && !getenv(VR_ENV_LIMIT))
+		fprintf(stderr,
+		        "vramctl: no cap in force (no --limit, no site default_limit): "
+		        "'%s' runs uncapped\n",
+		        argv[r.cmd]);
 	/* A relative registry directory is refused before anything starts
 	 * (the library would refuse every allocation: fail closed). */
 	if (r.have_limit && vr_launch_registry_env(liberr, sizeof(liberr)) < 0) {
