@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -443,9 +444,18 @@ static int run_command(const struct run_req *r, int argc, char **argv, const cha
 		g->member = NULL;
 		return cli_exec(cmd);
 	}
-	if ((r->ro.report || r->ro.trace_path) &&
-	    !(rr = rep_prepare(&r->ro, argc - r->cmd, argv + r->cmd)))
-		return VR_EXIT_ERROR;
+	if (r->ro.report || r->ro.trace_path) {
+		/* A file size limit (ulimit -f) the report or trace passes makes
+		 * its writes fail with EFBIG, said in one line, instead of
+		 * killing vramctl with SIGXFSZ (153 for a command that exited 0).
+		 * The command gets vramctl's own disposition back. */
+		struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+		sigemptyset(&ign.sa_mask);
+		sigaction(SIGXFSZ, &ign, &old);
+		cli_spawn_child_xfsz(&old);
+		if (!(rr = rep_prepare(&r->ro, argc - r->cmd, argv + r->cmd)))
+			return VR_EXIT_ERROR;
+	}
 
 	pid_t child;
 	int wstatus;

@@ -29,4 +29,17 @@ for form in --report=/dev/full --trace=/dev/full; do
 	"$V" run --limit 1G $form -- sh -c 'exit 4' 2>err
 	expect_rc 4 $? "$form: the command's exit 4"
 done
+# A file size limit the report or trace passes (a 12,000-character command
+# line written into them, under ulimit -f 8): the command's status, one
+# line, no SIGXFSZ for vramctl (153); and the command itself does not
+# inherit an ignored SIGXFSZ from vramctl.
+long=$(printf 'x%.0s' {1..12000})
+for form in --report=big.txt --report=big.json --trace=big-trace.json; do
+	(ulimit -f 8 && exec "$V" run --limit 1G $form -- true "$long") 2>err
+	expect_rc 0 $? "$form past ulimit -f: the command's exit 0"
+	expect_grep "could not be written: File too large" err "$form past ulimit -f: said"
+done
+"$V" run --limit 1G --report=ign.txt -- sh -c 'grep SigIgn /proc/self/status' >out 2>err
+mask=$(awk '{ print $2 }' out)
+[ -n "$mask" ] && [ $((0x$mask & (1 << 24))) -eq 0 ] || fail "the command inherited an ignored SIGXFSZ: $(cat out)"
 finish
