@@ -21,6 +21,17 @@ int cli_getopt(int argc, char **argv, const char *shortopts, const struct option
 
 	opterr = 0;
 	c = getopt_long(argc, argv, shortopts, longopts, NULL);
+	/* A value given as the next word that is "--" or a long option was
+	 * not meant as the value ("--trace --report", "--limit -- cmd"): the
+	 * option had none. Such a value goes with '=' (--trace=--odd). A word
+	 * with one '-' ("-1G", "-x") stays a value, which its own check
+	 * refuses by name where it is wrong. */
+	if (c > 1 && c != ':' && c != '?' && optarg && at + 1 < argc && optarg == argv[at + 1] &&
+	    optarg[0] == '-' && optarg[1] == '-') {
+		*word = argv[at];
+		optind = at + 1; /* the word not taken, for the caller's message */
+		return ':';
+	}
 	if ((c == ':' || c == '?') && at < argc)
 		*word = argv[at];
 	else if (c > 1 && optarg && at < argc && argv[at][0] == '-' && argv[at][1] == c &&

@@ -18,7 +18,11 @@ struct vr_limits;
  * option, or "--") or '-' (words that are not options come back in order as
  * 1, in optarg), then ':' (a missing value comes back as ':'). On ':' and
  * '?' (an unknown option, or a value given to one that takes none) *word is
- * the argument at fault, as typed. A short option's value may also be
+ * the argument at fault, as typed. A value given as the next word may not
+ * be "--" or start with "--" (a long option, most likely): that is ':' too,
+ * with *word the option and argv[optind] the word not taken; such a value
+ * is written --name=VALUE. A short
+ * option's value may also be
  * written -X=VALUE, as the commands read it before they used getopt.
  * The caller sets optind = 1 before the first call.
  */

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,28 +92,6 @@ static void unique_group(char *buf, size_t len)
 	snprintf(buf, len, "run-%d-%08x", (int)getpid(), r);
 }
 
-/*
- * A relative VRAMCTL_REGISTRY_DIR is made absolute once, here, for the run
- * and every process it starts: the library refuses relative ones (processes
- * in other directories would keep other books). Returns 0 or -1 after a
- * message.
- */
-static int absolute_registry_dir(void)
-{
-	const char *d = getenv(VR_ENV_REGISTRY_DIR);
-	char cwd[PATH_MAX], path[2 * PATH_MAX];
-
-	if (!d || !*d || d[0] == '/')
-		return 0;
-	if (!getcwd(cwd, sizeof(cwd)) ||
-	    snprintf(path, sizeof(path), "%s/%s", cwd, d) >= (int)sizeof(path)) {
-		fprintf(stderr, "vramctl: %s=%s: cannot make it absolute: %s\n",
-		        VR_ENV_REGISTRY_DIR, d, strerror(errno ? errno : ENAMETOOLONG));
-		return -1;
-	}
-	return setenv(VR_ENV_REGISTRY_DIR, path, 1);
-}
-
 /* What the options ask for. */
 struct run_req {
 	struct vr_limits lim;
@@ -152,6 +131,22 @@ static const struct option run_opts[] = {
     {NULL, 0, NULL, 0},
 };
 
+/* A spill budget past the host's available memory cannot all be served:
+ * said once, with what really holds (issue #25). */
+static void spill_note(uint64_t budget, const char *v)
+{
+	uint64_t avail = vr_host_available();
+	char a[32], b[32];
+
+	if (!v || !avail || budget <= avail)
+		return;
+	fprintf(stderr,
+	        "vramctl: --spill=%s is more than this host's available memory (%s of %s "
+	        "asked): at most %s can be served from host memory\n",
+	        v, vr_format_size(avail, a, sizeof a), vr_format_size(budget, b, sizeof b),
+	        vr_format_size(avail, a, sizeof a));
+}
+
 /* One option c with its value v. RUN_GO, or the exit status. */
 static int run_option(struct run_req *r, int c, const char *v)
 {
@@ -175,6 +170,7 @@ static int run_option(struct run_req *r, int c, const char *v)
 			return VR_EXIT_ERROR;
 		}
 		r->have_spill = 1;
+		spill_note(r->spill, v);
 		break;
 	case OPT_REPORT:
 		r->ro.report = 1;
@@ -214,6 +210,35 @@ static int run_option(struct run_req *r, int c, const char *v)
 	return RUN_GO;
 }
 
+/*
+ * --spill and --report take their value with '=' only: the next word is the
+ * command. A next word that is clearly a value (a size for --spill, a
+ * .json file for --report, or any word followed by "--") is refused with a
+ * hint, never run. Returns 0, or -1 after a message.
+ */
+static int value_as_command(int c, int argc, char **argv)
+{
+	const char *opt = c == OPT_SPILL ? "--spill" : "--report";
+	const char *next = optind < argc ? argv[optind] : NULL;
+	char err[256];
+	uint64_t size;
+	size_t len;
+
+	if (!next || next[0] == '-')
+		return 0;
+	len = strlen(next);
+	if ((optind + 1 < argc && !strcmp(argv[optind + 1], "--")) ||
+	    (c == OPT_SPILL && vr_parse_spill(next, &size, err, sizeof(err)) == 0) ||
+	    (c == OPT_REPORT && len > 5 && !strcmp(next + len - 5, ".json"))) {
+		fprintf(stderr,
+		        "vramctl: %s takes its value with '=' (%s=%s); put '--' before the "
+		        "command if '%s' is the command\n",
+		        opt, opt, next, next);
+		return -1;
+	}
+	return 0;
+}
+
 /* Reads the options up to COMMAND. RUN_GO, or the exit status (0 for --help). */
 static int parse_options(int argc, char **argv, struct run_req *r)
 {
@@ -222,8 +247,15 @@ static int parse_options(int argc, char **argv, struct run_req *r)
 
 	optind = 1;
 	while ((c = cli_getopt(argc, argv, "+:l:h", run_opts, &word)) != -1) {
+		if (c == ':' && optind < argc && argv[optind][0] == '-') {
+			fprintf(stderr,
+			        "vramctl: option %s needs a value ('%s' is not taken as one; a "
+			        "value that starts with \"--\" goes with '=': %s=%s)\n",
+			        word, argv[optind], word, argv[optind]);
+			return VR_EXIT_ERROR;
+		}
 		if (c == ':') {
-			fprintf(stderr, "vramctl: %s needs a value\n", word);
+			fprintf(stderr, "vramctl: option %s needs a value\n", word);
 			return VR_EXIT_ERROR;
 		}
 		if (c == '?') {
@@ -231,6 +263,9 @@ static int parse_options(int argc, char **argv, struct run_req *r)
 			        "vramctl: run: unknown option '%s' ('vramctl run --help')\n", word);
 			return VR_EXIT_ERROR;
 		}
+		if ((c == OPT_SPILL || c == OPT_REPORT) && !optarg &&
+		    value_as_command(c, argc, argv) < 0)
+			return VR_EXIT_ERROR;
 		if ((rc = run_option(r, c, optarg)) != RUN_GO)
 			return rc;
 	}
@@ -330,6 +365,22 @@ static int settle_caps(struct run_req *r, struct vr_launch_dev *devs, int *ndev,
 		fprintf(stderr, "vramctl: --limit: %s\n", err);
 		return -1;
 	}
+	/* A cap above a card's size holds as the card's size: said where the
+	 * devices were looked at (issue #25). */
+	for (int i = 0; i < *ndev; i++) {
+		uint64_t cap;
+		char a[32], b[32];
+
+		if (vr_limits_cap_for(&r->lim, i, devs[i].uuid, devs[i].total, &cap) &&
+		    devs[i].total && cap > devs[i].total)
+			fprintf(
+			    stderr,
+			    "vramctl: --limit: GPU %d has %s; the cap of %s holds as the card's "
+			    "size, %s\n",
+			    i, vr_format_size(devs[i].total, a, sizeof a),
+			    vr_format_size(cap, b, sizeof b),
+			    vr_format_size(devs[i].total, a, sizeof a));
+	}
 	return cli_site_clamp(&r->lim, devs, *ndev, spec, len);
 }
 
@@ -393,15 +444,26 @@ static int run_command(const struct run_req *r, int argc, char **argv, const cha
 		g->member = NULL;
 		return cli_exec(cmd);
 	}
-	if ((r->ro.report || r->ro.trace_path) &&
-	    !(rr = rep_prepare(&r->ro, argc - r->cmd, argv + r->cmd)))
-		return VR_EXIT_ERROR;
+	if (r->ro.report || r->ro.trace_path) {
+		/* A file size limit (ulimit -f) the report or trace passes makes
+		 * its writes fail with EFBIG, said in one line, instead of
+		 * killing vramctl with SIGXFSZ (153 for a command that exited 0).
+		 * The command gets vramctl's own disposition back. */
+		struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+		sigemptyset(&ign.sa_mask);
+		sigaction(SIGXFSZ, &ign, &old);
+		cli_spawn_child_xfsz(&old);
+		if (!(rr = rep_prepare(&r->ro, argc - r->cmd, argv + r->cmd)))
+			return VR_EXIT_ERROR;
+	}
 
 	pid_t child;
 	int wstatus;
 	int rc = cli_spawn_wait(cmd, &child, &wstatus);
-	if (rr && rep_finish(rr, child, wstatus, g->member) < 0 && rc == 0)
-		rc = VR_EXIT_ERROR;
+	/* A report or trace that could not be written is said (one line); the
+	 * exit status stays the command's (docs/report.md). */
+	if (rr)
+		rep_finish(rr, child, wstatus, rc, g->member);
 	return rc;
 }
 
@@ -437,14 +499,25 @@ int cmd_run(int argc, char **argv)
 	if ((rc = parse_options(argc, argv, &r)) != RUN_GO ||
 	    (rc = settle_options(&r, argv)) != RUN_GO)
 		return rc;
+	/* No cap asked for, none from the site, none from an enclosing run or
+	 * job: the command runs as it would without vramctl. Said once. */
+	if (!r.have_limit && !getenv(VR_ENV_LIMIT))
+		fprintf(stderr,
+		        "vramctl: no cap in force (no --limit, no site default_limit): "
+		        "'%s' runs uncapped\n",
+		        argv[r.cmd]);
+	/* A relative registry directory is refused before anything starts
+	 * (the library would refuse every allocation: fail closed). */
+	if (r.have_limit && vr_launch_registry_env(liberr, sizeof(liberr)) < 0) {
+		fprintf(stderr, "vramctl: %s\n", liberr);
+		return VR_EXIT_ERROR;
+	}
 	if (r.have_limit && settle_caps(&r, devs, &ndev, spec, sizeof(spec)) < 0)
 		return VR_EXIT_ERROR;
 	if (cli_find_library(lib, sizeof(lib), liberr, sizeof(liberr)) < 0) {
 		fprintf(stderr, "vramctl: %s\n", liberr);
 		return VR_EXIT_ERROR;
 	}
-	if (r.have_limit && absolute_registry_dir() < 0)
-		return VR_EXIT_ERROR;
 	if (r.have_limit && join_group(&r, spec, devs, ndev, group, sizeof(group), &g) < 0)
 		return VR_EXIT_ERROR;
 	rc = run_command(&r, argc, argv, lib, group, &g);

@@ -29,6 +29,16 @@ static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUS
 
 static volatile sig_atomic_t child_pid;
 
+/* SIGXFSZ as the command gets it, when vramctl changed its own. */
+static struct sigaction child_xfsz;
+static int child_xfsz_set;
+
+void cli_spawn_child_xfsz(const struct sigaction *sa)
+{
+	child_xfsz = *sa;
+	child_xfsz_set = 1;
+}
+
 /*
  * Forwards a signal to the child. A signal the kernel generated for the
  * terminal's foreground process group (Ctrl-C, Ctrl-\, hangup) already reached
@@ -109,6 +119,8 @@ static pid_t start_child(const char *const argv[], const struct sigaction *saved
 		 * would be reset by exec anyway, but not before it. */
 		for (size_t i = 0; i < VR_ARRAY_LEN(forwarded); i++)
 			sigaction(forwarded[i], &saved[i], NULL);
+		if (child_xfsz_set)
+			sigaction(SIGXFSZ, &child_xfsz, NULL);
 		child_exec(argv, fds[1], old);
 	}
 	*err = pid < 0 ? errno : 0;

@@ -6,6 +6,7 @@
 #ifndef VRAMCTL_CLI_SPAWN_H
 #define VRAMCTL_CLI_SPAWN_H
 
+#include <signal.h>
 #include <sys/types.h>
 
 /*
@@ -21,6 +22,12 @@ int cli_spawn(const char *const argv[]);
  * could not be waited for; VR_EXIT_NOEXEC/NOTFOUND cases: the child's _exit
  * status). */
 int cli_spawn_wait(const char *const argv[], pid_t *child, int *wstatus);
+
+/* The disposition of SIGXFSZ the command gets (vramctl's own at its start),
+ * for a vramctl that ignores SIGXFSZ while it writes a report or trace: an
+ * ignored signal stays ignored across exec, which the command must not
+ * inherit. */
+void cli_spawn_child_xfsz(const struct sigaction *sa);
 
 /* Replaces vramctl with argv[0] (searched in PATH). Returns only on
  * failure: VR_EXIT_NOTFOUND or VR_EXIT_NOEXEC (with a message). */

@@ -2,14 +2,16 @@
  * record.h - the member record file: how each process of a `vramctl run
  * --report/--trace` hands its numbers to the CLI (docs/report.md).
  *
- * The CLI makes a private directory (mkdtemp, 0700) and names it in
- * VRAMCTL_RECORD_DIR; each member's library creates one file there at its
- * first capped activity (O_CREAT|O_EXCL|O_NOFOLLOW, 0600), sizes it once
- * (sparse) and maps it MAP_SHARED. Everything the member knows lives in that
- * mapping, so it survives kill -9: the kernel keeps the pages. The file never
- * grows: its size is fixed here, so a member costs at most VR_REC_SIZE bytes
- * of disk (only the pages it touches). Fixed width, no pointers; the CLI
- * checks every index it reads.
+ * The CLI makes a private directory (mkdtemp, 0700), named in
+ * VRAMCTL_RECORD_DIR, with a datagram socket in it (VR_REC_SOCKET). Each
+ * member's library makes one memfd at its first capped activity, sizes it
+ * once (sparse), seals it against shrinking and growing (so no one can make
+ * the mapping raise SIGBUS), maps it MAP_SHARED and sends its descriptor to
+ * the socket (SCM_RIGHTS). Everything the member knows lives in that memory,
+ * so it survives kill -9: the descriptor the CLI received keeps the pages.
+ * The size is fixed here, so a member costs at most VR_REC_SIZE bytes of
+ * memory (only the pages it touches). Fixed width, no pointers; the CLI
+ * checks the seals, the size and every index it reads.
  *
  * Writers: the member's threads, with atomics on the counters. Readers: the
  * CLI, during the run (the trace ring) and after it (everything else).
@@ -20,6 +22,9 @@
 #include <stdint.h>
 
 #include "common/contract.h" /* VR_ENV_RECORD_DIR, VR_ENV_RECORD */
+
+/* The CLI's socket in the record directory; members send their memfd there. */
+#define VR_REC_SOCKET "r.sock"
 
 #define VR_REC_MAGIC   0x3130434552525256ULL /* "VRRREC01" little-endian */
 #define VR_REC_VERSION 1u

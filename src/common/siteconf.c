@@ -202,10 +202,13 @@ static int load_file(struct vr_site *site, const char *path, int admin)
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 
 	if (fd < 0) {
-		if (errno == ENOENT)
+		/* The admin file is optional; a file named in VRAMCTL_CONFIG was
+		 * asked for, and may have held a maximum: missing, it is an
+		 * error like any other (fail closed, issue #25). */
+		if (errno == ENOENT && admin)
 			return 0;
-		vr_seterr(site->err, sizeof site->err, "%s: cannot open: %s", path,
-		          strerror(errno));
+		vr_seterr(site->err, sizeof site->err, "%s: cannot open: %s%s", path,
+		          strerror(errno), admin ? "" : " (named in " VR_ENV_CONFIG ")");
 		return -1;
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {

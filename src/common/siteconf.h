@@ -63,10 +63,11 @@ int vr_siteconf_parse(const char *text, size_t len, struct vr_siteconf *out, cha
                       size_t errlen);
 
 /*
- * Reads both files into *site. A missing file is no error; a file that is
- * not a regular file, is too large, cannot be read, is malformed, or (the
- * admin file only) is not owned by root or is writable by group or others
- * sets site->bad and site->err. Returns 0, or -1 when site->bad.
+ * Reads both files into *site. A missing admin file is no error (a missing
+ * file that VRAMCTL_CONFIG names is); a file that is not a regular file, is
+ * too large, cannot be read, is malformed, or (the admin file only) is not
+ * owned by root or is writable by group or others sets site->bad and
+ * site->err. Returns 0, or -1 when site->bad.
  */
 int vr_site_load(struct vr_site *site);
 /* The same with the paths given (tests); extra may be NULL. */

@@ -3,11 +3,12 @@
  * numbers per device, the trace ring, the call sites of its allocations and,
  * when its exit handlers run, the blocks it still holds (docs/report.md).
  *
- * Everything lives in one file of fixed size in the run's private directory
- * (common/record.h), mapped MAP_SHARED: a member killed with SIGKILL leaves
- * its numbers behind in the page cache. Only atomics and a spinlock for new
- * call sites; nothing is ever malloc'ed, nothing blocks, and a failure to
- * create the file only means this member goes unrecorded (one message).
+ * Everything lives in one sealed memfd of fixed size (common/record.h),
+ * mapped MAP_SHARED and handed to vramctl over its socket: a member killed
+ * with SIGKILL leaves its numbers behind in the memory vramctl holds. Only atomics and a spinlock
+ * for new call sites; nothing is ever malloc'ed, nothing blocks (the hand-over waits a second at
+ * most), and a failure to make or hand over the record only means this member goes unrecorded (one
+ * message).
  *
  * With neither flag the library never maps anything and every hook below is
  * one load and a branch (vr_rec == NULL).
@@ -20,6 +21,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -106,35 +109,20 @@ void vr_rec_prime(void)
 		dl_iterate_phdr(find_self, di.dli_fbase);
 }
 
-/* Called once, when the process joins its books (devices lock held). */
-/* Creates this member's record file in the run's directory: its
- * descriptor with its name in path, or -1 (said). */
-static int create_file(char *path, size_t len)
-{
-	int fd = -1;
-	for (int n = 0; n < 100 && fd < 0; n++) {
-		snprintf(path, len, "%s/m-%ld-%d.vrr", vr_g.record_dir, (long)getpid(), n);
-		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd < 0 && errno != EEXIST)
-			break;
-	}
-	if (fd < 0)
-		vr_log(VR_LOG_ERROR,
-		       "cannot create the run's record in %s: %s; this process "
-		       "is left out of the report",
-		       vr_g.record_dir, strerror(errno));
-	return fd;
-}
-
 /*
- * Sizes the file once and reserves now the pages that will be written (a
- * shared mapping of a file whose filesystem is full would raise SIGBUS in
- * the program at the first touch of a page with no block), then maps it.
- * Returns the mapping, or NULL with the file closed and removed (said).
+ * Makes this member's record: a memfd (never a file in a directory, which
+ * anyone who can write there could truncate under the mapping: SIGBUS in
+ * the program), sized once, sealed against shrinking and growing, and the
+ * pages that will be written reserved now (memory that cannot be had then
+ * fails here, not as SIGBUS at the first touch), then mapped. Returns the
+ * mapping with its descriptor in *fdp, or NULL (said).
  */
-static struct vr_rec_hdr *map_file(int fd, const char *path)
+static struct vr_rec_hdr *make_record(int *fdp)
 {
-	int rc = ftruncate(fd, (off_t)VR_REC_SIZE);
+	int fd = memfd_create("vramctl-record", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	int rc = fd < 0 ? -1 : ftruncate(fd, (off_t)VR_REC_SIZE);
+	if (rc == 0)
+		rc = fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
 	if (rc == 0)
 		rc = fallocate(fd, 0, 0, VR_REC_OFF_SITES);
 	if (rc == 0 && (rec_flags & VR_REC_F_STACKS))
@@ -144,13 +132,82 @@ static struct vr_rec_hdr *map_file(int fd, const char *path)
 	void *p = rc == 0 ? mmap(NULL, VR_REC_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
 	                  : MAP_FAILED;
 	if (p == MAP_FAILED) {
-		vr_log(VR_LOG_ERROR, "cannot make %s: %s; this process is left out of the report",
-		       path, strerror(errno));
-		close(fd);
-		unlink(path);
+		vr_log(VR_LOG_ERROR,
+		       "cannot make the run's record: %s; this process is left out of the report",
+		       strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return NULL;
 	}
+	*fdp = fd;
 	return p;
+}
+
+/*
+ * Sends the record's descriptor to `vramctl run` (the socket VR_REC_SOCKET
+ * in the run's directory), which keeps it: the record stays readable after
+ * this process ends, however it ends. vramctl reads its socket all the
+ * time; a full queue is retried for at most a second, never longer (the
+ * devices lock is held). Returns 0, or -1 (said).
+ */
+static int hand_over(int fd)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	int dfd = -1;
+	/* A path too long for an address goes through the directory's
+	 * descriptor (/proc/self/fd/N/NAME), as vramctl bound it. */
+	if (snprintf(a.sun_path, sizeof a.sun_path, "%s/%s", vr_g.record_dir, VR_REC_SOCKET) >=
+	    (int)sizeof a.sun_path) {
+		dfd = open(vr_g.record_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0)
+			goto fail;
+		snprintf(a.sun_path, sizeof a.sun_path, "/proc/self/fd/%d/%s", dfd, VR_REC_SOCKET);
+	}
+	int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0) {
+		if (dfd >= 0)
+			close(dfd);
+		goto fail;
+	}
+	int32_t pid = (int32_t)getpid();
+	struct iovec iov = {.iov_base = &pid, .iov_len = sizeof pid};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof u);
+	struct msghdr m = {.msg_name = &a,
+	                   .msg_namelen = sizeof a,
+	                   .msg_iov = &iov,
+	                   .msg_iovlen = 1,
+	                   .msg_control = u.buf,
+	                   .msg_controllen = sizeof u.buf};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof fd);
+	ssize_t n = -1;
+	for (int i = 0; i < 200; i++) {
+		n = sendmsg(s, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n >= 0 || (errno != EAGAIN && errno != EINTR))
+			break;
+		const struct timespec pause = {0, 5 * 1000 * 1000};
+		nanosleep(&pause, NULL);
+	}
+	int err = errno;
+	close(s);
+	if (dfd >= 0)
+		close(dfd);
+	errno = err;
+	if (n >= 0)
+		return 0;
+fail:
+	vr_log(VR_LOG_ERROR,
+	       "cannot hand the run's record to vramctl (%s/%s): %s; this process is left "
+	       "out of the report",
+	       vr_g.record_dir, VR_REC_SOCKET, strerror(errno));
+	return -1;
 }
 
 void vr_rec_open(void)
@@ -169,14 +226,10 @@ void vr_rec_open(void)
 		       (unsigned long long)VR_REC_SIZE);
 		return;
 	}
-	char path[600];
-	int fd = create_file(path, sizeof path);
-	if (fd < 0)
-		return;
-	struct vr_rec_hdr *h = map_file(fd, path);
+	int fd = -1;
+	struct vr_rec_hdr *h = make_record(&fd);
 	if (!h)
 		return;
-	rec_fd = fd;
 	h->version = VR_REC_VERSION;
 	h->hdr_size = VR_REC_HDR_SIZE;
 	h->file_size = VR_REC_SIZE;
@@ -189,6 +242,12 @@ void vr_rec_open(void)
 	vr_proc_cmdline(NULL, 0, 0, h->command, sizeof h->command);
 	h->interval = h->start_mono_ns / VR_REC_INTERVAL;
 	atomic_store_explicit(A(h->magic), VR_REC_MAGIC, memory_order_release);
+	if (hand_over(fd) < 0) {
+		munmap(h, VR_REC_SIZE);
+		close(fd);
+		return;
+	}
+	rec_fd = fd;
 	vr_rec = h;
 }
 
@@ -348,14 +407,17 @@ void vr__rec_denied(const struct vr_dev *d, uint64_t bytes, uint64_t group_in_us
 		trace(VR_EV_DENY, d->ordinal, bytes, atomic_load(A(r->in_use)), now_mono());
 }
 
-/* Spill (docs/report.md): the spill engine calls this with the bytes it
- * serves from host memory (+) or gives back (-). Nothing calls it until
- * spill exists; the report and the trace already show what it notes. */
+/* Spill (docs/report.md): the spill engine calls this once per block, with
+ * the bytes it serves from host memory (+) or gives back (-). A spilled
+ * block is one of the program's allocations and its release one of its
+ * frees: counted as such, so that allocations - frees is what is still
+ * held (issue #25: "5 allocations, 1 free", then 5 blocks at exit). */
 void vr__rec_spilled(const struct vr_dev *d, int64_t delta)
 {
 	struct vr_rec_dev *r = rdev(d->ordinal);
 	if (!r)
 		return;
+	atomic_fetch_add(delta > 0 ? A(r->allocs) : A(r->frees), 1);
 	uint64_t now = atomic_fetch_add(A(r->spilled), (uint64_t)delta) + (uint64_t)delta;
 	uint64_t peak = atomic_load(A(r->spilled_peak));
 	while (now > peak && now < (1ull << 63) &&

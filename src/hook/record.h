@@ -39,7 +39,8 @@ static inline void vr_rec_denied(const struct vr_dev *d, uint64_t bytes, uint64_
 	if (VR_REC_ON())
 		vr__rec_denied(d, bytes, group_in_use);
 }
-/* For the spill engine: bytes served from host memory (+) or returned (-). */
+/* For the spill engine, once per block: bytes served from host memory (+),
+ * counted as an allocation, or returned (-), counted as a free. */
 static inline void vr_rec_spilled(const struct vr_dev *d, int64_t delta)
 {
 	if (VR_REC_ON())

@@ -80,6 +80,19 @@ int vr_preload_remove(const char *cur, const char *lib, char *buf, size_t len)
 	return 0;
 }
 
+int vr_launch_registry_env(char *err, size_t errlen)
+{
+	const char *d = getenv(VR_ENV_REGISTRY_DIR);
+
+	if (!d || !*d || d[0] == '/')
+		return 0;
+	vr_seterr(err, errlen,
+	          "%s=%s is not an absolute path: processes started from other directories "
+	          "would keep other books (one --group, several caps); give an absolute path",
+	          VR_ENV_REGISTRY_DIR, d);
+	return -1;
+}
+
 int vr_contract_apply(const struct vr_contract *c, vr_setenv_fn set, void *ctx, char *err,
                       size_t errlen)
 {

@@ -82,6 +82,8 @@ int vr_launch_join(const struct vr_launch_join *j, struct vr_launch_group *g, ch
 	int rc;
 
 	memset(g, 0, sizeof(*g));
+	if (!j->dir && vr_launch_registry_env(err, errlen) < 0)
+		return -1;
 	if (strlen(j->spec) >= sizeof(g->spec)) {
 		vr_seterr(err, errlen, "the spec is too long");
 		return -1;

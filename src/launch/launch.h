@@ -100,6 +100,16 @@ int vr_launch_normalise(const struct vr_limits *l, const struct vr_launch_dev *d
 
 /* ---- joining, for a launcher that is a member for the whole run */
 
+/*
+ * The registry directory the launcher's environment names
+ * (VRAMCTL_REGISTRY_DIR), if any, must be absolute: a relative one names
+ * other books in every working directory, so one --group would be several
+ * groups with several caps. The library refuses it too (fail closed); a
+ * launcher refuses it before it starts anything. vr_launch_join checks it
+ * when it uses the default directory. 0, or -1 with a line in err.
+ */
+int vr_launch_registry_env(char *err, size_t errlen);
+
 struct vr_launch_join {
 	const char *dir;                /* registry directory; NULL: the default */
 	const char *group;              /* the group's name */

@@ -1,7 +1,9 @@
 /*
- * members.c - finds and maps the run's member record files. The directory
- * is the run's own (mkdtemp, 0700); each file is still checked (regular,
- * ours, the exact size, magic and version) since a member's library wrote it.
+ * members.c - receives and maps the run's member records: memfds the
+ * members' libraries send to the run's socket (common/record.h). The socket
+ * is in the run's own directory (mkdtemp, 0700); each record is still
+ * checked (sealed against shrinking, the exact size, magic and version)
+ * since a member's library made it.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -11,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,24 +21,20 @@
 #include "registry/proc.h"
 #include "report/members.h"
 
-static int known(const struct rep_members *ms, const char *name)
+/*
+ * Maps one record descriptor a member sent, if it is one: sealed so that it
+ * can neither shrink (a shrunk mapping raises SIGBUS in whoever touches it)
+ * nor lose its seals, the exact size, complete (magic and version). Takes
+ * fd (closed). Returns 1 (added), 0 (not a record: ignored) or -errno.
+ */
+static int add(struct rep_members *ms, int fd)
 {
-	for (int i = 0; i < ms->n; i++)
-		if (!strcmp(ms->v[i].name, name))
-			return 1;
-	return 0;
-}
-
-static int add(struct rep_members *ms, int dfd, const char *name)
-{
-	int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	struct stat st;
-	if (fd < 0)
-		return 0;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-	    (uint64_t)st.st_size != VR_REC_SIZE) {
+	int seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK) || !(seals & F_SEAL_SEAL) ||
+	    fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != VR_REC_SIZE) {
 		close(fd);
-		return 0; /* not sized yet, or not ours */
+		return 0;
 	}
 	void *p = mmap(NULL, VR_REC_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
@@ -46,7 +45,7 @@ static int add(struct rep_members *ms, int dfd, const char *name)
 	        VR_REC_MAGIC ||
 	    h->version != VR_REC_VERSION || h->file_size != VR_REC_SIZE) {
 		munmap(p, VR_REC_SIZE);
-		return 0; /* not complete yet: looked at again at the next scan */
+		return 0; /* members send complete records only */
 	}
 	if (ms->n == ms->cap) {
 		int nc = ms->cap ? ms->cap * 2 : 16;
@@ -60,33 +59,44 @@ static int add(struct rep_members *ms, int dfd, const char *name)
 	}
 	struct rep_member *m = &ms->v[ms->n++];
 	memset(m, 0, sizeof *m);
-	snprintf(m->name, sizeof m->name, "%s", name);
 	m->h = h;
 	h->command[sizeof h->command - 1] = '\0';
 	return 1;
 }
 
-int rep_members_scan(struct rep_members *ms, const char *dir)
+int rep_members_scan(struct rep_members *ms, int sock)
 {
-	DIR *d = opendir(dir);
-	if (!d)
-		return -errno;
 	int added = 0;
-	struct dirent *e;
-	while ((e = readdir(d)) != NULL) {
-		size_t len = strlen(e->d_name);
-		if (len < 5 || len >= sizeof ms->v->name || strcmp(e->d_name + len - 4, ".vrr") ||
-		    known(ms, e->d_name))
+	for (;;) {
+		int32_t pid;
+		struct iovec iov = {.iov_base = &pid, .iov_len = sizeof pid};
+		union {
+			char buf[CMSG_SPACE(4 * sizeof(int))];
+			struct cmsghdr align;
+		} u;
+		struct msghdr m = {.msg_iov = &iov,
+		                   .msg_iovlen = 1,
+		                   .msg_control = u.buf,
+		                   .msg_controllen = sizeof u.buf};
+		ssize_t n = recvmsg(sock, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		if (n < 0 && errno == EINTR)
 			continue;
-		int rc = add(ms, dirfd(d), e->d_name);
-		if (rc < 0) {
-			closedir(d);
-			return rc;
+		if (n < 0)
+			return errno == EAGAIN ? added : -errno;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+				continue;
+			size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			for (size_t i = 0; i < nfd; i++) {
+				int fd;
+				memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+				int rc = add(ms, fd);
+				if (rc < 0)
+					return rc;
+				added += rc;
+			}
 		}
-		added += rc;
 	}
-	closedir(d);
-	return added;
 }
 
 void rep_members_free(struct rep_members *ms)

@@ -1,6 +1,6 @@
 /*
- * members.h - the CLI's view of a run's member record files
- * (common/record.h): found in the run's private directory, checked, mapped.
+ * members.h - the CLI's view of a run's member records (common/record.h):
+ * received on the run's socket, checked, mapped.
  */
 #ifndef VRAMCTL_REPORT_MEMBERS_H
 #define VRAMCTL_REPORT_MEMBERS_H
@@ -12,7 +12,6 @@
 #include "common/record.h"
 
 struct rep_member {
-	char name[64];
 	struct vr_rec_hdr *h; /* mapped read-write: the CLI moves the ring's tail */
 	/* How it ended, when vramctl reaped it (the command, or an orphan). */
 	int reaped;
@@ -28,10 +27,10 @@ struct rep_members {
 	int n, cap;
 };
 
-/* Adds the complete record files of dir not seen yet. Returns how many
- * were added, or -errno. Files that fail the checks are skipped with a
- * message (once). */
-int rep_members_scan(struct rep_members *ms, const char *dir);
+/* Adds the records members sent to sock (the run's datagram socket, read
+ * without waiting) since the last call. Returns how many were added, or
+ * -errno. Descriptors that fail the checks are closed and skipped. */
+int rep_members_scan(struct rep_members *ms, int sock);
 void rep_members_free(struct rep_members *ms);
 /* The member with this pid (the latest one), or NULL. */
 struct rep_member *rep_members_by_pid(struct rep_members *ms, pid_t pid);

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -21,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -49,6 +52,7 @@ struct rep_run {
 	struct rep_opts o;
 	int report_fd, json;
 	char dir[PATH_MAX];
+	int sock; /* the run's socket in dir: members send their records there */
 	char *command;
 	uint64_t t0;
 	struct rep_members ms;
@@ -99,13 +103,16 @@ static int open_output(const char *opt, const char *path)
 static void *drain_loop(void *arg)
 {
 	struct rep_run *r = arg;
-	const struct timespec pause = {0, 20 * 1000 * 1000};
+	struct pollfd p = {.fd = r->sock, .events = POLLIN};
 	while (!atomic_load(&r->stop)) {
 		pthread_mutex_lock(&r->lock);
-		rep_members_scan(&r->ms, r->dir);
-		rep_trace_drain(r->trace, &r->ms, mono_ns());
+		rep_members_scan(&r->ms, r->sock);
+		if (r->trace)
+			rep_trace_drain(r->trace, &r->ms, mono_ns());
 		pthread_mutex_unlock(&r->lock);
-		nanosleep(&pause, NULL);
+		/* A new record wakes it at once (members wait while the socket's
+		 * queue is full); the trace's ring is drained every 20 ms. */
+		poll(&p, 1, 20);
 	}
 	return NULL;
 }
@@ -127,6 +134,8 @@ static void run_free(struct rep_run *r)
 {
 	if (r->report_fd >= 0)
 		close(r->report_fd);
+	if (r->sock >= 0)
+		close(r->sock);
 	if (r->dir[0])
 		remove_dir(r->dir);
 	rep_members_free(&r->ms);
@@ -136,6 +145,30 @@ static void run_free(struct rep_run *r)
 	free(r);
 }
 
+/* The run's socket, VR_REC_SOCKET in its directory: members send their
+ * records' descriptors there (docs/report.md). 0, or -1 after a message. */
+static int open_socket(struct rep_run *r)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	int dfd = -1, rc = -1;
+	/* A path too long for an address (a long TMPDIR) is bound through the
+	 * directory's descriptor; the members do the same. */
+	if (snprintf(a.sun_path, sizeof a.sun_path, "%s/%s", r->dir, VR_REC_SOCKET) >=
+	    (int)sizeof a.sun_path) {
+		dfd = open(r->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		snprintf(a.sun_path, sizeof a.sun_path, "/proc/self/fd/%d/%s", dfd, VR_REC_SOCKET);
+	}
+	r->sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (r->sock >= 0 && bind(r->sock, (struct sockaddr *)&a, sizeof a) == 0)
+		rc = 0;
+	else
+		fprintf(stderr, "vramctl: cannot make the run's socket in %s: %s\n", r->dir,
+		        strerror(errno));
+	if (dfd >= 0)
+		close(dfd);
+	return rc;
+}
+
 struct rep_run *rep_prepare(const struct rep_opts *o, int argc, char *const argv[])
 {
 	struct rep_run *r = calloc(1, sizeof *r);
@@ -143,6 +176,7 @@ struct rep_run *rep_prepare(const struct rep_opts *o, int argc, char *const argv
 		return NULL;
 	r->o = *o;
 	r->report_fd = -1;
+	r->sock = -1;
 	pthread_mutex_init(&r->lock, NULL);
 	r->command = join_args(argc, argv);
 	if (!r->command)
@@ -165,6 +199,11 @@ struct rep_run *rep_prepare(const struct rep_opts *o, int argc, char *const argv
 			close(trace_fd);
 		goto fail;
 	}
+	if (open_socket(r) < 0) {
+		if (trace_fd >= 0)
+			close(trace_fd);
+		goto fail;
+	}
 	char flags[64];
 	snprintf(flags, sizeof flags, "%s%s%s", o->report || o->stacks ? "report," : "",
 	         o->trace_path ? "trace," : "", o->stacks ? "stacks" : "");
@@ -180,15 +219,21 @@ struct rep_run *rep_prepare(const struct rep_opts *o, int argc, char *const argv
 			fprintf(stderr, "vramctl: --trace %s: out of memory\n", o->trace_path);
 			goto fail;
 		}
-		/* The thread starts with every signal blocked: signals for
-		 * vramctl (forwarded to the command) stay on the main thread. */
-		sigset_t all, old;
-		sigfillset(&all);
-		pthread_sigmask(SIG_BLOCK, &all, &old);
-		if (pthread_create(&r->drainer, NULL, drain_loop, r) == 0)
-			r->drainer_on = 1;
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
+	/* The thread receives the members' records (and drains the trace). It
+	 * starts with every signal blocked: signals for vramctl (forwarded to
+	 * the command) stay on the main thread. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	int err = pthread_create(&r->drainer, NULL, drain_loop, r);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		fprintf(stderr, "vramctl: cannot start the run's record thread: %s\n",
+		        strerror(err));
+		goto fail;
+	}
+	r->drainer_on = 1;
 	return r;
 fail:
 	run_free(r);
@@ -246,7 +291,7 @@ static void note_reaped(struct rep_run *r, pid_t pid, int status)
 	r->reaped[r->nreaped++] = (struct reaped){pid, status};
 }
 
-int rep_finish(struct rep_run *r, pid_t child, int wstatus, vr_member *reg)
+int rep_finish(struct rep_run *r, pid_t child, int wstatus, int exit_rc, vr_member *reg)
 {
 	int rc = 0, st;
 	pid_t p;
@@ -257,7 +302,7 @@ int rep_finish(struct rep_run *r, pid_t child, int wstatus, vr_member *reg)
 	while ((p = waitpid(-1, &st, WNOHANG)) > 0)
 		note_reaped(r, p, st);
 	uint64_t t_end = mono_ns();
-	rep_members_scan(&r->ms, r->dir);
+	rep_members_scan(&r->ms, r->sock);
 	for (int i = 0; i < r->nreaped; i++) {
 		struct rep_member *m = rep_members_by_pid(&r->ms, r->reaped[i].pid);
 		if (m) {
@@ -272,7 +317,8 @@ int rep_finish(struct rep_run *r, pid_t child, int wstatus, vr_member *reg)
 		cm->reaped = 1;
 		cm->wstatus = wstatus;
 	}
-	int child_rc = WIFEXITED(wstatus)     ? WEXITSTATUS(wstatus)
+	int child_rc = child <= 0             ? exit_rc
+	               : WIFEXITED(wstatus)   ? WEXITSTATUS(wstatus)
 	               : WIFSIGNALED(wstatus) ? VR_EXIT_SIGNAL + WTERMSIG(wstatus)
 	                                      : VR_EXIT_ERROR;
 	if (r->trace) {
@@ -286,7 +332,9 @@ int rep_finish(struct rep_run *r, pid_t child, int wstatus, vr_member *reg)
 				rep_trace_end(r->trace, m, gone, e.text);
 		}
 		if (rep_trace_close(r->trace) != 0) {
-			fprintf(stderr, "vramctl: --trace %s: writing failed: %s\n",
+			fprintf(stderr,
+			        "vramctl: --trace %s: the trace could not be written: %s "
+			        "(the exit status is the command's)\n",
 			        r->o.trace_path, strerror(errno));
 			rc = -1;
 		}
@@ -296,12 +344,15 @@ int rep_finish(struct rep_run *r, pid_t child, int wstatus, vr_member *reg)
 		struct devsum ds[VR_REC_DEVS];
 		collect_devices(r, reg, ds);
 		struct rep_symbols *sy = r->o.stacks ? rep_symbols_new() : NULL;
-		const struct rep_view v = {.command = r->command, .t0 = r->t0, .ms = r->ms};
+		const struct rep_view v = {
+		    .command = r->command, .t0 = r->t0, .ms = r->ms, .started = child > 0};
 		if (r->json) {
 			json_object *j = rep_json_report(&v, ds, child_rc, t_end, sy);
 			if (json_object_to_fd(r->report_fd, j, JSON_C_TO_STRING_PRETTY) != 0 ||
 			    write(r->report_fd, "\n", 1) != 1) {
-				fprintf(stderr, "vramctl: --report=%s: writing failed: %s\n",
+				fprintf(stderr,
+				        "vramctl: --report=%s: the report could not be written: %s "
+				        "(the exit status is the command's)\n",
 				        r->o.report_path, strerror(errno));
 				rc = -1;
 			}
@@ -316,7 +367,11 @@ int rep_finish(struct rep_run *r, pid_t child, int wstatus, vr_member *reg)
 			if (f) {
 				rep_text_report(&v, f, ds, child_rc, t_end, sy);
 				if ((f != stderr ? fclose(f) : fflush(f)) != 0) {
-					fprintf(stderr, "vramctl: --report: writing failed: %s\n",
+					fprintf(stderr,
+					        "vramctl: --report%s%s: the report could not be "
+					        "written: %s (the exit status is the command's)\n",
+					        r->o.report_path ? "=" : "",
+					        r->o.report_path ? r->o.report_path : "",
 					        strerror(errno));
 					rc = -1;
 				}

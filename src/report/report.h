@@ -32,9 +32,12 @@ struct rep_run;
 /* Returns the run's state, or NULL after a message (the caller exits VR_EXIT_ERROR). */
 struct rep_run *rep_prepare(const struct rep_opts *o, int argc, char *const argv[]);
 
-/* After the command ended: child and its wait status, the CLI's membership
- * (for the group's caps and peaks; may be NULL). Returns 0, or -1 after a
- * message (the report or trace could not be written). Frees r. */
-int rep_finish(struct rep_run *r, pid_t child, int wstatus, vr_member *m);
+/* After the command ended: child (0: it could not be started) and its wait
+ * status, exit_rc the exit status vramctl gives for it (126 or 127 for a
+ * command never started), the CLI's membership (for the group's caps and
+ * peaks; may be NULL). Returns 0, or -1 after a one-line message (the report
+ * or trace could not be written; the caller keeps the command's status).
+ * Frees r. */
+int rep_finish(struct rep_run *r, pid_t child, int wstatus, int exit_rc, vr_member *m);
 
 #endif /* VRAMCTL_REPORT_REPORT_H */

@@ -19,6 +19,7 @@ struct rep_view {
 	const char *command;   /* the command line, words joined by spaces */
 	uint64_t t0;           /* when the run started (CLOCK_MONOTONIC, ns) */
 	struct rep_members ms; /* every member's record */
+	int started;           /* 0: the command could not be started (126, 127) */
 };
 
 /* How a member ended. */

@@ -24,6 +24,7 @@ json_object *rep_json_report(const struct rep_view *r, const struct devsum *ds, 
 	json_object_object_add(root, "schema_version", json_object_new_int(1));
 	json_object_object_add(root, "command", json_object_new_string(r->command));
 	json_object_object_add(root, "exit_status", json_object_new_int(child_rc));
+	json_object_object_add(root, "started", json_object_new_boolean(r->started));
 	json_object_object_add(root, "duration_s", json_object_new_double(rep_secs(r, t_end)));
 	json_object *devs = json_object_new_array();
 	for (int d = 0; d < VR_REC_DEVS; d++) {

@@ -14,6 +14,33 @@
 #define TEXT_LEAKS  20 /* blocks listed per member and device in the text */
 #define TEXT_FRAMES 6
 
+/*
+ * v in the one human form, unless that reads the same as other's while the
+ * two differ ("the cap must be at least 1.5 GiB" for a cap of 1.5 GiB): then
+ * in MiB (two decimals where not whole), and in bytes if even that ties. A
+ * message never shows numbers that seem to contradict it (issue #25).
+ */
+static char *size_apart(uint64_t v, uint64_t other, char *buf, size_t len)
+{
+	char o[32];
+	const uint64_t mib = 1024 * 1024;
+
+	vr_format_size(v, buf, len);
+	if (v == other || strcmp(buf, vr_format_size(other, o, sizeof o)) != 0)
+		return buf;
+	if (v % mib == 0)
+		snprintf(buf, len, "%" PRIu64 " MiB", v / mib);
+	else
+		snprintf(buf, len, "%.2f MiB", (double)v / (double)mib);
+	if (other % mib == 0)
+		snprintf(o, sizeof o, "%" PRIu64 " MiB", other / mib);
+	else
+		snprintf(o, sizeof o, "%.2f MiB", (double)other / (double)mib);
+	if (!strcmp(buf, o))
+		snprintf(buf, len, "%" PRIu64 " bytes", v);
+	return buf;
+}
+
 void rep_text_report(const struct rep_view *r, FILE *f, const struct devsum *ds, int child_rc,
                      uint64_t t_end, struct rep_symbols *sy)
 {
@@ -22,8 +49,10 @@ void rep_text_report(const struct rep_view *r, FILE *f, const struct devsum *ds,
 	char *head = malloc(clen);
 	fprintf(f, "vramctl report: %s (%s %d) ran %.2f s\n",
 	        head ? vr_text_escape(head, clen, r->command) : "?",
-	        child_rc >= VR_EXIT_SIGNAL ? "died, status" : "exit status", child_rc,
-	        rep_secs(r, t_end));
+	        !r->started                  ? "not started, exit status"
+	        : child_rc >= VR_EXIT_SIGNAL ? "died, status"
+	                                     : "exit status",
+	        child_rc, rep_secs(r, t_end));
 	free(head);
 	if (r->ms.n == 0)
 		fprintf(f, "  no process of the run used a GPU under vramctl\n");
@@ -46,7 +75,7 @@ void rep_text_report(const struct rep_view *r, FILE *f, const struct devsum *ds,
 			        ds[d].denials, ds[d].denials == 1 ? " was" : "s were",
 			        vr_format_size(ds[d].denied_max, a, sizeof a),
 			        ds[d].denials == 1 ? "it" : "them",
-			        vr_format_size(ds[d].denied_need, c, sizeof c), d,
+			        size_apart(ds[d].denied_need, ds[d].cap, c, sizeof c), d,
 			        rep_right_size(ds[d].denied_need) >> 20);
 		if (ds[d].spilled_peak)
 			fprintf(f, "  spilled to host memory: peak %s\n",

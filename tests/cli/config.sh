@@ -107,4 +107,20 @@ grep -q "another library that replaces dlsym" out && fail "doctor blames another
 grep -q "NOT capped" out && fail "doctor says NOT capped over a bad config: $(grep 'NOT capped' out)"
 "$V" doctor --json >out 2>&1
 expect_grep "$conf:1: unknown key 'max_limt'" out "doctor --json names the file and line"
+
+# A file VRAMCTL_CONFIG names that is missing is an error too (issue #25:
+# it was asked for, and may have held a maximum): the same outcome.
+rm -f "$conf" ran
+"$V" run --limit 1G -- touch ran 2>err
+expect_rc 125 $? "run with VRAMCTL_CONFIG naming a missing file"
+[ ! -e ran ] || fail "the command ran past a missing VRAMCTL_CONFIG file"
+expect_grep "$conf: cannot open: No such file or directory (named in VRAMCTL_CONFIG)" err \
+	"the missing file is named"
+if has_cap && sim_only; then
+	LD_PRELOAD=$LIB "$APP" >out 2>err
+	expect_grep "fail closed" err "the library fails closed on a missing VRAMCTL_CONFIG file"
+	[ "$(total out)" = "0 B" ] || fail "a missing VRAMCTL_CONFIG file left the program uncapped"
+fi
+VRAMCTL_CONFIG= "$V" run --limit 1G -- true
+expect_rc 0 $? "an empty VRAMCTL_CONFIG names no file"
 finish

@@ -326,6 +326,37 @@ static void test_join(const char *dir)
 	vr_leave(a.member);
 }
 
+/* A relative VRAMCTL_REGISTRY_DIR is refused (issue #25), by the check and
+ * by a join with the default directory; absolute, unset or empty pass. */
+static void test_registry_env(void)
+{
+	struct vr_limits l;
+	struct vr_launch_group g;
+	char err[256];
+	const char *saved = getenv(VR_ENV_REGISTRY_DIR);
+	char keep[512] = "";
+
+	if (saved)
+		snprintf(keep, sizeof keep, "%s", saved);
+	setenv(VR_ENV_REGISTRY_DIR, "rel", 1);
+	ASSERT_EQ(vr_launch_registry_env(err, sizeof err), -1);
+	if (!strstr(err, "VRAMCTL_REGISTRY_DIR=rel is not an absolute path"))
+		TEST_FAIL_("message: %s", err);
+	parse("1G", &l);
+	struct vr_launch_join j = {.group = "rel", .spec = "1G", .limits = &l, .devs = devs};
+	ASSERT_EQ(vr_launch_join(&j, &g, err, sizeof err), -1);
+	if (!strstr(err, "not an absolute path"))
+		TEST_FAIL_("join's message: %s", err);
+	setenv(VR_ENV_REGISTRY_DIR, "/abs", 1);
+	ASSERT_EQ(vr_launch_registry_env(err, sizeof err), 0);
+	setenv(VR_ENV_REGISTRY_DIR, "", 1);
+	ASSERT_EQ(vr_launch_registry_env(err, sizeof err), 0);
+	unsetenv(VR_ENV_REGISTRY_DIR);
+	ASSERT_EQ(vr_launch_registry_env(err, sizeof err), 0);
+	if (saved)
+		setenv(VR_ENV_REGISTRY_DIR, keep, 1);
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -340,6 +371,7 @@ int main(void)
 	test_normalise();
 	test_group_names(path);
 	test_join(path);
+	test_registry_env();
 	printf("ok\n");
 	return 0;
 }

@@ -69,6 +69,13 @@ expect_eq 67108864 "$(jqv s.json '.devices[0].spilled_peak_bytes')" "spilled pea
 expect_eq 67108864 "$(jqv s.json '.processes[0].devices[0].spilled_peak_bytes')" "process's spilled peak"
 expect_eq "50331648 spilled,33554432 linear" \
 	"$(jqv s.json '[.processes[0].held_at_exit[] | "\(.bytes) \(.kind)"] | join(",")')" "spilled block held at exit"
+# The counts add up (issue #25): spilled blocks are allocations and their
+# releases frees, so allocations - frees is what is held at exit.
+expect_eq "3 1" "$(jqv s.json '.processes[0].devices[0] | "\(.allocations) \(.frees)"')" \
+	"allocations and frees with spill"
+"$V" run --limit 64M --spill=1G --report -- "$P" keep 32 temp 64 keep 48 2>err
+expect_grep "3 allocations, 1 free" err "the text's counts with spill"
+expect_grep "still allocated at exit: 2 blocks" err "the text's blocks with spill"
 
 # --- caches are not leaks -------------------------------------------------------
 # What a stream-ordered pool keeps after the program freed it is a cache.
@@ -120,6 +127,11 @@ expect_rc 125 $? "--stacks without --report"
 expect_rc 0 $? "program under a small file size limit"
 expect_grep "is below the run's record" err "file size limit message"
 expect_grep "no process of the run used a GPU under vramctl" err "left out of the report"
+# Numbers never seem to contradict the sentence (issue #25): a cap of 1500M
+# reads 1.5 GiB, and so did the 1502 MiB that granting the refusal needed.
+"$V" run --limit 1500M --report -- "$P" keep 1400 deny 101 2>err
+expect_rc 0 $? "a refusal just past a 1.5 GiB cap"
+expect_grep "the cap must be at least 1502 MiB (--limit 0=1502M)" err "enough digits to differ from the cap"
 # The private record directory is gone after every run.
 ls -d "$TMPDIR"/vramctl-record-* 2>/dev/null && fail "record directory left behind"
 finish

@@ -128,7 +128,17 @@ int main(void)
 	write_file(path, "");
 	ASSERT_EQ(vr_site_load(&site), 0);
 	unlink(path);
-	ASSERT_EQ(vr_site_load(&site), 0); /* a missing file is no error */
+	/* A missing file that VRAMCTL_CONFIG names is an error (it was asked
+	 * for, and may have held a maximum: fail closed); an empty name reads
+	 * none, and a missing admin file is no error. */
+	ASSERT_EQ(vr_site_load(&site), -1);
+	ASSERT(site.bad);
+	if (!strstr(site.err, path) || !strstr(site.err, "No such file or directory") ||
+	    !strstr(site.err, "named in VRAMCTL_CONFIG"))
+		TEST_FAIL_("message: %s", site.err);
+	setenv(VR_ENV_CONFIG, "", 1);
+	ASSERT_EQ(vr_site_load(&site), 0);
+	ASSERT_EQ(vr_site_load_from(&site, "/nonexistent/vramctl.conf", NULL), 0);
 	/* A FIFO is refused at once, never waited on. */
 	snprintf(path, sizeof path, "%s/fifo.conf", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	ASSERT_EQ(mkfifo(path, 0600), 0);
