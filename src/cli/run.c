@@ -365,22 +365,6 @@ static int settle_caps(struct run_req *r, struct vr_launch_dev *devs, int *ndev,
 		fprintf(stderr, "vramctl: --limit: %s\n", err);
 		return -1;
 	}
-	/* A cap above a card's size holds as the card's size: said where the
-	 * devices were looked at (issue #25). */
-	for (int i = 0; i < *ndev; i++) {
-		uint64_t cap;
-		char a[32], b[32];
-
-		if (vr_limits_cap_for(&r->lim, i, devs[i].uuid, devs[i].total, &cap) &&
-		    devs[i].total && cap > devs[i].total)
-			fprintf(
-			    stderr,
-			    "vramctl: --limit: GPU %d has %s; the cap of %s holds as the card's "
-			    "size, %s\n",
-			    i, vr_format_size(devs[i].total, a, sizeof a),
-			    vr_format_size(cap, b, sizeof b),
-			    vr_format_size(devs[i].total, a, sizeof a));
-	}
 	return cli_site_clamp(&r->lim, devs, *ndev, spec, len);
 }
 

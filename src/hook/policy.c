@@ -152,6 +152,16 @@ void vr_policy_device(struct vr_dev *d)
 	vr_rec_device(d);
 	if (vr_dev_capped(d) && d->cap != cap && cap != UINT64_MAX)
 		vr_log(VR_LOG_INFO, "GPU %d: the group's cap is in force", d->ordinal);
+	if (vr_dev_capped(d) && d->phys_total && d->cap > d->phys_total) {
+		/* Said, not silently meaningless: the card is the bound. */
+		char a[32], b[32];
+		int dg = vr_size_digits((uint64_t[]){d->cap, d->phys_total}, 2, 0);
+		vr_log(VR_LOG_WARN,
+		       "GPU %d: the cap (%s) is more than the card holds (%s): the card's size "
+		       "is what bounds this process",
+		       d->ordinal, vr_format_size_digits(d->cap, dg, a, sizeof a),
+		       vr_format_size_digits(d->phys_total, dg, b, sizeof b));
+	}
 }
 
 /*
