@@ -201,7 +201,7 @@ static inline uint64_t ht_env_u64(const char *name)
 {
 	const char *v = getenv(name);
 	if (!v)
-		TEST_FAIL_("%s is not set", name);
+		TEST_FAILF("%s is not set", name);
 	return strtoull(v, NULL, 10);
 }
 

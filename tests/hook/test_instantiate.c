@@ -156,7 +156,7 @@ static void expect_wrapper(void *p, const char *name, const char *asked, int ver
 	Dl_info di;
 	if (!p || !dladdr(p, &di) || !di.dli_sname || strcmp(di.dli_sname, name) != 0 ||
 	    !strstr(di.dli_fname, "libvramctl"))
-		TEST_FAIL_("cuGetProcAddress(%s, %d, %d): %s from %s, not vramctl's %s", asked, ver,
+		TEST_FAILF("cuGetProcAddress(%s, %d, %d): %s from %s, not vramctl's %s", asked, ver,
 		           flags, p && dladdr(p, &di) && di.dli_sname ? di.dli_sname : "?",
 		           p && dladdr(p, &di) ? di.dli_fname : "-", name);
 }

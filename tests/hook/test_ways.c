@@ -113,7 +113,7 @@ static void table(FILE *out, int check_files)
 				if (check_files && p) {
 					int ours = strstr(file, "libvramctl") != NULL;
 					if (ours != is_hooked(name))
-						TEST_FAIL_("%s at %d flags %d: %s from %s",
+						TEST_FAILF("%s at %d flags %d: %s from %s",
 						           asked[i], versions[v], (int)flagset[f],
 						           name, file);
 				}
@@ -124,7 +124,7 @@ static void table(FILE *out, int check_files)
 				        (int)flagset[f], rc, name);
 				if (check_files && p &&
 				    (strstr(file, "libvramctl") != NULL) != is_hooked(name))
-					TEST_FAIL_("4-arg %s: %s from %s", asked[i], name, file);
+					TEST_FAILF("4-arg %s: %s from %s", asked[i], name, file);
 			}
 }
 
@@ -159,7 +159,7 @@ static int child(void)
 		size_t i = 0, line = 0;
 		while (ref_text[i] && ref_text[i] == got[i])
 			line += ref_text[i++] == '\n';
-		TEST_FAIL_("cuGetProcAddress answers differ under the library at line %zu",
+		TEST_FAILF("cuGetProcAddress answers differ under the library at line %zu",
 		           line + 1);
 	}
 

@@ -154,7 +154,7 @@ static void parse(const char *spec, struct vr_limits *l)
 	char err[256];
 
 	if (vr_parse_limits(spec, l, err, sizeof(err)) < 0)
-		TEST_FAIL_("parse '%s': %s", spec, err);
+		TEST_FAILF("parse '%s': %s", spec, err);
 }
 
 static void test_normalise(void)
@@ -341,12 +341,12 @@ static void test_registry_env(void)
 	setenv(VR_ENV_REGISTRY_DIR, "rel", 1);
 	ASSERT_EQ(vr_launch_registry_env(err, sizeof err), -1);
 	if (!strstr(err, "VRAMCTL_REGISTRY_DIR=rel is not an absolute path"))
-		TEST_FAIL_("message: %s", err);
+		TEST_FAILF("message: %s", err);
 	parse("1G", &l);
 	struct vr_launch_join j = {.group = "rel", .spec = "1G", .limits = &l, .devs = devs};
 	ASSERT_EQ(vr_launch_join(&j, &g, err, sizeof err), -1);
 	if (!strstr(err, "not an absolute path"))
-		TEST_FAIL_("join's message: %s", err);
+		TEST_FAILF("join's message: %s", err);
 	setenv(VR_ENV_REGISTRY_DIR, "/abs", 1);
 	ASSERT_EQ(vr_launch_registry_env(err, sizeof err), 0);
 	setenv(VR_ENV_REGISTRY_DIR, "", 1);
@@ -364,7 +364,7 @@ int main(void)
 
 	snprintf(path, sizeof(path), "%s/registry-XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(path))
-		TEST_FAIL_("mkdtemp %s: %s", path, strerror(errno));
+		TEST_FAILF("mkdtemp %s: %s", path, strerror(errno));
 	test_preload();
 	test_contract();
 	test_dir_pattern();

@@ -19,7 +19,7 @@ static void check(const char *lib)
 	struct mon_nvml *nv = NULL;
 	int rc = mon_nvml_open(lib, &nv, err, sizeof(err));
 	if (rc != 0)
-		TEST_FAIL_("mon_nvml_open(%s) = %d: %s", lib, rc, err);
+		TEST_FAILF("mon_nvml_open(%s) = %d: %s", lib, rc, err);
 	struct mon_model m = {0};
 	ASSERT_EQ(mon_nvml_read(nv, &m), 0);
 	ASSERT_EQ(m.ndevs, 1);

@@ -35,7 +35,7 @@ static inline vr_member *join_or_fail(const struct vr_join_opts *o)
 	char err[256];
 	int rc = vr_join(o, &m, NULL, err, sizeof(err));
 	if (rc != 0)
-		TEST_FAIL_("vr_join(%s) = %d: %s", o->group, rc, err);
+		TEST_FAILF("vr_join(%s) = %d: %s", o->group, rc, err);
 	return m;
 }
 
@@ -76,15 +76,15 @@ struct churn {
 	_Atomic int bad; /* the last error other than -ENOSPC; 0 if none */
 };
 
-struct churn_thread_ {
+struct churn_arg {
 	struct churn *c;
 	uint64_t seed;
 };
 
-static inline void *churn_thread_(void *arg)
+static inline void *churn_thread_main(void *arg)
 {
-	struct churn *c = ((struct churn_thread_ *)arg)->c;
-	uint64_t seed = ((struct churn_thread_ *)arg)->seed * 0x9e3779b97f4a7c15ull + 1;
+	struct churn *c = ((struct churn_arg *)arg)->c;
+	uint64_t seed = ((struct churn_arg *)arg)->seed * 0x9e3779b97f4a7c15ull + 1;
 	uint64_t held[CHURN_MAX_HELD];
 	int n = 0;
 	for (int i = 0; i < c->iters; i++) {
@@ -116,11 +116,11 @@ static inline void *churn_thread_(void *arg)
 static inline int churn_run(struct churn *c)
 {
 	pthread_t t[CHURN_THREADS];
-	struct churn_thread_ arg[CHURN_THREADS];
+	struct churn_arg arg[CHURN_THREADS];
 	for (int i = 0; i < CHURN_THREADS; i++) {
 		arg[i].c = c;
 		arg[i].seed = (uint64_t)(c->id * CHURN_THREADS + i + 1);
-		pthread_create(&t[i], NULL, churn_thread_, &arg[i]);
+		pthread_create(&t[i], NULL, churn_thread_main, &arg[i]);
 	}
 	for (int i = 0; i < CHURN_THREADS; i++)
 		pthread_join(t[i], NULL);

@@ -29,7 +29,7 @@ static vr_member *join(const char *group, const char *spec, int fresh, int *diff
 	char err[256];
 	int rc = vr_join(&o, &m, differs, err, sizeof(err));
 	if (rc != 0)
-		TEST_FAIL_("vr_join(%s) = %d: %s", group, rc, err);
+		TEST_FAILF("vr_join(%s) = %d: %s", group, rc, err);
 	ASSERT(m != NULL);
 	return m;
 }

@@ -27,7 +27,7 @@ int main(void)
 		ASSERT_GE(slot, 0);
 		ASSERT_LT(slot, 1024);
 		if (seen[slot])
-			TEST_FAIL_("slot %d given twice", slot);
+			TEST_FAILF("slot %d given twice", slot);
 		seen[slot] = 1;
 	}
 	struct vramctl_snapshot *s = NULL;

@@ -52,15 +52,15 @@ static int try_join(const char *dir, const char *group, char *err, size_t errlen
 
 #define EXPECT_REFUSED(dir, group, code, word)                                                     \
 	do {                                                                                       \
-		char err_[512] = "";                                                               \
-		int rc_ = try_join(dir, group, err_, sizeof(err_));                                \
-		printf("%-10s -> %d: %s\n", group, rc_, err_);                                     \
-		ASSERT_EQ(rc_, code);                                                              \
-		if (!strstr(err_, word))                                                           \
-			TEST_FAIL_("message lacks \"%s\": %s", word, err_);                        \
-		if (!strchr(err_, '/'))                                                            \
-			TEST_FAIL_("message names no path: %s", err_);                             \
-		ASSERT(strchr(err_, '\n') == NULL);                                                \
+		char vr__err[512] = "";                                                            \
+		int vr__rc = try_join(dir, group, vr__err, sizeof(vr__err));                       \
+		printf("%-10s -> %d: %s\n", group, vr__rc, vr__err);                               \
+		ASSERT_EQ(vr__rc, code);                                                           \
+		if (!strstr(vr__err, word))                                                        \
+			TEST_FAILF("message lacks \"%s\": %s", word, vr__err);                     \
+		if (!strchr(vr__err, '/'))                                                         \
+			TEST_FAILF("message names no path: %s", vr__err);                          \
+		ASSERT(strchr(vr__err, '\n') == NULL);                                             \
 	} while (0)
 
 /* Makes a valid door for group in dir and returns its path. */

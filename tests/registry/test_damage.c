@@ -61,7 +61,7 @@ static vr_member *member(const char *group)
 	vr_member *m = NULL;
 	int rc = vr_join(&o, &m, NULL, err, sizeof(err));
 	if (rc != 0)
-		TEST_FAIL_("join %s: %d %s", group, rc, err);
+		TEST_FAILF("join %s: %d %s", group, rc, err);
 	uint64_t cap = 0;
 	ASSERT_EQ(vr_device(m, uuid0, CAP, &cap), 0);
 	ASSERT_UEQ(cap, CAP);

@@ -28,7 +28,7 @@ static vr_member *join(const char *group, const char *spec)
 	char err[256];
 	int rc = vr_join(&o, &m, NULL, err, sizeof(err));
 	if (rc != 0)
-		TEST_FAIL_("vr_join(%s) = %d: %s", group, rc, err);
+		TEST_FAILF("vr_join(%s) = %d: %s", group, rc, err);
 	return m;
 }
 

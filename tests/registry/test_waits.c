@@ -54,7 +54,7 @@ static uint32_t slot_of(vr_member *obs, pid_t pid)
 		if (vr_slot_at(obs->hdr, i)->state == VR_SLOT_USED &&
 		    vr_slot_at(obs->hdr, i)->pid == (int32_t)pid)
 			return i;
-	TEST_FAIL_("no slot for pid %d", (int)pid);
+	TEST_FAILF("no slot for pid %d", (int)pid);
 	return 0;
 }
 

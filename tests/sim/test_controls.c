@@ -127,7 +127,7 @@ static void expect_config(const char *devices, const char *visible, const char *
 	                     "VRAMSIM_NAME=Test GPU",
 	                     NULL};
 	if (sim_run_self("config", visible ? env : env) != 0)
-		TEST_FAIL_("CUDA_VISIBLE_DEVICES=\"%s\": expected %s", visible, want);
+		TEST_FAILF("CUDA_VISIBLE_DEVICES=\"%s\": expected %s", visible, want);
 }
 
 int main(int argc, char **argv)

@@ -36,7 +36,7 @@ static void expect(const char *sym, int ver, cuuint64_t flags, const char *want)
 	CUdriverProcAddressQueryResult st;
 	void *p = lookup(sym, ver, flags, &st);
 	if (p != exported(want))
-		TEST_FAIL_("cuGetProcAddress_v2(%s, %d, %llu) did not return %s", sym, ver,
+		TEST_FAILF("cuGetProcAddress_v2(%s, %d, %llu) did not return %s", sym, ver,
 		           (unsigned long long)flags, want);
 	ASSERT_EQ(st, CU_GET_PROC_ADDRESS_SUCCESS);
 }
@@ -47,7 +47,7 @@ static void expect_none(const char *sym, int ver, CUdriverProcAddressQueryResult
 	CUdriverProcAddressQueryResult st;
 	void *p = lookup(sym, ver, 0, &st);
 	if (p != NULL || st != want)
-		TEST_FAIL_(
+		TEST_FAILF(
 		    "cuGetProcAddress_v2(%s, %d): expected NULL and status %d, got %p and %d", sym,
 		    ver, (int)want, p, (int)st);
 }
@@ -74,7 +74,7 @@ static void check_reachable(const char *name, const int *versions, size_t n)
 			if (p == want)
 				return;
 		}
-	TEST_FAIL_("%s is not reachable through cuGetProcAddress(\"%s\")", name, base);
+	TEST_FAILF("%s is not reachable through cuGetProcAddress(\"%s\")", name, base);
 }
 
 int main(void)

@@ -10,7 +10,7 @@ static uint64_t size_ok(const char *text)
 	char err[160] = "";
 
 	if (vr_hami_size(text, &v, err, sizeof(err)) != 0)
-		TEST_FAIL_("'%s' rejected: %s", text, err);
+		TEST_FAILF("'%s' rejected: %s", text, err);
 	return v;
 }
 
@@ -21,10 +21,10 @@ static void size_bad(const char *text, int expect)
 	int rc = vr_hami_size(text, &v, err, sizeof(err));
 
 	if (rc != expect)
-		TEST_FAIL_("'%s': rc %d, expected %d (%s)", text, rc, expect, err);
+		TEST_FAILF("'%s': rc %d, expected %d (%s)", text, rc, expect, err);
 	ASSERT_UEQ(v, 12345);
 	if (!strstr(err, text))
-		TEST_FAIL_("'%s': message '%s' does not name it", text, err);
+		TEST_FAILF("'%s': message '%s' does not name it", text, err);
 }
 
 static void test_sizes(void)
@@ -74,9 +74,9 @@ static void read_bad(const char *const *env, const char *needle)
 	int rc = read_env(env, &h, err, sizeof err);
 
 	if (rc != -EINVAL)
-		TEST_FAIL_("%s: rc %d, expected -EINVAL", env[0], rc);
+		TEST_FAILF("%s: rc %d, expected -EINVAL", env[0], rc);
 	if (!strstr(err, needle))
-		TEST_FAIL_("%s: message '%s' lacks '%s'", env[0], err, needle);
+		TEST_FAILF("%s: message '%s' lacks '%s'", env[0], err, needle);
 }
 
 static void test_env(void)

@@ -16,7 +16,7 @@ static void parse_ok(const char *text, struct vr_siteconf *c)
 	char err[512] = "";
 
 	if (vr_siteconf_parse(text, strlen(text), c, err, sizeof err) != 0)
-		TEST_FAIL_("'%s' rejected: %s", text, err);
+		TEST_FAILF("'%s' rejected: %s", text, err);
 }
 
 static void parse_bad(const char *text, const char *needle)
@@ -25,9 +25,9 @@ static void parse_bad(const char *text, const char *needle)
 	char err[512] = "";
 
 	if (vr_siteconf_parse(text, strlen(text), &c, err, sizeof err) != -EINVAL)
-		TEST_FAIL_("'%s' accepted", text);
+		TEST_FAILF("'%s' accepted", text);
 	if (!strstr(err, needle))
-		TEST_FAIL_("'%s': message '%s' lacks '%s'", text, err, needle);
+		TEST_FAILF("'%s': message '%s' lacks '%s'", text, err, needle);
 }
 
 static void write_file(const char *path, const char *text)
@@ -81,7 +81,7 @@ int main(void)
 
 		if (vr_siteconf_parse(nul, sizeof nul - 1, &c, path, sizeof path) != -EINVAL ||
 		    !strstr(path, "NUL"))
-			TEST_FAIL_("a NUL byte accepted: %s", path);
+			TEST_FAILF("a NUL byte accepted: %s", path);
 	}
 
 	/* The maximum: the smallest enforced one of every file. */
@@ -124,7 +124,7 @@ int main(void)
 	ASSERT_EQ(vr_site_load(&site), -1);
 	ASSERT(site.bad);
 	if (!strstr(site.err, path) || !strstr(site.err, ":2: unknown key 'bogus'"))
-		TEST_FAIL_("message: %s", site.err);
+		TEST_FAILF("message: %s", site.err);
 	write_file(path, "");
 	ASSERT_EQ(vr_site_load(&site), 0);
 	unlink(path);
@@ -135,7 +135,7 @@ int main(void)
 	ASSERT(site.bad);
 	if (!strstr(site.err, path) || !strstr(site.err, "No such file or directory") ||
 	    !strstr(site.err, "named in VRAMCTL_CONFIG"))
-		TEST_FAIL_("message: %s", site.err);
+		TEST_FAILF("message: %s", site.err);
 	setenv(VR_ENV_CONFIG, "", 1);
 	ASSERT_EQ(vr_site_load(&site), 0);
 	ASSERT_EQ(vr_site_load_from(&site, "/nonexistent/vramctl.conf", NULL), 0);
@@ -145,12 +145,12 @@ int main(void)
 	setenv(VR_ENV_CONFIG, path, 1);
 	ASSERT_EQ(vr_site_load(&site), -1);
 	if (!strstr(site.err, "not a regular file"))
-		TEST_FAIL_("message: %s", site.err);
+		TEST_FAILF("message: %s", site.err);
 	unlink(path);
 	setenv(VR_ENV_CONFIG, "/", 1);
 	ASSERT_EQ(vr_site_load(&site), -1);
 	if (!strstr(site.err, "not a regular file"))
-		TEST_FAIL_("message: %s", site.err);
+		TEST_FAILF("message: %s", site.err);
 	/* The admin file: root's, not writable by group or others. */
 	write_file(path, "max_limit = 2G\n");
 	chmod(path, 0644);
@@ -160,7 +160,7 @@ int main(void)
 		chmod(path, 0664);
 		ASSERT_EQ(vr_site_load_from(&site, path, NULL), -1);
 		if (!strstr(site.err, "must be owned by root"))
-			TEST_FAIL_("message: %s", site.err);
+			TEST_FAILF("message: %s", site.err);
 		chmod(path, 0644);
 		ASSERT_EQ(chown(path, 65534, 65534), 0);
 		ASSERT_EQ(vr_site_load_from(&site, path, NULL), -1);
@@ -171,7 +171,7 @@ int main(void)
 		/* Not root: a file of ours is never an admin file. */
 		ASSERT_EQ(vr_site_load_from(&site, path, NULL), -1);
 		if (!strstr(site.err, "must be owned by root"))
-			TEST_FAIL_("message: %s", site.err);
+			TEST_FAILF("message: %s", site.err);
 	}
 	unlink(path);
 	printf("ok\n");

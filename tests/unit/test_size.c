@@ -10,7 +10,7 @@ static uint64_t size_ok(const char *text)
 	char err[160] = "";
 
 	if (vr_parse_size(text, &v, err, sizeof(err)) != 0)
-		TEST_FAIL_("'%s' rejected: %s", text, err);
+		TEST_FAILF("'%s' rejected: %s", text, err);
 	return v;
 }
 
@@ -22,10 +22,10 @@ static void size_bad(const char *text, int expect, const char *needle)
 	int rc = vr_parse_size(text, &v, err, sizeof(err));
 
 	if (rc != expect)
-		TEST_FAIL_("'%s': rc %d, expected %d (%s)", text, rc, expect, err);
+		TEST_FAILF("'%s': rc %d, expected %d (%s)", text, rc, expect, err);
 	ASSERT_UEQ(v, 12345);
 	if (needle && !strstr(err, needle))
-		TEST_FAIL_("'%s': message '%s' lacks '%s'", text, err, needle);
+		TEST_FAILF("'%s': message '%s' lacks '%s'", text, err, needle);
 }
 
 static void test_sizes(void)
@@ -128,9 +128,9 @@ static void test_limits(void)
 
 		err[0] = '\0';
 		if (vr_parse_limits(bad[i].spec, &l, err, sizeof(err)) == 0)
-			TEST_FAIL_("'%s' accepted", bad[i].spec);
+			TEST_FAILF("'%s' accepted", bad[i].spec);
 		if (!strstr(err, bad[i].needle))
-			TEST_FAIL_("'%s': message '%s' lacks '%s'", bad[i].spec, err,
+			TEST_FAILF("'%s': message '%s' lacks '%s'", bad[i].spec, err,
 			           bad[i].needle);
 		ASSERT_EQ(memcmp(&keep, &l, sizeof(l)), 0);
 	}

@@ -10,11 +10,11 @@ static void bad(const char *text, int expect, const char *needle)
 	char err[200] = "";
 	int rc = vr_parse_spill(text, &v, err, sizeof(err));
 	if (rc != expect)
-		TEST_FAIL_("'%s': rc %d, expected %d (%s)", text ? text : "(null)", rc, expect,
+		TEST_FAILF("'%s': rc %d, expected %d (%s)", text ? text : "(null)", rc, expect,
 		           err);
 	ASSERT_UEQ(v, 12345);
 	if (!strstr(err, needle))
-		TEST_FAIL_("'%s': message '%s' lacks '%s'", text ? text : "(null)", err, needle);
+		TEST_FAILF("'%s': message '%s' lacks '%s'", text ? text : "(null)", err, needle);
 }
 
 int main(void)
