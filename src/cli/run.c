@@ -248,14 +248,17 @@ static int parse_options(int argc, char **argv, struct run_req *r)
 	optind = 1;
 	while ((c = cli_getopt(argc, argv, "+:l:h", run_opts, &word)) != -1) {
 		if (c == ':' && optind < argc && argv[optind][0] == '-') {
-			fprintf(stderr,
-			        "vramctl: option %s needs a value ('%s' is not taken as one; a "
-			        "value that starts with \"--\" goes with '=': %s=%s)\n",
-			        word, argv[optind], word, argv[optind]);
+			fprintf(
+			    stderr,
+			    "vramctl: run: option %s needs a value ('%s' is not taken as one; a "
+			    "value that starts with \"--\" goes with '=': %s=%s)\n",
+			    word, argv[optind], word, argv[optind]);
 			return VR_EXIT_ERROR;
 		}
 		if (c == ':') {
-			fprintf(stderr, "vramctl: option %s needs a value\n", word);
+			fprintf(stderr,
+			        "vramctl: run: option %s needs a value ('vramctl run --help')\n",
+			        word);
 			return VR_EXIT_ERROR;
 		}
 		if (c == '?') {
@@ -270,8 +273,7 @@ static int parse_options(int argc, char **argv, struct run_req *r)
 			return rc;
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "vramctl: run: no command given\n");
-		run_usage(stderr);
+		fprintf(stderr, "vramctl: run: no command given ('vramctl run --help')\n");
 		return VR_EXIT_ERROR;
 	}
 	r->cmd = optind;

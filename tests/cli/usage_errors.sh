@@ -29,6 +29,14 @@ one_line "kernel list extra" kernel list extra
 one_line "kernel bogus" kernel bogus
 one_line "cdi bogus" cdi bogus
 one_line "an unknown command" bogus
+"$V" run --limit >out 2>err
+expect_rc 125 $? "run --limit with no value"
+[ "$(wc -l <err)" = 1 ] || fail "run --limit with no value: not one line: $(cat err)"
+expect_grep "run: option --limit needs a value ('vramctl run --help')" err "run --limit: the line"
+"$V" run >out 2>err
+expect_rc 125 $? "run with no command"
+[ "$(wc -l <err)" = 1 ] || fail "run with no command: not one line: $(cat err)"
+expect_grep "no command given ('vramctl run --help')" err "run with no command: the line"
 one_line "completion fish" completion fish
 expect_grep "not supported" err "completion fish: says fish is not supported"
 for cmd in doctor status top export; do
