@@ -300,6 +300,8 @@ static int listen_on(const char *text, const char *host, const char *port,
 }
 
 /* libmicrohttpd's own messages, after it serves: with vramctl's prefix. */
+static void mhd_log(void *arg, const char *fmt, va_list ap) VR_PRINTF(2, 0);
+
 static void mhd_log(void *arg, const char *fmt, va_list ap)
 {
 	char msg[512];
