@@ -509,8 +509,11 @@ static void prom_groups(FILE *f, const struct mon_model *m, enum grp_metric whic
 			uint64_t v = which == GM_LIMIT     ? gd->cap
 			             : which == GM_USED    ? gd->in_use
 			             : which == GM_SPILLED ? gd->spilled
+			             : which == GM_DEAD    ? gd->dead_in_use
 			                                   : gd->peak;
 			if (which == GM_LIMIT && gd->cap == MON_NO_CAP)
+				continue;
+			if (which == GM_DEAD && !gd->dead_in_use)
 				continue;
 			if (which == GM_SPILLED && !g->spill_budget && !gd->spilled)
 				continue;
@@ -615,6 +618,9 @@ int mon_format_prom(FILE *f, const struct mon_model *m)
 	            "GPU memory in use by the group's live members.");
 	prom_groups(f, m, GM_PEAK, "vramctl_group_peak_bytes",
 	            "Highest GPU memory in use by the group.");
+	prom_groups(f, m, GM_DEAD, "vramctl_group_dead_used_bytes",
+	            "GPU memory still booked to the group's dead members, returned at the next "
+	            "reclaim (groups that have some).");
 	prom_groups(f, m, GM_SPILLED, "vramctl_group_spilled_bytes",
 	            "Host memory the group holds past its cap on the GPU (spill; groups with a "
 	            "spill budget).");
