@@ -38,20 +38,37 @@ struct vramctl_group_dev {
 	                          docs/architecture.md) */
 	uint64_t spilled;      /* host memory the group's members hold past this cap
 	                          (docs/spill.md), dead members' included until reclaimed */
+	uint64_t overhead;     /* the part of in_use + dead_in_use that is the members'
+	                          overhead on the card (vramctl_counts.overhead) */
+};
+
+/* What a member's cap counts on its devices (vramctl_proc.counting). */
+enum vramctl_counting {
+	VRAMCTL_COUNTING_CARD = 0,        /* what the card holds for it (allocations +
+	                                     overhead, NVML's per-process figure) */
+	VRAMCTL_COUNTING_ALLOCATIONS = 1, /* allocations only, as asked (--count) */
+	VRAMCTL_COUNTING_NO_FIGURES = 2,  /* allocations only: the driver does not
+	                                     tell this process's use per process */
 };
 
 /*
- * One member's numbers for one device: the same five words in the region
+ * One member's numbers for one device: the same six words in the region
  * file, in a snapshot and in the monitor's model, copied whole from one to
  * the next. VRAMCTL_COUNTS_FIELDS lets a struct name them directly too:
  *   union { struct vramctl_counts counts; struct { VRAMCTL_COUNTS_FIELDS }; };
- *   in_use        bytes held now
- *   peak          the most held at once
+ *   in_use        bytes held now on the card, as the cap counts them: what
+ *                 the process allocated plus its overhead
+ *   peak          the most held at once (on the card, overhead included)
  *   denied_count  requests refused at the cap
  *   last_denied   size of the last refused request
  *   spilled       bytes served from host memory past the cap
+ *   overhead      the part of in_use the process did not allocate through
+ *                 vramctl: its context, modules, local memory and the
+ *                 driver's own use, as NVML counts the process on the card
+ *                 less what it allocated (0 when the cap counts
+ *                 allocations only: see vramctl_proc.counting)
  */
-#define VRAMCTL_COUNTS_FIELDS uint64_t in_use, peak, denied_count, last_denied, spilled;
+#define VRAMCTL_COUNTS_FIELDS uint64_t in_use, peak, denied_count, last_denied, spilled, overhead;
 struct vramctl_counts {
 	VRAMCTL_COUNTS_FIELDS
 };
@@ -85,6 +102,7 @@ struct vramctl_proc {
 	 * members too: NVML may still list that PID while the driver tears
 	 * the process's contexts down. */
 	pid_t outer_pid;
+	enum vramctl_counting counting; /* Addition (#24) */
 	int ndev;
 	/* ndev entries (the group's devices), kept by the snapshot; NULL when
 	 * ndev is 0. A pointer, not a fixed array of 64: a thousand members'

@@ -30,6 +30,12 @@
 /* Messages: "quiet", "error", "warn" (default), "info", "debug". */
 #define VR_ENV_LOG "VRAMCTL_LOG"
 
+/* What the cap counts: "card" (default: all the card holds for the
+ * process, as NVML counts it per process: its allocations plus its context,
+ * modules and the driver's own use) or "allocations" (only what the
+ * program allocates: the meaning before #24). vramctl run --count. */
+#define VR_ENV_COUNT "VRAMCTL_COUNT"
+
 /*
  * Group names, one rule for the registry and every launcher: 1 to
  * VR_GROUP_NAME_MAX of A-Z a-z 0-9 . _ -, not starting with '.' (the region

@@ -641,3 +641,10 @@ static void rec_atfork_child(void)
 		atomic_store_explicit(&site_table[i], 0, memory_order_relaxed);
 }
 VR_ATFORK_CHILD(rec_atfork_child);
+
+void vr__rec_overhead(const struct vr_dev *d, uint64_t overhead, uint64_t card)
+{
+	(void)d;
+	(void)overhead;
+	(void)card;
+}

@@ -25,6 +25,7 @@ void vr__rec_spilled(const struct vr_dev *d, int64_t delta);
 void vr__rec_pinned(int64_t delta);
 void vr__rec_freed(int ordinal);
 uint16_t vr__rec_alloc(const struct vr_dev *d, uint64_t bytes);
+void vr__rec_overhead(const struct vr_dev *d, uint64_t overhead, uint64_t card);
 
 #define VR_REC_ON() VR_UNLIKELY(atomic_load_explicit(&vr_rec, memory_order_relaxed) != NULL)
 /* The books moved by delta on d (reserve > 0, release < 0). */
@@ -61,6 +62,16 @@ static inline void vr_rec_freed(int ordinal)
 static inline uint16_t vr_rec_alloc(const struct vr_dev *d, uint64_t bytes)
 {
 	return VR_REC_ON() ? vr__rec_alloc(d, bytes) : 0;
+}
+
+/* This process's overhead on d (card.h: what the card holds for it beyond
+ * its blocks) is now `overhead`, and all it holds there on the card (its
+ * blocks as charged, plus the overhead) `card`: for the report's peak on
+ * the card and overhead per device. */
+static inline void vr_rec_overhead(const struct vr_dev *d, uint64_t overhead, uint64_t card)
+{
+	if (VR_REC_ON())
+		vr__rec_overhead(d, overhead, card);
 }
 
 #endif /* VRAMCTL_HOOK_RECORD_H */

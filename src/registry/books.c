@@ -32,21 +32,26 @@
 #include "registry/member.h"
 #include "registry/reclaim.h"
 
-static int priv_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use)
+/* A detached member's reserve in its own books; force: never refused at
+ * the cap (VR_TAKE_FORCE). */
+static int priv_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use, int force)
 {
 	struct vr_priv_dev *p = &m->priv[dev];
 	if (!p->known)
 		return -EINVAL;
 	uint64_t cur = atomic_load_explicit(&p->mine, memory_order_relaxed);
 	for (;;) {
-		if (bytes > p->cap || cur > p->cap - bytes) {
+		if (!force && (bytes > p->cap || cur > p->cap - bytes)) {
 			if (in_use)
 				*in_use = cur;
 			return -ENOSPC;
 		}
 		if (atomic_compare_exchange_weak_explicit(
-		        &p->mine, &cur, cur + bytes, memory_order_relaxed, memory_order_relaxed))
+		        &p->mine, &cur, cur + bytes, memory_order_relaxed, memory_order_relaxed)) {
+			if (in_use)
+				*in_use = cur + bytes;
 			return 0;
+		}
 	}
 }
 
@@ -274,7 +279,7 @@ static inline int total_state(vr_member *m, const struct vr_priv_dev *p, const s
  * first makes us take the mark off untouched (FAST_FROZEN).
  */
 static inline int fast_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t spare, uint64_t *cur,
-                               const char **bad)
+                               const char **bad, int force)
 {
 	struct vr_priv_dev *p = &m->priv[dev];
 	struct vr_hdr_dev *g = &m->hdr->dev[dev];
@@ -295,7 +300,8 @@ static inline int fast_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t s
 			r = FAST_DAMAGED;
 			break;
 		}
-		if (VR_UNLIKELY(bytes > p->cap || v > p->cap - bytes || bytes > VR_TOT_MAX - v)) {
+		if (VR_UNLIKELY(((bytes > p->cap || v > p->cap - bytes) && !force) ||
+		                bytes > VR_TOT_MAX - v)) {
 			*cur = v;
 			r = FAST_DENIED;
 			break;
@@ -317,6 +323,7 @@ static inline int fast_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t s
 	vr_peak_raise(&g->peak, v + bytes - spare);
 	vr_peak_raise(&vr_counts_at(m->hdr, m->slot_idx, (uint32_t)dev)->peak,
 	              vr_w_bytes(sv) + bytes - spare);
+	*cur = v + bytes;
 	return FAST_OK;
 }
 
@@ -387,10 +394,10 @@ static int reserve_denied(vr_member *m, int dev, uint64_t bytes, uint64_t *in_us
 	vr_reclaim_dead(m);
 	int locked = vr__lock_checked(m, dev);
 	if (locked <= 0)
-		return locked < 0 ? locked : priv_reserve(m, dev, bytes, in_use);
+		return locked < 0 ? locked : priv_reserve(m, dev, bytes, in_use, 0);
 	const char *bad = vr_audit_locked(m);
 	uint64_t cur = 0;
-	int r = bad ? FAST_DAMAGED : fast_reserve(m, dev, bytes, 0, &cur, &bad);
+	int r = bad ? FAST_DAMAGED : fast_reserve(m, dev, bytes, 0, &cur, &bad, 0);
 	if (r == FAST_FROZEN) /* only damage freezes a total under our lock */
 		bad = "a device's total was frozen by no lock holder";
 	if (r == FAST_DENIED && count_denial) {
@@ -400,17 +407,15 @@ static int reserve_denied(vr_member *m, int dev, uint64_t bytes, uint64_t *in_us
 		c->last_denied = bytes;
 		vr_seq_end(m->hdr);
 	}
-	if (r == FAST_DENIED) {
-		if (in_use)
-			*in_use = cur;
-	}
+	if (in_use && (r == FAST_DENIED || r == FAST_OK))
+		*in_use = cur;
 	vr_group_unlock(m);
 	if (r == FAST_OK)
 		return 0;
 	if (r == FAST_DENIED)
 		return -ENOSPC;
 	vr_detach(m, "%s", bad);
-	return priv_reserve(m, dev, bytes, in_use);
+	return priv_reserve(m, dev, bytes, in_use, 0);
 }
 
 static int take_loop(vr_member *m, int dev, uint64_t bytes, uint64_t spare, uint64_t *in_use,
@@ -435,9 +440,12 @@ int vr_reg_take(vr_member *m, int dev, uint64_t bytes, uint64_t spare, uint64_t 
 	if (VR_LIKELY(!vr_is_detached(m) && m->priv[dev].known)) {
 		const char *bad = NULL;
 		uint64_t cur = 0;
-		int r = fast_reserve(m, dev, bytes, spare, &cur, &bad);
-		if (VR_LIKELY(r == FAST_OK))
+		int r = fast_reserve(m, dev, bytes, spare, &cur, &bad, how == VR_TAKE_FORCE);
+		if (VR_LIKELY(r == FAST_OK)) {
+			if (in_use)
+				*in_use = cur;
 			return 0;
+		}
 		if (r == FAST_DENIED && how == VR_TAKE_TRY)
 			return -ENOSPC;
 	}
@@ -448,16 +456,21 @@ static int take_loop(vr_member *m, int dev, uint64_t bytes, uint64_t spare, uint
                      enum vr_take how)
 {
 	for (;;) {
+		int force = how == VR_TAKE_FORCE;
 		if (VR_UNLIKELY(vr_is_detached(m)))
-			return m->priv[dev].known ? priv_reserve(m, dev, bytes, in_use) : -EINVAL;
+			return m->priv[dev].known ? priv_reserve(m, dev, bytes, in_use, force)
+			                          : -EINVAL;
 		int known = know_device(m, dev);
 		if (VR_UNLIKELY(known <= 0))
-			return known < 0 ? known : priv_reserve(m, dev, bytes, in_use);
+			return known < 0 ? known : priv_reserve(m, dev, bytes, in_use, force);
 		const char *bad = NULL;
 		uint64_t cur = 0;
-		int r = fast_reserve(m, dev, bytes, spare, &cur, &bad);
-		if (VR_LIKELY(r == FAST_OK))
+		int r = fast_reserve(m, dev, bytes, spare, &cur, &bad, force);
+		if (VR_LIKELY(r == FAST_OK)) {
+			if (in_use)
+				*in_use = cur;
 			return 0;
+		}
 		if (r == FAST_DENIED && how == VR_TAKE_TRY)
 			return -ENOSPC;
 		if (r == FAST_DENIED)
@@ -533,4 +546,37 @@ void vr_usage(vr_member *m, int dev, uint64_t *in_use, uint64_t *cap)
 		*in_use = u;
 	if (cap)
 		*cap = c;
+}
+
+/* ---- overhead: what the card holds for this process beyond its blocks */
+
+int vr_overhead_set(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use)
+{
+	if (!m || dev < 0 || dev >= VR_MAX_DEVICES || know_device(m, dev) < 0 ||
+	    !m->priv[dev].known || bytes > VR_TOT_MAX)
+		return -EINVAL;
+	struct vr_priv_dev *p = &m->priv[dev];
+	uint64_t was = p->overhead, total = 0;
+	if (bytes > was) {
+		int r = vr_reg_take(m, dev, bytes - was, 0, &total, VR_TAKE_FORCE);
+		if (r != 0)
+			return r;
+	} else if (bytes < was) {
+		vr_reg_give(m, dev, was - bytes);
+	}
+	p->overhead = bytes;
+	if (!vr_is_detached(m))
+		STORE64(&vr_counts_at(m->hdr, m->slot_idx, (uint32_t)dev)->overhead, bytes);
+	if (in_use)
+		vr_usage(m, dev, in_use, NULL);
+	return 0;
+}
+
+uint64_t vr_mine(vr_member *m, int dev)
+{
+	if (!m || dev < 0 || dev >= VR_MAX_DEVICES || !m->priv[dev].known)
+		return 0;
+	if (vr_is_detached(m) || (uint32_t)dev >= vr_hdr_ndev(m->hdr))
+		return atomic_load_explicit(&m->priv[dev].mine, memory_order_relaxed);
+	return vr_slot_used(m->hdr, m->slot_idx, (uint32_t)dev);
 }

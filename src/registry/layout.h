@@ -50,7 +50,7 @@
 #include "vramctl/registry.h"
 
 #define VR_LAYOUT_MAGIC   0x3147524c54434d56ULL /* "VMCTLRG1" read little-endian */
-#define VR_LAYOUT_VERSION 6u
+#define VR_LAYOUT_VERSION 7u
 #define VR_SLOTS          1024u
 #define VR_HDR_SIZE       4096u
 /* The header's group field. Part of the pinned layout: 72 bytes, more than
@@ -65,6 +65,10 @@ enum { VR_SLOT_FREE = 0, VR_SLOT_USED = 1 };
 /* struct vr_slot.flags: a launcher (`vramctl run`) holds the group open for
  * its command and runs no GPU code: not counted among the members. */
 enum { VR_SLOT_F_LAUNCHER = 1u << 0 };
+/* Set by a member whose cap counts its allocations only (its overhead is
+ * 0): asked for (--count allocations), or the driver cannot tell its use
+ * per process (vramctl_proc.counting). */
+enum { VR_SLOT_F_ALLOCATIONS = 1u << 1, VR_SLOT_F_NO_FIGURES = 1u << 2 };
 
 /* A group's books for one device. */
 struct vr_hdr_dev {
@@ -136,10 +140,12 @@ struct vr_slot {
 
 /* A member's numbers on one device: vramctl/registry.h's counts, but in_use
  * holds the slot word (held bytes << 16 | operations in flight: member.h,
- * "The slot word"). A cache line of its own. */
+ * "The slot word"), and overhead is the part of the held bytes charged for
+ * the member's overhead on the card (written by the member alone). A cache
+ * line of its own. */
 struct vr_counts_line {
 	struct vramctl_counts c;
-	uint64_t pad[3];
+	uint64_t pad[2];
 };
 
 _Static_assert(VR_GROUP_FIELD >= VR_GROUP_NAME_MAX + 1, "the header holds any valid group name");

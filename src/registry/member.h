@@ -50,6 +50,7 @@ struct vr_priv_dev {
 	uint64_t key;          /* vr_dev_key_of(cap, uuid): the total word's check */
 	_Atomic uint64_t mine; /* what this process holds on the device */
 	uint64_t quantum;      /* a lane's spare on it (lanes.c), 0: no lanes */
+	uint64_t overhead;     /* charged for this process's overhead (vr_overhead_set) */
 	int known;
 };
 
@@ -234,6 +235,7 @@ static inline void vr_counts_clear(struct vramctl_counts *c)
 	STORE64(&c->denied_count, 0);
 	STORE64(&c->last_denied, 0);
 	STORE64(&c->spilled, 0);
+	STORE64(&c->overhead, 0);
 }
 
 /* *v -= b, never below 0. */

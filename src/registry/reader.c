@@ -375,6 +375,9 @@ static int add_members(struct reader *r, int fd, struct vramctl_group *g,
 		memcpy(p->group, g->name, sizeof(p->group)); /* cut in add_group */
 		p->host_pinned = s->host_pinned;
 		p->outer_pid = s->nspid_outer;
+		p->counting = s->flags & VR_SLOT_F_NO_FIGURES    ? VRAMCTL_COUNTING_NO_FIGURES
+		              : s->flags & VR_SLOT_F_ALLOCATIONS ? VRAMCTL_COUNTING_ALLOCATIONS
+		                                                 : VRAMCTL_COUNTING_CARD;
 		p->ndev = (int)ndev;
 
 		int alive = slot_liveness(fd, s->idx, lk_alive, lk_pid, &p->host_pid);
@@ -400,6 +403,7 @@ static int add_members(struct reader *r, int fd, struct vramctl_group *g,
 			else
 				g->dev[d].dead_in_use += sdev[d].in_use;
 			g->dev[d].spilled += sdev[d].spilled;
+			g->dev[d].overhead += sdev[d].overhead;
 		}
 	}
 	return 0;

@@ -111,7 +111,10 @@ int vr_device(vr_member *m, const unsigned char uuid[VR_UUID_LEN], uint64_t cap_
  * Reserves bytes on device dev for this process before the driver is called.
  * Returns 0, or -ENOSPC if the group's in-use plus bytes would pass the cap;
  * then *in_use (when not NULL) gets the group's in-use at the time of the
- * refusal, and the denial is counted in this process's slot. Dead members'
+ * refusal, and the denial is counted in this process's slot. A grant that
+ * went to the group's total (not served from a thread's spare: lanes.c)
+ * sets *in_use to the total after it; one served from the spare leaves
+ * *in_use as it was (the total did not move). Dead members'
  * memory is reclaimed before a request is denied. -EINVAL: bad member or
  * device (nothing reserved).
  *
@@ -139,6 +142,37 @@ void vr_usage(vr_member *m, int dev, uint64_t *in_use, uint64_t *cap);
  * serve the request another way: spill); vr_note_denied counts one. */
 int vr_reserve_quiet(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use);
 void vr_note_denied(vr_member *m, int dev, uint64_t bytes);
+
+/*
+ * Overhead (docs/architecture.md, "What the card holds"): the bytes the
+ * card holds for this process beyond what it reserved block by block (its
+ * context, modules, the driver's own use), as the caller measured them.
+ * vr_overhead_set makes this member's overhead charge on dev `bytes`: held
+ * in its slot and the group's total like a reserve, but never refused at
+ * the cap (the card holds them already: the group may then be over its
+ * cap, and every reserve is refused until it is under again). *in_use
+ * (when not NULL) gets the group's in-use after it. One caller at a time
+ * per device. 0 or -EINVAL.
+ */
+int vr_overhead_set(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use);
+/* What this member holds on dev, handed out (lanes' spare excluded),
+ * overhead included. */
+uint64_t vr_mine(vr_member *m, int dev);
+/* Another member's figures on one device, for checking the group's use on
+ * the card (vr_member_uses). */
+struct vr_member_use {
+	int32_t pid;       /* the host PID (the first NSpid entry it recorded), 0 unknown */
+	uint32_t flags;    /* its slot's VR_SLOT_F_* */
+	uint64_t used;     /* held on dev, handed out, overhead included */
+	uint64_t overhead; /* its overhead charge on dev */
+};
+/* Up to n other members with bytes or a slot on dev, read without the
+ * lock (figures of one moment each, not of one moment together). Returns
+ * how many, or a negative errno. */
+int vr_member_uses(vr_member *m, int dev, struct vr_member_use *out, int n);
+/* Sets (on) or clears this member's VR_SLOT_F_ALLOCATIONS /
+ * VR_SLOT_F_NO_FIGURES bits (layout.h), for monitors. */
+void vr_counting_set(vr_member *m, unsigned bits, int on);
 
 /* Host pinned bytes (not capped), shown apart. */
 void vr_note_pinned(vr_member *m, int64_t delta);

@@ -189,3 +189,54 @@ int vr_slot_index(const vr_member *m)
 {
 	return m ? (int)m->slot_idx : -1;
 }
+
+int vr_member_uses(vr_member *m, int dev, struct vr_member_use *out, int n)
+{
+	if (!m || dev < 0 || dev >= VR_MAX_DEVICES || n < 0)
+		return -EINVAL;
+	if (vr_is_detached(m))
+		return 0;
+	struct vr_hdr *h = m->hdr;
+	if ((uint32_t)dev >= vr_hdr_ndev(h))
+		return 0;
+	uint32_t hw = vr_hdr_hw(h);
+	int got = 0;
+	for (uint32_t i = 0; i < hw && got < n; i++) {
+		struct vr_slot *s = vr_slot_at(h, i);
+		if (s == m->slot ||
+		    atomic_load_explicit((_Atomic uint32_t *)&s->state, memory_order_acquire) !=
+		        VR_SLOT_USED)
+			continue;
+		uint64_t inc = atomic_load_explicit((_Atomic uint64_t *)&s->incarnation,
+		                                    memory_order_acquire);
+		struct vr_member_use u = {
+		    .pid = atomic_load_explicit((_Atomic int32_t *)&s->nspid_outer,
+		                                memory_order_relaxed),
+		    .flags = atomic_load_explicit((_Atomic uint32_t *)&s->flags,
+		                                  memory_order_relaxed),
+		    .used = vr_slot_used(h, i, (uint32_t)dev),
+		    .overhead = atomic_load_explicit(
+		        (_Atomic uint64_t *)&vr_counts_at(h, i, (uint32_t)dev)->overhead,
+		        memory_order_relaxed),
+		};
+		/* A slot taken or given back meanwhile: not one member's figures. */
+		if (atomic_load_explicit((_Atomic uint64_t *)&s->incarnation,
+		                         memory_order_acquire) != inc ||
+		    (u.flags & VR_SLOT_F_LAUNCHER))
+			continue;
+		out[got++] = u;
+	}
+	return got;
+}
+
+void vr_counting_set(vr_member *m, unsigned bits, int on)
+{
+	if (!m || vr_is_detached(m))
+		return;
+	_Atomic uint32_t *f = (_Atomic uint32_t *)&m->slot->flags;
+	bits &= VR_SLOT_F_ALLOCATIONS | VR_SLOT_F_NO_FIGURES;
+	if (on)
+		atomic_fetch_or_explicit(f, bits, memory_order_relaxed);
+	else
+		atomic_fetch_and_explicit(f, ~bits, memory_order_relaxed);
+}

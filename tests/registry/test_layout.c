@@ -13,7 +13,7 @@
 
 int main(void)
 {
-	ASSERT_EQ(VR_LAYOUT_VERSION, 6);
+	ASSERT_EQ(VR_LAYOUT_VERSION, 7);
 	ASSERT_UEQ(VR_LAYOUT_MAGIC, 0x3147524c54434d56ULL);
 	ASSERT_EQ(VR_SLOTS, 1024);
 	ASSERT_EQ(VR_MAX_DEVICES, 64);
@@ -51,12 +51,13 @@ int main(void)
 	OFF(vr_hdr, lock.word, 272);
 	OFF(vr_hdr_dev, check, 40);
 
-	ASSERT_EQ(sizeof(struct vramctl_counts), 40);
+	ASSERT_EQ(sizeof(struct vramctl_counts), 48);
 	OFF(vramctl_counts, in_use, 0);
 	OFF(vramctl_counts, peak, 8);
 	OFF(vramctl_counts, denied_count, 16);
 	OFF(vramctl_counts, last_denied, 24);
 	OFF(vramctl_counts, spilled, 32);
+	OFF(vramctl_counts, overhead, 40);
 
 	ASSERT_EQ(sizeof(struct vr_slot), 704);
 	OFF(vr_slot, state, 0);
