@@ -144,8 +144,8 @@ void dr_check_library(struct doc *d)
  * environment just around the fork and put back right after, so the child
  * only has to exec (the driver's threads may hold locks at the fork).
  */
-static const char *const probe_vars[] = {VR_ENV_LIMIT, VR_ENV_REGISTRY_DIR, VR_ENV_GROUP,
-                                         VR_ENV_LOG,   VR_ENV_GROWTH,       "LD_PRELOAD"};
+static const char *const probe_vars[] = {VR_ENV_LIMIT, VR_ENV_REGISTRY_DIR, VR_ENV_GROUP, VR_ENV_LOG,
+                                         VR_ENV_GROWTH, VR_ENV_COUNT,       "LD_PRELOAD"};
 #define NPROBE_VARS (sizeof(probe_vars) / sizeof(probe_vars[0]))
 
 /* Saves the variables (NULL: unset). 0, or -1 when memory ran out. */
@@ -186,7 +186,9 @@ static int env_probe(const char *lib, int dev, const char *dir)
 	                        .lib = lib,
 	                        .cur_preload = getenv("LD_PRELOAD")};
 	unsetenv(VR_ENV_GROWTH);
-	if (setenv(VR_ENV_LOG, "error", 1) < 0 ||
+	/* The probe's cap is small (a real context is larger): it checks that
+	 * allocations are intercepted, so it counts allocations only. */
+	if (setenv(VR_ENV_LOG, "error", 1) < 0 || setenv(VR_ENV_COUNT, "allocations", 1) < 0 ||
 	    vr_contract_apply(&c, cli_set_own_env, NULL, err, sizeof(err)) < 0)
 		return -1;
 	return 0;

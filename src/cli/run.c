@@ -48,7 +48,7 @@ static void run_usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: vramctl run [--limit SPEC]... [--spill[=SIZE]] [--growth] [--group NAME]\n"
-	        "                   [--exec] [--] COMMAND [ARG...]\n"
+	        "                   [--count card|allocations] [--exec] [--] COMMAND [ARG...]\n"
 	        "\n"
 	        "Runs COMMAND, and every process it starts, under a GPU memory cap.\n"
 	        "\n"
@@ -62,6 +62,10 @@ static void run_usage(FILE *f)
 	        "                    quarter of the host's available memory); needs --limit\n"
 	        "  --growth          frameworks that preallocate (TensorFlow, JAX) grow on\n"
 	        "                    demand instead\n"
+	        "  --count WHAT      what the cap counts: card (default: all the card holds\n"
+	        "                    for each process, its context and the driver's use\n"
+	        "                    included, as nvidia-smi counts it) or allocations (only\n"
+	        "                    what the program allocates)\n"
 	        "  --group NAME      share one cap per device with every process run with the\n"
 	        "                    same NAME (default: a new group for this run)\n"
 	        "  --exec            become COMMAND instead of waiting for it (needs --group;\n"
@@ -97,6 +101,7 @@ struct run_req {
 	struct vr_limits lim;
 	const char *group_opt; /* --group, or NULL: a new group for this run */
 	int growth, have_limit, have_spill, exec_self;
+	const char *count; /* --count, or NULL: the environment's (default card) */
 	uint64_t spill;
 	struct rep_opts ro; /* --report, --stacks, --trace, --trace-max */
 	int cmd;            /* argv's index of COMMAND */
@@ -114,7 +119,8 @@ enum {
 	OPT_STACKS,
 	OPT_TRACE,
 	OPT_TRACE_MAX,
-	OPT_GROUP
+	OPT_GROUP,
+	OPT_COUNT
 };
 
 static const struct option run_opts[] = {
@@ -122,6 +128,7 @@ static const struct option run_opts[] = {
     {"spill", optional_argument, NULL, OPT_SPILL},
     {"growth", no_argument, NULL, OPT_GROWTH},
     {"group", required_argument, NULL, OPT_GROUP},
+    {"count", required_argument, NULL, OPT_COUNT},
     {"exec", no_argument, NULL, OPT_EXEC},
     {"report", optional_argument, NULL, OPT_REPORT},
     {"stacks", no_argument, NULL, OPT_STACKS},
@@ -161,6 +168,11 @@ static int run_option(struct run_req *r, int c, const char *v)
 		break;
 	case OPT_EXEC:
 		r->exec_self = 1;
+		break;
+	case OPT_COUNT:
+		if (strcmp(v, "card") != 0 && strcmp(v, "allocations") != 0)
+			return cli_usage_error("run", "--count %s: expected card or allocations", v);
+		r->count = v;
 		break;
 	case OPT_SPILL:
 		/* --spill[=SIZE]: the value only with '=' (a separate word is the
@@ -412,6 +424,7 @@ static int run_command(const struct run_req *r, int argc, char **argv, const cha
 	struct vr_contract c = {.limit = r->have_limit ? g->spec : NULL,
 	                        .group = r->have_limit ? group : NULL,
 	                        .growth = r->growth,
+	                        .count = r->count,
 	                        .spill = r->have_limit ? g->spill : 0,
 	                        .lib = lib,
 	                        .cur_preload = getenv("LD_PRELOAD")};

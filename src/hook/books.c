@@ -237,6 +237,38 @@ int vr_books_holders(const struct vr_dev *d, uint64_t *self, uint64_t *peak, str
 	return 0;
 }
 
+uint64_t vr_books_held(struct vr_dev *d)
+{
+	if (d->reg >= 0)
+		return vr_mine(vr__books_member, d->reg);
+	return atomic_load_explicit(&d->local_in_use, memory_order_relaxed);
+}
+
+void vr_books_overhead(struct vr_dev *d, uint64_t bytes)
+{
+	uint64_t was = atomic_load_explicit(&d->card.overhead, memory_order_relaxed);
+	if (d->reg >= 0) {
+		if (vr_overhead_set(vr__books_member, d->reg, bytes, NULL) != 0)
+			return;
+	} else if (bytes > was) {
+		atomic_fetch_add_explicit(&d->local_in_use, bytes - was, memory_order_relaxed);
+	} else {
+		atomic_fetch_sub_explicit(&d->local_in_use, was - bytes, memory_order_relaxed);
+	}
+	atomic_store_explicit(&d->card.overhead, bytes, memory_order_relaxed);
+}
+
+int vr_books_others(struct vr_dev *d, struct vr_member_use *out, int n)
+{
+	return d->reg >= 0 ? vr_member_uses(vr__books_member, d->reg, out, n) : 0;
+}
+
+void vr_books_counting(unsigned bits)
+{
+	join();
+	vr_counting_set(vr__books_member, bits, 1);
+}
+
 void vr_books_pinned(int64_t delta)
 {
 	join();

@@ -36,6 +36,17 @@ uint64_t vr_books_in_use(struct vr_dev *d);
  * n largest other members (largest first). Returns how many were filled. */
 int vr_books_holders(const struct vr_dev *d, uint64_t *self, uint64_t *peak, struct vr_holder *out,
                      int n);
+/* What this process holds on d, overhead included (card.c). */
+uint64_t vr_books_held(struct vr_dev *d);
+/* Makes this process's overhead charge on d `bytes` (never refused at the
+ * cap: registry.h, vr_overhead_set); d->card.overhead follows. */
+void vr_books_overhead(struct vr_dev *d, uint64_t bytes);
+/* The group's other members on d (none with this process's own books):
+ * registry.h, vr_member_uses. */
+int vr_books_others(struct vr_dev *d, struct vr_member_use *out, int n);
+/* Marks this process's slot: its cap counts allocations only (bits of
+ * VR_SLOT_F_ALLOCATIONS / VR_SLOT_F_NO_FIGURES). */
+void vr_books_counting(unsigned bits);
 /* Pinned host memory: counted apart, never capped. */
 void vr_books_pinned(int64_t delta);
 /*

@@ -23,6 +23,8 @@
 extern char **environ;
 
 struct vr_state vr_g;
+/* VRAMCTL_COUNT's text, read into vr_g.count_allocations. */
+static char count_text[32];
 /* VRAMCTL_SPILL's text, parsed into vr_g.spill_asked. */
 static char spill_text[64];
 
@@ -56,6 +58,8 @@ static const struct vr_option {
     {VR_ENV_GROWTH, OPT_BOOL, NULL, 0, &vr_g.growth, "1: grow on demand"},
     {VR_ENV_SPILL, OPT_TEXT, spill_text, sizeof spill_text, NULL,
      "host budget for spill past the cap: SIZE, auto or 0"},
+    {VR_ENV_COUNT, OPT_TEXT, count_text, sizeof count_text, NULL,
+     "what the cap counts: card or allocations"},
     {VR_ENV_GROUP, OPT_TEXT, vr_g.group, sizeof vr_g.group, NULL, "group name"},
     {VR_ENV_REGISTRY_DIR, OPT_TEXT, vr_g.registry_dir, sizeof vr_g.registry_dir, NULL,
      "registry directory"},
@@ -217,6 +221,14 @@ static void check_under_cap(void)
 		             VR_ENV_REGISTRY_DIR, vr_g.registry_dir);
 		return;
 	}
+	/* What the cap counts: anything but "allocations" keeps the stricter
+	 * meaning, the card's (a word that cannot be read is said). */
+	if (!strcmp(count_text, "allocations"))
+		vr_g.count_allocations = 1;
+	else if (count_text[0] && strcmp(count_text, "card") != 0)
+		config_error("%s=%s: expected card or allocations; the cap counts what the card "
+		             "holds (card)",
+		             VR_ENV_COUNT, count_text);
 	/* Spill is an addition to a cap: a bad budget is said once and means no
 	 * spill (the cap itself stays). */
 	if (spill_text[0]) {

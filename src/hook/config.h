@@ -31,6 +31,9 @@ struct vr_state {
 	int passthrough; /* another copy of the library acts in this process */
 	int limit_bad;   /* VRAMCTL_LIMIT was malformed: fail closed (cap 0) */
 	int growth;
+	/* VRAMCTL_COUNT=allocations: the cap counts what the program allocates
+	 * only, not what the card holds for it (card.h). */
+	int count_allocations;
 	/* VRAMCTL_SPILL as asked: handed to the join (a group's first member
 	 * sets the group's budget), and the budget of this process's own books.
 	 * The budget in force is the books' (vr_books_spill_budget). */

@@ -1,5 +1,9 @@
 /*
- * context.c - context teardown. Destroying a context (cuCtxDestroy), or the
+ * context.c - contexts: their limits (what the card holds for them is
+ * taken again at once: card.h), and their teardown. A context's creation
+ * is not hooked (every program's start-up goes through it, through any
+ * copy of the driver): what it holds is taken at the device's first
+ * allocation or memory query, before anything is granted on it. Destroying a context (cuCtxDestroy), or the
  * primary context being reset (cuDevicePrimaryCtxReset, the path of
  * cudaDeviceReset) or released for the last time, frees the linear memory
  * and arrays it owns in the driver; the books give them back at that moment
@@ -12,6 +16,7 @@
  * (docs/fail-closed.md, "Context teardown").
  */
 #define VR_CUDA_PROTOTYPES
+#include "hook/card.h"
 #include "hook/devices.h"
 #include "hook/policy.h"
 #include "hook/ptrmap.h"
@@ -93,3 +98,28 @@ VR_PRIMARY_TEARDOWN(cuDevicePrimaryCtxReset, 1)
 VR_PRIMARY_TEARDOWN(cuDevicePrimaryCtxReset_v2, 1)
 VR_PRIMARY_TEARDOWN(cuDevicePrimaryCtxRelease, !primary_active(dev))
 VR_PRIMARY_TEARDOWN(cuDevicePrimaryCtxRelease_v2, !primary_active(dev))
+
+/* ---- creation and limits: what the card holds for the process changes */
+
+/* The card's figures of device handle dev taken again after a context of
+ * it was made or changed (card.h). */
+static void card_changed(CUdevice dev)
+{
+	struct vr_dev *d;
+	if (vr_dev_for_handle(dev, &d) == CUDA_SUCCESS)
+		vr_card_event(d);
+}
+
+/* A larger stack, heap or printf FIFO takes more of the card at once
+ * (CU_LIMIT_STACK_SIZE is per resident thread): counted, and a group it
+ * puts over its cap is said (card.c). */
+VR_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value)
+{
+	VR_PASS(cuCtxSetLimit, (limit, value));
+	CUresult rc;
+	CUdevice dev;
+	VR_OWN(rc = vr_real.cuCtxSetLimit(limit, value));
+	if (rc == CUDA_SUCCESS && vr_real.cuCtxGetDevice && vr_real.cuCtxGetDevice(&dev) == CUDA_SUCCESS)
+		card_changed(dev);
+	return rc;
+}

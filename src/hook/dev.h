@@ -29,6 +29,20 @@ struct vr_dev {
 	 * for it ("all that is left", policy.h): its address, VR_SHORT_PENDING
 	 * while the driver is being asked, 0 when there is none. */
 	_Atomic uint64_t short_block;
+	/* What the card holds for this process beyond its blocks (card.c). */
+	struct vr_card {
+		_Atomic uint64_t watch;    /* books' total above which a grant is checked */
+		_Atomic uint64_t overhead; /* charged for this process's overhead */
+		_Atomic uint64_t extra;    /* other members' overhead not yet charged, as seen */
+		_Atomic uint64_t others;   /* other members' charged overhead, as seen */
+		_Atomic uint64_t seen_ns;  /* when the figures were last taken (0: never) */
+		atomic_int busy;           /* a thread is taking them */
+		atomic_int said;           /* lines said (card.c) */
+		/* Under busy: this process's blocks at the last look, the most
+		 * they were while they kept changing, since when they held still,
+		 * and since when NVML has not listed the process. */
+		uint64_t booked, booked_hi, stable_ns, absent_ns;
+	} card;
 };
 
 /* Is d capped? An uncapped device is counted and never denied. */

@@ -139,6 +139,7 @@ void vr_policy_device(struct vr_dev *d)
 		cap = max;
 	}
 	vr_books_device(d, cap);
+	vr_card_setup(d);
 	if (d->cap > max) {
 		/* A group fixed above the maximum (before the admin set it): this
 		 * process holds the maximum in books of its own. */
@@ -233,14 +234,27 @@ static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t asked, u
 		used += (size_t)k;
 	}
 	hint(d, bytes, in_use, peak, first, dg, tip, sizeof tip);
+	/* "in use" is the card's: what of it is not blocks is said, and this
+	 * process's blocks apart from its overhead (the program's own figure). */
+	uint64_t extra, overhead, own = atomic_load(&((struct vr_dev *)d)->card.overhead);
+	char oh[32], ohs[96] = "", mine[32], mines[96] = "";
+	vr_card_view((struct vr_dev *)d, &extra, &overhead);
+	if (overhead && vr_card_counts(d))
+		snprintf(ohs, sizeof ohs, " on the card, %s of it contexts and driver use",
+		         vr_format_size_digits(overhead, dg, oh, sizeof oh));
+	if (own && own <= self && vr_card_counts(d))
+		snprintf(mines, sizeof mines, " allocated + %s overhead",
+		         vr_format_size_digits(own, dg, mine, sizeof mine));
+	if (own <= self && vr_card_counts(d))
+		self -= own;
 	if (asked != bytes) /* exact: a rounded size could read as a whole MiB */
 		snprintf(pages, sizeof pages, " (%llu bytes asked, in whole 2 MiB pages)",
 		         (unsigned long long)asked);
-	vr__log(VR_LOG_WARN, "denied %s%s on GPU %d: cap %s, %s in use (this process %s%s); %s%s",
+	vr__log(VR_LOG_WARN, "denied %s%s on GPU %d: cap %s, %s in use%s (this process %s%s%s); %s%s",
 	        vr_format_size_digits(bytes, dg, a, sizeof a), pages, d->ordinal,
 	        vr_format_size_digits(d->cap, dg, b, sizeof b),
-	        vr_format_size_digits(in_use, dg, c, sizeof c),
-	        vr_format_size_digits(self, dg, s, sizeof s), others, tip, more);
+	        vr_format_size_digits(in_use, dg, c, sizeof c), ohs,
+	        vr_format_size_digits(self, dg, s, sizeof s), mines, others, tip, more);
 }
 
 /* A refusal of bytes (asked: see say_denied) recorded and said. */
@@ -250,9 +264,38 @@ static void refused(struct vr_dev *d, uint64_t bytes, uint64_t asked, uint64_t i
 	say_denied(d, bytes, asked, in_use);
 }
 
+int vr__policy_card(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
+{
+	if (vr_card_grant(d, *in_use) == 0)
+		return 0;
+	vr_books_release(d, bytes);
+	uint64_t extra, overhead;
+	vr_card_view(d, &extra, &overhead);
+	*in_use = vr_books_in_use(d) + extra;
+	return -1;
+}
+
+/* Before a refusal the card is asked again: this process's overhead may
+ * have gone down (a context's limits lowered, modules unloaded). 1 when
+ * the request was granted on the second try. */
+static int second_try(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int quiet)
+{
+	if (!vr_card_before_refusal(d))
+		return 0;
+	*in_use = 0;
+	if ((quiet ? vr_books_reserve_quiet(d, bytes, in_use)
+	           : vr_books_reserve(d, bytes, in_use)) != 0 ||
+	    vr__policy_granted(d, bytes, in_use) != 0)
+		return 0;
+	vr_rec_charge(d, (int64_t)bytes);
+	return 1;
+}
+
 int vr__policy_refused(struct vr_dev *d, uint64_t bytes, uint64_t in_use, int report)
 {
 	if (VR_UNLIKELY(!d)) /* no device known: nothing to hold it against */
+		return 0;
+	if (second_try(d, bytes, &in_use, !report))
 		return 0;
 	if (report)
 		refused(d, bytes, bytes, in_use);
@@ -264,7 +307,9 @@ int vr__policy_reserve_pages(struct vr_dev *d, uint64_t bytes, uint64_t page, in
 {
 	uint64_t in_use = 0;
 	*charged = page;
-	if (vr_books_reserve_quiet(d, page, &in_use) == 0) {
+	if ((vr_books_reserve_quiet(d, page, &in_use) == 0 &&
+	     vr__policy_granted(d, page, &in_use) == 0) ||
+	    second_try(d, page, &in_use, 1)) {
 		vr_rec_charge(d, (int64_t)page);
 		return 0;
 	}
@@ -274,7 +319,8 @@ int vr__policy_reserve_pages(struct vr_dev *d, uint64_t bytes, uint64_t page, in
 	if (vr_dev_capped(d) && in_use < d->cap && bytes == d->cap - in_use &&
 	    atomic_compare_exchange_strong(&d->short_block, &none, VR_SHORT_PENDING)) {
 		*charged = bytes;
-		if (vr_books_reserve_quiet(d, bytes, &in_use) == 0) {
+		if (vr_books_reserve_quiet(d, bytes, &in_use) == 0 &&
+		    vr__policy_granted(d, bytes, &in_use) == 0) {
 			vr_rec_charge(d, (int64_t)bytes);
 			return 0;
 		}
@@ -309,7 +355,9 @@ int vr__policy_spillable(struct vr_dev *d, uint64_t bytes)
 	uint64_t in_use = 0;
 	if (!d)
 		return 0;
-	if (vr_books_reserve_quiet(d, bytes, &in_use) != 0)
+	if ((vr_books_reserve_quiet(d, bytes, &in_use) != 0 ||
+	     vr__policy_granted(d, bytes, &in_use) != 0) &&
+	    !second_try(d, bytes, &in_use, 1))
 		return 1;
 	vr_rec_charge(d, (int64_t)bytes);
 	return 0;
@@ -325,7 +373,9 @@ void vr_policy_deny(struct vr_dev *d, uint64_t bytes, const char *why)
 
 void vr_policy_view(struct vr_dev *d, uint64_t *freep, uint64_t *totalp)
 {
-	uint64_t used = vr_books_in_use(d);
+	uint64_t extra, overhead;
+	vr_card_view(d, &extra, &overhead);
+	uint64_t used = vr_books_in_use(d) + extra;
 	uint64_t room = used < d->cap ? d->cap - used : 0;
 	if (*totalp > d->cap)
 		*totalp = d->cap;

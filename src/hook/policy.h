@@ -18,7 +18,10 @@
  *     vr_policy_reserve            (i) reserve, or deny and say so
  *     vr_policy_try                    the same, nothing said (pools)
  *       vr__policy_reserve         (i) the books' reserve + the record's count
- *       vr__policy_refused             a refusal: recorded and said
+ *       vr__policy_granted         (i) near the cap: does the card agree?
+ *         vr__policy_card              the card's figure (card.h)
+ *       vr__policy_refused             a refusal: the card asked again,
+ *                                      then recorded and said
  *     vr_policy_deny                   the denial once spill failed as well
  *     vr_policy_release            (i) gives back any of the above
  *   the books (books.h): where the bytes are held
@@ -39,6 +42,7 @@
 #define VRAMCTL_HOOK_POLICY_H
 
 #include "hook/books.h"
+#include "hook/card.h"
 #include "hook/dev.h"
 #include "hook/record.h"
 
@@ -116,8 +120,10 @@ void vr_policy_short_settle(struct vr_dev *d, uint64_t ptr);
 static inline void vr_policy_linear_freed(struct vr_dev *d, uint64_t key, uint64_t bytes);
 
 /* What the program is shown for a capped device, from the driver's (free,
- * total): total = min(cap, total); free = min(cap - group in-use, free),
- * never below zero, never above total. */
+ * total): total = min(cap, total); free = min(cap - the group's use on the
+ * card, free), never below zero, never above total. The group's use on the
+ * card is its books (blocks and charged overhead) plus what other members
+ * hold on the card and have not charged yet (card.h). */
 void vr_policy_view(struct vr_dev *d, uint64_t *freep, uint64_t *totalp);
 /* The total shown for d, from the driver's physical total. */
 uint64_t vr_policy_total(const struct vr_dev *d, uint64_t total);
@@ -134,10 +140,25 @@ int vr__policy_spillable(struct vr_dev *d, uint64_t bytes);
 int vr__policy_reserve_pages(struct vr_dev *d, uint64_t bytes, uint64_t page, int spillable,
                              uint64_t *charged);
 
+/* A grant that took the books' total past d's watch line (card.h): 0 it
+ * stands, else -1 with the bytes given back and *in_use the card's figure
+ * that did not leave room (nothing said). */
+int vr__policy_card(struct vr_dev *d, uint64_t bytes, uint64_t *in_use);
+
+/* After the books granted bytes with in_use their total (0: served from a
+ * thread's spare, the total unmoved): near the cap, the card is asked. */
+static inline int vr__policy_granted(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
+{
+	if (VR_UNLIKELY(*in_use > atomic_load_explicit(&d->card.watch, memory_order_relaxed)))
+		return vr__policy_card(d, bytes, in_use);
+	return 0;
+}
+
 static inline int vr__policy_reserve(struct vr_dev *d, uint64_t bytes, int report)
 {
 	uint64_t in_use = 0;
-	if (VR_LIKELY(d != NULL) && VR_LIKELY(vr_books_reserve(d, bytes, &in_use) == 0)) {
+	if (VR_LIKELY(d != NULL) && VR_LIKELY(vr_books_reserve(d, bytes, &in_use) == 0) &&
+	    VR_LIKELY(vr__policy_granted(d, bytes, &in_use) == 0)) {
 		vr_rec_charge(d, (int64_t)bytes);
 		return 0;
 	}

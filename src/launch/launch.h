@@ -59,6 +59,7 @@ struct vr_contract {
 	const char *group;        /* VRAMCTL_GROUP; NULL: the library's group of one */
 	const char *registry_dir; /* VRAMCTL_REGISTRY_DIR; NULL: the library's default */
 	int growth;               /* VRAMCTL_GROWTH=1 and the frameworks' switches */
+	const char *count;        /* VRAMCTL_COUNT ("card", "allocations"); NULL: inherited */
 	uint64_t spill;           /* VRAMCTL_SPILL (bytes) with a limit; 0: unset */
 	const char *lib;          /* the injected library, appended to LD_PRELOAD */
 	const char *cur_preload;  /* LD_PRELOAD as the program would inherit it */

@@ -65,10 +65,7 @@ enum { VR_SLOT_FREE = 0, VR_SLOT_USED = 1 };
 /* struct vr_slot.flags: a launcher (`vramctl run`) holds the group open for
  * its command and runs no GPU code: not counted among the members. */
 enum { VR_SLOT_F_LAUNCHER = 1u << 0 };
-/* Set by a member whose cap counts its allocations only (its overhead is
- * 0): asked for (--count allocations), or the driver cannot tell its use
- * per process (vramctl_proc.counting). */
-enum { VR_SLOT_F_ALLOCATIONS = 1u << 1, VR_SLOT_F_NO_FIGURES = 1u << 2 };
+/* VR_SLOT_F_ALLOCATIONS and VR_SLOT_F_NO_FIGURES: registry.h. */
 
 /* A group's books for one device. */
 struct vr_hdr_dev {

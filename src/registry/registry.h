@@ -170,8 +170,12 @@ struct vr_member_use {
  * lock (figures of one moment each, not of one moment together). Returns
  * how many, or a negative errno. */
 int vr_member_uses(vr_member *m, int dev, struct vr_member_use *out, int n);
+/* A member whose cap counts its allocations only (its overhead is 0):
+ * asked for (--count allocations), or the driver cannot tell its use per
+ * process (vramctl_proc.counting). Bits of its slot's flags (layout.h). */
+enum { VR_SLOT_F_ALLOCATIONS = 1u << 1, VR_SLOT_F_NO_FIGURES = 1u << 2 };
 /* Sets (on) or clears this member's VR_SLOT_F_ALLOCATIONS /
- * VR_SLOT_F_NO_FIGURES bits (layout.h), for monitors. */
+ * VR_SLOT_F_NO_FIGURES bits, for monitors. */
 void vr_counting_set(vr_member *m, unsigned bits, int on);
 
 /* Host pinned bytes (not capped), shown apart. */

@@ -74,7 +74,7 @@ export VRAMSIM_DEVICES=16G VRAMSIM_UUIDS=GPU-0e0e0e0e-1111-2222-3333-44444444444
 RUN=(podman --runtime runc run --rm -i --network none
 	--ulimit nofile=1024:1024 --ulimit nproc=4096:4096
 	-e VRAMSIM_STATE_DIR="$VRAMSIM_STATE_DIR"
-	-e VRAMSIM_DEVICES -e VRAMSIM_UUIDS
+	-e VRAMSIM_DEVICES -e VRAMSIM_UUIDS -e VRAMCTL_COUNT
 	-v "$VRAMSIM_STATE_DIR:$VRAMSIM_STATE_DIR")
 
 names+=("vrt-$id-probe")

@@ -1,0 +1,304 @@
+/*
+ * card.c - the cap counts what the card holds (card.h says when the
+ * figures are taken and why).
+ *
+ * This process's overhead on a device is NVML's figure for its host PID
+ * less its blocks (the books' charge for them). NVML's figure may lag
+ * the card (it is a sample the driver keeps, not a count taken at the
+ * call), so a figure is trusted to lower the overhead only once the
+ * process's blocks have held still for CARD_SETTLE_MS; while they change,
+ * the overhead is raised from the most they were (a figure from before a
+ * free never reads as overhead) and never lowered. Other members charge
+ * their own overhead; what NVML shows for them over their books is
+ * counted here too (their "extra") until they do, so that a grant near
+ * the cap never rests on another member's stale charge.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hook/books.h"
+#include "hook/card.h"
+#include "hook/nvmlproc.h"
+#include "hook/record.h"
+#include "registry/proc.h"
+
+#define MS              1000000ull
+#define CARD_FRESH_MS   20   /* near the cap, figures older than this are taken again */
+#define CARD_SETTLE_MS  1000 /* blocks unchanged this long: NVML's figure may lower overhead */
+#define CARD_ABSENT_MS  2000 /* not listed this long while holding memory: NVML cannot tell */
+#define CARD_MARGIN_MIN ((uint64_t)256 << 20)
+#define CARD_OTHERS_MAX 1024
+
+/* d->card.said: what has been said. */
+enum { SAID_BIG = 1, SAID_OVER = 2, SAID_NO_FIGURES = 4 };
+
+static pid_t host_pid; /* this process's PID as NVML lists it (0: not read yet) */
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* NVML lists host PIDs: the first NSpid entry (our own PID outside any
+ * PID namespace of our own). */
+static pid_t my_host_pid(void)
+{
+	pid_t p = __atomic_load_n(&host_pid, __ATOMIC_RELAXED);
+	if (p)
+		return p;
+	struct vr_proc_status ps;
+	p = getpid();
+	if (vr_proc_status(NULL, 0, &ps) == 0 && (ps.have & VR_PROC_NSPID) && ps.nspid_outer > 0)
+		p = ps.nspid_outer;
+	__atomic_store_n(&host_pid, p, __ATOMIC_RELAXED);
+	return p;
+}
+
+uint64_t vr_card_margin(uint64_t cap)
+{
+	uint64_t m = cap / 8;
+	if (m < CARD_MARGIN_MIN)
+		m = CARD_MARGIN_MIN;
+	return m < cap ? m : cap;
+}
+
+int vr_card_counts(const struct vr_dev *d)
+{
+	return !vr_g.count_allocations &&
+	       !(atomic_load_explicit(&((struct vr_dev *)d)->card.said, memory_order_relaxed) &
+	         SAID_NO_FIGURES);
+}
+
+/* The next watch line once the books hold `total`: half a margin higher,
+ * at most the cap less its margin. */
+static void set_watch(struct vr_dev *d, uint64_t total)
+{
+	uint64_t cap = vr_dev_capped(d) ? d->cap : UINT64_MAX;
+	uint64_t m = vr_card_margin(vr_dev_capped(d) ? d->cap : d->phys_total);
+	uint64_t w = total + m / 2, near = cap - m;
+	atomic_store_explicit(&d->card.watch, w < near ? w : near, memory_order_relaxed);
+}
+
+void vr_card_setup(struct vr_dev *d)
+{
+	if (vr_g.count_allocations) {
+		atomic_store(&d->card.watch, UINT64_MAX);
+		vr_books_counting(VR_SLOT_F_ALLOCATIONS);
+		return;
+	}
+	/* The first grant that reaches the books takes the figures (not here:
+	 * this runs under the devices lock, and NVML may have to load). */
+	atomic_store(&d->card.watch, 0);
+}
+
+/* From now on d's cap counts allocations only: said once, shown in the
+ * slot, and the overhead charged so far given back. */
+static void no_figures(struct vr_dev *d, const char *why)
+{
+	if (atomic_fetch_or(&d->card.said, SAID_NO_FIGURES) & SAID_NO_FIGURES)
+		return;
+	atomic_store(&d->card.watch, UINT64_MAX);
+	vr_books_overhead(d, 0);
+	vr_books_counting(VR_SLOT_F_NO_FIGURES);
+	vr_log(VR_LOG_WARN,
+	       "GPU %d: the driver does not tell this process's use of the card (%s): its cap "
+	       "counts what it allocates only; its context and the driver's own use are not "
+	       "counted",
+	       d->ordinal, why);
+}
+
+/* The lines of a device over its cap: a context larger than the cap, or
+ * a group whose card figure passed it (each said once while it lasts). */
+static void say_over(struct vr_dev *d, uint64_t card, uint64_t overhead)
+{
+	char a[32], b[32], c[32];
+	uint64_t own = atomic_load(&d->card.overhead);
+	if (!vr_dev_capped(d))
+		return;
+	int dg = vr_size_digits((uint64_t[]){card, d->cap, own, overhead}, 4, 1);
+	if (own > d->cap) {
+		if (!(atomic_fetch_or(&d->card.said, SAID_BIG) & SAID_BIG))
+			vr_log(VR_LOG_ERROR,
+			       "GPU %d: this process's context and the driver's use take %s on the "
+			       "card, more than the cap (%s): every allocation on GPU %d is refused "
+			       "(vramctl run --count allocations caps only what the program "
+			       "allocates)",
+			       d->ordinal, vr_format_size_digits(own, dg, a, sizeof a),
+			       vr_format_size_digits(d->cap, dg, b, sizeof b), d->ordinal);
+		return;
+	}
+	if (card <= d->cap) {
+		atomic_fetch_and(&d->card.said, ~SAID_OVER);
+		return;
+	}
+	if (!(atomic_fetch_or(&d->card.said, SAID_OVER) & SAID_OVER))
+		vr_log(VR_LOG_WARN,
+		       "GPU %d: the group holds %s on the card, over its cap (%s): contexts, modules "
+		       "and the driver's own use take %s of it; allocations are refused until it "
+		       "is back under the cap",
+		       d->ordinal, vr_format_size_digits(card, dg, a, sizeof a),
+		       vr_format_size_digits(d->cap, dg, b, sizeof b),
+		       vr_format_size_digits(overhead, dg, c, sizeof c));
+}
+
+static const struct vr_nvml_proc *find(const struct vr_nvml_proc *l, unsigned n, pid_t pid)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (pid > 0 && l[i].pid == (unsigned)pid)
+			return &l[i];
+	return NULL;
+}
+
+/* This process's overhead from NVML's figure `used` (card.c's header). */
+static void own_overhead(struct vr_dev *d, uint64_t used, uint64_t t)
+{
+	struct vr_card *c = &d->card;
+	uint64_t held = vr_books_held(d), oh = atomic_load(&c->overhead);
+	uint64_t booked = held > oh ? held - oh : 0;
+	if (booked != c->booked) {
+		c->booked = booked;
+		c->stable_ns = t;
+	}
+	int stable = t - c->stable_ns >= CARD_SETTLE_MS * MS;
+	if (stable || booked > c->booked_hi)
+		c->booked_hi = booked;
+	uint64_t want = used > c->booked_hi ? used - c->booked_hi : 0;
+	if (stable)
+		want = used > booked ? used - booked : 0;
+	else if (want < oh)
+		want = oh; /* never lowered on a figure that may be stale */
+	if (want != oh) {
+		vr_books_overhead(d, want);
+		vr_rec_overhead(d, want, booked + want);
+	}
+}
+
+/* Other members' overhead: charged (into *charged) and not yet (returned). */
+static uint64_t others(struct vr_dev *d, const struct vr_nvml_proc *l, unsigned n,
+                       uint64_t *charged)
+{
+	uint64_t extra = 0;
+	*charged = 0;
+	if (d->reg < 0)
+		return 0;
+	struct vr_member_use *u = malloc(CARD_OTHERS_MAX * sizeof *u);
+	int k = u ? vr_books_others(d, u, CARD_OTHERS_MAX) : 0;
+	for (int i = 0; i < k; i++) {
+		*charged += u[i].overhead;
+		const struct vr_nvml_proc *p = find(l, n, u[i].pid);
+		if (!p || p->used == NVML_VALUE_NOT_AVAILABLE ||
+		    (u[i].flags & (VR_SLOT_F_ALLOCATIONS | VR_SLOT_F_NO_FIGURES)))
+			continue;
+		if (p->used > u[i].used)
+			extra += p->used - u[i].used;
+	}
+	free(u);
+	return extra;
+}
+
+/* Takes the figures of d when they are older than max_age_ns. 1 taken
+ * (or another thread is taking them), 0 NVML cannot tell yet. */
+static int refresh(struct vr_dev *d, uint64_t max_age_ns)
+{
+	struct vr_card *c = &d->card;
+	uint64_t t = now_ns();
+	if (!vr_card_counts(d))
+		return 0;
+	if (t - atomic_load(&c->seen_ns) < max_age_ns && atomic_load(&c->seen_ns))
+		return 1;
+	int idle = 0;
+	if (!atomic_compare_exchange_strong(&c->busy, &idle, 1))
+		return 1;
+	struct vr_nvml_proc *l = NULL;
+	unsigned n = 0;
+	nvmlReturn_t rc;
+	int up = vr_nvml_list(d->uuid_text, &l, &n, &rc);
+	if (up == NV_UNUSABLE) {
+		char why[96];
+		snprintf(why, sizeof why, "NVML: %s",
+		         rc == NVML_ERROR_UNINITIALIZED ? "not available" : "its process list failed");
+		no_figures(d, why);
+	} else if (up == NV_READY) {
+		const struct vr_nvml_proc *me = find(l, n, my_host_pid());
+		if (me && me->used == NVML_VALUE_NOT_AVAILABLE) {
+			no_figures(d, "NVML gives no per-process figure");
+		} else if (me) {
+			c->absent_ns = 0;
+			own_overhead(d, me->used, t);
+		} else if (vr_books_held(d)) {
+			/* Not listed while holding memory: a new context NVML has
+			 * not caught up with, or a PID it cannot map (containers). */
+			if (!c->absent_ns)
+				c->absent_ns = t;
+			else if (t - c->absent_ns >= CARD_ABSENT_MS * MS)
+				no_figures(d, "NVML does not list this process");
+		}
+		uint64_t charged;
+		atomic_store(&c->extra, others(d, l, n, &charged));
+		atomic_store(&c->others, charged);
+		atomic_store(&c->seen_ns, t);
+	}
+	free(l);
+	atomic_store(&c->busy, 0);
+	return up == NV_READY;
+}
+
+/* The card's figure for the group on d: its books plus the overhead other
+ * members have not charged yet; the group's overhead into *overhead. */
+static uint64_t card_figure(struct vr_dev *d, uint64_t *overhead)
+{
+	uint64_t extra = atomic_load(&d->card.extra);
+	*overhead = atomic_load(&d->card.overhead) + atomic_load(&d->card.others) + extra;
+	return vr_books_in_use(d) + extra;
+}
+
+int vr_card_grant(struct vr_dev *d, uint64_t total)
+{
+	uint64_t overhead = 0;
+	if (!vr_card_counts(d))
+		return 0;
+	refresh(d, CARD_FRESH_MS * MS);
+	uint64_t card = card_figure(d, &overhead);
+	set_watch(d, total > card ? total : card);
+	say_over(d, card, overhead);
+	return vr_dev_capped(d) && card > d->cap ? -1 : 0;
+}
+
+int vr_card_before_refusal(struct vr_dev *d)
+{
+	uint64_t was = atomic_load(&d->card.overhead), overhead = 0;
+	if (!vr_card_counts(d) || !refresh(d, 0))
+		return 0;
+	say_over(d, card_figure(d, &overhead), overhead);
+	return atomic_load(&d->card.overhead) < was;
+}
+
+void vr_card_view(struct vr_dev *d, uint64_t *extra, uint64_t *overhead)
+{
+	*extra = *overhead = 0;
+	if (!vr_card_counts(d))
+		return;
+	refresh(d, CARD_FRESH_MS * MS);
+	card_figure(d, overhead);
+	*extra = atomic_load(&d->card.extra);
+}
+
+void vr_card_event(struct vr_dev *d)
+{
+	uint64_t overhead = 0;
+	if (!d || !vr_card_counts(d) || !refresh(d, 0))
+		return;
+	uint64_t card = card_figure(d, &overhead);
+	set_watch(d, card);
+	say_over(d, card, overhead);
+}
+
+static void card_atfork_child(void)
+{
+	__atomic_store_n(&host_pid, 0, __ATOMIC_RELAXED);
+}
+VR_ATFORK_CHILD(card_atfork_child);

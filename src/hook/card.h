@@ -1,0 +1,58 @@
+/*
+ * card.h - what the card holds (card.c; issue #24, docs/architecture.md,
+ * "What the card holds"). The cap counts, for each member on each device,
+ * the larger of what it allocated and what the driver says the card holds
+ * for it (NVML's per-process figure): the difference, its overhead
+ * (context, modules, local memory, the driver's own use), is charged in
+ * the books beside its blocks, never refused (the card holds it already).
+ *
+ * When the figures are taken (the allocation fast path never asks NVML):
+ *   - near the cap: a grant that takes the group's books past the watch
+ *     line (the cap less its margin, vr_card_margin) is checked before the
+ *     driver is called, with figures at most CARD_FRESH_MS old: this
+ *     member's own overhead, and the overhead other members hold but have
+ *     not charged yet (their "extra": NVML's figure for them over their
+ *     books); a grant that would put the card's figure past the cap is
+ *     refused;
+ *   - far from it: when the books have grown by half the margin since the
+ *     last look;
+ *   - before a refusal, on a memory query, after a context is created or
+ *     its limits change (cuCtxSetLimit).
+ * Where NVML cannot tell this process's use (no NVML, no per-process
+ * figure, the process not listed while it holds memory), one line says so
+ * and the cap counts allocations only, as with VRAMCTL_COUNT=allocations.
+ */
+#ifndef VRAMCTL_HOOK_CARD_H
+#define VRAMCTL_HOOK_CARD_H
+
+#include "hook/dev.h"
+
+/* The margin below the cap inside which every grant is checked: an
+ * eighth of the cap, at least 256 MiB (never more than the cap). */
+uint64_t vr_card_margin(uint64_t cap);
+
+/* Once per device, after its cap is known (policy.c). */
+void vr_card_setup(struct vr_dev *d);
+
+/* A grant that took the books' total to `total`, past d's watch line:
+ * 0 it stands, -1 the card's figure would pass the cap (the caller gives
+ * the bytes back and refuses). */
+int vr_card_grant(struct vr_dev *d, uint64_t total);
+
+/* Before a refusal: the figures taken again; 1 when this process's
+ * overhead went down (the request is worth trying once more). */
+int vr_card_before_refusal(struct vr_dev *d);
+
+/* For memory queries and denial lines: the figures taken again when
+ * stale, then what the card holds for the group beyond its books (other
+ * members' overhead they have not charged yet) into *extra, and the
+ * group's overhead (charged and not) into *overhead. */
+void vr_card_view(struct vr_dev *d, uint64_t *extra, uint64_t *overhead);
+
+/* After a context is created or its limits changed on d. */
+void vr_card_event(struct vr_dev *d);
+
+/* Does d's cap count the card (1) or allocations only (0)? */
+int vr_card_counts(const struct vr_dev *d);
+
+#endif /* VRAMCTL_HOOK_CARD_H */
