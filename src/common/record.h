@@ -26,8 +26,9 @@
 /* The CLI's socket in the record directory; members send their memfd there. */
 #define VR_REC_SOCKET "r.sock"
 
-#define VR_REC_MAGIC   0x3130434552525256ULL /* "VRRREC01" little-endian */
-#define VR_REC_VERSION 1u
+#define VR_REC_MAGIC 0x3130434552525256ULL /* "VRRREC01" little-endian */
+/* 2: overhead and the peak on the card per device (#24). */
+#define VR_REC_VERSION 2u
 
 #define VR_REC_DEVS         16          /* devices by the program's ordinal */
 #define VR_REC_FRAMES       14          /* frames kept per call site */
@@ -97,9 +98,19 @@ struct vr_rec_dev {
 	/* Trace: sums folded in the current interval, not yet written. */
 	uint64_t pend_allocs, pend_alloc_bytes, pend_frees, pend_free_bytes;
 	uint64_t pend_max; /* the highest in-use among the folded events */
+	/* What the card holds for the member (#24): its overhead (context,
+	 * modules, the driver's own use: NVML's per-process figure less its
+	 * blocks), now and at most, and the most it held on the card at once
+	 * (blocks as charged + overhead). Valid where card_known is 1: the
+	 * library measured the overhead at least once (never when the cap
+	 * counts allocations only). */
+	uint64_t overhead;
+	uint64_t overhead_peak;
+	uint64_t card_peak;
+	uint64_t card_peak_ns; /* CLOCK_MONOTONIC of card_peak */
 	unsigned char uuid[16];
-	uint32_t used; /* 1 once the device was seen */
-	uint32_t pad;
+	uint32_t used;       /* 1 once the device was seen */
+	uint32_t card_known; /* 1 once the overhead was measured */
 };
 
 /* A call site: return addresses, each with the module it falls in. */

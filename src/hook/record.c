@@ -361,24 +361,45 @@ fold:;
 
 /* ---- the numbers ------------------------------------------------------ */
 
+static void store_max(uint64_t *where, uint64_t v)
+{
+	uint64_t m = atomic_load_explicit(A(*where), memory_order_relaxed);
+	while (v > m && !atomic_compare_exchange_weak(A(*where), &m, v))
+		;
+}
+
+/* Raises *peak to v if v is higher, and then stamps *ns with t (read from
+ * the clock when 0: only for a new peak). Returns t, or the clock it read,
+ * so that a second peak raised by the same event reads it once. */
+static uint64_t raise_peak(uint64_t *peak, uint64_t *ns, uint64_t v, uint64_t t)
+{
+	uint64_t p = atomic_load_explicit(A(*peak), memory_order_relaxed);
+	while (v > p) {
+		if (atomic_compare_exchange_weak(A(*peak), &p, v)) {
+			if (!t)
+				t = now_mono();
+			atomic_store_explicit(A(*ns), t, memory_order_relaxed);
+			break;
+		}
+	}
+	return t;
+}
+
 void vr__rec_charge(const struct vr_dev *d, int64_t delta)
 {
 	struct vr_rec_dev *r = rdev(d->ordinal);
 	if (!r || delta == 0)
 		return;
 	int tracing = (rec_flags & VR_REC_F_TRACE) != 0;
+	/* The clock only for a new peak when not tracing. */
 	uint64_t t = tracing ? now_mono() : 0, now;
 	if (delta > 0) {
 		now = atomic_fetch_add(A(r->in_use), (uint64_t)delta) + (uint64_t)delta;
-		uint64_t peak = atomic_load_explicit(A(r->peak), memory_order_relaxed);
-		while (now > peak) {
-			if (atomic_compare_exchange_weak(A(r->peak), &peak, now)) {
-				/* The clock only for a new peak when not tracing. */
-				atomic_store_explicit(A(r->peak_ns), t ? t : now_mono(),
-				                      memory_order_relaxed);
-				break;
-			}
-		}
+		uint64_t tp = raise_peak(&r->peak, &r->peak_ns, now, t);
+		/* On the card: the blocks plus the overhead as last measured (0
+		 * until it is), so card_peak is never below peak. */
+		raise_peak(&r->card_peak, &r->card_peak_ns,
+		           now + atomic_load_explicit(A(r->overhead), memory_order_relaxed), tp);
 	} else {
 		now = atomic_fetch_sub(A(r->in_use), (uint64_t)-delta) - (uint64_t)-delta;
 	}
@@ -387,11 +408,18 @@ void vr__rec_charge(const struct vr_dev *d, int64_t delta)
 		      delta > 0 ? (uint64_t)delta : (uint64_t)-delta, now, t);
 }
 
-static void store_max(uint64_t *where, uint64_t v)
+/* The overhead on d was measured (card.c, through vr_rec_overhead): kept
+ * as it is now and at most, and `card` (blocks + overhead) raises the peak
+ * on the card. The blocks charged later raise it too (vr__rec_charge). */
+void vr__rec_overhead(const struct vr_dev *d, uint64_t overhead, uint64_t card)
 {
-	uint64_t m = atomic_load_explicit(A(*where), memory_order_relaxed);
-	while (v > m && !atomic_compare_exchange_weak(A(*where), &m, v))
-		;
+	struct vr_rec_dev *r = rdev(d->ordinal);
+	if (!r)
+		return;
+	atomic_store_explicit(A(r->overhead), overhead, memory_order_relaxed);
+	store_max(&r->overhead_peak, overhead);
+	raise_peak(&r->card_peak, &r->card_peak_ns, card, 0);
+	atomic_store_explicit(A32(r->card_known), 1, memory_order_release);
 }
 
 void vr__rec_denied(const struct vr_dev *d, uint64_t bytes, uint64_t group_in_use)
@@ -641,10 +669,3 @@ static void rec_atfork_child(void)
 		atomic_store_explicit(&site_table[i], 0, memory_order_relaxed);
 }
 VR_ATFORK_CHILD(rec_atfork_child);
-
-void vr__rec_overhead(const struct vr_dev *d, uint64_t overhead, uint64_t card)
-{
-	(void)d;
-	(void)overhead;
-	(void)card;
-}

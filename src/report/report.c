@@ -1,6 +1,7 @@
 /*
  * report.c - the run's report (docs/report.md, "The report"): per device
- * the cap, the group's peak and the right size; per member how it ended,
+ * the cap, the group's peak of allocations and on the card, the overhead
+ * and the right size; per member how it ended,
  * its peak and when, counts, denials, pinned and spilled memory, and the
  * blocks it still held at exit, largest first, with call sites under
  * --stacks. Text on stderr (or FILE), JSON (json-c) for FILE.json.
@@ -240,40 +241,27 @@ fail:
 	return NULL;
 }
 
-/* The run's devices: the members' sums, and the group's peak from the
- * registry where the CLI is a member (reg). */
+/* The run's devices: the members' sums (rep_sum_devices), and the group's
+ * peaks from the registry where the CLI is a member (reg). */
 static void collect_devices(struct rep_run *r, vr_member *reg, struct devsum *ds)
 {
-	memset(ds, 0, sizeof(struct devsum) * VR_REC_DEVS);
-	for (int i = 0; i < r->ms.n; i++) {
-		const struct vr_rec_hdr *h = r->ms.v[i].h;
-		for (int d = 0; d < VR_REC_DEVS; d++) {
-			const struct vr_rec_dev *x = &h->dev[d];
-			if (!x->used)
-				continue;
-			if (!ds[d].used) {
-				ds[d].used = 1;
-				memcpy(ds[d].uuid, x->uuid, 16);
-				ds[d].cap = x->cap;
-			}
-			if (x->peak > ds[d].peak)
-				ds[d].peak = x->peak;
-			ds[d].denials += x->denials;
-			if (x->denied_max > ds[d].denied_max)
-				ds[d].denied_max = x->denied_max;
-			if (x->denied_need > ds[d].denied_need)
-				ds[d].denied_need = x->denied_need;
-			if (x->spilled_peak > ds[d].spilled_peak)
-				ds[d].spilled_peak = x->spilled_peak;
-		}
-	}
+	rep_sum_devices(&r->ms, ds);
 	for (int d = 0; d < VR_REC_DEVS && reg; d++) {
 		uint64_t cap;
 		struct vr_reg_sample s;
 		if (!ds[d].used)
 			continue;
 		int idx = vr_device(reg, ds[d].uuid, UINT64_MAX, &cap);
-		if (idx >= 0 && vr_sample(reg, idx, &s) == 0 && s.peak >= ds[d].peak) {
+		if (idx < 0 || vr_sample(reg, idx, &s) != 0)
+			continue;
+		/* The books count what the cap counts: the card where the
+		 * overhead was measured (then their peak is of allocations only
+		 * if there was none), else the allocations. */
+		if (ds[d].card_members && s.peak >= ds[d].card_peak) {
+			ds[d].card_peak = s.peak;
+			ds[d].card_exact = 1;
+		}
+		if ((!ds[d].card_members || !ds[d].overhead_peak) && s.peak >= ds[d].peak) {
 			ds[d].peak = s.peak;
 			ds[d].peak_exact = 1;
 		}

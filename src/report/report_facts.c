@@ -61,6 +61,47 @@ uint64_t rep_right_size(uint64_t bytes)
 	return (bytes + mib - 1) / mib * mib;
 }
 
+void rep_sum_devices(const struct rep_members *ms, struct devsum *ds)
+{
+	memset(ds, 0, sizeof(struct devsum) * VR_REC_DEVS);
+	for (int i = 0; i < ms->n; i++) {
+		const struct vr_rec_hdr *h = ms->v[i].h;
+		for (int d = 0; d < VR_REC_DEVS; d++) {
+			const struct vr_rec_dev *x = &h->dev[d];
+			if (!x->used)
+				continue;
+			if (!ds[d].used) {
+				ds[d].used = 1;
+				memcpy(ds[d].uuid, x->uuid, 16);
+				ds[d].cap = x->cap;
+			}
+			if (x->peak > ds[d].peak)
+				ds[d].peak = x->peak;
+			ds[d].denials += x->denials;
+			if (x->denied_max > ds[d].denied_max)
+				ds[d].denied_max = x->denied_max;
+			if (x->denied_need > ds[d].denied_need)
+				ds[d].denied_need = x->denied_need;
+			if (x->spilled_peak > ds[d].spilled_peak)
+				ds[d].spilled_peak = x->spilled_peak;
+			/* Never below the member's peak (record.c), whether its
+			 * overhead was measured or not. */
+			if (x->card_peak > ds[d].card_peak)
+				ds[d].card_peak = x->card_peak;
+			if (x->card_known) {
+				ds[d].card_members++;
+				ds[d].overhead_peak += x->overhead_peak;
+				ds[d].overhead_end += x->overhead;
+			}
+		}
+	}
+}
+
+uint64_t rep_counted_peak(const struct devsum *d)
+{
+	return d->card_members && d->card_peak > d->peak ? d->card_peak : d->peak;
+}
+
 /* ---- blocks held at exit ------------------------------------------------ */
 
 const char *rep_kind_name(int k)

@@ -31,12 +31,19 @@ struct ending {
 	char text[160];
 };
 
-/* One device of the run: its cap and the members' sums. */
+/* One device of the run: its cap and the members' sums. peak is of what
+ * was allocated; card_peak of what the card held (allocations + overhead),
+ * known where a member measured its overhead (card_members > 0). */
 struct devsum {
 	int used;
 	unsigned char uuid[16];
 	uint64_t cap, peak, denials, denied_max, denied_need, spilled_peak;
-	int peak_exact; /* the registry's group peak (else: the largest member peak) */
+	int peak_exact;         /* the registry's group peak (else: the largest member peak) */
+	uint64_t card_peak;     /* the group's, or the largest member's (card_exact 0) */
+	int card_exact;         /* the registry's group peak on the card */
+	int card_members;       /* members whose overhead was measured */
+	uint64_t overhead_peak; /* their overhead peaks, summed */
+	uint64_t overhead_end;  /* their overhead when they (or the run) ended, summed */
 };
 
 /* Fills e with how member m ended (a sentence in e->text). */
@@ -48,6 +55,12 @@ const char *rep_end_key(enum end_kind k);
 void rep_uuid_text(const unsigned char *u, char *out, size_t len);
 /* The smallest cap in whole MiB that holds bytes. */
 uint64_t rep_right_size(uint64_t bytes);
+/* The devices of the members' records, summed (ds: VR_REC_DEVS entries,
+ * overwritten); the group's own peaks are the registry's (report.c). */
+void rep_sum_devices(const struct rep_members *ms, struct devsum *ds);
+/* The peak the cap counted on a device: on the card where it was measured,
+ * else of the allocations. */
+uint64_t rep_counted_peak(const struct devsum *d);
 
 /* An allocation kind's name ("linear", "vmm", ...; "?" when unknown). */
 const char *rep_kind_name(int k);

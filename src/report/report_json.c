@@ -39,7 +39,18 @@ json_object *rep_json_report(const struct rep_view *r, const struct devsum *ds, 
 		json_object_object_add(o, "peak_bytes", ju(ds[d].peak));
 		json_object_object_add(o, "peak_is_group",
 		                       json_object_new_boolean(ds[d].peak_exact));
-		json_object_object_add(o, "right_size_bytes", ju(rep_right_size(ds[d].peak)));
+		/* On the card (allocations + overhead): null where no member
+		 * measured its overhead (the cap counted allocations only). */
+		int card = ds[d].card_members > 0;
+		json_object_object_add(o, "card_peak_bytes", card ? ju(ds[d].card_peak) : NULL);
+		json_object_object_add(o, "card_peak_is_group",
+		                       json_object_new_boolean(card && ds[d].card_exact));
+		json_object_object_add(o, "overhead_peak_bytes",
+		                       card ? ju(ds[d].overhead_peak) : NULL);
+		json_object_object_add(o, "overhead_at_end_bytes",
+		                       card ? ju(ds[d].overhead_end) : NULL);
+		json_object_object_add(o, "right_size_bytes",
+		                       ju(rep_right_size(rep_counted_peak(&ds[d]))));
 		json_object_object_add(o, "denials", ju(ds[d].denials));
 		json_object_object_add(o, "largest_denied_bytes", ju(ds[d].denied_max));
 		json_object_object_add(o, "denied_need_bytes", ju(ds[d].denied_need));
@@ -87,6 +98,16 @@ json_object *rep_json_report(const struct rep_view *r, const struct devsum *ds, 
 			json_object_object_add(o, "peak_bytes", ju(x->peak));
 			json_object_object_add(o, "peak_s",
 			                       json_object_new_double(rep_secs(r, x->peak_ns)));
+			json_object_object_add(o, "card_peak_bytes",
+			                       x->card_known ? ju(x->card_peak) : NULL);
+			json_object_object_add(
+			    o, "card_peak_s",
+			    x->card_known ? json_object_new_double(rep_secs(r, x->card_peak_ns))
+			                  : NULL);
+			json_object_object_add(o, "overhead_peak_bytes",
+			                       x->card_known ? ju(x->overhead_peak) : NULL);
+			json_object_object_add(o, "overhead_at_end_bytes",
+			                       x->card_known ? ju(x->overhead) : NULL);
 			json_object_object_add(o, "allocations", ju(x->allocs));
 			json_object_object_add(o, "frees", ju(x->frees));
 			json_object_object_add(o, "denials", ju(x->denials));

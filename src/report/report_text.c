@@ -41,6 +41,28 @@ static char *size_apart(uint64_t v, uint64_t other, char *buf, size_t len)
 	return buf;
 }
 
+#define UNKNOWN " (the largest member's; the group's is unknown)"
+
+/* A device's use on the card (allocations + overhead: contexts, modules,
+ * the driver's own use), or that it was not measured. */
+static void card_line(FILE *f, const struct devsum *d)
+{
+	char a[32], b[32], c[32];
+	if (!d->card_members) {
+		fprintf(f, "  on the card: not measured (the cap counted allocations only)\n");
+		return;
+	}
+	fprintf(f,
+	        "  on the card (allocations + overhead: contexts, modules, the driver's own use): "
+	        "peak %s%s; overhead: peak %s, %s at the end",
+	        vr_format_size(d->card_peak, a, sizeof a), d->card_exact ? "" : UNKNOWN,
+	        vr_format_size(d->overhead_peak, b, sizeof b),
+	        vr_format_size(d->overhead_end, c, sizeof c));
+	if (d->card_members > 1)
+		fprintf(f, " (summed over %d processes)", d->card_members);
+	fputc('\n', f);
+}
+
 void rep_text_report(const struct rep_view *r, FILE *f, const struct devsum *ds, int child_rc,
                      uint64_t t_end, struct rep_symbols *sy)
 {
@@ -60,13 +82,13 @@ void rep_text_report(const struct rep_view *r, FILE *f, const struct devsum *ds,
 		if (!ds[d].used)
 			continue;
 		rep_uuid_text(ds[d].uuid, uu, sizeof uu);
-		fprintf(f, "GPU %d (%s): cap %s; the group's peak %s%s\n", d, uu,
+		fprintf(f, "GPU %d (%s): cap %s; the group's peak of allocations %s%s\n", d, uu,
 		        ds[d].cap == UINT64_MAX ? "none" : vr_format_size(ds[d].cap, a, sizeof a),
-		        vr_format_size(ds[d].peak, b, sizeof b),
-		        ds[d].peak_exact ? "" : " (the largest member's; the group's is unknown)");
-		uint64_t rs = rep_right_size(ds[d].peak);
-		fprintf(f, "  right size: --limit %d=%" PRIu64 "M holds what this run used\n", d,
-		        rs >> 20);
+		        vr_format_size(ds[d].peak, b, sizeof b), ds[d].peak_exact ? "" : UNKNOWN);
+		card_line(f, &ds[d]);
+		uint64_t rs = rep_right_size(rep_counted_peak(&ds[d]));
+		fprintf(f, "  right size: --limit %d=%" PRIu64 "M holds what this run used%s\n", d,
+		        rs >> 20, ds[d].card_members ? " on the card" : "");
 		if (ds[d].denials)
 			fprintf(f,
 			        "  %" PRIu64
@@ -98,8 +120,8 @@ void rep_text_report(const struct rep_view *r, FILE *f, const struct devsum *ds,
 			if (!x->used)
 				continue;
 			fprintf(f,
-			        "  GPU %d: peak %s at %.2f s; %" PRIu64 " allocation%s, %" PRIu64
-			        " free%s",
+			        "  GPU %d: peak of allocations %s at %.2f s; %" PRIu64
+			        " allocation%s, %" PRIu64 " free%s",
 			        d, vr_format_size(x->peak, a, sizeof a), rep_secs(r, x->peak_ns),
 			        x->allocs, x->allocs == 1 ? "" : "s", x->frees,
 			        x->frees == 1 ? "" : "s");
@@ -107,6 +129,15 @@ void rep_text_report(const struct rep_view *r, FILE *f, const struct devsum *ds,
 				fprintf(f, "; %" PRIu64 " denied (the largest %s)", x->denials,
 				        vr_format_size(x->denied_max, b, sizeof b));
 			fputc('\n', f);
+			if (x->card_known)
+				fprintf(f,
+				        "    on the card: peak %s at %.2f s; overhead: peak %s, %s "
+				        "at %s\n",
+				        vr_format_size(x->card_peak, a, sizeof a),
+				        rep_secs(r, x->card_peak_ns),
+				        vr_format_size(x->overhead_peak, b, sizeof b),
+				        vr_format_size(x->overhead, c, sizeof c),
+				        h->end == VR_REC_EXITED ? "exit" : "the end");
 			if (x->spilled_peak)
 				fprintf(f, "    spilled to host memory: peak %s, %s at the end\n",
 				        vr_format_size(x->spilled_peak, a, sizeof a),
