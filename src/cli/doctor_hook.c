@@ -144,8 +144,9 @@ void dr_check_library(struct doc *d)
  * environment just around the fork and put back right after, so the child
  * only has to exec (the driver's threads may hold locks at the fork).
  */
-static const char *const probe_vars[] = {VR_ENV_LIMIT, VR_ENV_REGISTRY_DIR, VR_ENV_GROUP, VR_ENV_LOG,
-                                         VR_ENV_GROWTH, VR_ENV_COUNT,       "LD_PRELOAD"};
+static const char *const probe_vars[] = {VR_ENV_LIMIT, VR_ENV_REGISTRY_DIR, VR_ENV_GROUP,
+                                         VR_ENV_LOG,   VR_ENV_GROWTH,       VR_ENV_COUNT,
+                                         "LD_PRELOAD"};
 #define NPROBE_VARS (sizeof(probe_vars) / sizeof(probe_vars[0]))
 
 /* Saves the variables (NULL: unset). 0, or -1 when memory ran out. */

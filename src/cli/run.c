@@ -171,7 +171,8 @@ static int run_option(struct run_req *r, int c, const char *v)
 		break;
 	case OPT_COUNT:
 		if (strcmp(v, "card") != 0 && strcmp(v, "allocations") != 0)
-			return cli_usage_error("run", "--count %s: expected card or allocations", v);
+			return cli_usage_error("run", "--count %s: expected card or allocations",
+			                       v);
 		r->count = v;
 		break;
 	case OPT_SPILL:

@@ -122,13 +122,14 @@ static void say_over(struct vr_dev *d, uint64_t card, uint64_t overhead)
 	int dg = vr_size_digits((uint64_t[]){card, d->cap, own, overhead}, 4, 1);
 	if (own > d->cap) {
 		if (!(atomic_fetch_or(&d->card.said, SAID_BIG) & SAID_BIG))
-			vr_log(VR_LOG_ERROR,
-			       "GPU %d: this process's context and the driver's use take %s on the "
-			       "card, more than the cap (%s): every allocation on GPU %d is refused "
-			       "(vramctl run --count allocations caps only what the program "
-			       "allocates)",
-			       d->ordinal, vr_format_size_digits(own, dg, a, sizeof a),
-			       vr_format_size_digits(d->cap, dg, b, sizeof b), d->ordinal);
+			vr_log(
+			    VR_LOG_ERROR,
+			    "GPU %d: this process's context and the driver's use take %s on the "
+			    "card, more than the cap (%s): every allocation on GPU %d is refused "
+			    "(vramctl run --count allocations caps only what the program "
+			    "allocates)",
+			    d->ordinal, vr_format_size_digits(own, dg, a, sizeof a),
+			    vr_format_size_digits(d->cap, dg, b, sizeof b), d->ordinal);
 		return;
 	}
 	if (card <= d->cap) {
@@ -136,13 +137,14 @@ static void say_over(struct vr_dev *d, uint64_t card, uint64_t overhead)
 		return;
 	}
 	if (!(atomic_fetch_or(&d->card.said, SAID_OVER) & SAID_OVER))
-		vr_log(VR_LOG_WARN,
-		       "GPU %d: the group holds %s on the card, over its cap (%s): contexts, modules "
-		       "and the driver's own use take %s of it; allocations are refused until it "
-		       "is back under the cap",
-		       d->ordinal, vr_format_size_digits(card, dg, a, sizeof a),
-		       vr_format_size_digits(d->cap, dg, b, sizeof b),
-		       vr_format_size_digits(overhead, dg, c, sizeof c));
+		vr_log(
+		    VR_LOG_WARN,
+		    "GPU %d: the group holds %s on the card, over its cap (%s): contexts, modules "
+		    "and the driver's own use take %s of it; allocations are refused until it "
+		    "is back under the cap",
+		    d->ordinal, vr_format_size_digits(card, dg, a, sizeof a),
+		    vr_format_size_digits(d->cap, dg, b, sizeof b),
+		    vr_format_size_digits(overhead, dg, c, sizeof c));
 }
 
 static const struct vr_nvml_proc *find(const struct vr_nvml_proc *l, unsigned n, pid_t pid)
@@ -153,12 +155,15 @@ static const struct vr_nvml_proc *find(const struct vr_nvml_proc *l, unsigned n,
 	return NULL;
 }
 
-/* This process's overhead from NVML's figure `used` (card.c's header). */
-static void own_overhead(struct vr_dev *d, uint64_t used, uint64_t t)
+/* This process's overhead from NVML's figure `used` (card.c's header).
+ * pending: bytes the books hold for a request the driver has not been
+ * asked for yet (the grant being checked): not on the card. */
+static void own_overhead(struct vr_dev *d, uint64_t used, uint64_t pending, uint64_t t)
 {
 	struct vr_card *c = &d->card;
 	uint64_t held = vr_books_held(d), oh = atomic_load(&c->overhead);
 	uint64_t booked = held > oh ? held - oh : 0;
+	booked = booked > pending ? booked - pending : 0;
 	if (booked != c->booked) {
 		c->booked = booked;
 		c->stable_ns = t;
@@ -171,10 +176,9 @@ static void own_overhead(struct vr_dev *d, uint64_t used, uint64_t t)
 		want = used > booked ? used - booked : 0;
 	else if (want < oh)
 		want = oh; /* never lowered on a figure that may be stale */
-	if (want != oh) {
+	if (want != oh)
 		vr_books_overhead(d, want);
-		vr_rec_overhead(d, want, booked + want);
-	}
+	vr_rec_overhead(d, want, booked + want); /* measured, even when 0 */
 }
 
 /* Other members' overhead: charged (into *charged) and not yet (returned). */
@@ -200,9 +204,10 @@ static uint64_t others(struct vr_dev *d, const struct vr_nvml_proc *l, unsigned 
 	return extra;
 }
 
-/* Takes the figures of d when they are older than max_age_ns. 1 taken
- * (or another thread is taking them), 0 NVML cannot tell yet. */
-static int refresh(struct vr_dev *d, uint64_t max_age_ns)
+/* Takes the figures of d when they are older than max_age_ns (pending:
+ * own_overhead). 1 taken (or another thread is taking them), 0 NVML
+ * cannot tell yet. */
+static int refresh(struct vr_dev *d, uint64_t max_age_ns, uint64_t pending)
 {
 	struct vr_card *c = &d->card;
 	uint64_t t = now_ns();
@@ -220,7 +225,8 @@ static int refresh(struct vr_dev *d, uint64_t max_age_ns)
 	if (up == NV_UNUSABLE) {
 		char why[96];
 		snprintf(why, sizeof why, "NVML: %s",
-		         rc == NVML_ERROR_UNINITIALIZED ? "not available" : "its process list failed");
+		         rc == NVML_ERROR_UNINITIALIZED ? "not available"
+		                                        : "its process list failed");
 		no_figures(d, why);
 	} else if (up == NV_READY) {
 		const struct vr_nvml_proc *me = find(l, n, my_host_pid());
@@ -228,7 +234,7 @@ static int refresh(struct vr_dev *d, uint64_t max_age_ns)
 			no_figures(d, "NVML gives no per-process figure");
 		} else if (me) {
 			c->absent_ns = 0;
-			own_overhead(d, me->used, t);
+			own_overhead(d, me->used, pending, t);
 		} else if (vr_books_held(d)) {
 			/* Not listed while holding memory: a new context NVML has
 			 * not caught up with, or a PID it cannot map (containers). */
@@ -256,12 +262,12 @@ static uint64_t card_figure(struct vr_dev *d, uint64_t *overhead)
 	return vr_books_in_use(d) + extra;
 }
 
-int vr_card_grant(struct vr_dev *d, uint64_t total)
+int vr_card_grant(struct vr_dev *d, uint64_t bytes, uint64_t total)
 {
 	uint64_t overhead = 0;
 	if (!vr_card_counts(d))
 		return 0;
-	refresh(d, CARD_FRESH_MS * MS);
+	refresh(d, CARD_FRESH_MS * MS, bytes);
 	uint64_t card = card_figure(d, &overhead);
 	set_watch(d, total > card ? total : card);
 	say_over(d, card, overhead);
@@ -271,7 +277,7 @@ int vr_card_grant(struct vr_dev *d, uint64_t total)
 int vr_card_before_refusal(struct vr_dev *d)
 {
 	uint64_t was = atomic_load(&d->card.overhead), overhead = 0;
-	if (!vr_card_counts(d) || !refresh(d, 0))
+	if (!vr_card_counts(d) || !refresh(d, 0, 0))
 		return 0;
 	say_over(d, card_figure(d, &overhead), overhead);
 	return atomic_load(&d->card.overhead) < was;
@@ -282,7 +288,7 @@ void vr_card_view(struct vr_dev *d, uint64_t *extra, uint64_t *overhead)
 	*extra = *overhead = 0;
 	if (!vr_card_counts(d))
 		return;
-	refresh(d, CARD_FRESH_MS * MS);
+	refresh(d, CARD_FRESH_MS * MS, 0);
 	card_figure(d, overhead);
 	*extra = atomic_load(&d->card.extra);
 }
@@ -290,7 +296,7 @@ void vr_card_view(struct vr_dev *d, uint64_t *extra, uint64_t *overhead)
 void vr_card_event(struct vr_dev *d)
 {
 	uint64_t overhead = 0;
-	if (!d || !vr_card_counts(d) || !refresh(d, 0))
+	if (!d || !vr_card_counts(d) || !refresh(d, 0, 0))
 		return;
 	uint64_t card = card_figure(d, &overhead);
 	set_watch(d, card);

@@ -34,10 +34,10 @@ uint64_t vr_card_margin(uint64_t cap);
 /* Once per device, after its cap is known (policy.c). */
 void vr_card_setup(struct vr_dev *d);
 
-/* A grant that took the books' total to `total`, past d's watch line:
- * 0 it stands, -1 the card's figure would pass the cap (the caller gives
- * the bytes back and refuses). */
-int vr_card_grant(struct vr_dev *d, uint64_t total);
+/* A grant of bytes that took the books' total to `total`, past d's watch
+ * line, before the driver is asked for it: 0 it stands, -1 the card's
+ * figure would pass the cap (the caller gives the bytes back and refuses). */
+int vr_card_grant(struct vr_dev *d, uint64_t bytes, uint64_t total);
 
 /* Before a refusal: the figures taken again; 1 when this process's
  * overhead went down (the request is worth trying once more). */

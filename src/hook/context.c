@@ -3,8 +3,8 @@
  * taken again at once: card.h), and their teardown. A context's creation
  * is not hooked (every program's start-up goes through it, through any
  * copy of the driver): what it holds is taken at the device's first
- * allocation or memory query, before anything is granted on it. Destroying a context (cuCtxDestroy), or the
- * primary context being reset (cuDevicePrimaryCtxReset, the path of
+ * allocation or memory query, before anything is granted on it. Destroying a context
+ * (cuCtxDestroy), or the primary context being reset (cuDevicePrimaryCtxReset, the path of
  * cudaDeviceReset) or released for the last time, frees the linear memory
  * and arrays it owns in the driver; the books give them back at that moment
  * (ptrmap.c records each one's context). Stream-ordered pools follow what
@@ -119,7 +119,8 @@ VR_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value)
 	CUresult rc;
 	CUdevice dev;
 	VR_OWN(rc = vr_real.cuCtxSetLimit(limit, value));
-	if (rc == CUDA_SUCCESS && vr_real.cuCtxGetDevice && vr_real.cuCtxGetDevice(&dev) == CUDA_SUCCESS)
+	if (rc == CUDA_SUCCESS && vr_real.cuCtxGetDevice &&
+	    vr_real.cuCtxGetDevice(&dev) == CUDA_SUCCESS)
 		card_changed(dev);
 	return rc;
 }

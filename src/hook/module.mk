@@ -48,7 +48,7 @@ $(O)/tests/hook/libinterposer.so: tests/hook/interposer.c
 	$(CC) $(BASE_CFLAGS) -O0 -shared -o $@ $< $(BASE_LDFLAGS)
 
 TESTS += $(HOOK_TESTS)
-TEST_SCRIPTS += tests/hook/exports.sh
+TEST_SCRIPTS += tests/hook/exports.sh tests/hook/card.sh
 
 # The one-line /etc/ld.so.preload that `vramctl cdi` mounts into containers,
 # beside the library (cdi.c checks its content).

@@ -250,7 +250,8 @@ static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t asked, u
 	if (asked != bytes) /* exact: a rounded size could read as a whole MiB */
 		snprintf(pages, sizeof pages, " (%llu bytes asked, in whole 2 MiB pages)",
 		         (unsigned long long)asked);
-	vr__log(VR_LOG_WARN, "denied %s%s on GPU %d: cap %s, %s in use%s (this process %s%s%s); %s%s",
+	vr__log(VR_LOG_WARN,
+	        "denied %s%s on GPU %d: cap %s, %s in use%s (this process %s%s%s); %s%s",
 	        vr_format_size_digits(bytes, dg, a, sizeof a), pages, d->ordinal,
 	        vr_format_size_digits(d->cap, dg, b, sizeof b),
 	        vr_format_size_digits(in_use, dg, c, sizeof c), ohs,
@@ -266,7 +267,7 @@ static void refused(struct vr_dev *d, uint64_t bytes, uint64_t asked, uint64_t i
 
 int vr__policy_card(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
 {
-	if (vr_card_grant(d, *in_use) == 0)
+	if (vr_card_grant(d, bytes, *in_use) == 0)
 		return 0;
 	vr_books_release(d, bytes);
 	uint64_t extra, overhead;

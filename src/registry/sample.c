@@ -203,17 +203,16 @@ int vr_member_uses(vr_member *m, int dev, struct vr_member_use *out, int n)
 	int got = 0;
 	for (uint32_t i = 0; i < hw && got < n; i++) {
 		struct vr_slot *s = vr_slot_at(h, i);
-		if (s == m->slot ||
-		    atomic_load_explicit((_Atomic uint32_t *)&s->state, memory_order_acquire) !=
-		        VR_SLOT_USED)
+		if (s == m->slot || atomic_load_explicit((_Atomic uint32_t *)&s->state,
+		                                         memory_order_acquire) != VR_SLOT_USED)
 			continue;
-		uint64_t inc = atomic_load_explicit((_Atomic uint64_t *)&s->incarnation,
-		                                    memory_order_acquire);
+		uint64_t inc =
+		    atomic_load_explicit((_Atomic uint64_t *)&s->incarnation, memory_order_acquire);
 		struct vr_member_use u = {
 		    .pid = atomic_load_explicit((_Atomic int32_t *)&s->nspid_outer,
 		                                memory_order_relaxed),
-		    .flags = atomic_load_explicit((_Atomic uint32_t *)&s->flags,
-		                                  memory_order_relaxed),
+		    .flags =
+		        atomic_load_explicit((_Atomic uint32_t *)&s->flags, memory_order_relaxed),
 		    .used = vr_slot_used(h, i, (uint32_t)dev),
 		    .overhead = atomic_load_explicit(
 		        (_Atomic uint64_t *)&vr_counts_at(h, i, (uint32_t)dev)->overhead,

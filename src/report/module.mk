@@ -52,11 +52,7 @@ fuzz-plot:
 		$(BUILD)/fuzz/corpus/
 	ASAN_OPTIONS=detect_leaks=0 $(BUILD)/fuzz/fuzz_plot -max_total_time=$(FUZZ_SECONDS) -timeout=20 -rss_limit_mb=1024 \
 		$(BUILD)/fuzz/corpus
-# Pending (issue #24): the report on the card end to end needs the library's
-# card.c, which calls vr_rec_overhead; until then it fails, so it is left
-# out of the suite here, by name. Enable it by emptying this list.
-REPORT_PENDING := tests/report/report_card.sh
-TEST_SCRIPTS += $(filter-out $(REPORT_PENDING),$(sort $(wildcard tests/report/*.sh)))
+TEST_SCRIPTS += $(sort $(wildcard tests/report/*.sh))
 
 # The overhead and the peak on the card (#24) from the library's record to
 # the report, without a driver: record.c linked in with stubs.

@@ -4,9 +4,13 @@
  * allocations succeeded) and then holds the memory until its stdin closes.
  * Tests synchronise on that line and on closing the pipe, never on time.
  * With -t first, it prints "total BYTES" (cuMemGetInfo_v2) before
- * allocating: what the program is told its device holds.
+ * allocating: what the program is told its device holds. An argument fPCT
+ * allocates PCT% of what cuMemGetInfo_v2 says is free at that moment (a
+ * framework sizing itself); sKIB sets the context's stack size per thread
+ * (cuCtxSetLimit: the card takes it for every resident thread), counted
+ * neither way in N.
  *
- *   holder [-t] MIB...
+ *   holder [-t] MIB|fPCT|sKIB...
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -30,6 +34,7 @@ int main(int argc, char **argv)
 	vr_pfn_cuMemAlloc_v2 alloc;
 	vr_pfn_cuMemFree_v2 mfree;
 	vr_pfn_cuMemGetInfo_v2 info;
+	vr_pfn_cuCtxSetLimit set_limit;
 	*(void **)&init = dlsym(h, "cuInit");
 	*(void **)&dev_get = dlsym(h, "cuDeviceGet");
 	*(void **)&retain = dlsym(h, "cuDevicePrimaryCtxRetain");
@@ -37,6 +42,7 @@ int main(int argc, char **argv)
 	*(void **)&alloc = dlsym(h, "cuMemAlloc_v2");
 	*(void **)&mfree = dlsym(h, "cuMemFree_v2");
 	*(void **)&info = dlsym(h, "cuMemGetInfo_v2");
+	*(void **)&set_limit = dlsym(h, "cuCtxSetLimit");
 	if (!init || !dev_get || !retain || !set || !alloc || !mfree || !info) {
 		printf("error: driver entry points missing\n");
 		return 1;
@@ -62,6 +68,19 @@ int main(int argc, char **argv)
 	int n = 0;
 	for (int i = first; i < argc && n < 64; i++) {
 		size_t bytes = (size_t)strtoull(argv[i], NULL, 10) << 20;
+		if (argv[i][0] == 's') {
+			if (!set_limit ||
+			    set_limit(CU_LIMIT_STACK_SIZE, (size_t)strtoull(argv[i] + 1, NULL, 10)
+			                                       << 10) != CUDA_SUCCESS)
+				printf("error: cuCtxSetLimit failed\n");
+			continue;
+		}
+		if (argv[i][0] == 'f') {
+			size_t free_b = 0, total_b = 0;
+			if (info(&free_b, &total_b) != CUDA_SUCCESS)
+				continue;
+			bytes = free_b / 100 * (size_t)strtoull(argv[i] + 1, NULL, 10);
+		}
 		if (alloc(&p[n], bytes) == CUDA_SUCCESS)
 			n++;
 	}

@@ -3,15 +3,11 @@
 # an overhead near 300 MiB per device and process, a peak on the card of at
 # least the peak of allocations plus that, and the peak of allocations kept
 # apart (exactly what was allocated); two processes' overheads are summed.
-#
-# Needs the library's side (src/hook/card.c calling vr_rec_overhead): until
-# it lands this test fails, so src/report/module.mk leaves it out of the
-# suite (REPORT_PENDING); run it by hand with
-#   tests/run --build build/gcc-release tests/report/report_card.sh
 . "$VR_SRC/tests/report/lib.bash"
 sim_only || { echo "skip: needs the simulator's device sizes"; exit 77; }
 need_cap
 export VRAMSIM_CONTEXT_BYTES=300M
+unset VRAMCTL_COUNT # the cap counts the card, as users run it
 MIB=1048576
 # The overhead is NVML's figure for the process less its blocks: the
 # context, and at most what the driver rounds each block up to (2 MiB pages).
