@@ -15,6 +15,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,9 +31,10 @@
 #define CARD_ABSENT_MS  2000 /* not listed this long while holding memory: NVML cannot tell */
 #define CARD_MARGIN_MIN ((uint64_t)256 << 20)
 #define CARD_OTHERS_MAX 1024
+#define CARD_WAIT_MS    1000 /* a new context: how long NVML may take to show it */
 
 /* d->card.said: what has been said. */
-enum { SAID_BIG = 1, SAID_OVER = 2, SAID_NO_FIGURES = 4 };
+enum { SAID_BIG = 1, SAID_OVER = 2, SAID_NO_FIGURES = 4, OFF = 8 };
 
 static pid_t host_pid; /* this process's PID as NVML lists it (0: not read yet) */
 
@@ -70,7 +72,7 @@ int vr_card_counts(const struct vr_dev *d)
 {
 	return !vr_g.count_allocations &&
 	       !(atomic_load_explicit(&((struct vr_dev *)d)->card.said, memory_order_relaxed) &
-	         SAID_NO_FIGURES);
+	         (SAID_NO_FIGURES | OFF));
 }
 
 /* The next watch line once the books hold `total`: half a margin higher,
@@ -88,6 +90,13 @@ void vr_card_setup(struct vr_dev *d)
 	if (vr_g.count_allocations) {
 		atomic_store(&d->card.watch, UINT64_MAX);
 		vr_books_counting(VR_SLOT_F_ALLOCATIONS);
+		return;
+	}
+	/* A cap of 0 fails closed (a cap that cannot be read): every
+	 * allocation is refused, nothing more; the card is not asked. */
+	if (d->cap == 0) {
+		atomic_fetch_or(&d->card.said, OFF);
+		atomic_store(&d->card.watch, UINT64_MAX);
 		return;
 	}
 	/* The first grant that reaches the books takes the figures (not here:
@@ -301,6 +310,84 @@ void vr_card_event(struct vr_dev *d)
 	uint64_t card = card_figure(d, &overhead);
 	set_watch(d, card);
 	say_over(d, card, overhead);
+}
+
+/* NVML's figure for this process on d, or 0 (not listed, not known). */
+static uint64_t listed_used(struct vr_dev *d)
+{
+	struct vr_nvml_proc *l = NULL;
+	unsigned n = 0;
+	nvmlReturn_t rc;
+	uint64_t used = 0;
+	if (vr_nvml_list(d->uuid_text, &l, &n, &rc) == NV_READY) {
+		const struct vr_nvml_proc *me = find(l, n, my_host_pid());
+		if (me && me->used != NVML_VALUE_NOT_AVAILABLE)
+			used = me->used;
+	}
+	free(l);
+	return used;
+}
+
+/* Can NVML list this process at all? Not from a PID namespace of its own
+ * whose /proc shows no outer PID (a container without the host's PIDs). */
+static int listable(void)
+{
+	struct vr_proc_status ps;
+	char link[64];
+	ssize_t k = readlink("/proc/self/ns/pid", link, sizeof link - 1);
+	if (k <= 0)
+		return 1;
+	link[k] = '\0';
+	if (!strcmp(link, "pid:[4026531836]")) /* PROC_PID_INIT_INO */
+		return 1;
+	return vr_proc_status(NULL, 0, &ps) == 0 && (ps.have & VR_PROC_NSPID) &&
+	       ps.nspid_outer != ps.nspid_inner;
+}
+
+uint64_t vr_card_listed(struct vr_dev *d)
+{
+	return d && vr_card_counts(d) && vr_dev_capped(d) ? listed_used(d) : 0;
+}
+
+int vr_card_context(struct vr_dev *d, uint64_t listed, uint64_t *was)
+{
+	char a[32], b[32], c[32];
+	uint64_t overhead = 0;
+	*was = d ? atomic_load(&d->card.overhead) : 0;
+	if (!d || !vr_card_counts(d) || !vr_dev_capped(d))
+		return 0;
+	/* NVML may show the new context late: wait for it, a bounded time. */
+	for (int i = 0; i < CARD_WAIT_MS / 10 && listable() && listed_used(d) <= listed; i++)
+		nanosleep(&(struct timespec){0, 10 * 1000000L}, NULL);
+	refresh(d, 0, 0);
+	uint64_t card = card_figure(d, &overhead), own = atomic_load(&d->card.overhead);
+	set_watch(d, card);
+	if (card <= d->cap || own <= *was)
+		return 0;
+	uint64_t cost = own - *was;
+	int dg = vr_size_digits((uint64_t[]){cost, card, d->cap}, 3, 1);
+	if (cost > d->cap)
+		vr_log(VR_LOG_ERROR,
+		       "GPU %d: a new CUDA context of this process takes %s on the card, more than "
+		       "the cap (%s): it is refused (CUDA_ERROR_OUT_OF_MEMORY; vramctl run --count "
+		       "allocations caps only what the program allocates)",
+		       d->ordinal, vr_format_size_digits(cost, dg, a, sizeof a),
+		       vr_format_size_digits(d->cap, dg, b, sizeof b));
+	else
+		vr_log(VR_LOG_ERROR,
+		       "GPU %d: a new CUDA context of this process takes %s on the card; with it "
+		       "the group would hold %s, over its cap (%s): it is refused "
+		       "(CUDA_ERROR_OUT_OF_MEMORY)",
+		       d->ordinal, vr_format_size_digits(cost, dg, a, sizeof a),
+		       vr_format_size_digits(card, dg, c, sizeof c),
+		       vr_format_size_digits(d->cap, dg, b, sizeof b));
+	return -1;
+}
+
+void vr_card_context_gone(struct vr_dev *d, uint64_t was)
+{
+	vr_books_overhead(d, was);
+	atomic_store(&d->card.seen_ns, 0); /* the next grant looks again */
 }
 
 static void card_atfork_child(void)

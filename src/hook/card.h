@@ -16,8 +16,10 @@
  *     refused;
  *   - far from it: when the books have grown by half the margin since the
  *     last look;
- *   - before a refusal, on a memory query, after a context is created or
- *     its limits change (cuCtxSetLimit).
+ *   - before a refusal, on a memory query, after its limits change
+ *     (cuCtxSetLimit);
+ *   - when a context is created: a context that would take the group past
+ *     its cap is refused (CUDA_ERROR_OUT_OF_MEMORY) and said.
  * Where NVML cannot tell this process's use (no NVML, no per-process
  * figure, the process not listed while it holds memory), one line says so
  * and the cap counts allocations only, as with VRAMCTL_COUNT=allocations.
@@ -49,8 +51,22 @@ int vr_card_before_refusal(struct vr_dev *d);
  * group's overhead (charged and not) into *overhead. */
 void vr_card_view(struct vr_dev *d, uint64_t *extra, uint64_t *overhead);
 
-/* After a context is created or its limits changed on d. */
+/* After a context's limits changed on d. */
 void vr_card_event(struct vr_dev *d);
+
+/*
+ * A new context of d (context.c). vr_card_listed, before the driver is
+ * asked: NVML's figure for this process on d now (0: not listed, or the
+ * card not counted). vr_card_context, once the driver made it: its cost
+ * is taken (waiting, at most CARD_WAIT_MS, for NVML to show more than
+ * `listed`: NVML may lag the card) and charged; 0 it stands, -1 the
+ * group's use on the card would pass the cap with it (said): the caller
+ * destroys it, calls vr_card_context_gone with *was, and returns
+ * CUDA_ERROR_OUT_OF_MEMORY.
+ */
+uint64_t vr_card_listed(struct vr_dev *d);
+int vr_card_context(struct vr_dev *d, uint64_t listed, uint64_t *was);
+void vr_card_context_gone(struct vr_dev *d, uint64_t was);
 
 /* Does d's cap count the card (1) or allocations only (0)? */
 int vr_card_counts(const struct vr_dev *d);

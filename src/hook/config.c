@@ -208,6 +208,14 @@ static void read_cap(void)
 /* Under a cap that can be read: the registry directory, then spill. */
 static void check_under_cap(void)
 {
+	/* What the cap counts: anything but "allocations" keeps the stricter
+	 * meaning, the card's (a word that cannot be read is said). */
+	if (!strcmp(count_text, "allocations"))
+		vr_g.count_allocations = 1;
+	else if (count_text[0] && strcmp(count_text, "card") != 0 && vr_g.active)
+		config_error("%s=%s: expected card or allocations; the cap counts what the card "
+		             "holds (card)",
+		             VR_ENV_COUNT, count_text);
 	if (!vr_g.active || vr_g.limit_bad)
 		return;
 	/* A relative registry directory would split one group by working
@@ -221,14 +229,6 @@ static void check_under_cap(void)
 		             VR_ENV_REGISTRY_DIR, vr_g.registry_dir);
 		return;
 	}
-	/* What the cap counts: anything but "allocations" keeps the stricter
-	 * meaning, the card's (a word that cannot be read is said). */
-	if (!strcmp(count_text, "allocations"))
-		vr_g.count_allocations = 1;
-	else if (count_text[0] && strcmp(count_text, "card") != 0)
-		config_error("%s=%s: expected card or allocations; the cap counts what the card "
-		             "holds (card)",
-		             VR_ENV_COUNT, count_text);
 	/* Spill is an addition to a cap: a bad budget is said once and means no
 	 * spill (the cap itself stays). */
 	if (spill_text[0]) {

@@ -1,9 +1,7 @@
 /*
- * context.c - contexts: their limits (what the card holds for them is
- * taken again at once: card.h), and their teardown. A context's creation
- * is not hooked (every program's start-up goes through it, through any
- * copy of the driver): what it holds is taken at the device's first
- * allocation or memory query, before anything is granted on it. Destroying a context
+ * context.c - contexts: their creation and limits (what the card holds for
+ * them is taken at once, and a new context that would take the group past
+ * its cap on the card is refused: card.h), and their teardown. Destroying a context
  * (cuCtxDestroy), or the primary context being reset (cuDevicePrimaryCtxReset, the path of
  * cudaDeviceReset) or released for the last time, frees the linear memory
  * and arrays it owns in the driver; the books give them back at that moment
@@ -16,7 +14,10 @@
  * (docs/fail-closed.md, "Context teardown").
  */
 #define VR_CUDA_PROTOTYPES
+#include <dlfcn.h>
+
 #include "hook/card.h"
+#include "hook/dlreal.h"
 #include "hook/devices.h"
 #include "hook/policy.h"
 #include "hook/ptrmap.h"
@@ -102,13 +103,139 @@ VR_PRIMARY_TEARDOWN(cuDevicePrimaryCtxRelease_v2, !primary_active(dev))
 /* ---- creation and limits: what the card holds for the process changes */
 
 /* The card's figures of device handle dev taken again after a context of
- * it was made or changed (card.h). */
+ * it changed (card.h). */
 static void card_changed(CUdevice dev)
 {
 	struct vr_dev *d;
 	if (vr_dev_for_handle(dev, &d) == CUDA_SUCCESS)
 		vr_card_event(d);
 }
+
+/* A context about to be made on dev: its device, and NVML's figure for
+ * this process before (card.h). */
+struct made {
+	struct vr_dev *d;
+	uint64_t listed, was;
+};
+
+static void before_made(CUdevice dev, struct made *m)
+{
+	m->d = NULL;
+	m->listed = m->was = 0;
+	if (vr_g.count_allocations || vr_dev_for_handle(dev, &m->d) != CUDA_SUCCESS) {
+		m->d = NULL;
+		return;
+	}
+	m->listed = vr_card_listed(m->d);
+}
+
+/* 1 when the new context would take the group past its cap on the card:
+ * the caller destroys it, then calls made_undone. */
+static int refused_made(struct made *m)
+{
+	return m->d && vr_card_context(m->d, m->listed, &m->was) != 0;
+}
+
+static CUresult made_undone(struct made *m, CUcontext *pctx)
+{
+	vr_card_context_gone(m->d, m->was);
+	if (pctx)
+		*pctx = NULL;
+	return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+/* The program's own driver's entry point `name` (the libcuda.so.1 it
+ * loaded first), or NULL. */
+static void *own_entry(const char *name)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	void *p = h ? vr_dlsym_real(h, name) : NULL;
+	if (h)
+		dlclose(h);
+	return p;
+}
+
+/*
+ * A context is not memory the cap refuses by itself: where vramctl's
+ * driver is not the program's (VRAMCTL_DRIVER names a copy the program did
+ * not start, or cannot be loaded), the program's own entry point makes it,
+ * so that its start-up still works; what it allocates is refused all the
+ * same (fail closed: devices.c, real.c say why).
+ */
+#define OWN_ENTRY(rc, name, args)                                                                  \
+	do {                                                                                       \
+		__typeof__(vr_real.name) own_;                                                     \
+		*(void **)&own_ = own_entry(#name);                                                \
+		(rc) = own_ && own_ != vr_real.name ? own_ args : (rc);                            \
+	} while (0)
+#define OTHER_COPY(rc, name, args)                                                                 \
+	do {                                                                                       \
+		if ((rc) == CUDA_ERROR_NOT_INITIALIZED && vr_g.driver_path[0])                     \
+			OWN_ENTRY(rc, name, args);                                                 \
+	} while (0)
+/* VR_PASS, but a driver that cannot be loaded hands the call to the
+ * program's own entry point. */
+#define VR_PASS_MADE(name, args)                                                                   \
+	int vr__act = vr_enter();                                                                  \
+	if (VR_UNLIKELY(vr__act < 0 || !vr_real.name)) {                                           \
+		CUresult rc_ = CUDA_ERROR_NOT_INITIALIZED;                                         \
+		OWN_ENTRY(rc_, name, args);                                                        \
+		return rc_;                                                                        \
+	}                                                                                          \
+	if (!vr__act)                                                                              \
+	return vr_real.name args
+
+/* The primary context: made by the first retain only (the runtime's
+ * start-up: cudart, so PyTorch, TensorFlow, JAX). */
+VR_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+	VR_PASS_MADE(cuDevicePrimaryCtxRetain, (pctx, dev));
+	unsigned flags;
+	int active = 1;
+	struct made m = {0};
+	CUresult rc;
+	if (vr_real.cuDevicePrimaryCtxGetState)
+		VR_OWN(if (vr_real.cuDevicePrimaryCtxGetState(dev, &flags, &active) != CUDA_SUCCESS)
+		           active = 1);
+	if (!active)
+		before_made(dev, &m);
+	VR_OWN(rc = vr_real.cuDevicePrimaryCtxRetain(pctx, dev));
+	OTHER_COPY(rc, cuDevicePrimaryCtxRetain, (pctx, dev));
+	if (rc == CUDA_SUCCESS && refused_made(&m)) {
+		if (vr_real.cuDevicePrimaryCtxRelease_v2)
+			VR_OWN(vr_real.cuDevicePrimaryCtxRelease_v2(dev));
+		return made_undone(&m, pctx);
+	}
+	return rc;
+}
+
+/* cuCtxCreate's forms: a new context each time. */
+#define VR_CTX_CREATE(name, params, args)                                                          \
+	VR_EXPORT CUresult name params                                                             \
+	{                                                                                          \
+		VR_PASS_MADE(name, args);                                                          \
+		struct made m;                                                                     \
+		CUresult rc;                                                                       \
+		before_made(dev, &m);                                                              \
+		VR_OWN(rc = vr_real.name args);                                                    \
+		OTHER_COPY(rc, name, args);                                                        \
+		if (rc == CUDA_SUCCESS && refused_made(&m)) {                                      \
+			if (vr_real.cuCtxDestroy_v2)                                               \
+				VR_OWN(vr_real.cuCtxDestroy_v2(*pctx));                            \
+			return made_undone(&m, pctx);                                              \
+		}                                                                                  \
+		return rc;                                                                         \
+	}
+VR_CTX_CREATE(cuCtxCreate, (CUcontext * pctx, unsigned int flags, CUdevice dev), (pctx, flags, dev))
+VR_CTX_CREATE(cuCtxCreate_v2, (CUcontext * pctx, unsigned int flags, CUdevice dev),
+              (pctx, flags, dev))
+VR_CTX_CREATE(cuCtxCreate_v3,
+              (CUcontext * pctx, CUexecAffinityParam *paramsArray, int numParams,
+               unsigned int flags, CUdevice dev),
+              (pctx, paramsArray, numParams, flags, dev))
+VR_CTX_CREATE(cuCtxCreate_v4,
+              (CUcontext * pctx, CUctxCreateParams *params, unsigned int flags, CUdevice dev),
+              (pctx, params, flags, dev))
 
 /* A larger stack, heap or printf FIFO takes more of the card at once
  * (CU_LIMIT_STACK_SIZE is per resident thread): counted, and a group it

@@ -37,17 +37,26 @@ PY
 # 1. The issue's example: two processes in one group under 1 GiB, each
 # taking 90% of what it is told is free. The first sizes itself around its
 # own context (it is told the cap less its context); the second's context
-# alone does not fit in what is left: it is told nothing is free, and its
-# allocations are refused (contexts themselves are not refused: README,
-# "What is counted").
+# does not fit in what is left: it is refused (said), so the card never
+# holds more than the cap for the group (one 2 MiB page per process aside).
 start_holder a VRAMCTL_LIMIT=1G VRAMCTL_GROUP=g1 LD_PRELOAD="$LIB" -- f90
 na=$(nvml_of "$HPID_a")
-[ "$na" -ge $((300 * MIB)) ] || fail "example: NVML does not list the first context ($na)"
-[ "$na" -le $((1024 * MIB + PAGE)) ] || fail "example: the first process holds $na on the card"
-start_holder b VRAMCTL_LIMIT=1G VRAMCTL_GROUP=g1 LD_PRELOAD="$LIB" -- f90 1
-nb=$(nvml_of "$HPID_b")
-[ "$nb" -le $((300 * MIB + PAGE)) ] ||
-	fail "example: the second process got blocks past the cap ($nb on the card)"
+[ "$na" -ge $((900 * MIB)) ] && [ "$na" -le $((1024 * MIB + PAGE)) ] ||
+	fail "example: the first process holds $na on the card"
+VRAMCTL_LIMIT=1G VRAMCTL_GROUP=g1 LD_PRELOAD="$LIB" "$HOLDER" f90 </dev/null >out 2>err
+expect_grep "error: cannot start on GPU 0" out "example: the second context is refused"
+expect_eq 1 "$(grep -c "a new CUDA context of this process takes 300 MiB on the card; with it the group would hold" err)" \
+	"example: the refusal is said once"
+na=$(nvml_of "$HPID_a")
+[ "$na" -le $((1024 * MIB + PAGE)) ] || fail "example: the group holds $na after the refusal"
+stop_holder a
+# The same with a group that has room: both fit, together under the cap.
+start_holder a VRAMCTL_LIMIT=1G VRAMCTL_GROUP=g1b LD_PRELOAD="$LIB" -- f40
+start_holder b VRAMCTL_LIMIT=1G VRAMCTL_GROUP=g1b LD_PRELOAD="$LIB" -- f90
+na=$(nvml_of "$HPID_a") nb=$(nvml_of "$HPID_b")
+[ "$nb" -ge $((300 * MIB)) ] || fail "room: the second context is not on the card ($nb)"
+[ $((na + nb)) -le $((1024 * MIB + 2 * PAGE)) ] ||
+	fail "room: the card holds $((na + nb)) bytes for a 1 GiB group"
 stop_holder a
 stop_holder b
 
@@ -63,10 +72,11 @@ expect_grep "denied 1 MiB on GPU 0: cap 1 GiB, 1.3 GiB in use on the card" err \
 	"stack growth: the denial counts the card"
 # What the status shows for it is the monitor's (tests/monitor).
 
-# 3. A context larger than the cap: one line, every allocation refused.
+# 3. A context larger than the cap: refused, one line.
 VRAMCTL_LIMIT=256M LD_PRELOAD="$LIB" "$HOLDER" 16 32 </dev/null >out 2>err
-expect_grep "ready 0 " out "a context larger than the cap: nothing granted"
-expect_eq 1 "$(grep -c "more than the cap" err)" "a context larger than the cap: said once"
+expect_grep "error: cannot start on GPU 0" out "a context larger than the cap is refused"
+expect_eq 1 "$(grep -c "more than the cap (256 MiB): it is refused" err)" \
+	"a context larger than the cap: said once"
 
 # 4. The old meaning, asked for: the context is not counted.
 VRAMCTL_COUNT=allocations VRAMCTL_LIMIT=256M LD_PRELOAD="$LIB" "$HOLDER" 16 32 </dev/null >out 2>err
@@ -78,6 +88,19 @@ VRAMSIM_NVML_UNKNOWN_USAGE=1 VRAMCTL_LIMIT=256M LD_PRELOAD="$LIB" "$HOLDER" 16 3
 expect_grep "ready 2 " out "no per-process figures: allocations only"
 expect_eq 1 "$(grep -c "does not tell this process's use of the card" err)" \
 	"no per-process figures: said once"
+
+# 6. NVML's figures lag (300 ms): the example still holds (a new context
+# is waited for, at most a second, before it is counted).
+export VRAMSIM_NVML_LAG_MS=300
+start_holder la VRAMCTL_LIMIT=1G VRAMCTL_GROUP=g3 LD_PRELOAD="$LIB" -- f90
+VRAMCTL_LIMIT=1G VRAMCTL_GROUP=g3 LD_PRELOAD="$LIB" "$HOLDER" f90 </dev/null >out 2>err
+expect_grep "error: cannot start on GPU 0" out "lag: the second context is refused"
+sleep 0.4 # NVML's figures catch up with the card
+na=$(nvml_of "$HPID_la")
+[ "$na" -ge $((900 * MIB)) ] && [ "$na" -le $((1024 * MIB + PAGE)) ] ||
+	fail "lag: the first process holds $na on the card"
+stop_holder la
+unset VRAMSIM_NVML_LAG_MS
 
 # 7. Kills leave no drift: a member killed, the next one gets what the
 # card can give again.
