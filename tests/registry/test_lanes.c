@@ -182,7 +182,7 @@ static void test_edge(vr_member *m)
 
 #define MAX_BLOCKS 4096
 static vr_member *shared;
-static pthread_barrier_t refused, freed;
+static pthread_barrier_t refused, checked, freed;
 static _Atomic uint64_t handed;
 static _Atomic int over;
 
@@ -204,6 +204,7 @@ static void *taker(void *arg)
 			_exit(5);
 	}
 	pthread_barrier_wait(&refused);
+	pthread_barrier_wait(&checked); /* the main thread has looked */
 	while (n > 0)
 		vr_release(shared, 0, held[--n]);
 	free(held);
@@ -216,6 +217,7 @@ static void test_threads(vr_member *m)
 	shared = m;
 	pthread_t t[THREADS];
 	ASSERT_EQ(pthread_barrier_init(&refused, NULL, THREADS + 1), 0);
+	ASSERT_EQ(pthread_barrier_init(&checked, NULL, THREADS + 1), 0);
 	ASSERT_EQ(pthread_barrier_init(&freed, NULL, THREADS + 1), 0);
 	for (int i = 0; i < THREADS; i++)
 		ASSERT_EQ(pthread_create(&t[i], NULL, taker, (void *)(uintptr_t)i), 0);
@@ -225,6 +227,7 @@ static void test_threads(vr_member *m)
 	uint64_t bound = VR_LANES * (vr_lane_reach(CAP) + vr_lane_quantum(CAP)) + 4 * MiB;
 	ASSERT_UGE(atomic_load(&handed), CAP - bound);
 	ASSERT_UEQ(vr_mine(m, 0), atomic_load(&handed));
+	pthread_barrier_wait(&checked);
 	pthread_barrier_wait(&freed);
 	for (int i = 0; i < THREADS; i++)
 		pthread_join(t[i], NULL);
