@@ -35,7 +35,7 @@
  *     a quantum per lane: a 1,024th and a 65,536th of the cap, 33 MiB at
  *     most; 8 lanes a process, so under 0.8 % of the cap a process) is not
  *     taken from them: such a request may be refused that much early
- *     (README, "What is counted").
+ *     (docs/usage.md, "What is counted").
  *   - Small caps (under 256 MiB) have no lanes: the books are exact there.
  */
 #include <errno.h>
