@@ -21,6 +21,7 @@
 #define SIZE  4096
 
 static CUcontext ctx;
+static size_t block_size = SIZE; /* bytes of each pair's block */
 
 static double now(void)
 {
@@ -29,11 +30,12 @@ static double now(void)
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-/* One cuMemAlloc_v2 + cuMemFree_v2 pair; a failure ends the benchmark. */
+/* One cuMemAlloc_v2 + cuMemFree_v2 pair of block_size bytes; a failure
+ * ends the benchmark. */
 static inline void pair(void)
 {
 	CUdeviceptr p;
-	if (cuMemAlloc_v2(&p, SIZE) != CUDA_SUCCESS || cuMemFree_v2(p) != CUDA_SUCCESS) {
+	if (cuMemAlloc_v2(&p, block_size) != CUDA_SUCCESS || cuMemFree_v2(p) != CUDA_SUCCESS) {
 		fprintf(stderr, "alloc bench: driver call failed\n");
 		exit(1);
 	}

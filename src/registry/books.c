@@ -72,6 +72,7 @@ static void priv_learn(vr_member *m, uint32_t d)
 	p->cap = m->hdr->dev[d].cap;
 	p->key = vr_dev_key_of(p->cap, p->uuid);
 	p->quantum = vr_lane_quantum(p->cap);
+	p->reach = vr_lane_reach(p->cap);
 	p->known = 1;
 }
 
@@ -145,6 +146,7 @@ static int priv_device(vr_member *m, const unsigned char uuid[VR_UUID_LEN], uint
 	p->cap = cap_if_new;
 	p->key = vr_dev_key_of(p->cap, p->uuid);
 	p->quantum = vr_lane_quantum(p->cap);
+	p->reach = vr_lane_reach(p->cap);
 	p->known = 1;
 	if (cap)
 		*cap = cap_if_new;

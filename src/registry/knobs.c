@@ -13,6 +13,7 @@ _Atomic long vr_stop_in_lock_countdown;
 uint64_t vr_lock_bound_ns = 5000000000ull; /* 5 s */
 
 uint64_t vr_test_lane_quantum;
+uint64_t vr_test_lane_reach;
 
 void vr_read_test_env(void)
 {
@@ -25,6 +26,9 @@ void vr_read_test_env(void)
 	s = getenv("VRAMCTL_TEST_LANE_QUANTUM");
 	if (s && *s)
 		vr_test_lane_quantum = strtoull(s, NULL, 10);
+	s = getenv("VRAMCTL_TEST_LANE_REACH");
+	if (s && *s)
+		vr_test_lane_reach = strtoull(s, NULL, 10);
 	s = getenv("VRAMCTL_TEST_LOCK_BOUND_MS");
 	if (s && *s) {
 		long n = strtol(s, NULL, 10);

@@ -17,7 +17,10 @@ extern _Atomic long vr_stop_in_lock_countdown;
 extern uint64_t vr_lock_bound_ns;
 /* Test-only: every device's lane quantum (VRAMCTL_TEST_LANE_QUANTUM), 0: by the cap. */
 extern uint64_t vr_test_lane_quantum;
-/* Reads the three from the environment (at the first join). */
+/* Test-only: the largest block every device's lanes serve
+ * (VRAMCTL_TEST_LANE_REACH, at least the quantum), 0: by the cap. */
+extern uint64_t vr_test_lane_reach;
+/* Reads the four from the environment (at the first join). */
 void vr_read_test_env(void);
 
 /*

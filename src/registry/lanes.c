@@ -6,11 +6,21 @@
  * are small and come and go in the same thread, so each thread of the
  * process's member keeps a lane: bytes reserved in the books (counted in
  * the member's slot word and the group's total) but not handed out yet.
- * A small request is served from the thread's lane with two plain stores
- * into a cache line no other thread writes; a small release goes back into
- * it. Only when the lane runs dry does the thread reserve a quantum more
- * from the books, and only when it holds more than two quanta does it give
- * the excess back (docs/architecture.md, "Lanes").
+ * A request up to the lane's reach is served from the thread's lane with
+ * two plain stores into a cache line no other thread writes; a release up
+ * to the reach goes back into it. Only when the lane runs short does the
+ * thread reserve from the books what the request needs plus a quantum,
+ * and only when it holds more than its reach plus a quantum does it give
+ * the excess back, down to a quantum (docs/architecture.md, "Lanes").
+ *
+ * The quantum (member.h, vr_lane_quantum) is a 65,536th of the cap, at
+ * most 1 MiB; the reach (vr_lane_reach) is a 1,024th of the cap in whole
+ * 2 MiB pages, at most 32 MiB, never less than the quantum: so the card's
+ * pages and their small multiples, the blocks real programs take (the
+ * driver hands out whole 2 MiB pages above 1 MiB, frameworks take 2 MiB
+ * and 20 MiB segments), go through the lane as 4 KiB blocks do. A thread
+ * that allocates and frees blocks of one size up to the reach goes to the
+ * books once; blocks past the reach always do (bench/README.md).
  *
  * What it keeps true:
  *   - The cap is never passed: spare is reserved before it is handed out.
@@ -21,9 +31,11 @@
  *   - What readers show as held is the slot word less its lanes' spare
  *     (vr_slot_used); each lane's word is published by its thread.
  *   - A request that finds no room asks the books exactly, after giving
- *     back its own lane's spare. Other threads' spare (at most two quanta
- *     per lane, a 32,768th of the cap each) is not taken from them: such a
- *     request may be refused that much early (README, "What is counted").
+ *     back its own lane's spare. Other threads' spare (at most a reach and
+ *     a quantum per lane: a 1,024th and a 65,536th of the cap, 33 MiB at
+ *     most; 8 lanes a process, so under 0.8 % of the cap a process) is not
+ *     taken from them: such a request may be refused that much early
+ *     (docs/usage.md, "What is counted").
  *   - Small caps (under 256 MiB) have no lanes: the books are exact there.
  */
 #include <errno.h>
@@ -49,10 +61,10 @@ struct lane {
 	uint64_t spare;
 	int dev; /* the device spare is held on, -1: none */
 	int idx;
-	/* Of device dev (set by point()): its quantum (0: none), the lane's
-	 * word in the slot and the device's number in it, and where the
-	 * peaks are raised from. */
-	uint64_t q;
+	/* Of device dev (set by point()): its quantum (0: none) and reach,
+	 * the lane's word in the slot and the device's number in it, and
+	 * where the peaks are raised from. */
+	uint64_t q, reach;
 	uint64_t tag;
 	_Atomic uint64_t *word;
 	_Atomic uint64_t *held, *total;
@@ -71,6 +83,7 @@ static void point(vr_member *m, struct lane *l, int dev)
 	l->dev = dev;
 	l->word = (_Atomic uint64_t *)&m->slot->lanes[l->idx].word;
 	l->q = dev >= 0 ? m->priv[dev].quantum : 0;
+	l->reach = dev >= 0 ? m->priv[dev].reach : 0;
 	l->tag = dev >= 0 ? (uint64_t)(dev + 1) << VR_LANE_DEV_SHIFT : 0;
 	if (dev < 0)
 		return;
@@ -103,6 +116,7 @@ static void lane_exit(void *arg)
 	}
 	me.gen = 0;
 	me.q = 0;
+	me.reach = 0;
 	atomic_fetch_sub(&exiting, 1);
 }
 
@@ -164,11 +178,12 @@ static inline void lane_peaks(const struct lane *l)
 static int reserve_slow(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use, enum vr_take how)
 {
 	struct lane *l = &me;
-	uint64_t q = dev >= 0 && dev < VR_MAX_DEVICES ? m->priv[dev].quantum : 0;
+	int known = dev >= 0 && dev < VR_MAX_DEVICES;
+	uint64_t q = known ? m->priv[dev].quantum : 0, reach = known ? m->priv[dev].reach : 0;
 	int mine = m->lane_gen && (l->gen == m->lane_gen || lane_take(m, l));
 	if (!mine || vr_is_detached(m))
 		return vr_reg_take(m, dev, bytes, 0, in_use, how);
-	if (bytes > q) {
+	if (bytes > reach) {
 		/* Too big for a lane: exactly, and before a refusal, with this
 		 * thread's spare given back. */
 		int r = l->spare ? vr_reg_take(m, dev, bytes, 0, in_use, VR_TAKE_TRY) : -ENOSPC;
@@ -223,7 +238,7 @@ static void release_slow(vr_member *m, int dev, uint64_t bytes)
 	struct lane *l = &me;
 	int mine = m->lane_gen && (l->gen == m->lane_gen || lane_take(m, l));
 	if (mine && !vr_is_detached(m) && dev >= 0 && dev < VR_MAX_DEVICES && l->spare == 0 &&
-	    bytes - 1 < m->priv[dev].quantum) {
+	    bytes - 1 < m->priv[dev].reach) {
 		point(m, l, dev);
 		l->spare = bytes;
 		publish(l);
@@ -232,7 +247,8 @@ static void release_slow(vr_member *m, int dev, uint64_t bytes)
 	vr_reg_give(m, dev, bytes);
 }
 
-/* The lane holds more than two quanta: the excess goes back to the books. */
+/* The lane holds more than its reach and a quantum: all but a quantum goes
+ * back to the books. */
 static void give_excess(vr_member *m, struct lane *l)
 {
 	uint64_t excess = l->spare - l->q;
@@ -244,12 +260,12 @@ static void give_excess(vr_member *m, struct lane *l)
 void vr_release(vr_member *m, int dev, uint64_t bytes)
 {
 	struct lane *l = &me;
-	/* bytes - 1 < q: 0 < bytes <= q, and q != 0 only while the lane is
-	 * this member's, pointed at a device. */
-	if (VR_LIKELY(m && l->gen == m->lane_gen && l->dev == dev && bytes - 1 < l->q &&
+	/* bytes - 1 < reach: 0 < bytes <= reach, and reach != 0 only while
+	 * the lane is this member's, pointed at a device. */
+	if (VR_LIKELY(m && l->gen == m->lane_gen && l->dev == dev && bytes - 1 < l->reach &&
 	              !vr_is_detached(m))) {
 		l->spare += bytes;
-		if (VR_UNLIKELY(l->spare > 2 * l->q))
+		if (VR_UNLIKELY(l->spare > l->reach + l->q))
 			give_excess(m, l);
 		else
 			publish(l);

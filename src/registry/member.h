@@ -50,6 +50,7 @@ struct vr_priv_dev {
 	uint64_t key;          /* vr_dev_key_of(cap, uuid): the total word's check */
 	_Atomic uint64_t mine; /* what this process holds on the device */
 	uint64_t quantum;      /* a lane's spare on it (lanes.c), 0: no lanes */
+	uint64_t reach;        /* the largest block a lane serves on it */
 	uint64_t overhead;     /* charged for this process's overhead (vr_overhead_set) */
 	int known;
 };
@@ -212,14 +213,39 @@ static inline uint64_t vr_slot_used(struct vr_hdr *h, uint32_t i, uint32_t d)
 	uint64_t held = vr_slot_held(h, i, d);
 	return held - vr_lanes_spare(vr_slot_at(h, i), d, held);
 }
-/* The spare a lane may keep on a device of cap bytes: a 65,536th of the
- * cap, at most 1 MiB; none below 4 KiB (small caps stay exact). */
+/* The spare a lane refills to and keeps on a device of cap bytes (its
+ * quantum): a 65,536th of the cap, at most 1 MiB; none below 4 KiB (caps
+ * under 256 MiB have no lanes: their books stay exact). */
 static inline uint64_t vr_lane_quantum(uint64_t cap)
 {
 	if (vr_test_lane_quantum)
 		return vr_test_lane_quantum;
 	uint64_t q = cap >> 16;
 	return q > (1u << 20) ? (1u << 20) : q < 4096 ? 0 : q;
+}
+
+/* The largest block a lane serves on a device of cap bytes (its reach), so
+ * that the card's 2 MiB pages and their small multiples, the blocks real
+ * programs take, cost what small ones do: a 1,024th of the cap in whole
+ * 2 MiB pages, at most VR_LANE_REACH_MAX (2 MiB from 2 GiB caps, 8 MiB from
+ * 8 GiB, 32 MiB from 32 GiB), never less than the quantum; the quantum
+ * itself where there are no lanes or VRAMCTL_TEST_LANE_QUANTUM sets it
+ * (VRAMCTL_TEST_LANE_REACH sets it for the tests). A lane keeps at most
+ * its reach plus its quantum spare (lanes.c). */
+#define VR_LANE_PAGE      (2ull << 20)
+#define VR_LANE_REACH_MAX (32ull << 20)
+static inline uint64_t vr_lane_reach(uint64_t cap)
+{
+	uint64_t q = vr_lane_quantum(cap);
+	if (!q)
+		return 0;
+	if (vr_test_lane_reach)
+		return vr_test_lane_reach > q ? vr_test_lane_reach : q;
+	if (vr_test_lane_quantum)
+		return q;
+	uint64_t r = (cap >> 10) & ~(VR_LANE_PAGE - 1);
+	r = r > VR_LANE_REACH_MAX ? VR_LANE_REACH_MAX : r;
+	return r > q ? r : q;
 }
 
 /* Fields that vr_reclaim_dead reads without the lock (slots_hw, a slot's

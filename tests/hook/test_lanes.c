@@ -8,6 +8,11 @@
  *           it gets exactly cap / size of them (its own spare goes back to
  *           the books before a refusal), the driver's free memory as the
  *           program sees it is 0, and all of it comes back.
+ *   pages   one thread fills a cap of 4 GiB + 3 MiB + 4 KiB (a lane's reach
+ *           of 4 MiB: registry/member.h, vr_lane_reach) with 2 MiB, then
+ *           4 MiB blocks, served from its lane: exactly cap / size of them,
+ *           free memory as the program sees it is what is left, all of it
+ *           comes back.
  *   threads eight threads hold small blocks at once: what the books count
  *           is what the program holds plus at most two quanta a thread;
  *           `vramctl status` shows exactly what the program holds; once
@@ -60,6 +65,34 @@ static int child_exact(void)
 		 * before a request that needs them is refused. */
 		ASSERT_UGE(ht_free(), SMALL_CAP - 2 * (SMALL_CAP >> 16));
 		whole_cap(SMALL_CAP);
+		free(p);
+	}
+	return 0;
+}
+
+#define PAGES_CAP (4 * GiB + 3 * MiB + 4096)
+
+static int child_pages(void)
+{
+	ht_ctx();
+	static const uint64_t sizes[] = {2 * MiB, 4 * MiB};
+	for (unsigned k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+		uint64_t sz = sizes[k], n = 0, want = PAGES_CAP / sz;
+		CUdeviceptr *p = malloc(sizeof(*p) * (want + 1));
+		ASSERT(p != NULL);
+		CUresult rc;
+		while ((rc = cuMemAlloc_v2(&p[n], sz)) == CUDA_SUCCESS) {
+			n++;
+			ASSERT_ULE(n, want);
+		}
+		ASSERT_CU(rc, CUDA_ERROR_OUT_OF_MEMORY);
+		ASSERT_UEQ(n, want);
+		ASSERT_UEQ(ht_free(), PAGES_CAP - want * sz);
+		for (uint64_t i = 0; i < n; i++)
+			ASSERT_CU(cuMemFree_v2(p[i]), CUDA_SUCCESS);
+		/* This thread may keep up to its reach and a quantum spare. */
+		ASSERT_UGE(ht_free(), PAGES_CAP - 4 * MiB - (PAGES_CAP >> 16));
+		whole_cap(PAGES_CAP);
 		free(p);
 	}
 	return 0;
@@ -206,6 +239,7 @@ int main(int argc, char **argv)
 {
 	if (argc > 1)
 		return strcmp(argv[1], "exact") == 0     ? child_exact()
+		       : strcmp(argv[1], "pages") == 0   ? child_pages()
 		       : strcmp(argv[1], "threads") == 0 ? child_threads()
 		       : strcmp(argv[1], "cross") == 0   ? child_cross()
 		                                         : 2;
@@ -217,6 +251,11 @@ int main(int argc, char **argv)
 	const char *small[] = {ht_kv("VRAMCTL_LIMIT", SMALL_CAP), "VRAMCTL_LOG=error", regdir,
 	                       NULL};
 	ASSERT_EQ(ht_run("exact", small), 0);
+	if (ht_total() >= PAGES_CAP) {
+		const char *pages[] = {ht_kv("VRAMCTL_LIMIT", PAGES_CAP), "VRAMCTL_LOG=error",
+		                       regdir, NULL};
+		ASSERT_EQ(ht_run("pages", pages), 0);
+	}
 	ASSERT_EQ(ht_run("threads", env), 0);
 	ASSERT_EQ(ht_run("cross", env), 0);
 	return 0;

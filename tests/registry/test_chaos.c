@@ -13,8 +13,10 @@
  * ever waited for the group's lock.
  *
  * Every other worker keeps lanes (src/registry/lanes.c) with a quantum of a
- * 64th of the cap, so that its threads serve small reservations from their
- * spare and refill and return it through the books.
+ * 64th of the cap (half of them a reach of a 16th: blocks of up to 4 quanta
+ * served from the lane, as page-sized blocks are under a large cap), so
+ * that its threads serve reservations from their spare and refill and
+ * return it through the books.
  *
  * Checked: at every locked sample in-use is within the cap and equals the
  * sum of the occupied slots (a holder killed mid-update is repaired by the
@@ -230,10 +232,14 @@ int main(int argc, char **argv)
 				if (k->stopper)
 					setenv("VRAMCTL_TEST_STOP_IN_LOCK", stoptxt, 1);
 				/* Every other worker's threads keep lanes (a quantum
-				 * of a 64th of the cap): their refills and returns
-				 * are reserves and releases killed like the rest. */
+				 * of a 64th of the cap; half of them a reach of a
+				 * 16th, as page-sized blocks under a large cap):
+				 * their refills and returns are reserves and
+				 * releases killed like the rest. */
 				if (started % 2 == 0)
 					setenv("VRAMCTL_TEST_LANE_QUANTUM", "16384", 1);
+				if (started % 4 == 0)
+					setenv("VRAMCTL_TEST_LANE_REACH", "65536", 1);
 				execl("/proc/self/exe", argv[0], "worker", idtxt, (char *)NULL);
 				_exit(127);
 			}
