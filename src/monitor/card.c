@@ -1,0 +1,127 @@
+/*
+ * card.c - the on-card, allocated and overhead figures (card.h).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/size.h"
+#include "monitor/card.h"
+
+/* One row's figures. A capped row holds at least its books' in_use on the
+ * card, and at least what NVML lists for it where NVML does. */
+static void row_figures(struct mon_proc *p)
+{
+	p->valid &= ~(unsigned)MON_P_ON_CARD;
+	p->on_card = p->allocated = p->card_overhead = 0;
+	if (p->valid & MON_P_CAPPED) {
+		uint64_t on = p->in_use;
+		if ((p->valid & MON_P_NVML_USED) && p->nvml_used > on)
+			on = p->nvml_used;
+		/* The books' overhead is part of in_use; a copy taken while a
+		 * writer changed them may say otherwise: never below zero. */
+		p->allocated = p->in_use > p->overhead ? p->in_use - p->overhead : 0;
+		p->on_card = on;
+		p->card_overhead = on - p->allocated;
+		/* A peak below what the card holds now would contradict it:
+		 * the books' peak did not see NVML's figure yet. */
+		if (p->peak < on)
+			p->peak = on;
+		p->valid |= MON_P_ON_CARD;
+	} else if (p->valid & MON_P_NVML_USED) {
+		p->on_card = p->nvml_used;
+		p->valid |= MON_P_ON_CARD;
+	}
+}
+
+static struct mon_group_dev *group_dev_of(struct mon_model *m, const struct mon_proc *p)
+{
+	for (int i = 0; i < m->ngroups; i++) {
+		struct mon_group *g = &m->groups[i];
+		if (strcmp(g->name, p->group))
+			continue;
+		for (int j = 0; j < g->ndev; j++)
+			if (g->dev[j].device == p->device)
+				return &g->dev[j];
+		return NULL;
+	}
+	return NULL;
+}
+
+void mon_card_figures(struct mon_model *m)
+{
+	/* A group's device: what its books hold, live and dead members'. */
+	for (int i = 0; i < m->ngroups; i++)
+		for (int j = 0; j < m->groups[i].ndev; j++) {
+			struct mon_group_dev *gd = &m->groups[i].dev[j];
+			gd->on_card = gd->in_use + gd->dead_in_use;
+			gd->card_overhead =
+			    gd->overhead < gd->on_card ? gd->overhead : gd->on_card;
+		}
+	/* Plus what NVML sees of its members beyond their books (a figure the
+	 * library has not read yet): the rare case, so the group is looked up
+	 * by name only for such rows. */
+	for (int i = 0; i < m->nprocs; i++) {
+		struct mon_proc *p = &m->procs[i];
+		row_figures(p);
+		if (!(p->valid & MON_P_CAPPED) || !(p->valid & MON_P_DEVICE) ||
+		    p->on_card <= p->in_use)
+			continue;
+		struct mon_group_dev *gd = group_dev_of(m, p);
+		if (!gd)
+			continue;
+		gd->on_card += p->on_card - p->in_use;
+		gd->card_overhead += p->on_card - p->in_use;
+	}
+	for (int i = 0; i < m->ngroups; i++)
+		for (int j = 0; j < m->groups[i].ndev; j++) {
+			struct mon_group_dev *gd = &m->groups[i].dev[j];
+			gd->over_cap =
+			    gd->cap != MON_NO_CAP && gd->on_card > gd->cap ? gd->on_card - gd->cap : 0;
+			if (gd->peak < gd->on_card)
+				gd->peak = gd->on_card;
+		}
+}
+
+const char *mon_counting_name(enum vramctl_counting c)
+{
+	switch (c) {
+	case VRAMCTL_COUNTING_CARD:
+		return "card";
+	case VRAMCTL_COUNTING_ALLOCATIONS:
+		return "allocations";
+	case VRAMCTL_COUNTING_NO_FIGURES:
+		return "no_figures";
+	}
+	return "unknown";
+}
+
+const char *mon_counting_text(enum vramctl_counting c)
+{
+	switch (c) {
+	case VRAMCTL_COUNTING_CARD:
+		return "card";
+	case VRAMCTL_COUNTING_ALLOCATIONS:
+		return "allocations only (asked)";
+	case VRAMCTL_COUNTING_NO_FIGURES:
+		return "allocations only (no driver figure)";
+	}
+	return "unknown";
+}
+
+char *mon_over_cap_reason(const struct mon_group_dev *gd, char *buf, size_t len)
+{
+	char by[32], ov[32], al[32], held[32], cap[32];
+	if (!gd->over_cap) {
+		snprintf(buf, len, "%s", "");
+		return buf;
+	}
+	snprintf(buf, len,
+	         "over cap on the card by %s: members' overhead (contexts, modules, driver use) "
+	         "%s, allocations %s (%s held, cap %s)",
+	         vr_format_size(gd->over_cap, by, sizeof(by)),
+	         vr_format_size(gd->card_overhead, ov, sizeof(ov)),
+	         vr_format_size(gd->on_card - gd->card_overhead, al, sizeof(al)),
+	         vr_format_size(gd->on_card, held, sizeof(held)),
+	         vr_format_size(gd->cap, cap, sizeof(cap)));
+	return buf;
+}
