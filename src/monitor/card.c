@@ -54,8 +54,7 @@ void mon_card_figures(struct mon_model *m)
 		for (int j = 0; j < m->groups[i].ndev; j++) {
 			struct mon_group_dev *gd = &m->groups[i].dev[j];
 			gd->on_card = gd->in_use + gd->dead_in_use;
-			gd->card_overhead =
-			    gd->overhead < gd->on_card ? gd->overhead : gd->on_card;
+			gd->card_overhead = gd->overhead < gd->on_card ? gd->overhead : gd->on_card;
 		}
 	/* Plus what NVML sees of its members beyond their books (a figure the
 	 * library has not read yet): the rare case, so the group is looked up
@@ -75,8 +74,9 @@ void mon_card_figures(struct mon_model *m)
 	for (int i = 0; i < m->ngroups; i++)
 		for (int j = 0; j < m->groups[i].ndev; j++) {
 			struct mon_group_dev *gd = &m->groups[i].dev[j];
-			gd->over_cap =
-			    gd->cap != MON_NO_CAP && gd->on_card > gd->cap ? gd->on_card - gd->cap : 0;
+			gd->over_cap = gd->cap != MON_NO_CAP && gd->on_card > gd->cap
+			                   ? gd->on_card - gd->cap
+			                   : 0;
 			if (gd->peak < gd->on_card)
 				gd->peak = gd->on_card;
 		}
