@@ -257,7 +257,7 @@ void draw(struct ui *u, const struct mon_model *m)
 	enum { L_BAR = C_DENIED + 1, L_SPARK, L_CMD, NL };
 	int widths[NL], xs[NL];
 	const char *texts[NL];
-	char cells[NL][160];
+	char cells[NL][224];
 	for (int cI = 0; cI <= C_DENIED; cI++)
 		widths[cI] = top_cols[cI].width;
 	widths[L_BAR] = BAR_W;
@@ -328,7 +328,7 @@ void draw(struct ui *u, const struct mon_model *m)
 		if (capped)
 			snprintf(cells[C_DENIED], cl, "%llu", (unsigned long long)p->denied_count);
 		cells[L_BAR][0] = cells[L_SPARK][0] = '\0';
-		char cmd[sizeof(cells[0]) - 64]; /* room for "[state] [counting] " */
+		char cmd[sizeof(cells[0]) - 96]; /* room for "[state] [counting] " */
 		vr_text_escape(cmd, sizeof(cmd), (p->valid & MON_P_COMMAND) ? p->command : "-");
 		char state[16] = "", counting[48] = "";
 		if (capped && p->state != MON_PROC_ALIVE)
