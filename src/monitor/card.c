@@ -2,6 +2,7 @@
  * card.c - the on-card, allocated and overhead figures (card.h).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/size.h"
@@ -33,17 +34,37 @@ static void row_figures(struct mon_proc *p)
 	}
 }
 
-static struct mon_group_dev *group_dev_of(struct mon_model *m, const struct mon_proc *p)
+static int cmp_group_name(const void *a, const void *b)
 {
-	for (int i = 0; i < m->ngroups; i++) {
-		struct mon_group *g = &m->groups[i];
-		if (strcmp(g->name, p->group))
-			continue;
-		for (int j = 0; j < g->ndev; j++)
-			if (g->dev[j].device == p->device)
-				return &g->dev[j];
-		return NULL;
+	const struct mon_group *x = *(const struct mon_group *const *)a;
+	const struct mon_group *y = *(const struct mon_group *const *)b;
+	return strcmp(x->name, y->name);
+}
+
+static int cmp_name_group(const void *key, const void *elem)
+{
+	return strcmp(key, (*(const struct mon_group *const *)elem)->name);
+}
+
+/* Row p's group device: through by_name (the groups sorted by name, nby of
+ * them) when there is one, else a scan (a thousand groups and as many rows
+ * would be a million comparisons). NULL when the group has no such device. */
+static struct mon_group_dev *group_dev_of(struct mon_model *m, struct mon_group **by_name,
+                                          const struct mon_proc *p)
+{
+	struct mon_group *g = NULL;
+	if (by_name) {
+		struct mon_group **f = bsearch(p->group, by_name, (size_t)m->ngroups,
+		                               sizeof(*by_name), cmp_name_group);
+		g = f ? *f : NULL;
+	} else {
+		for (int i = 0; i < m->ngroups && !g; i++)
+			if (!strcmp(m->groups[i].name, p->group))
+				g = &m->groups[i];
 	}
+	for (int j = 0; g && j < g->ndev; j++)
+		if (g->dev[j].device == p->device)
+			return &g->dev[j];
 	return NULL;
 }
 
@@ -57,20 +78,29 @@ void mon_card_figures(struct mon_model *m)
 			gd->card_overhead = gd->overhead < gd->on_card ? gd->overhead : gd->on_card;
 		}
 	/* Plus what NVML sees of its members beyond their books (a figure the
-	 * library has not read yet): the rare case, so the group is looked up
-	 * by name only for such rows. */
+	 * library has not read yet, or a member whose cap counts allocations
+	 * only). Without memory for the index, the scan gives the same sums. */
+	struct mon_group **by_name = NULL;
+	if (m->ngroups > 1) {
+		by_name = malloc(sizeof(*by_name) * (size_t)m->ngroups);
+		for (int i = 0; by_name && i < m->ngroups; i++)
+			by_name[i] = &m->groups[i];
+		if (by_name)
+			qsort(by_name, (size_t)m->ngroups, sizeof(*by_name), cmp_group_name);
+	}
 	for (int i = 0; i < m->nprocs; i++) {
 		struct mon_proc *p = &m->procs[i];
 		row_figures(p);
 		if (!(p->valid & MON_P_CAPPED) || !(p->valid & MON_P_DEVICE) ||
 		    p->on_card <= p->in_use)
 			continue;
-		struct mon_group_dev *gd = group_dev_of(m, p);
+		struct mon_group_dev *gd = group_dev_of(m, by_name, p);
 		if (!gd)
 			continue;
 		gd->on_card += p->on_card - p->in_use;
 		gd->card_overhead += p->on_card - p->in_use;
 	}
+	free(by_name);
 	for (int i = 0; i < m->ngroups; i++)
 		for (int j = 0; j < m->groups[i].ndev; j++) {
 			struct mon_group_dev *gd = &m->groups[i].dev[j];
