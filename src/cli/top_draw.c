@@ -236,8 +236,9 @@ void draw(struct ui *u, const struct mon_model *m)
 				snprintf(gpu, sizeof(gpu), "%d", idx);
 			else
 				snprintf(gpu, sizeof(gpu), "-");
-			snprintf(line, sizeof(line), "group %s on GPU %s: %s", m->groups[i].name,
-			         gpu, mon_over_cap_reason(gd, why, sizeof(why)));
+			snprintf(line, sizeof(line), "group %s on GPU %s: %s; %s",
+			         m->groups[i].name, gpu, mon_over_cap_reason(gd, why, sizeof(why)),
+			         mon_over_cap_effect(gd));
 			ui_attr_on(u, PAIR_BAD, A_BOLD);
 			put(y++, 0, line);
 			ui_attr_off(u, PAIR_BAD, A_BOLD);

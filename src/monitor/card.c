@@ -155,3 +155,14 @@ char *mon_over_cap_reason(const struct mon_group_dev *gd, char *buf, size_t len)
 	         vr_format_size(gd->cap, cap, sizeof(cap)));
 	return buf;
 }
+
+const char *mon_over_cap_effect(const struct mon_group_dev *gd)
+{
+	/* The library refuses by its books; NVML alone may pass the cap
+	 * (members whose caps count allocations only, or a figure it has not
+	 * read yet) while the books are still under it. */
+	if (gd->in_use + gd->dead_in_use >= gd->cap)
+		return "every allocation is refused until it is back under";
+	return "its books are still under the cap (members counting allocations only, or NVML "
+	       "ahead of the library's last reading), so allocations are granted up to it";
+}

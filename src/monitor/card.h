@@ -36,4 +36,9 @@ const char *mon_counting_text(enum vramctl_counting c);
  * not over its cap. */
 char *mon_over_cap_reason(const struct mon_group_dev *gd, char *buf, size_t len);
 
+/* What being over its cap on the card does to a group's device (over_cap >
+ * 0): every allocation refused where its books pass the cap too, else why
+ * they are still granted. A clause, no trailing period. */
+const char *mon_over_cap_effect(const struct mon_group_dev *gd);
+
 #endif /* VRAMCTL_MONITOR_CARD_H */

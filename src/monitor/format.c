@@ -194,13 +194,10 @@ static void table_over_cap(FILE *f, const struct mon_model *m)
 			const struct mon_group_dev *gd = &m->groups[i].dev[j];
 			if (!gd->over_cap)
 				continue;
-			fprintf(f,
-			        "%sgroup %s on GPU %s: %s; every allocation is refused until it "
-			        "is back under\n",
-			        first ? "\n" : "",
+			fprintf(f, "%sgroup %s on GPU %s: %s; %s\n", first ? "\n" : "",
 			        vr_text_escape(name, sizeof(name), m->groups[i].name),
 			        gpu_text(m, gd->device, 1, "-", gpu, sizeof(gpu)),
-			        mon_over_cap_reason(gd, why, sizeof(why)));
+			        mon_over_cap_reason(gd, why, sizeof(why)), mon_over_cap_effect(gd));
 			first = 0;
 		}
 }
@@ -576,7 +573,8 @@ int mon_format_prom(FILE *f, const struct mon_model *m)
 	            "vramctl: contexts, modules, local memory, driver use.");
 	prom_groups(f, m, GM_OVER, "vramctl_group_over_cap",
 	            "1 when the group holds more on the card than its cap (its members' overhead "
-	            "grew past it); every allocation is then refused.");
+	            "grew past it); where vramctl_group_used_bytes and "
+	            "vramctl_group_dead_used_bytes pass the cap too, every allocation is refused.");
 	prom_groups(f, m, GM_DEAD, "vramctl_group_dead_used_bytes",
 	            "GPU memory still booked to the group's dead members, returned at the next "
 	            "reclaim (groups that have some).");

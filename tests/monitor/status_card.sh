@@ -33,6 +33,9 @@ grep -Eq '^g1 +0 +1 GiB +700 MiB +1.3 GiB +600 MiB ' "$TMPDIR/t" ||
 	fail "table: g1's ALLOCATED/ON CARD/OVERHEAD: $(grep '^g1' "$TMPDIR/t")"
 grep -qF "group g1 on GPU 0: over cap on the card by 276 MiB: members' overhead (contexts, modules, driver use) 600 MiB, allocations 700 MiB" "$TMPDIR/t" ||
 	fail "table: g1 not flagged over its cap: $(cat "$TMPDIR/t")"
+# Its books pass the cap too (the overhead is charged in them): refused.
+grep -q "cap 1 GiB); every allocation is refused until it is back under$" "$TMPDIR/t" ||
+	fail "table: g1's line does not say allocations are refused"
 grep -q "group g2 on GPU" "$TMPDIR/t" && fail "table: g2 flagged though under its cap"
 grep -Eq "^$HPID_a .* g1 +1 GiB +600 MiB +900 MiB +300 MiB " "$TMPDIR/t" ||
 	fail "table: a's ALLOCATED/ON CARD/OVERHEAD: $(grep "^$HPID_a " "$TMPDIR/t")"

@@ -419,8 +419,19 @@ static void test_on_card_flags(void)
 	ASSERT(strstr(t, "group g1 on GPU 0: over cap on the card by 398 MiB: members' overhead "
 	                 "(contexts, modules, driver use) 608 MiB, allocations 814 MiB") != NULL);
 	ASSERT(strstr(t, "group solo") == NULL);
+	ASSERT(strstr(t, "cap 1 GiB); every allocation is refused until it is back under\n") !=
+	       NULL);
 	ASSERT(strstr(t, "allocations only (asked)") != NULL);
 	ASSERT(strstr(t, "allocations only (no driver figure)") != NULL);
+	free(t);
+	/* Over its cap by NVML's figures alone (a member counting allocations
+	 * only): its books are under the cap, so allocations are still granted,
+	 * and the line says so instead of "refused". */
+	s_on_card(&m);
+	m.groups[1].dev[0].cap = 1600 * MiB;
+	t = render(&m, 0, &len);
+	ASSERT(strstr(t, "group solo on GPU 0: over cap on the card by 236 MiB") != NULL);
+	ASSERT(strstr(t, "(1.8 GiB held, cap 1.6 GiB); its books are still under the cap") != NULL);
 	free(t);
 	s_on_card(&m);
 	char *j = render(&m, 1, &len);
