@@ -109,7 +109,7 @@ int cmd_top(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	struct ui u = {.sort_col = C_USED, .delay = 1.0};
+	struct ui u = {.sort_col = C_CARD, .delay = 1.0};
 	const char *registry = NULL;
 	int ch;
 	const char *word = "";

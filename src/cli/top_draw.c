@@ -14,6 +14,7 @@
 #include "cli/top_sort.h"
 #include "common/size.h"
 #include "common/text.h"
+#include "monitor/card.h"
 #include "monitor/format.h"
 
 #define SPARK_W 16 /* samples shown (the newest) */
@@ -133,14 +134,16 @@ static void draw_help(void)
 	    "  h ?      this help (any key closes it)",
 	    "  q        quit",
 	    "  p g u G  sort by PID, GPU, user, group",
-	    "  m c k S  sort by in use, cap, peak, spilled",
+	    "  a m o    sort by allocated, on card, overhead",
+	    "  c k S    sort by cap, peak, spilled",
 	    "  n d C    sort by NVML usage, denied count, command",
 	    "  < >      sort by the previous / next column",
 	    "  r        reverse the order",
 	    "  / f      filter by user or group (empty: all)",
 	    "  Esc      clear the filter",
 	    "",
-	    "Bars: '#' in use, '|' the cap (GPUs) or the peak (processes).",
+	    "Bars: '#' used (GPUs) or on the card (processes), '|' the cap (GPUs)",
+	    "or the peak (processes).",
 	};
 	int n = (int)(sizeof(lines) / sizeof(lines[0]));
 	for (int i = 0; i < n && i + 1 < LINES; i++) {
@@ -220,6 +223,26 @@ void draw(struct ui *u, const struct mon_model *m)
 	}
 	if (m->ndevs == 0 && y < LINES - 1)
 		put(y++, 0, "No GPU known.");
+	/* Groups over their cap on the card (their members' overhead grew past
+	 * it): a line each, with the reason. */
+	for (int i = 0; i < m->ngroups; i++)
+		for (int j = 0; j < m->groups[i].ndev && y < LINES - 1; j++) {
+			const struct mon_group_dev *gd = &m->groups[i].dev[j];
+			char why[256], gpu[16];
+			if (!gd->over_cap)
+				continue;
+			int idx = mon_model_gpu_index(m, gd->device, 1);
+			if (idx >= 0)
+				snprintf(gpu, sizeof(gpu), "%d", idx);
+			else
+				snprintf(gpu, sizeof(gpu), "-");
+			snprintf(line, sizeof(line), "group %s on GPU %s: %s; %s",
+			         m->groups[i].name, gpu, mon_over_cap_reason(gd, why, sizeof(why)),
+			         mon_over_cap_effect(gd));
+			ui_attr_on(u, PAIR_BAD, A_BOLD);
+			put(y++, 0, line);
+			ui_attr_off(u, PAIR_BAD, A_BOLD);
+		}
 	y++;
 
 	/* Process rows, filtered and sorted. */
@@ -235,7 +258,7 @@ void draw(struct ui *u, const struct mon_model *m)
 	enum { L_BAR = C_DENIED + 1, L_SPARK, L_CMD, NL };
 	int widths[NL], xs[NL];
 	const char *texts[NL];
-	char cells[NL][160];
+	char cells[NL][224];
 	for (int cI = 0; cI <= C_DENIED; cI++)
 		widths[cI] = top_cols[cI].width;
 	widths[L_BAR] = BAR_W;
@@ -245,7 +268,8 @@ void draw(struct ui *u, const struct mon_model *m)
 		texts[i] = cells[i];
 	/* A narrow terminal drops the optional columns, least useful first, so
 	 * that COMMAND keeps at least MIN_CMD characters. */
-	static const int drop[] = {L_SPARK, L_BAR, C_SPILL, C_PEAK, C_DENIED, C_NVML, C_USER};
+	static const int drop[] = {L_SPARK, C_NVML, L_BAR,    C_SPILL, C_OVER,
+	                           C_ALLOC, C_PEAK, C_DENIED, C_USER};
 	int shown[NL], need = MIN_CMD;
 	for (int i = 0; i < NL; i++) {
 		shown[i] = 1;
@@ -282,8 +306,13 @@ void draw(struct ui *u, const struct mon_model *m)
 		 * measures it, so the columns hold what is drawn. */
 		vr_text_escape(cells[C_USER], cl, (p->valid & MON_P_USER) ? p->user : "-");
 		vr_text_escape(cells[C_GROUP], cl, capped ? p->group : "(uncapped)");
-		snprintf(cells[C_USED], cl, "%s",
-		         capped ? vr_format_size(p->in_use, a, sizeof(a)) : "-");
+		int oncard = !!(p->valid & MON_P_ON_CARD);
+		snprintf(cells[C_ALLOC], cl, "%s",
+		         capped && oncard ? vr_format_size(p->allocated, a, sizeof(a)) : "-");
+		snprintf(cells[C_CARD], cl, "%s",
+		         oncard ? vr_format_size(p->on_card, a, sizeof(a)) : "-");
+		snprintf(cells[C_OVER], cl, "%s",
+		         capped && oncard ? vr_format_size(p->card_overhead, a, sizeof(a)) : "-");
 		snprintf(cells[C_CAP], cl, "%s",
 		         !capped                ? "-"
 		         : p->cap == MON_NO_CAP ? "none"
@@ -300,12 +329,17 @@ void draw(struct ui *u, const struct mon_model *m)
 		if (capped)
 			snprintf(cells[C_DENIED], cl, "%llu", (unsigned long long)p->denied_count);
 		cells[L_BAR][0] = cells[L_SPARK][0] = '\0';
-		char cmd[sizeof(cells[0]) - 32]; /* room for "[state] " */
+		char cmd[sizeof(cells[0]) - 96]; /* room for "[state] [counting] " */
 		vr_text_escape(cmd, sizeof(cmd), (p->valid & MON_P_COMMAND) ? p->command : "-");
+		char state[16] = "", counting[48] = "";
 		if (capped && p->state != MON_PROC_ALIVE)
-			snprintf(cells[L_CMD], cl, "[%s] %s", mon_state_name(p->state), cmd);
-		else
-			snprintf(cells[L_CMD], cl, "%s", cmd);
+			snprintf(state, sizeof(state), "[%s] ", mon_state_name(p->state));
+		/* Where its cap counts allocations only, ON CARD is not what the
+		 * cap counts: the row says so. */
+		if (capped && p->counting != VRAMCTL_COUNTING_CARD)
+			snprintf(counting, sizeof(counting), "[%s] ",
+			         mon_counting_text(p->counting));
+		snprintf(cells[L_CMD], cl, "%s%s%s", state, counting, cmd);
 		int pair = capped && p->state != MON_PROC_ALIVE ? PAIR_DIM : 0;
 		ui_attr_on(u, pair, 0);
 		layout_shown(widths, shown, NL, texts, line, sizeof(line), xs);

@@ -42,7 +42,7 @@ double row_fraction(const struct mon_model *m, const struct mon_proc *p)
 		if (cap == MON_NO_CAP && (p->valid & MON_P_DEVICE) &&
 		    (m->devs[p->device].valid & MON_DEV_MEMORY))
 			cap = m->devs[p->device].total;
-		return cap && cap != MON_NO_CAP ? (double)p->in_use / (double)cap : 0;
+		return cap && cap != MON_NO_CAP ? (double)p->on_card / (double)cap : 0;
 	}
 	if ((p->valid & MON_P_NVML_USED) && (p->valid & MON_P_DEVICE) &&
 	    (m->devs[p->device].valid & MON_DEV_MEMORY) && m->devs[p->device].total)

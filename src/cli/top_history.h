@@ -11,7 +11,7 @@
 
 struct hist {
 	char key[256];
-	float v[HIST_LEN]; /* fraction of cap (or of the GPU) in use, oldest first */
+	float v[HIST_LEN]; /* on the card, fraction of cap (or of the GPU), oldest first */
 	int n;
 	unsigned seen;
 };
@@ -22,8 +22,9 @@ struct history {
 	unsigned tick;
 };
 
-/* The in-use fraction a row's bar and sparkline show: of the cap, or of
- * the GPU for uncapped rows and caps of "none". */
+/* The fraction a row's bar and sparkline show: what the card holds for it
+ * (mon_proc.on_card), of the cap, or of the GPU for uncapped rows and caps
+ * of "none". */
 double row_fraction(const struct mon_model *m, const struct mon_proc *p);
 
 /* Records one sample per row and forgets rows not seen for 60 samples. */

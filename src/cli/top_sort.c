@@ -9,21 +9,21 @@
 #include "cli/top_sort.h"
 
 const struct col_def top_cols[NCOLS] = {
-    [C_PID] = {"PID", 'p', 7},       [C_GPU] = {"GPU", 'g', 3},       [C_USER] = {"USER", 'u', 8},
-    [C_GROUP] = {"GROUP", 'G', 10},  [C_USED] = {"IN USE", 'm', 8},   [C_CAP] = {"CAP", 'c', 8},
-    [C_PEAK] = {"PEAK", 'k', 8},     [C_SPILL] = {"SPILLED", 'S', 8}, [C_NVML] = {"NVML", 'n', 8},
-    [C_DENIED] = {"DENIED", 'd', 7}, [C_CMD] = {"COMMAND", 'C', 0},
+    [C_PID] = {"PID", 'p', 7},       [C_GPU] = {"GPU", 'g', 3},     [C_USER] = {"USER", 'u', 8},
+    [C_GROUP] = {"GROUP", 'G', 10},  [C_ALLOC] = {"ALLOC", 'a', 8}, [C_CARD] = {"ON CARD", 'm', 8},
+    [C_OVER] = {"OVERHEAD", 'o', 9}, [C_CAP] = {"CAP", 'c', 8},     [C_PEAK] = {"PEAK", 'k', 8},
+    [C_SPILL] = {"SPILLED", 'S', 8}, [C_NVML] = {"NVML", 'n', 8},   [C_DENIED] = {"DENIED", 'd', 7},
+    [C_CMD] = {"COMMAND", 'C', 0},
 };
 
 /* qsort has no context argument: the column and direction of the sort in
  * progress (the UI thread is the only one that sorts). */
 static int sort_col_g, sort_rev_g;
 
-static uint64_t used_of(const struct mon_proc *p)
+/* What the card holds for a row (an uncapped one: NVML's figure), 0 unknown. */
+static uint64_t card_of(const struct mon_proc *p)
 {
-	return (p->valid & MON_P_CAPPED)      ? p->in_use
-	       : (p->valid & MON_P_NVML_USED) ? p->nvml_used
-	                                      : 0;
+	return (p->valid & MON_P_ON_CARD) ? p->on_card : 0;
 }
 
 static int cmp_u64(uint64_t a, uint64_t b)
@@ -51,8 +51,14 @@ static int cmp_proc(const void *a, const void *b)
 	case C_GROUP:
 		r = strcmp(x->group, y->group);
 		break;
-	case C_USED:
-		r = cmp_u64(used_of(x), used_of(y));
+	case C_ALLOC:
+		r = cmp_u64(x->allocated, y->allocated);
+		break;
+	case C_CARD:
+		r = cmp_u64(card_of(x), card_of(y));
+		break;
+	case C_OVER:
+		r = cmp_u64(x->card_overhead, y->card_overhead);
 		break;
 	case C_CAP:
 		r = cmp_u64((x->valid & MON_P_CAPPED) ? x->cap : 0,
@@ -77,8 +83,9 @@ static int cmp_proc(const void *a, const void *b)
 	if (!r)
 		r = cmp_u64((uint64_t)x->host_pid, (uint64_t)y->host_pid);
 	/* Numbers read best largest first; names alphabetically. */
-	int numeric = sort_col_g == C_USED || sort_col_g == C_CAP || sort_col_g == C_PEAK ||
-	              sort_col_g == C_SPILL || sort_col_g == C_NVML || sort_col_g == C_DENIED;
+	int numeric = sort_col_g == C_ALLOC || sort_col_g == C_CARD || sort_col_g == C_OVER ||
+	              sort_col_g == C_CAP || sort_col_g == C_PEAK || sort_col_g == C_SPILL ||
+	              sort_col_g == C_NVML || sort_col_g == C_DENIED;
 	if (numeric)
 		r = -r;
 	return sort_rev_g ? -r : r;

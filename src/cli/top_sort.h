@@ -11,7 +11,9 @@ enum col {
 	C_GPU,
 	C_USER,
 	C_GROUP,
-	C_USED,
+	C_ALLOC, /* allocated through vramctl */
+	C_CARD,  /* on the card: the sort by default */
+	C_OVER,  /* on the card less allocated: context, modules, driver use */
 	C_CAP,
 	C_PEAK,
 	C_SPILL, /* host memory past the cap (--spill) */

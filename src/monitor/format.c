@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "common/text.h"
+#include "monitor/card.h"
 #include "monitor/format.h"
-#include "common/json.h"
 
 #include "common/size.h"
 #include "common/version.h"
@@ -34,14 +34,21 @@ const char *mon_state_name(int state)
 /* ---- table ------------------------------------------------------------ */
 
 /* A grid of cells whose column widths are taken from the widest cell.
- * With skip >= 1, argument skip - 1 of each row given is left out (a column
- * shown only sometimes: SPILLED). */
+ * Each row is given as nargs cells; the arguments whose bit is set in hide
+ * are left out (columns shown only sometimes: SPILLED, COUNTS). */
 struct grid {
 	int ncols, nrows, cap;
 	char **cells; /* nrows * ncols, owned */
 	int oom;
-	int skip;
+	unsigned hide;
 };
+
+#define GRID_MAX_COLS 24
+
+static struct grid grid_make(int nargs, unsigned hide)
+{
+	return (struct grid){.ncols = nargs - __builtin_popcount(hide), .hide = hide};
+}
 
 static void grid_row(struct grid *g, ...)
 {
@@ -59,16 +66,16 @@ static void grid_row(struct grid *g, ...)
 	}
 	va_list ap;
 	va_start(ap, g);
-	for (int c = 0, arg = 0; c < g->ncols; c++, arg++) {
+	for (int c = 0, arg = 0; c < g->ncols; arg++) {
 		/* Cells hold text from other processes (command lines): escaped. */
 		const char *s = va_arg(ap, const char *);
-		if (arg == g->skip - 1)
-			s = va_arg(ap, const char *);
+		if (g->hide & (1u << arg))
+			continue;
 		char safe[1024];
 		char *d = strdup(vr_text_escape(safe, sizeof(safe), s));
 		if (!d)
 			g->oom = 1;
-		g->cells[g->nrows * g->ncols + c] = d;
+		g->cells[g->nrows * g->ncols + c++] = d;
 	}
 	va_end(ap);
 	g->nrows++;
@@ -77,9 +84,9 @@ static void grid_row(struct grid *g, ...)
 /* Prints the grid; the last column is never padded (it holds free text). */
 static void grid_print(FILE *f, struct grid *g, const char *indent)
 {
-	int w[16] = {0};
+	int w[GRID_MAX_COLS] = {0};
 	for (int r = 0; r < g->nrows; r++)
-		for (int c = 0; c < g->ncols && c < 16; c++) {
+		for (int c = 0; c < g->ncols && c < GRID_MAX_COLS; c++) {
 			const char *s = g->cells[r * g->ncols + c];
 			int l = s ? (int)strlen(s) : 0;
 			if (l > w[c])
@@ -146,22 +153,11 @@ static const char *fmt_int_or(long long v, int known, const char *none, char *bu
 	return buf;
 }
 
-/* The GPU index of a model device, or -1 when unknown (a device only the
- * registry names has none). */
-static int dev_index_of(const struct mon_model *m, int device, int known)
-{
-	if (!known || device < 0 || device >= m->ndevs)
-		return -1;
-	if (!(m->devs[device].valid & MON_DEV_INDEX))
-		return -1;
-	return m->devs[device].index;
-}
-
 /* The GPU index of a model device as text, else none. */
 static const char *gpu_text(const struct mon_model *m, int device, int known, const char *none,
                             char *buf, size_t len)
 {
-	int idx = dev_index_of(m, device, known);
+	int idx = mon_model_gpu_index(m, device, known);
 	return fmt_int_or(idx, idx >= 0, none, buf, len);
 }
 
@@ -177,6 +173,76 @@ static int model_spills(const struct mon_model *m)
 	return 0;
 }
 
+/* 1 when some capped row's cap counts allocations only: the process table
+ * then shows COUNTS. */
+static int model_counts_allocations(const struct mon_model *m)
+{
+	for (int i = 0; i < m->nprocs; i++)
+		if ((m->procs[i].valid & MON_P_CAPPED) &&
+		    m->procs[i].counting != VRAMCTL_COUNTING_CARD)
+			return 1;
+	return 0;
+}
+
+/* One line per group and GPU over its cap on the card, with the reason. */
+static void table_over_cap(FILE *f, const struct mon_model *m)
+{
+	char gpu[16], why[256], name[4 * VR_GROUP_NAME_MAX + 8];
+	int first = 1;
+	for (int i = 0; i < m->ngroups; i++)
+		for (int j = 0; j < m->groups[i].ndev; j++) {
+			const struct mon_group_dev *gd = &m->groups[i].dev[j];
+			if (!gd->over_cap)
+				continue;
+			fprintf(f, "%sgroup %s on GPU %s: %s; %s\n", first ? "\n" : "",
+			        vr_text_escape(name, sizeof(name), m->groups[i].name),
+			        gpu_text(m, gd->device, 1, "-", gpu, sizeof(gpu)),
+			        mon_over_cap_reason(gd, why, sizeof(why)), mon_over_cap_effect(gd));
+			first = 0;
+		}
+}
+
+/* One process row of the table (17 cells, as the header). */
+static void table_proc_row(struct grid *t, const struct mon_model *m, const struct mon_proc *p)
+{
+	char a[32], b[32], c[32], d[32], e[32], g[32], k[32], h[32], sp[32];
+	int capped = !!(p->valid & MON_P_CAPPED);
+	int oncard = !!(p->valid & MON_P_ON_CARD);
+	char pid[16], nspid[16], denied[24], user[40];
+	/* A dead member's process is gone: no PID here to show, which
+	 * "-" (unknown) beside its NSPID did not say. */
+	fmt_int_or(p->host_pid, !!(p->valid & MON_P_HOST_PID),
+	           capped && p->state == MON_PROC_DEAD ? "gone" : "-", pid, sizeof(pid));
+	fmt_int_or(p->ns_pid, !!(p->valid & MON_P_NS_PID), "-", nspid, sizeof(nspid));
+	if (capped)
+		snprintf(denied, sizeof(denied), "%" PRIu64, p->denied_count);
+	else
+		snprintf(denied, sizeof(denied), "-");
+	if (p->valid & MON_P_USER)
+		snprintf(user, sizeof(user), "%s", p->user);
+	else
+		snprintf(user, sizeof(user), "-");
+	const char *nvml;
+	if (p->valid & MON_P_NVML_USED)
+		nvml = vr_format_size(p->nvml_used, d, sizeof(d));
+	else if (p->valid & MON_P_NVML)
+		nvml = "unknown";
+	else
+		nvml = "-";
+	grid_row(t, pid, nspid,
+	         gpu_text(m, p->device, !!(p->valid & MON_P_DEVICE), "-", h, sizeof(h)),
+	         proc_state_text(p), capped ? p->group : "-",
+	         capped ? fmt_cap(p->cap, a, sizeof(a)) : "-",
+	         fmt_size_or(p->allocated, capped && oncard, b, sizeof(b)),
+	         fmt_size_or(p->on_card, oncard, k, sizeof(k)),
+	         fmt_size_or(p->card_overhead, capped && oncard, g, sizeof(g)),
+	         fmt_size_or(p->peak, capped, c, sizeof(c)),
+	         fmt_size_or(p->spilled, capped, sp, sizeof(sp)), nvml, denied,
+	         fmt_size_or(p->host_pinned, capped, e, sizeof(e)),
+	         capped ? mon_counting_text(p->counting) : "-", user,
+	         (p->valid & MON_P_COMMAND) ? p->command : "-");
+}
+
 int mon_format_table(FILE *f, const struct mon_model *m)
 {
 	char a[32], b[32], c[32], d[32], e[32], g[32], h[32], sp[32];
@@ -187,7 +253,7 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 		fprintf(f, "No GPU %s.\n",
 		        (m->valid & MON_M_NVML) ? "found by NVML" : "known (NVML not available)");
 	} else {
-		struct grid t = {.ncols = spills ? 9 : 8, .skip = spills ? 0 : 7};
+		struct grid t = grid_make(9, spills ? 0 : 1u << 6);
 		grid_row(&t, "GPU", "NAME", "TOTAL", "USED", "FREE", "CAPS", "SPILLED", "STATE",
 		         "UUID");
 		for (int i = 0; i < m->ndevs; i++) {
@@ -220,31 +286,34 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 		fprintf(f, "No vramctl group%s.\n",
 		        (m->valid & MON_M_REGISTRY) ? "" : " (registry not readable)");
 	} else {
-		struct grid t = {.ncols = spills ? 10 : 9, .skip = spills ? 0 : 7};
-		grid_row(&t, "GROUP", "GPU", "CAP", "IN USE", "PEAK", "DEAD HELD", "SPILLED",
-		         "MEMBERS", "DEAD", "SPEC");
+		struct grid t = grid_make(12, spills ? 0 : 1u << 8);
+		grid_row(&t, "GROUP", "GPU", "CAP", "ALLOCATED", "ON CARD", "OVERHEAD", "PEAK",
+		         "DEAD HELD", "SPILLED", "MEMBERS", "DEAD", "SPEC");
 		for (int i = 0; i < m->ngroups; i++) {
 			const struct mon_group *gr = &m->groups[i];
 			char mem[16], dead[16];
 			snprintf(mem, sizeof(mem), "%d", gr->nmembers);
 			snprintf(dead, sizeof(dead), "%d", gr->ndead);
 			if (gr->ndev == 0)
-				grid_row(&t, gr->name, "-", "-", "-", "-", "-", "-", mem, dead,
-				         gr->limit_spec);
+				grid_row(&t, gr->name, "-", "-", "-", "-", "-", "-", "-", "-", mem,
+				         dead, gr->limit_spec);
 			for (int j = 0; j < gr->ndev; j++) {
 				const struct mon_group_dev *gd = &gr->dev[j];
-				grid_row(&t, gr->name,
-				         gpu_text(m, gd->device, 1, "-", h, sizeof(h)),
-				         fmt_cap(gd->cap, a, sizeof(a)),
-				         vr_format_size(gd->in_use, b, sizeof(b)),
-				         vr_format_size(gd->peak, c, sizeof(c)),
-				         vr_format_size(gd->dead_in_use, d, sizeof(d)),
-				         vr_format_size(gd->spilled, sp, sizeof(sp)), mem, dead,
-				         gr->limit_spec);
+				grid_row(
+				    &t, gr->name, gpu_text(m, gd->device, 1, "-", h, sizeof(h)),
+				    fmt_cap(gd->cap, a, sizeof(a)),
+				    vr_format_size(gd->on_card - gd->card_overhead, b, sizeof(b)),
+				    vr_format_size(gd->on_card, c, sizeof(c)),
+				    vr_format_size(gd->card_overhead, e, sizeof(e)),
+				    vr_format_size(gd->peak, g, sizeof(g)),
+				    vr_format_size(gd->dead_in_use, d, sizeof(d)),
+				    vr_format_size(gd->spilled, sp, sizeof(sp)), mem, dead,
+				    gr->limit_spec);
 			}
 		}
 		grid_print(f, &t, "");
 		grid_free(&t);
+		table_over_cap(f, m);
 	}
 
 	/* Processes. */
@@ -253,46 +322,13 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 		fprintf(f, "No GPU process%s.\n",
 		        (m->valid & MON_M_NVML) ? "" : " with a vramctl record");
 	} else {
-		struct grid t = {.ncols = spills ? 14 : 13, .skip = spills ? 0 : 9};
-		grid_row(&t, "PID", "NSPID", "GPU", "STATE", "GROUP", "CAP", "IN USE", "PEAK",
-		         "SPILLED", "NVML", "DENIED", "PINNED", "USER", "COMMAND");
-		for (int i = 0; i < m->nprocs; i++) {
-			const struct mon_proc *p = &m->procs[i];
-			int capped = !!(p->valid & MON_P_CAPPED);
-			char pid[16], nspid[16], denied[24], user[40];
-			/* A dead member's process is gone: no PID here to show, which
-			 * "-" (unknown) beside its NSPID did not say. */
-			fmt_int_or(p->host_pid, !!(p->valid & MON_P_HOST_PID),
-			           capped && p->state == MON_PROC_DEAD ? "gone" : "-", pid,
-			           sizeof(pid));
-			fmt_int_or(p->ns_pid, !!(p->valid & MON_P_NS_PID), "-", nspid,
-			           sizeof(nspid));
-			if (capped)
-				snprintf(denied, sizeof(denied), "%" PRIu64, p->denied_count);
-			else
-				snprintf(denied, sizeof(denied), "-");
-			if (p->valid & MON_P_USER)
-				snprintf(user, sizeof(user), "%s", p->user);
-			else
-				snprintf(user, sizeof(user), "-");
-			const char *nvml;
-			if (p->valid & MON_P_NVML_USED)
-				nvml = vr_format_size(p->nvml_used, d, sizeof(d));
-			else if (p->valid & MON_P_NVML)
-				nvml = "unknown";
-			else
-				nvml = "-";
-			grid_row(
-			    &t, pid, nspid,
-			    gpu_text(m, p->device, !!(p->valid & MON_P_DEVICE), "-", h, sizeof(h)),
-			    proc_state_text(p), capped ? p->group : "-",
-			    capped ? fmt_cap(p->cap, a, sizeof(a)) : "-",
-			    fmt_size_or(p->in_use, capped, b, sizeof(b)),
-			    fmt_size_or(p->peak, capped, c, sizeof(c)),
-			    fmt_size_or(p->spilled, capped, sp, sizeof(sp)), nvml, denied,
-			    fmt_size_or(p->host_pinned, capped, e, sizeof(e)), user,
-			    (p->valid & MON_P_COMMAND) ? p->command : "-");
-		}
+		int counts = model_counts_allocations(m);
+		struct grid t = grid_make(17, (spills ? 0 : 1u << 10) | (counts ? 0 : 1u << 14));
+		grid_row(&t, "PID", "NSPID", "GPU", "STATE", "GROUP", "CAP", "ALLOCATED", "ON CARD",
+		         "OVERHEAD", "PEAK", "SPILLED", "NVML", "DENIED", "PINNED", "COUNTS",
+		         "USER", "COMMAND");
+		for (int i = 0; i < m->nprocs; i++)
+			table_proc_row(&t, m, &m->procs[i]);
 		grid_print(f, &t, "");
 		grid_free(&t);
 	}
@@ -302,113 +338,6 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 		fprintf(f, "%snote: %s\n", i == 0 ? "\n" : "",
 		        vr_text_escape(safe, sizeof(safe), m->notes[i]));
 	return ferror(f) ? -EIO : 0;
-}
-
-/* ---- JSON (the writer: common/json.c) ------------------------------- */
-
-int mon_format_json(FILE *f, const struct mon_model *m, int compact)
-{
-	struct jw w = {.f = f, .compact = compact};
-	jw_open(&w, NULL, '{');
-	jw_int(&w, "schema_version", MON_SCHEMA_VERSION, 1);
-	jw_u64(&w, "time_ms", m->time_ms, 1);
-	jw_open(&w, "nvml", '{');
-	jw_bool(&w, "available", !!(m->valid & MON_M_NVML));
-	jw_str(&w, "driver_version", (m->valid & MON_M_DRIVER) ? m->driver_version : NULL);
-	jw_close(&w, '}');
-	jw_open(&w, "registry", '{');
-	jw_bool(&w, "available", !!(m->valid & MON_M_REGISTRY));
-	jw_str(&w, "dir", m->registry_dir[0] ? m->registry_dir : NULL);
-	jw_close(&w, '}');
-	jw_open(&w, "notes", '[');
-	for (int i = 0; i < m->nnotes; i++)
-		jw_item_str(&w, m->notes[i]);
-	jw_close(&w, ']');
-
-	jw_open(&w, "devices", '[');
-	for (int i = 0; i < m->ndevs; i++) {
-		const struct mon_device *d = &m->devs[i];
-		int mem = !!(d->valid & MON_DEV_MEMORY);
-		jw_open(&w, NULL, '{');
-		jw_int(&w, "index", d->index, !!(d->valid & MON_DEV_INDEX));
-		jw_str(&w, "uuid", d->uuid[0] ? d->uuid : NULL);
-		jw_str(&w, "name", (d->valid & MON_DEV_NAME) ? d->name : NULL);
-		jw_u64(&w, "total_bytes", d->total, mem);
-		jw_u64(&w, "used_bytes", d->used, mem);
-		jw_u64(&w, "free_bytes", d->free, mem);
-		jw_u64(&w, "caps_sum_bytes", d->caps_sum, 1);
-		jw_int(&w, "capped_groups", d->ncapped, 1);
-		jw_u64(&w, "spilled_bytes", d->spilled, 1);
-		jw_key(&w, "overcommitted");
-		jb_puts(&w, !mem ? "null" : d->overcommitted ? "true" : "false");
-		jw_str(&w, "process_api", d->proc_api[0] ? d->proc_api : NULL);
-		jw_close(&w, '}');
-	}
-	jw_close(&w, ']');
-
-	jw_open(&w, "groups", '[');
-	for (int i = 0; i < m->ngroups; i++) {
-		const struct mon_group *g = &m->groups[i];
-		jw_open(&w, NULL, '{');
-		jw_str(&w, "name", g->name);
-		jw_str(&w, "limit_spec", g->limit_spec);
-		jw_bool(&w, "growth", g->growth);
-		jw_int(&w, "owner_uid", (long long)g->owner, 1);
-		jw_int(&w, "members", g->nmembers, 1);
-		jw_int(&w, "dead_members", g->ndead, 1);
-		jw_int(&w, "exiting_members", g->nexiting, 1);
-		jw_bool(&w, "consistent", g->consistent);
-		jw_u64(&w, "spill_budget_bytes", g->spill_budget, 1);
-		jw_u64(&w, "spilled_bytes", g->spilled, 1);
-		jw_open(&w, "devices", '[');
-		for (int j = 0; j < g->ndev; j++) {
-			const struct mon_group_dev *gd = &g->dev[j];
-			int idx = dev_index_of(m, gd->device, 1);
-			jw_open(&w, NULL, '{');
-			jw_str(&w, "uuid", gd->uuid);
-			jw_int(&w, "gpu_index", idx, idx >= 0);
-			jw_u64(&w, "cap_bytes", gd->cap, gd->cap != MON_NO_CAP);
-			jw_u64(&w, "in_use_bytes", gd->in_use, 1);
-			jw_u64(&w, "peak_bytes", gd->peak, 1);
-			jw_u64(&w, "dead_in_use_bytes", gd->dead_in_use, 1);
-			jw_u64(&w, "spilled_bytes", gd->spilled, 1);
-			jw_close(&w, '}');
-		}
-		jw_close(&w, ']');
-		jw_close(&w, '}');
-	}
-	jw_close(&w, ']');
-
-	jw_open(&w, "processes", '[');
-	for (int i = 0; i < m->nprocs; i++) {
-		const struct mon_proc *p = &m->procs[i];
-		int capped = !!(p->valid & MON_P_CAPPED);
-		int idx = dev_index_of(m, p->device, !!(p->valid & MON_P_DEVICE));
-		jw_open(&w, NULL, '{');
-		jw_int(&w, "host_pid", p->host_pid, !!(p->valid & MON_P_HOST_PID));
-		jw_int(&w, "ns_pid", p->ns_pid, !!(p->valid & MON_P_NS_PID));
-		jw_int(&w, "gpu_index", idx, idx >= 0);
-		jw_str(&w, "gpu_uuid", p->uuid[0] ? p->uuid : NULL);
-		jw_bool(&w, "capped", capped);
-		jw_str(&w, "state", capped ? mon_state_name(p->state) : "uncapped");
-		jw_str(&w, "group", capped ? p->group : NULL);
-		jw_u64(&w, "cap_bytes", p->cap, capped && p->cap != MON_NO_CAP);
-		jw_u64(&w, "in_use_bytes", p->in_use, capped);
-		jw_u64(&w, "peak_bytes", p->peak, capped);
-		jw_u64(&w, "denied_count", p->denied_count, capped);
-		jw_u64(&w, "last_denied_bytes", p->last_denied, capped);
-		jw_u64(&w, "spilled_bytes", p->spilled, capped);
-		jw_u64(&w, "host_pinned_bytes", p->host_pinned, capped);
-		jw_bool(&w, "nvml_listed", !!(p->valid & MON_P_NVML));
-		jw_u64(&w, "nvml_used_bytes", p->nvml_used, !!(p->valid & MON_P_NVML_USED));
-		jw_int(&w, "uid", (long long)p->uid, !!(p->valid & MON_P_USER));
-		jw_str(&w, "user", (p->valid & MON_P_USER) ? p->user : NULL);
-		jw_str(&w, "command", (p->valid & MON_P_COMMAND) ? p->command : NULL);
-		jw_close(&w, '}');
-	}
-	jw_close(&w, ']');
-	jw_close(&w, '}');
-	return jw_finish(&w);
 }
 
 /* ---- Prometheus ------------------------------------------------------- */
@@ -453,8 +382,18 @@ static void prom_sample(FILE *f, const char *name, const char *const *labels, ui
 }
 
 enum dev_metric { DM_TOTAL, DM_USED, DM_FREE, DM_CAPS, DM_OVER, DM_SPILLED };
-enum grp_metric { GM_LIMIT, GM_USED, GM_PEAK, GM_DEAD, GM_SPILLED };
-enum proc_metric { PM_USED, PM_PEAK, PM_DENIED, PM_LAST_DENIED, PM_SPILLED, PM_PINNED, PM_NVML };
+enum grp_metric { GM_LIMIT, GM_USED, GM_PEAK, GM_DEAD, GM_SPILLED, GM_CARD, GM_OVERHEAD, GM_OVER };
+enum proc_metric {
+	PM_USED,
+	PM_PEAK,
+	PM_DENIED,
+	PM_LAST_DENIED,
+	PM_SPILLED,
+	PM_PINNED,
+	PM_NVML,
+	PM_CARD,
+	PM_OVERHEAD
+};
 
 static void prom_devices(FILE *f, const struct mon_model *m, enum dev_metric which,
                          const char *name, const char *help)
@@ -506,12 +445,15 @@ static void prom_groups(FILE *f, const struct mon_model *m, enum grp_metric whic
 		const struct mon_group *g = &m->groups[i];
 		for (int j = 0; j < g->ndev; j++) {
 			const struct mon_group_dev *gd = &g->dev[j];
-			uint64_t v = which == GM_LIMIT     ? gd->cap
-			             : which == GM_USED    ? gd->in_use
-			             : which == GM_SPILLED ? gd->spilled
-			             : which == GM_DEAD    ? gd->dead_in_use
-			                                   : gd->peak;
-			if (which == GM_LIMIT && gd->cap == MON_NO_CAP)
+			uint64_t v = which == GM_LIMIT      ? gd->cap
+			             : which == GM_USED     ? gd->in_use
+			             : which == GM_SPILLED  ? gd->spilled
+			             : which == GM_DEAD     ? gd->dead_in_use
+			             : which == GM_CARD     ? gd->on_card
+			             : which == GM_OVERHEAD ? gd->card_overhead
+			             : which == GM_OVER     ? (uint64_t)(gd->over_cap > 0)
+			                                    : gd->peak;
+			if ((which == GM_LIMIT || which == GM_OVER) && gd->cap == MON_NO_CAP)
 				continue;
 			if (which == GM_DEAD && !gd->dead_in_use)
 				continue;
@@ -551,6 +493,8 @@ static void prom_procs(FILE *f, const struct mon_model *m, enum proc_metric whic
 			    : which == PM_DENIED      ? p->denied_count
 			    : which == PM_LAST_DENIED ? p->last_denied
 			    : which == PM_SPILLED     ? p->spilled
+			    : which == PM_CARD        ? p->on_card
+			    : which == PM_OVERHEAD    ? p->card_overhead
 			                              : p->host_pinned;
 		}
 		if (!any)
@@ -615,9 +559,22 @@ int mon_format_prom(FILE *f, const struct mon_model *m)
 	prom_groups(f, m, GM_LIMIT, "vramctl_group_limit_bytes",
 	            "The group's cap on the GPU (absent when uncapped).");
 	prom_groups(f, m, GM_USED, "vramctl_group_used_bytes",
-	            "GPU memory in use by the group's live members.");
+	            "GPU memory the group's live members hold by vramctl's books: their "
+	            "allocations plus their overhead on the card (contexts, modules, driver use) "
+	            "where their cap counts it.");
 	prom_groups(f, m, GM_PEAK, "vramctl_group_peak_bytes",
-	            "Highest GPU memory in use by the group.");
+	            "Highest GPU memory held by the group by vramctl's books (overhead "
+	            "included).");
+	prom_groups(f, m, GM_CARD, "vramctl_group_card_bytes",
+	            "GPU memory the card holds for the group: its live and dead members' books, "
+	            "or NVML's per-process figure where larger.");
+	prom_groups(f, m, GM_OVERHEAD, "vramctl_group_overhead_bytes",
+	            "The part of vramctl_group_card_bytes its members did not allocate through "
+	            "vramctl: contexts, modules, local memory, driver use.");
+	prom_groups(f, m, GM_OVER, "vramctl_group_over_cap",
+	            "1 when the group holds more on the card than its cap (its members' overhead "
+	            "grew past it); where vramctl_group_used_bytes and "
+	            "vramctl_group_dead_used_bytes pass the cap too, every allocation is refused.");
 	prom_groups(f, m, GM_DEAD, "vramctl_group_dead_used_bytes",
 	            "GPU memory still booked to the group's dead members, returned at the next "
 	            "reclaim (groups that have some).");
@@ -639,9 +596,12 @@ int mon_format_prom(FILE *f, const struct mon_model *m)
 	}
 
 	prom_procs(f, m, PM_USED, "vramctl_process_used_bytes", "gauge",
-	           "GPU memory a capped process has allocated, by vramctl's books.");
+	           "GPU memory a capped process holds by vramctl's books: what it allocated plus "
+	           "its overhead on the card (context, modules, driver use) where its cap counts "
+	           "it.");
 	prom_procs(f, m, PM_PEAK, "vramctl_process_peak_bytes", "gauge",
-	           "Highest GPU memory a capped process has had allocated.");
+	           "Highest GPU memory a capped process has held by vramctl's books (overhead "
+	           "included).");
 	prom_procs(f, m, PM_DENIED, "vramctl_process_denied_total", "counter",
 	           "Allocations refused to a capped process because of its cap.");
 	prom_procs(f, m, PM_LAST_DENIED, "vramctl_process_last_denied_bytes", "gauge",
@@ -650,6 +610,12 @@ int mon_format_prom(FILE *f, const struct mon_model *m)
 	           "Bytes a capped process has served from host memory past its cap.");
 	prom_procs(f, m, PM_PINNED, "vramctl_process_host_pinned_bytes", "gauge",
 	           "Pinned host memory a capped process holds (not capped).");
+	prom_procs(f, m, PM_CARD, "vramctl_process_card_bytes", "gauge",
+	           "GPU memory the card holds for a capped process: its books, or NVML's "
+	           "per-process figure where larger.");
+	prom_procs(f, m, PM_OVERHEAD, "vramctl_process_overhead_bytes", "gauge",
+	           "The part of vramctl_process_card_bytes the process did not allocate through "
+	           "vramctl: its context, modules, local memory, driver use.");
 	prom_procs(f, m, PM_NVML, "vramctl_process_nvml_used_bytes", "gauge",
 	           "GPU memory of a process as NVML reports it (capped or not).");
 

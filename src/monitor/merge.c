@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/text.h"
+#include "monitor/card.h"
 #include "monitor/merge.h"
 #include "registry/proc.h"
 
@@ -252,6 +253,7 @@ static int merge_groups(struct mon_model *m, const struct vramctl_snapshot *s)
 			gd->peak = sg->dev[j].peak;
 			gd->dead_in_use = sg->dev[j].dead_in_use;
 			gd->spilled = sg->dev[j].spilled;
+			gd->overhead = sg->dev[j].overhead;
 		}
 	}
 	return 0;
@@ -370,6 +372,7 @@ static int add_capped_row(struct merge *g, const struct vramctl_proc *r, int j,
 	vr_text_copy(p->command, sizeof(p->command), r->command);
 	vr_text_copy(p->group, sizeof(p->group), r->group);
 	p->host_pinned = r->host_pinned;
+	p->counting = r->counting;
 	const struct vramctl_proc_dev *rd = &r->dev[j];
 	vr_text_copy(p->uuid, sizeof(p->uuid), rd->uuid);
 	p->device = device_for(m, rd->uuid);
@@ -508,6 +511,7 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 	free(m->procs);
 	m->procs = g.out.v;
 	m->nprocs = g.out.n;
+	mon_card_figures(m);
 	free(g.by_pid);
 	free(g.nvr);
 	return 0;

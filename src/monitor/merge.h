@@ -12,7 +12,8 @@
 /*
  * The registry half: merges snapshot s (NULL: none) into m, which holds the
  * NVML half. snap_rc is what vramctl_snapshot_take returned (for the note).
- * Sets MON_M_REGISTRY, groups, capped rows, per-device caps; sorts the rows.
+ * Sets MON_M_REGISTRY, groups, capped rows, per-device caps and the on-card
+ * figures (mon_card_figures); sorts the rows.
  */
 int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, int snap_rc,
                        const char *proc_root);

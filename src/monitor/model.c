@@ -61,3 +61,12 @@ oom:
 	mon_model_clear(dst);
 	return -ENOMEM;
 }
+
+int mon_model_gpu_index(const struct mon_model *m, int device, int known)
+{
+	if (!known || device < 0 || device >= m->ndevs)
+		return -1;
+	if (!(m->devs[device].valid & MON_DEV_INDEX))
+		return -1;
+	return m->devs[device].index;
+}

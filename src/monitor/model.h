@@ -18,7 +18,9 @@
 #include "common/contract.h"
 #include "vramctl/registry.h"
 
-#define MON_SCHEMA_VERSION 1
+/* 2 (#24): in_use and peak count each member's overhead on the card; the
+ * allocated, on-card and overhead figures, counting and over_cap are new. */
+#define MON_SCHEMA_VERSION 2
 #define MON_UUID_MAX       96 /* NVML_DEVICE_UUID_V2_BUFFER_SIZE */
 #define MON_NAME_MAX       96 /* NVML_DEVICE_NAME_V2_BUFFER_SIZE */
 #define MON_MAX_GROUP_DEVS 64
@@ -65,6 +67,7 @@ enum {
 	MON_P_DEVICE = 1u << 5,    /* device is an index into model.devs */
 	MON_P_USER = 1u << 6,      /* uid and user known */
 	MON_P_COMMAND = 1u << 7,   /* command known */
+	MON_P_ON_CARD = 1u << 8,   /* on_card and (capped) allocated, card_overhead set */
 };
 
 /* One process on one device. */
@@ -87,9 +90,15 @@ struct mon_proc {
 			VRAMCTL_COUNTS_FIELDS
 		};
 	};
-	uint64_t host_pinned; /* per process, repeated on each of its rows */
+	uint64_t host_pinned;           /* per process, repeated on each of its rows */
+	enum vramctl_counting counting; /* what its cap counts (MON_P_CAPPED) */
 	/* MON_P_NVML_USED: */
 	uint64_t nvml_used;
+	/* MON_P_ON_CARD (mon_card_figures): what the card holds for it, the
+	 * larger of the books' in_use and NVML's figure (an uncapped process:
+	 * NVML's); of that, what it allocated through vramctl (in_use less
+	 * the books' overhead) and the rest (on_card - allocated). */
+	uint64_t on_card, allocated, card_overhead;
 };
 
 struct mon_group_dev {
@@ -99,6 +108,12 @@ struct mon_group_dev {
 	uint64_t in_use, peak;
 	uint64_t dead_in_use; /* still held by dead members until reclaimed */
 	uint64_t spilled;     /* host memory past the cap (spill), dead members' included */
+	uint64_t overhead;    /* the books': the part of in_use + dead_in_use that is overhead */
+	/* mon_card_figures: what the card holds for the group, dead members'
+	 * bytes included (in_use + dead_in_use, plus what NVML sees of its live
+	 * members beyond their books), the part of it that is overhead, and by
+	 * how much it passes the cap (0: not over, or no cap). */
+	uint64_t on_card, card_overhead, over_cap;
 };
 
 struct mon_group {
@@ -150,5 +165,9 @@ void mon_model_note(struct mon_model *m, const char *fmt, ...)
 
 /* A deep copy of src into dst (dst empty). Returns 0 or -ENOMEM (dst then empty). */
 int mon_model_copy(struct mon_model *dst, const struct mon_model *src);
+
+/* The NVML index of model device `device` (known: 0 when the caller has no
+ * device), or -1 when unknown (a device only the registry names has none). */
+int mon_model_gpu_index(const struct mon_model *m, int device, int known);
 
 #endif /* VRAMCTL_MONITOR_MODEL_H */

@@ -22,7 +22,7 @@ TESTS += $(O)/tests/monitor/test_format $(O)/tests/monitor/test_merge
 # Integration: real programs on the simulated GPU (they need the holder).
 TEST_SCRIPTS += tests/monitor/status_sim.sh tests/monitor/top_tmux.sh tests/monitor/export_http.sh \
 	tests/monitor/export_starve.sh tests/monitor/status_escape.sh tests/monitor/status_spill.sh \
-	tests/monitor/status_registry.sh tests/monitor/status_dead.sh
+	tests/monitor/status_registry.sh tests/monitor/status_dead.sh tests/monitor/status_card.sh
 test: $(O)/tests/monitor/holder
 
 # A GPU program for the integration tests: allocates, says "ready", holds
@@ -31,6 +31,14 @@ $(O)/tests/monitor/holder: $(O)/tests/monitor/holder.o
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_LDFLAGS) -o $@ $^ -ldl
 ALL_TARGETS += $(O)/tests/monitor/holder
+
+# A member of a group's books with an overhead charge and a counting, without
+# a driver (status_card.sh).
+$(O)/tests/monitor/books_member: $(O)/tests/monitor/books_member.o $(REGISTRY_LIB) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_LDFLAGS) -o $@ $^ -ldl
+ALL_TARGETS += $(O)/tests/monitor/books_member
+test: $(O)/tests/monitor/books_member
 
 # The NVML reader against fake NVML libraries with 32-byte (R535) and 24-byte
 # _v3 entries.

@@ -36,7 +36,8 @@ export VRAMCTL_REGISTRY_DIR='$VRAMCTL_REGISTRY_DIR' NO_COLOR=1 LANG=C.UTF-8 LC_A
 '$V' top -d 0.2
 EOF2
 	chmod +x "$TMPDIR/run-top"
-	if T new-session -d -s top -x 200 -y 30 "$TMPDIR/run-top"; then
+	# Wide enough for every column and the whole escaped command line.
+	if T new-session -d -s top -x 240 -y 30 "$TMPDIR/run-top"; then
 		seen=0
 		for ((i = 0; i < 200; i++)); do
 			T capture-pane -p -t top >"$TMPDIR/screen" 2>/dev/null

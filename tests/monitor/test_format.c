@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../test.h"
+#include "monitor/card.h"
 #include "monitor/format.h"
 
 #define GiB (1024ULL * 1024 * 1024)
@@ -226,6 +227,42 @@ static void s_memory_unknown(struct mon_model *m)
 	p->valid |= MON_P_NVML;
 }
 
+/* #24: members whose books carry overhead (contexts, modules), one whose
+ * NVML figure runs ahead of its books, a dead member's bytes, and a group
+ * over its cap on the card; beside it, members whose caps count
+ * allocations only (asked, and for want of a driver figure). */
+static void s_on_card(struct mon_model *m)
+{
+	base(m);
+	dev(m, 0, UUID0, "NVIDIA H200", 140 * GiB, 3 * GiB);
+	struct mon_group *g = group(m, "g1", "1G", 2);
+	g->ndead = 1;
+	gdev(m, g, 0, 1 * GiB, 1314 * MiB, 1314 * MiB);
+	g->dev[0].dead_in_use = 100 * MiB;
+	g->dev[0].overhead = 600 * MiB;
+	struct mon_proc *p = capped(m, 0, 32026, 32026, "g1", 1 * GiB, 922 * MiB, 922 * MiB);
+	p->overhead = 300 * MiB;
+	p->valid |= MON_P_NVML | MON_P_NVML_USED;
+	p->nvml_used = 922 * MiB;
+	/* NVML already sees 8 MiB more than the library last read. */
+	p = capped(m, 0, 32063, 32063, "g1", 1 * GiB, 392 * MiB, 392 * MiB);
+	p->overhead = 300 * MiB;
+	p->valid |= MON_P_NVML | MON_P_NVML_USED;
+	p->nvml_used = 400 * MiB;
+	p = capped(m, 0, 32001, 32001, "g1", 1 * GiB, 100 * MiB, 100 * MiB);
+	p->state = MON_PROC_DEAD;
+	p->valid &= ~(unsigned)MON_P_HOST_PID;
+	struct mon_group *h = group(m, "solo", "4G", 2);
+	gdev(m, h, 0, 4 * GiB, 1536 * MiB, 1536 * MiB);
+	p = capped(m, 0, 32100, 32100, "solo", 4 * GiB, 1 * GiB, 1 * GiB);
+	p->counting = VRAMCTL_COUNTING_ALLOCATIONS;
+	p->valid |= MON_P_NVML | MON_P_NVML_USED;
+	p->nvml_used = 1 * GiB + 300 * MiB;
+	p = capped(m, 0, 32101, 32101, "solo", 4 * GiB, 512 * MiB, 512 * MiB);
+	p->counting = VRAMCTL_COUNTING_NO_FIGURES;
+	p->valid |= MON_P_NVML;
+}
+
 static void s_empty(struct mon_model *m)
 {
 	base(m);
@@ -243,7 +280,7 @@ static const struct {
     {"no_process", s_no_process}, {"capped_uncapped", s_capped_uncapped},
     {"vanished", s_vanished},     {"nvml_missing", s_nvml_missing},
     {"no_v3", s_no_v3},           {"memory_unknown", s_memory_unknown},
-    {"nothing_visible", s_empty},
+    {"nothing_visible", s_empty}, {"on_card", s_on_card},
 };
 
 static char *render(const struct mon_model *m, int which, size_t *len)
@@ -251,6 +288,8 @@ static char *render(const struct mon_model *m, int which, size_t *len)
 	char *buf = NULL;
 	FILE *f = open_memstream(&buf, len);
 	ASSERT(f);
+	/* As mon_merge_registry does after the join. */
+	mon_card_figures((struct mon_model *)m);
 	int rc = which == 0   ? mon_format_table(f, m)
 	         : which == 1 ? mon_format_json(f, m, 0)
 	                      : mon_format_prom(f, m);
@@ -332,12 +371,97 @@ static void test_json_compact(void)
 	free(buf);
 }
 
+/* The figures of s_on_card, checked one by one (the goldens show them). */
+static void test_on_card_figures(void)
+{
+	struct mon_model m;
+	s_on_card(&m);
+	mon_card_figures(&m);
+	/* Books 922 MiB, 300 of them overhead; NVML agrees. */
+	ASSERT_EQ(m.procs[0].allocated, 622 * MiB);
+	ASSERT_EQ(m.procs[0].on_card, 922 * MiB);
+	ASSERT_EQ(m.procs[0].card_overhead, 300 * MiB);
+	/* NVML ahead of the books: on the card is NVML's, the rest overhead. */
+	ASSERT_EQ(m.procs[1].allocated, 92 * MiB);
+	ASSERT_EQ(m.procs[1].on_card, 400 * MiB);
+	ASSERT_EQ(m.procs[1].card_overhead, 308 * MiB);
+	ASSERT_EQ(m.procs[1].peak, 400 * MiB); /* never below what it holds now */
+	/* Dead: its books. */
+	ASSERT_EQ(m.procs[2].on_card, 100 * MiB);
+	/* Counting allocations only, as asked: the card still holds NVML's. */
+	ASSERT_EQ(m.procs[3].allocated, 1 * GiB);
+	ASSERT_EQ(m.procs[3].on_card, 1 * GiB + 300 * MiB);
+	ASSERT_EQ(m.procs[3].card_overhead, 300 * MiB);
+	/* No driver figure: the books alone. */
+	ASSERT_EQ(m.procs[4].on_card, 512 * MiB);
+	ASSERT_EQ(m.procs[4].card_overhead, 0);
+	/* g1: 1314 live + 100 dead + NVML's 8 ahead; 608 of it overhead. */
+	const struct mon_group_dev *g1 = &m.groups[0].dev[0], *solo = &m.groups[1].dev[0];
+	ASSERT_EQ(g1->on_card, 1422 * MiB);
+	ASSERT_EQ(g1->card_overhead, 608 * MiB);
+	ASSERT_EQ(g1->over_cap, 398 * MiB);
+	ASSERT_EQ(g1->peak, 1422 * MiB);
+	ASSERT_EQ(solo->on_card, 1536 * MiB + 300 * MiB);
+	ASSERT_EQ(solo->over_cap, 0);
+	/* Twice gives the same (status --watch and top recompute nothing, but
+	 * a caller may). */
+	mon_card_figures(&m);
+	ASSERT_EQ(g1->on_card, 1422 * MiB);
+}
+
+/* The over-cap flag and the counting labels, in each of the three forms. */
+static void test_on_card_flags(void)
+{
+	struct mon_model m;
+	size_t len;
+	s_on_card(&m);
+	char *t = render(&m, 0, &len);
+	ASSERT(strstr(t, "group g1 on GPU 0: over cap on the card by 398 MiB: members' overhead "
+	                 "(contexts, modules, driver use) 608 MiB, allocations 814 MiB") != NULL);
+	ASSERT(strstr(t, "group solo") == NULL);
+	ASSERT(strstr(t, "cap 1 GiB); every allocation is refused until it is back under\n") !=
+	       NULL);
+	ASSERT(strstr(t, "allocations only (asked)") != NULL);
+	ASSERT(strstr(t, "allocations only (no driver figure)") != NULL);
+	free(t);
+	/* Over its cap by NVML's figures alone (a member counting allocations
+	 * only): its books are under the cap, so allocations are still granted,
+	 * and the line says so instead of "refused". */
+	s_on_card(&m);
+	m.groups[1].dev[0].cap = 1600 * MiB;
+	t = render(&m, 0, &len);
+	ASSERT(strstr(t, "group solo on GPU 0: over cap on the card by 236 MiB") != NULL);
+	ASSERT(strstr(t, "(1.8 GiB held, cap 1.6 GiB); its books are still under the cap") != NULL);
+	free(t);
+	s_on_card(&m);
+	char *j = render(&m, 1, &len);
+	ASSERT(strstr(j, "\"over_cap\": true") != NULL);
+	ASSERT(strstr(j, "\"over_cap\": false") != NULL);
+	ASSERT(strstr(j, "\"over_cap_bytes\": 417333248") != NULL);
+	ASSERT(strstr(j, "\"counting\": \"allocations\"") != NULL);
+	ASSERT(strstr(j, "\"counting\": \"no_figures\"") != NULL);
+	ASSERT(strstr(j, "\"overhead_bytes\": 322961408") != NULL); /* 308 MiB */
+	free(j);
+	s_on_card(&m);
+	char *p = render(&m, 2, &len);
+	ASSERT(strstr(p, "vramctl_group_over_cap{group=\"g1\",gpu=\"0\",uuid=\"GPU-11111111-2222-"
+	                 "3333-4444-555555555555\"} 1\n") != NULL);
+	ASSERT(strstr(p, "vramctl_group_over_cap{group=\"solo\",gpu=\"0\",uuid=\"GPU-11111111-"
+	                 "2222-3333-4444-555555555555\"} 0\n") != NULL);
+	ASSERT(strstr(p, "vramctl_group_card_bytes{group=\"g1\",gpu=\"0\",uuid=\"GPU-11111111-"
+	                 "2222-3333-4444-555555555555\"} 1491075072\n") != NULL);
+	ASSERT(strstr(p, "vramctl_process_overhead_bytes{pid=\"32063\"") != NULL);
+	free(p);
+}
+
 int main(void)
 {
 	static const char *const exts[] = {"table", "json", "prom"};
 	int bad = 0;
 	test_prom_escape();
 	test_json_compact();
+	test_on_card_flags();
+	test_on_card_figures();
 	for (size_t s = 0; s < sizeof(scenarios) / sizeof(scenarios[0]); s++) {
 		for (int w = 0; w < 3; w++) {
 			struct mon_model m;

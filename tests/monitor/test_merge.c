@@ -155,11 +155,13 @@ int main(void)
 	groups[2].ndev = 1;
 	strcpy(groups[2].dev[0].uuid, U0);
 	groups[2].dev[0].cap = 12 * GiB;
-	rec(&s, 7, 0, 777, "g1", 0, 100);      /* in a container: found through NSpid */
+	/* #24: the books' overhead of the group, and what each member's cap counts. */
+	groups[0].dev[0].overhead = 100;
+	rec(&s, 7, 0, 777, "g1", 0, 100)->counting = VRAMCTL_COUNTING_ALLOCATIONS; /* container */
 	rec(&s, 8, 0, 555, "g1", 0, 200);      /* NSpid matches 6100, start time does not */
 	rec(&s, 4242, 4242, 1, "g1", 0, 300);  /* alive by the registry, gone from /proc */
 	rec(&s, 4300, 4300, 49, "g2", 1, 400); /* dead; 4300 is someone else now */
-	rec(&s, 4400, 4400, 444, "g1", 0, 500);
+	rec(&s, 4400, 4400, 444, "g1", 0, 500)->dev[0].overhead = 100;
 	/* A slot has a column for every device of its group: only used ones
 	 * (or ones NVML lists the process on) are GPU-process rows. */
 	struct vramctl_proc *two = rec(&s, 4500, 4500, 450, "g1", 0, 600);
@@ -222,6 +224,20 @@ int main(void)
 	ASSERT(p);
 	ASSERT_UEQ(p->nvml_used, 5 * GiB);
 	ASSERT(find(&m, 0, 4400, -1) == NULL);
+	/* Its books: 500 on the card, 100 of it overhead; NVML sees 5 GiB. */
+	ASSERT(p->valid & MON_P_ON_CARD);
+	ASSERT_EQ(p->counting, VRAMCTL_COUNTING_CARD);
+	ASSERT_UEQ(p->allocated, 400);
+	ASSERT_UEQ(p->on_card, 5 * GiB);
+	ASSERT_UEQ(p->card_overhead, 5 * GiB - 400);
+	ASSERT_EQ(find(&m, 1, 6000, 7)->counting, VRAMCTL_COUNTING_ALLOCATIONS);
+	/* g1 on GPU 0: its books (0 here) plus what NVML sees beyond the live
+	 * members' books: 6000, 4400 and 4700 (a context only). */
+	ASSERT_UEQ(m.groups[0].dev[0].overhead, 100);
+	ASSERT_UEQ(m.groups[0].dev[0].on_card, (2 * GiB - 100) + (5 * GiB - 500) + (64 << 20));
+	ASSERT_UEQ(m.groups[0].dev[0].card_overhead,
+	           m.groups[0].dev[0].on_card); /* 100 of books' overhead, capped at on_card */
+	ASSERT_UEQ(m.groups[0].dev[0].over_cap, 0);
 
 	/* Uncapped: user and command from /proc. */
 	p = find(&m, 0, 5000, 5000);

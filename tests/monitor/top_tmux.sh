@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # top_tmux - `vramctl top` in a real terminal (tmux): start, rows for capped
-# and uncapped programs, spilled bytes (GPU line, SPILLED column), sort,
+# and uncapped programs with ALLOC, ON CARD and OVERHEAD, spilled bytes (GPU
+# line, SPILLED column), sort,
 # reverse, filter, help, resize (down to a tiny
 # terminal and back), quit; and with an NVML that does not answer, the
 # screen still comes up and quits at once. The screen is read with capture-pane and polled
@@ -95,8 +96,10 @@ grep -q "run-1067-5d" "$TMPDIR/screen" && fail "long group name runs into the ne
 grep -E "infer .*\[###" "$TMPDIR/screen" >/dev/null || fail "no '#' bar for the infer row under NO_COLOR"
 # Spilled bytes: on the GPU's line and in the process's SPILLED column.
 wait_for "spilled 900 MiB" "the GPU line's spilled bytes"
-grep -E "train +300 MiB +1 GiB +300 MiB +900 MiB" "$TMPDIR/screen" >/dev/null ||
-	fail "no SPILLED figure in the train row"
+# ALLOC, ON CARD (the simulated 64 MiB context beside it), OVERHEAD, CAP,
+# PEAK (never below ON CARD), SPILLED.
+grep -E "train +300 MiB +364 MiB +64 MiB +1 GiB +364 MiB +900 MiB" "$TMPDIR/screen" >/dev/null ||
+	fail "no ALLOC/ON CARD/OVERHEAD or SPILLED figure in the train row"
 
 # Sort by PID, then reverse.
 T send-keys -t top p
@@ -111,7 +114,7 @@ sort -rn "$TMPDIR/pids" | cmp -s - "$TMPDIR/pids" || fail "rows not in reverse P
 T send-keys -t top r G
 wait_for "GROUPv" "sort by group"
 T send-keys -t top '>'
-wait_for "IN USEv" "next column"
+wait_for "ALLOCv" "next column"
 T send-keys -t top S
 wait_for "SPILLEDv" "sort by spilled"
 
