@@ -24,6 +24,9 @@ fixed_card() {
 	export VRAMSIM_NAME="vramsim test GPU"
 	export VRAMSIM_CONTEXT_BYTES=$((64 << 20))
 	unset VRAMCTL_NVML VRAMSIM_NVML_UNKNOWN_USAGE
+	# The views as users see them: the cap counts the card (tests/run
+	# sets VRAMCTL_COUNT=allocations for the rest of the suite).
+	unset VRAMCTL_COUNT
 }
 
 # In a child started in the background: drops the holders' pipe ends, so

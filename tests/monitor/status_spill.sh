@@ -9,6 +9,7 @@
 require_sim
 [ -e "$LIB" ] || skip "$LIB is not built"
 fixed_card
+export VRAMCTL_COUNT=allocations # exact spill figures: the context is not in them
 MiB=$((1 << 20))
 SP=(VRAMCTL_LIMIT=1G VRAMCTL_SPILL=1G VRAMCTL_GROUP=sp LD_PRELOAD="$LIB")
 
