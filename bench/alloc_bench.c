@@ -14,6 +14,15 @@
  *   trace      capped, with --trace's recording on (VRAMCTL_RECORD=trace)
  *   report     capped, with --report's recording on
  *   stacks     capped, with --report --stacks (a call site per allocation)
+ *   near cap   a cap of 200 MiB, so every pair is inside the card check's
+ *              margin (src/hook/card.h: the books' total is checked against
+ *              NVML's figures, taken at most every 20 ms): what counting the
+ *              card costs near the cap (lanes are off under 256 MiB, so every
+ *              pair reaches the books)
+ *   near alloc the same cap with VRAMCTL_COUNT=allocations: the pair without
+ *              the card check, to compare with
+ * and, apart, what one look at NVML's process list costs on this driver
+ * (a card refresh's main cost; none on a driver without NVML).
  *
  * Each mode runs in its own process (this program re-executes itself), so
  * "direct" really is the driver alone. Also shows that calls vramctl does
@@ -80,8 +89,9 @@ static char record_dir[4096]; /* the members' record files (--report, --trace) *
 
 /* Runs `self measure` with LD_PRELOAD (or none), a cap (or none), a spill
  * budget (or none) and what is recorded for --report/--trace (or none). */
-static int spawn(const char *preload, const char *limit, const char *spill, const char *record,
-                 double *one, double *four, int *same)
+static int spawn_counting(const char *preload, const char *limit, const char *spill,
+                          const char *record, const char *count, double *one, double *four,
+                          int *same)
 {
 	int fd[2];
 	if (pipe(fd) != 0)
@@ -96,6 +106,7 @@ static int spawn(const char *preload, const char *limit, const char *spill, cons
 		env_set("VRAMCTL_SPILL", spill);
 		env_set("VRAMCTL_RECORD_DIR", record ? record_dir : NULL);
 		env_set("VRAMCTL_RECORD", record);
+		env_set("VRAMCTL_COUNT", count);
 		setenv("VRAMCTL_LOG", "error", 1);
 		execl("/proc/self/exe", "alloc_bench", "measure", (char *)NULL);
 		_exit(127);
@@ -109,6 +120,41 @@ static int spawn(const char *preload, const char *limit, const char *spill, cons
 	int st;
 	waitpid(pid, &st, 0);
 	return ok && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+static int spawn(const char *preload, const char *limit, const char *spill, const char *record,
+                 double *one, double *four, int *same)
+{
+	return spawn_counting(preload, limit, spill, record, NULL, one, four, same);
+}
+
+/* ns per look at NVML's process list of GPU 0 (the newest call the
+ * library uses), or a negative number without NVML. */
+static double nvml_list_ns(void)
+{
+	typedef int (*init_fn)(void);
+	typedef int (*handle_fn)(unsigned, void **);
+	typedef int (*list_fn)(void *, unsigned *, void *);
+	void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+	init_fn init;
+	handle_fn handle;
+	list_fn list;
+	void *dev;
+	if (!h)
+		return -1;
+	*(void **)&init = dlsym(h, "nvmlInit_v2");
+	*(void **)&handle = dlsym(h, "nvmlDeviceGetHandleByIndex_v2");
+	*(void **)&list = dlsym(h, "nvmlDeviceGetComputeRunningProcesses_v3");
+	if (!init || !handle || !list || init() != 0 || handle(0, &dev) != 0)
+		return -1;
+	static unsigned char buf[64][32];
+	int n = 2000;
+	double t0 = now();
+	for (int i = 0; i < n; i++) {
+		unsigned c = 64;
+		list(dev, &c, buf);
+	}
+	return (now() - t0) / n;
 }
 
 int main(int argc, char **argv)
@@ -141,7 +187,7 @@ int main(int argc, char **argv)
 		perror("alloc_bench: the records' socket");
 		return 1;
 	}
-	double d1, d4, i1, i4, c1, c4, s1, s4, h1, h4, t1, t4, r1, r4, k1, k4;
+	double d1, d4, i1, i4, c1, c4, s1, s4, h1, h4, t1, t4, r1, r4, k1, k4, n1, n4, a1, a4;
 	int same_d, same_i, same_c, same_s, same_h, same_x;
 	if (spawn(NULL, NULL, NULL, NULL, &d1, &d4, &same_d) ||
 	    spawn(lib, NULL, NULL, NULL, &i1, &i4, &same_i) ||
@@ -150,7 +196,9 @@ int main(int argc, char **argv)
 	    spawn(lib, "1", "1T", NULL, &h1, &h4, &same_h) ||
 	    spawn(lib, "1T", NULL, "trace", &t1, &t4, &same_x) ||
 	    spawn(lib, "1T", NULL, "report", &r1, &r4, &same_x) ||
-	    spawn(lib, "1T", NULL, "report,stacks", &k1, &k4, &same_x)) {
+	    spawn(lib, "1T", NULL, "report,stacks", &k1, &k4, &same_x) ||
+	    spawn_counting(lib, "200M", NULL, NULL, "card", &n1, &n4, &same_x) ||
+	    spawn_counting(lib, "200M", NULL, NULL, "allocations", &a1, &a4, &same_x)) {
 		fprintf(stderr, "alloc_bench: a measuring run failed (driver found? %s)\n", lib);
 		return 1;
 	}
@@ -178,6 +226,20 @@ int main(int argc, char **argv)
 	       r1 - d1, r4, r4 - d4, r1 / c1, r4 / c4);
 	printf("%-10s %10.1f %+10.1f %10.1f %+10.1f  (x%.2f, x%.2f of capped)\n", "stacks", k1,
 	       k1 - d1, k4, k4 - d4, k1 / c1, k4 / c4);
+	printf("%-10s %10.1f %+10.1f %10.1f %+10.1f  (x%.2f, x%.2f of capped)\n", "near cap", n1,
+	       n1 - d1, n4, n4 - d4, n1 / c1, n4 / c4);
+	printf("%-10s %10.1f %+10.1f %10.1f %+10.1f  (x%.2f, x%.2f of near cap counting "
+	       "allocations)\n",
+	       "near alloc", a1, a1 - d1, a4, a4 - d4, n1 / a1, n4 / a4);
+	double list = nvml_list_ns();
+	if (list >= 0)
+		printf("one look at NVML's process list: %.0f ns (a card refresh; near the cap at "
+		       "most every 20 ms, far from it when the books grow by half the margin)\n",
+		       list);
+	else
+		printf(
+		    "no NVML here: the card is not counted (the near cap row is the allocations' "
+		    "path)\n");
 	printf("unhooked calls (cuLaunchKernel via cuGetProcAddress) are the driver's own "
 	       "pointer under the library: %s\n",
 	       same_i && same_c ? "yes (zero added cost)" : "NO");

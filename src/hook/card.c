@@ -366,6 +366,18 @@ int vr_card_context(struct vr_dev *d, uint64_t listed, uint64_t *was)
 		return 0;
 	uint64_t cost = own - *was;
 	int dg = vr_size_digits((uint64_t[]){cost, card, d->cap}, 3, 1);
+	if (vr_books_spill_budget()) {
+		/* Spill is "slower, not dead": the context stays, over the cap,
+		 * and what the program allocates past it goes to host memory. */
+		vr_log(VR_LOG_WARN,
+		       "GPU %d: a new CUDA context of this process takes %s on the card; with it "
+		       "the group holds %s, over its cap (%s): with spill on it stays, and "
+		       "allocations go to host memory",
+		       d->ordinal, vr_format_size_digits(cost, dg, a, sizeof a),
+		       vr_format_size_digits(card, dg, c, sizeof c),
+		       vr_format_size_digits(d->cap, dg, b, sizeof b));
+		return 0;
+	}
 	if (cost > d->cap)
 		vr_log(VR_LOG_ERROR,
 		       "GPU %d: a new CUDA context of this process takes %s on the card, more than "

@@ -19,7 +19,9 @@
  *   - before a refusal, on a memory query, after its limits change
  *     (cuCtxSetLimit);
  *   - when a context is created: a context that would take the group past
- *     its cap is refused (CUDA_ERROR_OUT_OF_MEMORY) and said.
+ *     its cap is refused (CUDA_ERROR_OUT_OF_MEMORY) and said; with a spill
+ *     budget it stays, said (spill is "slower, not dead"), and what the
+ *     program allocates past the cap goes to host memory.
  * Where NVML cannot tell this process's use (no NVML, no per-process
  * figure, the process not listed while it holds memory), one line says so
  * and the cap counts allocations only, as with VRAMCTL_COUNT=allocations.

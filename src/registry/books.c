@@ -295,9 +295,17 @@ static inline int fast_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t s
 		/* The total never counts less than our own slot (a reserve adds
 		 * to the total first, a release takes from the slot first), so a
 		 * total below it is damage: unless another thread of ours changed
-		 * the slot meanwhile (its word is then no longer ours + 1). */
+		 * the slot meanwhile (its word is then no longer ours + 1), or the
+		 * total moved since it was read (a release, then a reserve, of
+		 * other threads of ours, between our two loads, puts the slot
+		 * back where it was: the figures were of two moments). */
 		if (VR_UNLIKELY(v < vr_w_bytes(x)) &&
 		    atomic_load_explicit(sw, memory_order_relaxed) == x + 1) {
+			uint64_t again = atomic_load_explicit(tw, memory_order_acquire);
+			if (again != w) {
+				w = again;
+				continue;
+			}
 			*bad = "a device's total is below this process's own holdings";
 			r = FAST_DAMAGED;
 			break;
