@@ -126,34 +126,35 @@ static void say_over(struct vr_dev *d, uint64_t card, uint64_t overhead)
 {
 	char a[32], b[32], c[32];
 	uint64_t own = atomic_load(&d->card.overhead);
+	int said = atomic_load_explicit(&d->card.said, memory_order_relaxed);
 	if (!vr_dev_capped(d))
 		return;
+	if (card <= d->cap && own <= d->cap) { /* the common case: nothing to say */
+		if (said & SAID_OVER)
+			atomic_fetch_and(&d->card.said, ~SAID_OVER);
+		return;
+	}
+	int big = own > d->cap, bit = big ? SAID_BIG : SAID_OVER;
+	if ((said & bit) || (atomic_fetch_or(&d->card.said, bit) & bit))
+		return;
 	int dg = vr_size_digits((uint64_t[]){card, d->cap, own, overhead}, 4, 1);
-	if (own > d->cap) {
-		if (!(atomic_fetch_or(&d->card.said, SAID_BIG) & SAID_BIG))
-			vr_log(
-			    VR_LOG_ERROR,
-			    "GPU %d: this process's context and the driver's use take %s on the "
-			    "card, more than the cap (%s): every allocation on GPU %d is refused "
-			    "(vramctl run --count allocations caps only what the program "
-			    "allocates)",
-			    d->ordinal, vr_format_size_digits(own, dg, a, sizeof a),
-			    vr_format_size_digits(d->cap, dg, b, sizeof b), d->ordinal);
-		return;
-	}
-	if (card <= d->cap) {
-		atomic_fetch_and(&d->card.said, ~SAID_OVER);
-		return;
-	}
-	if (!(atomic_fetch_or(&d->card.said, SAID_OVER) & SAID_OVER))
+	const char *then = vr_books_spill_budget() ? "what is allocated goes to host memory (spill)"
+	                                           : "allocations are refused";
+	if (big)
+		vr_log(VR_LOG_ERROR,
+		       "GPU %d: this process's context and the driver's use take %s on the card, "
+		       "more than the cap (%s): %s (vramctl run --count allocations caps only what "
+		       "the program allocates)",
+		       d->ordinal, vr_format_size_digits(own, dg, a, sizeof a),
+		       vr_format_size_digits(d->cap, dg, b, sizeof b), then);
+	else
 		vr_log(
 		    VR_LOG_WARN,
 		    "GPU %d: the group holds %s on the card, over its cap (%s): contexts, modules "
-		    "and the driver's own use take %s of it; allocations are refused until it "
-		    "is back under the cap",
+		    "and the driver's own use take %s of it; %s until it is back under the cap",
 		    d->ordinal, vr_format_size_digits(card, dg, a, sizeof a),
 		    vr_format_size_digits(d->cap, dg, b, sizeof b),
-		    vr_format_size_digits(overhead, dg, c, sizeof c));
+		    vr_format_size_digits(overhead, dg, c, sizeof c), then);
 }
 
 static const struct vr_nvml_proc *find(const struct vr_nvml_proc *l, unsigned n, pid_t pid)
@@ -214,15 +215,16 @@ static uint64_t others(struct vr_dev *d, const struct vr_nvml_proc *l, unsigned 
 }
 
 /* Takes the figures of d when they are older than max_age_ns (pending:
- * own_overhead). 1 taken (or another thread is taking them), 0 NVML
- * cannot tell yet. */
+ * own_overhead). 2 taken now, 1 fresh enough (or another thread is taking
+ * them), 0 NVML cannot tell yet. */
 static int refresh(struct vr_dev *d, uint64_t max_age_ns, uint64_t pending)
 {
 	struct vr_card *c = &d->card;
 	uint64_t t = now_ns();
 	if (!vr_card_counts(d))
 		return 0;
-	if (t - atomic_load(&c->seen_ns) < max_age_ns && atomic_load(&c->seen_ns))
+	uint64_t seen = atomic_load_explicit(&c->seen_ns, memory_order_acquire);
+	if (seen && t - seen < max_age_ns)
 		return 1;
 	int idle = 0;
 	if (!atomic_compare_exchange_strong(&c->busy, &idle, 1))
@@ -259,7 +261,7 @@ static int refresh(struct vr_dev *d, uint64_t max_age_ns, uint64_t pending)
 	}
 	free(l);
 	atomic_store(&c->busy, 0);
-	return up == NV_READY;
+	return up == NV_READY ? 2 : 0;
 }
 
 /* The card's figure for the group on d: its books plus the overhead other
@@ -276,8 +278,16 @@ int vr_card_grant(struct vr_dev *d, uint64_t bytes, uint64_t total)
 	uint64_t overhead = 0;
 	if (!vr_card_counts(d))
 		return 0;
-	refresh(d, CARD_FRESH_MS * MS, bytes);
-	uint64_t card = card_figure(d, &overhead);
+	/* Figures taken now: the books read again (this process's overhead
+	 * may have moved). Else the total the grant left, which counts this
+	 * process's lanes' spare too (errs on the side of the cap). */
+	uint64_t card;
+	if (refresh(d, CARD_FRESH_MS * MS, bytes) == 2)
+		card = card_figure(d, &overhead);
+	else
+		card = total + atomic_load_explicit(&d->card.extra, memory_order_relaxed),
+		overhead = atomic_load(&d->card.overhead) + atomic_load(&d->card.others) +
+		           atomic_load(&d->card.extra);
 	set_watch(d, total > card ? total : card);
 	say_over(d, card, overhead);
 	return vr_dev_capped(d) && card > d->cap ? -1 : 0;

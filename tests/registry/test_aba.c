@@ -21,7 +21,8 @@
 #define ROUNDS  20
 #define CAP     (200ull << 20)
 
-static const unsigned char uuid[VR_UUID_LEN] = {0xab, 0xa, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+static const unsigned char uuid[VR_UUID_LEN] = {0xab, 0xa, 2,  3,  4,  5,  6,  7,
+                                                8,    9,   10, 11, 12, 13, 14, 15};
 static vr_member *m;
 
 static void *churn(void *arg)
