@@ -25,7 +25,8 @@
 #define CAP (1024 * MiB)
 
 static const char *dir;
-static const unsigned char uuid[VR_UUID_LEN] = {0x0e, 0xad, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+static const unsigned char uuid[VR_UUID_LEN] = {0x0e, 0xad, 2,  3,  4,  5,  6,  7,
+                                                8,    9,    10, 11, 12, 13, 14, 15};
 
 static vr_member *join(const char *group)
 {
