@@ -114,6 +114,7 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 		jw_u64(&w, "overhead_bytes", p->card_overhead,
 		       capped && (p->valid & MON_P_ON_CARD));
 		jw_str(&w, "counting", capped ? mon_counting_name(p->counting) : NULL);
+		jw_u64(&w, "ipc_ns", p->ipc_ns, capped && p->ipc_ns);
 		jw_bool(&w, "nvml_listed", !!(p->valid & MON_P_NVML));
 		jw_u64(&w, "nvml_used_bytes", p->nvml_used, !!(p->valid & MON_P_NVML_USED));
 		jw_int(&w, "uid", (long long)p->uid, !!(p->valid & MON_P_USER));

@@ -373,6 +373,7 @@ static int add_capped_row(struct merge *g, const struct vramctl_proc *r, int j,
 	vr_text_copy(p->group, sizeof(p->group), r->group);
 	p->host_pinned = r->host_pinned;
 	p->counting = r->counting;
+	p->ipc_ns = r->ipc_ns;
 	const struct vramctl_proc_dev *rd = &r->dev[j];
 	vr_text_copy(p->uuid, sizeof(p->uuid), rd->uuid);
 	p->device = device_for(m, rd->uuid);

@@ -35,6 +35,7 @@
 #include "registry/alive.h"
 #include "registry/dir.h"
 #include "registry/door.h"
+#include "registry/ipcns.h"
 #include "registry/member.h"
 #include "registry/segcopy.h"
 #include "registry/segment.h"
@@ -216,6 +217,8 @@ struct reader {
 	struct user_cache uc;
 	struct vr_proc_locks locks;
 	struct vr_seg_copy copy; /* the group being read, and its scratch */
+	struct vr_ipcns ns;      /* entering members' IPC namespaces */
+	uint64_t ns_ino;         /* the group's books came from this namespace (0: ours) */
 	int probe_max;           /* VR_PROBE_MAX; tests force either way */
 	int need_scan;
 };
@@ -279,7 +282,9 @@ static int open_door(struct reader *r, int dfd, const char *dir, const char *nam
 
 /*
  * Attaches, read-only, the segment the door names: it cannot shrink under
- * us (a mapped file could, and a read of it would fault). NULL when there
+ * us (a mapped file could, and a read of it would fault). Where the
+ * reader's IPC namespace has none, a privileged reader looks in a live
+ * member's (ipcns.c; r->ns_ino says which). NULL when there
  * is none: then *rc is 0 (with an entry in errors[] when live members have
  * lost their books) or -ENOMEM.
  */
@@ -288,6 +293,13 @@ static const struct vr_hdr *attach_segment(struct reader *r, int fd, const struc
 {
 	const struct vr_hdr *h = vr_segment_attach(door, 1);
 	*rc = 0;
+	r->ns_ino = 0;
+	if (!h) { /* a container's books, in its own IPC namespace? */
+		const char *why = NULL;
+		h = vr_ipcns_attach(&r->ns, fd, door, &r->ns_ino, &why);
+		if (why && (*rc = add_error(r->snap, "%s/%s: %s", dir, name, why)) < 0)
+			return NULL;
+	}
 	if (h) {
 		/* The copy reads every slot in use: their pages mapped in one call. */
 		vr_segment_prefault(h, 0, 0);
@@ -379,6 +391,7 @@ static int add_members(struct reader *r, int fd, struct vramctl_group *g,
 		              : s->flags & VR_SLOT_F_ALLOCATIONS ? VRAMCTL_COUNTING_ALLOCATIONS
 		                                                 : VRAMCTL_COUNTING_CARD;
 		p->ndev = (int)ndev;
+		p->ipc_ns = r->ns_ino;
 
 		int alive = slot_liveness(fd, s->idx, lk_alive, lk_pid, &p->host_pid);
 		p->state = alive ? VRAMCTL_PROC_ALIVE : VRAMCTL_PROC_DEAD;
@@ -545,6 +558,7 @@ int vramctl_snapshot_take(const char *dir, struct vramctl_snapshot **out)
 		rc = read_group(&r, dirfd(d), dir, e->d_name);
 	}
 	closedir(d);
+	vr_ipcns_close(&r.ns);
 	free(r.locks.e);
 	free(r.copy.sc);
 	free(r.copy.sd);
