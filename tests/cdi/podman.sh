@@ -15,7 +15,8 @@
 #     its own group (no collision in the shared books), its own cap.
 #     An image's own LD_PRELOAD is kept (both preloads load). Sharing the
 #     host's books takes the host's IPC namespace (--ipc host: the books
-#     are a System V segment); a container in its own keeps its cap.
+#     are a System V segment); a container in its own keeps its cap, and
+#     the host's status (root) reads its books in its namespace.
 #  3. A spec with --group: two containers share one cap.
 #  4. A container set up exactly as HAMi's device plugin sets one up (its
 #     env and mounts, vramctl's library as libvgpu.so, no VRAMCTL_*
@@ -177,12 +178,22 @@ grep -q 'calling init: /usr/lib/vramctl/libvramctl.so' "$TMPDIR/c6.err" || fail 
 stop c6
 
 # A container in its own IPC namespace (podman's default, a pod's default):
-# it cannot share the host's books, and its cap holds all the same.
+# it cannot share the host's books, and its cap holds all the same. The
+# host's status (root: it may enter the container's IPC namespace) lists it
+# with its cap and use, and says which namespace its books came from.
 start c7 "${SIMLIB[@]}" --device "vramctl.io/gpu=$dev1" -- 600 600
 expect_out c7 "total $G" "private IPC: cap"
 expect_out c7 "ready 1 1" "private IPC: 600 + 600 MiB under 1 GiB (one denied)"
 "$V" status >"$TMPDIR/c7.status" 2>&1 || fail "status beside books in another IPC namespace: exit $?"
 sed 's/^/  [status] /' "$TMPDIR/c7.status"
+grep -q "cannot be read" "$TMPDIR/c7.status" && fail "private IPC: the host's status cannot read the container's books"
+p7=$(hostpid c7)
+ipc7=$(readlink "/proc/$p7/ns/ipc")
+[ "$ipc7" != "$(readlink /proc/self/ns/ipc)" ] || fail "private IPC: c7 shares the host's IPC namespace"
+[ "$(status_row "$p7" ns_pid)" = 1 ] || fail "private IPC: host PID $p7 (c7) not listed as container PID 1: $(status_row "$p7" ns_pid)"
+[ "$(status_row "$p7" cap_bytes)" = "$G" ] || fail "private IPC: c7's cap: $(status_row "$p7" cap_bytes)"
+[ "$(status_row "$p7" in_use_bytes)" = $((600 << 20)) ] || fail "private IPC: c7's use: $(status_row "$p7" in_use_bytes)"
+[ "ipc:[$(status_row "$p7" ipc_ns)]" = "$ipc7" ] || fail "private IPC: c7's ipc_ns is $(status_row "$p7" ipc_ns), not $ipc7"
 stop c7
 
 # 3: one group for every container with the device (cdiVersion 0.3.0).
