@@ -115,7 +115,8 @@ int mon_cgroup_id_parse(const char *text, struct mon_cgroup_id *out)
 			const char *path = c2 + 1;
 			int f = parse_path(path, len - (size_t)(path - line), &one);
 			if ((f & 1) && !(found & 1)) {
-				memcpy(out->container_id, one.container_id, sizeof(one.container_id));
+				memcpy(out->container_id, one.container_id,
+				       sizeof(one.container_id));
 				found |= 1;
 				/* The pod of the container's own line wins. */
 				if (f & 2) {

@@ -202,13 +202,24 @@ static void table_over_cap(FILE *f, const struct mon_model *m)
 		}
 }
 
-/* One process row of the table (17 cells, as the header). */
+/* 1 when some row has a container ID: the process table then shows CONTAINER. */
+static int model_containers(const struct mon_model *m)
+{
+	for (int i = 0; i < m->nprocs; i++)
+		if (m->procs[i].container_id[0])
+			return 1;
+	return 0;
+}
+
+/* One process row of the table (18 cells, as the header). */
 static void table_proc_row(struct grid *t, const struct mon_model *m, const struct mon_proc *p)
 {
 	char a[32], b[32], c[32], d[32], e[32], g[32], k[32], h[32], sp[32];
 	int capped = !!(p->valid & MON_P_CAPPED);
 	int oncard = !!(p->valid & MON_P_ON_CARD);
 	char pid[16], nspid[16], denied[24], user[40];
+	char ctr[13]; /* the short container ID, as docker ps and crictl ps show it */
+	snprintf(ctr, sizeof(ctr), "%.12s", p->container_id);
 	/* A dead member's process is gone: no PID here to show, which
 	 * "-" (unknown) beside its NSPID did not say. */
 	fmt_int_or(p->host_pid, !!(p->valid & MON_P_HOST_PID),
@@ -239,7 +250,7 @@ static void table_proc_row(struct grid *t, const struct mon_model *m, const stru
 	         fmt_size_or(p->peak, capped, c, sizeof(c)),
 	         fmt_size_or(p->spilled, capped, sp, sizeof(sp)), nvml, denied,
 	         fmt_size_or(p->host_pinned, capped, e, sizeof(e)),
-	         capped ? mon_counting_text(p->counting) : "-", user,
+	         capped ? mon_counting_text(p->counting) : "-", user, ctr[0] ? ctr : "-",
 	         (p->valid & MON_P_COMMAND) ? p->command : "-");
 }
 
@@ -323,10 +334,12 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 		        (m->valid & MON_M_NVML) ? "" : " with a vramctl record");
 	} else {
 		int counts = model_counts_allocations(m);
-		struct grid t = grid_make(17, (spills ? 0 : 1u << 10) | (counts ? 0 : 1u << 14));
+		unsigned hide = (spills ? 0 : 1u << 10) | (counts ? 0 : 1u << 14) |
+		                (model_containers(m) ? 0 : 1u << 16);
+		struct grid t = grid_make(18, hide);
 		grid_row(&t, "PID", "NSPID", "GPU", "STATE", "GROUP", "CAP", "ALLOCATED", "ON CARD",
 		         "OVERHEAD", "PEAK", "SPILLED", "NVML", "DENIED", "PINNED", "COUNTS",
-		         "USER", "COMMAND");
+		         "USER", "CONTAINER", "COMMAND");
 		for (int i = 0; i < m->nprocs; i++)
 			table_proc_row(&t, m, &m->procs[i]);
 		grid_print(f, &t, "");
@@ -504,10 +517,29 @@ static void prom_procs(FILE *f, const struct mon_model *m, enum proc_metric whic
 		fmt_int_or(p->host_pid, !!(p->valid & MON_P_HOST_PID), "", pid, sizeof(pid));
 		fmt_int_or(p->ns_pid, !!(p->valid & MON_P_NS_PID), "", nspid, sizeof(nspid));
 		gpu_text(m, p->device, !!(p->valid & MON_P_DEVICE), "", gpu, sizeof(gpu));
-		const char *labels[] = {
-		    "pid", pid,    "ns_pid", nspid,   "gpu",
-		    gpu,   "uuid", p->uuid,  "group", (p->valid & MON_P_CAPPED) ? p->group : "",
-		    NULL};
+		/* Identity labels (#27) are one per container, as the pid is one
+		 * per process: they add no series. Unknown ones are left out. */
+		const char *labels[] = {"pid",
+		                        pid,
+		                        "ns_pid",
+		                        nspid,
+		                        "gpu",
+		                        gpu,
+		                        "uuid",
+		                        p->uuid,
+		                        "group",
+		                        (p->valid & MON_P_CAPPED) ? p->group : "",
+		                        "container_id",
+		                        p->container_id,
+		                        "pod_uid",
+		                        p->pod_uid,
+		                        "pod_namespace",
+		                        p->pod_namespace,
+		                        "pod_name",
+		                        p->pod_name,
+		                        "container_name",
+		                        p->container_name,
+		                        NULL};
 		prom_sample(f, name, labels, v);
 	}
 }

@@ -10,8 +10,8 @@
 #include "../test.h"
 #include "monitor/cgroup_id.h"
 
-#define ID  "9ec39b91f3d70e1beff50a308f77067065ea6be0d91a3378375056cd4422cf3d"
-#define ID2 "34dc0b5e626f2c5c4c5170e34b10e7654ce36f0fcd532739f4445baabea03376"
+#define ID   "9ec39b91f3d70e1beff50a308f77067065ea6be0d91a3378375056cd4422cf3d"
+#define ID2  "34dc0b5e626f2c5c4c5170e34b10e7654ce36f0fcd532739f4445baabea03376"
 #define UID  "74c13223-5a00-11e9-b385-42010a80018d"
 #define UID_ "74c13223_5a00_11e9_b385_42010a80018d"
 
@@ -23,8 +23,7 @@ static const struct {
      "12:memory:/kubepods/burstable/pod" UID "/" ID "\n11:devices:/kubepods/burstable/pod" UID
      "/" ID "\n1:name=systemd:/kubepods/burstable/pod" UID "/" ID "\n",
      ID, UID},
-    {"cgroupfs v1 besteffort", "7:cpu,cpuacct:/kubepods/besteffort/pod" UID "/" ID2 "\n", ID2,
-     UID},
+    {"cgroupfs v1 besteffort", "7:cpu,cpuacct:/kubepods/besteffort/pod" UID "/" ID2 "\n", ID2, UID},
     {"cgroupfs guaranteed (k3s)", "0::/kubepods/pod" UID "/" ID "\n", ID, UID},
     /* kubelet's systemd driver, cgroup v2: containerd, CRI-O, docker. */
     {"systemd v2 containerd",
@@ -38,8 +37,8 @@ static const struct {
      ".slice/docker-" ID ".scope\n",
      ID, UID},
     /* CRI-O's conmon scope: the pod, not a container. */
-    {"crio conmon",
-     "0::/kubepods.slice/kubepods-pod" UID_ ".slice/crio-conmon-" ID ".scope\n", "", UID},
+    {"crio conmon", "0::/kubepods.slice/kubepods-pod" UID_ ".slice/crio-conmon-" ID ".scope\n", "",
+     UID},
     /* kind (a kubelet with cgroup root /kubelet), and a reader in its own
      * cgroup namespace (paths relative to its own cgroup). */
     {"kind",
@@ -53,8 +52,7 @@ static const struct {
     {"docker systemd", "0::/system.slice/docker-" ID ".scope\n", ID, ""},
     {"podman rootful v2", "0::/machine.slice/libpod-" ID ".scope/container\n", ID, ""},
     {"podman rootless",
-     "0::/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" ID ".scope\n", ID,
-     ""},
+     "0::/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" ID ".scope\n", ID, ""},
     {"podman cgroupfs", "0::/libpod_parent/libpod-" ID "\n", ID, ""},
     {"podman conmon", "0::/machine.slice/libpod-conmon-" ID ".scope\n", "", ""},
     /* A container in a container: the inner one is the process's. */
@@ -70,8 +68,8 @@ static const struct {
     {"upper case", "0::/docker/9EC39B91F3D70E1BEFF50A308F77067065EA6BE0D91A3378375056CD4422CF3D\n",
      "", ""},
     {"a word before the id", "0::/system.slice/notanid" ID ".scope\n", "", ""},
-    {"pod UID malformed", "0::/kubepods/burstable/pod74c13223-5a00-11e9-b385-42010a80018dz/" ID "\n",
-     ID, ""},
+    {"pod UID malformed",
+     "0::/kubepods/burstable/pod74c13223-5a00-11e9-b385-42010a80018dz/" ID "\n", ID, ""},
     {"pod slice outside kubepods", "0::/system.slice/foo-pod" UID_ ".slice\n", "", ""},
     {"no newline at the end", "0::/docker/" ID, ID, ""},
     {"empty", "", "", ""},
@@ -85,7 +83,8 @@ int main(void)
 		int f = mon_cgroup_id_parse(cases[i].text, &id);
 		if (strcmp(id.container_id, cases[i].id) || strcmp(id.pod_uid, cases[i].pod)) {
 			fprintf(stderr, "%s: got id \"%s\" pod \"%s\", want \"%s\" \"%s\"\n",
-			        cases[i].what, id.container_id, id.pod_uid, cases[i].id, cases[i].pod);
+			        cases[i].what, id.container_id, id.pod_uid, cases[i].id,
+			        cases[i].pod);
 			return 1;
 		}
 		ASSERT_EQ(f, (cases[i].id[0] ? 1 : 0) | (cases[i].pod[0] ? 2 : 0));
