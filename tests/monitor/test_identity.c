@@ -187,7 +187,8 @@ int main(void)
 		p = &m.procs[i];
 		if ((p->valid & MON_P_CAPPED) && p->state == MON_PROC_DEAD)
 			ASSERT(!(p->valid & MON_P_IDENTITY) && !p->container_id[0]);
-		if ((p->valid & MON_P_HOST_PID) && p->host_pid == 4000 && !(p->valid & MON_P_CAPPED))
+		if ((p->valid & MON_P_HOST_PID) && p->host_pid == 4000 &&
+		    !(p->valid & MON_P_CAPPED))
 			ASSERT((p->valid & MON_P_IDENTITY) && !p->container_id[0]);
 	}
 
@@ -206,13 +207,22 @@ int main(void)
 	free(j);
 
 	char *t = render(&m, 2);
-	ASSERT(strstr(t, "vramctl_process_used_bytes{pid=\"6000\",ns_pid=\"6000\",gpu=\"0\",uuid=\"" U0S "\",group=\"pidns-4026532\","
-	                 "container_id=\"" CID "\",pod_uid=\"" UID "\",pod_namespace=\"ml\","
-	                 "pod_name=\"train-7f9c\",container_name=\"trainer\"} 1073741824\n") !=
-	       NULL);
-	ASSERT(strstr(t, "vramctl_process_nvml_used_bytes{pid=\"5000\",ns_pid=\"5000\",gpu=\"0\",uuid=\"" U0S "\",container_id=\"" PID
-	                 "\"} 1073741824\n") != NULL);
-	ASSERT(strstr(t, "vramctl_process_nvml_used_bytes{pid=\"4000\",ns_pid=\"4000\",gpu=\"0\",uuid=\"" U0S "\"} 1073741824\n") != NULL);
+	ASSERT(
+	    strstr(t,
+	           "vramctl_process_used_bytes{pid=\"6000\",ns_pid=\"6000\",gpu=\"0\",uuid=\"" U0S
+	           "\",group=\"pidns-4026532\","
+	           "container_id=\"" CID "\",pod_uid=\"" UID "\",pod_namespace=\"ml\","
+	           "pod_name=\"train-7f9c\",container_name=\"trainer\"} 1073741824\n") != NULL);
+	ASSERT(
+	    strstr(
+	        t,
+	        "vramctl_process_nvml_used_bytes{pid=\"5000\",ns_pid=\"5000\",gpu=\"0\",uuid=\"" U0S
+	        "\",container_id=\"" PID "\"} 1073741824\n") != NULL);
+	ASSERT(
+	    strstr(
+	        t,
+	        "vramctl_process_nvml_used_bytes{pid=\"4000\",ns_pid=\"4000\",gpu=\"0\",uuid=\"" U0S
+	        "\"} 1073741824\n") != NULL);
 	free(t);
 
 	char *tab = render(&m, 0);
