@@ -63,7 +63,9 @@ struct conn {
 
 struct exporter {
 	struct mon_sources src;
-	pthread_mutex_t lock; /* the list; held by notify() while a socket closes */
+	int hami;                   /* --hami: HAMi's node-monitor series too */
+	struct mon_hami_opts hopts; /* node: $NODE_NAME, as HAMi's monitor reads it */
+	pthread_mutex_t lock;       /* the list; held by notify() while a socket closes */
 	struct conn *conns;
 	unsigned nconns, limit; /* open, and libmicrohttpd's limit */
 };
@@ -164,11 +166,16 @@ static unsigned conn_limit(void)
 static void export_usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: vramctl export [--listen ADDR:PORT] [--registry DIR]\n"
+	        "usage: vramctl export [--listen ADDR:PORT] [--registry DIR] [--hami]\n"
 	        "\n"
 	        "Serves Prometheus metrics at http://ADDR:PORT/metrics (default %s;\n"
 	        "ADDR is an IPv4 address or [IPv6]; port 0 picks a free port). Stops on\n"
-	        "SIGINT or SIGTERM. Metrics are listed in vramctl-export(1).\n",
+	        "SIGINT or SIGTERM. Metrics are listed in vramctl-export(1).\n"
+	        "\n"
+	        "  --hami  also serve the series of HAMi's node monitor (hami_vgpu_memory_*,\n"
+	        "          vGPU_device_memory_*, ...) for pods whose processes carry\n"
+	        "          VRAMCTL_POD_NAMESPACE and VRAMCTL_POD_NAME; node label from\n"
+	        "          $NODE_NAME (docs/kubernetes.md)\n",
 	        DEFAULT_LISTEN);
 }
 
@@ -212,6 +219,8 @@ static mhd_result handle(void *cls, struct MHD_Connection *c, const char *url, c
 	int rc = f ? mon_collect(&x->src, &m) : -ENOMEM;
 	if (rc == 0)
 		rc = mon_format_prom(f, &m);
+	if (rc == 0 && x->hami)
+		rc = mon_format_hami(f, &m, &x->hopts);
 	mon_model_clear(&m);
 	if (f && fclose(f) != 0 && rc == 0)
 		rc = -EIO;
@@ -316,20 +325,24 @@ int cmd_export(int argc, char **argv)
 	static const struct option opts[] = {
 	    {"listen", required_argument, NULL, 'l'},
 	    {"registry", required_argument, NULL, 'r'},
+	    {"hami", no_argument, NULL, 'H'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	const char *listen = NULL, *registry = NULL;
-	int c;
+	int c, hami = 0;
 	const char *word = "";
 	optind = 1;
-	while ((c = cli_getopt(argc, argv, "+:l:r:h", opts, &word)) != -1) {
+	while ((c = cli_getopt(argc, argv, "+:l:r:hH", opts, &word)) != -1) {
 		switch (c) {
 		case 'l':
 			listen = optarg;
 			break;
 		case 'r':
 			registry = optarg;
+			break;
+		case 'H':
+			hami = 1;
 			break;
 		case 'h':
 			export_usage(stdout);
@@ -371,6 +384,8 @@ int cmd_export(int argc, char **argv)
 	mon_nvml_open(NULL, &x.src.nvml, nverr, sizeof(nverr));
 	x.src.nvml_error = nverr;
 	x.src.registry_dir = registry;
+	x.hami = hami;
+	x.hopts.node = getenv("NODE_NAME");
 
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
 	if (ss.ss_family == AF_INET6)

@@ -202,13 +202,24 @@ static void table_over_cap(FILE *f, const struct mon_model *m)
 		}
 }
 
-/* One process row of the table (17 cells, as the header). */
+/* 1 when some row has a container ID: the process table then shows CONTAINER. */
+static int model_containers(const struct mon_model *m)
+{
+	for (int i = 0; i < m->nprocs; i++)
+		if (m->procs[i].container_id[0])
+			return 1;
+	return 0;
+}
+
+/* One process row of the table (18 cells, as the header). */
 static void table_proc_row(struct grid *t, const struct mon_model *m, const struct mon_proc *p)
 {
 	char a[32], b[32], c[32], d[32], e[32], g[32], k[32], h[32], sp[32];
 	int capped = !!(p->valid & MON_P_CAPPED);
 	int oncard = !!(p->valid & MON_P_ON_CARD);
 	char pid[16], nspid[16], denied[24], user[40];
+	char ctr[13]; /* the short container ID, as docker ps and crictl ps show it */
+	snprintf(ctr, sizeof(ctr), "%.12s", p->container_id);
 	/* A dead member's process is gone: no PID here to show, which
 	 * "-" (unknown) beside its NSPID did not say. */
 	fmt_int_or(p->host_pid, !!(p->valid & MON_P_HOST_PID),
@@ -239,7 +250,7 @@ static void table_proc_row(struct grid *t, const struct mon_model *m, const stru
 	         fmt_size_or(p->peak, capped, c, sizeof(c)),
 	         fmt_size_or(p->spilled, capped, sp, sizeof(sp)), nvml, denied,
 	         fmt_size_or(p->host_pinned, capped, e, sizeof(e)),
-	         capped ? mon_counting_text(p->counting) : "-", user,
+	         capped ? mon_counting_text(p->counting) : "-", user, ctr[0] ? ctr : "-",
 	         (p->valid & MON_P_COMMAND) ? p->command : "-");
 }
 
@@ -323,10 +334,12 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 		        (m->valid & MON_M_NVML) ? "" : " with a vramctl record");
 	} else {
 		int counts = model_counts_allocations(m);
-		struct grid t = grid_make(17, (spills ? 0 : 1u << 10) | (counts ? 0 : 1u << 14));
+		unsigned hide = (spills ? 0 : 1u << 10) | (counts ? 0 : 1u << 14) |
+		                (model_containers(m) ? 0 : 1u << 16);
+		struct grid t = grid_make(18, hide);
 		grid_row(&t, "PID", "NSPID", "GPU", "STATE", "GROUP", "CAP", "ALLOCATED", "ON CARD",
 		         "OVERHEAD", "PEAK", "SPILLED", "NVML", "DENIED", "PINNED", "COUNTS",
-		         "USER", "COMMAND");
+		         "USER", "CONTAINER", "COMMAND");
 		for (int i = 0; i < m->nprocs; i++)
 			table_proc_row(&t, m, &m->procs[i]);
 		grid_print(f, &t, "");
@@ -357,7 +370,7 @@ static void prom_label_value(FILE *f, const char *s)
 	}
 }
 
-static void prom_head(FILE *f, const char *name, const char *type, const char *help)
+void mon_prom_head(FILE *f, const char *name, const char *type, const char *help)
 {
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
@@ -365,7 +378,7 @@ static void prom_head(FILE *f, const char *name, const char *type, const char *h
 /* Writes name{k="v",...} value. labels: NULL-terminated key, value pairs.
  * A label whose value is unknown (empty: a GPU index or a name without
  * NVML, a PID in another namespace) is left out, never written as "". */
-static void prom_sample(FILE *f, const char *name, const char *const *labels, uint64_t value)
+void mon_prom_sample(FILE *f, const char *name, const char *const *labels, uint64_t value)
 {
 	fputs(name, f);
 	int n = 0;
@@ -428,12 +441,12 @@ static void prom_devices(FILE *f, const struct mon_model *m, enum dev_metric whi
 		if (!mem)
 			continue;
 		if (!any)
-			prom_head(f, name, "gauge", help);
+			mon_prom_head(f, name, "gauge", help);
 		any = 1;
 		char gpu[16];
 		gpu_text(m, i, 1, "", gpu, sizeof(gpu));
 		const char *labels[] = {"gpu", gpu, "uuid", d->uuid, NULL};
-		prom_sample(f, name, labels, v);
+		mon_prom_sample(f, name, labels, v);
 	}
 }
 
@@ -460,13 +473,13 @@ static void prom_groups(FILE *f, const struct mon_model *m, enum grp_metric whic
 			if (which == GM_SPILLED && !g->spill_budget && !gd->spilled)
 				continue;
 			if (!any)
-				prom_head(f, name, "gauge", help);
+				mon_prom_head(f, name, "gauge", help);
 			any = 1;
 			char gpu[16];
 			gpu_text(m, gd->device, 1, "", gpu, sizeof(gpu));
 			const char *labels[] = {"group", g->name,  "gpu", gpu,
 			                        "uuid",  gd->uuid, NULL};
-			prom_sample(f, name, labels, v);
+			mon_prom_sample(f, name, labels, v);
 		}
 	}
 }
@@ -498,32 +511,52 @@ static void prom_procs(FILE *f, const struct mon_model *m, enum proc_metric whic
 			                              : p->host_pinned;
 		}
 		if (!any)
-			prom_head(f, name, type, help);
+			mon_prom_head(f, name, type, help);
 		any = 1;
 		char pid[16], nspid[16], gpu[16];
 		fmt_int_or(p->host_pid, !!(p->valid & MON_P_HOST_PID), "", pid, sizeof(pid));
 		fmt_int_or(p->ns_pid, !!(p->valid & MON_P_NS_PID), "", nspid, sizeof(nspid));
 		gpu_text(m, p->device, !!(p->valid & MON_P_DEVICE), "", gpu, sizeof(gpu));
-		const char *labels[] = {
-		    "pid", pid,    "ns_pid", nspid,   "gpu",
-		    gpu,   "uuid", p->uuid,  "group", (p->valid & MON_P_CAPPED) ? p->group : "",
-		    NULL};
-		prom_sample(f, name, labels, v);
+		/* Identity labels (#27) are one per container, as the pid is one
+		 * per process: they add no series. Unknown ones are left out. */
+		const char *labels[] = {"pid",
+		                        pid,
+		                        "ns_pid",
+		                        nspid,
+		                        "gpu",
+		                        gpu,
+		                        "uuid",
+		                        p->uuid,
+		                        "group",
+		                        (p->valid & MON_P_CAPPED) ? p->group : "",
+		                        "container_id",
+		                        p->container_id,
+		                        "pod_uid",
+		                        p->pod_uid,
+		                        "pod_namespace",
+		                        p->pod_namespace,
+		                        "pod_name",
+		                        p->pod_name,
+		                        "container_name",
+		                        p->container_name,
+		                        NULL};
+		mon_prom_sample(f, name, labels, v);
 	}
 }
 
 int mon_format_prom(FILE *f, const struct mon_model *m)
 {
-	prom_head(f, "vramctl_build_info", "gauge", "vramctl version, always 1.");
+	mon_prom_head(f, "vramctl_build_info", "gauge", "vramctl version, always 1.");
 	const char *bl[] = {"version", VRAMCTL_VERSION, NULL};
-	prom_sample(f, "vramctl_build_info", bl, 1);
-	prom_head(f, "vramctl_nvml_up", "gauge", "1 when NVML could be loaded and read.");
-	prom_sample(f, "vramctl_nvml_up", NULL, (m->valid & MON_M_NVML) ? 1 : 0);
-	prom_head(f, "vramctl_registry_up", "gauge", "1 when the vramctl registry could be read.");
-	prom_sample(f, "vramctl_registry_up", NULL, (m->valid & MON_M_REGISTRY) ? 1 : 0);
+	mon_prom_sample(f, "vramctl_build_info", bl, 1);
+	mon_prom_head(f, "vramctl_nvml_up", "gauge", "1 when NVML could be loaded and read.");
+	mon_prom_sample(f, "vramctl_nvml_up", NULL, (m->valid & MON_M_NVML) ? 1 : 0);
+	mon_prom_head(f, "vramctl_registry_up", "gauge",
+	              "1 when the vramctl registry could be read.");
+	mon_prom_sample(f, "vramctl_registry_up", NULL, (m->valid & MON_M_REGISTRY) ? 1 : 0);
 
 	if (m->ndevs) {
-		prom_head(f, "vramctl_device_info", "gauge", "One series per GPU, value 1.");
+		mon_prom_head(f, "vramctl_device_info", "gauge", "One series per GPU, value 1.");
 		for (int i = 0; i < m->ndevs; i++) {
 			const struct mon_device *d = &m->devs[i];
 			char gpu[16];
@@ -532,7 +565,7 @@ int mon_format_prom(FILE *f, const struct mon_model *m)
 			                        "uuid", d->uuid,
 			                        "name", (d->valid & MON_DEV_NAME) ? d->name : "",
 			                        NULL};
-			prom_sample(f, "vramctl_device_info", labels, 1);
+			mon_prom_sample(f, "vramctl_device_info", labels, 1);
 		}
 	}
 	prom_devices(f, m, DM_TOTAL, "vramctl_device_memory_total_bytes",
@@ -549,11 +582,12 @@ int mon_format_prom(FILE *f, const struct mon_model *m)
 	             "Host memory that groups capped on the GPU hold past their caps (spill).");
 
 	if (m->ngroups) {
-		prom_head(f, "vramctl_group_members", "gauge", "Live member processes of a group.");
+		mon_prom_head(f, "vramctl_group_members", "gauge",
+		              "Live member processes of a group.");
 		for (int i = 0; i < m->ngroups; i++) {
 			const char *labels[] = {"group", m->groups[i].name, NULL};
-			prom_sample(f, "vramctl_group_members", labels,
-			            (uint64_t)m->groups[i].nmembers);
+			mon_prom_sample(f, "vramctl_group_members", labels,
+			                (uint64_t)m->groups[i].nmembers);
 		}
 	}
 	prom_groups(f, m, GM_LIMIT, "vramctl_group_limit_bytes",
@@ -586,13 +620,13 @@ int mon_format_prom(FILE *f, const struct mon_model *m)
 		if (!m->groups[i].spill_budget)
 			continue;
 		if (!any_budget)
-			prom_head(
+			mon_prom_head(
 			    f, "vramctl_group_spill_budget_bytes", "gauge",
 			    "Host memory the group may spill past its caps, all GPUs together.");
 		any_budget = 1;
 		const char *labels[] = {"group", m->groups[i].name, NULL};
-		prom_sample(f, "vramctl_group_spill_budget_bytes", labels,
-		            m->groups[i].spill_budget);
+		mon_prom_sample(f, "vramctl_group_spill_budget_bytes", labels,
+		                m->groups[i].spill_budget);
 	}
 
 	prom_procs(f, m, PM_USED, "vramctl_process_used_bytes", "gauge",
@@ -623,15 +657,15 @@ int mon_format_prom(FILE *f, const struct mon_model *m)
 	for (int i = 0; i < m->nprocs; i++)
 		if ((m->procs[i].valid & MON_P_CAPPED) && m->procs[i].state != MON_PROC_ALIVE)
 			ndead++;
-	prom_head(f, "vramctl_dead_records", "gauge",
-	          "Registry records whose process is gone or whose PID was reused.");
-	prom_sample(f, "vramctl_dead_records", NULL, (uint64_t)ndead);
+	mon_prom_head(f, "vramctl_dead_records", "gauge",
+	              "Registry records whose process is gone or whose PID was reused.");
+	mon_prom_sample(f, "vramctl_dead_records", NULL, (uint64_t)ndead);
 	int nexiting = 0;
 	for (int i = 0; i < m->ngroups; i++)
 		nexiting += m->groups[i].nexiting;
-	prom_head(f, "vramctl_exiting_records", "gauge",
-	          "Records of dead processes that NVML still lists on a GPU (their memory is "
-	          "being freed; their group holds it until then).");
-	prom_sample(f, "vramctl_exiting_records", NULL, (uint64_t)nexiting);
+	mon_prom_head(f, "vramctl_exiting_records", "gauge",
+	              "Records of dead processes that NVML still lists on a GPU (their memory is "
+	              "being freed; their group holds it until then).");
+	mon_prom_sample(f, "vramctl_exiting_records", NULL, (uint64_t)nexiting);
 	return ferror(f) ? -EIO : 0;
 }

@@ -15,6 +15,7 @@
 
 #include "common/text.h"
 #include "monitor/card.h"
+#include "monitor/identity.h"
 #include "monitor/merge.h"
 #include "registry/proc.h"
 
@@ -513,6 +514,7 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 	m->procs = g.out.v;
 	m->nprocs = g.out.n;
 	mon_card_figures(m);
+	mon_identity_fill(m, g.proc_root);
 	free(g.by_pid);
 	free(g.nvr);
 	return 0;

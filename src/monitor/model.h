@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include "common/contract.h"
+#include "monitor/cgroup_id.h"
 #include "vramctl/registry.h"
 
 /* 2 (#24): in_use and peak count each member's overhead on the card; the
@@ -25,6 +26,8 @@
 #define MON_NAME_MAX       96 /* NVML_DEVICE_NAME_V2_BUFFER_SIZE */
 #define MON_MAX_GROUP_DEVS 64
 #define MON_NO_CAP         UINT64_MAX
+#define MON_POD_NAME_MAX   254 /* a DNS subdomain, 253, and the NUL */
+#define MON_K8S_LABEL_MAX  64  /* a namespace or container name, 63, and the NUL */
 
 /* struct mon_device.valid */
 enum {
@@ -68,6 +71,7 @@ enum {
 	MON_P_USER = 1u << 6,      /* uid and user known */
 	MON_P_COMMAND = 1u << 7,   /* command known */
 	MON_P_ON_CARD = 1u << 8,   /* on_card and (capped) allocated, card_overhead set */
+	MON_P_IDENTITY = 1u << 9,  /* /proc/PID/cgroup or environ read (identity.c) */
 };
 
 /* One process on one device. */
@@ -100,6 +104,15 @@ struct mon_proc {
 	 * NVML's); of that, what it allocated through vramctl (in_use less
 	 * the books' overhead) and the rest (on_card - allocated). */
 	uint64_t on_card, allocated, card_overhead;
+	/* Identity (identity.c), "" when unknown. The container ID and pod UID
+	 * come from the kernel's cgroup paths, set by the runtime; the names
+	 * from the process's environment (VRAMCTL_POD_NAME, ...), set by
+	 * whoever started it: the process's own claim, shown as such. */
+	char container_id[MON_CONTAINER_ID_LEN + 1];
+	char pod_uid[MON_POD_UID_LEN + 1];
+	char pod_name[MON_POD_NAME_MAX];
+	char pod_namespace[MON_K8S_LABEL_MAX];
+	char container_name[MON_K8S_LABEL_MAX];
 };
 
 struct mon_group_dev {

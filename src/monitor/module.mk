@@ -19,10 +19,20 @@ $(O)/tests/monitor/test_merge: $(O)/tests/monitor/test_merge.o $(MONITOR_LIB) $(
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_LDFLAGS) -o $@ $^ -ldl
 TESTS += $(O)/tests/monitor/test_format $(O)/tests/monitor/test_merge
+# Container IDs and pod UIDs from /proc/PID/cgroup: a table of real shapes.
+$(O)/tests/monitor/test_cgroup_id: $(O)/tests/monitor/test_cgroup_id.o $(MONITOR_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_LDFLAGS) -o $@ $^
+# Identity on a fake /proc (cgroup, environ), shown in JSON and Prometheus.
+$(O)/tests/monitor/test_identity: $(O)/tests/monitor/test_identity.o $(MONITOR_LIB) $(REGISTRY_LIB) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_LDFLAGS) -o $@ $^ -ldl
+TESTS += $(O)/tests/monitor/test_cgroup_id $(O)/tests/monitor/test_identity
 # Integration: real programs on the simulated GPU (they need the holder).
 TEST_SCRIPTS += tests/monitor/status_sim.sh tests/monitor/top_tmux.sh tests/monitor/export_http.sh \
 	tests/monitor/export_starve.sh tests/monitor/status_escape.sh tests/monitor/status_spill.sh \
-	tests/monitor/status_registry.sh tests/monitor/status_dead.sh tests/monitor/status_card.sh
+	tests/monitor/status_registry.sh tests/monitor/status_dead.sh tests/monitor/status_card.sh \
+	tests/monitor/export_hami.sh tests/monitor/exporter_manifest.sh
 test: $(O)/tests/monitor/holder
 
 # A GPU program for the integration tests: allocates, says "ready", holds

@@ -115,7 +115,12 @@ if [ "$fails" = 0 ]; then
 	}
 	# The formatter's golden outputs (every scenario) pass promtool too.
 	for f in "$GOLDEN"/*.prom; do
-		promtool check metrics <"$f" >"$TMPDIR/promtool" 2>&1 || {
+		promtool check metrics <"$f" >"$TMPDIR/promtool" 2>&1 && continue
+		# HAMi's legacy names (export --hami) are camelCase, HAMi's choice: that lint only.
+		[ "${f##*/}" = hami.prom ] &&
+			! grep -v "should be written in 'snake_case' not 'camelCase'" "$TMPDIR/promtool" | grep -q . &&
+			continue
+		{
 			fail "promtool check metrics on $f:"
 			cat "$TMPDIR/promtool" >&2
 		}

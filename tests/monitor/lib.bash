@@ -106,6 +106,18 @@ normalise() {
 	args+=(-e 's/"time_ms": [0-9]*/"time_ms": <time>/')
 	args+=(-e "s/\"uid\": $(id -u)\\b/\"uid\": <uid>/" -e "s/\"owner_uid\": $(id -u)\\b/\"owner_uid\": <uid>/")
 	args+=(-e "s/\\b$(id -un)\\b/<user>/g")
+	# A runner that is itself in a container (or a pod) sees its own
+	# container ID and pod UID on every process it starts; the goldens are
+	# written outside any: those are taken out.
+	local cid pod
+	cid=$(grep -oE '[0-9a-f]{64}' /proc/self/cgroup 2>/dev/null | tail -n 1)
+	pod=$(grep -oE 'pod[0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12}' /proc/self/cgroup 2>/dev/null | tail -n 1 | tr _ -)
+	pod=${pod#pod}
+	if [ -n "$cid" ]; then
+		args+=(-e "s/\"container_id\": \"$cid\"/\"container_id\": null/" -e "s/,container_id=\"$cid\"//")
+		args+=(-e "s/ CONTAINER / /" -e "s/ ${cid:0:12} / /")
+	fi
+	[ -n "$pod" ] && args+=(-e "s/\"pod_uid\": \"$pod\"/\"pod_uid\": null/" -e "s/,pod_uid=\"$pod\"//")
 	sed "${args[@]}"
 }
 

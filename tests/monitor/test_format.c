@@ -454,6 +454,71 @@ static void test_on_card_flags(void)
 	free(p);
 }
 
+/* HAMi's series (export --hami): two processes of one container summed,
+ * a container known only by its ID (its short ID is the container label),
+ * a second device of a group (vdevice index 1), and rows HAMi would not
+ * list: no pod, dead, uncapped. Golden hami.prom (promtool-checked by
+ * export_http.sh). */
+static void s_hami(struct mon_model *m)
+{
+	base(m);
+	dev(m, 0, UUID0, "NVIDIA A100-SXM4-40GB", 40 * GiB, 12 * GiB);
+	dev(m, 1, UUID1, "NVIDIA A100-SXM4-40GB", 40 * GiB, 3 * GiB);
+	struct mon_group *g = group(m, "pidns-4026532901", "4G", 2);
+	gdev(m, g, 0, 4 * GiB, 3 * GiB, 3 * GiB);
+	struct mon_group *h = group(m, "hami-5ec1", "0=2G,1=6G", 1);
+	gdev(m, h, 0, 2 * GiB, 0, 0);
+	gdev(m, h, 1, 6 * GiB, 1 * GiB, 1 * GiB);
+	struct mon_proc *p[6];
+	p[0] = capped(m, 0, 4100, 1, g->name, 4 * GiB, 1 * GiB, 1 * GiB);
+	p[1] = capped(m, 0, 4101, 7, g->name, 4 * GiB, 2 * GiB, 2 * GiB);
+	p[2] = capped(m, 1, 4200, 1, h->name, 6 * GiB, 1 * GiB, 1 * GiB);
+	p[3] = capped(m, 0, 4300, 1, g->name, 4 * GiB, 512 * MiB, 512 * MiB); /* no pod */
+	p[4] = capped(m, 0, 4400, 1, g->name, 4 * GiB, 256 * MiB, 256 * MiB); /* dead */
+	p[4]->state = MON_PROC_DEAD;
+	p[5] = uncapped(m, 0, 4500, 1 * GiB, 1);
+	static const char cid1[] =
+	    "9ec39b91f3d70e1beff50a308f77067065ea6be0d91a3378375056cd4422cf3d";
+	static const char cid2[] =
+	    "34dc0b5e626f2c5c4c5170e34b10e7654ce36f0fcd532739f4445baabea03376";
+	for (int i = 0; i < 6; i++) {
+		strcpy(p[i]->container_id, i == 2 ? cid2 : cid1);
+		if (i == 3)
+			continue;
+		strcpy(p[i]->pod_namespace, "ml");
+		strcpy(p[i]->pod_name, i == 2 ? "infer-0" : "train-7f9c");
+		if (i != 2)
+			strcpy(p[i]->container_name, "trainer");
+	}
+	p[0]->valid |= MON_P_NVML_USED; /* NVML ahead of the books: the card's figure */
+	p[0]->nvml_used = 1 * GiB + 300 * MiB;
+}
+
+static void test_hami(int *bad)
+{
+	struct mon_model m;
+	s_hami(&m);
+	mon_card_figures(&m);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	ASSERT(f);
+	struct mon_hami_opts o = {.node = "gpu-node-1"};
+	ASSERT_EQ(mon_format_hami(f, &m, &o), 0);
+	ASSERT_EQ(fclose(f), 0);
+	*bad += check("hami", "prom", buf, len);
+	/* The container's two processes: one series, their sum. */
+	ASSERT(strstr(buf, "hami_vgpu_memory_used_bytes{namespace=\"ml\",pod=\"train-7f9c\","
+	                   "container=\"trainer\",vdevice_index=\"0\",device_uuid=\"GPU-11111111-"
+	                   "2222-3333-4444-555555555555\",zone=\"vGPU\"} 3535798272\n") != NULL);
+	ASSERT(strstr(buf, "vGPU_device_memory_limit_in_bytes{podnamespace=\"ml\",podname=\"infer-"
+	                   "0\",ctrname=\"34dc0b5e626f\",vdeviceid=\"1\",deviceuuid=\"GPU-aaaaaaaa-"
+	                   "bbbb-cccc-dddd-eeeeeeeeeeee\",zone=\"vGPU\"} 6442450944\n") != NULL);
+	ASSERT(strstr(buf, "HostGPUMemoryUsage{nodeid=\"gpu-node-1\",deviceidx=\"1\"") != NULL);
+	ASSERT(strstr(buf, "4300") == NULL && strstr(buf, "536870912") == NULL);
+	free(buf);
+}
+
 int main(void)
 {
 	static const char *const exts[] = {"table", "json", "prom"};
@@ -462,6 +527,7 @@ int main(void)
 	test_json_compact();
 	test_on_card_flags();
 	test_on_card_figures();
+	test_hami(&bad);
 	for (size_t s = 0; s < sizeof(scenarios) / sizeof(scenarios[0]); s++) {
 		for (int w = 0; w < 3; w++) {
 			struct mon_model m;
