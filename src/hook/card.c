@@ -376,34 +376,22 @@ int vr_card_context(struct vr_dev *d, uint64_t listed, uint64_t *was)
 		return 0;
 	uint64_t cost = own - *was;
 	int dg = vr_size_digits((uint64_t[]){cost, card, d->cap}, 3, 1);
-	if (vr_books_spill_budget()) {
-		/* Spill is "slower, not dead": the context stays, over the cap,
-		 * and what the program allocates past it goes to host memory. */
-		vr_log(VR_LOG_WARN,
-		       "GPU %d: a new CUDA context of this process takes %s on the card; with it "
-		       "the group holds %s, over its cap (%s): with spill on it stays, and "
-		       "allocations go to host memory",
-		       d->ordinal, vr_format_size_digits(cost, dg, a, sizeof a),
-		       vr_format_size_digits(card, dg, c, sizeof c),
-		       vr_format_size_digits(d->cap, dg, b, sizeof b));
-		return 0;
-	}
-	if (cost > d->cap)
-		vr_log(VR_LOG_ERROR,
-		       "GPU %d: a new CUDA context of this process takes %s on the card, more than "
-		       "the cap (%s): it is refused (CUDA_ERROR_OUT_OF_MEMORY; vramctl run --count "
-		       "allocations caps only what the program allocates)",
-		       d->ordinal, vr_format_size_digits(cost, dg, a, sizeof a),
-		       vr_format_size_digits(d->cap, dg, b, sizeof b));
-	else
-		vr_log(VR_LOG_ERROR,
-		       "GPU %d: a new CUDA context of this process takes %s on the card; with it "
-		       "the group would hold %s, over its cap (%s): it is refused "
-		       "(CUDA_ERROR_OUT_OF_MEMORY)",
-		       d->ordinal, vr_format_size_digits(cost, dg, a, sizeof a),
-		       vr_format_size_digits(card, dg, c, sizeof c),
-		       vr_format_size_digits(d->cap, dg, b, sizeof b));
-	return -1;
+	/* Spill is "slower, not dead": with it the context stays, over the
+	 * cap, and what the program allocates past it goes to host memory. */
+	int stays = vr_books_spill_budget() != 0;
+	char with[96] = "";
+	if (cost <= d->cap)
+		snprintf(with, sizeof with, "; with it the group would hold %s",
+		         vr_format_size_digits(card, dg, c, sizeof c));
+	vr_log(stays ? VR_LOG_WARN : VR_LOG_ERROR,
+	       "GPU %d: a new CUDA context of this process takes %s on the card%s, over its cap "
+	       "(%s): %s",
+	       d->ordinal, vr_format_size_digits(cost, dg, a, sizeof a), with,
+	       vr_format_size_digits(d->cap, dg, b, sizeof b),
+	       stays ? "with spill on it stays, and allocations go to host memory"
+	             : "it is refused (CUDA_ERROR_OUT_OF_MEMORY; vramctl run --count allocations "
+	               "caps only what the program allocates)");
+	return stays ? 0 : -1;
 }
 
 void vr_card_context_gone(struct vr_dev *d, uint64_t was)

@@ -45,7 +45,7 @@ na=$(nvml_of "$HPID_a")
 	fail "example: the first process holds $na on the card"
 VRAMCTL_LIMIT=1G VRAMCTL_GROUP=g1 LD_PRELOAD="$LIB" "$HOLDER" f90 </dev/null >out 2>err
 expect_grep "error: cannot start on GPU 0" out "example: the second context is refused"
-expect_eq 1 "$(grep -c "a new CUDA context of this process takes 300 MiB on the card; with it the group would hold" err)" \
+expect_eq 1 "$(grep -c "a new CUDA context of this process takes 300 MiB on the card; with it the group would hold .*, over its cap (1 GiB): it is refused" err)" \
 	"example: the refusal is said once"
 na=$(nvml_of "$HPID_a")
 [ "$na" -le $((1024 * MIB + PAGE)) ] || fail "example: the group holds $na after the refusal"
@@ -75,7 +75,7 @@ expect_grep "denied 1 MiB on GPU 0: cap 1 GiB, 1.3 GiB in use on the card" err \
 # 3. A context larger than the cap: refused, one line.
 VRAMCTL_LIMIT=256M LD_PRELOAD="$LIB" "$HOLDER" 16 32 </dev/null >out 2>err
 expect_grep "error: cannot start on GPU 0" out "a context larger than the cap is refused"
-expect_eq 1 "$(grep -c "more than the cap (256 MiB): it is refused" err)" \
+expect_eq 1 "$(grep -c "takes 300 MiB on the card, over its cap (256 MiB): it is refused" err)" \
 	"a context larger than the cap: said once"
 
 # 4. The old meaning, asked for: the context is not counted.

@@ -43,12 +43,14 @@ static void whole_cap(uint64_t cap)
 	ASSERT_CU(cuMemFree_v2(p), CUDA_SUCCESS);
 }
 
-static int child_exact(void)
+/* One thread takes blocks of each size until refused, under cap: exactly
+ * cap / size of them; after freeing them it keeps at most `spare` (given
+ * back before a request that needs it is refused: the whole cap fits). */
+static int fill_exact(uint64_t cap, const uint64_t *sizes, unsigned nsizes, uint64_t spare)
 {
 	ht_ctx();
-	static const uint64_t sizes[] = {SMALL_CAP >> 16, 3000};
-	for (unsigned k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
-		uint64_t sz = sizes[k], n = 0, want = SMALL_CAP / sz;
+	for (unsigned k = 0; k < nsizes; k++) {
+		uint64_t sz = sizes[k], n = 0, want = cap / sz;
 		CUdeviceptr *p = malloc(sizeof(*p) * (want + 1));
 		ASSERT(p != NULL);
 		CUresult rc;
@@ -58,44 +60,30 @@ static int child_exact(void)
 		}
 		ASSERT_CU(rc, CUDA_ERROR_OUT_OF_MEMORY);
 		ASSERT_UEQ(n, want);
-		ASSERT_UEQ(ht_free(), SMALL_CAP - want * sz);
+		ASSERT_UEQ(ht_free(), cap - want * sz);
 		for (uint64_t i = 0; i < n; i++)
 			ASSERT_CU(cuMemFree_v2(p[i]), CUDA_SUCCESS);
-		/* This thread may keep up to two quanta spare, given back
-		 * before a request that needs them is refused. */
-		ASSERT_UGE(ht_free(), SMALL_CAP - 2 * (SMALL_CAP >> 16));
-		whole_cap(SMALL_CAP);
+		ASSERT_UGE(ht_free(), cap - spare);
+		whole_cap(cap);
 		free(p);
 	}
 	return 0;
 }
 
+/* Small blocks: a thread keeps up to two quanta spare. */
+static int child_exact(void)
+{
+	static const uint64_t sizes[] = {SMALL_CAP >> 16, 3000};
+	return fill_exact(SMALL_CAP, sizes, 2, 2 * (SMALL_CAP >> 16));
+}
+
 #define PAGES_CAP (4 * GiB + 3 * MiB + 4096)
 
+/* The card's pages: a thread keeps up to its reach and a quantum spare. */
 static int child_pages(void)
 {
-	ht_ctx();
 	static const uint64_t sizes[] = {2 * MiB, 4 * MiB};
-	for (unsigned k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
-		uint64_t sz = sizes[k], n = 0, want = PAGES_CAP / sz;
-		CUdeviceptr *p = malloc(sizeof(*p) * (want + 1));
-		ASSERT(p != NULL);
-		CUresult rc;
-		while ((rc = cuMemAlloc_v2(&p[n], sz)) == CUDA_SUCCESS) {
-			n++;
-			ASSERT_ULE(n, want);
-		}
-		ASSERT_CU(rc, CUDA_ERROR_OUT_OF_MEMORY);
-		ASSERT_UEQ(n, want);
-		ASSERT_UEQ(ht_free(), PAGES_CAP - want * sz);
-		for (uint64_t i = 0; i < n; i++)
-			ASSERT_CU(cuMemFree_v2(p[i]), CUDA_SUCCESS);
-		/* This thread may keep up to its reach and a quantum spare. */
-		ASSERT_UGE(ht_free(), PAGES_CAP - 4 * MiB - (PAGES_CAP >> 16));
-		whole_cap(PAGES_CAP);
-		free(p);
-	}
-	return 0;
+	return fill_exact(PAGES_CAP, sizes, 2, 4 * MiB + (PAGES_CAP >> 16));
 }
 
 /* ---- threads */

@@ -39,6 +39,18 @@ static inline vr_member *join_or_fail(const struct vr_join_opts *o)
 	return m;
 }
 
+/* Joins o's group and opens device uuid, which must come back capped at
+ * cap; or fails the test. */
+static inline vr_member *join_device_or_fail(const struct vr_join_opts *o,
+                                             const unsigned char *uuid, uint64_t cap)
+{
+	vr_member *m = join_or_fail(o);
+	uint64_t got = 0;
+	ASSERT_EQ(vr_device(m, uuid, cap, &got), 0);
+	ASSERT_UEQ(got, cap);
+	return m;
+}
+
 /*
  * A stress worker's start: joins `group` in dir with the spec "1M" and opens
  * the device uuid, which must come back capped at cap. Returns 0 with *m set,

@@ -48,11 +48,7 @@ static const unsigned char uuid[VR_UUID_LEN] = {0x1a, 1, 2,  3,  4,  5,  6,  7,
 static vr_member *join(const char *group, uint64_t cap)
 {
 	struct vr_join_opts o = {.dir = dir, .group = group, .limit_spec = "8G", .lanes = 1};
-	vr_member *m = join_or_fail(&o);
-	uint64_t got = 0;
-	ASSERT_EQ(vr_device(m, uuid, cap, &got), 0);
-	ASSERT_UEQ(got, cap);
-	return m;
+	return join_device_or_fail(&o, uuid, cap);
 }
 
 static uint64_t total(vr_member *m)

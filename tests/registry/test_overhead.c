@@ -31,11 +31,7 @@ static const unsigned char uuid[VR_UUID_LEN] = {0x0e, 0xad, 2,  3,  4,  5,  6,  
 static vr_member *join(const char *group)
 {
 	struct vr_join_opts o = {.dir = dir, .group = group, .limit_spec = "1G"};
-	vr_member *m = join_or_fail(&o);
-	uint64_t got = 0;
-	ASSERT_EQ(vr_device(m, uuid, CAP, &got), 0);
-	ASSERT_UEQ(got, CAP);
-	return m;
+	return join_device_or_fail(&o, uuid, CAP);
 }
 
 static uint64_t total(vr_member *m)
