@@ -25,6 +25,7 @@
 #include "registry/lanes.h"
 #include "registry/lock.h"
 #include "registry/member.h"
+#include "registry/memfd.h"
 #include "registry/reclaim.h"
 #include "registry/segment.h"
 #include "registry/proc.h"
@@ -250,6 +251,7 @@ static int new_member(int fd, const struct vr_join_opts *opts, vr_member **out, 
 	}
 	m->pin = pin;
 	m->fd = fd;
+	m->books_fd = -1;
 	m->notice = opts->notice;
 	struct stat mst;
 	if (fstat(fd, &mst) == 0) {
@@ -272,13 +274,19 @@ static int new_member(int fd, const struct vr_join_opts *opts, vr_member **out, 
  * the lock only orders makers of a new segment, which happens only when
  * the door's cannot be attached. Hundreds of joiners at once then do not
  * queue on the door (its lock is polled, not waited on).
+ *
+ * Books in a memfd (memfd.c) are reached only through a live member, so
+ * they are attached or made with the door's lock held, and it stays held
+ * (m->door_held) until this member's slot says where its descriptor is
+ * (take_slot): a joiner never finds the group's only live members unable
+ * to hand the books over, nor no live member while we are between the two.
  */
 static int attach_segment(vr_member *m, const struct vr_join_opts *opts, const char *dir,
                           const char *name, char *err, size_t errlen)
 {
 	struct vr_hdr door;
 	if (pread(m->fd, &door, sizeof(door), 0) == (ssize_t)sizeof(door) &&
-	    (m->hdr = vr_segment_attach(&door, 0)) != NULL)
+	    door.shm_id != VR_SHM_ID_MEMFD && (m->hdr = vr_segment_attach(&door, 0)) != NULL)
 		return 0;
 	int rc = vr_door_lock(m->fd, 1);
 	if (rc < 0) {
@@ -290,7 +298,10 @@ static int attach_segment(vr_member *m, const struct vr_join_opts *opts, const c
 		vr_seterr(err, errlen, "region %s/%s: truncated while being opened", dir, name);
 		return -EBADMSG;
 	}
-	m->hdr = vr_segment_attach(&door, 0);
+	if (door.shm_id == VR_SHM_ID_MEMFD)
+		m->hdr = vr_memfd_attach(m->fd, &door, 0, &m->books_fd);
+	else
+		m->hdr = vr_segment_attach(&door, 0);
 	if (!m->hdr) {
 		if (vr_others_alive(m->fd, VR_SLOTS)) {
 			vr_door_lock(m->fd, 0);
@@ -300,10 +311,17 @@ static int attach_segment(vr_member *m, const struct vr_join_opts *opts, const c
 			          dir, name);
 			return -EBADMSG;
 		}
-		rc = vr_segment_create(m->fd, opts, &m->hdr);
+		rc = vr_segment_create(m->fd, opts, &m->hdr, &m->books_fd);
 		if (rc < 0)
 			vr_seterr(err, errlen, "cannot create the books of %s/%s: %s", dir, name,
 			          strerror(-rc));
+	}
+	struct stat st;
+	if (rc == 0 && m->books_fd >= 0 && fstat(m->books_fd, &st) == 0) {
+		m->books_dev = st.st_dev;
+		m->books_ino = st.st_ino;
+		m->door_held = 1;
+		return 0;
 	}
 	vr_door_lock(m->fd, 0);
 	return rc;
@@ -332,6 +350,9 @@ static int take_slot(vr_member *m, const char *group, const char *dir, const cha
 	                   .l_start = vr_slot_pid_byte(m->slot_idx),
 	                   .l_len = 1};
 	(void)fcntl(m->fd, F_SETLK, &pl);
+	/* Books in a memfd: where joiners find our descriptor of them. */
+	if (m->books_fd >= 0)
+		(void)vr_memfd_publish(m->fd, m->slot_idx, m->books_fd, m->hdr->shm_key);
 	return 0;
 }
 
@@ -463,6 +484,8 @@ static int enter_group(vr_member *m, const struct vr_join_opts *opts, const stru
 static void drop_member(vr_member *m)
 {
 	vr_segment_detach(m->hdr);
+	if (m->books_fd >= 0)
+		close(m->books_fd);
 	munmap(m->pin, VR_DOOR_SIZE);
 	close(m->fd); /* drops our slot's locks */
 	free(m);
@@ -514,6 +537,10 @@ static int join_call(const struct vr_join_opts *opts, const char *dir, const cha
 	rc = attach_segment(m, opts, dir, name, err, errlen);
 	if (rc == 0)
 		rc = take_slot(m, opts->group, dir, name, err, errlen);
+	if (m->door_held) {
+		vr_door_lock(m->fd, 0);
+		m->door_held = 0;
+	}
 	if (rc == 0)
 		rc = enter_group(m, opts, &pi, spec_differs, dir, name, err, errlen);
 	if (rc < 0) {
@@ -556,6 +583,13 @@ void vr_forget(vr_member *m)
 	 * it. At vr_leave it is ours and goes with the fd and the pin. */
 	vr_lanes_detach(m);
 	int ours = vr_fd_is_ours(m);
+	/* Our descriptor of books in a memfd: not left open in a child that
+	 * forgets its parent's membership (nor, if the program closed it and
+	 * the number is another file's now, closed). */
+	struct stat bst;
+	if (m->books_fd >= 0 && fstat(m->books_fd, &bst) == 0 && bst.st_dev == m->books_dev &&
+	    bst.st_ino == m->books_ino)
+		close(m->books_fd);
 	vr_segment_detach(m->hdr);
 	munmap(m->pin, VR_DOOR_SIZE);
 	if (ours)

@@ -102,7 +102,7 @@ struct vr_hdr {
 	} lock;
 	uint64_t epoch;   /* incremented at each reset */
 	uint64_t shm_key; /* random; the door and its segment carry the same */
-	int32_t shm_id;   /* in the door: the segment's System V id */
+	int32_t shm_id;   /* in the door: the segment's System V id, or VR_SHM_ID_MEMFD */
 	uint32_t pad1a;
 	uint64_t spill_budget; /* host bytes the whole group may spill (0: no spill) */
 	uint64_t spilled;      /* sum of the USED slots' dev[].spilled, held against it */
@@ -181,6 +181,30 @@ static inline long long vr_slot_live_byte(uint32_t i)
 static inline long long vr_slot_pid_byte(uint32_t i)
 {
 	return vr_slot_live_byte(i) + 1;
+}
+
+/*
+ * Books in a memfd (memfd.c): when no System V segment can be made (the
+ * kernel's table is full: another user can fill it), the door's shm_id is
+ * VR_SHM_ID_MEMFD and the books are a sealed memfd of VR_SEGMENT_SIZE
+ * bytes. Each member keeps its descriptor open and says where it is in the
+ * door, at vr_slot_books_byte(i) of its slot (past the door's 4 KiB, among
+ * its slot's lock bytes, which are never read or written): a joiner opens
+ * /proc/PID/fd/FD of a live member. Written with one pwrite, read with
+ * one pread; a stale or torn one fails the joiner's checks.
+ */
+#define VR_SHM_ID_MEMFD  (-2)
+#define VR_BOOKS_REF_TAG 0x4446454du /* "MEFD" read little-endian */
+struct vr_books_ref {
+	uint32_t tag; /* VR_BOOKS_REF_TAG */
+	int32_t pid;  /* getpid() of the member: its own namespace's view */
+	int32_t fd;   /* its descriptor of the memfd */
+	uint32_t pad;
+	uint64_t key; /* the books' shm_key */
+};
+static inline long long vr_slot_books_byte(uint32_t i)
+{
+	return vr_slot_live_byte(i) + 8;
 }
 
 /* The lock word (lock.c). */

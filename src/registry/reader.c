@@ -37,6 +37,7 @@
 #include "registry/door.h"
 #include "registry/ipcns.h"
 #include "registry/member.h"
+#include "registry/memfd.h"
 #include "registry/segcopy.h"
 #include "registry/segment.h"
 #include "registry/proc.h"
@@ -281,8 +282,9 @@ static int open_door(struct reader *r, int dfd, const char *dir, const char *nam
 }
 
 /*
- * Attaches, read-only, the segment the door names: it cannot shrink under
- * us (a mapped file could, and a read of it would fault). Where the
+ * Attaches, read-only, the segment the door names (or its books in a
+ * sealed memfd): it cannot shrink under us (a mapped file could, and a
+ * read of it would fault). Where the
  * reader's IPC namespace has none, a privileged reader looks in a live
  * member's (ipcns.c; r->ns_ino says which). NULL when there
  * is none: then *rc is 0 (with an entry in errors[] when live members have
@@ -291,10 +293,14 @@ static int open_door(struct reader *r, int dfd, const char *dir, const char *nam
 static const struct vr_hdr *attach_segment(struct reader *r, int fd, const struct vr_hdr *door,
                                            const char *dir, const char *name, int *rc)
 {
-	const struct vr_hdr *h = vr_segment_attach(door, 1);
+	/* Books in a memfd: through a live member's descriptor (memfd.c). */
+	const struct vr_hdr *h = door->shm_id == VR_SHM_ID_MEMFD
+	                             ? vr_memfd_attach(fd, door, 1, NULL)
+	                             : vr_segment_attach(door, 1);
 	*rc = 0;
 	r->ns_ino = 0;
-	if (!h) { /* a container's books, in its own IPC namespace? */
+	if (!h &&
+	    door->shm_id != VR_SHM_ID_MEMFD) { /* a container's books, in its own IPC namespace? */
 		const char *why = NULL;
 		h = vr_ipcns_attach(&r->ns, fd, door, &r->ns_ino, &why);
 		if (why && (*rc = add_error(r->snap, "%s/%s: %s", dir, name, why)) < 0)

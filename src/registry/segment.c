@@ -1,7 +1,7 @@
 /*
  * segment.c - a group's segment (layout.h): a System V shared memory
- * segment that its door names; creating it, attaching it checked, and
- * mapping its pages ahead.
+ * segment that its door names (or, when none can be made, a sealed memfd:
+ * memfd.c); creating it, attaching it checked, and mapping its pages ahead.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include "registry/door.h"
+#include "registry/knobs.h"
+#include "registry/memfd.h"
 #include "registry/segment.h"
 #include "registry/util.h"
 
@@ -77,22 +79,37 @@ void vr_segment_prefault(const struct vr_hdr *h, uint32_t slots, int write)
 
 void vr_segment_detach(struct vr_hdr *h)
 {
-	if (h)
-		shmdt(h);
+	/* shmdt fails (EINVAL) where no segment is attached: a memfd's books. */
+	if (h && shmdt(h) != 0)
+		munmap(h, VR_SEGMENT_SIZE);
 }
 
-int vr_segment_create(int fd, const struct vr_join_opts *o, struct vr_hdr **out)
+int vr_segment_create(int fd, const struct vr_join_opts *o, struct vr_hdr **out, int *mfd)
 {
-	int id = shmget(IPC_PRIVATE, VR_SEGMENT_SIZE, IPC_CREAT | IPC_EXCL | 0600);
-	if (id < 0)
+	*mfd = -1;
+	int id = vr_test_shm_enospc
+	             ? (errno = ENOSPC, -1)
+	             : shmget(IPC_PRIVATE, VR_SEGMENT_SIZE, IPC_CREAT | IPC_EXCL | 0600);
+	void *p;
+	int e = 0;
+	if (id < 0 && vr_memfd_fallback(errno)) {
+		/* No room in the kernel's table (another user may have filled
+		 * it), or no System V IPC: the books go in a sealed memfd. */
+		int rc = vr_memfd_make((struct vr_hdr **)&p, mfd);
+		if (rc < 0)
+			return rc;
+		id = VR_SHM_ID_MEMFD;
+	} else if (id < 0) {
 		return -errno;
-	void *p = shmat(id, NULL, 0);
-	/* Marked for removal at once: it lives while attached, and goes with
-	 * its last member (Linux lets members attach it by id meanwhile). */
-	int e = p == (void *)-1 ? errno : 0;
-	shmctl(id, IPC_RMID, NULL);
-	if (e)
-		return -e;
+	} else {
+		p = shmat(id, NULL, 0);
+		/* Marked for removal at once: it lives while attached, and goes with
+		 * its last member (Linux lets members attach it by id meanwhile). */
+		e = p == (void *)-1 ? errno : 0;
+		shmctl(id, IPC_RMID, NULL);
+		if (e)
+			return -e;
+	}
 	struct vr_hdr *h = p;
 	vr__header_init(h, o);
 	uint64_t key = 0;
@@ -107,7 +124,10 @@ int vr_segment_create(int fd, const struct vr_join_opts *o, struct vr_hdr **out)
 	if (pwrite(fd, ids, sizeof(ids), offsetof(struct vr_hdr, shm_key)) !=
 	    (ssize_t)sizeof(ids)) {
 		e = errno ? errno : EIO;
-		shmdt(p);
+		vr_segment_detach(h);
+		if (*mfd >= 0)
+			close(*mfd);
+		*mfd = -1;
 		return -e;
 	}
 	*out = h;

@@ -13,6 +13,7 @@
  * key, group), read-only or read-write. NULL: none that can be used (gone,
  * reused, or not this group's). */
 struct vr_hdr *vr_segment_attach(const struct vr_hdr *door, int rdonly);
+/* Detaches a segment, or unmaps a memfd's books. */
 void vr_segment_detach(struct vr_hdr *h);
 /* Maps the pages of the header and of the slots in use (at least the first
  * `slots`) in one system call (writable for a member, read-only for a
@@ -21,7 +22,10 @@ void vr_segment_detach(struct vr_hdr *h);
  * group's lock held). */
 void vr_segment_prefault(const struct vr_hdr *h, uint32_t slots, int write);
 /* Creates a group's segment, attaches it and names it in the door fd.
- * Door lock held. Returns 0 or a negative errno. */
-int vr_segment_create(int fd, const struct vr_join_opts *o, struct vr_hdr **out);
+ * When the kernel has no room for one (memfd.h, vr_memfd_fallback), the
+ * books are a sealed memfd instead, whose descriptor is *mfd (else -1) and
+ * the door's shm_id VR_SHM_ID_MEMFD. Door lock held. Returns 0 or a
+ * negative errno. */
+int vr_segment_create(int fd, const struct vr_join_opts *o, struct vr_hdr **out, int *mfd);
 
 #endif /* VRAMCTL_REGISTRY_SEGMENT_H */

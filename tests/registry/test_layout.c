@@ -78,6 +78,17 @@ int main(void)
 	ASSERT_UEQ(VR_COUNTS_OFFSET, 4096 + 1024 * 704);
 	ASSERT_UEQ(VR_COUNTS_OFFSET % 64, 0);
 	ASSERT_UEQ(VR_SEGMENT_SIZE, 4096 + 1024 * 704 + 64 * 1024 * 64);
+
+	/* Books in a memfd: the door says so, and members say where theirs is. */
+	ASSERT_EQ(VR_SHM_ID_MEMFD, -2);
+	ASSERT_EQ(sizeof(struct vr_books_ref), 24);
+	OFF(vr_books_ref, tag, 0);
+	OFF(vr_books_ref, pid, 4);
+	OFF(vr_books_ref, fd, 8);
+	OFF(vr_books_ref, key, 16);
+	ASSERT_EQ(vr_slot_books_byte(0), 4096 + 8);
+	ASSERT_EQ(vr_slot_books_byte(1) - vr_slot_live_byte(1), 8);
+	ASSERT(vr_slot_books_byte(0) + 24 <= vr_slot_live_byte(1));
 	static unsigned char seg[VR_SEGMENT_SIZE];
 	struct vr_hdr *h = (struct vr_hdr *)(void *)seg;
 	ASSERT_UEQ((size_t)((unsigned char *)vr_counts_at(h, 3, 2) - seg),
