@@ -29,7 +29,9 @@
 #  6. A podman pod (its containers share the pod's IPC namespace, not the
 #     host's) of two containers with one --group: one cap (the second
 #     container's allocation past it is refused), and the host's status
-#     lists both members, each with its container ID and the shared cap.
+#     lists both members, each with its container ID and the shared cap;
+#     `vramctl top` (in tmux, where installed) has a CONTAINER column with
+#     each member's short container ID.
 # The specs go to /var/run/cdi (podman 4.3 has no private spec directory)
 # under unique file and device names, removed at the end. Skipped (77) without podman and
 # runc, without root, in sanitizer builds, or when no container can start.
@@ -333,6 +335,33 @@ for n in c8 c9; do
 	[ "ipc:[$(status_row "$p" ipc_ns)]" = "$ipc8" ] || fail "pod: $n's ipc_ns is $(status_row "$p" ipc_ns)"
 done
 [ "$(status_row "$p8" in_use_bytes)" = $((600 << 20)) ] || fail "pod: c8's use: $(status_row "$p8" in_use_bytes)"
+# top (in tmux, where installed): a CONTAINER column, each member's short ID.
+if command -v tmux >/dev/null; then
+	sock=$TMPDIR/tmux.sock
+	cat >"$TMPDIR/run-top" <<EOF
+#!/bin/sh
+export LD_LIBRARY_PATH='$LD_LIBRARY_PATH' VRAMSIM_STATE_DIR='$VRAMSIM_STATE_DIR'
+export VRAMSIM_DEVICES='$VRAMSIM_DEVICES' VRAMSIM_UUIDS='$VRAMSIM_UUIDS' VRAMCTL_REGISTRY_DIR='$VRAMCTL_REGISTRY_DIR'
+export NO_COLOR=1 LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=screen
+exec '$V' top -d 0.2
+EOF
+	chmod +x "$TMPDIR/run-top"
+	tmux -S "$sock" -f /dev/null new-session -d -s top -x 200 -y 30 "$TMPDIR/run-top" ||
+		fail "pod: tmux cannot start top"
+	c8id=$(podman inspect --format '{{.Id}}' "vrt-$id-c8") c9id=$(podman inspect --format '{{.Id}}' "vrt-$id-c9")
+	for _ in $(seq 100); do
+		tmux -S "$sock" capture-pane -p -t top >"$TMPDIR/top.screen" 2>/dev/null
+		grep -q " ${c8id:0:12} pod-" "$TMPDIR/top.screen" &&
+			grep -q " ${c9id:0:12} pod-" "$TMPDIR/top.screen" && break
+		sleep 0.1
+	done
+	sed 's/^/  [top] /' "$TMPDIR/top.screen"
+	grep -q ' CONTAINER ' "$TMPDIR/top.screen" || fail "pod: top has no CONTAINER column"
+	for c in "$c8id" "$c9id"; do
+		grep -q " ${c:0:12} pod-" "$TMPDIR/top.screen" || fail "pod: top has no row of container ${c:0:12} in its group"
+	done
+	tmux -S "$sock" kill-server 2>/dev/null
+fi
 stop c8
 stop c9
 finish
