@@ -17,6 +17,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <linux/capability.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -26,8 +27,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -308,6 +311,73 @@ static int listen_on(const char *text, const char *host, const char *port,
 	return -1;
 }
 
+/* The capabilities the node's reads use, where the exporter holds them:
+ * entering a container's IPC namespace (SYS_ADMIN), reading another user's
+ * /proc/PID/ns, environ and cgroup (SYS_PTRACE), attaching another user's
+ * segment (IPC_OWNER) and reading books directories it does not own
+ * (DAC_READ_SEARCH). docs/kubernetes.md, "The exporter's privileges". */
+static const int read_caps[] = {CAP_SYS_ADMIN, CAP_SYS_PTRACE, CAP_IPC_OWNER, CAP_DAC_READ_SEARCH};
+
+static int is_read_cap(int cap)
+{
+	for (size_t i = 0; i < sizeof(read_caps) / sizeof(read_caps[0]); i++)
+		if (read_caps[i] == cap)
+			return 1;
+	return 0;
+}
+
+/*
+ * Once the listening socket is bound: no new privileges (an exec gains
+ * none), and every capability but the read ones it holds already leaves
+ * the bounding, permitted, effective and inheritable sets (the ambient set
+ * follows). Called before any thread starts: capabilities are per thread,
+ * and the server's thread inherits these. 0, or -1 with a message.
+ */
+static int drop_privileges(void)
+{
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+	memset(data, 0, sizeof(data));
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+		fprintf(stderr, "vramctl: export: cannot set no_new_privs: %s\n", strerror(errno));
+		return -1;
+	}
+	if (syscall(SYS_capget, &hdr, data) != 0) {
+		fprintf(stderr, "vramctl: export: cannot read its capabilities: %s\n",
+		        strerror(errno));
+		return -1;
+	}
+	/* The bounding set first: dropping from it takes CAP_SETPCAP, which
+	 * the capset below drops. Without CAP_SETPCAP (not root) the bounding
+	 * set stays: nothing can gain from it once no_new_privs is set. */
+	int setpcap = !!(data[CAP_TO_INDEX(CAP_SETPCAP)].effective & CAP_TO_MASK(CAP_SETPCAP));
+	for (int cap = 0; setpcap && prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++) {
+		int keep =
+		    is_read_cap(cap) && (data[CAP_TO_INDEX(cap)].permitted & CAP_TO_MASK(cap));
+		if (!keep && prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1 &&
+		    prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) {
+			fprintf(stderr, "vramctl: export: cannot drop capability %d: %s\n", cap,
+			        strerror(errno));
+			return -1;
+		}
+	}
+	for (int i = 0; i < _LINUX_CAPABILITY_U32S_3; i++) {
+		uint32_t keep = 0;
+		for (size_t k = 0; k < sizeof(read_caps) / sizeof(read_caps[0]); k++)
+			if (CAP_TO_INDEX(read_caps[k]) == i)
+				keep |= CAP_TO_MASK(read_caps[k]);
+		data[i].permitted &= keep;
+		data[i].effective = data[i].permitted;
+		data[i].inheritable = 0;
+	}
+	if (syscall(SYS_capset, &hdr, data) != 0) {
+		fprintf(stderr, "vramctl: export: cannot drop its capabilities: %s\n",
+		        strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 /* libmicrohttpd's own messages, after it serves: with vramctl's prefix. */
 static void mhd_log(void *arg, const char *fmt, va_list ap) VR_PRINTF(2, 0);
 
@@ -370,6 +440,10 @@ int cmd_export(int argc, char **argv)
 	int fd = listen_on(listen, host, port_text, &ss);
 	if (fd < 0)
 		return VR_EXIT_ERROR;
+	if (drop_privileges() < 0) {
+		close(fd);
+		return VR_EXIT_ERROR;
+	}
 
 	/* SIGINT and SIGTERM are taken with sigwait; block them before the
 	 * server's thread starts so it inherits the mask. */

@@ -53,7 +53,7 @@ static void prompt_filter(struct ui *u)
 	for (;;) {
 		move(LINES - 1, 0);
 		clrtoeol();
-		mvaddnstr(LINES - 1, 0, "filter (user or group, empty for all): ", COLS);
+		mvaddnstr(LINES - 1, 0, "filter (user, container or group, empty for all): ", COLS);
 		addnstr(buf, (int)n);
 		refresh();
 		int ch = getch();
@@ -93,8 +93,8 @@ static void top_usage(FILE *f)
 	           "background.\n"
 	           "\n"
 	           "  -d, --delay SECONDS  refresh period (default 1, at least 0.1)\n"
-	           "  --filter TEXT        show only rows whose user or group contains "
-	           "TEXT\n"
+	           "  --filter TEXT        show only rows whose user, container or group\n"
+	           "                       contains TEXT\n"
 	           "  --registry DIR       registry directory\n"
 	           "\n"
 	           "With NO_COLOR set (to anything but empty), no colours.\n");

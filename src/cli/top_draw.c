@@ -122,7 +122,7 @@ static int row_matches(const struct ui *u, const struct mon_proc *p)
 {
 	if (!u->filter[0])
 		return 1;
-	return strstr(p->user, u->filter) ||
+	return strstr(p->user, u->filter) || strstr(p->container_id, u->filter) ||
 	       ((p->valid & MON_P_CAPPED) && strstr(p->group, u->filter));
 }
 
@@ -133,13 +133,14 @@ static void draw_help(void)
 	    "",
 	    "  h ?      this help (any key closes it)",
 	    "  q        quit",
-	    "  p g u G  sort by PID, GPU, user, group",
+	    "  p g u    sort by PID, GPU, user",
+	    "  i G      sort by container, group",
 	    "  a m o    sort by allocated, on card, overhead",
 	    "  c k S    sort by cap, peak, spilled",
 	    "  n d C    sort by NVML usage, denied count, command",
 	    "  < >      sort by the previous / next column",
 	    "  r        reverse the order",
-	    "  / f      filter by user or group (empty: all)",
+	    "  / f      filter by user, container or group (empty: all)",
 	    "  Esc      clear the filter",
 	    "",
 	    "Bars: '#' used (GPUs) or on the card (processes), '|' the cap (GPUs)",
@@ -268,14 +269,19 @@ void draw(struct ui *u, const struct mon_model *m)
 		texts[i] = cells[i];
 	/* A narrow terminal drops the optional columns, least useful first, so
 	 * that COMMAND keeps at least MIN_CMD characters. */
-	static const int drop[] = {L_SPARK, C_NVML, L_BAR,    C_SPILL, C_OVER,
-	                           C_ALLOC, C_PEAK, C_DENIED, C_USER};
-	int shown[NL], need = MIN_CMD;
+	static const int drop[] = {L_SPARK, C_NVML, L_BAR, C_SPILL,  C_OVER,
+	                           C_ALLOC, C_PEAK, C_CTR, C_DENIED, C_USER};
+	/* CONTAINER only where some row is in a container. */
+	int shown[NL], need = MIN_CMD, ctr = 0;
+	for (int r = 0; r < n; r++)
+		ctr |= rows[r]->container_id[0] != '\0';
 	for (int i = 0; i < NL; i++) {
-		shown[i] = 1;
-		need += widths[i] + (i < L_CMD);
+		shown[i] = i != C_CTR || ctr;
+		need += shown[i] ? widths[i] + (i < L_CMD) : 0;
 	}
 	for (size_t k = 0; k < VR_ARRAY_LEN(drop) && need > COLS; k++) {
+		if (!shown[drop[k]])
+			continue;
 		shown[drop[k]] = 0;
 		need -= widths[drop[k]] + 1;
 	}
@@ -305,6 +311,7 @@ void draw(struct ui *u, const struct mon_model *m)
 		/* Text from other processes is escaped before the layout
 		 * measures it, so the columns hold what is drawn. */
 		vr_text_escape(cells[C_USER], cl, (p->valid & MON_P_USER) ? p->user : "-");
+		snprintf(cells[C_CTR], cl, "%.12s", p->container_id[0] ? p->container_id : "-");
 		vr_text_escape(cells[C_GROUP], cl, capped ? p->group : "(uncapped)");
 		int oncard = !!(p->valid & MON_P_ON_CARD);
 		snprintf(cells[C_ALLOC], cl, "%s",

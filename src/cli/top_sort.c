@@ -9,11 +9,13 @@
 #include "cli/top_sort.h"
 
 const struct col_def top_cols[NCOLS] = {
-    [C_PID] = {"PID", 'p', 7},       [C_GPU] = {"GPU", 'g', 3},     [C_USER] = {"USER", 'u', 8},
-    [C_GROUP] = {"GROUP", 'G', 10},  [C_ALLOC] = {"ALLOC", 'a', 8}, [C_CARD] = {"ON CARD", 'm', 8},
-    [C_OVER] = {"OVERHEAD", 'o', 9}, [C_CAP] = {"CAP", 'c', 8},     [C_PEAK] = {"PEAK", 'k', 8},
-    [C_SPILL] = {"SPILLED", 'S', 8}, [C_NVML] = {"NVML", 'n', 8},   [C_DENIED] = {"DENIED", 'd', 7},
-    [C_CMD] = {"COMMAND", 'C', 0},
+    [C_PID] = {"PID", 'p', 7},       [C_GPU] = {"GPU", 'g', 3},
+    [C_USER] = {"USER", 'u', 8},     [C_CTR] = {"CONTAINER", 'i', 12},
+    [C_GROUP] = {"GROUP", 'G', 10},  [C_ALLOC] = {"ALLOC", 'a', 8},
+    [C_CARD] = {"ON CARD", 'm', 8},  [C_OVER] = {"OVERHEAD", 'o', 9},
+    [C_CAP] = {"CAP", 'c', 8},       [C_PEAK] = {"PEAK", 'k', 8},
+    [C_SPILL] = {"SPILLED", 'S', 8}, [C_NVML] = {"NVML", 'n', 8},
+    [C_DENIED] = {"DENIED", 'd', 7}, [C_CMD] = {"COMMAND", 'C', 0},
 };
 
 /* qsort has no context argument: the column and direction of the sort in
@@ -47,6 +49,9 @@ static int cmp_proc(const void *a, const void *b)
 		break;
 	case C_USER:
 		r = strcmp(x->user, y->user);
+		break;
+	case C_CTR:
+		r = strcmp(x->container_id, y->container_id);
 		break;
 	case C_GROUP:
 		r = strcmp(x->group, y->group);

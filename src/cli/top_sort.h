@@ -10,6 +10,7 @@ enum col {
 	C_PID,
 	C_GPU,
 	C_USER,
+	C_CTR, /* container: the first 12 digits of its ID */
 	C_GROUP,
 	C_ALLOC, /* allocated through vramctl */
 	C_CARD,  /* on the card: the sort by default */

@@ -21,6 +21,17 @@
 #  4. A container set up exactly as HAMi's device plugin sets one up (its
 #     env and mounts, vramctl's library as libvgpu.so, no VRAMCTL_*
 #     variable): capped by vramctl, books in HAMi's per-container directory.
+#  5. Hostile books in a container in its own IPC namespace (its in-use
+#     total overwritten, its lock word overwritten, its lock held by a live
+#     member that never lets go, written from inside with tests/cli/regpoke):
+#     the host's status answers (under a timeout), says the group is
+#     damaged, and still lists another container's group with its cap.
+#  6. A podman pod (its containers share the pod's IPC namespace, not the
+#     host's) of two containers with one --group: one cap (the second
+#     container's allocation past it is refused), and the host's status
+#     lists both members, each with its container ID and the shared cap;
+#     `vramctl top` (in tmux, where installed) has a CONTAINER column with
+#     each member's short container ID.
 # The specs go to /var/run/cdi (podman 4.3 has no private spec directory)
 # under unique file and device names, removed at the end. Skipped (77) without podman and
 # runc, without root, in sanitizer builds, or when no container can start.
@@ -40,13 +51,16 @@ PY=/usr/bin/python3
 "$PY" -c 'import json' 2>/dev/null || skip "needs Debian's python3"
 HOLDER=$VR_BUILD/tests/monitor/holder
 [ -x "$HOLDER" ] || skip "$HOLDER is not built"
+[ -x "$VR_BUILD/tests/cli/regpoke" ] || skip "$VR_BUILD/tests/cli/regpoke is not built"
 
 id=$$$RANDOM
 cdidir=/var/run/cdi
-specs=() names=()
+specs=() names=() pods=() images=()
 # The spec directory itself stays (another run may be writing into it).
 cleanup() {
 	for n in "${names[@]}"; do podman rm -f -t 0 "$n" >/dev/null 2>&1; done
+	for n in "${pods[@]}"; do podman pod rm -f -t 0 "$n" >/dev/null 2>&1; done
+	for n in "${images[@]}"; do podman rmi -f "$n" >/dev/null 2>&1; done
 	rm -f "${specs[@]}"
 	true
 }
@@ -67,6 +81,8 @@ copy "$HOLDER" /bin/holder
 copy "$VR_BUILD/sim/libcuda.so.1" /usr/lib/sim/libcuda.so.1
 copy "$VR_BUILD/sim/libnvidia-ml.so.1" /usr/lib/sim/libnvidia-ml.so.1
 copy "$LIB" /tmp/libvramctl-deps.so # its libraries only; the spec mounts the library
+copy "$VR_BUILD/tests/cli/regpoke" /bin/regpoke # c10: writes into the container's books
+copy "$(command -v sleep)" /bin/sleep            # c8, c9: the pod's infra container
 
 export VRAMSIM_DEVICES=16G VRAMSIM_UUIDS=GPU-0e0e0e0e-1111-2222-3333-444444444444
 # The books are a System V segment: containers that share them with the
@@ -238,4 +254,114 @@ if not ok:
 sys.exit(0 if ok else 1)
 PY
 stop c5
+
+# 5: hostile books in a container's own IPC namespace. c10's group is
+# written into from inside c10 (where its segment is); c11 is another
+# container's group beside it. The host's status answers each time, says
+# what is wrong with c10's group, and still lists c11 with its cap.
+devh="h${id}"
+specs+=("$cdidir/vramctl-test-$id-h.json")
+"$V" cdi generate --limit 1G --group "hostile-$id" --name "$devh" --output "${specs[-1]}" ||
+	fail "cdi generate --group hostile failed"
+start c10 "${SIMLIB[@]}" --device "vramctl.io/gpu=$devh" -- 600
+start c11 "${SIMLIB[@]}" --device "vramctl.io/gpu=$dev1" -- 300
+expect_out c10 "ready 1 1" "hostile: c10 starts"
+expect_out c11 "ready 1 1" "hostile: c11 starts"
+p10=$(hostpid c10) p11=$(hostpid c11)
+# hostile WHAT WANT: pokes c10's books, then the host's status (bounded).
+hostile() {
+	local what=$1 want=$2 rc
+	podman exec "vrt-$id-c10" /bin/regpoke "$VRAMCTL_REGISTRY_DIR" "hostile-$id" $what ||
+		fail "hostile: regpoke $what in c10 failed"
+	timeout 60 "$V" status >"$TMPDIR/hostile.txt" 2>&1
+	rc=$?
+	sed "s/^/  [status, $what] /" "$TMPDIR/hostile.txt"
+	[ $rc = 0 ] || fail "hostile ($what): the host's status exited $rc (124: it hung)"
+	[ -z "$want" ] || grep -q -- "$want" "$TMPDIR/hostile.txt" ||
+		fail "hostile ($what): status does not say '$want'"
+	timeout 60 "$V" status --json >/dev/null 2>&1 || fail "hostile ($what): status --json exited $?"
+	[ "$(status_row "$p11" cap_bytes)" = "$G" ] ||
+		fail "hostile ($what): c11 is no longer listed with its cap: $(status_row "$p11" cap_bytes)"
+	[ "$(status_row "$p10" group)" = "hostile-$id" ] ||
+		fail "hostile ($what): c10 is no longer listed in its group: $(status_row "$p10" group)"
+}
+hostile "inuse 0x7fffffffffff" "hostile-$id.vrg: damaged"
+hostile "lock 0xdeadbeef" "not a live member"
+# A lock held by a live member (slot 0's) that never lets it go: the
+# host's status reads the books without taking the lock.
+hostile "slot0" ""
+stop c11
+# c10's holder may wait out the lock's bound as it leaves (slot0).
+stop c10
+
+# 6: a podman pod: its containers share the pod's IPC namespace (not the
+# host's), so a --group across them is one set of books, one cap. The pod's
+# infra container runs sleep from an image imported from the root
+# filesystem (nothing is pulled); the pod takes no --ulimit, so the
+# containers.conf of this test gives it the container's limits.
+pod="vrt-$id-pod" img="localhost/vrt-$id-infra"
+pods+=("$pod")
+images+=("$img")
+tar -C "$R" -c . | podman import -q --change 'ENTRYPOINT ["/bin/sleep", "infinity"]' - "$img" >/dev/null ||
+	fail "pod: cannot import the infra image"
+printf '[containers]\ndefault_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]\n' >"$TMPDIR/containers.conf"
+CONTAINERS_CONF=$TMPDIR/containers.conf podman --runtime runc pod create --name "$pod" --network none \
+	--infra-image "$img" >/dev/null || fail "pod: podman pod create failed"
+devp="p${id}"
+specs+=("$cdidir/vramctl-test-$id-p.json")
+"$V" cdi generate --limit 1G --group "pod-$id" --name "$devp" --output "${specs[-1]}" ||
+	fail "cdi generate --group pod failed"
+RUN=(podman --runtime runc run --rm -i --pod "$pod"
+	--ulimit nofile=1024:1024 --ulimit nproc=4096:4096
+	-e VRAMSIM_STATE_DIR="$VRAMSIM_STATE_DIR"
+	-e VRAMSIM_DEVICES -e VRAMSIM_UUIDS -e VRAMCTL_COUNT
+	-v "$VRAMSIM_STATE_DIR:$VRAMSIM_STATE_DIR")
+start c8 "${SIMLIB[@]}" --device "vramctl.io/gpu=$devp" -- 600
+start c9 "${SIMLIB[@]}" --device "vramctl.io/gpu=$devp" -- 600
+expect_out c8 "ready 1 1" "pod: first container"
+expect_out c9 "ready 0 1" "pod: the second container's 600 MiB passes the pod's shared 1 GiB"
+p8=$(hostpid c8) p9=$(hostpid c9)
+ipc8=$(readlink "/proc/$p8/ns/ipc")
+[ "$ipc8" = "$(readlink "/proc/$p9/ns/ipc")" ] || fail "pod: the two containers do not share an IPC namespace"
+[ "$ipc8" != "$(readlink /proc/self/ns/ipc)" ] || fail "pod: the pod shares the host's IPC namespace"
+"$V" status >"$TMPDIR/pod.status" 2>&1 || fail "pod: status exited $?"
+sed 's/^/  [status] /' "$TMPDIR/pod.status"
+for n in c8 c9; do
+	p=$(hostpid $n) cid=$(podman inspect --format '{{.Id}}' "vrt-$id-$n")
+	[ "$(status_row "$p" group)" = "pod-$id" ] || fail "pod: $n (host PID $p) not listed in pod-$id: $(status_row "$p" group)"
+	[ "$(status_row "$p" cap_bytes)" = "$G" ] || fail "pod: $n's cap: $(status_row "$p" cap_bytes)"
+	[ "$(status_row "$p" container_id)" = "$cid" ] ||
+		fail "pod: $n's container ID is '$(status_row "$p" container_id)', not $cid"
+	[ "ipc:[$(status_row "$p" ipc_ns)]" = "$ipc8" ] || fail "pod: $n's ipc_ns is $(status_row "$p" ipc_ns)"
+done
+[ "$(status_row "$p8" in_use_bytes)" = $((600 << 20)) ] || fail "pod: c8's use: $(status_row "$p8" in_use_bytes)"
+# top (in tmux, where installed): a CONTAINER column, each member's short ID.
+if command -v tmux >/dev/null; then
+	sock=$TMPDIR/tmux.sock
+	cat >"$TMPDIR/run-top" <<EOF
+#!/bin/sh
+export LD_LIBRARY_PATH='$LD_LIBRARY_PATH' VRAMSIM_STATE_DIR='$VRAMSIM_STATE_DIR'
+export VRAMSIM_DEVICES='$VRAMSIM_DEVICES' VRAMSIM_UUIDS='$VRAMSIM_UUIDS' VRAMCTL_REGISTRY_DIR='$VRAMCTL_REGISTRY_DIR'
+export NO_COLOR=1 LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=screen
+exec '$V' top -d 0.2
+EOF
+	chmod +x "$TMPDIR/run-top"
+	tmux -S "$sock" -f /dev/null new-session -d -s top -x 200 -y 30 "$TMPDIR/run-top" ||
+		fail "pod: tmux cannot start top"
+	c8id=$(podman inspect --format '{{.Id}}' "vrt-$id-c8") c9id=$(podman inspect --format '{{.Id}}' "vrt-$id-c9")
+	for _ in $(seq 100); do
+		tmux -S "$sock" capture-pane -p -t top >"$TMPDIR/top.screen" 2>/dev/null
+		grep -q " ${c8id:0:12} pod-" "$TMPDIR/top.screen" &&
+			grep -q " ${c9id:0:12} pod-" "$TMPDIR/top.screen" && break
+		sleep 0.1
+	done
+	sed 's/^/  [top] /' "$TMPDIR/top.screen"
+	grep -q ' CONTAINER ' "$TMPDIR/top.screen" || fail "pod: top has no CONTAINER column"
+	for c in "$c8id" "$c9id"; do
+		grep -q " ${c:0:12} pod-" "$TMPDIR/top.screen" || fail "pod: top has no row of container ${c:0:12} in its group"
+	done
+	tmux -S "$sock" kill-server 2>/dev/null
+fi
+stop c8
+stop c9
 finish

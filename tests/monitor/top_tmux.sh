@@ -120,7 +120,7 @@ wait_for "SPILLEDv" "sort by spilled"
 
 # Filter by group.
 T send-keys -t top /
-wait_for "filter (user or group" "filter prompt"
+wait_for "filter (user, container or group" "filter prompt"
 T send-keys -t top i n f e r Enter
 wait_for "filter: infer" "filter shown"
 wait_gone "train " "rows of other groups hidden"
