@@ -66,8 +66,8 @@ static struct vr_hdr *map_checked(int fd, const struct vr_hdr *door, int rdonly)
 	    !S_ISREG(st.st_mode) || (uint64_t)st.st_size != VR_SEGMENT_SIZE ||
 	    (st.st_uid != geteuid() && !(rdonly && geteuid() == 0)) || (st.st_mode & 077))
 		return NULL;
-	void *p = mmap(NULL, VR_SEGMENT_SIZE, PROT_READ | (rdonly ? 0 : PROT_WRITE), MAP_SHARED,
-	               fd, 0);
+	void *p =
+	    mmap(NULL, VR_SEGMENT_SIZE, PROT_READ | (rdonly ? 0 : PROT_WRITE), MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return NULL;
 	struct vr_hdr *h = p;

@@ -75,7 +75,8 @@ static struct vr_books_ref books_ref(const char *group, int slot)
 
 /* A child that joins group, reserves `want` (which must be refused, the
  * books then showing `seen` in use) and then `get`, and stays. */
-static pid_t joiner(const char *group, uint64_t want, uint64_t seen, uint64_t get, vr_member *forget)
+static pid_t joiner(const char *group, uint64_t want, uint64_t seen, uint64_t get,
+                    vr_member *forget)
 {
 	int p[2];
 	ASSERT_EQ(pipe(p), 0);
@@ -91,7 +92,8 @@ static pid_t joiner(const char *group, uint64_t want, uint64_t seen, uint64_t ge
 			fprintf(stderr, "joiner: %s\n", err);
 		uint64_t in_use = 0;
 		ok = ok && vr_device(m, gpu0, CAP, NULL) == 0;
-		ok = ok && (!want || (vr_reserve(m, 0, want, &in_use) == -ENOSPC && in_use == seen));
+		ok =
+		    ok && (!want || (vr_reserve(m, 0, want, &in_use) == -ENOSPC && in_use == seen));
 		ok = ok && vr_reserve(m, 0, get, NULL) == 0;
 		hold_and_report(p[1], ok);
 	}
