@@ -14,17 +14,8 @@ fixed_card
 start_holder free -- 100
 start_holder a VRAMCTL_LIMIT=1G VRAMCTL_GROUP=train LD_PRELOAD="$LIB" -- 300
 
-mkfifo "$TMPDIR/exp.out"
-(
-	close_holder_fds
-	exec "$V" export --listen 127.0.0.1:0 >"$TMPDIR/exp.out" 2>"$TMPDIR/exp.err"
-) &
-xpid=$!
-exec {xr}<"$TMPDIR/exp.out"
-read -r -t 20 -u "$xr" line || {
-	fail "export printed nothing: $(cat "$TMPDIR/exp.err")"
-	finish
-}
+start_export
+xpid=$XPID xr=$XR line=$LINE
 case $line in
 "vramctl: serving http://127.0.0.1:"*/metrics) ;;
 *) fail "unexpected first line: $line" ;;

@@ -16,19 +16,8 @@ fixed_card
 
 HOLD_PREFIX="unshare --ipc" start_holder ns VRAMCTL_LIMIT=1G VRAMCTL_GROUP=privs LD_PRELOAD="$LIB" -- 100
 
-mkfifo "$TMPDIR/export.out"
-(
-	close_holder_fds
-	exec "$V" export --listen 127.0.0.1:0 >"$TMPDIR/export.out" 2>"$TMPDIR/export.err"
-) &
-epid=$!
-exec {efd}<"$TMPDIR/export.out"
-read -r -t 20 -u "$efd" line || {
-	fail "export printed nothing: $(cat "$TMPDIR/export.err")"
-	finish
-}
-port=${line##*:}
-port=${port%%/*}
+start_export
+epid=$XPID port=$PORT
 
 exec {hfd}<>"/dev/tcp/127.0.0.1/$port" || fail "cannot connect to export"
 printf 'GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&"$hfd"

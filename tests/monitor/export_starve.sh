@@ -10,19 +10,9 @@ command -v curl >/dev/null || skip "curl not installed"
 ulimit -n 4096 2>/dev/null || ulimit -n 1024
 trap "" PIPE # a write to a client the exporter closed fails, it does not kill us
 
-mkfifo "$TMPDIR/exp.out"
-(
-	exec "$V" export --listen 127.0.0.1:0 >"$TMPDIR/exp.out" 2>"$TMPDIR/exp.err"
-) &
-xpid=$!
+start_export
+xpid=$XPID xr=$XR port=$PORT
 trap 'kill -TERM $xpid 2>/dev/null' EXIT
-exec {xr}<"$TMPDIR/exp.out"
-read -r -t 20 -u "$xr" line || {
-	fail "export printed nothing: $(cat "$TMPDIR/exp.err")"
-	finish
-}
-port=${line##*:}
-port=${port%%/*}
 scrape() { curl -s -m 10 -o "$TMPDIR/scrape" -w '%{http_code}' "http://127.0.0.1:$port/metrics"; }
 
 # 200 idle clients: connected, never sending a byte.

@@ -154,3 +154,24 @@ status_golden() {
 	golden "$name.json" "$TMPDIR/n.json"
 	golden "$name.prom" "$TMPDIR/n.prom"
 }
+
+# start_export [ARG...]: `vramctl export --listen 127.0.0.1:0 ARG...` in the
+# background (the holders' pipe ends closed in it). Sets XPID, its first
+# line LINE, PORT, and XR: the fd its stdout is read from, kept open (a
+# closed pipe would end it at its next line). Ends the test when it prints
+# nothing within 20 s.
+start_export() {
+	mkfifo "$TMPDIR/exp.out"
+	(
+		close_holder_fds
+		exec "$V" export --listen 127.0.0.1:0 "$@" >"$TMPDIR/exp.out" 2>"$TMPDIR/exp.err"
+	) &
+	XPID=$!
+	exec {XR}<"$TMPDIR/exp.out"
+	read -r -t 20 -u "$XR" LINE || {
+		fail "export printed nothing: $(cat "$TMPDIR/exp.err")"
+		finish
+	}
+	PORT=${LINE##*:}
+	PORT=${PORT%%/*}
+}

@@ -35,11 +35,7 @@ static const unsigned char gpu0[VR_UUID_LEN] = {7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
 static vr_member *member(const char *group)
 {
 	struct vr_join_opts o = {.dir = dir, .group = group, .limit_spec = "1000"};
-	vr_member *m = join_or_fail(&o);
-	uint64_t cap = 0;
-	ASSERT_EQ(vr_device(m, gpu0, CAP, &cap), 0);
-	ASSERT_UEQ(cap, CAP);
-	return m;
+	return join_device_or_fail(&o, gpu0, CAP);
 }
 
 static int open_door(const char *group)
