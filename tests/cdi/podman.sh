@@ -32,6 +32,14 @@
 #     lists both members, each with its container ID and the shared cap;
 #     `vramctl top` (in tmux, where installed) has a CONTAINER column with
 #     each member's short container ID.
+#  7. The exporter's DaemonSet (deploy/vramctl-exporter.yaml) run with its
+#     own privileges, read from the manifest (python3-yaml), under podman:
+#     --pid host, no --ipc host, --cap-drop ALL plus the caps it adds,
+#     no-new-privileges, --read-only, root, the books read-only at the same
+#     path: `vramctl status --json` inside lists c7 (its own IPC namespace,
+#     alive meanwhile) with its cap and use, the manifest's command
+#     (`vramctl export`) answers a scrape with c7's series, and the same
+#     container without SYS_ADMIN shows the note, not c7.
 # The specs go to /var/run/cdi (podman 4.3 has no private spec directory)
 # under unique file and device names, removed at the end. Skipped (77) without podman and
 # runc, without root, in sanitizer builds, or when no container can start.
@@ -83,6 +91,9 @@ copy "$VR_BUILD/sim/libnvidia-ml.so.1" /usr/lib/sim/libnvidia-ml.so.1
 copy "$LIB" /tmp/libvramctl-deps.so # its libraries only; the spec mounts the library
 copy "$VR_BUILD/tests/cli/regpoke" /bin/regpoke # c10: writes into the container's books
 copy "$(command -v sleep)" /bin/sleep            # c8, c9: the pod's infra container
+copy "$V" /bin/vramctl                           # 7: the exporter's privileges
+mkdir -p "$R/bin/libexec"                         # where vramctl looks beside itself
+copy "$VR_BUILD/libexec/vramctl-export" /bin/libexec/vramctl-export
 
 export VRAMSIM_DEVICES=16G VRAMSIM_UUIDS=GPU-0e0e0e0e-1111-2222-3333-444444444444
 # The books are a System V segment: containers that share them with the
@@ -210,6 +221,155 @@ ipc7=$(readlink "/proc/$p7/ns/ipc")
 [ "$(status_row "$p7" cap_bytes)" = "$G" ] || fail "private IPC: c7's cap: $(status_row "$p7" cap_bytes)"
 [ "$(status_row "$p7" in_use_bytes)" = $((600 << 20)) ] || fail "private IPC: c7's use: $(status_row "$p7" in_use_bytes)"
 [ "ipc:[$(status_row "$p7" ipc_ns)]" = "$ipc7" ] || fail "private IPC: c7's ipc_ns is $(status_row "$p7" ipc_ns), not $ipc7"
+
+# 7: the exporter's DaemonSet (deploy/vramctl-exporter.yaml) under podman,
+# with the privileges read from the manifest itself (so the two cannot
+# drift): its pod and container security settings become podman's flags
+# (hostPID: --pid host; capabilities: --cap-drop/--cap-add; runAsUser:
+# --user; allowPrivilegeEscalation: false: no-new-privileges;
+# readOnlyRootFilesystem: --read-only; the books volume: the test's books
+# directory, read-only as the manifest mounts it, at the same path, named by
+# VRAMCTL_REGISTRY_DIR); a setting it cannot translate fails the test.
+# Inside, `vramctl status --json` lists c7 (alive, in its own IPC namespace)
+# with its cap and use, and the manifest's own command (`vramctl export`)
+# answers a scrape with c7's series (fetched in the exporter's network
+# namespace: the pod has no host network). The same container without
+# SYS_ADMIN shows the note instead, not c7.
+manifest_flags() { # manifest_flags [CAP-TO-LEAVE-OUT]: podman flags, one a line
+	"$PY" - "$VR_SRC/deploy/vramctl-exporter.yaml" "$VRAMCTL_REGISTRY_DIR" "${1:-}" <<'PY'
+import sys, yaml
+d = [x for x in yaml.safe_load_all(open(sys.argv[1])) if x][0]
+books, leave = sys.argv[2], sys.argv[3]
+ps = d["spec"]["template"]["spec"]
+c, = ps["containers"]
+out = []
+def untranslated(where, keys):
+    if keys:
+        sys.exit("manifest: %s: no podman translation for %s" % (where, sorted(keys)))
+untranslated("pod securityContext", set(ps.get("securityContext") or {}))
+out += ["--pid", "host"] if ps.get("hostPID") else []
+out += ["--ipc", "host"] if ps.get("hostIPC") else []
+out += ["--network", "host"] if ps.get("hostNetwork") else ["--network", "none"]
+sc = dict(c.get("securityContext") or {})
+caps = sc.pop("capabilities", {}) or {}
+for cap in caps.get("drop", []):
+    out += ["--cap-drop", cap]
+for cap in caps.get("add", []):
+    if cap != leave:
+        out += ["--cap-add", cap]
+if sc.pop("privileged", False):
+    out.append("--privileged")
+if sc.pop("allowPrivilegeEscalation", True) is False:
+    out += ["--security-opt", "no-new-privileges"]
+if sc.pop("readOnlyRootFilesystem", False):
+    out.append("--read-only")
+user = str(sc.pop("runAsUser", 0))
+if "runAsGroup" in sc:
+    user += ":%s" % sc.pop("runAsGroup")
+out += ["--user", user]
+seccomp = (sc.pop("seccompProfile", {}) or {}).get("type", "RuntimeDefault")
+if seccomp == "Unconfined":
+    out += ["--security-opt", "seccomp=unconfined"]
+elif seccomp != "RuntimeDefault":
+    sys.exit("manifest: seccompProfile %s: no podman translation" % seccomp)
+untranslated("container securityContext", set(sc))
+env = {e["name"]: e.get("value") for e in c.get("env", [])}
+at = env.get("VRAMCTL_REGISTRY_DIR")
+if not at:
+    sys.exit("manifest: VRAMCTL_REGISTRY_DIR is not set")
+out += ["-e", "VRAMCTL_REGISTRY_DIR=" + books]
+m = [m for m in c.get("volumeMounts", []) if m["mountPath"] == at]
+if len(m) != 1:
+    sys.exit("manifest: the books directory %s is not mounted" % at)
+out += ["-v", books + ":" + books + (":ro" if m[0].get("readOnly") else "")]
+print("\n".join(out))
+PY
+}
+manifest_command() { # the container's command and args, one a line
+	"$PY" - "$VR_SRC/deploy/vramctl-exporter.yaml" <<'PY'
+import sys, yaml
+d = [x for x in yaml.safe_load_all(open(sys.argv[1])) if x][0]
+c, = d["spec"]["template"]["spec"]["containers"]
+print("\n".join(c.get("command", []) + c.get("args", [])))
+PY
+}
+if ! "$PY" -c 'import yaml' 2>/dev/null; then
+	echo "note: python3-yaml is not installed: the exporter's privileges are not run under podman"
+else
+	mapfile -t PRIV < <(manifest_flags)
+	mapfile -t NOADMIN < <(manifest_flags SYS_ADMIN)
+	[ ${#PRIV[@]} -gt 0 ] && [ ${#NOADMIN[@]} -gt 0 ] || {
+		fail "exporter: cannot read the manifest's privileges (above)"
+		finish
+	}
+	echo "  exporter's privileges from the manifest: ${PRIV[*]}"
+	printf '%s\n' "${PRIV[@]}" | grep -qx SYS_ADMIN || fail "exporter: the manifest adds no SYS_ADMIN (the test's other run would not differ)"
+	# The simulated card, as NVIDIA's runtime class brings the driver.
+	XRUN=(podman --runtime runc run --rm -i --ulimit nofile=1024:1024 --ulimit nproc=4096:4096
+		-e VRAMSIM_STATE_DIR="$VRAMSIM_STATE_DIR" -e VRAMSIM_DEVICES -e VRAMSIM_UUIDS
+		-e NODE_NAME="$(hostname)" -v "$VRAMSIM_STATE_DIR:$VRAMSIM_STATE_DIR" "${SIMLIB[@]}")
+	names+=("vrt-$id-xstatus")
+	timeout 120 "${XRUN[@]}" --name "vrt-$id-xstatus" "${PRIV[@]}" --rootfs "$R" \
+		/bin/vramctl status --json </dev/null >"$TMPDIR/xstatus.json" 2>"$TMPDIR/xstatus.err" ||
+		fail "exporter: status --json under the manifest's privileges exited $?: $(cat "$TMPDIR/xstatus.err")"
+	"$PY" - "$TMPDIR/xstatus.json" "$p7" "$G" "$ipc7" <<'PY' || fail "exporter: status under the manifest's privileges does not list c7 (above)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = [p for p in d["processes"] if p["host_pid"] == int(sys.argv[2]) and p["capped"]]
+ok = len(rows) == 1 and rows[0]["cap_bytes"] == int(sys.argv[3]) and rows[0]["ns_pid"] == 1 \
+    and rows[0]["in_use_bytes"] == 600 << 20 and "ipc:[%s]" % rows[0]["ipc_ns"] == sys.argv[4]
+print("  [exporter's status] c7:", json.dumps(rows))
+sys.exit(0 if ok else 1)
+PY
+	# Without SYS_ADMIN: no entering c7's IPC namespace, the note instead.
+	names+=("vrt-$id-xnoadmin")
+	timeout 120 "${XRUN[@]}" --name "vrt-$id-xnoadmin" "${NOADMIN[@]}" --rootfs "$R" \
+		/bin/vramctl status </dev/null >"$TMPDIR/xnoadmin.txt" 2>&1
+	sed 's/^/  [status without SYS_ADMIN] /' "$TMPDIR/xnoadmin.txt"
+	grep -q "cannot be read" "$TMPDIR/xnoadmin.txt" || fail "exporter: without SYS_ADMIN, no note that c7's books cannot be read"
+	timeout 120 "${XRUN[@]}" --name "vrt-$id-xnoadmin" "${NOADMIN[@]}" --rootfs "$R" \
+		/bin/vramctl status --json </dev/null >"$TMPDIR/xnoadmin.json" 2>/dev/null
+	"$PY" - "$TMPDIR/xnoadmin.json" "$p7" <<'PY' || fail "exporter: without SYS_ADMIN, c7 is still listed capped"
+import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(1 if [p for p in d["processes"] if p["host_pid"] == int(sys.argv[2]) and p["capped"]] else 0)
+PY
+	# The manifest's command, answering one scrape.
+	mapfile -t XCMD < <(manifest_command)
+	[ "${XCMD[0]}" = vramctl ] || fail "exporter: the manifest runs '${XCMD[0]}', not vramctl"
+	listen=${XCMD[*]}
+	listen=${listen#*--listen }
+	xport=${listen%% *}
+	xport=${xport##*:}
+	names+=("vrt-$id-xexport")
+	(
+		for f in "${FD[@]}"; do eval "exec $f>&-"; done
+		exec "${XRUN[@]}" --name "vrt-$id-xexport" "${PRIV[@]}" --rootfs "$R" "/bin/${XCMD[0]}" "${XCMD[@]:1}" \
+			</dev/null >"$TMPDIR/xexport.out" 2>"$TMPDIR/xexport.err"
+	) &
+	xpid=
+	for _ in $(seq 300); do
+		[ -s "$TMPDIR/xexport.out" ] && xpid=$(hostpid xexport 2>/dev/null) && [ "${xpid:-0}" != 0 ] && break
+		xpid=
+		sleep 0.1
+	done
+	[ -n "$xpid" ] || fail "exporter: the manifest's command did not start: $(cat "$TMPDIR/xexport.out" "$TMPDIR/xexport.err")"
+	if [ -n "$xpid" ]; then
+		nsenter --net="/proc/$xpid/ns/net" "$PY" -c '
+import sys, urllib.request
+sys.stdout.write(urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=30).read().decode())
+' "$xport" >"$TMPDIR/xexport.metrics" || fail "exporter: no answer on port $xport inside its network namespace"
+		grep "pid=\"$p7\"" "$TMPDIR/xexport.metrics" | grep '^vramctl_process_used_bytes' | sed 's/^/  [export] /'
+		grep "^vramctl_process_used_bytes{.*pid=\"$p7\"" "$TMPDIR/xexport.metrics" | grep -q " $((600 << 20))\$" ||
+			fail "exporter: the scrape has no vramctl_process_used_bytes of c7 (host PID $p7) at 600 MiB"
+		g7=$(status_row "$p7" group)
+		grep "^vramctl_group_limit_bytes{.*group=\"$g7\"" "$TMPDIR/xexport.metrics" | grep -q " $G\$" ||
+			fail "exporter: the scrape has no vramctl_group_limit_bytes of c7's group $g7 at 1 GiB"
+	fi
+	podman stop -t 10 "vrt-$id-xexport" >/dev/null 2>&1
+	wait $!
+	sed 's/^/  [export stderr] /' "$TMPDIR/xexport.err"
+fi
 stop c7
 
 # 3: one group for every container with the device (cdiVersion 0.3.0).
