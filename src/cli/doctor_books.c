@@ -123,6 +123,40 @@ static void check_damage(struct doc *d, const struct mon_model *m)
 		       "no damage found in the groups' books");
 }
 
+/* More records of members not running than crashes leave between two
+ * joins: something wrote them (status lists each as dead; the next join or
+ * denial gives back the slots of those the GPU no longer lists). */
+#define DEAD_MANY 32
+
+static void check_dead(struct doc *d, const struct mon_model *m)
+{
+	char list[512] = "";
+	size_t used = 0;
+	int n = 0;
+	for (int i = 0; i < m->ngroups; i++) {
+		const struct mon_group *g = &m->groups[i];
+		if (g->ndead < DEAD_MANY)
+			continue;
+		n++;
+		int k = snprintf(list + used, sizeof(list) - used, "%s%s (%d)", used ? ", " : "",
+		                 g->name, g->ndead);
+		if (k > 0 && (size_t)k < sizeof(list) - used)
+			used += (size_t)k;
+	}
+	if (n)
+		dr_add(
+		    &d->rep, "books.dead", -1, DR_WARN,
+		    "vramctl status lists them (dead); the next join or denial of the group gives "
+		    "their slots back; if they come back, another process of yours writes into "
+		    "the books",
+		    "%d group%s with %d or more records of members that are not running (%s): more "
+		    "than crashes leave; a full group (1,024 slots) refuses new members",
+		    n, n == 1 ? "" : "s", DEAD_MANY, list);
+	else
+		dr_add(&d->rep, "books.dead", -1, DR_OK, NULL,
+		       "no group holds many records of members that are not running");
+}
+
 void dr_check_books(struct doc *d, const struct mon_model *m)
 {
 	char why[PATH_MAX + 200] = "";
@@ -150,6 +184,7 @@ void dr_check_books(struct doc *d, const struct mon_model *m)
 		               "once the GPU no longer lists it)"
 		             : "",
 		       ended);
+	check_dead(d, m);
 	check_damage(d, m);
 }
 

@@ -72,7 +72,7 @@ only_ok "healthy"
 for id in driver.library driver.version driver.init driver.nvml driver.kernel \
 	driver.platform device.init device.compute_mode device.mig device.persistence \
 	env.visible_devices hook.library hook.preload hook.linked hook.dlsym hook.procaddr \
-	hook.procaddr_old hook.ptds hook.program books.dir books.groups books.damage \
+	hook.procaddr_old hook.ptds hook.program books.dir books.groups books.dead books.damage \
 	config.site kernel.stale gpu.uncapped gpu.overcommit; do
 	grep -qE "^OK +$id " out || fail "healthy: no OK line for $id"
 done
@@ -292,6 +292,21 @@ line FAIL books.damage "1 group's books are damaged" "forged cap: one group"
 line FAIL books.damage "a device's cap, UUID or total was overwritten" "forged cap"
 echo go >release
 wait $dmg
+rm -f "$VRAMCTL_REGISTRY_DIR"/*.vrg
+
+# A thousand forged members (records with PIDs nobody has): doctor says so,
+# as status lists them dead (#29: it said OK).
+mkfifo ready2 release2
+"$V" run --group forged --limit 1G -- sh -c 'echo up >ready2; read -r _ <release2' &
+fpid=$!
+read -r _ <ready2
+"$POKE" "$VRAMCTL_REGISTRY_DIR" forged members 1000 || fail "poke members"
+doctor
+line WARN books.dead "1 group with 32 or more records of members that are not running (forged (1000))" "forged members"
+"$V" status --json >forged.json 2>/dev/null
+grep -q '"dead_members": 1000' forged.json || fail "forged members: status does not count them"
+echo go >release2
+wait $fpid
 rm -f "$VRAMCTL_REGISTRY_DIR"/*.vrg
 
 # ---- the picture ----

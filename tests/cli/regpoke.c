@@ -6,6 +6,9 @@
  *   regpoke DIR GROUP slot0        the lock id a member in slot 0 never uses
  *   regpoke DIR GROUP cap V        device 0's cap, alone
  *   regpoke DIR GROUP inuse V      device 0's in-use total, alone
+ *   regpoke DIR GROUP members N    N slots past the ones in use marked as
+ *                                  members (PIDs nobody has, no liveness
+ *                                  lock: records of members not running)
  *
  * Exit 0, or 1 with a message.
  */
@@ -22,7 +25,9 @@
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
-		fprintf(stderr, "usage: regpoke DIR GROUP lock WORD | slot0 | cap V | inuse V\n");
+		fprintf(
+		    stderr,
+		    "usage: regpoke DIR GROUP lock WORD | slot0 | cap V | inuse V | members N\n");
 		return 1;
 	}
 	char path[4096];
@@ -47,7 +52,19 @@ int main(int argc, char **argv)
 		atomic_store((_Atomic uint64_t *)&h->dev[0].cap, v);
 	else if (!strcmp(argv[3], "inuse") && argc == 5)
 		atomic_store((_Atomic uint64_t *)&h->dev[0].total, v); /* the whole total word */
-	else
+	else if (!strcmp(argv[3], "members") && argc == 5) {
+		uint32_t hw = vr_hdr_hw(h), n = 0;
+		for (uint32_t i = hw; i < VR_SLOTS && n < v; i++, n++) {
+			struct vr_slot *s = vr_slot_at(h, i);
+			s->pid = (int32_t)(4000000 + i); /* past pid_max's default */
+			s->nspid_outer = s->pid;
+			s->start_time = 1;
+			s->uid = (uint32_t)getuid();
+			snprintf(s->command, sizeof(s->command), "forged-%u", i);
+			atomic_store((_Atomic uint32_t *)&s->state, VR_SLOT_USED);
+		}
+		atomic_store((_Atomic uint32_t *)&h->slots_hw, hw + n);
+	} else
 		return 1;
 	vr_segment_detach(h);
 	return 0;
