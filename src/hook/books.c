@@ -20,6 +20,7 @@
 #include "hook/books.h"
 #include "hook/record.h"
 #include "hook/teardown.h"
+#include "registry/proc.h"
 #include "registry/registry.h"
 
 /*
@@ -51,7 +52,7 @@ static void books_damaged(const char *line)
  * container's namespace had can come back, but a group with no live member
  * is reset when joined (registry.h), so no earlier cap carries over.
  * Returns 0 and fills buf, or -1 in the host's own PID namespace (inode
- * 0xEFFFFFFC, PROC_PID_INIT_INO in the kernel) or when it cannot be read.
+ * VR_PID_INIT_INO: registry/proc.h) or when it cannot be read.
  */
 static int container_group(char *buf, size_t len)
 {
@@ -62,7 +63,7 @@ static int container_group(char *buf, size_t len)
 	if (n <= 0)
 		return -1;
 	link[n] = '\0';
-	if (sscanf(link, "pid:[%llu]", &ino) != 1 || ino == 0xEFFFFFFCull)
+	if (sscanf(link, "pid:[%llu]", &ino) != 1 || ino == VR_PID_INIT_INO)
 		return -1;
 	snprintf(buf, len, "pidns-%llu", ino);
 	return 0;

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,7 +37,11 @@
 /* d->card.said: what has been said. */
 enum { SAID_BIG = 1, SAID_OVER = 2, SAID_NO_FIGURES = 4, OFF = 8 };
 
-static pid_t host_pid; /* this process's PID as NVML lists it (0: not read yet) */
+/* This process's PID as NVML lists it (0: not read yet), and whether NVML
+ * can list it at all (not from a PID namespace of its own whose /proc shows
+ * no outer PID: a container without the host's PIDs). */
+static pid_t host_pid;
+static int host_listable;
 
 static uint64_t now_ns(void)
 {
@@ -49,14 +54,20 @@ static uint64_t now_ns(void)
  * PID namespace of our own). */
 static pid_t my_host_pid(void)
 {
-	pid_t p = __atomic_load_n(&host_pid, __ATOMIC_RELAXED);
+	pid_t p = __atomic_load_n(&host_pid, __ATOMIC_ACQUIRE);
 	if (p)
 		return p;
 	struct vr_proc_status ps;
+	struct stat ns;
+	int own_ns = stat("/proc/self/ns/pid", &ns) == 0 && ns.st_ino != VR_PID_INIT_INO;
+	int listable = 1;
 	p = getpid();
-	if (vr_proc_status(NULL, 0, &ps) == 0 && (ps.have & VR_PROC_NSPID) && ps.nspid_outer > 0)
+	if (vr_proc_status(NULL, 0, &ps) == 0 && (ps.have & VR_PROC_NSPID) && ps.nspid_outer > 0) {
 		p = ps.nspid_outer;
-	__atomic_store_n(&host_pid, p, __ATOMIC_RELAXED);
+		listable = !own_ns || ps.nspid_outer != ps.nspid_inner;
+	}
+	host_listable = listable;
+	__atomic_store_n(&host_pid, p, __ATOMIC_RELEASE);
 	return p;
 }
 
@@ -264,62 +275,64 @@ static int refresh(struct vr_dev *d, uint64_t max_age_ns, uint64_t pending)
 	return up == NV_READY ? 2 : 0;
 }
 
-/* The card's figure for the group on d: its books plus the overhead other
- * members have not charged yet; the group's overhead into *overhead. */
-static uint64_t card_figure(struct vr_dev *d, uint64_t *overhead)
+/* The group's overhead on d as last seen: this process's, the other
+ * members' charged, and what they hold and have not charged yet. */
+static uint64_t group_overhead(struct vr_dev *d)
 {
-	uint64_t extra = atomic_load(&d->card.extra);
-	*overhead = atomic_load(&d->card.overhead) + atomic_load(&d->card.others) + extra;
-	return vr_books_in_use(d) + extra;
+	return atomic_load(&d->card.overhead) + atomic_load(&d->card.others) +
+	       atomic_load(&d->card.extra);
+}
+
+/* The card's figure for the group on d: its books plus the overhead other
+ * members have not charged yet. */
+static uint64_t card_figure(struct vr_dev *d)
+{
+	return vr_books_in_use(d) + atomic_load(&d->card.extra);
 }
 
 int vr_card_grant(struct vr_dev *d, uint64_t bytes, uint64_t total)
 {
-	uint64_t overhead = 0;
 	if (!vr_card_counts(d))
 		return 0;
 	/* Figures taken now: the books read again (this process's overhead
 	 * may have moved). Else the total the grant left, which counts this
 	 * process's lanes' spare too (errs on the side of the cap). */
-	uint64_t card;
-	if (refresh(d, CARD_FRESH_MS * MS, bytes) == 2)
-		card = card_figure(d, &overhead);
-	else
-		card = total + atomic_load_explicit(&d->card.extra, memory_order_relaxed),
-		overhead = atomic_load(&d->card.overhead) + atomic_load(&d->card.others) +
-		           atomic_load(&d->card.extra);
+	uint64_t card = refresh(d, CARD_FRESH_MS * MS, bytes) == 2
+	                    ? card_figure(d)
+	                    : total + atomic_load_explicit(&d->card.extra, memory_order_relaxed);
 	set_watch(d, total > card ? total : card);
-	say_over(d, card, overhead);
+	say_over(d, card, group_overhead(d));
 	return vr_dev_capped(d) && card > d->cap ? -1 : 0;
 }
 
 int vr_card_before_refusal(struct vr_dev *d)
 {
-	uint64_t was = atomic_load(&d->card.overhead), overhead = 0;
+	uint64_t was = atomic_load(&d->card.overhead);
 	if (!vr_card_counts(d) || !refresh(d, 0, 0))
 		return 0;
-	say_over(d, card_figure(d, &overhead), overhead);
+	say_over(d, card_figure(d), group_overhead(d));
 	return atomic_load(&d->card.overhead) < was;
 }
 
-void vr_card_view(struct vr_dev *d, uint64_t *extra, uint64_t *overhead)
+uint64_t vr_card_use(struct vr_dev *d, uint64_t *overhead)
 {
-	*extra = *overhead = 0;
+	if (overhead)
+		*overhead = 0;
 	if (!vr_card_counts(d))
-		return;
+		return vr_books_in_use(d);
 	refresh(d, CARD_FRESH_MS * MS, 0);
-	card_figure(d, overhead);
-	*extra = atomic_load(&d->card.extra);
+	if (overhead)
+		*overhead = group_overhead(d);
+	return card_figure(d);
 }
 
 void vr_card_event(struct vr_dev *d)
 {
-	uint64_t overhead = 0;
 	if (!d || !vr_card_counts(d) || !refresh(d, 0, 0))
 		return;
-	uint64_t card = card_figure(d, &overhead);
+	uint64_t card = card_figure(d);
 	set_watch(d, card);
-	say_over(d, card, overhead);
+	say_over(d, card, group_overhead(d));
 }
 
 /* NVML's figure for this process on d, or 0 (not listed, not known). */
@@ -338,22 +351,6 @@ static uint64_t listed_used(struct vr_dev *d)
 	return used;
 }
 
-/* Can NVML list this process at all? Not from a PID namespace of its own
- * whose /proc shows no outer PID (a container without the host's PIDs). */
-static int listable(void)
-{
-	struct vr_proc_status ps;
-	char link[64];
-	ssize_t k = readlink("/proc/self/ns/pid", link, sizeof link - 1);
-	if (k <= 0)
-		return 1;
-	link[k] = '\0';
-	if (!strcmp(link, "pid:[4026531836]")) /* PROC_PID_INIT_INO */
-		return 1;
-	return vr_proc_status(NULL, 0, &ps) == 0 && (ps.have & VR_PROC_NSPID) &&
-	       ps.nspid_outer != ps.nspid_inner;
-}
-
 uint64_t vr_card_listed(struct vr_dev *d)
 {
 	return d && vr_card_counts(d) && vr_dev_capped(d) ? listed_used(d) : 0;
@@ -362,15 +359,15 @@ uint64_t vr_card_listed(struct vr_dev *d)
 int vr_card_context(struct vr_dev *d, uint64_t listed, uint64_t *was)
 {
 	char a[32], b[32], c[32];
-	uint64_t overhead = 0;
 	*was = d ? atomic_load(&d->card.overhead) : 0;
 	if (!d || !vr_card_counts(d) || !vr_dev_capped(d))
 		return 0;
 	/* NVML may show the new context late: wait for it, a bounded time. */
-	for (int i = 0; i < CARD_WAIT_MS / 10 && listable() && listed_used(d) <= listed; i++)
+	my_host_pid(); /* host_listable with it */
+	for (int i = 0; i < CARD_WAIT_MS / 10 && host_listable && listed_used(d) <= listed; i++)
 		nanosleep(&(struct timespec){0, 10 * 1000000L}, NULL);
 	refresh(d, 0, 0);
-	uint64_t card = card_figure(d, &overhead), own = atomic_load(&d->card.overhead);
+	uint64_t card = card_figure(d), own = atomic_load(&d->card.overhead);
 	set_watch(d, card);
 	if (card <= d->cap || own <= *was)
 		return 0;
@@ -403,5 +400,6 @@ void vr_card_context_gone(struct vr_dev *d, uint64_t was)
 static void card_atfork_child(void)
 {
 	__atomic_store_n(&host_pid, 0, __ATOMIC_RELAXED);
+	host_listable = 0;
 }
 VR_ATFORK_CHILD(card_atfork_child);

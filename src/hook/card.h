@@ -47,11 +47,12 @@ int vr_card_grant(struct vr_dev *d, uint64_t bytes, uint64_t total);
  * overhead went down (the request is worth trying once more). */
 int vr_card_before_refusal(struct vr_dev *d);
 
-/* For memory queries and denial lines: the figures taken again when
- * stale, then what the card holds for the group beyond its books (other
- * members' overhead they have not charged yet) into *extra, and the
- * group's overhead (charged and not) into *overhead. */
-void vr_card_view(struct vr_dev *d, uint64_t *extra, uint64_t *overhead);
+/* The group's use of d on the card, for memory queries and denials: its
+ * books plus the overhead other members hold and have not charged yet,
+ * with the figures taken again when stale; the group's overhead (charged
+ * and not) into *overhead when not NULL. Where the cap counts allocations
+ * only: the books, overhead 0. */
+uint64_t vr_card_use(struct vr_dev *d, uint64_t *overhead);
 
 /* After a context's limits changed on d. */
 void vr_card_event(struct vr_dev *d);

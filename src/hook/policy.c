@@ -236,17 +236,18 @@ static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t asked, u
 	hint(d, bytes, in_use, peak, first, dg, tip, sizeof tip);
 	/* "in use" is the card's: what of it is not blocks is said, and this
 	 * process's blocks apart from its overhead (the program's own figure). */
-	uint64_t extra, overhead, own = atomic_load(&((struct vr_dev *)d)->card.overhead);
+	uint64_t overhead, own = atomic_load(&((struct vr_dev *)d)->card.overhead);
 	char oh[32], ohs[96] = "", mine[32], mines[96] = "";
-	vr_card_view((struct vr_dev *)d, &extra, &overhead);
-	if (overhead && vr_card_counts(d))
+	vr_card_use((struct vr_dev *)d, &overhead);
+	if (overhead)
 		snprintf(ohs, sizeof ohs, " on the card, %s of it contexts and driver use",
 		         vr_format_size_digits(overhead, dg, oh, sizeof oh));
-	if (own && own <= self && vr_card_counts(d))
-		snprintf(mines, sizeof mines, " allocated + %s overhead",
-		         vr_format_size_digits(own, dg, mine, sizeof mine));
-	if (own <= self && vr_card_counts(d))
+	if (vr_card_counts(d) && own <= self) {
 		self -= own;
+		if (own)
+			snprintf(mines, sizeof mines, " allocated + %s overhead",
+			         vr_format_size_digits(own, dg, mine, sizeof mine));
+	}
 	if (asked != bytes) /* exact: a rounded size could read as a whole MiB */
 		snprintf(pages, sizeof pages, " (%llu bytes asked, in whole 2 MiB pages)",
 		         (unsigned long long)asked);
@@ -270,9 +271,7 @@ int vr__policy_card(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
 	if (vr_card_grant(d, bytes, *in_use) == 0)
 		return 0;
 	vr_books_release(d, bytes);
-	uint64_t extra, overhead;
-	vr_card_view(d, &extra, &overhead);
-	*in_use = vr_books_in_use(d) + extra;
+	*in_use = vr_card_use(d, NULL);
 	return -1;
 }
 
@@ -284,9 +283,7 @@ static int second_try(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int qu
 	if (!vr_card_before_refusal(d))
 		return 0;
 	*in_use = 0;
-	if ((quiet ? vr_books_reserve_quiet(d, bytes, in_use)
-	           : vr_books_reserve(d, bytes, in_use)) != 0 ||
-	    vr__policy_granted(d, bytes, in_use) != 0)
+	if (vr__policy_take(d, bytes, in_use, quiet) != 0)
 		return 0;
 	vr_rec_charge(d, (int64_t)bytes);
 	return 1;
@@ -308,9 +305,7 @@ int vr__policy_reserve_pages(struct vr_dev *d, uint64_t bytes, uint64_t page, in
 {
 	uint64_t in_use = 0;
 	*charged = page;
-	if ((vr_books_reserve_quiet(d, page, &in_use) == 0 &&
-	     vr__policy_granted(d, page, &in_use) == 0) ||
-	    second_try(d, page, &in_use, 1)) {
+	if (vr__policy_take(d, page, &in_use, 1) == 0 || second_try(d, page, &in_use, 1)) {
 		vr_rec_charge(d, (int64_t)page);
 		return 0;
 	}
@@ -320,8 +315,7 @@ int vr__policy_reserve_pages(struct vr_dev *d, uint64_t bytes, uint64_t page, in
 	if (vr_dev_capped(d) && in_use < d->cap && bytes == d->cap - in_use &&
 	    atomic_compare_exchange_strong(&d->short_block, &none, VR_SHORT_PENDING)) {
 		*charged = bytes;
-		if (vr_books_reserve_quiet(d, bytes, &in_use) == 0 &&
-		    vr__policy_granted(d, bytes, &in_use) == 0) {
+		if (vr__policy_take(d, bytes, &in_use, 1) == 0) {
 			vr_rec_charge(d, (int64_t)bytes);
 			return 0;
 		}
@@ -356,9 +350,7 @@ int vr__policy_spillable(struct vr_dev *d, uint64_t bytes)
 	uint64_t in_use = 0;
 	if (!d)
 		return 0;
-	if ((vr_books_reserve_quiet(d, bytes, &in_use) != 0 ||
-	     vr__policy_granted(d, bytes, &in_use) != 0) &&
-	    !second_try(d, bytes, &in_use, 1))
+	if (vr__policy_take(d, bytes, &in_use, 1) != 0 && !second_try(d, bytes, &in_use, 1))
 		return 1;
 	vr_rec_charge(d, (int64_t)bytes);
 	return 0;
@@ -374,9 +366,7 @@ void vr_policy_deny(struct vr_dev *d, uint64_t bytes, const char *why)
 
 void vr_policy_view(struct vr_dev *d, uint64_t *freep, uint64_t *totalp)
 {
-	uint64_t extra, overhead;
-	vr_card_view(d, &extra, &overhead);
-	uint64_t used = vr_books_in_use(d) + extra;
+	uint64_t used = vr_card_use(d, NULL);
 	uint64_t room = used < d->cap ? d->cap - used : 0;
 	if (*totalp > d->cap)
 		*totalp = d->cap;

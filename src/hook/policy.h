@@ -18,7 +18,8 @@
  *     vr_policy_reserve            (i) reserve, or deny and say so
  *     vr_policy_try                    the same, nothing said (pools)
  *       vr__policy_reserve         (i) the books' reserve + the record's count
- *       vr__policy_granted         (i) near the cap: does the card agree?
+ *       vr__policy_take            (i) the books' reserve, then near the cap
+ *       vr__policy_granted         (i) does the card agree?
  *         vr__policy_card              the card's figure (card.h)
  *       vr__policy_refused             a refusal: the card asked again,
  *                                      then recorded and said
@@ -154,11 +155,21 @@ static inline int vr__policy_granted(struct vr_dev *d, uint64_t bytes, uint64_t 
 	return 0;
 }
 
+/* The books' reserve of bytes (quiet: a refusal is not counted as a
+ * denial), then the card's word near the cap: 0 held, nothing recorded
+ * yet; -1 with *in_use the figure that did not leave room. */
+static inline int vr__policy_take(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int quiet)
+{
+	return VR_LIKELY(vr__books_reserve(d, bytes, in_use, quiet) == 0) &&
+	               VR_LIKELY(vr__policy_granted(d, bytes, in_use) == 0)
+	           ? 0
+	           : -1;
+}
+
 static inline int vr__policy_reserve(struct vr_dev *d, uint64_t bytes, int report)
 {
 	uint64_t in_use = 0;
-	if (VR_LIKELY(d != NULL) && VR_LIKELY(vr_books_reserve(d, bytes, &in_use) == 0) &&
-	    VR_LIKELY(vr__policy_granted(d, bytes, &in_use) == 0)) {
+	if (VR_LIKELY(d != NULL) && VR_LIKELY(vr__policy_take(d, bytes, &in_use, 0) == 0)) {
 		vr_rec_charge(d, (int64_t)bytes);
 		return 0;
 	}

@@ -39,10 +39,6 @@ struct proc_info {
 	char command[VR_COMMAND_MAX];
 };
 
-/* The initial PID namespace's inode number (the kernel's PROC_PID_INIT_INO,
- * fixed since Linux 3.8): a process in it is its own outermost PID. */
-#define VR_PID_INIT_INO 0xEFFFFFFCu
-
 static void read_proc_info(struct proc_info *p)
 {
 	struct vr_proc_status ps;

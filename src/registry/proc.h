@@ -21,6 +21,10 @@ ssize_t vr_proc_read(const char *root, pid_t pid, const char *name, char *buf, s
  * -ENOENT (no such process) or -EINVAL (unparsable). */
 int vr_proc_start_time(const char *root, pid_t pid, uint64_t *out);
 
+/* The initial PID namespace's inode number (the kernel's PROC_PID_INIT_INO,
+ * fixed since Linux 3.8): a process in it is its own outermost PID. */
+#define VR_PID_INIT_INO 0xEFFFFFFCu
+
 /* What root/pid/status says; `have` tells which fields were found. */
 enum { VR_PROC_NSPID = 1, VR_PROC_UID = 2 };
 struct vr_proc_status {
