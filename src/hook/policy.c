@@ -208,6 +208,17 @@ static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t asked, u
 	struct vr_holder h[DENY_HOLDERS];
 	uint64_t self = 0, peak = 0;
 	int nh = vr_books_holders(d, &self, &peak, h, DENY_HOLDERS);
+	/* "in use" is the card's (card.h): at least the group's use on the
+	 * card as last seen, of which `overhead` is not blocks; this process's
+	 * blocks are said apart from its own overhead (the program's figure). */
+	uint64_t overhead, own = atomic_load(&((struct vr_dev *)d)->card.overhead);
+	uint64_t card = vr_card_use((struct vr_dev *)d, &overhead);
+	int counts = vr_card_counts(d);
+	if (counts && in_use < card)
+		in_use = card;
+	if (!counts || own > self)
+		own = 0;
+	self -= own;
 	if (peak < in_use)
 		peak = in_use;
 	/* Enough digits that the numbers never seem to contradict the denial
@@ -215,8 +226,8 @@ static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t asked, u
 	 * 1500 MiB): in use + asked over the cap reads so. */
 	uint64_t first =
 	    atomic_load_explicit(&((struct vr_dev *)d)->first_block, memory_order_relaxed);
-	const uint64_t sizes[] = {in_use, bytes, d->cap, self, peak, first};
-	int dg = vr_size_digits(sizes, 6, 1);
+	const uint64_t sizes[] = {in_use, bytes, d->cap, self, peak, first, overhead, own};
+	int dg = vr_size_digits(sizes, 8, 1);
 	size_t used = 0;
 	for (int i = 0; i < nh && used < sizeof others; i++) {
 		char sz[32], name[24], shown[96];
@@ -234,20 +245,13 @@ static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t asked, u
 		used += (size_t)k;
 	}
 	hint(d, bytes, in_use, peak, first, dg, tip, sizeof tip);
-	/* "in use" is the card's: what of it is not blocks is said, and this
-	 * process's blocks apart from its overhead (the program's own figure). */
-	uint64_t overhead, own = atomic_load(&((struct vr_dev *)d)->card.overhead);
 	char oh[32], ohs[96] = "", mine[32], mines[96] = "";
-	vr_card_use((struct vr_dev *)d, &overhead);
 	if (overhead)
 		snprintf(ohs, sizeof ohs, " on the card, %s of it contexts and driver use",
 		         vr_format_size_digits(overhead, dg, oh, sizeof oh));
-	if (vr_card_counts(d) && own <= self) {
-		self -= own;
-		if (own)
-			snprintf(mines, sizeof mines, " allocated + %s overhead",
-			         vr_format_size_digits(own, dg, mine, sizeof mine));
-	}
+	if (own)
+		snprintf(mines, sizeof mines, " allocated + %s overhead",
+		         vr_format_size_digits(own, dg, mine, sizeof mine));
 	if (asked != bytes) /* exact: a rounded size could read as a whole MiB */
 		snprintf(pages, sizeof pages, " (%llu bytes asked, in whole 2 MiB pages)",
 		         (unsigned long long)asked);
