@@ -111,29 +111,32 @@ static void card_changed(CUdevice dev)
 		vr_card_event(d);
 }
 
-/* A context about to be made on dev: its device, and NVML's figure for
- * this process before (card.h). */
+/* A context about to be made on handle dev (armed: the card is counted)
+ * and NVML's figure for this process before (card.h), known when the
+ * device is set up already; the device itself is looked up once the
+ * driver made the context (so a look-up that fails is never said of a
+ * call that goes on). */
 struct made {
+	CUdevice dev;
+	int armed;
 	struct vr_dev *d;
 	uint64_t listed, was;
 };
 
 static void before_made(CUdevice dev, struct made *m)
 {
-	m->d = NULL;
-	m->listed = m->was = 0;
-	if (vr_g.count_allocations || vr_dev_for_handle(dev, &m->d) != CUDA_SUCCESS) {
-		m->d = NULL;
-		return;
-	}
-	m->listed = vr_card_listed(m->d);
+	struct vr_dev *d = vr_dev_ready(dev);
+	*m = (struct made){.dev = dev, .armed = !vr_g.count_allocations};
+	if (m->armed && d)
+		m->listed = vr_card_listed(d);
 }
 
 /* 1 when the new context would take the group past its cap on the card:
  * the caller destroys it, then calls made_undone. */
 static int refused_made(struct made *m)
 {
-	return m->d && vr_card_context(m->d, m->listed, &m->was) != 0;
+	return m->armed && vr_dev_for_handle(m->dev, &m->d) == CUDA_SUCCESS &&
+	       vr_card_context(m->d, m->listed, &m->was) != 0;
 }
 
 static CUresult made_undone(struct made *m, CUcontext *pctx)
@@ -168,10 +171,14 @@ static void *own_entry(const char *name)
 		*(void **)&own_ = own_entry(#name);                                                \
 		(rc) = own_ && own_ != vr_real.name ? own_ args : (rc);                            \
 	} while (0)
+/* vramctl's copy of the driver was not started by the program: the
+ * program's own makes the context, which vramctl's cannot count. */
 #define OTHER_COPY(rc, name, args)                                                                 \
 	do {                                                                                       \
-		if ((rc) == CUDA_ERROR_NOT_INITIALIZED && vr_g.driver_path[0])                     \
+		if ((rc) == CUDA_ERROR_NOT_INITIALIZED && vr_g.driver_path[0]) {                   \
 			OWN_ENTRY(rc, name, args);                                                 \
+			return rc;                                                                 \
+		}                                                                                  \
 	} while (0)
 /* VR_PASS, but a driver that cannot be loaded hands the call to the
  * program's own entry point. */
@@ -194,6 +201,7 @@ VR_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 	int active = 1;
 	struct made m = {0};
 	CUresult rc;
+	/* m.armed stays 0 for a retain of a context that is active already. */
 	if (vr_real.cuDevicePrimaryCtxGetState)
 		VR_OWN(if (vr_real.cuDevicePrimaryCtxGetState(dev, &flags, &active) != CUDA_SUCCESS)
 		           active = 1);

@@ -40,16 +40,23 @@ extern atomic_int vr__ndev;
 CUresult vr__dev_for_handle(CUdevice h, struct vr_dev **out);
 struct vr_dev *vr__dev_by_ordinal(int ordinal);
 
-static inline CUresult vr_dev_for_handle(CUdevice h, struct vr_dev **out)
+/* The device with handle h if it is set up already, else NULL (nothing
+ * asked of the driver, nothing said). */
+static inline struct vr_dev *vr_dev_ready(CUdevice h)
 {
 	int n = atomic_load_explicit(&vr__ndev, memory_order_acquire);
-	*out = NULL;
 	/* Every driver seen so far hands out ordinals as handles. */
 	if (VR_LIKELY(h >= 0 && h < n && vr__devs[h].handle == h &&
-	              atomic_load_explicit(&vr__devs[h].ready, memory_order_acquire))) {
-		*out = &vr__devs[h];
+	              atomic_load_explicit(&vr__devs[h].ready, memory_order_acquire)))
+		return &vr__devs[h];
+	return NULL;
+}
+
+static inline CUresult vr_dev_for_handle(CUdevice h, struct vr_dev **out)
+{
+	*out = vr_dev_ready(h);
+	if (VR_LIKELY(*out != NULL))
 		return CUDA_SUCCESS;
-	}
 	return vr__dev_for_handle(h, out);
 }
 
