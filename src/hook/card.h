@@ -60,11 +60,12 @@ void vr_card_event(struct vr_dev *d);
 /*
  * A new context of d (context.c). vr_card_listed, before the driver is
  * asked (when d is set up already; else `listed` is 0): NVML's figure for
- * this process on d now (0: not listed, or the card not counted). vr_card_context, once the driver made it: its cost
- * is taken (waiting, at most CARD_WAIT_MS, for NVML to show more than
- * `listed`: NVML may lag the card) and charged; 0 it stands, -1 the
- * group's use on the card would pass the cap with it (said): the caller
- * destroys it, calls vr_card_context_gone with *was, and returns
+ * this process on d now (0: not listed, or the card not counted).
+ * vr_card_context, once the driver made it: its cost is taken (waiting, at
+ * most CARD_WAIT_MS, for NVML to show more than `listed`: NVML may lag the
+ * card) and charged; 0 it stands, -1 the group's use on the card would
+ * pass the cap with it (said): the caller destroys it, calls
+ * vr_card_context_gone with *was, and returns
  * CUDA_ERROR_OUT_OF_MEMORY.
  */
 uint64_t vr_card_listed(struct vr_dev *d);
