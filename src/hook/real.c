@@ -160,11 +160,6 @@ static int load(const struct lib *l)
 		atomic_store_explicit(l->state, s, memory_order_release);
 	}
 	pthread_mutex_unlock(&driver_lock);
-	/* dlerror's message lives in a buffer of this thread until dlerror is
-	 * called again: a thread that ends next (NVML's loader, nvmlproc.c)
-	 * would leave it behind. */
-	if (!h)
-		(void)dlerror();
 	return s == 1 ? 0 : -1;
 }
 
