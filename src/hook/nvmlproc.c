@@ -37,23 +37,18 @@ static void *load_nvml(void *arg)
 	return NULL;
 }
 
-/* Starts the loader thread once; NV_UNUSABLE if it cannot be started. */
-static void start_loader(void)
+/* Starts the loader thread once, into *t: 0, or -1 (NV_UNUSABLE) when it
+ * cannot be started. */
+static int start_loader(pthread_t *t)
 {
-	pthread_attr_t a;
-	pthread_t t;
 	sigset_t all, old;
-	int rc = pthread_attr_init(&a);
-	if (rc == 0) {
-		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		rc = pthread_create(&t, &a, load_nvml, NULL);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		pthread_attr_destroy(&a);
-	}
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(t, NULL, load_nvml, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0)
 		atomic_store_explicit(&nvml_up, NV_UNUSABLE, memory_order_release);
+	return rc == 0 ? 0 : -1;
 }
 
 int vr_nvml_ready(void)
@@ -63,8 +58,13 @@ int vr_nvml_ready(void)
 		return s;
 	if (s != NV_UNTRIED || !atomic_compare_exchange_strong(&nvml_up, &s, NV_LOADING))
 		return atomic_load_explicit(&nvml_up, memory_order_acquire);
-	/* The thread that starts the loader waits for it, once, a bounded time. */
-	start_loader();
+	/* The thread that starts the loader waits for it, once, a bounded time,
+	 * and joins it when it ended in that time (a thread that ends after its
+	 * process would leave what it allocated behind: dlopen's error state);
+	 * else it leaves it to end on its own. */
+	pthread_t t;
+	if (start_loader(&t) != 0)
+		return NV_UNUSABLE;
 	struct timespec until;
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_nsec += LOAD_WAIT_MS * 1000000L;
@@ -75,6 +75,10 @@ int vr_nvml_ready(void)
 		if (pthread_cond_timedwait(&up_cv, &up_mu, &until) != 0)
 			break;
 	pthread_mutex_unlock(&up_mu);
+	if (s == NV_LOADING)
+		pthread_detach(t);
+	else
+		pthread_join(t, NULL);
 	return atomic_load_explicit(&nvml_up, memory_order_acquire);
 }
 
