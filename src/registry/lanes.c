@@ -68,6 +68,7 @@ struct lane {
 	uint64_t tag;
 	_Atomic uint64_t *word;
 	_Atomic uint64_t *held, *total;
+	const _Atomic uint64_t *cap; /* the device's cap in the books */
 	uint64_t *slot_peak, *group_peak;
 };
 static __thread struct lane me __attribute__((tls_model("initial-exec")));
@@ -89,6 +90,7 @@ static void point(vr_member *m, struct lane *l, int dev)
 		return;
 	l->held = vr_slot_word(m->hdr, m->slot_idx, (uint32_t)dev);
 	l->total = (_Atomic uint64_t *)&m->hdr->dev[dev].total;
+	l->cap = (const _Atomic uint64_t *)&m->hdr->dev[dev].cap;
 	l->slot_peak = &vr_counts_at(m->hdr, m->slot_idx, (uint32_t)dev)->peak;
 	l->group_peak = &m->hdr->dev[dev].peak;
 }
@@ -165,6 +167,15 @@ static int lane_take(vr_member *m, struct lane *l)
 	}
 }
 
+/* Spare is handed out only while the group is within its cap: over it (the
+ * cap lowered by `vramctl limit` below what the group holds, or overhead
+ * grown past it) every reserve goes to the books, which refuse it. */
+static inline int lane_open(const struct lane *l)
+{
+	return vr_tot_bytes(atomic_load_explicit(l->total, memory_order_relaxed)) <=
+	       atomic_load_explicit(l->cap, memory_order_relaxed);
+}
+
 /* Raises the peaks to what is handed out once l's spare is set aside. */
 static inline void lane_peaks(const struct lane *l)
 {
@@ -192,8 +203,14 @@ static int reserve_slow(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use,
 		flush(m, l);
 		return vr_reg_take(m, dev, bytes, 0, in_use, how);
 	}
-	if (l->spare && l->dev != dev)
+	if (l->spare && (l->dev != dev || bytes <= l->spare)) {
+		/* Another device's spare, or spare enough but the group is over
+		 * its cap (lane_open): the spare goes back, the books decide. */
+		int over = l->dev == dev;
 		flush(m, l);
+		if (over)
+			return vr_reg_take(m, dev, bytes, 0, in_use, how);
+	}
 	/* Enough for this request with a quantum left over, or exactly. */
 	uint64_t need = bytes - l->spare;
 	if (vr_reg_take(m, dev, need + q, q, in_use, VR_TAKE_TRY) == 0) {
@@ -213,7 +230,7 @@ static inline int reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *in_us
 	/* bytes - 1 < spare: 0 < bytes <= spare. A lane with spare belongs to
 	 * a member with lanes (gen != 0). */
 	if (VR_LIKELY(l->gen == m->lane_gen && l->dev == dev && bytes - 1 < l->spare &&
-	              !vr_is_detached(m))) {
+	              !vr_is_detached(m) && lane_open(l))) {
 		l->spare -= bytes;
 		publish(l);
 		lane_peaks(l);

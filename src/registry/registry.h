@@ -57,7 +57,11 @@ struct vr_join_opts {
 	 * bound (5 s) together. NULL: nobody is told. */
 	void (*notice)(const char *line);
 	int launcher; /* a launcher holding the group open: not counted as a member */
-	int lanes;    /* its threads keep spare bytes (lanes.c); one member per process */
+	/* Joins only a group that has a live member (`vramctl limit`): a
+	 * missing door is -ENOENT, a group with none -ESRCH; nothing is
+	 * created or started afresh. */
+	int existing;
+	int lanes; /* its threads keep spare bytes (lanes.c); one member per process */
 };
 
 /*
