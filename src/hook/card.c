@@ -115,6 +115,13 @@ void vr_card_setup(struct vr_dev *d)
 	atomic_store(&d->card.watch, 0);
 }
 
+void vr_card_cap_changed(struct vr_dev *d)
+{
+	uint64_t w = atomic_load(&d->card.watch);
+	if (w != UINT64_MAX)
+		atomic_compare_exchange_strong(&d->card.watch, &w, 0);
+}
+
 /* From now on d's cap counts allocations only: said once, shown in the
  * slot, and the overhead charged so far given back. */
 static void no_figures(struct vr_dev *d, const char *why)

@@ -19,7 +19,9 @@ struct vr_dev {
 	unsigned char uuid[16];
 	char uuid_text[48];
 	uint64_t phys_total;
-	uint64_t cap;                  /* cap in force (UINT64_MAX: none) */
+	/* The cap in force (UINT64_MAX: none); the group's, which `vramctl
+	 * limit` may change while the program runs (books.c, vr_books_cap_sync). */
+	_Atomic uint64_t cap;
 	int reg;                       /* registry device index, -1: per-process books */
 	_Atomic uint64_t local_in_use; /* per-process books */
 	atomic_int host_vmm;          /* cuMemCreate on the host (spill): 0 unknown, 1 yes, -1 no */
@@ -48,7 +50,7 @@ struct vr_dev {
 /* Is d capped? An uncapped device is counted and never denied. */
 static inline int vr_dev_capped(const struct vr_dev *d)
 {
-	return d->cap != UINT64_MAX;
+	return atomic_load_explicit(&d->cap, memory_order_relaxed) != UINT64_MAX;
 }
 
 #endif /* VRAMCTL_HOOK_DEV_H */

@@ -127,7 +127,7 @@ static inline void vr_policy_linear_freed(struct vr_dev *d, uint64_t key, uint64
  * hold on the card and have not charged yet (card.h). */
 void vr_policy_view(struct vr_dev *d, uint64_t *freep, uint64_t *totalp);
 /* The total shown for d, from the driver's physical total. */
-uint64_t vr_policy_total(const struct vr_dev *d, uint64_t total);
+uint64_t vr_policy_total(struct vr_dev *d, uint64_t total);
 
 /* ---- the fast paths, inline: every allocation and free goes through them */
 

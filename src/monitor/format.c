@@ -11,6 +11,7 @@
 
 #include "common/text.h"
 #include "monitor/card.h"
+#include "monitor/elastic.h"
 #include "monitor/format.h"
 
 #include "common/size.h"
@@ -159,6 +160,23 @@ static const char *gpu_text(const struct mon_model *m, int device, int known, co
 {
 	int idx = mon_model_gpu_index(m, device, known);
 	return fmt_int_or(idx, idx >= 0, none, buf, len);
+}
+
+/* vramctl_group_cap_changes_total, per group that has had one (#26). */
+static void prom_cap_changes(FILE *f, const struct mon_model *m)
+{
+	int any = 0;
+	for (int i = 0; i < m->ngroups; i++) {
+		if (!m->groups[i].changes_total)
+			continue;
+		if (!any)
+			mon_prom_head(f, "vramctl_group_cap_changes_total", "counter",
+			              "Changes of the group's caps while it ran (vramctl limit).");
+		any = 1;
+		const char *labels[] = {"group", m->groups[i].name, NULL};
+		mon_prom_sample(f, "vramctl_group_cap_changes_total", labels,
+		                m->groups[i].changes_total);
+	}
 }
 
 /* 1 when some group spills (or did): the tables then show SPILLED columns. */
@@ -325,6 +343,7 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 		grid_print(f, &t, "");
 		grid_free(&t);
 		table_over_cap(f, m);
+		mon_elastic_table(f, m);
 	}
 
 	/* Processes. */
@@ -615,6 +634,7 @@ int mon_format_prom(FILE *f, const struct mon_model *m)
 	prom_groups(f, m, GM_SPILLED, "vramctl_group_spilled_bytes",
 	            "Host memory the group holds past its cap on the GPU (spill; groups with a "
 	            "spill budget).");
+	prom_cap_changes(f, m);
 	int any_budget = 0;
 	for (int i = 0; i < m->ngroups; i++) {
 		if (!m->groups[i].spill_budget)

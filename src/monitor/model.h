@@ -128,6 +128,10 @@ struct mon_group_dev {
 	 * members beyond their books), the part of it that is overhead, and by
 	 * how much it passes the cap (0: not over, or no cap). */
 	uint64_t on_card, card_overhead, over_cap;
+	/* The last change of its cap lowered it to the cap in force (`vramctl
+	 * limit`): from what, when, by whom (elastic.c). 0: not so. */
+	uint64_t lowered_from, lowered_at;
+	uint32_t lowered_by;
 };
 
 struct mon_group {
@@ -142,6 +146,10 @@ struct mon_group {
 	uint64_t spill_budget, spilled; /* the group's host budget (0: no spill), all devices */
 	int ndev;
 	struct mon_group_dev dev[MON_MAX_GROUP_DEVS];
+	/* Its caps' changes while it ran (`vramctl limit`), oldest first. */
+	uint64_t changes_total;
+	int nchanges;
+	struct vramctl_cap_change changes[VRAMCTL_CAP_CHANGES];
 };
 
 /* struct mon_model.valid */

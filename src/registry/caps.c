@@ -21,6 +21,8 @@
 #include "registry/member.h"
 #include "registry/util.h"
 
+_Static_assert(VR_GROUP_SPEC_MAX == VR_SPEC_MAX, "caps.h says the header's spec size");
+
 /* Records one change. Lock held, seqlock open. */
 static void record(struct vr_hdr *h, const struct vr_cap_new *c, uint64_t cap)
 {
@@ -48,6 +50,40 @@ static int find(const struct vr_hdr *h, const unsigned char *uuid)
 		if (memcmp(h->dev[d].uuid, uuid, VR_UUID_LEN) == 0)
 			return (int)d;
 	return -1;
+}
+
+int vr_caps_devices(vr_member *m, unsigned char (*uuids)[VR_UUID_LEN], uint64_t *caps,
+                    uint64_t *in_use, int n)
+{
+	if (!m || n < 0)
+		return -EINVAL;
+	uint32_t ndev = vr_hdr_ndev(m->hdr);
+	int k = 0;
+	for (uint32_t d = 0; d < ndev && k < n; d++, k++) {
+		const struct vr_hdr_dev *g = &m->hdr->dev[d];
+		memcpy(uuids[k], g->uuid, VR_UUID_LEN);
+		caps[k] = vr_dev_cap(g);
+		in_use[k] = vr_dev_total(g);
+	}
+	return k;
+}
+
+int64_t vr_caps_changed(vr_member *m, char *spec, size_t len)
+{
+	if (!m || !spec || !len)
+		return -EINVAL;
+	spec[0] = '\0';
+	if (vr_is_detached(m))
+		return 0; /* its own books: the caps it joined with */
+	uint64_t call = vr_call_begin();
+	int rc = vr_group_lock(m);
+	vr_call_end(call);
+	if (rc != 0)
+		return rc;
+	uint64_t n = vr_changes_at(m->hdr)->count;
+	snprintf(spec, len, "%.*s", (int)sizeof(m->hdr->limit_spec) - 1, m->hdr->limit_spec);
+	vr_group_unlock(m);
+	return (int64_t)(n > INT64_MAX ? INT64_MAX : n);
 }
 
 int vr_caps_set(vr_member *m, struct vr_cap_new *caps, int n, const char *spec, char *err,

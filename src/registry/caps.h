@@ -9,6 +9,9 @@
 
 #include "registry/registry.h"
 
+/* The longest spec text a group keeps, its NUL included (layout.h). */
+#define VR_GROUP_SPEC_MAX 128
+
 /* One device's new cap; old is filled in (UINT64_MAX: uncapped), added
  * when the group had not used the device yet (it starts with this cap). */
 struct vr_cap_new {
@@ -33,5 +36,14 @@ struct vr_cap_new {
  */
 int vr_caps_set(vr_member *m, struct vr_cap_new *caps, int n, const char *spec, char *err,
                 size_t errlen);
+
+/* The group's devices, in the books' order (at most n): UUID, cap and
+ * the group's in-use (its total, lanes' spare included). Returns how many. */
+int vr_caps_devices(vr_member *m, unsigned char (*uuids)[VR_UUID_LEN], uint64_t *caps,
+                    uint64_t *in_use, int n);
+
+/* How many cap changes the group has had since it started (0: none), and
+ * its spec text now into spec (read under the lock). -errno on error. */
+int64_t vr_caps_changed(vr_member *m, char *spec, size_t len);
 
 #endif /* VRAMCTL_REGISTRY_CAPS_H */
