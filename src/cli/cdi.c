@@ -141,7 +141,7 @@ struct mount {
 
 struct spec {
 	const char *version, *name;
-	char env[4][PATH_MAX + 64]; /* "NAME=value" */
+	char env[6][PATH_MAX + 64]; /* "NAME=value" */
 	int nenv;
 	struct mount mounts[3];
 };

@@ -27,7 +27,7 @@ gen "$TMPDIR/b.json" --limit 0=4G,1=50% --group train
 gen "$TMPDIR/c.yaml" --limit 1536M --limit 1=2G --name small --format yaml
 gen "$TMPDIR/d.json" --limit GPU-0e0e0e0e-1111-2222-3333-444444444444=1G
 gen "$TMPDIR/e.json" --limit 2G --growth
-gen "$TMPDIR/f.json" --limit 8G --guarantee 0=2G --guarantee 1G
+gen "$TMPDIR/f.json" --limit 8G --guarantee 0=2G --guarantee 1G --group g --growth
 for v in v0.5.4 v1.1.0; do
 	"$PY" "$VR_SRC/tests/cdi/validate.py" "$S/$v" "$TMPDIR"/{a,b,d,e,f}.json "$TMPDIR"/{a,c}.yaml ||
 		fail "a spec does not validate against the CDI schema $v"
@@ -68,7 +68,7 @@ ok &= "VRAMCTL_GROWTH=1" in e and not any(x.split("=")[0] in
       ("TF_FORCE_GPU_ALLOW_GROWTH", "XLA_PYTHON_CLIENT_PREALLOCATE", "LD_PRELOAD") for x in e)
 # --guarantee: VRAMCTL_GUARANTEE as typed, only when given.
 f = json.load(open(f"{t}/f.json"))["devices"][0]["containerEdits"]["env"]
-ok &= "VRAMCTL_GUARANTEE=0=2G,1G" in f and "VRAMCTL_LIMIT=8G" in f
+ok &= "VRAMCTL_GUARANTEE=0=2G,1G" in f and "VRAMCTL_LIMIT=8G" in f and len(f) == 5
 if not ok:
     print(json.dumps(a, indent=1))
 sys.exit(0 if ok else 1)
