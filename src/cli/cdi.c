@@ -55,31 +55,30 @@
 
 static void cdi_usage(FILE *f)
 {
-	fprintf(f,
-	        "usage: vramctl cdi generate --limit SPEC [--guarantee SPEC] [--growth]\n"
-	        "                            [--group NAME] [--name NAME] [--format json|yaml]\n"
-	        "                            [--output FILE] [--books DIR]\n"
-	        "\n"
-	        "Writes a CDI spec (kind " CDI_KIND ") whose device gives a container a\n"
-	        "GPU memory cap: podman run --device nvidia.com/gpu=0 --device " CDI_KIND
-	        "=NAME ...\n"
-	        "\n"
-	        "  -l, --limit SPEC  the cap, as for vramctl run (DEV: the container's device\n"
-	        "                    index or a GPU UUID); comma-separated or repeated\n"
-	        "  --guarantee SPEC  memory the container's group can always reach on each\n"
-	        "                    device it names (same grammar, at most the cap there)\n"
-	        "  --growth          frameworks that preallocate grow on demand instead\n"
-	        "  --group NAME      one cap shared by every container with this device\n"
-	        "                    (default: one group per container)\n"
-	        "  --name NAME       the device's name (default: from SPEC, 4G -> 4g)\n"
-	        "  --format FMT      json (default) or yaml\n"
-	        "  -o, --output FILE write FILE (replaced whole) instead of standard output\n"
-	        "  --books DIR       the host's books directory to share (default:\n"
-	        "                    $VRAMCTL_REGISTRY_DIR, else vramctl.conf's registry_dir,\n"
-	        "                    else /run/vramctl for root, else vramctl status's)\n"
-	        "  -h, --help        this text\n"
-	        "\n"
-	        "Exit status: 0, or 125 with one message. See vramctl-cdi(1).\n");
+	fprintf(f, "usage: vramctl cdi generate --limit SPEC [--guarantee SPEC] [--growth]\n"
+	           "                            [--group NAME] [--name NAME] [--format json|yaml]\n"
+	           "                            [--output FILE] [--books DIR]\n"
+	           "\n"
+	           "Writes a CDI spec (kind " CDI_KIND ") whose device gives a container a\n"
+	           "GPU memory cap: podman run --device nvidia.com/gpu=0 --device " CDI_KIND
+	           "=NAME ...\n"
+	           "\n"
+	           "  -l, --limit SPEC  the cap, as for vramctl run (DEV: the container's device\n"
+	           "                    index or a GPU UUID); comma-separated or repeated\n"
+	           "  --guarantee SPEC  memory the container's group can always reach on each\n"
+	           "                    device it names (same grammar, at most the cap there)\n"
+	           "  --growth          frameworks that preallocate grow on demand instead\n"
+	           "  --group NAME      one cap shared by every container with this device\n"
+	           "                    (default: one group per container)\n"
+	           "  --name NAME       the device's name (default: from SPEC, 4G -> 4g)\n"
+	           "  --format FMT      json (default) or yaml\n"
+	           "  -o, --output FILE write FILE (replaced whole) instead of standard output\n"
+	           "  --books DIR       the host's books directory to share (default:\n"
+	           "                    $VRAMCTL_REGISTRY_DIR, else vramctl.conf's registry_dir,\n"
+	           "                    else /run/vramctl for root, else vramctl status's)\n"
+	           "  -h, --help        this text\n"
+	           "\n"
+	           "Exit status: 0, or 125 with one message. See vramctl-cdi(1).\n");
 }
 
 static int is_alnum(int c)
@@ -503,10 +502,10 @@ static int cdi_generate(int argc, char **argv)
 			continue;
 		}
 		if (opt == 'l' || opt == OPT_GUARANTEE) {
-			int bad = opt == 'l' ? add_spec(&lim, "--limit", optarg, spec_text,
-			                                sizeof spec_text)
-			                     : add_spec(&gua, "--guarantee", optarg, gua_text,
-			                                sizeof gua_text);
+			int bad =
+			    opt == 'l'
+			        ? add_spec(&lim, "--limit", optarg, spec_text, sizeof spec_text)
+			        : add_spec(&gua, "--guarantee", optarg, gua_text, sizeof gua_text);
 			if (bad)
 				return VR_EXIT_ERROR;
 			continue;
