@@ -266,11 +266,10 @@ static int check_items(const struct vr_limits *l, const struct vr_limits *g, cha
 
 		vr_format_amount(it, a, sizeof a);
 		if (!cap) {
-			vr_seterr(
-			    err, errlen,
-			    "the guarantee %s%s%s has no cap on %s%s: give --limit for it too",
-			    it->dev, it->dev[0] ? "=" : "", a, it->dev[0] ? "device " : "",
-			    it->dev[0] ? it->dev : "every device");
+			vr_seterr(err, errlen,
+			          "the guarantee %s%s%s has no cap on %s%s: give it a cap too",
+			          it->dev, it->dev[0] ? "=" : "", a, it->dev[0] ? "device " : "",
+			          it->dev[0] ? it->dev : "every device");
 			return -1;
 		}
 		if (cap->is_percent != it->is_percent ||
@@ -298,7 +297,7 @@ int vr_launch_guarantee_check(const struct vr_limits *l, const struct vr_limits 
 			continue;
 		if (!vr_limits_cap_for(l, d->index, d->uuid, d->total, &cap)) {
 			vr_seterr(err, errlen,
-			          "GPU %d has a guarantee (%s) and no cap: give --limit for it too",
+			          "GPU %d has a guarantee (%s) and no cap: give it a cap too",
 			          d->index, vr_format_size(want, a, sizeof a));
 			return -1;
 		}

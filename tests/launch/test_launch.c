@@ -235,7 +235,7 @@ static void test_guarantee_check(void)
 	ASSERT_STR_EQ(err, "the guarantee 1=60% is above the cap there (50%)");
 	parse("1G", &g);
 	ASSERT_EQ(vr_launch_guarantee_check(&l, &g, NULL, 0, err, sizeof(err)), -1);
-	ASSERT_STR_EQ(err, "the guarantee 1G has no cap on every device: give --limit for it too");
+	ASSERT_STR_EQ(err, "the guarantee 1G has no cap on every device: give it a cap too");
 	/* A size beside a percentage cannot be compared without the device:
 	 * the library lowers the guarantee to the cap. */
 	parse("1=1G", &g);
