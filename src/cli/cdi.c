@@ -8,7 +8,8 @@
  * the cap. The spec only sets the environment contract (contract.h) and
  * mounts; the injected library does the enforcing, as under `vramctl run`:
  *
- *   env     VRAMCTL_LIMIT, VRAMCTL_REGISTRY_DIR, VRAMCTL_GROUP (--group only)
+ *   env     VRAMCTL_LIMIT, VRAMCTL_REGISTRY_DIR, VRAMCTL_GROUP (--group only),
+ *           VRAMCTL_GUARANTEE (--guarantee only)
  *   mounts  the library, read-only, at CONTAINER_LIB;
  *           a one-line ld.so.preload naming it, at /etc/ld.so.preload;
  *           the host's books directory, at the same path (so the host's
@@ -54,28 +55,30 @@
 
 static void cdi_usage(FILE *f)
 {
-	fprintf(f,
-	        "usage: vramctl cdi generate --limit SPEC [--growth] [--group NAME] [--name NAME]\n"
-	        "                            [--format json|yaml] [--output FILE] [--books DIR]\n"
-	        "\n"
-	        "Writes a CDI spec (kind " CDI_KIND ") whose device gives a container a\n"
-	        "GPU memory cap: podman run --device nvidia.com/gpu=0 --device " CDI_KIND
-	        "=NAME ...\n"
-	        "\n"
-	        "  -l, --limit SPEC  the cap, as for vramctl run (DEV: the container's device\n"
-	        "                    index or a GPU UUID); comma-separated or repeated\n"
-	        "  --growth          frameworks that preallocate grow on demand instead\n"
-	        "  --group NAME      one cap shared by every container with this device\n"
-	        "                    (default: one group per container)\n"
-	        "  --name NAME       the device's name (default: from SPEC, 4G -> 4g)\n"
-	        "  --format FMT      json (default) or yaml\n"
-	        "  -o, --output FILE write FILE (replaced whole) instead of standard output\n"
-	        "  --books DIR       the host's books directory to share (default:\n"
-	        "                    $VRAMCTL_REGISTRY_DIR, else vramctl.conf's registry_dir,\n"
-	        "                    else /run/vramctl for root, else vramctl status's)\n"
-	        "  -h, --help        this text\n"
-	        "\n"
-	        "Exit status: 0, or 125 with one message. See vramctl-cdi(1).\n");
+	fprintf(f, "usage: vramctl cdi generate --limit SPEC [--guarantee SPEC] [--growth]\n"
+	           "                            [--group NAME] [--name NAME] [--format json|yaml]\n"
+	           "                            [--output FILE] [--books DIR]\n"
+	           "\n"
+	           "Writes a CDI spec (kind " CDI_KIND ") whose device gives a container a\n"
+	           "GPU memory cap: podman run --device nvidia.com/gpu=0 --device " CDI_KIND
+	           "=NAME ...\n"
+	           "\n"
+	           "  -l, --limit SPEC  the cap, as for vramctl run (DEV: the container's device\n"
+	           "                    index or a GPU UUID); comma-separated or repeated\n"
+	           "  --guarantee SPEC  memory the container's group can always reach on each\n"
+	           "                    device it names (same grammar, at most the cap there)\n"
+	           "  --growth          frameworks that preallocate grow on demand instead\n"
+	           "  --group NAME      one cap shared by every container with this device\n"
+	           "                    (default: one group per container)\n"
+	           "  --name NAME       the device's name (default: from SPEC, 4G -> 4g)\n"
+	           "  --format FMT      json (default) or yaml\n"
+	           "  -o, --output FILE write FILE (replaced whole) instead of standard output\n"
+	           "  --books DIR       the host's books directory to share (default:\n"
+	           "                    $VRAMCTL_REGISTRY_DIR, else vramctl.conf's registry_dir,\n"
+	           "                    else /run/vramctl for root, else vramctl status's)\n"
+	           "  -h, --help        this text\n"
+	           "\n"
+	           "Exit status: 0, or 125 with one message. See vramctl-cdi(1).\n");
 }
 
 static int is_alnum(int c)
@@ -137,7 +140,7 @@ struct mount {
 
 struct spec {
 	const char *version, *name;
-	char env[4][PATH_MAX + 64]; /* "NAME=value" */
+	char env[6][PATH_MAX + 64]; /* "NAME=value" */
 	int nenv;
 	struct mount mounts[3];
 };
@@ -335,10 +338,11 @@ static int check_output(const char *v)
 }
 
 /* generate's options; long-only ones take values from 256 up. */
-enum { OPT_GROWTH = 256, OPT_GROUP, OPT_NAME, OPT_FORMAT, OPT_BOOKS };
+enum { OPT_GROWTH = 256, OPT_GROUP, OPT_NAME, OPT_FORMAT, OPT_BOOKS, OPT_GUARANTEE };
 
 static const struct option generate_opts[] = {
     {"limit", required_argument, NULL, 'l'},
+    {"guarantee", required_argument, NULL, OPT_GUARANTEE},
     {"growth", no_argument, NULL, OPT_GROWTH},
     {"group", required_argument, NULL, OPT_GROUP},
     {"name", required_argument, NULL, OPT_NAME},
@@ -447,9 +451,27 @@ static int write_file(const char *out, const struct spec *s, int yaml)
 	return 0;
 }
 
+/* One --limit or --guarantee: its items added to *all (checked), its text to
+ * text (comma-joined, as typed). 0, or -1 after a message. */
+static int add_spec(struct vr_limits *all, const char *opt, const char *value, char *text,
+                    size_t len)
+{
+	size_t n = strlen(text);
+
+	if (cli_add_spec(all, opt, value) < 0)
+		return -1;
+	if (n + strlen(value) + 2 > len) {
+		fprintf(stderr, "vramctl: %s: too long\n", opt);
+		return -1;
+	}
+	snprintf(text + n, len - n, "%s%s", n ? "," : "", value);
+	return 0;
+}
+
 static int cdi_generate(int argc, char **argv)
 {
-	struct vr_limits lim;
+	struct vr_limits lim, gua;
+	char gua_text[4096] = "";
 	char spec_text[4096] = "", name[NAME_MAX_LEN + 1], lib[PATH_MAX], preload[PATH_MAX + 16];
 	char books[PATH_MAX];
 	const char *group = NULL, *name_opt = NULL, *format = "json", *output = NULL;
@@ -464,6 +486,7 @@ static int cdi_generate(int argc, char **argv)
 	const char *word = "";
 	int opt;
 	memset(&lim, 0, sizeof lim);
+	memset(&gua, 0, sizeof gua);
 	optind = 1;
 	while ((opt = cli_getopt(argc, argv, "+:l:o:h", generate_opts, &word)) != -1) {
 		if (opt == ':')
@@ -478,16 +501,13 @@ static int cdi_generate(int argc, char **argv)
 			growth = 1;
 			continue;
 		}
-		if (opt == 'l') {
-			const char *value = optarg;
-			if (cli_add_limit(&lim, value) < 0)
+		if (opt == 'l' || opt == OPT_GUARANTEE) {
+			int bad =
+			    opt == 'l'
+			        ? add_spec(&lim, "--limit", optarg, spec_text, sizeof spec_text)
+			        : add_spec(&gua, "--guarantee", optarg, gua_text, sizeof gua_text);
+			if (bad)
 				return VR_EXIT_ERROR;
-			size_t n = strlen(spec_text);
-			if (n + strlen(value) + 2 > sizeof spec_text) {
-				fprintf(stderr, "vramctl: --limit: too long\n");
-				return VR_EXIT_ERROR;
-			}
-			snprintf(spec_text + n, sizeof spec_text - n, "%s%s", n ? "," : "", value);
 			continue;
 		}
 		if (string_option(opt, optarg, opts, VR_ARRAY_LEN(opts)) < 0)
@@ -499,6 +519,13 @@ static int cdi_generate(int argc, char **argv)
 		return cli_usage_error("cdi generate", "unexpected argument '%s'", argv[optind]);
 	if (!spec_text[0]) {
 		fprintf(stderr, "vramctl: cdi generate: --limit SPEC is required\n");
+		return VR_EXIT_ERROR;
+	}
+	/* The container's devices are not known here: the guarantee is checked
+	 * against the cap item by item (the library lowers it to the cap). */
+	char gerr[300];
+	if (gua_text[0] && vr_launch_guarantee_check(&lim, &gua, NULL, -1, gerr, sizeof gerr) < 0) {
+		fprintf(stderr, "vramctl: --guarantee: %s\n", gerr);
 		return VR_EXIT_ERROR;
 	}
 	if (name_opt)
@@ -529,6 +556,7 @@ static int cdi_generate(int argc, char **argv)
 	};
 	struct vr_contract c = {
 	    .limit = spec_text,
+	    .guarantee = gua_text[0] ? gua_text : NULL,
 	    .group = group,
 	    .registry_dir = books,
 	    .growth = growth,
