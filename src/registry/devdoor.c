@@ -219,18 +219,7 @@ int vr__devlines_any_alive(int fd)
 
 int vr__devdoor_lock(int fd, long long byte, int lock)
 {
-	struct flock fl = {
-	    .l_type = lock ? F_WRLCK : F_UNLCK, .l_whence = SEEK_SET, .l_start = byte, .l_len = 1};
-	uint64_t end = vr_now_ns() + VR_DEVBOOK_LOCK_BOUND_NS;
-	while (fcntl(fd, F_OFD_SETLK, &fl) < 0) {
-		if (!lock || (errno != EAGAIN && errno != EACCES))
-			return -errno;
-		if (vr_now_ns() > end)
-			return -ETIMEDOUT;
-		struct timespec ts = {.tv_nsec = 500000};
-		nanosleep(&ts, NULL);
-	}
-	return 0;
+	return vr_ofd_lock(fd, byte, lock, vr_now_ns() + VR_DEVBOOK_LOCK_BOUND_NS);
 }
 
 /* Opens an existing door for writing, never following a symlink: read-only
@@ -240,19 +229,9 @@ int vr__devdoor_lock(int fd, long long byte, int lock)
 static int door_open(int dfd, const char *dir, const char *name, const unsigned char uuid[16],
                      char *err, size_t errlen)
 {
-	int ro = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-	if (ro < 0) {
-		int e = errno;
-		if (e == ENOENT)
-			return -ENOENT;
-		if (e == ELOOP)
-			vr_seterr(err, errlen, "device book %s/%s is a symlink: refusing", dir,
-			          name);
-		else
-			vr_seterr(err, errlen, "cannot open device book %s/%s: %s", dir, name,
-			          strerror(e));
-		return -e;
-	}
+	int ro = vr_door_open_ro(dfd, dir, name, "device book", err, errlen);
+	if (ro < 0)
+		return ro;
 	struct stat st = {0}, st2;
 	struct vr_devhdr h;
 	const char *why = "";
@@ -287,24 +266,6 @@ static int door_open(int dfd, const char *dir, const char *name, const unsigned 
 static int door_create(int dfd, const char *dir, const char *name, const unsigned char uuid[16],
                        uint64_t capacity, char *err, size_t errlen)
 {
-	static _Atomic unsigned counter;
-	if (vr_fsize_below(VR_DEVDOOR_SIZE)) {
-		vr_seterr(err, errlen,
-		          "cannot create device book %s/%s: the file size limit (ulimit -f) is "
-		          "below its %u bytes",
-		          dir, name, VR_DEVDOOR_SIZE);
-		return -EFBIG;
-	}
-	char tmp[VR_DEVDOOR_NAME_MAX + 48];
-	snprintf(tmp, sizeof(tmp), ".%s.%ld.%u.tmp", name, (long)getpid(),
-	         atomic_fetch_add(&counter, 1));
-	int fd =
-	    openat(dfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0666);
-	if (fd < 0) {
-		int e = errno;
-		vr_seterr(err, errlen, "cannot create device book in %s: %s", dir, strerror(e));
-		return -e;
-	}
 	union {
 		struct vr_devhdr h;
 		unsigned char bytes[VR_DEVDOOR_SIZE];
@@ -321,14 +282,19 @@ static int door_create(int dfd, const char *dir, const char *name, const unsigne
 	door.h.shm_id = -1;
 	door.h.creator_uid = (uint32_t)geteuid();
 	door.h.created = (uint64_t)time(NULL);
-	int rc = 0;
-	/* The umask narrowed the mode: widen it on our own file only. */
-	if (fchmod(fd, 0666) < 0)
-		rc = -errno;
-	else if (pwrite(fd, door.bytes, sizeof(door.bytes), 0) != (ssize_t)sizeof(door.bytes))
-		rc = errno ? -errno : -EIO;
-	else if (linkat(dfd, tmp, dfd, name, 0) < 0)
-		rc = -errno;
+	struct vr_tmp_file f = {.dfd = dfd,
+	                        .dir = dir,
+	                        .name = name,
+	                        .what = "device book",
+	                        .stem = name,
+	                        .mode = 0666,
+	                        .buf = door.bytes,
+	                        .len = sizeof(door.bytes)};
+	char tmp[VR_DEVDOOR_NAME_MAX + 48];
+	int fd = vr_tmp_write(&f, tmp, sizeof(tmp), err, errlen);
+	if (fd < 0)
+		return fd;
+	int rc = linkat(dfd, tmp, dfd, name, 0) < 0 ? -errno : 0;
 	unlinkat(dfd, tmp, 0);
 	if (rc < 0) {
 		close(fd);
