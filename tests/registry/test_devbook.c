@@ -17,13 +17,17 @@
  *     does not keep a killed parent's line alive
  *   64 groups hold guarantees: the 65th is refused (-EUSERS)
  *   the lock: a stopped holder makes lock and join give up (-ETIMEDOUT);
- *     killed, the lock is free
+ *     killed, the lock is free; another thread of the holder's process
+ *     waits too
  *   another user (root only): books made by one user are joined by another
  *
  * Damage: test_devbook_damage.c. Each process is simulated by its own
  * open of the book (liveness is per open file description) or by a forked
  * child; nothing is timed.
  */
+#include <pthread.h>
+#include <stdint.h>
+
 #include "tests/registry/devtest.h"
 
 static void test_open_list(void)
@@ -333,6 +337,36 @@ static void test_lock_bound(void)
 	printf("lock bound: ok\n");
 }
 
+/* Takes the lock and gives it back: what vr_devbook_lock said. */
+static void *lock_from_thread(void *arg)
+{
+	int rc = vr_devbook_lock(arg);
+	if (rc == 0)
+		vr_devbook_unlock(arg);
+	return (void *)(intptr_t)rc;
+}
+
+/* Threads of one process share the door's open file description, so the
+ * OFD lock alone would let a second thread in: it waits like any other. */
+static void test_lock_threads(void)
+{
+	unsigned char u[16];
+	uuid_of(11, u);
+	struct vr_devbook *b = member(u, "rho", 0x77, 1, 10);
+	ASSERT_EQ(vr_devbook_lock(b), 0);
+	pthread_t t;
+	void *rc = NULL;
+	ASSERT_EQ(pthread_create(&t, NULL, lock_from_thread, b), 0);
+	ASSERT_EQ(pthread_join(t, &rc), 0);
+	ASSERT_EQ((intptr_t)rc, -ETIMEDOUT);
+	vr_devbook_unlock(b);
+	ASSERT_EQ(pthread_create(&t, NULL, lock_from_thread, b), 0);
+	ASSERT_EQ(pthread_join(t, &rc), 0);
+	ASSERT_EQ((intptr_t)rc, 0);
+	vr_devbook_close(b);
+	printf("lock between threads: ok\n");
+}
+
 /* Root only: a book one user made, joined by another user. */
 static void test_users(void)
 {
@@ -431,6 +465,7 @@ int main(void)
 	test_forget();
 	test_full();
 	test_lock_bound();
+	test_lock_threads();
 	test_users();
 	return 0;
 }
