@@ -15,7 +15,8 @@
  *   close gives the line back, and the entry with the group's last line
  *   forget in a fork child: the parent keeps its line; a child that forgot
  *     does not keep a killed parent's line alive
- *   64 groups hold guarantees: the 65th is refused (-EUSERS)
+ *   64 groups hold guarantees: the 65th is refused (-EUSERS); so is a
+ *     process when every line's byte is held
  *   the lock: a stopped holder makes lock and join give up (-ETIMEDOUT);
  *     killed, the lock is free; another thread of the holder's process
  *     waits too
@@ -295,7 +296,25 @@ static void test_full(void)
 	ASSERT_UEQ(word(b[0]), VR_DEVBOOK_GROUPS);
 	for (int i = 0; i <= VR_DEVBOOK_GROUPS; i++)
 		vr_devbook_close(b[i]);
-	printf("64 groups: ok\n");
+	struct vr_devbook *x = open_or_fail(u);
+	/* Every line's byte held (by a process that reads the door: any user
+	 * can): no line to take, -EUSERS; let go, a line again. */
+	char name[VR_DEVDOOR_NAME_MAX], path[8200];
+	vr__devdoor_name(u, name);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	int fd = open(path, O_RDONLY);
+	ASSERT(fd >= 0);
+	struct flock fl = {.l_type = F_RDLCK,
+	                   .l_whence = SEEK_SET,
+	                   .l_start = VR_DEVDOOR_LINE_BYTE(0),
+	                   .l_len = VR_DEVBOOK_LINES};
+	ASSERT_EQ(fcntl(fd, F_OFD_SETLK, &fl), 0);
+	ASSERT_EQ(vr_devbook_join(x, &w, err, sizeof(err)), -EUSERS);
+	printf("no line: %s\n", err);
+	close(fd);
+	ASSERT_EQ(vr_devbook_join(x, &w, err, sizeof(err)), 0);
+	vr_devbook_close(x);
+	printf("64 groups, 1,024 lines: ok\n");
 }
 
 static void test_lock_bound(void)
