@@ -73,7 +73,8 @@ int vr_devbook_join(struct vr_devbook *b, const struct vr_devbook_who *who, char
 
 /* The header's word: the sum of the live entries' guarantees (maybe more:
  * entries of dead groups not reclaimed yet). One relaxed load: when it is
- * 0 nobody holds a guarantee and nothing else need be asked. */
+ * 0 nobody holds a guarantee and nothing else need be asked. Valid until
+ * vr_devbook_close or vr_devbook_forget. */
 const _Atomic uint64_t *vr_devbook_guaranteed_word(const struct vr_devbook *b);
 /* This process's group's guarantee on the device (0: none). */
 uint64_t vr_devbook_guarantee(const struct vr_devbook *b);
