@@ -23,6 +23,7 @@
 
 #include "cli/commands.h"
 #include "cli/libexec.h"
+#include "cli/admit.h"
 #include "cli/devices.h"
 #include "cli/options.h"
 #include "cli/paths.h"
@@ -550,7 +551,15 @@ int cmd_run(int argc, char **argv)
 	}
 	if (r.have_limit && join_group(&r, spec, devs, ndev, group, sizeof(group), &g) < 0)
 		return VR_EXIT_ERROR;
+	/* The guarantee is given (or refused) before the command starts,
+	 * and held by this launcher's lines while it runs. */
+	struct cli_admit adm = {.n = 0};
+	if (r.have_guarantee && cli_admit(&r.gua, &r.lim, devs, ndev, group, g.member, &adm) < 0) {
+		leave_group(&r, group, &g);
+		return VR_EXIT_ERROR;
+	}
 	rc = run_command(&r, argc, argv, lib, group, &g);
+	cli_admit_release(&adm);
 	leave_group(&r, group, &g);
 	return rc;
 }

@@ -176,6 +176,18 @@ int vr_books_cap_sync(struct vr_dev *d)
 	return 1;
 }
 
+const char *vr_books_group(void)
+{
+	join();
+	return !vr__books_member ? "" : vr_g.group[0] ? vr_g.group : private_group;
+}
+
+uint64_t vr_books_group_key(void)
+{
+	join();
+	return vr_group_key(vr__books_member);
+}
+
 int vr_books_changed_spec(char *spec, size_t len)
 {
 	join();

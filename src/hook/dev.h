@@ -45,6 +45,17 @@ struct vr_dev {
 		 * and since when NVML has not listed the process. */
 		uint64_t booked, booked_hi, stable_ns, absent_ns;
 	} card;
+	/* Guarantees on the card (guarantee.c, #26): the device book all
+	 * groups on this GPU share. */
+	struct vr_gt {
+		/* The book's sum of live guarantees: 0 (or a zero word when
+		 * there is no book) lets every allocation through unasked. */
+		const _Atomic uint64_t *word;
+		struct vr_devbook *book; /* NULL: none */
+		uint64_t guarantee;      /* this group's here (0: none) */
+		atomic_int mirror;       /* this process's bytes are counted in its line */
+		atomic_int pending;      /* a borrow granted, its block not placed yet */
+	} gt;
 };
 
 /* Is d capped? An uncapped device is counted and never denied. */

@@ -150,6 +150,7 @@ void vr_policy_device(struct vr_dev *d)
 	}
 	vr_books_device(d, cap);
 	vr_card_setup(d);
+	vr_gt_setup(d);
 	if (d->cap > max) {
 		/* A group fixed above the maximum (before the admin set it): this
 		 * process holds the maximum in books of its own. */
@@ -277,7 +278,10 @@ static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t asked, u
 static void refused(struct vr_dev *d, uint64_t bytes, uint64_t asked, uint64_t in_use)
 {
 	vr_rec_denied(d, bytes, in_use);
-	say_denied(d, bytes, asked, in_use);
+	if (vr_gt_refused(d))
+		vr_gt_say_denied(d, bytes);
+	else
+		say_denied(d, bytes, asked, in_use);
 }
 
 int vr__policy_card(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)

@@ -614,6 +614,11 @@ int vr_overhead_set(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use)
 	return 0;
 }
 
+uint64_t vr_group_key(const vr_member *m)
+{
+	return m ? m->hdr->shm_key : 0;
+}
+
 uint64_t vr_mine(vr_member *m, int dev)
 {
 	if (!m || dev < 0 || dev >= VR_MAX_DEVICES || !m->priv[dev].known)

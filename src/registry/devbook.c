@@ -231,6 +231,8 @@ static int take_line(struct vr_devbook *b, const struct vr_devbook_who *who)
 		l->uid = who->uid;
 		l->entry = -1;
 		atomic_store_explicit(&l->held, 0, memory_order_relaxed);
+		atomic_store_explicit(&l->pending, 0, memory_order_relaxed);
+		atomic_store_explicit(&l->pending_ns, 0, memory_order_relaxed);
 		l->used = 1;
 		if ((uint32_t)i >= s->h.lines_hw)
 			s->h.lines_hw = (uint32_t)i + 1;
@@ -372,9 +374,12 @@ uint64_t vr_devbook_unused_others(struct vr_devbook *b, struct vr_devbook_holder
 	uint32_t hw = lines_hw(s);
 	for (uint32_t i = 0; i < hw; i++) {
 		int32_t e = s->l[i].entry;
-		if (s->l[i].used == 1 && e >= 0 && e < VR_DEVBOOK_GROUPS)
-			held[e] = vr__sat_add(
-			    held[e], atomic_load_explicit(&s->l[i].held, memory_order_relaxed));
+		/* A line's count below 0 (more taken off than put on: a
+		 * stray write) counts as nothing held: its group's unused
+		 * guarantee is then the most it can be. */
+		uint64_t h = atomic_load_explicit(&s->l[i].held, memory_order_relaxed);
+		if (s->l[i].used == 1 && e >= 0 && e < VR_DEVBOOK_GROUPS && (int64_t)h > 0)
+			held[e] = vr__sat_add(held[e], h);
 	}
 	uint64_t sum = 0, most = 0;
 	for (int e = 0; e < VR_DEVBOOK_GROUPS; e++) {
@@ -392,6 +397,41 @@ uint64_t vr_devbook_unused_others(struct vr_devbook *b, struct vr_devbook_holder
 			top->guarantee = g;
 			top->held = held[e];
 		}
+	}
+	return sum;
+}
+
+void vr_devbook_pending(struct vr_devbook *b, int64_t delta)
+{
+	if (b->line < 0)
+		return;
+	struct vr_devline *l = &b->s->l[b->line];
+	if (delta > 0) {
+		atomic_store_explicit(&l->pending_ns, vr_now_ns(), memory_order_relaxed);
+		atomic_fetch_add_explicit(&l->pending, (uint64_t)delta, memory_order_relaxed);
+		return;
+	}
+	uint64_t less = (uint64_t)-delta,
+	         cur = atomic_load_explicit(&l->pending, memory_order_relaxed);
+	while (!atomic_compare_exchange_weak_explicit(&l->pending, &cur,
+	                                              cur > less ? cur - less : 0,
+	                                              memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
+uint64_t vr_devbook_pending_others(struct vr_devbook *b)
+{
+	struct vr_devseg *s = b->s;
+	uint64_t now = vr_now_ns(), sum = 0;
+	uint32_t hw = lines_hw(s);
+	for (uint32_t i = 0; i < hw; i++) {
+		const struct vr_devline *l = &s->l[i];
+		if (l->used != 1 || (int32_t)i == b->line)
+			continue;
+		uint64_t t = atomic_load_explicit(&l->pending_ns, memory_order_relaxed);
+		if (t <= now && now - t < VR_DEVBOOK_PENDING_NS)
+			sum = vr__sat_add(sum,
+			                  atomic_load_explicit(&l->pending, memory_order_relaxed));
 	}
 	return sum;
 }

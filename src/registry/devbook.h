@@ -102,6 +102,17 @@ uint64_t vr_devbook_unused_others(struct vr_devbook *b, struct vr_devbook_holder
  * (the hook adds after memory is on the card, subtracts before it leaves):
  * an atomic add on its line. No-op for a line without an entry. */
 void vr_devbook_held(struct vr_devbook *b, int64_t delta);
+/*
+ * A borrow granted (delta > 0, under the lock) or its block placed on the
+ * card, or the driver failed it (delta < 0): this process's pending bytes,
+ * which the card's free memory does not show yet. vr_devbook_pending_others
+ * (lock held): the other lines' pending bytes, each counted for at most
+ * VR_DEVBOOK_PENDING_NS after its last grant (a block whose end was never
+ * told is on the card, or failed, by then).
+ */
+#define VR_DEVBOOK_PENDING_NS (200ull * 1000 * 1000)
+void vr_devbook_pending(struct vr_devbook *b, int64_t delta);
+uint64_t vr_devbook_pending_others(struct vr_devbook *b);
 
 /* What was wrong when a call last found damage (NULL: nothing found). */
 const char *vr_devbook_why(const struct vr_devbook *b);

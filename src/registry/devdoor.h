@@ -76,7 +76,12 @@ struct vr_devline {
 	uint32_t uid;
 	int32_t entry;         /* its group's entry, or -1 */
 	_Atomic uint64_t held; /* bytes on the card counted against the entry's guarantee */
-	unsigned char spare[40];
+	/* Bytes its process was granted to borrow and has not placed on the
+	 * card yet, and when (CLOCK_MONOTONIC ns) it last asked: what the
+	 * card's free memory does not show yet (vr_devbook_pending). */
+	_Atomic uint64_t pending;
+	_Atomic uint64_t pending_ns;
+	unsigned char spare[24];
 };
 
 #define VR_DEVSEG_HDR_SIZE 4096u

@@ -20,6 +20,8 @@ export NOBODY_OK=$nobody_ok V LIB
 
 python3 - <<'PY' || fail "see the lines above"
 import json, os, subprocess, sys
+sys.path.insert(0, os.path.join(os.environ["VR_SRC"], "tests/hook"))
+from memctl import Prog
 
 V, LIB, MEMCTL = os.environ["V"], os.environ["LIB"], os.environ["MEMCTL"]
 MiB, GiB = 1 << 20, 1 << 30
@@ -31,34 +33,13 @@ def check(cond, what):
         print("FAIL:", what, file=sys.stderr)
         bad += 1
 
-class Prog:
-    def __init__(self, limit, group, extra=None):
-        env = dict(os.environ, VRAMCTL_LIMIT=limit, VRAMCTL_GROUP=group, LD_PRELOAD=LIB)
-        env.update(extra or {})
-        self.p = subprocess.Popen([MEMCTL], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=open("err-" + group, "w"), text=True, env=env)
-        line = self.p.stdout.readline().split()
-        assert line and line[0] == "ready", line
-        self.pid = int(line[1])
-    def ask(self, cmd):
-        self.p.stdin.write(cmd + "\n")
-        self.p.stdin.flush()
-        return self.p.stdout.readline().strip()
-    def total(self):
-        return int(self.ask("i").split()[2])
-    def alive(self):
-        return self.p.poll() is None
-    def end(self):
-        self.p.stdin.close()
-        return self.p.wait(timeout=20)
-
 def limit(*args, env=None):
     r = subprocess.run([V, "limit", *args], capture_output=True, text=True,
                        env=dict(os.environ, **(env or {})))
     return r.returncode, r.stdout + r.stderr
 
 # 1. Up and down, by group and by PID: the program's total follows.
-a = Prog("1G", "lg")
+a = Prog("lg", {"VRAMCTL_LIMIT": "1G", "VRAMCTL_GROUP": "lg"})
 check(a.total() == GiB, "the program starts with its cap as total")
 rc, out = limit("lg", "2G")
 check(rc == 0 and "cap 1 GiB -> 2 GiB" in out, "raise by group: %d %s" % (rc, out))
@@ -70,7 +51,7 @@ check(rc == 0 and "cap 2 GiB -> 768 MiB" in out, "lower by PID: %d %s" % (rc, ou
 check(a.total() == 768 * MiB, "the program sees the lowered cap")
 
 # 2. Lowered below what it holds: refused until under, not killed.
-check(a.ask("a 600") == "ok", "600 MiB under 768 MiB")
+check(a.alloc(600) == "ok", "600 MiB under 768 MiB")
 rc, out = limit("lg", "256M")
 check(rc == 0 and "over the new cap" in out, "lowering below use is said: %s" % out)
 check(a.ask("a 1") == "oom", "over the new cap: a new allocation is refused")
