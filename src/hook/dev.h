@@ -48,15 +48,19 @@ struct vr_dev {
 	/* Guarantees on the card (guarantee.c, #26): the device book all
 	 * groups on this GPU share. */
 	struct vr_gt {
-		/* The book's sum of live guarantees: 0 (or a zero word when
-		 * there is no book) lets every allocation through unasked. */
+		/* The book's sum of live guarantees, or a word that stays 0
+		 * when there is no book (set before the device is ready): 0
+		 * lets every allocation through unasked. */
 		const _Atomic uint64_t *word;
 		struct vr_devbook *book; /* NULL: none */
 		uint64_t guarantee;      /* this group's here (0: none) */
-		atomic_int mirror;       /* this process's bytes are counted in its line */
-		atomic_int pending;      /* a borrow granted, its block not placed yet */
+		/* VR_GT_MIRROR: this process's bytes are counted in its line;
+		 * VR_GT_PENDING: a borrow granted, its block not placed yet. */
+		atomic_uint flags;
 	} gt;
-};
+} __attribute__((aligned(64))); /* 256 bytes: the table is indexed by a shift */
+
+enum { VR_GT_MIRROR = 1u << 0, VR_GT_PENDING = 1u << 1 };
 
 /* Is d capped? An uncapped device is counted and never denied. */
 static inline int vr_dev_capped(const struct vr_dev *d)

@@ -28,7 +28,7 @@
 #include "hook/nvmlproc.h"
 #include "registry/devbook.h"
 
-static const _Atomic uint64_t zero_word;
+const _Atomic uint64_t vr_gt_none;
 
 /* NVML's processes on d, for the admission of a guarantee (outside
  * vramctl). *n = -1 when NVML cannot tell (then nothing is counted). */
@@ -54,7 +54,7 @@ static struct vr_devbook_proc *procs_of(const struct vr_dev *d, int *n)
 
 void vr_gt_setup(struct vr_dev *d)
 {
-	d->gt.word = &zero_word;
+	d->gt.word = &vr_gt_none;
 	if (d->cap == 0)
 		return; /* fail closed: nothing is allocated to borrow */
 	uint64_t asked = vr_config_guarantee(d->ordinal, d->uuid_text, d->phys_total, d->cap);
@@ -112,7 +112,7 @@ void vr_gt_setup(struct vr_dev *d)
 	d->gt.book = b;
 	d->gt.guarantee = vr_devbook_guarantee(b);
 	if (d->gt.guarantee)
-		atomic_store(&d->gt.mirror, 1);
+		atomic_fetch_or(&d->gt.flags, VR_GT_MIRROR);
 	if (asked && d->gt.guarantee != asked) {
 		char g[32];
 		vr_log(VR_LOG_WARN,
@@ -166,7 +166,7 @@ int vr__gt_borrow(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
 	uint64_t held = r.unused + r.pending;
 	if (r.card_free > held && bytes <= r.card_free - held) {
 		vr_devbook_pending(b, (int64_t)bytes);
-		atomic_store_explicit(&d->gt.pending, 1, memory_order_relaxed);
+		atomic_fetch_or_explicit(&d->gt.flags, VR_GT_PENDING, memory_order_relaxed);
 		vr_devbook_unlock(b);
 		return 0;
 	}
@@ -178,9 +178,10 @@ void vr__gt_placed(struct vr_dev *d, uint64_t bytes)
 {
 	if (!d->gt.book)
 		return;
-	if (atomic_exchange_explicit(&d->gt.pending, 0, memory_order_relaxed))
+	unsigned f = atomic_fetch_and_explicit(&d->gt.flags, ~VR_GT_PENDING, memory_order_relaxed);
+	if (f & VR_GT_PENDING)
 		vr_devbook_pending(d->gt.book, -(int64_t)bytes);
-	if (atomic_load_explicit(&d->gt.mirror, memory_order_relaxed))
+	if (f & VR_GT_MIRROR)
 		vr_devbook_held(d->gt.book, (int64_t)bytes);
 }
 
@@ -192,7 +193,7 @@ void vr__gt_leaving(struct vr_dev *d, uint64_t bytes)
 
 void vr_gt_overhead(struct vr_dev *d, int64_t delta)
 {
-	if (d->gt.book && atomic_load_explicit(&d->gt.mirror, memory_order_relaxed))
+	if (d->gt.book && (atomic_load_explicit(&d->gt.flags, memory_order_relaxed) & VR_GT_MIRROR))
 		vr_devbook_held(d->gt.book, delta);
 }
 
@@ -201,10 +202,9 @@ void vr_gt_forget(struct vr_dev *d)
 	if (d->gt.book)
 		vr_devbook_forget(d->gt.book);
 	d->gt.book = NULL;
-	d->gt.word = NULL;
+	d->gt.word = &vr_gt_none;
 	d->gt.guarantee = 0;
-	atomic_store(&d->gt.mirror, 0);
-	atomic_store(&d->gt.pending, 0);
+	atomic_store(&d->gt.flags, 0);
 }
 
 int vr_gt_refused(const struct vr_dev *d)

@@ -28,6 +28,9 @@
  * when its group has none yet; a guarantee that does not fit is refused
  * (said, with the numbers) and the process borrows like any other. */
 void vr_gt_setup(struct vr_dev *d);
+/* The word a device without a book reads (0 forever): d->gt.word before
+ * its setup (devices.c). */
+extern const _Atomic uint64_t vr_gt_none;
 
 /* After the books granted bytes with *in_use the group's total (0: served
  * from a thread's spare): 0 it stands; -1 it would take memory guaranteed
@@ -36,8 +39,7 @@ void vr_gt_setup(struct vr_dev *d);
 int vr__gt_borrow(struct vr_dev *d, uint64_t bytes, uint64_t *in_use);
 static inline int vr_gt_check(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
 {
-	const _Atomic uint64_t *w = d->gt.word; /* NULL until d's setup */
-	if (VR_LIKELY(!w || atomic_load_explicit(w, memory_order_relaxed) == 0))
+	if (VR_LIKELY(atomic_load_explicit(d->gt.word, memory_order_relaxed) == 0))
 		return 0;
 	return vr__gt_borrow(d, bytes, in_use);
 }
@@ -55,13 +57,12 @@ void vr__gt_placed(struct vr_dev *d, uint64_t bytes);
 void vr__gt_leaving(struct vr_dev *d, uint64_t bytes);
 static inline void vr_gt_placed(struct vr_dev *d, uint64_t bytes)
 {
-	if (VR_UNLIKELY(atomic_load_explicit(&d->gt.mirror, memory_order_relaxed) |
-	                atomic_load_explicit(&d->gt.pending, memory_order_relaxed)))
+	if (VR_UNLIKELY(atomic_load_explicit(&d->gt.flags, memory_order_relaxed)))
 		vr__gt_placed(d, bytes);
 }
 static inline void vr_gt_leaving(struct vr_dev *d, uint64_t bytes)
 {
-	if (VR_UNLIKELY(atomic_load_explicit(&d->gt.mirror, memory_order_relaxed)))
+	if (VR_UNLIKELY(atomic_load_explicit(&d->gt.flags, memory_order_relaxed) & VR_GT_MIRROR))
 		vr__gt_leaving(d, bytes);
 }
 /* This process's overhead on d moved by delta (card.c): counted likewise. */

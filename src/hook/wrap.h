@@ -113,14 +113,18 @@ static inline __attribute__((always_inline)) void record(struct vr_dev *d, int k
 		VR_CALL_SETTLE(d, kind, bytes, call, key);                                         \
 	} while (0)
 
-/* After the driver's answer to a free of a known record: the bytes go back
- * (pinned host memory, device -1, to its own count), or the record is put
- * back if the driver refused. Returns rc. */
-static inline __attribute__((always_inline)) CUresult
-settle_free(int kind, uint64_t key, int dev, uint64_t bytes, uint16_t site, CUresult rc)
+/* After the driver's answer to a free of a known record (d: its device,
+ * NULL for pinned host memory): the bytes go back (pinned host memory to
+ * its own count), or the record is put back if the driver refused.
+ * Returns rc. */
+static inline __attribute__((always_inline)) CUresult settle_free(int kind, uint64_t key,
+                                                                  struct vr_dev *d, int dev,
+                                                                  uint64_t bytes, uint16_t site,
+                                                                  CUresult rc)
 {
-	struct vr_dev *d = kind == VR_KIND_HOST ? NULL : vr_dev_by_ordinal(dev);
 	if (rc != CUDA_SUCCESS) {
+		if (d)
+			vr_gt_placed(d, bytes); /* still on the card */
 		vr_map_put(kind, key, dev, bytes, site);
 	} else if (kind == VR_KIND_HOST) {
 		vr_books_pinned(-(int64_t)bytes);
@@ -154,10 +158,9 @@ static inline __attribute__((always_inline)) struct vr_dev *gt_leaving(int kind,
 		struct vr_dev *vr__d = vr__known ? gt_leaving(kind, vr__dev, vr__bytes) : NULL;    \
 		CUresult vr__rc;                                                                   \
 		VR_OWN(vr__rc = call);                                                             \
-		if (vr__rc != CUDA_SUCCESS && vr__d)                                               \
-			vr_gt_placed(vr__d, vr__bytes);                                            \
-		return vr__known ? settle_free(kind, key, vr__dev, vr__bytes, vr__site, vr__rc)    \
-		                 : vr__rc;                                                         \
+		return vr__known                                                                   \
+		           ? settle_free(kind, key, vr__d, vr__dev, vr__bytes, vr__site, vr__rc)   \
+		           : vr__rc;                                                               \
 	} while (0)
 
 #endif /* VRAMCTL_HOOK_WRAP_H */

@@ -167,20 +167,11 @@ static int lane_take(vr_member *m, struct lane *l)
 	}
 }
 
-/* Spare is handed out only while the group is within its cap: over it (the
- * cap lowered by `vramctl limit` below what the group holds, or overhead
- * grown past it) every reserve goes to the books, which refuse it. */
-static inline int lane_open(const struct lane *l)
-{
-	return vr_tot_bytes(atomic_load_explicit(l->total, memory_order_relaxed)) <=
-	       atomic_load_explicit(l->cap, memory_order_relaxed);
-}
-
-/* Raises the peaks to what is handed out once l's spare is set aside. */
-static inline void lane_peaks(const struct lane *l)
+/* Raises the peaks to what is handed out once l's spare is set aside
+ * (total: the group's, as just read). */
+static inline void lane_peaks(const struct lane *l, uint64_t total)
 {
 	uint64_t held = vr_w_bytes(atomic_load_explicit(l->held, memory_order_relaxed));
-	uint64_t total = vr_tot_bytes(atomic_load_explicit(l->total, memory_order_relaxed));
 	vr_peak_raise(l->slot_peak, held > l->spare ? held - l->spare : 0);
 	vr_peak_raise(l->group_peak, total > l->spare ? total - l->spare : 0);
 }
@@ -205,7 +196,7 @@ static int reserve_slow(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use,
 	}
 	if (l->spare && (l->dev != dev || bytes <= l->spare)) {
 		/* Another device's spare, or spare enough but the group is over
-		 * its cap (lane_open): the spare goes back, the books decide. */
+		 * its cap (the lane fast path): the spare goes back, the books decide. */
 		int over = l->dev == dev;
 		flush(m, l);
 		if (over)
@@ -230,11 +221,18 @@ static inline int reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *in_us
 	/* bytes - 1 < spare: 0 < bytes <= spare. A lane with spare belongs to
 	 * a member with lanes (gen != 0). */
 	if (VR_LIKELY(l->gen == m->lane_gen && l->dev == dev && bytes - 1 < l->spare &&
-	              !vr_is_detached(m) && lane_open(l))) {
-		l->spare -= bytes;
-		publish(l);
-		lane_peaks(l);
-		return 0;
+	              !vr_is_detached(m))) {
+		/* Spare is handed out only while the group is within its cap:
+		 * over it (the cap lowered by `vramctl limit` below what the
+		 * group holds, or overhead grown past it) every reserve goes to
+		 * the books, which refuse it. */
+		uint64_t total = vr_tot_bytes(atomic_load_explicit(l->total, memory_order_relaxed));
+		if (VR_LIKELY(total <= atomic_load_explicit(l->cap, memory_order_relaxed))) {
+			l->spare -= bytes;
+			publish(l);
+			lane_peaks(l, total);
+			return 0;
+		}
 	}
 	return reserve_slow(m, dev, bytes, in_use, how);
 }
