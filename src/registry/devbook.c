@@ -27,6 +27,7 @@
 
 #include "common/size.h"
 #include "common/text.h"
+#include "common/contract.h"
 #include "registry/devbook.h"
 #include "registry/util.h"
 
@@ -49,8 +50,11 @@ struct vr_devbook {
 
 int vr_devbook_dir(char *buf, size_t len)
 {
-	const char *e = getenv("VRAMCTL_DEVICE_DIR");
+	const char *e = getenv(VR_ENV_DEVICE_DIR);
 	if (!buf || len == 0)
+		return -EINVAL;
+	/* A relative one names other books in every working directory. */
+	if (e && *e && *e != '/')
 		return -EINVAL;
 	int n = snprintf(buf, len, "%s", e && *e ? e : "/dev/shm");
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
@@ -68,8 +72,8 @@ int vr_devbook_open(const char *dir, const unsigned char uuid[16], uint64_t capa
 	if (!dir) {
 		int rc = vr_devbook_dir(dirbuf, sizeof(dirbuf));
 		if (rc < 0) {
-			vr_seterr(err, errlen,
-			          "device book directory: VRAMCTL_DEVICE_DIR is too long");
+			vr_seterr(err, errlen, "device book directory: " VR_ENV_DEVICE_DIR " is %s",
+			          rc == -EINVAL ? "not an absolute path" : "too long");
 			return rc;
 		}
 		dir = dirbuf;
