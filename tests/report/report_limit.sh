@@ -137,6 +137,26 @@ check(r.ask("a 10") == "ok" and r.end() == 0, "a run without changes")
 text = open("r5.txt").read()
 check("cap changes" not in text and "changed while it ran" not in text,
       "nothing said of changes:\n" + text)
+
+# 6. More changes than the books keep (16): the last 16, oldest first, and
+# how many are missing.
+for path in ("r6.txt", "r6.json"):
+    r = Run(path)
+    check(r.ask("a 10") == "ok", "a run with 18 changes")
+    for k in range(18):
+        limit(r.pid, "%dM" % (2000 + k))
+    check(r.end() == 0, "the program exits 0")
+j = json.load(open("r6.json"))
+ch = j["cap_changes"]
+check(j["cap_changes_total"] == 18 and len(ch) == 16, "18 made, 16 kept: %d %d" %
+      (j["cap_changes_total"], len(ch)))
+check([c["new_cap_bytes"] >> 20 for c in ch] == list(range(2002, 2018)),
+      "the last 16, oldest first: %s" % [c["new_cap_bytes"] >> 20 for c in ch])
+text = open("r6.txt").read()
+has("cap changes while it ran (vramctl limit):\n  (2 earlier not kept: the group keeps its "
+    "last 16)\n", "the changes not kept")
+check(len(re.findall(r"^  \d{4}-.* GPU 0 .* -> .* by uid", text, re.M)) == 16,
+      "16 change lines:\n" + text)
 sys.exit(1 if bad else 0)
 PY
 finish
