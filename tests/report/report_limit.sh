@@ -16,52 +16,28 @@ export V LIB
 python3 - <<'PY' || fail "see the lines above"
 import json, os, re, subprocess, sys, time
 sys.path.insert(0, os.path.join(os.environ["VR_SRC"], "tests/hook"))
-from memctl import Prog
+from memctl import Checks, Prog
 
-V, MEMCTL = os.environ["V"], os.environ["MEMCTL"]
+V = os.environ["V"]
 MiB, GiB = 1 << 20, 1 << 30
-bad = 0
-
-def check(cond, what):
-    global bad
-    if not cond:
-        print("FAIL:", what, file=sys.stderr)
-        bad += 1
+check = Checks()
 
 def limit(*args):
     r = subprocess.run([V, "limit", *args], capture_output=True, text=True)
     check(r.returncode == 0, "vramctl limit %s: %d %s" % (args, r.returncode, r.stderr))
 
-class Run:
+def Run(path, extra=()):
     """memctl under vramctl run --report=path (extra: more run options)."""
-
-    def __init__(self, path, extra=()):
-        self.err = open(path + ".err", "w")
-        self.p = subprocess.Popen([V, "run", "--limit", "1G", *extra, "--report=" + path,
-                                   "--", MEMCTL], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=self.err, text=True)
-        line = self.p.stdout.readline().split()
-        if not line or line[0] != "ready":
-            raise RuntimeError("memctl did not start: %s" % line)
-        self.pid = line[1]
-
-    def ask(self, cmd):
-        self.p.stdin.write(cmd + "\n")
-        self.p.stdin.flush()
-        return self.p.stdout.readline().strip()
-
-    def end(self):
-        self.p.stdin.close()
-        return self.p.wait(timeout=60)
+    return Prog(path, {}, wrap=[V, "run", "--limit", "1G", *extra, "--report=" + path, "--"])
 
 def lowered_then_raised(path, last_ask=None):
     """1 GiB; 600 MiB held; lowered to 512 MiB (below use): 1 MiB more is
     refused (it needs 601 MiB); raised to 2 GiB: 1000 MiB more pass."""
     r = Run(path)
     check(r.ask("a 600") == "ok", "600 MiB under 1 GiB")
-    limit(r.pid, "512M")
+    limit(str(r.pid), "512M")
     check(r.ask("a 1") == "oom", "refused under the lowered cap")
-    limit(r.pid, "2G")
+    limit(str(r.pid), "2G")
     check(r.ask("a 1000") == "ok", "the raised cap is usable")
     if last_ask:
         check(r.ask(last_ask) == "oom", "refused above the raised cap")
@@ -144,7 +120,7 @@ for path in ("r6.txt", "r6.json"):
     r = Run(path)
     check(r.ask("a 10") == "ok", "a run with 18 changes")
     for k in range(18):
-        limit(r.pid, "%dM" % (2000 + k))
+        limit(str(r.pid), "%dM" % (2000 + k))
     check(r.end() == 0, "the program exits 0")
 j = json.load(open("r6.json"))
 ch = j["cap_changes"]
@@ -157,6 +133,6 @@ has("cap changes while it ran (vramctl limit):\n  (2 earlier not kept: the group
     "last 16)\n", "the changes not kept")
 check(len(re.findall(r"^  \d{4}-.* GPU 0 .* -> .* by uid", text, re.M)) == 16,
       "16 change lines:\n" + text)
-sys.exit(1 if bad else 0)
+sys.exit(1 if check.bad else 0)
 PY
 finish
