@@ -484,7 +484,7 @@ static int run_command(const struct run_req *r, int argc, char **argv, const cha
 		sigemptyset(&ign.sa_mask);
 		sigaction(SIGXFSZ, &ign, &old);
 		cli_spawn_child_xfsz(&old);
-		if (!(rr = rep_prepare(&r->ro, argc - r->cmd, argv + r->cmd)))
+		if (!(rr = rep_prepare(&r->ro, argc - r->cmd, argv + r->cmd, g->member)))
 			return VR_EXIT_ERROR;
 	}
 

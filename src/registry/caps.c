@@ -22,6 +22,7 @@
 #include "registry/util.h"
 
 _Static_assert(VR_GROUP_SPEC_MAX == VR_SPEC_MAX, "caps.h says the header's spec size");
+_Static_assert(VR_CAP_CHANGES_KEPT == VR_CHANGES, "caps.h says how many changes are kept");
 
 /* Records one change. Lock held, seqlock open. */
 static void record(struct vr_hdr *h, const struct vr_cap_new *c, uint64_t cap)
@@ -84,6 +85,38 @@ int64_t vr_caps_changed(vr_member *m, char *spec, size_t len)
 	snprintf(spec, len, "%.*s", (int)sizeof(m->hdr->limit_spec) - 1, m->hdr->limit_spec);
 	vr_group_unlock(m);
 	return (int64_t)(n > INT64_MAX ? INT64_MAX : n);
+}
+
+int vr_caps_history(vr_member *m, uint64_t from, struct vr_cap_change *out, int n, uint64_t *total)
+{
+	if (!m || !total || n < 0 || (!out && n))
+		return -EINVAL;
+	if (vr_is_detached(m)) {
+		*total = 0; /* its own books: no change reached them */
+		return 0;
+	}
+	uint64_t call = vr_call_begin();
+	int rc = vr_group_lock(m);
+	vr_call_end(call);
+	if (rc != 0)
+		return rc;
+	const struct vr_changes *ch = vr_changes_at(m->hdr);
+	uint64_t count = ch->count, k = from;
+	if (count > VR_CHANGES && k < count - VR_CHANGES)
+		k = count - VR_CHANGES; /* the older ones were overwritten */
+	int got = 0;
+	for (; k < count && got < n; k++, got++) {
+		const struct vr_change *c = &ch->c[k % VR_CHANGES];
+		out[got] = (struct vr_cap_change){.when = c->when,
+		                                  .uid = c->uid,
+		                                  .pid = c->pid,
+		                                  .old_cap = c->old_cap,
+		                                  .new_cap = c->new_cap};
+		memcpy(out[got].uuid, c->uuid, VR_UUID_LEN);
+	}
+	vr_group_unlock(m);
+	*total = count;
+	return got;
 }
 
 int vr_caps_set(vr_member *m, struct vr_cap_new *caps, int n, const char *spec, char *err,

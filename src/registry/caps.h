@@ -46,4 +46,24 @@ int vr_caps_devices(vr_member *m, unsigned char (*uuids)[VR_UUID_LEN], uint64_t 
  * its spec text now into spec (read under the lock). -errno on error. */
 int64_t vr_caps_changed(vr_member *m, char *spec, size_t len);
 
+/* One recorded cap change (layout.h, struct vr_change). */
+struct vr_cap_change {
+	uint64_t when; /* CLOCK_REALTIME seconds */
+	uint32_t uid;  /* who made it (real UID) */
+	int32_t pid;   /* the process that did, in its own namespace */
+	unsigned char uuid[VR_UUID_LEN];
+	uint64_t old_cap; /* UINT64_MAX: none (uncapped, or not used yet) */
+	uint64_t new_cap;
+};
+
+/* The group's changes numbered from on (0: the first since the group
+ * started; vr_caps_changed's count before a run: the run's), oldest first,
+ * at most n into out, read under the lock; *total gets how many the group
+ * has had. Only the last VR_CAP_CHANGES_KEPT are kept: older ones are
+ * skipped (the caller sees total - from > the count returned). Returns how
+ * many were copied (0 for damaged books: *total 0), or -errno with out and
+ * *total untouched. */
+#define VR_CAP_CHANGES_KEPT 16
+int vr_caps_history(vr_member *m, uint64_t from, struct vr_cap_change *out, int n, uint64_t *total);
+
 #endif /* VRAMCTL_REGISTRY_CAPS_H */

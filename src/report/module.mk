@@ -62,3 +62,11 @@ $(O)/tests/report/test_record: $(O)/tests/report/test_record.o $(O)/src/hook/rec
 	$(CC) $(BASE_LDFLAGS) -o $@ $^ -ldw -ljson-c -lm -ldl
 $(O)/tests/report/test_record.o: BASE_CFLAGS += $(shell pkg-config --cflags json-c 2>/dev/null)
 TESTS += $(O)/tests/report/test_record
+
+# The report's view of caps changed while the run ran (#26), on fixed inputs.
+$(O)/tests/report/test_report_changes: $(O)/tests/report/test_report_changes.o $(REPORT_LIB) \
+		$(REGISTRY_LIB) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_LDFLAGS) -o $@ $^ -ldw -ljson-c -lm -ldl
+$(O)/tests/report/test_report_changes.o: BASE_CFLAGS += $(shell pkg-config --cflags json-c 2>/dev/null)
+TESTS += $(O)/tests/report/test_report_changes

@@ -1,10 +1,11 @@
 /*
  * report.c - the run's report (docs/report.md, "The report"): per device
- * the cap, the group's peak of allocations and on the card, the overhead
- * and the right size; per member how it ended,
- * its peak and when, counts, denials, pinned and spilled memory, and the
- * blocks it still held at exit, largest first, with call sites under
- * --stacks. Text on stderr (or FILE), JSON (json-c) for FILE.json.
+ * the cap in force at the end (and the caps `vramctl limit` changed while
+ * the run ran, from the group's books), the group's peak of allocations
+ * and on the card, the overhead and the right size; per member how it
+ * ended, its peak and when, counts, denials, pinned and spilled memory,
+ * and the blocks it still held at exit, largest first, with call sites
+ * under --stacks. Text on stderr (or FILE), JSON (json-c) for FILE.json.
  *
  * This file runs the run's side (the record directory, the drain thread,
  * reaping, writing the outputs); what the report says is report_facts.c,
@@ -35,6 +36,7 @@
 #include "common/exit.h"
 #include "common/size.h"
 #include "common/text.h"
+#include "registry/caps.h"
 #include "registry/util.h"
 #include "report/members.h"
 #include "report/report.h"
@@ -64,6 +66,10 @@ struct rep_run {
 	pthread_mutex_t lock;
 	struct reaped *reaped;
 	int nreaped;
+	/* The group's count of cap changes when the run started (those from
+	 * it on were made while it ran); changes_known 0: it could not be read. */
+	uint64_t changes_from;
+	int changes_known;
 };
 
 static uint64_t mono_ns(void)
@@ -170,7 +176,7 @@ static int open_socket(struct rep_run *r)
 	return rc;
 }
 
-struct rep_run *rep_prepare(const struct rep_opts *o, int argc, char *const argv[])
+struct rep_run *rep_prepare(const struct rep_opts *o, int argc, char *const argv[], vr_member *reg)
 {
 	struct rep_run *r = calloc(1, sizeof *r);
 	if (!r)
@@ -212,6 +218,12 @@ struct rep_run *rep_prepare(const struct rep_opts *o, int argc, char *const argv
 	setenv(VR_ENV_RECORD, flags, 1);
 	/* Orphaned members come back to vramctl, so their statuses are known. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	char spec[VR_GROUP_SPEC_MAX];
+	int64_t nch = reg ? vr_caps_changed(reg, spec, sizeof spec) : -1;
+	if (nch >= 0) {
+		r->changes_from = (uint64_t)nch;
+		r->changes_known = 1;
+	}
 	r->t0 = mono_ns();
 	if (trace_fd >= 0) {
 		r->trace = rep_trace_new(trace_fd, o->trace_path, o->trace_max, r->t0, r->command);
@@ -242,7 +254,8 @@ fail:
 }
 
 /* The run's devices: the members' sums (rep_sum_devices), and the group's
- * peaks from the registry where the CLI is a member (reg). */
+ * caps in force at the end and peaks from the registry where the CLI is a
+ * member (reg). */
 static void collect_devices(struct rep_run *r, vr_member *reg, struct devsum *ds)
 {
 	rep_sum_devices(&r->ms, ds);
@@ -252,7 +265,11 @@ static void collect_devices(struct rep_run *r, vr_member *reg, struct devsum *ds
 		if (!ds[d].used)
 			continue;
 		int idx = vr_device(reg, ds[d].uuid, UINT64_MAX, &cap);
-		if (idx < 0 || vr_sample(reg, idx, &s) != 0)
+		if (idx < 0)
+			continue;
+		/* A member that ended before a change kept the cap it knew. */
+		ds[d].cap = cap;
+		if (vr_sample(reg, idx, &s) != 0)
 			continue;
 		/* The books count what the cap counts: the card where the
 		 * overhead was measured (then their peak is of allocations only
@@ -332,8 +349,21 @@ int rep_finish(struct rep_run *r, pid_t child, int wstatus, int exit_rc, vr_memb
 		struct devsum ds[VR_REC_DEVS];
 		collect_devices(r, reg, ds);
 		struct rep_symbols *sy = r->o.stacks ? rep_symbols_new() : NULL;
-		const struct rep_view v = {
+		struct vr_cap_change ch[VR_CAP_CHANGES_KEPT];
+		struct rep_view v = {
 		    .command = r->command, .t0 = r->t0, .ms = r->ms, .started = child > 0};
+		/* The launcher is still a member: the group's books say which
+		 * caps changed while the run ran. */
+		uint64_t total = 0;
+		int n = r->changes_known && reg
+		            ? vr_caps_history(reg, r->changes_from, ch, VR_CAP_CHANGES_KEPT, &total)
+		            : -1;
+		if (n >= 0 && total >= r->changes_from) {
+			v.changes = ch;
+			v.nchanges = n;
+			v.changes_total = total - r->changes_from;
+		}
+		rep_cap_history(&v, ds);
 		if (r->json) {
 			json_object *j = rep_json_report(&v, ds, child_rc, t_end, sy);
 			if (json_object_to_fd(r->report_fd, j, JSON_C_TO_STRING_PRETTY) != 0 ||

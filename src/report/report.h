@@ -29,15 +29,17 @@ struct rep_opts {
 
 struct rep_run;
 
-/* Returns the run's state, or NULL after a message (the caller exits VR_EXIT_ERROR). */
-struct rep_run *rep_prepare(const struct rep_opts *o, int argc, char *const argv[]);
+/* reg: the CLI's membership of the run's group (NULL: none), read for the
+ * count of cap changes so far (those after it are the run's). Returns the
+ * run's state, or NULL after a message (the caller exits VR_EXIT_ERROR). */
+struct rep_run *rep_prepare(const struct rep_opts *o, int argc, char *const argv[], vr_member *reg);
 
 /* After the command ended: child (0: it could not be started) and its wait
  * status, exit_rc the exit status vramctl gives for it (126 or 127 for a
- * command never started), the CLI's membership (for the group's caps and
- * peaks; may be NULL). Returns 0, or -1 after a one-line message (the report
- * or trace could not be written; the caller keeps the command's status).
- * Frees r. */
+ * command never started), the CLI's membership (for the group's caps in
+ * force at the end, the caps changed while it ran, and peaks; may be NULL). Returns 0, or -1 after
+ * a one-line message (the report or trace could not be written; the caller keeps the command's
+ * status). Frees r. */
 int rep_finish(struct rep_run *r, pid_t child, int wstatus, int exit_rc, vr_member *m);
 
 #endif /* VRAMCTL_REPORT_REPORT_H */

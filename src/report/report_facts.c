@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "common/size.h"
 #include "report/report_facts.h"
@@ -95,6 +96,42 @@ void rep_sum_devices(const struct rep_members *ms, struct devsum *ds)
 			}
 		}
 	}
+}
+
+int rep_device_index(const struct devsum *ds, const unsigned char *uuid)
+{
+	for (int d = 0; d < VR_REC_DEVS; d++)
+		if (ds[d].used && !memcmp(ds[d].uuid, uuid, 16))
+			return d;
+	return -1;
+}
+
+void rep_cap_history(const struct rep_view *r, struct devsum *ds)
+{
+	for (int d = 0; d < VR_REC_DEVS; d++) {
+		ds[d].cap_changed = 0;
+		ds[d].cap_lowest = ds[d].cap;
+	}
+	for (int k = 0; k < r->nchanges; k++) {
+		const struct vr_cap_change *c = &r->changes[k];
+		int d = rep_device_index(ds, c->uuid);
+		if (d < 0)
+			continue;
+		/* The cap before the first change kept was in force too. */
+		uint64_t lo = c->old_cap < c->new_cap ? c->old_cap : c->new_cap;
+		ds[d].cap_changed = 1;
+		if (lo < ds[d].cap_lowest)
+			ds[d].cap_lowest = lo;
+	}
+}
+
+const char *rep_change_time(uint64_t when, char *buf, size_t len)
+{
+	time_t t = (time_t)when;
+	struct tm tm;
+	if (!gmtime_r(&t, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm))
+		snprintf(buf, len, "?");
+	return buf;
 }
 
 uint64_t rep_counted_peak(const struct devsum *d)

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "common/record.h"
+#include "registry/caps.h"
 #include "report/members.h"
 #include "report/symbols.h"
 
@@ -20,6 +21,12 @@ struct rep_view {
 	uint64_t t0;           /* when the run started (CLOCK_MONOTONIC, ns) */
 	struct rep_members ms; /* every member's record */
 	int started;           /* 0: the command could not be started (126, 127) */
+	/* The group's cap changes made while the run ran (`vramctl limit`),
+	 * oldest first: the last nchanges of changes_total (older ones are
+	 * not kept by the group's books). */
+	uint64_t changes_total;
+	int nchanges;
+	const struct vr_cap_change *changes;
 };
 
 /* How a member ended. */
@@ -44,6 +51,10 @@ struct devsum {
 	int card_members;       /* members whose overhead was measured */
 	uint64_t overhead_peak; /* their overhead peaks, summed */
 	uint64_t overhead_end;  /* their overhead when they (or the run) ended, summed */
+	/* The cap is the one in force at the end; where it changed while the
+	 * run ran (rep_cap_history), the lowest it was (UINT64_MAX: none). */
+	int cap_changed;
+	uint64_t cap_lowest;
 };
 
 /* Fills e with how member m ended (a sentence in e->text). */
@@ -58,6 +69,14 @@ uint64_t rep_right_size(uint64_t bytes);
 /* The devices of the members' records, summed (ds: VR_REC_DEVS entries,
  * overwritten); the group's own peaks are the registry's (report.c). */
 void rep_sum_devices(const struct rep_members *ms, struct devsum *ds);
+/* Marks the devices whose cap changed while the run ran (cap_changed,
+ * cap_lowest) from the view's changes. */
+void rep_cap_history(const struct rep_view *r, struct devsum *ds);
+/* The report's index of the device with this UUID (ds: VR_REC_DEVS
+ * entries), or -1 when no member of the run used it. */
+int rep_device_index(const struct devsum *ds, const unsigned char *uuid);
+/* A change's time as "YYYY-MM-DD HH:MM:SS UTC" into buf. Returns buf. */
+const char *rep_change_time(uint64_t when, char *buf, size_t len);
 /* The peak the cap counted on a device: on the card where it was measured,
  * else of the allocations. */
 uint64_t rep_counted_peak(const struct devsum *d);

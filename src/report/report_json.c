@@ -16,6 +16,34 @@ static json_object *ju(uint64_t v)
 	return json_object_new_uint64(v);
 }
 
+static json_object *jcap(uint64_t cap)
+{
+	return cap == UINT64_MAX ? NULL : ju(cap);
+}
+
+/* The run's "cap_changes", with the fields of status --json's (the
+ * gpu_index the report's own). */
+static json_object *changes_json(const struct rep_view *r, const struct devsum *ds)
+{
+	char uu[48];
+	json_object *a = json_object_new_array();
+	for (int k = 0; k < r->nchanges; k++) {
+		const struct vr_cap_change *c = &r->changes[k];
+		int d = rep_device_index(ds, c->uuid);
+		json_object *o = json_object_new_object();
+		rep_uuid_text(c->uuid, uu, sizeof uu);
+		json_object_object_add(o, "time", ju(c->when));
+		json_object_object_add(o, "uid", json_object_new_int64(c->uid));
+		json_object_object_add(o, "pid", json_object_new_int(c->pid));
+		json_object_object_add(o, "uuid", json_object_new_string(uu));
+		json_object_object_add(o, "gpu_index", d >= 0 ? json_object_new_int(d) : NULL);
+		json_object_object_add(o, "old_cap_bytes", jcap(c->old_cap));
+		json_object_object_add(o, "new_cap_bytes", jcap(c->new_cap));
+		json_object_array_add(a, o);
+	}
+	return a;
+}
+
 json_object *rep_json_report(const struct rep_view *r, const struct devsum *ds, int child_rc,
                              uint64_t t_end, struct rep_symbols *sy)
 {
@@ -34,8 +62,12 @@ json_object *rep_json_report(const struct rep_view *r, const struct devsum *ds, 
 		rep_uuid_text(ds[d].uuid, uu, sizeof uu);
 		json_object_object_add(o, "index", json_object_new_int(d));
 		json_object_object_add(o, "uuid", json_object_new_string(uu));
-		json_object_object_add(o, "cap_bytes",
-		                       ds[d].cap == UINT64_MAX ? NULL : ju(ds[d].cap));
+		/* The cap in force at the end; where it changed while the run
+		 * ran, the lowest it was (the denials met the cap of their time). */
+		json_object_object_add(o, "cap_bytes", jcap(ds[d].cap));
+		json_object_object_add(o, "cap_changed",
+		                       json_object_new_boolean(ds[d].cap_changed));
+		json_object_object_add(o, "cap_lowest_bytes", jcap(ds[d].cap_lowest));
 		json_object_object_add(o, "peak_bytes", ju(ds[d].peak));
 		json_object_object_add(o, "peak_is_group",
 		                       json_object_new_boolean(ds[d].peak_exact));
@@ -58,6 +90,8 @@ json_object *rep_json_report(const struct rep_view *r, const struct devsum *ds, 
 		json_object_array_add(devs, o);
 	}
 	json_object_object_add(root, "devices", devs);
+	json_object_object_add(root, "cap_changes_total", ju(r->changes_total));
+	json_object_object_add(root, "cap_changes", changes_json(r, ds));
 	json_object *procs = json_object_new_array();
 	for (int i = 0; i < r->ms.n; i++) {
 		const struct rep_member *m = &r->ms.v[i];

@@ -63,6 +63,66 @@ static void card_line(FILE *f, const struct devsum *d)
 	fputc('\n', f);
 }
 
+static const char *cap_text(uint64_t cap, char *buf, size_t len)
+{
+	return cap == UINT64_MAX ? "none" : vr_format_size(cap, buf, len);
+}
+
+/* The denials on a device, said against the cap: where the cap changed
+ * while the run ran, a need the cap at the end holds is said to have met a
+ * lower cap, never explained against the cap at the end alone. */
+static void denials_line(FILE *f, int d, const struct devsum *x)
+{
+	char a[32], b[32], c[32];
+	fprintf(f, "  %" PRIu64 " request%s refused (the largest %s); ", x->denials,
+	        x->denials == 1 ? " was" : "s were", vr_format_size(x->denied_max, a, sizeof a));
+	if (x->cap_changed && x->denied_need <= x->cap) {
+		if (x->cap == UINT64_MAX)
+			snprintf(c, sizeof c, "none");
+		else
+			size_apart(x->cap, x->denied_need, c, sizeof c);
+		fprintf(f,
+		        "granting %s needed %s, within the cap in force at the end (%s): the "
+		        "cap was as low as %s while the run ran (vramctl limit: see the cap "
+		        "changes below)\n",
+		        x->denials == 1 ? "it" : "them",
+		        size_apart(x->denied_need, x->cap_lowest, b, sizeof b), c,
+		        size_apart(x->cap_lowest, x->denied_need, a, sizeof a));
+		return;
+	}
+	fprintf(f, "to grant %s too, the cap must be at least %s (--limit %d=%" PRIu64 "M)",
+	        x->denials == 1 ? "it" : "them", size_apart(x->denied_need, x->cap, c, sizeof c), d,
+	        rep_right_size(x->denied_need) >> 20);
+	if (x->cap_changed)
+		fprintf(f, "; the cap changed while the run ran (as low as %s, %s at the end)",
+		        cap_text(x->cap_lowest, a, sizeof a), cap_text(x->cap, b, sizeof b));
+	fputc('\n', f);
+}
+
+/* "cap changes while it ran": one line per change the group's books kept. */
+static void changes_section(FILE *f, const struct rep_view *r, const struct devsum *ds)
+{
+	char a[32], b[32], when[40], gpu[64];
+	if (!r->changes_total)
+		return;
+	fprintf(f, "cap changes while it ran (vramctl limit):\n");
+	if (r->changes_total > (uint64_t)r->nchanges)
+		fprintf(f, "  (%" PRIu64 " earlier not kept: the group keeps its last %d)\n",
+		        r->changes_total - (uint64_t)r->nchanges, VR_CAP_CHANGES_KEPT);
+	for (int k = 0; k < r->nchanges; k++) {
+		const struct vr_cap_change *c = &r->changes[k];
+		int d = rep_device_index(ds, c->uuid);
+		if (d >= 0)
+			snprintf(gpu, sizeof gpu, "GPU %d", d);
+		else
+			rep_uuid_text(c->uuid, gpu, sizeof gpu);
+		fprintf(f, "  %s %s %s -> %s by uid %u (pid %d)\n",
+		        rep_change_time(c->when, when, sizeof when), gpu,
+		        cap_text(c->old_cap, a, sizeof a), cap_text(c->new_cap, b, sizeof b),
+		        (unsigned)c->uid, (int)c->pid);
+	}
+}
+
 void rep_text_report(const struct rep_view *r, FILE *f, const struct devsum *ds, int child_rc,
                      uint64_t t_end, struct rep_symbols *sy)
 {
@@ -82,27 +142,21 @@ void rep_text_report(const struct rep_view *r, FILE *f, const struct devsum *ds,
 		if (!ds[d].used)
 			continue;
 		rep_uuid_text(ds[d].uuid, uu, sizeof uu);
-		fprintf(f, "GPU %d (%s): cap %s; the group's peak of allocations %s%s\n", d, uu,
-		        ds[d].cap == UINT64_MAX ? "none" : vr_format_size(ds[d].cap, a, sizeof a),
+		fprintf(f, "GPU %d (%s): cap %s%s; the group's peak of allocations %s%s\n", d, uu,
+		        cap_text(ds[d].cap, a, sizeof a),
+		        ds[d].cap_changed ? " at the end (changed while it ran)" : "",
 		        vr_format_size(ds[d].peak, b, sizeof b), ds[d].peak_exact ? "" : UNKNOWN);
 		card_line(f, &ds[d]);
 		uint64_t rs = rep_right_size(rep_counted_peak(&ds[d]));
 		fprintf(f, "  right size: --limit %d=%" PRIu64 "M holds what this run used%s\n", d,
 		        rs >> 20, ds[d].card_members ? " on the card" : "");
 		if (ds[d].denials)
-			fprintf(f,
-			        "  %" PRIu64
-			        " request%s refused (the largest %s); to grant %s too, "
-			        "the cap must be at least %s (--limit %d=%" PRIu64 "M)\n",
-			        ds[d].denials, ds[d].denials == 1 ? " was" : "s were",
-			        vr_format_size(ds[d].denied_max, a, sizeof a),
-			        ds[d].denials == 1 ? "it" : "them",
-			        size_apart(ds[d].denied_need, ds[d].cap, c, sizeof c), d,
-			        rep_right_size(ds[d].denied_need) >> 20);
+			denials_line(f, d, &ds[d]);
 		if (ds[d].spilled_peak)
 			fprintf(f, "  spilled to host memory: peak %s\n",
 			        vr_format_size(ds[d].spilled_peak, a, sizeof a));
 	}
+	changes_section(f, r, ds);
 	for (int i = 0; i < r->ms.n; i++) {
 		const struct rep_member *m = &r->ms.v[i];
 		const struct vr_rec_hdr *h = m->h;

@@ -1,19 +1,33 @@
 """memctl.py - drives tests/hook/memctl programs from Python (limit.sh,
-guarantee.sh): one line in, one line out."""
+guarantee.sh, tests/report/report_limit.sh): one line in, one line out."""
 import os
 import signal
 import subprocess
+import sys
+
+
+class Checks:
+    """check(cond, what): a failed check is said on stderr and counted (bad)."""
+
+    def __init__(self):
+        self.bad = 0
+
+    def __call__(self, cond, what):
+        if not cond:
+            print("FAIL:", what, file=sys.stderr)
+            self.bad += 1
 
 
 class Prog:
-    """A memctl process under the environment given (LD_PRELOAD set)."""
+    """A memctl process under the environment given (LD_PRELOAD set), or
+    run by the command wrap (a list: `vramctl run ...`; no LD_PRELOAD)."""
 
-    def __init__(self, name, env, errdir="."):
-        e = dict(os.environ, LD_PRELOAD=os.environ["LIB"])
+    def __init__(self, name, env, errdir=".", wrap=None):
+        e = dict(os.environ) if wrap else dict(os.environ, LD_PRELOAD=os.environ["LIB"])
         e.update(env)
         self.name = name
         self.err = os.path.join(errdir, "err-" + name)
-        self.p = subprocess.Popen([os.environ["MEMCTL"]], stdin=subprocess.PIPE,
+        self.p = subprocess.Popen([*(wrap or []), os.environ["MEMCTL"]], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=open(self.err, "a"),
                                   text=True, env=e)
         line = self.p.stdout.readline().split()
