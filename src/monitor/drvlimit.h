@@ -1,0 +1,46 @@
+/*
+ * drvlimit.h - the NVIDIA driver's own memory limits per cgroup (R615,
+ * "MPS v3 memory partitioning": nvmlDeviceSetMemoryLimits_v1, root only,
+ * and nvmlDeviceGetMemoryLimits_v1, anyone), through the monitor's NVML.
+ * vramctl's second enforcer beside the injected library: docs/enforcers.md
+ * in README's "Enforcers".
+ */
+#ifndef VRAMCTL_MONITOR_DRVLIMIT_H
+#define VRAMCTL_MONITOR_DRVLIMIT_H
+
+#include <stddef.h>
+
+#include "monitor/nvml.h"
+
+/* The first driver release with the limits. */
+#define MON_DRVLIMIT_RELEASE 615
+
+/* A cgroup's limits on one device; hard NVML_DEVICE_MEMORY_LIMIT_MAX: none. */
+struct mon_drvlimit {
+	unsigned long long soft, hard;
+	unsigned long long used; /* what the cgroup (and below) holds on the device */
+};
+
+/*
+ * Reads the limits of the cgroup NVML names ns ("/sys/fs/cgroup/a/b",
+ * vr_cgroup2_ns) on the device with this UUID. Returns NVML_SUCCESS, or an
+ * NVML error with its text in err: NVML_ERROR_FUNCTION_NOT_FOUND when this
+ * NVML lacks the entry point (a driver before R615), NOT_SUPPORTED where
+ * the driver has no limits there (MIG, an older driver). out is untouched on
+ * error.
+ */
+int mon_drvlimit_get(struct mon_nvml *nv, const char *uuid, const char *ns,
+                     struct mon_drvlimit *out, char *err, size_t errlen);
+
+/*
+ * Sets the soft and hard limit of ns on the device with this UUID (root
+ * only: NVML_ERROR_NO_PERMISSION otherwise); soft 0 and hard
+ * NVML_DEVICE_MEMORY_LIMIT_MAX clear them. Errors as mon_drvlimit_get.
+ */
+int mon_drvlimit_set(struct mon_nvml *nv, const char *uuid, const char *ns, unsigned long long soft,
+                     unsigned long long hard, char *err, size_t errlen);
+
+/* 1 when hard is a limit (not NVML_DEVICE_MEMORY_LIMIT_MAX). */
+int mon_drvlimit_is_set(const struct mon_drvlimit *l);
+
+#endif /* VRAMCTL_MONITOR_DRVLIMIT_H */
