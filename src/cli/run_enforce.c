@@ -9,7 +9,6 @@
  * cgroup v2's "no internal processes" rule.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -21,41 +20,13 @@
 #include "monitor/drvlimit.h"
 #include "monitor/nvml.h"
 
-/* Writes "0" (this process) into dir's cgroup.procs. 0, or -errno. */
-static int move_self(const char *dir)
-{
-	char path[PATH_MAX + 16];
-	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	int rc = write(fd, "0\n", 2) == 2 ? 0 : -errno;
-	close(fd);
-	return rc;
-}
-
-/* Does the cgroup still hold processes (those of the command left behind)? */
-static int populated(const char *dir)
-{
-	char path[PATH_MAX + 16], c;
-	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, &c, 1);
-	close(fd);
-	return n > 0;
-}
-
 /* Clears the limits of the first n devices: soft first, then hard. */
 static void clear_limits(struct run_drv *rd, int n)
 {
 	char err[256];
 	for (int i = 0; i < n; i++) {
-		if (mon_drvlimit_set(rd->nv, rd->uuid[i], rd->ns, 0, rd->cap[i], err,
-		                     sizeof(err)) != NVML_SUCCESS ||
-		    mon_drvlimit_set(rd->nv, rd->uuid[i], rd->ns, 0, NVML_DEVICE_MEMORY_LIMIT_MAX,
-		                     err, sizeof(err)) != NVML_SUCCESS)
+		if (mon_drvlimit_clear(rd->nv, rd->uuid[i], rd->ns, err, sizeof(err)) !=
+		    NVML_SUCCESS)
 			fprintf(stderr,
 			        "vramctl: cannot clear the driver's limit of %s on %s: %s\n",
 			        rd->ns, rd->uuid[i], err);
@@ -132,9 +103,9 @@ int run_drv_enter(struct run_drv *rd, const struct vr_limits *lim, const struct 
 			return refuse(why);
 		}
 		snprintf(rd->uuid[rd->n], sizeof(rd->uuid[rd->n]), "%s", devs[i].uuid);
-		rd->cap[rd->n++] = cap;
+		rd->n++;
 	}
-	if ((rc = move_self(rd->dir)) != 0) {
+	if ((rc = vr_cgroup2_move(rd->dir, 0)) != 0) {
 		snprintf(why, sizeof(why), "cannot move into %s: %s", rd->dir, strerror(-rc));
 		clear_limits(rd, rd->n);
 		rmdir(rd->dir);
@@ -146,10 +117,10 @@ int run_drv_enter(struct run_drv *rd, const struct vr_limits *lim, const struct 
 
 void run_drv_leave(struct run_drv *rd)
 {
-	int rc = move_self(rd->home);
+	int rc = vr_cgroup2_move(rd->home, 0);
 	if (rc != 0)
 		fprintf(stderr, "vramctl: cannot move back to %s: %s\n", rd->home, strerror(-rc));
-	if (rc != 0 || populated(rd->dir)) {
+	if (rc != 0 || vr_cgroup2_populated(rd->dir)) {
 		fprintf(stderr,
 		        "vramctl: processes of the command are still in %s: the cgroup and the "
 		        "driver's limits stay until they end (rmdir it then)\n",

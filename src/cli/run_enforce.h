@@ -20,7 +20,6 @@ struct run_drv {
 	char dir[PATH_MAX];            /* the command's cgroup */
 	char ns[VR_CGROUP2_LEN + 64];  /* NVML's name of it */
 	char uuid[VR_MAX_DEVICES][48]; /* the GPUs whose limit is set */
-	unsigned long long cap[VR_MAX_DEVICES];
 	int n;
 	struct mon_nvml *nv;
 };

@@ -4,7 +4,9 @@
  */
 #include "common/cgroup2.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,4 +66,29 @@ int vr_cgroup2_mounted(void)
 	char path[512];
 	snprintf(path, sizeof(path), "%s/cgroup.controllers", vr_cgroup2_root());
 	return access(path, R_OK) == 0;
+}
+
+int vr_cgroup2_move(const char *dir, pid_t pid)
+{
+	char path[PATH_MAX], text[24];
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	int len = snprintf(text, sizeof(text), "%d\n", (int)pid);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int rc = write(fd, text, (size_t)len) == len ? 0 : -errno;
+	close(fd);
+	return rc;
+}
+
+int vr_cgroup2_populated(const char *dir)
+{
+	char path[PATH_MAX], c;
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, &c, 1);
+	close(fd);
+	return n > 0;
 }

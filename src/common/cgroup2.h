@@ -42,4 +42,12 @@ int vr_cgroup2_ns(const char *path, char *out, size_t n);
  * cgroup.controllers), 0 when not. */
 int vr_cgroup2_mounted(void);
 
+/* Moves process pid (0: the caller) into the cgroup directory dir (writes
+ * its cgroup.procs). Returns 0 or -errno. */
+int vr_cgroup2_move(const char *dir, pid_t pid);
+
+/* 1 when the cgroup directory dir holds a process, 0 when not (or it
+ * cannot be read). */
+int vr_cgroup2_populated(const char *dir);
+
 #endif /* VRAMCTL_COMMON_CGROUP2_H */

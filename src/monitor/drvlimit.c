@@ -76,3 +76,39 @@ int mon_drvlimit_is_set(const struct mon_drvlimit *l)
 {
 	return l->hard != NVML_DEVICE_MEMORY_LIMIT_MAX;
 }
+
+int mon_drvlimit_clear(struct mon_nvml *nv, const char *uuid, const char *ns, char *err,
+                       size_t errlen)
+{
+	struct mon_drvlimit l;
+	int r = mon_drvlimit_get(nv, uuid, ns, &l, err, errlen);
+	if (r != NVML_SUCCESS || (!mon_drvlimit_is_set(&l) && l.soft == 0))
+		return r;
+	if (l.soft && (r = mon_drvlimit_set(nv, uuid, ns, 0, l.hard, err, errlen)) != NVML_SUCCESS)
+		return r;
+	return mon_drvlimit_set(nv, uuid, ns, 0, NVML_DEVICE_MEMORY_LIMIT_MAX, err, errlen);
+}
+
+int mon_drvlimit_device(struct mon_nvml *nv, unsigned index, char *uuid, size_t ulen,
+                        unsigned long long *total, char *err, size_t errlen)
+{
+	vr_pfn_nvmlDeviceGetHandleByIndex_v2 by_index =
+	    (vr_pfn_nvmlDeviceGetHandleByIndex_v2)mon_nvml_sym(nv, "nvmlDeviceGetHandleByIndex_v2");
+	vr_pfn_nvmlDeviceGetUUID get_uuid =
+	    (vr_pfn_nvmlDeviceGetUUID)mon_nvml_sym(nv, "nvmlDeviceGetUUID");
+	vr_pfn_nvmlDeviceGetMemoryInfo_v2 mem =
+	    (vr_pfn_nvmlDeviceGetMemoryInfo_v2)mon_nvml_sym(nv, "nvmlDeviceGetMemoryInfo_v2");
+	nvmlDevice_t h;
+	nvmlMemory_v2_t m = {.version = nvmlMemory_v2};
+	int r = by_index && get_uuid && mem ? by_index(index, &h) : NVML_ERROR_FUNCTION_NOT_FOUND;
+	if (r == NVML_SUCCESS)
+		r = get_uuid(h, uuid, (unsigned)ulen);
+	if (r == NVML_SUCCESS)
+		r = mem(h, &m);
+	if (r != NVML_SUCCESS) {
+		snprintf(err, errlen, "NVML device %u: %s", index, mon_nvml_error(nv, r));
+		return r;
+	}
+	*total = m.total - m.reserved;
+	return NVML_SUCCESS;
+}

@@ -40,6 +40,23 @@ int mon_drvlimit_get(struct mon_nvml *nv, const char *uuid, const char *ns,
 int mon_drvlimit_set(struct mon_nvml *nv, const char *uuid, const char *ns, unsigned long long soft,
                      unsigned long long hard, char *err, size_t errlen);
 
+/*
+ * Clears the limits of ns on the device with this UUID as NVIDIA asks:
+ * the soft limit first (to 0, the hard one kept), then the hard one (to
+ * NVML_DEVICE_MEMORY_LIMIT_MAX). Nothing to clear is success. Errors as
+ * mon_drvlimit_get.
+ */
+int mon_drvlimit_clear(struct mon_nvml *nv, const char *uuid, const char *ns, char *err,
+                       size_t errlen);
+
+/*
+ * The UUID ("GPU-...") and the memory the driver gives programs (NVML's
+ * total less what the driver reserves) of the device NVML numbers index.
+ * Returns NVML_SUCCESS, or an NVML error with its text in err.
+ */
+int mon_drvlimit_device(struct mon_nvml *nv, unsigned index, char *uuid, size_t ulen,
+                        unsigned long long *total, char *err, size_t errlen);
+
 /* 1 when hard is a limit (not NVML_DEVICE_MEMORY_LIMIT_MAX). */
 int mon_drvlimit_is_set(const struct mon_drvlimit *l);
 
