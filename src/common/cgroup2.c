@@ -92,3 +92,24 @@ int vr_cgroup2_populated(const char *dir)
 	close(fd);
 	return n > 0;
 }
+
+int vr_cgroup2_walk(const char *path, int (*visit)(const char *ns, void *ctx), void *ctx)
+{
+	char cur[VR_CGROUP2_LEN], ns[VR_CGROUP2_LEN + 32];
+	if (snprintf(cur, sizeof(cur), "%s", path) >= (int)sizeof(cur) || cur[0] != '/')
+		return 0;
+	for (;;) {
+		if (vr_cgroup2_ns(cur, ns, sizeof(ns)) != 0)
+			return 0;
+		int rc = visit(ns, ctx);
+		if (rc)
+			return rc;
+		char *slash = strrchr(cur, '/');
+		if (!strcmp(cur, "/"))
+			return 0;
+		if (slash == cur)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
+	}
+}

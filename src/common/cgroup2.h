@@ -42,6 +42,14 @@ int vr_cgroup2_ns(const char *path, char *out, size_t n);
  * cgroup.controllers), 0 when not. */
 int vr_cgroup2_mounted(void);
 
+/*
+ * Calls visit(ns, ctx) with NVML's name of cgroup path ("/a/b") and then of
+ * each ancestor up to the root ("/sys/fs/cgroup/a/b", ".../a",
+ * "/sys/fs/cgroup"): a driver limit on an ancestor holds the cgroups below
+ * it. Stops early when visit returns non-zero, and returns that (else 0).
+ */
+int vr_cgroup2_walk(const char *path, int (*visit)(const char *ns, void *ctx), void *ctx);
+
 /* Moves process pid (0: the caller) into the cgroup directory dir (writes
  * its cgroup.procs). Returns 0 or -errno. */
 int vr_cgroup2_move(const char *dir, pid_t pid);

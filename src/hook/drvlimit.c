@@ -11,44 +11,54 @@
 #include "hook/hook.h"
 #include "hook/nvmlproc.h"
 
+/* What vr_drvlimit_of's walk carries: the device, the tightest limit. */
+struct walk {
+	nvmlDevice_t h;
+	int found;
+	uint64_t limit, used;
+	char *cg;
+	size_t n;
+};
+
+static int visit(const char *ns, void *ctx)
+{
+	struct walk *w = ctx;
+	nvmlGetMemoryLimits_v1_t l = {.nameSpace = ns};
+	nvmlReturn_t r;
+	VR_OWN(r = vr_real.nvmlDeviceGetMemoryLimits_v1(w->h, &l));
+	if (r != NVML_SUCCESS)
+		return 1; /* NOT_SUPPORTED: an older driver, MIG; no need to go on */
+	if (l.hardLimit != NVML_DEVICE_MEMORY_LIMIT_MAX && (!w->found || l.hardLimit < w->limit)) {
+		w->found = 1;
+		w->limit = l.hardLimit;
+		w->used = l.currentUsed;
+		snprintf(w->cg, w->n, "%s", ns + strlen(VR_CGROUP2_MOUNT));
+		if (!w->cg[0])
+			snprintf(w->cg, w->n, "/");
+	}
+	return 0;
+}
+
 int vr_drvlimit_of(const struct vr_dev *d, uint64_t *limit, uint64_t *used, char *cg, size_t n)
 {
-	char path[VR_CGROUP2_LEN], ns[VR_CGROUP2_LEN + 32];
-	int found = 0;
+	char path[VR_CGROUP2_LEN];
+	struct walk w = {.cg = cg, .n = n};
 	if (!d || vr_nvml_ready() != NV_READY || !vr_real.nvmlDeviceGetMemoryLimits_v1)
 		return 0;
 	if (vr_cgroup2_of(0, path, sizeof(path)) != 0)
 		return 0;
-	nvmlDevice_t h;
 	nvmlReturn_t r;
-	VR_OWN(r = vr_real.nvmlDeviceGetHandleByUUID(d->uuid_text, &h));
+	VR_OWN(r = vr_real.nvmlDeviceGetHandleByUUID(d->uuid_text, &w.h));
 	if (r != NVML_SUCCESS)
 		return 0;
 	/* This cgroup, then each ancestor up to the root: a limit on a parent
 	 * (a Slurm step's, over its tasks' cgroups) holds its children. */
-	for (;;) {
-		nvmlGetMemoryLimits_v1_t l = {.nameSpace = ns};
-		if (vr_cgroup2_ns(path, ns, sizeof(ns)) != 0)
-			break;
-		VR_OWN(r = vr_real.nvmlDeviceGetMemoryLimits_v1(h, &l));
-		if (r != NVML_SUCCESS)
-			break; /* NOT_SUPPORTED: an older driver, MIG */
-		if (l.hardLimit != NVML_DEVICE_MEMORY_LIMIT_MAX &&
-		    (!found || l.hardLimit < *limit)) {
-			found = 1;
-			*limit = l.hardLimit;
-			*used = l.currentUsed;
-			snprintf(cg, n, "%s", path);
-		}
-		char *slash = strrchr(path, '/');
-		if (!slash || !strcmp(path, "/"))
-			break;
-		if (slash == path)
-			slash[1] = '\0';
-		else
-			*slash = '\0';
+	vr_cgroup2_walk(path, visit, &w);
+	if (w.found) {
+		*limit = w.limit;
+		*used = w.used;
 	}
-	return found;
+	return w.found;
 }
 
 void vr_drvlimit_explain(struct vr_dev *d, uint64_t bytes)

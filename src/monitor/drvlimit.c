@@ -5,8 +5,12 @@
  */
 #include "monitor/drvlimit.h"
 
+#include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
+#include "common/cgroup2.h"
 #include "common/nvml_api.h"
 
 /* The handle of the device with this UUID, or an NVML error (text in err). */
@@ -111,4 +115,69 @@ int mon_drvlimit_device(struct mon_nvml *nv, unsigned index, char *uuid, size_t 
 	}
 	*total = m.total - m.reserved;
 	return NVML_SUCCESS;
+}
+
+/* The walk over one process's cgroup and its ancestors. */
+struct walk {
+	struct mon_nvml *nv;
+	const char *uuid;
+	int found;
+	struct mon_drv *out;
+};
+
+static int visit(const char *ns, void *ctx)
+{
+	struct walk *w = ctx;
+	struct mon_drvlimit l;
+	char err[160];
+	if (mon_drvlimit_get(w->nv, w->uuid, ns, &l, err, sizeof(err)) != NVML_SUCCESS)
+		return 1; /* no limits on this driver or GPU: no need to go on */
+	if (mon_drvlimit_is_set(&l) && (!w->found || l.hard < w->out->hard)) {
+		w->found = 1;
+		w->out->hard = l.hard;
+		w->out->soft = l.soft;
+		w->out->used = l.used;
+		const char *rel = ns + strlen(VR_CGROUP2_MOUNT);
+		snprintf(w->out->cgroup, sizeof(w->out->cgroup), "%s", rel[0] ? rel : "/");
+	}
+	return 0;
+}
+
+/* The cgroup v2 path of pid under proc_root. 0, or -1. */
+static int cgroup_of(const char *proc_root, pid_t pid, char *out, size_t n)
+{
+	char path[300], text[4096];
+	snprintf(path, sizeof(path), "%s/%d/cgroup", proc_root ? proc_root : "/proc", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t got = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (got <= 0)
+		return -1;
+	text[got] = '\0';
+	return vr_cgroup2_parse(text, out, n);
+}
+
+void mon_drvlimit_fill(struct mon_nvml *nv, struct mon_model *m, const char *proc_root)
+{
+	if (!nv || !mon_nvml_sym(nv, "nvmlDeviceGetMemoryLimits_v1"))
+		return; /* a driver before R615: nothing to ask */
+	for (int i = 0; i < m->nprocs; i++) {
+		struct mon_proc *p = &m->procs[i];
+		char cg[VR_CGROUP2_LEN];
+		if (!(p->valid & MON_P_HOST_PID) || !p->uuid[0] || p->state != MON_PROC_ALIVE ||
+		    cgroup_of(proc_root, p->host_pid, cg, sizeof(cg)) != 0)
+			continue;
+		struct walk w = {.nv = nv, .uuid = p->uuid, .out = &p->drv};
+		vr_cgroup2_walk(cg, visit, &w);
+		if (!w.found)
+			continue;
+		p->valid |= MON_P_DRVLIMIT;
+		if (!(p->valid & MON_P_CAPPED))
+			continue;
+		for (int g = 0; g < m->ngroups; g++)
+			if (!strcmp(m->groups[g].name, p->group))
+				m->groups[g].ndriver++;
+	}
 }

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 
+#include "monitor/model.h"
 #include "monitor/nvml.h"
 
 /* The first driver release with the limits. */
@@ -56,6 +57,16 @@ int mon_drvlimit_clear(struct mon_nvml *nv, const char *uuid, const char *ns, ch
  */
 int mon_drvlimit_device(struct mon_nvml *nv, unsigned index, char *uuid, size_t ulen,
                         unsigned long long *total, char *err, size_t errlen);
+
+/*
+ * For each live process of m on a known GPU: the tightest driver limit over
+ * its cgroup (proc_root/PID/cgroup; proc_root NULL: /proc) and its
+ * ancestors, with NVML's unprivileged call: MON_P_DRVLIMIT and p->drv set
+ * where there is one; each group's ndriver counted. One NVML question per
+ * cgroup level and GPU, asked once per collection. Nothing is noted where
+ * the driver has no limits (most drivers): the fields stay clear.
+ */
+void mon_drvlimit_fill(struct mon_nvml *nv, struct mon_model *m, const char *proc_root);
 
 /* 1 when hard is a limit (not NVML_DEVICE_MEMORY_LIMIT_MAX). */
 int mon_drvlimit_is_set(const struct mon_drvlimit *l);

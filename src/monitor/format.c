@@ -211,10 +211,20 @@ static int model_containers(const struct mon_model *m)
 	return 0;
 }
 
-/* One process row of the table (18 cells, as the header). */
+/* 1 when some process is under a driver limit: ENFORCER and DRIVER show. */
+static int model_driver(const struct mon_model *m)
+{
+	int any = 0;
+	for (int i = 0; i < m->nprocs; i++)
+		any |= !!(m->procs[i].valid & MON_P_DRVLIMIT);
+	return any;
+}
+
+/* One process row of the table (20 cells, as the header). */
 static void table_proc_row(struct grid *t, const struct mon_model *m, const struct mon_proc *p)
 {
-	char a[32], b[32], c[32], d[32], e[32], g[32], k[32], h[32], sp[32];
+	char a[32], b[32], c[32], d[32], e[32], g[32], k[32], h[32], sp[32], dl[32], du[32];
+	char drv[320];
 	int capped = !!(p->valid & MON_P_CAPPED);
 	int oncard = !!(p->valid & MON_P_ON_CARD);
 	char pid[16], nspid[16], denied[24], user[40];
@@ -240,6 +250,12 @@ static void table_proc_row(struct grid *t, const struct mon_model *m, const stru
 		nvml = "unknown";
 	else
 		nvml = "-";
+	if (p->valid & MON_P_DRVLIMIT)
+		snprintf(drv, sizeof(drv), "%s (%s used, %s)",
+		         vr_format_size(p->drv.hard, dl, sizeof(dl)),
+		         vr_format_size(p->drv.used, du, sizeof(du)), p->drv.cgroup);
+	else
+		snprintf(drv, sizeof(drv), "-");
 	grid_row(t, pid, nspid,
 	         gpu_text(m, p->device, !!(p->valid & MON_P_DEVICE), "-", h, sizeof(h)),
 	         proc_state_text(p), capped ? p->group : "-",
@@ -250,8 +266,8 @@ static void table_proc_row(struct grid *t, const struct mon_model *m, const stru
 	         fmt_size_or(p->peak, capped, c, sizeof(c)),
 	         fmt_size_or(p->spilled, capped, sp, sizeof(sp)), nvml, denied,
 	         fmt_size_or(p->host_pinned, capped, e, sizeof(e)),
-	         capped ? mon_counting_text(p->counting) : "-", user, ctr[0] ? ctr : "-",
-	         (p->valid & MON_P_COMMAND) ? p->command : "-");
+	         capped ? mon_counting_text(p->counting) : "-", mon_enforcer_name(p), drv, user,
+	         ctr[0] ? ctr : "-", (p->valid & MON_P_COMMAND) ? p->command : "-");
 }
 
 int mon_format_table(FILE *f, const struct mon_model *m)
@@ -335,11 +351,12 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 	} else {
 		int counts = model_counts_allocations(m);
 		unsigned hide = (spills ? 0 : 1u << 10) | (counts ? 0 : 1u << 14) |
-		                (model_containers(m) ? 0 : 1u << 16);
-		struct grid t = grid_make(18, hide);
+		                (model_driver(m) ? 0 : 3u << 15) |
+		                (model_containers(m) ? 0 : 1u << 18);
+		struct grid t = grid_make(20, hide);
 		grid_row(&t, "PID", "NSPID", "GPU", "STATE", "GROUP", "CAP", "ALLOCATED", "ON CARD",
 		         "OVERHEAD", "PEAK", "SPILLED", "NVML", "DENIED", "PINNED", "COUNTS",
-		         "USER", "CONTAINER", "COMMAND");
+		         "ENFORCER", "DRIVER LIMIT", "USER", "CONTAINER", "COMMAND");
 		for (int i = 0; i < m->nprocs; i++)
 			table_proc_row(&t, m, &m->procs[i]);
 		grid_print(f, &t, "");
@@ -405,7 +422,9 @@ enum proc_metric {
 	PM_PINNED,
 	PM_NVML,
 	PM_CARD,
-	PM_OVERHEAD
+	PM_OVERHEAD,
+	PM_DRV_LIMIT,
+	PM_DRV_USED
 };
 
 static void prom_devices(FILE *f, const struct mon_model *m, enum dev_metric which,
@@ -495,6 +514,10 @@ static void prom_procs(FILE *f, const struct mon_model *m, enum proc_metric whic
 			if (!(p->valid & MON_P_NVML_USED))
 				continue;
 			v = p->nvml_used;
+		} else if (which == PM_DRV_LIMIT || which == PM_DRV_USED) {
+			if (!(p->valid & MON_P_DRVLIMIT))
+				continue;
+			v = which == PM_DRV_LIMIT ? p->drv.hard : p->drv.used;
 		} else {
 			if (!(p->valid & MON_P_CAPPED))
 				continue;
@@ -652,6 +675,10 @@ int mon_format_prom(FILE *f, const struct mon_model *m)
 	           "vramctl: its context, modules, local memory, driver use.");
 	prom_procs(f, m, PM_NVML, "vramctl_process_nvml_used_bytes", "gauge",
 	           "GPU memory of a process as NVML reports it (capped or not).");
+	prom_procs(f, m, PM_DRV_LIMIT, "vramctl_process_driver_limit_bytes", "gauge",
+	           "The NVIDIA driver's hard memory limit over the process's cgroup.");
+	prom_procs(f, m, PM_DRV_USED, "vramctl_process_driver_used_bytes", "gauge",
+	           "What the cgroup under that driver limit holds on the GPU.");
 
 	int ndead = 0;
 	for (int i = 0; i < m->nprocs; i++)

@@ -62,6 +62,7 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 		jw_bool(&w, "consistent", g->consistent);
 		jw_u64(&w, "spill_budget_bytes", g->spill_budget, 1);
 		jw_u64(&w, "spilled_bytes", g->spilled, 1);
+		jw_str(&w, "enforcer", g->ndriver ? "both" : "library");
 		jw_open(&w, "devices", '[');
 		for (int j = 0; j < g->ndev; j++) {
 			const struct mon_group_dev *gd = &g->dev[j];
@@ -126,6 +127,19 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 		jw_str(&w, "pod_name", p->pod_name[0] ? p->pod_name : NULL);
 		jw_str(&w, "pod_namespace", p->pod_namespace[0] ? p->pod_namespace : NULL);
 		jw_str(&w, "container_name", p->container_name[0] ? p->container_name : NULL);
+		/* The enforcers (README): the library's cap, the driver's limit. */
+		jw_str(&w, "enforcer", mon_enforcer_name(p));
+		if (p->valid & MON_P_DRVLIMIT) {
+			jw_open(&w, "driver_limit", '{');
+			jw_str(&w, "cgroup", p->drv.cgroup);
+			jw_u64(&w, "hard_bytes", p->drv.hard, 1);
+			jw_u64(&w, "soft_bytes", p->drv.soft, 1);
+			jw_u64(&w, "used_bytes", p->drv.used, 1);
+			jw_close(&w, '}');
+		} else {
+			jw_key(&w, "driver_limit");
+			jb_puts(&w, "null");
+		}
 		jw_close(&w, '}');
 	}
 	jw_close(&w, ']');

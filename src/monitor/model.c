@@ -70,3 +70,9 @@ int mon_model_gpu_index(const struct mon_model *m, int device, int known)
 		return -1;
 	return m->devs[device].index;
 }
+
+const char *mon_enforcer_name(const struct mon_proc *p)
+{
+	int lib = !!(p->valid & MON_P_CAPPED), drv = !!(p->valid & MON_P_DRVLIMIT);
+	return lib && drv ? "both" : lib ? "library" : drv ? "driver" : "none";
+}
