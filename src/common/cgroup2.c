@@ -35,15 +35,16 @@ int vr_cgroup2_parse(const char *text, char *out, size_t n)
 	return 0;
 }
 
-int vr_cgroup2_of(pid_t pid, char *out, size_t n)
+int vr_cgroup2_read(const char *proc_root, pid_t pid, char *out, size_t n)
 {
-	char path[64], text[4096];
+	char path[PATH_MAX], text[4096];
+	const char *proc = proc_root ? proc_root : "/proc";
 	if (n)
 		out[0] = '\0';
 	if (pid)
-		snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+		snprintf(path, sizeof(path), "%s/%d/cgroup", proc, (int)pid);
 	else
-		snprintf(path, sizeof(path), "/proc/self/cgroup");
+		snprintf(path, sizeof(path), "%s/self/cgroup", proc);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;

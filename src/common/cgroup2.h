@@ -30,9 +30,10 @@ const char *vr_cgroup2_root(void);
  */
 int vr_cgroup2_parse(const char *text, char *out, size_t n);
 
-/* The same, read from /proc/<pid>/cgroup (pid 0: this process). Returns 0
- * or -1 (out ""). */
-int vr_cgroup2_of(pid_t pid, char *out, size_t n);
+/* The same, read from /proc/<pid>/cgroup (pid 0: this process; proc_root
+ * NULL: /proc, tests point it elsewhere). Returns 0 or -1 (out ""). */
+int vr_cgroup2_read(const char *proc_root, pid_t pid, char *out, size_t n);
+#define vr_cgroup2_of(pid, out, n) vr_cgroup2_read(NULL, (pid), (out), (n))
 
 /* NVML's name of cgroup path ("/a/b"): "/sys/fs/cgroup/a/b" ("/sys/fs/cgroup"
  * for "/"). Returns 0, or -1 when it does not fit. */

@@ -5,10 +5,8 @@
  */
 #include "monitor/drvlimit.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "common/cgroup2.h"
 #include "common/nvml_api.h"
@@ -143,22 +141,6 @@ static int visit(const char *ns, void *ctx)
 	return 0;
 }
 
-/* The cgroup v2 path of pid under proc_root. 0, or -1. */
-static int cgroup_of(const char *proc_root, pid_t pid, char *out, size_t n)
-{
-	char path[300], text[4096];
-	snprintf(path, sizeof(path), "%s/%d/cgroup", proc_root ? proc_root : "/proc", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t got = read(fd, text, sizeof(text) - 1);
-	close(fd);
-	if (got <= 0)
-		return -1;
-	text[got] = '\0';
-	return vr_cgroup2_parse(text, out, n);
-}
-
 void mon_drvlimit_fill(struct mon_nvml *nv, struct mon_model *m, const char *proc_root)
 {
 	if (!nv || !mon_nvml_sym(nv, "nvmlDeviceGetMemoryLimits_v1"))
@@ -167,7 +149,7 @@ void mon_drvlimit_fill(struct mon_nvml *nv, struct mon_model *m, const char *pro
 		struct mon_proc *p = &m->procs[i];
 		char cg[VR_CGROUP2_LEN];
 		if (!(p->valid & MON_P_HOST_PID) || !p->uuid[0] || p->state != MON_PROC_ALIVE ||
-		    cgroup_of(proc_root, p->host_pid, cg, sizeof(cg)) != 0)
+		    vr_cgroup2_read(proc_root, p->host_pid, cg, sizeof(cg)) != 0)
 			continue;
 		struct walk w = {.nv = nv, .uuid = p->uuid, .out = &p->drv};
 		vr_cgroup2_walk(cg, visit, &w);

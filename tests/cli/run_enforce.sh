@@ -34,23 +34,13 @@ expect_rc 125 "$rc" "cgroup v1"
 expect_grep "is not a cgroup v2 hierarchy" err "cgroup v1: message"
 [ "$(wc -l <err)" = 1 ] || fail "cgroup v1: more than one line: $(cat err)"
 
-# A writable cgroup v2 hierarchy of this machine, for the rest: the
-# standard mount, else the hybrid layout's unified one.
-root=
-for r in /sys/fs/cgroup /sys/fs/cgroup/unified; do
-	[ -e "$r/cgroup.controllers" ] || continue
-	cg=$(sed -n 's/^0:://p' /proc/self/cgroup)
-	probe=$r${cg%/}/vramctl-test-$$
-	if mkdir "$probe" 2>/dev/null; then
-		rmdir "$probe"
-		root=$r
-		break
-	fi
-done
+# A writable cgroup v2 hierarchy of this machine, for the rest.
+. "$VR_SRC/tests/cgroup2.bash"
+root=$(cgroup2_root)
 [ -n "$root" ] || skip "no writable cgroup v2 hierarchy here (not root, or cgroup v1 only): --enforce driver refusals checked above"
 export VRAMCTL_CGROUP_ROOT=$root
-cg=$(sed -n 's/^0:://p' /proc/self/cgroup)
-cg=${cg%/}
+cgroup2_root >/dev/null
+cg=$CG
 left() { ls -d "$root$cg"/vramctl-run-* 2>/dev/null; }
 
 # Not root for NVML: the driver refuses to set it; nothing is left behind.

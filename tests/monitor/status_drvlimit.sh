@@ -9,17 +9,10 @@
 require_sim
 fixed_card
 export VRAMSIM_DRIVER_RELEASE=615.20.01
-cg=$(sed -n 's/^0:://p' /proc/self/cgroup)
-cg=${cg%/}
-root=
-for r in /sys/fs/cgroup /sys/fs/cgroup/unified; do
-	[ -e "$r/cgroup.controllers" ] || continue
-	if mkdir "$r$cg/vramctl-test-$$" 2>/dev/null; then
-		rmdir "$r$cg/vramctl-test-$$"
-		root=$r
-		break
-	fi
-done
+. "$VR_SRC/tests/cgroup2.bash"
+root=$(cgroup2_root)
+cgroup2_root >/dev/null
+cg=$CG
 [ -n "$root" ] || skip "no writable cgroup v2 hierarchy here (cgroup v1 only, or not root)"
 export VRAMCTL_CGROUP_ROOT=$root
 

@@ -10,16 +10,8 @@
 # step cgroups (proctrack/cgroup) are covered by tests/slurm/test_policy.
 # Needs root, Slurm and a writable cgroup v2 hierarchy; skips (77) without.
 set -u
-skip() {
-	echo "$*"
-	exit 77
-}
-fail() {
-	echo "FAIL: $*"
-	[ -n "${VS:-}" ] && [ -d "$VS/log" ] && tail -n 15 "$VS"/log/slurmd.log 2>/dev/null
-	exit 1
-}
 : "${VR_BUILD:?run through tests/run}" "${VR_SRC:?run through tests/run}"
+. "$VR_SRC/tests/slurm/lib.sh" # skip, fail, the cluster
 PLUGIN_SRC=$VR_BUILD/slurm/vramctl.so
 case $VR_BUILD in *-asan | *-tsan) skip "slurm: release build only" ;; esac
 [ "$VR_TEST_DRIVER" = sim ] || skip "slurm: needs the simulated driver"
@@ -29,22 +21,14 @@ for c in munged slurmctld slurmd srun sinfo squeue scontrol ss; do
 done
 [ -e "$PLUGIN_SRC" ] || skip "slurm: plugin not built"
 [ -x "$VR_BUILD/tests/cli/nvmllimit" ] || skip "tests/cli/nvmllimit is not built"
-cg=$(sed -n 's/^0:://p' /proc/self/cgroup)
-cg=${cg%/}
-root=
-for r in /sys/fs/cgroup /sys/fs/cgroup/unified; do
-	[ -e "$r/cgroup.controllers" ] || continue
-	if mkdir "$r$cg/vramctl-test-$$" 2>/dev/null; then
-		rmdir "$r$cg/vramctl-test-$$"
-		root=$r
-		break
-	fi
-done
+. "$VR_SRC/tests/cgroup2.bash"
+root=$(cgroup2_root)
+cgroup2_root >/dev/null
+cg=$CG
 [ -n "$root" ] || skip "slurm: no writable cgroup v2 hierarchy here (cgroup v1 only, or not delegated)"
 
 VS=$(mktemp -d /tmp/vramctl-slurm.XXXXXX) || fail "mktemp"
 chmod 0755 "$VS"
-. "$VR_SRC/tests/slurm/lib.sh"
 trap 'vs_stop; rm -rf "$VS"' EXIT
 mkdir -p "$VS/bin/sim" "$VS/reg" "$VS/sim-root"
 cp "$PLUGIN_SRC" "$VS/bin/vramctl_spank.so"
