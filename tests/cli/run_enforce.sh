@@ -34,6 +34,27 @@ expect_rc 125 "$rc" "cgroup v1"
 expect_grep "is not a cgroup v2 hierarchy" err "cgroup v1: message"
 [ "$(wc -l <err)" = 1 ] || fail "cgroup v1: more than one line: $(cat err)"
 
+# The library under a driver limit set by someone else (here: on this
+# test's own cgroup, in the simulated card's books): the program sees the
+# smaller of the two caps, and the driver's refusal is explained.
+own=$(sed -n 's/^0:://p' /proc/self/cgroup)
+if [ -n "$own" ]; then
+	ns=/sys/fs/cgroup${own%/}
+	"$NL" set "$ns" 0 $((256 << 20)) || fail "nvmllimit set $ns"
+	VRAMCTL_COUNT=allocations run --limit 1G -- "$HOLDER" -t 100 100 100
+	expect_grep "total 268435456" out "cap 1G, driver 256M: the driver's is the smaller"
+	expect_grep "ready 1 " out "cap 1G, driver 256M: refused past the driver's"
+	expect_grep "denied 100 MiB on GPU 0 by the driver: its memory limit of cgroup ${own}, 256 MiB" err \
+		"the driver's refusal explained"
+	run --limit 128M -- "$HOLDER" -t
+	expect_grep "total 134217728" out "cap 128M, driver 256M: the cap is the smaller"
+	"$NL" set "$ns" 0 max || fail "nvmllimit clear $ns"
+	run --limit 1G -- "$HOLDER" -t 100 100 100
+	grep -q "by the driver" err && fail "a driver line with no driver limit: $(cat err)"
+else
+	echo "note: no cgroup v2 line in /proc/self/cgroup: the library under a driver limit not checked"
+fi
+
 # A writable cgroup v2 hierarchy of this machine, for the rest.
 . "$VR_SRC/tests/cgroup2.bash"
 root=$(cgroup2_root)
