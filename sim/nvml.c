@@ -475,6 +475,20 @@ static nvmlReturn_t simn_nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMem
 	memory->reserved = reserved;
 	memory->used = used;
 	memory->free = total - used;
+	/* Inside a cgroup with a driver limit (R615), v2 reports the limit:
+	 * its total, what the cgroup holds, the room left (no reserve). */
+	char cg[SIM_CGROUP_LEN];
+	uint64_t limit, room;
+	sim_cgroup_self(cg, sizeof(cg));
+	sim_card_lock(&device->card);
+	sim_limit_room(&device->card, cg, &limit, &room);
+	sim_card_unlock(&device->card);
+	if (limit != UINT64_MAX) {
+		memory->total = limit;
+		memory->reserved = 0;
+		memory->free = room < memory->free ? room : memory->free;
+		memory->used = limit - memory->free;
+	}
 	return NVML_SUCCESS;
 }
 

@@ -3,7 +3,8 @@
  * nvmlDeviceSetMemoryLimits_v1 / nvmlDeviceGetMemoryLimits_v1): set, read
  * back and cleared through NVML, kept on the card for every process; the
  * hard limit of a cgroup holds the processes of its subtree together,
- * contexts included, and cuMemGetInfo inside reports it as the total;
+ * contexts included, and cuMemGetInfo (and NVML's v2 memory info) inside
+ * reports it as the total;
  * NOT_SUPPORTED before 615 and on MIG, NO_PERMISSION to non-root.
  */
 #include "simtest.h"
@@ -63,6 +64,16 @@ static int child_hold(void)
 	ASSERT_CU(cuMemGetInfo_v2(&free_bytes, &total), CUDA_SUCCESS);
 	ASSERT_UEQ(total, 256 * MiB);
 	ASSERT_UEQ(free_bytes, 192 * MiB);
+	/* NVML's v2 memory info inside the cgroup says the same; v1 the card. */
+	nvmlMemory_v2_t m2 = {.version = nvmlMemory_v2};
+	nvmlMemory_t m1;
+	ASSERT_CU(nvmlInit_v2(), NVML_SUCCESS);
+	ASSERT_CU(nvmlDeviceGetMemoryInfo_v2(dev0(), &m2), NVML_SUCCESS);
+	ASSERT_UEQ(m2.total, 256 * MiB);
+	ASSERT_UEQ(m2.free, 192 * MiB);
+	ASSERT_UEQ(m2.used, 64 * MiB);
+	ASSERT_CU(nvmlDeviceGetMemoryInfo(dev0(), &m1), NVML_SUCCESS);
+	ASSERT(m1.total > 16 * GiB);
 	ASSERT_CU(cuMemAlloc_v2(&p, 128 * MiB), CUDA_SUCCESS);
 	ASSERT_CU(cuMemAlloc_v2(&q, 66 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
 	ASSERT_EQ(write(1, "h", 1), 1);
