@@ -121,12 +121,6 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 		jw_int(&w, "uid", (long long)p->uid, !!(p->valid & MON_P_USER));
 		jw_str(&w, "user", (p->valid & MON_P_USER) ? p->user : NULL);
 		jw_str(&w, "command", (p->valid & MON_P_COMMAND) ? p->command : NULL);
-		/* Identity (#27): "" is unknown, written null. */
-		jw_str(&w, "container_id", p->container_id[0] ? p->container_id : NULL);
-		jw_str(&w, "pod_uid", p->pod_uid[0] ? p->pod_uid : NULL);
-		jw_str(&w, "pod_name", p->pod_name[0] ? p->pod_name : NULL);
-		jw_str(&w, "pod_namespace", p->pod_namespace[0] ? p->pod_namespace : NULL);
-		jw_str(&w, "container_name", p->container_name[0] ? p->container_name : NULL);
 		/* The enforcers (README): the library's cap, the driver's limit. */
 		jw_str(&w, "enforcer", mon_enforcer_name(p));
 		if (p->valid & MON_P_DRVLIMIT) {
@@ -140,6 +134,12 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 			jw_key(&w, "driver_limit");
 			jb_puts(&w, "null");
 		}
+		/* Identity (#27): "" is unknown, written null. */
+		jw_str(&w, "container_id", p->container_id[0] ? p->container_id : NULL);
+		jw_str(&w, "pod_uid", p->pod_uid[0] ? p->pod_uid : NULL);
+		jw_str(&w, "pod_name", p->pod_name[0] ? p->pod_name : NULL);
+		jw_str(&w, "pod_namespace", p->pod_namespace[0] ? p->pod_namespace : NULL);
+		jw_str(&w, "container_name", p->container_name[0] ? p->container_name : NULL);
 		jw_close(&w, '}');
 	}
 	jw_close(&w, ']');
