@@ -21,6 +21,14 @@
  *              pair reaches the books)
  *   near alloc the same cap with VRAMCTL_COUNT=allocations: the pair without
  *              the card check, to compare with
+ *   in guar.   capped, with a guarantee (#26) it never passes: each block is
+ *              counted in the device book's line once placed, and before it
+ *              is freed (the capped row is a group without one: while nobody
+ *              holds a guarantee on the card, one word of the book is read)
+ *   borrowing  capped, no guarantee, while another group holds an unused
+ *              guarantee on the card: every allocation is a borrow, decided
+ *              under the device book's lock against NVML's free memory
+ *              (rows printed where NVML answers)
  * and, apart, what one look at NVML's process list costs on this driver
  * (a card refresh's main cost; none on a driver without NVML).
  *
@@ -37,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -128,6 +137,67 @@ static int spawn(const char *preload, const char *limit, const char *spill, cons
 	return spawn_counting(preload, limit, spill, record, NULL, one, four, same);
 }
 
+/* A measuring run whose group has a guarantee of `guarantee`. */
+static int spawn_guaranteed(const char *preload, const char *guarantee, double *one, double *four)
+{
+	int same;
+	env_set("VRAMCTL_GUARANTEE", guarantee);
+	int rc = spawn(preload, "1T", NULL, NULL, one, four, &same);
+	unsetenv("VRAMCTL_GUARANTEE");
+	return rc;
+}
+
+/* `self hold`: one block on GPU 0 (the device's setup admits the group's
+ * guarantee), "ready", then holds it until stdin closes. */
+static int hold(void)
+{
+	CUdevice dev;
+	CUdeviceptr p;
+	char c;
+	if (cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
+	    cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS)
+		return 1;
+	cuCtxSetCurrent(ctx);
+	if (cuMemAlloc_v2(&p, SIZE) != CUDA_SUCCESS)
+		return 1;
+	printf("ready\n");
+	fflush(stdout);
+	while (read(0, &c, 1) > 0)
+		;
+	return 0;
+}
+
+/* Another group holding an unused guarantee of 1 GiB on GPU 0: its pid,
+ * *in the end of its stdin to close, or -1. */
+static pid_t start_holder(const char *lib, int *in)
+{
+	int to[2], from[2];
+	if (pipe(to) != 0 || pipe(from) != 0)
+		return -1;
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(to[0], 0);
+		dup2(from[1], 1);
+		close(to[1]);
+		close(from[0]);
+		env_set("LD_PRELOAD", lib);
+		env_set("VRAMCTL_LIMIT", "2G");
+		env_set("VRAMCTL_GUARANTEE", "1G");
+		env_set("VRAMCTL_GROUP", "bench-guarantee");
+		setenv("VRAMCTL_LOG", "error", 1);
+		execl("/proc/self/exe", "alloc_bench", "hold", (char *)NULL);
+		_exit(127);
+	}
+	close(to[0]);
+	close(from[1]);
+	char buf[16] = "";
+	ssize_t n = read(from[0], buf, sizeof buf - 1);
+	close(from[0]);
+	*in = to[1];
+	return n > 0 && !strncmp(buf, "ready", 5) ? pid : -1;
+}
+
 /* ns per look at NVML's process list of GPU 0 (the newest call the
  * library uses), or a negative number without NVML. */
 static double nvml_list_ns(void)
@@ -166,6 +236,8 @@ int main(int argc, char **argv)
 		warmup = pairs;
 	if (argc > 1 && !strcmp(argv[1], "measure"))
 		return measure();
+	if (argc > 1 && !strcmp(argv[1], "hold"))
+		return hold();
 	char lib[8192];
 	library_path(argc, argv, lib, sizeof lib);
 	const char *tmp = getenv("TMPDIR");
@@ -187,7 +259,13 @@ int main(int argc, char **argv)
 		perror("alloc_bench: the records' socket");
 		return 1;
 	}
+	/* The device books of these runs alone (not /dev/shm's). */
+	char books[4200];
+	snprintf(books, sizeof books, "%s/devices", record_dir);
+	if (mkdir(books, 0700) == 0)
+		setenv("VRAMCTL_DEVICE_DIR", books, 1);
 	double d1, d4, i1, i4, c1, c4, s1, s4, h1, h4, t1, t4, r1, r4, k1, k4, n1, n4, a1, a4;
+	double g1 = -1, g4 = -1, b1 = -1, b4 = -1;
 	int same_d, same_i, same_c, same_s, same_h, same_x;
 	if (spawn(NULL, NULL, NULL, NULL, &d1, &d4, &same_d) ||
 	    spawn(lib, NULL, NULL, NULL, &i1, &i4, &same_i) ||
@@ -201,6 +279,19 @@ int main(int argc, char **argv)
 	    spawn_counting(lib, "200M", NULL, NULL, "allocations", &a1, &a4, &same_x)) {
 		fprintf(stderr, "alloc_bench: a measuring run failed (driver found? %s)\n", lib);
 		return 1;
+	}
+	/* Guarantees: with NVML only (a borrow asks it the card's free memory). */
+	int in = -1;
+	pid_t holder;
+	if (nvml_list_ns() >= 0 &&
+	    (spawn_guaranteed(lib, "1G", &g1, &g4) != 0 || (holder = start_holder(lib, &in)) < 0 ||
+	     spawn(lib, "1T", NULL, NULL, &b1, &b4, &same_x) != 0)) {
+		fprintf(stderr, "alloc_bench: a guarantee's run failed\n");
+		return 1;
+	}
+	if (in >= 0) {
+		close(in);
+		waitpid(holder, NULL, 0);
 	}
 	close(rs);
 	/* The records' socket. */
@@ -231,6 +322,12 @@ int main(int argc, char **argv)
 	printf("%-10s %10.1f %+10.1f %10.1f %+10.1f  (x%.2f, x%.2f of near cap counting "
 	       "allocations)\n",
 	       "near alloc", a1, a1 - d1, a4, a4 - d4, n1 / a1, n4 / a4);
+	if (g1 >= 0) {
+		printf("%-10s %10.1f %+10.1f %10.1f %+10.1f  (x%.2f, x%.2f of capped)\n",
+		       "in guar.", g1, g1 - d1, g4, g4 - d4, g1 / c1, g4 / c4);
+		printf("%-10s %10.1f %+10.1f %10.1f %+10.1f  (x%.2f, x%.2f of capped)\n",
+		       "borrowing", b1, b1 - d1, b4, b4 - d4, b1 / c1, b4 / c4);
+	}
 	double list = nvml_list_ns();
 	if (list >= 0)
 		printf("one look at NVML's process list: %.0f ns (a card refresh; near the cap at "

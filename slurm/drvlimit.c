@@ -77,11 +77,10 @@ static int step_gpus(spank_t sp, struct mon_nvml *nv, unsigned *idx)
 	return n;
 }
 
-int vr_slurm_driver_set(spank_t sp, const struct vr_slurm_conf *conf, const char *spec, char *msg,
-                        size_t len)
+int vr_slurm_driver_set(spank_t sp, const struct vr_slurm_conf *conf, const char *spec,
+                        const char *gspec, char *msg, size_t len)
 {
 	char ns[VR_CGROUP2_LEN + 80], dir[VR_SLURM_TEXT_MAX + VR_CGROUP2_LEN + 64], err[256];
-	char text[VR_SLURM_TEXT_MAX];
 	struct vr_limits lim, guar;
 	unsigned idx[GPUS_MAX];
 	int made, n, have_guar = 0;
@@ -92,8 +91,8 @@ int vr_slurm_driver_set(spank_t sp, const struct vr_slurm_conf *conf, const char
 		snprintf(msg, len, "the cap '%s': %s", spec, err);
 		return 0;
 	}
-	if (spank_getenv(sp, "VRAMCTL_GUARANTEE", text, sizeof(text)) == ESPANK_SUCCESS && text[0])
-		have_guar = vr_parse_limits(text, &guar, err, sizeof(err)) == 0;
+	if (gspec && gspec[0])
+		have_guar = vr_parse_limits(gspec, &guar, err, sizeof(err)) == 0;
 	if (step_cgroup(sp, conf, ns, sizeof(ns), dir, sizeof(dir), &made, msg, len) != 0)
 		return 0;
 	if (mon_nvml_open(conf->nvml[0] ? conf->nvml : NULL, &nv, err, sizeof(err)) < 0) {

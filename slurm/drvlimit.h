@@ -17,13 +17,14 @@
  * In a task of the step, as root, before exec: the step's cgroup
  * (vr_slurm_step_cgroup; made and the task moved in where Slurm has none)
  * gets, on each GPU of the step (SLURM_STEP_GPUS, else SLURM_JOB_GPUS:
- * NVML's indices), the hard limit spec's cap and the soft limit the job's
- * guarantee (VRAMCTL_GUARANTEE in the job's environment, the cap grammar;
- * else 0). Returns 1 when the driver holds the cap on every GPU, 0 when
- * not, with the one line for the job's output in msg.
+ * NVML's indices; none: every GPU), the hard limit spec's cap and the soft
+ * limit the guarantee gspec gives there (the cap grammar, as
+ * vr_slurm_guarantee checked it; "" or none there: 0). Returns 1 when the
+ * driver holds the cap on every GPU, 0 when not, with the one line for the
+ * job's output in msg.
  */
-int vr_slurm_driver_set(spank_t sp, const struct vr_slurm_conf *conf, const char *spec, char *msg,
-                        size_t len);
+int vr_slurm_driver_set(spank_t sp, const struct vr_slurm_conf *conf, const char *spec,
+                        const char *gspec, char *msg, size_t len);
 
 /*
  * In slurmstepd as the step ends, as root: clears the limits of the step's

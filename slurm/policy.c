@@ -44,6 +44,7 @@ int vr_slurm_parse_args(int argc, char *const argv[], struct vr_slurm_conf *conf
 	strcpy(c.cgroup_root, VR_CGROUP2_MOUNT);
 	c.allow_optout = 1;
 	c.allow_spill = 1;
+	c.allow_guarantee = 1;
 	c.enforce = VR_ENFORCE_LIBRARY;
 	for (i = 0; i < argc; i++) {
 		const char *a = argv[i], *eq = strchr(a, '=');
@@ -80,6 +81,11 @@ int vr_slurm_parse_args(int argc, char *const argv[], struct vr_slurm_conf *conf
 				vr_seterr(err, errlen, "allow_spill=%s: use yes or no", v);
 				return -EINVAL;
 			}
+		} else if (klen == 15 && !strncmp(a, "allow_guarantee", 15)) {
+			if (parse_bool(v, &c.allow_guarantee)) {
+				vr_seterr(err, errlen, "allow_guarantee=%s: use yes or no", v);
+				return -EINVAL;
+			}
 		} else if (klen == 12 && !strncmp(a, "registry_dir", 12)) {
 			char probe[VR_SLURM_TEXT_MAX];
 
@@ -110,7 +116,8 @@ int vr_slurm_parse_args(int argc, char *const argv[], struct vr_slurm_conf *conf
 			vr_seterr(
 			    err, errlen,
 			    "unknown argument '%s' (known: lib, default, bytes_per_shard, "
-			    "allow_optout, allow_spill, registry_dir, enforce, cgroup_root, nvml)",
+			    "allow_optout, allow_spill, allow_guarantee, registry_dir, enforce, "
+			    "cgroup_root, nvml)",
 			    a);
 			return -EINVAL;
 		}
@@ -159,6 +166,47 @@ int vr_slurm_spill(const char *value, const struct vr_slurm_conf *conf, uint64_t
 	}
 	if (vr_parse_spill(value[0] ? value : "auto", budget, why, sizeof(why))) {
 		vr_seterr(err, errlen, "--gpu-mem-spill=%s: %s", value, why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int vr_slurm_guarantee(const char *value, const struct vr_slurm_conf *conf,
+                       const struct vr_slurm_decision *d, char *out, size_t outlen, char *err,
+                       size_t errlen)
+{
+	struct vr_limits g, l;
+	char why[256];
+
+	if (outlen)
+		out[0] = '\0';
+	if (!value)
+		return 0;
+	if (!conf->allow_guarantee) {
+		vr_seterr(err, errlen,
+		          "--gpu-mem-guarantee: this cluster does not allow GPU memory guarantees");
+		return -EPERM;
+	}
+	if (vr_parse_limits(value, &g, why, sizeof(why))) {
+		vr_seterr(err, errlen, "--gpu-mem-guarantee=%s: %s", value, why);
+		return -EINVAL;
+	}
+	if (d && (!d->capped || d->optout)) {
+		vr_seterr(
+		    err, errlen,
+		    "--gpu-mem-guarantee=%s: the step has no cap (a guarantee is a share within "
+		    "one: give --gpu-mem too)",
+		    value);
+		return -EINVAL;
+	}
+	if (d && (vr_parse_limits(d->spec, &l, why, sizeof(why)) ||
+	          vr_launch_guarantee_check(&l, &g, NULL, -1, why, sizeof(why)))) {
+		vr_seterr(err, errlen, "--gpu-mem-guarantee=%s: %s (the step's cap: %s)", value,
+		          why, d->spec);
+		return -EINVAL;
+	}
+	if (vr_text_copy(out, outlen, value)) {
+		vr_seterr(err, errlen, "--gpu-mem-guarantee: value too long");
 		return -EINVAL;
 	}
 	return 0;

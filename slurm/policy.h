@@ -28,6 +28,7 @@ struct vr_slurm_conf {
 	uint64_t bytes_per_shard;             /* bytes_per_shard=SIZE; 0: off */
 	int allow_optout;                     /* allow_optout=yes|no (yes) */
 	int allow_spill;                      /* allow_spill=yes|no (yes): --gpu-mem-spill */
+	int allow_guarantee; /* allow_guarantee=yes|no (yes): --gpu-mem-guarantee */
 	char registry_dir[VR_SLURM_TEXT_MAX]; /* registry_dir=DIR, %u = uid */
 	enum vr_enforce enforce;              /* enforce=library|driver|both (library) */
 	char cgroup_root[VR_SLURM_TEXT_MAX];  /* cgroup_root=DIR (/sys/fs/cgroup) */
@@ -84,6 +85,21 @@ struct vr_slurm_decision {
  */
 int vr_slurm_decide(const struct vr_slurm_conf *conf, const char *user_value, int gpu_job,
                     uint64_t shards, struct vr_slurm_decision *out);
+
+/*
+ * --gpu-mem-guarantee=SPEC (value NULL: not given) for a step whose cap d
+ * decided (vr_slurm_decide; NULL on the submitting side, where the step's
+ * cap may still be the site's or its shards': then only the value and the
+ * site's rule are checked). out gets VRAMCTL_GUARANTEE's value, "" for
+ * none. Returns 0; -EPERM when the site forbids guarantees
+ * (allow_guarantee=no); -EINVAL with a message for the user in err when the
+ * value does not parse, the step has no cap (a guarantee is a share within
+ * one), or it is above the cap item by item (vr_launch_guarantee_check, no
+ * device seen). On error out is "".
+ */
+int vr_slurm_guarantee(const char *value, const struct vr_slurm_conf *conf,
+                       const struct vr_slurm_decision *d, char *out, size_t outlen, char *err,
+                       size_t errlen);
 
 /*
  * "slurm-<jobid>-<host>", the host name cut at its first dot and any

@@ -44,9 +44,10 @@ SPANK_PLUGIN(vramctl, 1);
 /* Per process (srun, sbatch, one slurmstepd, one epilog run). */
 static struct vr_slurm_conf conf;
 static int conf_ok;
-static char *user_value; /* --gpu-mem's value, NULL when not given */
-static int user_growth;  /* --gpu-mem-growth given */
-static char *user_spill; /* --gpu-mem-spill's value ("" without one), NULL when not given */
+static char *user_value;     /* --gpu-mem's value, NULL when not given */
+static int user_growth;      /* --gpu-mem-growth given */
+static char *user_spill;     /* --gpu-mem-spill's value ("" without one), NULL when not given */
+static char *user_guarantee; /* --gpu-mem-guarantee's value, NULL when not given */
 /* enforce=driver|both, per task: the driver holds the cap, or why not. */
 static int driver_holds;
 static char driver_msg[512];
@@ -54,6 +55,7 @@ static char driver_msg[512];
 static int opt_gpu_mem(int val, const char *arg, int remote);
 static int opt_growth(int val, const char *arg, int remote);
 static int opt_spill(int val, const char *arg, int remote);
+static int opt_guarantee(int val, const char *arg, int remote);
 
 /* Writable arrays: struct spank_option's fields are plain char *. */
 static char name_mem[] = "gpu-mem", arg_mem[] = "SPEC",
@@ -69,10 +71,17 @@ static char name_spill[] = "gpu-mem-spill", arg_spill[] = "SIZE",
                           "reads in place (slower), up to SIZE for the job on each node "
                           "(default: a quarter of the node's available memory) (vramctl)";
 
-static struct spank_option options[] = {{name_mem, arg_mem, use_mem, 1, 0, opt_gpu_mem},
-                                        {name_growth, NULL, use_growth, 0, 0, opt_growth},
-                                        {name_spill, arg_spill, use_spill, 2, 0, opt_spill},
-                                        SPANK_OPTIONS_TABLE_END};
+static char name_guarantee[] = "gpu-mem-guarantee", arg_guarantee[] = "SPEC",
+            use_guarantee[] = "With --gpu-mem: GPU memory the job's tasks on each node can always "
+                              "reach, whatever other jobs do, up to the cap (same grammar) "
+                              "(vramctl)";
+
+static struct spank_option options[] = {
+    {name_mem, arg_mem, use_mem, 1, 0, opt_gpu_mem},
+    {name_growth, NULL, use_growth, 0, 0, opt_growth},
+    {name_spill, arg_spill, use_spill, 2, 0, opt_spill},
+    {name_guarantee, arg_guarantee, use_guarantee, 1, 0, opt_guarantee},
+    SPANK_OPTIONS_TABLE_END};
 
 static int opt_gpu_mem(int val VR_UNUSED, const char *arg, int remote)
 {
@@ -121,6 +130,29 @@ static int opt_spill(int val VR_UNUSED, const char *arg, int remote)
 	free(user_spill);
 	user_spill = strdup(arg ? arg : "");
 	return user_spill ? 0 : -1;
+}
+
+/* The value is checked at once on the submitting side (the site's rule and
+ * the cap after all options, in init_post_opt); the node checks it against
+ * the step's cap. */
+static int opt_guarantee(int val VR_UNUSED, const char *arg, int remote)
+{
+	char err[512], spec[VR_SLURM_TEXT_MAX];
+
+	if (!arg)
+		return -1;
+	if (!remote) {
+		struct vr_slurm_conf any = conf;
+
+		any.allow_guarantee = 1;
+		if (vr_slurm_guarantee(arg, &any, NULL, spec, sizeof(spec), err, sizeof(err))) {
+			slurm_error("vramctl: %s", err);
+			return -1;
+		}
+	}
+	free(user_guarantee);
+	user_guarantee = strdup(arg);
+	return user_guarantee ? 0 : -1;
 }
 
 VR_EXPORT int slurm_spank_init(spank_t sp, int ac, char **av);
@@ -186,6 +218,22 @@ int slurm_spank_init_post_opt(spank_t sp VR_UNUSED, int ac VR_UNUSED, char **av 
 	if (user_value && vr_slurm_check_value(user_value, &conf, err, sizeof(err))) {
 		slurm_error("vramctl: %s", err);
 		return -1;
+	}
+	/* A guarantee: allowed here, and within --gpu-mem when that is given
+	 * (without it the step's cap is the site's, known on the node). */
+	if (user_guarantee) {
+		struct vr_slurm_decision d = {.capped = 1, .source = "user"};
+		int optout = user_value && !strcasecmp(user_value, VR_SLURM_OPTOUT);
+		char spec[VR_SLURM_TEXT_MAX];
+
+		if (user_value)
+			snprintf(d.spec, sizeof(d.spec), "%s", user_value);
+		d.capped = !optout;
+		if (vr_slurm_guarantee(user_guarantee, &conf, user_value ? &d : NULL, spec,
+		                       sizeof(spec), err, sizeof(err))) {
+			slurm_error("vramctl: %s", err);
+			return -1;
+		}
 	}
 	if (user_spill && !conf.allow_spill) {
 		uint64_t budget;
@@ -311,10 +359,16 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 	vr_slurm_decide(&conf, user_value, is_gpu_step(sp), shards_on_node(sp), &d);
 	if (d.optout || !d.capped || geteuid() != 0)
 		return 0;
-	/* The driver's limit first: a task may move into the step's cgroup. */
-	if (conf.enforce & VR_ENFORCE_DRIVER)
+	/* The driver's limit first: a task may move into the step's cgroup.
+	 * Its soft limit is the guarantee (--gpu-mem-guarantee; task_init says
+	 * one that does not fit). */
+	if (conf.enforce & VR_ENFORCE_DRIVER) {
+		char gspec[VR_SLURM_TEXT_MAX];
+		vr_slurm_guarantee(user_guarantee, &conf, &d, gspec, sizeof(gspec), err,
+		                   sizeof(err));
 		driver_holds =
-		    vr_slurm_driver_set(sp, &conf, d.spec, driver_msg, sizeof(driver_msg));
+		    vr_slurm_driver_set(sp, &conf, d.spec, gspec, driver_msg, sizeof(driver_msg));
+	}
 	if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS ||
 	    names_for(sp, uid, group, sizeof(group), dir, sizeof(dir)))
@@ -369,7 +423,13 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 	char why[512];
 	if (vr_slurm_spill(user_spill, &conf, &budget, why, sizeof(why)))
 		slurm_spank_log("vramctl: %s; no spill", why);
+	/* A guarantee the site forbids, or that does not fit the step's cap:
+	 * said, and the cap holds without it. */
+	char gspec[VR_SLURM_TEXT_MAX];
+	if (vr_slurm_guarantee(user_guarantee, &conf, &d, gspec, sizeof(gspec), why, sizeof(why)))
+		slurm_spank_log("vramctl: %s; no guarantee", why);
 	struct vr_contract c = {.limit = d.spec,
+	                        .guarantee = gspec[0] ? gspec : NULL,
 	                        .group = group,
 	                        .registry_dir = dir,
 	                        .growth = user_growth,
@@ -432,5 +492,7 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 	user_value = NULL;
 	free(user_spill);
 	user_spill = NULL;
+	free(user_guarantee);
+	user_guarantee = NULL;
 	return 0;
 }

@@ -115,6 +115,17 @@ struct vramctl_proc {
 	struct vramctl_proc_dev *dev;
 };
 
+/* A cap changed while the group ran (`vramctl limit`). */
+struct vramctl_cap_change {
+	uint64_t when; /* seconds since the epoch */
+	uint32_t uid;  /* who changed it */
+	int32_t pid;   /* the process that did, in its own namespace */
+	char uuid[VRAMCTL_UUID_TEXT_LEN];
+	uint64_t old_cap; /* UINT64_MAX: none (uncapped, or not used yet) */
+	uint64_t new_cap;
+};
+#define VRAMCTL_CAP_CHANGES 16
+
 struct vramctl_group {
 	char name[65];
 	char limit_spec[128];
@@ -131,6 +142,11 @@ struct vramctl_group {
 	 * its members have spilled on every device, counted against it. */
 	uint64_t spill_budget;
 	uint64_t spilled;
+	/* Addition (elastic caps): the last nchanges cap changes, oldest
+	 * first, of changes_total made since the group started. */
+	uint64_t changes_total;
+	int nchanges;
+	struct vramctl_cap_change changes[VRAMCTL_CAP_CHANGES];
 };
 
 struct vramctl_snapshot {

@@ -8,7 +8,8 @@
  * the cap. The spec only sets the environment contract (contract.h) and
  * mounts; the injected library does the enforcing, as under `vramctl run`:
  *
- *   env     VRAMCTL_LIMIT, VRAMCTL_REGISTRY_DIR, VRAMCTL_GROUP (--group only)
+ *   env     VRAMCTL_LIMIT, VRAMCTL_REGISTRY_DIR, VRAMCTL_GROUP (--group only),
+ *           VRAMCTL_GUARANTEE (--guarantee only)
  *   mounts  the library, read-only, at CONTAINER_LIB;
  *           a one-line ld.so.preload naming it, at /etc/ld.so.preload;
  *           the host's books directory, at the same path (so the host's
@@ -55,33 +56,35 @@
 
 static void cdi_usage(FILE *f)
 {
-	fprintf(f,
-	        "usage: vramctl cdi generate --limit SPEC [--growth] [--group NAME] [--name NAME]\n"
-	        "                            [--format json|yaml] [--output FILE] [--books DIR]\n"
-	        "                            [--enforce library|driver|both]\n"
-	        "\n"
-	        "Writes a CDI spec (kind " CDI_KIND ") whose device gives a container a\n"
-	        "GPU memory cap: podman run --device nvidia.com/gpu=0 --device " CDI_KIND
-	        "=NAME ...\n"
-	        "\n"
-	        "  -l, --limit SPEC  the cap, as for vramctl run (DEV: the container's device\n"
-	        "                    index or a GPU UUID); comma-separated or repeated\n"
-	        "  --growth          frameworks that preallocate grow on demand instead\n"
-	        "  --group NAME      one cap shared by every container with this device\n"
-	        "                    (default: one group per container)\n"
-	        "  --name NAME       the device's name (default: from SPEC, 4G -> 4g)\n"
-	        "  --format FMT      json (default) or yaml\n"
-	        "  -o, --output FILE write FILE (replaced whole) instead of standard output\n"
-	        "  --books DIR       the host's books directory to share (default:\n"
-	        "                    $VRAMCTL_REGISTRY_DIR, else vramctl.conf's registry_dir,\n"
-	        "                    else /run/vramctl for root, else vramctl status's)\n"
-	        "  --enforce WHO     library (default: the injected library), driver (NVIDIA's\n"
-	        "                    own per-cgroup limit: NVIDIA_GPU_MEMORY_LIMIT, applied by\n"
-	        "                    NVIDIA's CDI hook; R615+, cgroup v2; one amount for all\n"
-	        "                    GPUs, whole MiB) or both\n"
-	        "  -h, --help        this text\n"
-	        "\n"
-	        "Exit status: 0, or 125 with one message. See vramctl-cdi(1).\n");
+	fprintf(f, "usage: vramctl cdi generate --limit SPEC [--guarantee SPEC] [--growth]\n"
+	           "                            [--group NAME] [--name NAME] [--format json|yaml]\n"
+	           "                            [--output FILE] [--books DIR]\n"
+	           "                            [--enforce library|driver|both]\n"
+	           "\n"
+	           "Writes a CDI spec (kind " CDI_KIND ") whose device gives a container a\n"
+	           "GPU memory cap: podman run --device nvidia.com/gpu=0 --device " CDI_KIND
+	           "=NAME ...\n"
+	           "\n"
+	           "  -l, --limit SPEC  the cap, as for vramctl run (DEV: the container's device\n"
+	           "                    index or a GPU UUID); comma-separated or repeated\n"
+	           "  --guarantee SPEC  memory the container's group can always reach on each\n"
+	           "                    device it names (same grammar, at most the cap there)\n"
+	           "  --growth          frameworks that preallocate grow on demand instead\n"
+	           "  --group NAME      one cap shared by every container with this device\n"
+	           "                    (default: one group per container)\n"
+	           "  --name NAME       the device's name (default: from SPEC, 4G -> 4g)\n"
+	           "  --format FMT      json (default) or yaml\n"
+	           "  -o, --output FILE write FILE (replaced whole) instead of standard output\n"
+	           "  --books DIR       the host's books directory to share (default:\n"
+	           "                    $VRAMCTL_REGISTRY_DIR, else vramctl.conf's registry_dir,\n"
+	           "                    else /run/vramctl for root, else vramctl status's)\n"
+	           "  --enforce WHO     library (default: the injected library), driver (NVIDIA's\n"
+	           "                    own per-cgroup limit: NVIDIA_GPU_MEMORY_LIMIT, applied by\n"
+	           "                    NVIDIA's CDI hook; R615+, cgroup v2; one amount for all\n"
+	           "                    GPUs, whole MiB) or both\n"
+	           "  -h, --help        this text\n"
+	           "\n"
+	           "Exit status: 0, or 125 with one message. See vramctl-cdi(1).\n");
 }
 
 static int is_alnum(int c)
@@ -143,7 +146,7 @@ struct mount {
 
 struct spec {
 	const char *version, *name;
-	char env[6][PATH_MAX + 64]; /* "NAME=value" */
+	char env[8][PATH_MAX + 64]; /* "NAME=value" */
 	int nenv;
 	struct mount mounts[3];
 	int nmounts;
@@ -342,10 +345,11 @@ static int check_output(const char *v)
 }
 
 /* generate's options; long-only ones take values from 256 up. */
-enum { OPT_GROWTH = 256, OPT_GROUP, OPT_NAME, OPT_FORMAT, OPT_BOOKS, OPT_ENFORCE };
+enum { OPT_GROWTH = 256, OPT_GROUP, OPT_NAME, OPT_FORMAT, OPT_BOOKS, OPT_GUARANTEE, OPT_ENFORCE };
 
 static const struct option generate_opts[] = {
     {"limit", required_argument, NULL, 'l'},
+    {"guarantee", required_argument, NULL, OPT_GUARANTEE},
     {"growth", no_argument, NULL, OPT_GROWTH},
     {"group", required_argument, NULL, OPT_GROUP},
     {"name", required_argument, NULL, OPT_NAME},
@@ -455,6 +459,23 @@ static int write_file(const char *out, const struct spec *s, int yaml)
 	return 0;
 }
 
+/* One --limit or --guarantee: its items added to *all (checked), its text to
+ * text (comma-joined, as typed). 0, or -1 after a message. */
+static int add_spec(struct vr_limits *all, const char *opt, const char *value, char *text,
+                    size_t len)
+{
+	size_t n = strlen(text);
+
+	if (cli_add_spec(all, opt, value) < 0)
+		return -1;
+	if (n + strlen(value) + 2 > len) {
+		fprintf(stderr, "vramctl: %s: too long\n", opt);
+		return -1;
+	}
+	snprintf(text + n, len - n, "%s%s", n ? "," : "", value);
+	return 0;
+}
+
 /* The spec to output (a file) or standard output. 0 or VR_EXIT_ERROR. */
 static int write_spec(const struct spec *s, const char *format, const char *output)
 {
@@ -474,37 +495,51 @@ static int check_enforce(const char *v)
 	return -1;
 }
 
+/* One amount for every device, in whole MiB (rounded down): the only form
+ * NVIDIA's variables take. 0 with *mib, or -1. */
+static int one_amount(const struct vr_limits *l, unsigned long long *mib)
+{
+	const struct vr_limit *it = &l->item[0];
+	if (l->count != 1 || it->dev[0] || it->is_percent)
+		return -1;
+	*mib = it->bytes >> 20;
+	return 0;
+}
+
 /*
  * NVIDIA's container toolkit applies the driver's limit from two variables
  * (its apply-cuda-memory-limits CDI hook, in NVIDIA's GPU device spec):
  * NVIDIA_GPU_MEMORY_LIMIT and NVIDIA_GPU_MEMORY_REQUEST, decimal whole MiB,
  * both needed (it does nothing with one), the request at most the limit,
- * one pair for every GPU of the container. So the cap must be one amount
- * for every device; it is rounded down to whole MiB (never above the cap);
- * the request (soft limit) is 0. Returns 0, or -1 after a message.
+ * one pair for every GPU of the container. So the cap (and the guarantee,
+ * the request; else 0) must be one amount for every device; each is rounded
+ * down to whole MiB (never above what was asked). Returns 0, or -1 after a
+ * message.
  */
-static int driver_env(const struct vr_limits *lim, struct spec *s)
+static int driver_env(const struct vr_limits *lim, const struct vr_limits *gua, struct spec *s)
 {
-	const struct vr_limit *it = &lim->item[0];
-	if (lim->count != 1 || it->dev[0] || it->is_percent) {
+	unsigned long long mib, req = 0;
+	if (one_amount(lim, &mib) < 0 || (gua->count && one_amount(gua, &req) < 0)) {
 		fprintf(stderr, "vramctl: --enforce driver: the driver's limit is one amount in "
 		                "bytes for every GPU of the container (NVIDIA_GPU_MEMORY_LIMIT): "
-		                "give --limit SIZE, no DEV= and no percentage\n");
+		                "give --limit SIZE (and --guarantee SIZE), no DEV= and no "
+		                "percentage\n");
 		return -1;
 	}
-	unsigned long long mib = it->bytes >> 20;
 	if (mib == 0 || s->nenv + 2 > (int)VR_ARRAY_LEN(s->env)) {
 		fprintf(stderr, "vramctl: --enforce driver: the limit is whole MiB, at least 1M\n");
 		return -1;
 	}
 	snprintf(s->env[s->nenv++], sizeof s->env[0], "NVIDIA_GPU_MEMORY_LIMIT=%llu", mib);
-	snprintf(s->env[s->nenv++], sizeof s->env[0], "NVIDIA_GPU_MEMORY_REQUEST=0");
+	snprintf(s->env[s->nenv++], sizeof s->env[0], "NVIDIA_GPU_MEMORY_REQUEST=%llu",
+	         req < mib ? req : mib);
 	return 0;
 }
 
 static int cdi_generate(int argc, char **argv)
 {
-	struct vr_limits lim;
+	struct vr_limits lim, gua;
+	char gua_text[4096] = "";
 	char spec_text[4096] = "", name[NAME_MAX_LEN + 1], lib[PATH_MAX], preload[PATH_MAX + 16];
 	char books[PATH_MAX];
 	const char *group = NULL, *name_opt = NULL, *format = "json", *output = NULL;
@@ -520,6 +555,7 @@ static int cdi_generate(int argc, char **argv)
 	const char *word = "";
 	int opt;
 	memset(&lim, 0, sizeof lim);
+	memset(&gua, 0, sizeof gua);
 	optind = 1;
 	while ((opt = cli_getopt(argc, argv, "+:l:o:h", generate_opts, &word)) != -1) {
 		if (opt == ':')
@@ -534,16 +570,13 @@ static int cdi_generate(int argc, char **argv)
 			growth = 1;
 			continue;
 		}
-		if (opt == 'l') {
-			const char *value = optarg;
-			if (cli_add_limit(&lim, value) < 0)
+		if (opt == 'l' || opt == OPT_GUARANTEE) {
+			int bad =
+			    opt == 'l'
+			        ? add_spec(&lim, "--limit", optarg, spec_text, sizeof spec_text)
+			        : add_spec(&gua, "--guarantee", optarg, gua_text, sizeof gua_text);
+			if (bad)
 				return VR_EXIT_ERROR;
-			size_t n = strlen(spec_text);
-			if (n + strlen(value) + 2 > sizeof spec_text) {
-				fprintf(stderr, "vramctl: --limit: too long\n");
-				return VR_EXIT_ERROR;
-			}
-			snprintf(spec_text + n, sizeof spec_text - n, "%s%s", n ? "," : "", value);
 			continue;
 		}
 		if (string_option(opt, optarg, opts, VR_ARRAY_LEN(opts)) < 0)
@@ -555,6 +588,13 @@ static int cdi_generate(int argc, char **argv)
 		return cli_usage_error("cdi generate", "unexpected argument '%s'", argv[optind]);
 	if (!spec_text[0]) {
 		fprintf(stderr, "vramctl: cdi generate: --limit SPEC is required\n");
+		return VR_EXIT_ERROR;
+	}
+	/* The container's devices are not known here: the guarantee is checked
+	 * against the cap item by item (the library lowers it to the cap). */
+	char gerr[300];
+	if (gua_text[0] && vr_launch_guarantee_check(&lim, &gua, NULL, -1, gerr, sizeof gerr) < 0) {
+		fprintf(stderr, "vramctl: --guarantee: %s\n", gerr);
 		return VR_EXIT_ERROR;
 	}
 	if (name_opt)
@@ -571,7 +611,7 @@ static int cdi_generate(int argc, char **argv)
 	    .version = name[0] >= '0' && name[0] <= '9' ? "0.5.0" : "0.3.0",
 	    .name = name,
 	};
-	if ((enforce & VR_ENFORCE_DRIVER) && driver_env(&lim, &s) < 0)
+	if ((enforce & VR_ENFORCE_DRIVER) && driver_env(&lim, &gua, &s) < 0)
 		return VR_EXIT_ERROR;
 	if (!(enforce & VR_ENFORCE_LIBRARY))
 		return write_spec(&s, format, output);
@@ -591,6 +631,7 @@ static int cdi_generate(int argc, char **argv)
 	s.nmounts = 3;
 	struct vr_contract c = {
 	    .limit = spec_text,
+	    .guarantee = gua_text[0] ? gua_text : NULL,
 	    .group = group,
 	    .registry_dir = books,
 	    .growth = growth,

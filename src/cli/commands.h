@@ -17,5 +17,6 @@ int cmd_cdi(int argc, char **argv);        /* cdi.c */
 int cmd_kernel(int argc, char **argv);     /* kernel.c */
 int cmd_completion(int argc, char **argv); /* completion.c */
 int cmd_plot(int argc, char **argv);       /* plot.c */
+int cmd_limit(int argc, char **argv);      /* limit.c */
 
 #endif /* VRAMCTL_CLI_COMMANDS_H */

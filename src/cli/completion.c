@@ -19,6 +19,7 @@
  *
  * What values complete, from the option's metavariable in the help text:
  *   --limit SPEC   device indices and UUIDs ("0=", "GPU-...="), unit hints
+ *                  (every option whose value is a SPEC: --guarantee too)
  *                  after a number (4 -> 4K 4M 4G 4T 4%), after every ','
  *   GROUP, --group the groups in the books (those with live members)
  *   DEV            device indices and UUIDs from the driver

@@ -38,6 +38,7 @@
 #include "common/contract.h"
 #include "common/json.h"
 #include "common/json_read.h"
+#include "launch/launch.h"
 
 static void kernel_usage(FILE *f)
 {
@@ -54,14 +55,17 @@ static void kernel_usage(FILE *f)
 
 static void install_usage(FILE *f)
 {
-	fprintf(f, "usage: vramctl kernel install --limit SPEC [--group GROUP] [--name NAME]\n"
-	           "                              [--display-name TEXT] [--from KERNEL]\n"
+	fprintf(f, "usage: vramctl kernel install --limit SPEC [--guarantee SPEC] [--group GROUP]\n"
+	           "                              [--name NAME] [--display-name TEXT]\n"
+	           "                              [--from KERNEL]\n"
 	           "                              [--user|--sys-prefix|--system]\n"
 	           "\n"
 	           "Writes a kernelspec that starts KERNEL (default python3) under\n"
 	           "'vramctl run --exec --limit SPEC --group GROUP'.\n"
 	           "\n"
 	           "  -l, --limit SPEC      the cap, as for vramctl run (e.g. 8G, 0=8G,1=50%%)\n"
+	           "  --guarantee SPEC      memory the group can always reach, as for vramctl\n"
+	           "                        run (at most the cap)\n"
 	           "  --group GROUP         the group every notebook on it joins\n"
 	           "                        (default: jupyter-NAME)\n"
 	           "  --name NAME           the kernel's name (default: KERNEL-gpu-SPEC)\n"
@@ -92,7 +96,7 @@ static void list_usage(FILE *f)
 /* ---- install ------------------------------------------------------------ */
 
 struct install {
-	const char *limit, *group, *name, *display, *from;
+	const char *limit, *guarantee, *group, *name, *display, *from;
 	enum where where;
 };
 
@@ -261,6 +265,10 @@ static void kernel_json(struct jw *w, const struct install *in, const struct ker
 	jb_str(w, k->self);
 	jb_puts(w, ", \"run\", \"--exec\", \"--limit\", ");
 	jb_str(w, in->limit);
+	if (in->guarantee) {
+		jb_puts(w, ", \"--guarantee\", ");
+		jb_str(w, in->guarantee);
+	}
 	jb_puts(w, ", \"--group\", ");
 	jb_str(w, k->group);
 	jb_puts(w, ", \"--\", ");
@@ -277,6 +285,10 @@ static void kernel_json(struct jw *w, const struct install *in, const struct ker
 	}
 	jb_puts(w, ",\n  \"metadata\": {\"vramctl\": {\"limit\": ");
 	jb_str(w, in->limit);
+	if (in->guarantee) {
+		jb_puts(w, ", \"guarantee\": ");
+		jb_str(w, in->guarantee);
+	}
 	jb_puts(w, ", \"group\": ");
 	jb_str(w, k->group);
 	jb_puts(w, ", \"from\": ");
@@ -344,6 +356,20 @@ static int do_install(const struct install *in)
 	if (vr_parse_limits(in->limit, &lim, cap, sizeof cap) < 0) {
 		fprintf(stderr, "vramctl: kernel install: --limit '%s': %s\n", in->limit, cap);
 		return VR_EXIT_ERROR;
+	}
+	/* The guarantee against the cap item by item (the devices are the
+	 * kernel's, each time it starts: `vramctl run` checks them then). */
+	if (in->guarantee) {
+		struct vr_limits gua = {.count = 0};
+		char err[300];
+
+		if (cli_add_spec(&gua, "--guarantee", in->guarantee) < 0)
+			return VR_EXIT_ERROR;
+		if (vr_launch_guarantee_check(&lim, &gua, NULL, -1, err, sizeof err) < 0) {
+			fprintf(stderr, "vramctl: kernel install: --guarantee '%s': %s\n",
+			        in->guarantee, err);
+			return VR_EXIT_ERROR;
+		}
 	}
 	if (load_wrapped(in->from, src, sizeof src, &got) < 0)
 		return VR_EXIT_ERROR;
@@ -493,10 +519,20 @@ static int do_remove(const char *name, enum where w)
 }
 
 /* The options of install and remove; long-only ones take values from 256 up. */
-enum { OPT_USER = 256, OPT_SYS_PREFIX, OPT_SYSTEM, OPT_GROUP, OPT_NAME, OPT_DISPLAY, OPT_FROM };
+enum {
+	OPT_USER = 256,
+	OPT_SYS_PREFIX,
+	OPT_SYSTEM,
+	OPT_GROUP,
+	OPT_NAME,
+	OPT_DISPLAY,
+	OPT_FROM,
+	OPT_GUARANTEE
+};
 
 static const struct option install_opts[] = {
     {"limit", required_argument, NULL, 'l'},
+    {"guarantee", required_argument, NULL, OPT_GUARANTEE},
     {"group", required_argument, NULL, OPT_GROUP},
     {"name", required_argument, NULL, OPT_NAME},
     {"display-name", required_argument, NULL, OPT_DISPLAY},
@@ -509,7 +545,7 @@ static const struct option install_opts[] = {
 };
 
 /* remove's: install's --user, --sys-prefix, --system and --help. */
-static const struct option *const remove_opts = install_opts + 5;
+static const struct option *const remove_opts = install_opts + 6;
 
 /* --user, --sys-prefix, --system as option c; 1 if c was one of them. */
 static int where_opt(int c, enum where *w)
@@ -543,6 +579,9 @@ static int install_options(int argc, char **argv, struct install *in)
 		switch (c) {
 		case 'l':
 			in->limit = optarg;
+			continue;
+		case OPT_GUARANTEE:
+			in->guarantee = optarg;
 			continue;
 		case OPT_GROUP:
 			in->group = optarg;

@@ -19,6 +19,7 @@ static const struct {
 } commands[] = {
     {"run", cmd_run, "run a command under a GPU memory cap"},
     {"demo", cmd_demo, "show what a cap does, on the simulated GPU"},
+    {"limit", cmd_limit, "change the cap of a running group or process"},
     {"status", cmd_status, "show every GPU and process against its cap"},
     {"top", NULL, "live terminal view of GPU memory and caps"},
     {"export", NULL, "serve Prometheus metrics over HTTP"},

@@ -41,11 +41,16 @@ int cli_getopt(int argc, char **argv, const char *shortopts, const struct option
 }
 
 /*
- * Adds the items of one --limit to *all. The size grammar's own messages name
+ * Adds the items of one --limit (or --guarantee) to *all. The size grammar's own messages name
  * the bad item; a message that starts by repeating the whole argument loses
  * that repetition, since the argument is already quoted in front.
  */
 int cli_add_limit(struct vr_limits *all, const char *arg)
+{
+	return cli_add_spec(all, "--limit", arg);
+}
+
+int cli_add_spec(struct vr_limits *all, const char *opt, const char *arg)
 {
 	struct vr_limits one;
 	char err[256], prefix[128];
@@ -55,7 +60,7 @@ int cli_add_limit(struct vr_limits *all, const char *arg)
 		snprintf(prefix, sizeof(prefix), "'%s': ", arg);
 		if (!strncmp(err, prefix, strlen(prefix)))
 			msg = err + strlen(prefix);
-		fprintf(stderr, "vramctl: --limit '%s': %s\n", arg, msg);
+		fprintf(stderr, "vramctl: %s '%s': %s\n", opt, arg, msg);
 		return -1;
 	}
 	for (int i = 0; i < one.count; i++) {
@@ -63,17 +68,16 @@ int cli_add_limit(struct vr_limits *all, const char *arg)
 			if (strcasecmp(all->item[j].dev, one.item[i].dev) != 0)
 				continue;
 			if (one.item[i].dev[0])
-				fprintf(stderr, "vramctl: --limit '%s': device '%s' given twice\n",
+				fprintf(stderr, "vramctl: %s '%s': device '%s' given twice\n", opt,
 				        arg, one.item[i].dev);
 			else
 				fprintf(stderr,
-				        "vramctl: --limit '%s': the cap for every device given "
-				        "twice\n",
-				        arg);
+				        "vramctl: %s '%s': the %s for every device given twice\n",
+				        opt, arg, strcmp(opt, "--limit") ? opt + 2 : "cap");
 			return -1;
 		}
 		if (all->count == VR_MAX_LIMITS) {
-			fprintf(stderr, "vramctl: --limit: too many items (at most %d)\n",
+			fprintf(stderr, "vramctl: %s: too many items (at most %d)\n", opt,
 			        VR_MAX_LIMITS);
 			return -1;
 		}

@@ -31,6 +31,9 @@ int cli_getopt(int argc, char **argv, const char *shortopts, const struct option
 
 /* Adds one --limit's items to *all: 0, or -1 after a one-line message. */
 int cli_add_limit(struct vr_limits *all, const char *arg);
+/* The same for any option in the cap grammar (opt: "--guarantee"), its
+ * messages naming opt. */
+int cli_add_spec(struct vr_limits *all, const char *opt, const char *arg);
 
 /*
  * Usage errors, said the same way by every command: one line on stderr,

@@ -1,6 +1,6 @@
 /*
- * run.c - `vramctl run [--limit SPEC]... [--spill[=SIZE]] [--growth] [--group NAME] [--]
- *          COMMAND [ARG...]`
+ * run.c - `vramctl run [--limit SPEC]... [--guarantee SPEC]... [--spill[=SIZE]] [--growth]
+ *          [--group NAME] [--] COMMAND [ARG...]`
  *
  * The CLI re-implements no policy: it parses the options, checks the cap
  * the user typed against the devices the command will see, writes the
@@ -23,6 +23,7 @@
 
 #include "cli/commands.h"
 #include "cli/libexec.h"
+#include "cli/admit.h"
 #include "cli/devices.h"
 #include "cli/options.h"
 #include "cli/paths.h"
@@ -49,8 +50,9 @@
 static void run_usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: vramctl run [--limit SPEC]... [--spill[=SIZE]] [--growth] [--group NAME]\n"
-	        "                   [--count card|allocations] [--exec] [--] COMMAND [ARG...]\n"
+	        "usage: vramctl run [--limit SPEC]... [--guarantee SPEC]... [--spill[=SIZE]]\n"
+	        "                   [--growth] [--group NAME] [--count card|allocations]\n"
+	        "                   [--exec] [--] COMMAND [ARG...]\n"
 	        "\n"
 	        "Runs COMMAND, and every process it starts, under a GPU memory cap.\n"
 	        "\n"
@@ -58,6 +60,9 @@ static void run_usage(FILE *f)
 	        "                    for one (DEV: the program's device index or a GPU UUID);\n"
 	        "                    comma-separated or repeated: --limit 0=4G,1=50%%\n"
 	        "                    SIZE units: B, K, M, G, T (also KB/KiB...), powers of 1024\n"
+	        "  --guarantee SPEC  memory the group can always reach on each device it names,\n"
+	        "                    whatever other groups do (same grammar; at most the cap\n"
+	        "                    there); needs --limit\n"
 	        "  --spill[=SIZE]    past the cap, allocations that can (cuMemAlloc, pitch,\n"
 	        "                    cuMemCreate) go to host memory the GPU reads in place,\n"
 	        "                    slower, up to SIZE for the whole group (default auto: a\n"
@@ -106,7 +111,9 @@ static void unique_group(char *buf, size_t len)
 struct run_req {
 	struct vr_limits lim;
 	const char *group_opt; /* --group, or NULL: a new group for this run */
-	int growth, have_limit, have_spill, exec_self;
+	struct vr_limits gua;  /* --guarantee */
+	char gspec[4096];      /* the guarantee normalised, for VRAMCTL_GUARANTEE */
+	int growth, have_limit, have_spill, have_guarantee, exec_self;
 	const char *count; /* --count, or NULL: the environment's (default card) */
 	uint64_t spill;
 	struct rep_opts ro;      /* --report, --stacks, --trace, --trace-max */
@@ -128,11 +135,13 @@ enum {
 	OPT_TRACE_MAX,
 	OPT_GROUP,
 	OPT_COUNT,
+	OPT_GUARANTEE,
 	OPT_ENFORCE
 };
 
 static const struct option run_opts[] = {
     {"limit", required_argument, NULL, 'l'},
+    {"guarantee", required_argument, NULL, OPT_GUARANTEE},
     {"spill", optional_argument, NULL, OPT_SPILL},
     {"growth", no_argument, NULL, OPT_GROWTH},
     {"group", required_argument, NULL, OPT_GROUP},
@@ -225,6 +234,11 @@ static int run_option(struct run_req *r, int c, const char *v)
 		if (cli_add_limit(&r->lim, v) < 0)
 			return VR_EXIT_ERROR;
 		r->have_limit = 1;
+		break;
+	case OPT_GUARANTEE:
+		if (cli_add_spec(&r->gua, "--guarantee", v) < 0)
+			return VR_EXIT_ERROR;
+		r->have_guarantee = 1;
 		break;
 	case OPT_GROUP:
 		if (vr_group_name_check(v, err, sizeof(err)) < 0) {
@@ -362,6 +376,11 @@ static int settle_options(struct run_req *r, char **argv)
 			return VR_EXIT_ERROR;
 		r->have_limit = 1;
 	}
+	if (r->have_guarantee && !r->have_limit) {
+		fprintf(stderr, "vramctl: --guarantee needs --limit: a guarantee is a share within "
+		                "the cap (give --limit too)\n");
+		return VR_EXIT_ERROR;
+	}
 	if (r->group_opt && !r->have_limit) {
 		fprintf(stderr,
 		        "vramctl: --group '%s' needs --limit: give the group's cap (its creator's "
@@ -387,7 +406,7 @@ static int settle_caps(struct run_req *r, struct vr_launch_dev *devs, int *ndev,
 	 * group whose caps on each device are compared with ours. A new
 	 * group with plain amounts leaves the devices to the library,
 	 * which fixes their caps at the program's first use. */
-	int need_devices = r->group_opt != NULL;
+	int need_devices = r->group_opt != NULL || r->have_guarantee;
 	for (int k = 0; k < r->lim.count; k++)
 		need_devices |= r->lim.item[k].dev[0] != '\0';
 	/* A site maximum is applied here, per device, so that the
@@ -401,7 +420,18 @@ static int settle_caps(struct run_req *r, struct vr_launch_dev *devs, int *ndev,
 		fprintf(stderr, "vramctl: --limit: %s\n", err);
 		return -1;
 	}
-	return cli_site_clamp(&r->lim, devs, *ndev, spec, len);
+	if (cli_site_clamp(&r->lim, devs, *ndev, spec, len) < 0)
+		return -1;
+	/* The guarantee against the caps as they will hold (after the site's
+	 * maximum), then written with UUIDs as the cap is. */
+	if (r->have_guarantee &&
+	    (vr_launch_guarantee_check(&r->lim, &r->gua, devs, *ndev, err, sizeof(err)) < 0 ||
+	     vr_launch_normalise(&r->gua, devs, *ndev, why, r->gspec, sizeof(r->gspec), err,
+	                         sizeof(err)) < 0)) {
+		fprintf(stderr, "vramctl: --guarantee: %s\n", err);
+		return -1;
+	}
+	return 0;
 }
 
 /* Joins the group: --group's, or a new one named into group. 0, or -1
@@ -444,6 +474,7 @@ static int run_command(const struct run_req *r, int argc, char **argv, const cha
 {
 	const char *const *cmd = (const char *const *)(argv + r->cmd);
 	struct vr_contract c = {.limit = r->have_limit ? g->spec : NULL,
+	                        .guarantee = r->have_guarantee ? r->gspec : NULL,
 	                        .group = r->have_limit ? group : NULL,
 	                        .growth = r->growth,
 	                        .count = r->count,
@@ -544,15 +575,23 @@ int cmd_run(int argc, char **argv)
 		char why[256] = "";
 		if (ndev < 0)
 			ndev = cli_devices(devs, VR_MAX_DEVICES, why, sizeof(why));
-		if ((rc = run_drv_enter(&drv, &r.lim, devs, ndev)) != 0)
+		if ((rc = run_drv_enter(&drv, &r.lim, r.have_guarantee ? &r.gua : NULL, devs,
+		                        ndev)) != 0)
 			return rc;
 		/* The driver alone: the library is not given the cap. */
 		r.have_limit = r.enforce != VR_ENFORCE_DRIVER;
 	}
+	/* The guarantee is given (or refused) before the command starts,
+	 * and held by this launcher's lines while it runs. */
+	struct cli_admit adm = {.n = 0};
 	if (r.have_limit && join_group(&r, spec, devs, ndev, group, sizeof(group), &g) < 0)
+		rc = VR_EXIT_ERROR;
+	else if (r.have_limit && r.have_guarantee &&
+	         cli_admit(&r.gua, &r.lim, devs, ndev, group, g.member, &adm) < 0)
 		rc = VR_EXIT_ERROR;
 	else
 		rc = run_command(&r, argc, argv, lib, group, &g);
+	cli_admit_release(&adm);
 	leave_group(&r, group, &g);
 	if (r.enforce & VR_ENFORCE_DRIVER)
 		run_drv_leave(&drv);

@@ -68,8 +68,8 @@ static int make_cgroup(struct run_drv *rd)
 	return 0;
 }
 
-int run_drv_enter(struct run_drv *rd, const struct vr_limits *lim, const struct vr_launch_dev *devs,
-                  int ndev)
+int run_drv_enter(struct run_drv *rd, const struct vr_limits *lim, const struct vr_limits *gua,
+                  const struct vr_launch_dev *devs, int ndev)
 {
 	char err[256], why[PATH_MAX + 400];
 	memset(rd, 0, sizeof(*rd));
@@ -85,10 +85,13 @@ int run_drv_enter(struct run_drv *rd, const struct vr_limits *lim, const struct 
 		return rc;
 	}
 	for (int i = 0; i < ndev && i < VR_MAX_DEVICES; i++) {
-		uint64_t cap;
+		uint64_t cap, soft = 0;
 		if (!vr_limits_cap_for(lim, devs[i].index, devs[i].uuid, devs[i].total, &cap))
 			continue;
-		int r = mon_drvlimit_set(rd->nv, devs[i].uuid, rd->ns, 0, cap, err, sizeof(err));
+		if (gua &&
+		    vr_limits_cap_for(gua, devs[i].index, devs[i].uuid, devs[i].total, &soft))
+			soft = soft < cap ? soft : cap;
+		int r = mon_drvlimit_set(rd->nv, devs[i].uuid, rd->ns, soft, cap, err, sizeof(err));
 		if (r != NVML_SUCCESS) {
 			snprintf(why, sizeof(why), "the driver refused the limit on GPU %d: %s%s",
 			         i, err,

@@ -28,13 +28,14 @@ struct run_drv {
  * Makes the command's cgroup (a new child of this process's cgroup v2,
  * a leaf: the "no internal processes" rule holds), sets the driver's hard
  * limit on each capped device of devs (ndev of them) to its cap from lim
- * (soft 0), and moves this process into it, so that the command started
+ * and the soft limit to its guarantee from gua (NULL or none there: 0; at
+ * most the cap), and moves this process into it, so that the command started
  * next is born there. Returns 0, or VR_EXIT_ERROR after one line that says
  * why (cgroup v2 absent, no permission: not root or the cgroup not
  * delegated, a driver before R615, MIG); nothing is left behind then.
  */
-int run_drv_enter(struct run_drv *rd, const struct vr_limits *lim, const struct vr_launch_dev *devs,
-                  int ndev);
+int run_drv_enter(struct run_drv *rd, const struct vr_limits *lim, const struct vr_limits *gua,
+                  const struct vr_launch_dev *devs, int ndev);
 
 /*
  * After the command: moves this process back, clears the limits (soft

@@ -11,6 +11,11 @@
 
 /* Cap spec (size.h grammar). Unset: no cap, the library is invisible. */
 #define VR_ENV_LIMIT "VRAMCTL_LIMIT"
+/* Guarantee spec (size.h grammar, percentages of the device's total, as the
+ * cap's): memory the group can always reach on each device, up to its cap
+ * there (issue #26). Read only under a cap; malformed: fails closed as a
+ * malformed cap does. Unset: no guarantee. */
+#define VR_ENV_GUARANTEE "VRAMCTL_GUARANTEE"
 /* Spill past the cap to host memory the GPU reads in place (docs/spill.md):
  * the group's host budget, SIZE | "auto" | "0" (spill.h). Unset: no spill. */
 #define VR_ENV_SPILL "VRAMCTL_SPILL"

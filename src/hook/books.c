@@ -20,6 +20,7 @@
 #include "hook/books.h"
 #include "hook/record.h"
 #include "hook/teardown.h"
+#include "registry/caps.h"
 #include "registry/proc.h"
 #include "registry/registry.h"
 
@@ -155,6 +156,42 @@ void vr_books_device(struct vr_dev *d, uint64_t cap_if_new)
 			       d->ordinal, strerror(-idx));
 		}
 	}
+}
+
+int vr_books_cap_sync(struct vr_dev *d)
+{
+	if (d->reg < 0 || !vr__books_member)
+		return 0;
+	uint64_t cap = UINT64_MAX, was = atomic_load(&d->cap);
+	vr_usage(vr__books_member, d->reg, NULL, &cap);
+	if (cap == was || vr_damaged(vr__books_member) ||
+	    !atomic_compare_exchange_strong(&d->cap, &was, cap))
+		return 0;
+	char a[32], b[32];
+	int dg = vr_size_digits((uint64_t[]){was, cap}, 2, 0);
+	vr_log(VR_LOG_INFO, "GPU %d: the group's cap was changed from %s to %s (vramctl limit)",
+	       d->ordinal, was == UINT64_MAX ? "none" : vr_format_size_digits(was, dg, a, sizeof a),
+	       vr_format_size_digits(cap, dg, b, sizeof b));
+	vr_rec_device(d); /* the report's cap in force */
+	return 1;
+}
+
+const char *vr_books_group(void)
+{
+	join();
+	return !vr__books_member ? "" : vr_g.group[0] ? vr_g.group : private_group;
+}
+
+uint64_t vr_books_group_key(void)
+{
+	join();
+	return vr_group_key(vr__books_member);
+}
+
+int vr_books_changed_spec(char *spec, size_t len)
+{
+	join();
+	return vr__books_member && vr_caps_changed(vr__books_member, spec, len) > 0;
 }
 
 int vr__books_reserve_other(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int rc)

@@ -30,6 +30,17 @@ static inline void vr_books_release(struct vr_dev *d, uint64_t bytes);
 /* The rest of a reserve the registry did not grant (rc), or of one in this
  * process's own books. */
 int vr__books_reserve_other(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int rc);
+/* d->cap follows the group's cap, which `vramctl limit` may have changed
+ * (said once per change): 1 when it did. Not on the allocation path:
+ * memory queries and refusals call it (policy.c). */
+int vr_books_cap_sync(struct vr_dev *d);
+/* 1 when `vramctl limit` changed the group's caps since it started: its
+ * spec now into spec (a device used from now on takes its cap from it). */
+int vr_books_changed_spec(char *spec, size_t len);
+/* The group this process joined: its name ("" before the join or without
+ * one) and its books' key (registry.h, vr_group_key; 0: none). */
+const char *vr_books_group(void);
+uint64_t vr_books_group_key(void);
 /* Group-wide in-use of d. */
 uint64_t vr_books_in_use(struct vr_dev *d);
 /* For the denial line: this process's in-use on d, the group's peak, and the

@@ -22,6 +22,7 @@
 
 #include "hook/books.h"
 #include "hook/card.h"
+#include "hook/guarantee.h"
 #include "hook/nvmlproc.h"
 #include "hook/record.h"
 #include "registry/proc.h"
@@ -37,12 +38,6 @@
 /* d->card.said: what has been said. */
 enum { SAID_BIG = 1, SAID_OVER = 2, SAID_NO_FIGURES = 4, OFF = 8 };
 
-/* This process's PID as NVML lists it (0: not read yet), and whether NVML
- * can list it at all (not from a PID namespace of its own whose /proc shows
- * no outer PID: a container without the host's PIDs). */
-static pid_t host_pid;
-static int host_listable;
-
 static uint64_t now_ns(void)
 {
 	struct timespec t;
@@ -50,25 +45,13 @@ static uint64_t now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-/* NVML lists host PIDs: the first NSpid entry (our own PID outside any
- * PID namespace of our own). */
-static pid_t my_host_pid(void)
+/* This process's overhead charge on d becomes `bytes`: in the books, and
+ * against its group's guarantee in the device book (guarantee.h). */
+static void charge_overhead(struct vr_dev *d, uint64_t bytes)
 {
-	pid_t p = __atomic_load_n(&host_pid, __ATOMIC_ACQUIRE);
-	if (p)
-		return p;
-	struct vr_proc_status ps;
-	struct stat ns;
-	int own_ns = stat("/proc/self/ns/pid", &ns) == 0 && ns.st_ino != VR_PID_INIT_INO;
-	int listable = 1;
-	p = getpid();
-	if (vr_proc_status(NULL, 0, &ps) == 0 && (ps.have & VR_PROC_NSPID) && ps.nspid_outer > 0) {
-		p = ps.nspid_outer;
-		listable = !own_ns || ps.nspid_outer != ps.nspid_inner;
-	}
-	host_listable = listable;
-	__atomic_store_n(&host_pid, p, __ATOMIC_RELEASE);
-	return p;
+	uint64_t was = atomic_load(&d->card.overhead);
+	vr_books_overhead(d, bytes);
+	vr_gt_overhead(d, (int64_t)atomic_load(&d->card.overhead) - (int64_t)was);
 }
 
 uint64_t vr_card_margin(uint64_t cap)
@@ -115,6 +98,13 @@ void vr_card_setup(struct vr_dev *d)
 	atomic_store(&d->card.watch, 0);
 }
 
+void vr_card_cap_changed(struct vr_dev *d)
+{
+	uint64_t w = atomic_load(&d->card.watch);
+	if (w != UINT64_MAX)
+		atomic_compare_exchange_strong(&d->card.watch, &w, 0);
+}
+
 /* From now on d's cap counts allocations only: said once, shown in the
  * slot, and the overhead charged so far given back. */
 static void no_figures(struct vr_dev *d, const char *why)
@@ -122,7 +112,7 @@ static void no_figures(struct vr_dev *d, const char *why)
 	if (atomic_fetch_or(&d->card.said, SAID_NO_FIGURES) & SAID_NO_FIGURES)
 		return;
 	atomic_store(&d->card.watch, UINT64_MAX);
-	vr_books_overhead(d, 0);
+	charge_overhead(d, 0);
 	vr_books_counting(VR_SLOT_F_NO_FIGURES);
 	vr_log(VR_LOG_WARN,
 	       "GPU %d: the driver does not tell this process's use of the card (%s): its cap "
@@ -198,7 +188,7 @@ static void own_overhead(struct vr_dev *d, uint64_t used, uint64_t pending, uint
 	else if (want < oh)
 		want = oh; /* never lowered on a figure that may be stale */
 	if (want != oh)
-		vr_books_overhead(d, want);
+		charge_overhead(d, want);
 	vr_rec_overhead(d, want, booked + want); /* measured, even when 0 */
 }
 
@@ -251,7 +241,7 @@ static int refresh(struct vr_dev *d, uint64_t max_age_ns, uint64_t pending)
 		                                        : "its process list failed");
 		no_figures(d, why);
 	} else if (up == NV_READY) {
-		const struct vr_nvml_proc *me = find(l, n, my_host_pid());
+		const struct vr_nvml_proc *me = find(l, n, vr_nvml_host_pid(NULL));
 		if (me && me->used == NVML_VALUE_NOT_AVAILABLE) {
 			no_figures(d, "NVML gives no per-process figure");
 		} else if (me) {
@@ -343,7 +333,7 @@ static uint64_t listed_used(struct vr_dev *d)
 	nvmlReturn_t rc;
 	uint64_t used = 0;
 	if (vr_nvml_list(d->uuid_text, &l, &n, &rc) == NV_READY) {
-		const struct vr_nvml_proc *me = find(l, n, my_host_pid());
+		const struct vr_nvml_proc *me = find(l, n, vr_nvml_host_pid(NULL));
 		if (me && me->used != NVML_VALUE_NOT_AVAILABLE)
 			used = me->used;
 	}
@@ -363,7 +353,8 @@ int vr_card_context(struct vr_dev *d, uint64_t listed, uint64_t *was)
 	if (!d || !vr_card_counts(d) || !vr_dev_capped(d))
 		return 0;
 	/* NVML may show the new context late: wait for it, a bounded time. */
-	my_host_pid(); /* host_listable with it */
+	int host_listable = 0;
+	vr_nvml_host_pid(&host_listable);
 	for (int i = 0; i < CARD_WAIT_MS / 10 && host_listable && listed_used(d) <= listed; i++)
 		nanosleep(&(struct timespec){0, 10 * 1000000L}, NULL);
 	refresh(d, 0, 0);
@@ -393,13 +384,6 @@ int vr_card_context(struct vr_dev *d, uint64_t listed, uint64_t *was)
 
 void vr_card_context_gone(struct vr_dev *d, uint64_t was)
 {
-	vr_books_overhead(d, was);
+	charge_overhead(d, was);
 	atomic_store(&d->card.seen_ns, 0); /* the next grant looks again */
 }
-
-static void card_atfork_child(void)
-{
-	__atomic_store_n(&host_pid, 0, __ATOMIC_RELAXED);
-	host_listable = 0;
-}
-VR_ATFORK_CHILD(card_atfork_child);

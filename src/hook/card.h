@@ -37,6 +37,9 @@ uint64_t vr_card_margin(uint64_t cap);
 
 /* Once per device, after its cap is known (policy.c). */
 void vr_card_setup(struct vr_dev *d);
+/* d's cap changed (`vramctl limit`): the next grant takes fresh figures
+ * (its watch line was drawn from the old cap). */
+void vr_card_cap_changed(struct vr_dev *d);
 
 /* A grant of bytes that took the books' total to `total`, past d's watch
  * line, before the driver is asked for it: 0 it stands, -1 the card's

@@ -27,6 +27,8 @@ struct vr_state vr_g;
 static char count_text[32];
 /* VRAMCTL_SPILL's text, parsed into vr_g.spill_asked. */
 static char spill_text[64];
+/* VRAMCTL_GUARANTEE did not fit guarantee_text (read_guarantee decides). */
+static int guarantee_long;
 
 /*
  * The process-wide marker: the first copy of the library in the global
@@ -55,6 +57,8 @@ static const struct vr_option {
 } options[] = {
     {VR_ENV_LIMIT, OPT_TEXT, vr_g.limit_text, sizeof vr_g.limit_text, NULL,
      "cap spec; unset or empty: no cap (invisible)"},
+    {VR_ENV_GUARANTEE, OPT_TEXT, vr_g.guarantee_text, sizeof vr_g.guarantee_text, NULL,
+     "guarantee spec, under a cap"},
     {VR_ENV_GROWTH, OPT_BOOL, NULL, 0, &vr_g.growth, "1: grow on demand"},
     {VR_ENV_SPILL, OPT_TEXT, spill_text, sizeof spill_text, NULL,
      "host budget for spill past the cap: SIZE, auto or 0"},
@@ -105,6 +109,8 @@ static void read_option(const struct vr_option *o)
 				config_error("%s is too long (over %zu characters); every device "
 				             "allocation is refused (fail closed)",
 				             o->env, o->len - 1);
+			} else if (o->text == vr_g.guarantee_text) {
+				guarantee_long = 1;
 			} else {
 				config_error("%s is too long; ignored (%s)", o->env, o->help);
 			}
@@ -205,6 +211,47 @@ static void read_cap(void)
 	}
 }
 
+/*
+ * The guarantee, after the cap is known: only under a cap (a guarantee is a
+ * share within it; without one it is said and ignored, the program runs as
+ * it would without it). One that cannot be read fails closed, as a cap that
+ * cannot be read: whoever set it asked for a policy the library cannot keep.
+ */
+static void read_guarantee(void)
+{
+	char err[256];
+
+	if (!vr_g.guarantee_text[0] && !guarantee_long)
+		return;
+	if (!vr_g.active) {
+		config_error("%s is set without a cap (%s unset): ignored", VR_ENV_GUARANTEE,
+		             VR_ENV_LIMIT);
+		return;
+	}
+	if (vr_g.limit_bad)
+		return;
+	if (guarantee_long) {
+		vr_g.limit_bad = 1;
+		config_error("%s is too long (over %zu characters); every device allocation is "
+		             "refused (fail closed)",
+		             VR_ENV_GUARANTEE, sizeof vr_g.guarantee_text - 1);
+	} else if (vr_parse_limits(vr_g.guarantee_text, &vr_g.guarantees, err, sizeof err) != 0) {
+		vr_g.limit_bad = 1;
+		config_error("%s: %s; every device allocation is refused (fail closed)",
+		             VR_ENV_GUARANTEE, err);
+	}
+}
+
+uint64_t vr_config_guarantee(int ordinal, const char *uuid_text, uint64_t phys_total, uint64_t cap)
+{
+	uint64_t g;
+
+	if (vr_g.limit_bad || cap == UINT64_MAX || !vr_g.guarantees.count ||
+	    !vr_limits_cap_for(&vr_g.guarantees, ordinal, uuid_text, phys_total, &g))
+		return 0;
+	return g < cap ? g : cap;
+}
+
 /* Under a cap that can be read: the registry directory, then spill. */
 static void check_under_cap(void)
 {
@@ -247,6 +294,7 @@ static void config_init_once(void)
 		read_option(&options[i]);
 	read_hami();
 	read_cap();
+	read_guarantee();
 	check_under_cap();
 
 	/* Are we the acting copy? Ask the loader for the first marker. */
@@ -260,8 +308,10 @@ static void config_init_once(void)
 		vr_log(VR_LOG_ERROR, "%s", config_errors[i]);
 
 	if (vr_g.active) {
-		vr_log(VR_LOG_INFO, "cap %s%s%s", vr_g.limit_text, vr_g.group[0] ? ", group " : "",
-		       vr_g.group);
+		vr_log(VR_LOG_INFO, "cap %s%s%s%s%s", vr_g.limit_text,
+		       vr_g.guarantees.count ? ", guarantee " : "",
+		       vr_g.guarantees.count ? vr_g.guarantee_text : "",
+		       vr_g.group[0] ? ", group " : "", vr_g.group);
 		vr_atfork_register();
 	}
 	atomic_store_explicit(&vr_g.config_done, 1, memory_order_release);

@@ -15,6 +15,12 @@
  *                the site's maximum, or the group's when it already has one.
  * Every refusal compares against vr_dev.cap, or the registry's copy of it
  * for the group; the run's report gets a copy too (record.c).
+ *
+ * The guarantee (VRAMCTL_GUARANTEE, issue #26) is read the same way, only
+ * under a cap: guarantee_text as given, guarantees parsed, and
+ * vr_config_guarantee for one device. A malformed or too long one sets
+ * limit_bad (fail closed, as a malformed cap); one without any cap in force
+ * is said and ignored.
  */
 #ifndef VRAMCTL_HOOK_CONFIG_H
 #define VRAMCTL_HOOK_CONFIG_H
@@ -40,6 +46,8 @@ struct vr_state {
 	uint64_t spill_asked;
 	struct vr_limits limits;
 	char limit_text[VR_MAX_LIMITS * 64]; /* a full spec with UUIDs fits */
+	struct vr_limits guarantees;         /* parsed; count 0: no guarantee */
+	char guarantee_text[VR_MAX_LIMITS * 64];
 	char group[72];
 	char registry_dir[512];
 	char driver_path[512];
@@ -60,5 +68,14 @@ extern struct vr_state vr_g;
 /* Reads the environment once (idempotent, thread-safe, re-entrant). Under a
  * cap, also registers the fork handler (atfork.h). */
 void vr_config_init(void);
+
+/*
+ * The guarantee in bytes on one device (ordinal as the program numbers it,
+ * uuid_text "GPU-..." or NULL, phys_total for percentages, cap the cap in
+ * force there: vr_dev.cap), lowered to the cap. 0: none (no guarantee
+ * names the device, the device is uncapped (cap UINT64_MAX), or the cap
+ * could not be read). Call after vr_config_init; pure otherwise.
+ */
+uint64_t vr_config_guarantee(int ordinal, const char *uuid_text, uint64_t phys_total, uint64_t cap);
 
 #endif /* VRAMCTL_HOOK_CONFIG_H */

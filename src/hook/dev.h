@@ -19,7 +19,9 @@ struct vr_dev {
 	unsigned char uuid[16];
 	char uuid_text[48];
 	uint64_t phys_total;
-	uint64_t cap;                  /* cap in force (UINT64_MAX: none) */
+	/* The cap in force (UINT64_MAX: none); the group's, which `vramctl
+	 * limit` may change while the program runs (books.c, vr_books_cap_sync). */
+	_Atomic uint64_t cap;
 	int reg;                       /* registry device index, -1: per-process books */
 	_Atomic uint64_t local_in_use; /* per-process books */
 	atomic_int host_vmm;          /* cuMemCreate on the host (spill): 0 unknown, 1 yes, -1 no */
@@ -43,12 +45,27 @@ struct vr_dev {
 		 * and since when NVML has not listed the process. */
 		uint64_t booked, booked_hi, stable_ns, absent_ns;
 	} card;
-};
+	/* Guarantees on the card (guarantee.c, #26): the device book all
+	 * groups on this GPU share. */
+	struct vr_gt {
+		/* The book's sum of live guarantees, or a word that stays 0
+		 * when there is no book (set before the device is ready): 0
+		 * lets every allocation through unasked. */
+		const _Atomic uint64_t *word;
+		struct vr_devbook *book; /* NULL: none */
+		uint64_t guarantee;      /* this group's here (0: none) */
+		/* VR_GT_MIRROR: this process's bytes are counted in its line;
+		 * VR_GT_PENDING: a borrow granted, its block not placed yet. */
+		atomic_uint flags;
+	} gt;
+} __attribute__((aligned(64))); /* 256 bytes: the table is indexed by a shift */
+
+enum { VR_GT_MIRROR = 1u << 0, VR_GT_PENDING = 1u << 1 };
 
 /* Is d capped? An uncapped device is counted and never denied. */
 static inline int vr_dev_capped(const struct vr_dev *d)
 {
-	return d->cap != UINT64_MAX;
+	return atomic_load_explicit(&d->cap, memory_order_relaxed) != UINT64_MAX;
 }
 
 #endif /* VRAMCTL_HOOK_DEV_H */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "hook/devices.h"
+#include "hook/guarantee.h"
 #include "hook/policy.h"
 
 static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -60,6 +61,7 @@ static void setup(struct vr_dev *d)
 	if (vr_real.cuDeviceTotalMem_v2)
 		vr_real.cuDeviceTotalMem_v2(&total, d->handle);
 	d->phys_total = total;
+	d->gt.word = &vr_gt_none; /* no book until the policy opens one */
 	vr_policy_device(d);
 	atomic_store_explicit(&d->ready, 1, memory_order_release);
 }
@@ -185,6 +187,7 @@ static void devices_atfork_child(void)
 		atomic_store(&vr__devs[i].first_block, 0);
 		atomic_store(&vr__devs[i].short_block, 0); /* the map is empty too */
 		vr__devs[i].reg = -1;
+		vr_gt_forget(&vr__devs[i]);
 	}
 }
 VR_ATFORK_CHILD(devices_atfork_child);

@@ -48,7 +48,14 @@ $(O)/tests/hook/libinterposer.so: tests/hook/interposer.c
 	$(CC) $(BASE_CFLAGS) -O0 -shared -o $@ $< $(BASE_LDFLAGS)
 
 TESTS += $(HOOK_TESTS)
-TEST_SCRIPTS += tests/hook/exports.sh tests/hook/card.sh
+TEST_SCRIPTS += tests/hook/exports.sh tests/hook/card.sh tests/hook/limit.sh tests/hook/guarantee.sh
+
+# A GPU program driven line by line on stdin (allocate, free, ask), for the
+# tests of caps that change while it runs (limit.sh) and of guarantees.
+$(O)/tests/hook/memctl: $(O)/tests/hook/memctl.o
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_LDFLAGS) -o $@ $^ -ldl
+ALL_TARGETS += $(O)/tests/hook/memctl
 
 # The one-line /etc/ld.so.preload that `vramctl cdi` mounts into containers,
 # beside the library (cdi.c checks its content).

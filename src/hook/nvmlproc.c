@@ -13,10 +13,13 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "hook/hook.h"
 #include "hook/nvmlproc.h"
+#include "registry/proc.h"
 
 #define LOAD_WAIT_MS 500
 
@@ -104,8 +107,55 @@ int vr_nvml_list(const char *uuid, struct vr_nvml_proc **list, unsigned *n, nvml
 	return r == NVML_SUCCESS ? NV_READY : NV_UNUSABLE;
 }
 
+int vr_nvml_free(const char *uuid, uint64_t *free_b)
+{
+	int up = vr_nvml_ready();
+	if (up != NV_READY)
+		return up == NV_LOADING ? NV_LOADING : NV_UNUSABLE;
+	nvmlDevice_t h;
+	nvmlMemory_t mem;
+	nvmlReturn_t r = NVML_ERROR_FUNCTION_NOT_FOUND;
+	if (vr_real.nvmlDeviceGetMemoryInfo)
+		VR_OWN(r = vr_real.nvmlDeviceGetHandleByUUID(uuid, &h);
+		       if (r == NVML_SUCCESS) r = vr_real.nvmlDeviceGetMemoryInfo(h, &mem));
+	if (r != NVML_SUCCESS)
+		return NV_UNUSABLE;
+	*free_b = mem.free;
+	return NV_READY;
+}
+
+/* This process's PID as NVML lists it (0: not read yet), and whether NVML
+ * can list it at all (not from a PID namespace of its own whose /proc shows
+ * no outer PID: a container without the host's PIDs). */
+static pid_t host_pid;
+static int host_listable;
+
+pid_t vr_nvml_host_pid(int *listable)
+{
+	pid_t p = __atomic_load_n(&host_pid, __ATOMIC_ACQUIRE);
+	if (!p) {
+		struct vr_proc_status ps;
+		struct stat ns;
+		int own_ns = stat("/proc/self/ns/pid", &ns) == 0 && ns.st_ino != VR_PID_INIT_INO;
+		int l = 1;
+		p = getpid();
+		if (vr_proc_status(NULL, 0, &ps) == 0 && (ps.have & VR_PROC_NSPID) &&
+		    ps.nspid_outer > 0) {
+			p = ps.nspid_outer;
+			l = !own_ns || ps.nspid_outer != ps.nspid_inner;
+		}
+		__atomic_store_n(&host_listable, l, __ATOMIC_RELAXED);
+		__atomic_store_n(&host_pid, p, __ATOMIC_RELEASE);
+	}
+	if (listable)
+		*listable = __atomic_load_n(&host_listable, __ATOMIC_RELAXED);
+	return p;
+}
+
 static void nvmlproc_atfork_child(void)
 {
+	__atomic_store_n(&host_pid, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&host_listable, 0, __ATOMIC_RELAXED);
 	/* The loader thread of the parent does not exist here. */
 	int s = NV_LOADING;
 	atomic_compare_exchange_strong(&nvml_up, &s, NV_UNTRIED);

@@ -8,6 +8,7 @@
 #define VRAMCTL_HOOK_NVMLPROC_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "common/nvml_procs.h"
 
@@ -24,5 +25,15 @@ int vr_nvml_ready(void);
  * answered one, else NVML_ERROR_UNINITIALIZED).
  */
 int vr_nvml_list(const char *uuid, struct vr_nvml_proc **list, unsigned *n, nvmlReturn_t *rc);
+
+/* This process's PID as NVML lists it, the first NSpid entry (its own
+ * outside any PID namespace of its own); *listable (when not NULL): 0 when
+ * NVML cannot list it (a PID namespace whose /proc shows no outer PID). */
+pid_t vr_nvml_host_pid(int *listable);
+
+/* The free memory NVML reports on the GPU with this UUID text, every
+ * process's use counted (the borrowing rule, guarantee.c): NV_READY with
+ * *free_b, NV_LOADING or NV_UNUSABLE as vr_nvml_list says. */
+int vr_nvml_free(const char *uuid, uint64_t *free_b);
 
 #endif /* VRAMCTL_HOOK_NVMLPROC_H */

@@ -22,6 +22,7 @@
 #include "hook/books.h"
 #include "hook/policy.h"
 #include "hook/record.h"
+#include "registry/caps.h"
 
 /*
  * Does every device item of the cap name a device? Checked once, before the
@@ -130,6 +131,15 @@ void vr_policy_device(struct vr_dev *d)
 		cap = 0;
 	else if (!vr_limits_cap_for(&vr_g.limits, d->ordinal, d->uuid_text, d->phys_total, &cap))
 		cap = UINT64_MAX;
+	/* The group's caps were changed while it ran (`vramctl limit`): its
+	 * spec now, written with UUIDs, is the cap of a device it adds. */
+	char gs[VR_GROUP_SPEC_MAX];
+	struct vr_limits gl;
+	uint64_t gcap;
+	if (cap != 0 && vr_books_changed_spec(gs, sizeof gs) &&
+	    vr_parse_limits(gs, &gl, NULL, 0) == 0 &&
+	    vr_limits_cap_for(&gl, -1, d->uuid_text, d->phys_total, &gcap))
+		cap = gcap;
 	/* The admin's maximum (vramctl.conf(5)): the environment never raises it. */
 	if (vr_site_max_for(vr_site_get(), d->ordinal, d->uuid_text, d->phys_total, &max) &&
 	    max < cap) {
@@ -140,6 +150,7 @@ void vr_policy_device(struct vr_dev *d)
 	}
 	vr_books_device(d, cap);
 	vr_card_setup(d);
+	vr_gt_setup(d);
 	if (d->cap > max) {
 		/* A group fixed above the maximum (before the admin set it): this
 		 * process holds the maximum in books of its own. */
@@ -267,7 +278,10 @@ static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t asked, u
 static void refused(struct vr_dev *d, uint64_t bytes, uint64_t asked, uint64_t in_use)
 {
 	vr_rec_denied(d, bytes, in_use);
-	say_denied(d, bytes, asked, in_use);
+	if (vr_gt_refused(d))
+		vr_gt_say_denied(d, bytes);
+	else
+		say_denied(d, bytes, asked, in_use);
 }
 
 int vr__policy_card(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
@@ -279,11 +293,19 @@ int vr__policy_card(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
 	return -1;
 }
 
+/* d's cap as the group's books say now (`vramctl limit`). */
+static void cap_sync(struct vr_dev *d)
+{
+	if (vr_books_cap_sync(d))
+		vr_card_cap_changed(d);
+}
+
 /* Before a refusal the card is asked again: this process's overhead may
  * have gone down (a context's limits lowered, modules unloaded). 1 when
  * the request was granted on the second try. */
 static int second_try(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int quiet)
 {
+	cap_sync(d); /* a refusal says the cap in force */
 	if (!vr_card_before_refusal(d))
 		return 0;
 	*in_use = 0;
@@ -370,6 +392,7 @@ void vr_policy_deny(struct vr_dev *d, uint64_t bytes, const char *why)
 
 void vr_policy_view(struct vr_dev *d, uint64_t *freep, uint64_t *totalp)
 {
+	cap_sync(d);
 	uint64_t used = vr_card_use(d, NULL);
 	uint64_t room = used < d->cap ? d->cap - used : 0;
 	if (*totalp > d->cap)
@@ -380,7 +403,8 @@ void vr_policy_view(struct vr_dev *d, uint64_t *freep, uint64_t *totalp)
 		*freep = *totalp;
 }
 
-uint64_t vr_policy_total(const struct vr_dev *d, uint64_t total)
+uint64_t vr_policy_total(struct vr_dev *d, uint64_t total)
 {
+	cap_sync(d);
 	return vr_dev_capped(d) && total > d->cap ? d->cap : total;
 }

@@ -19,7 +19,8 @@
  *     vr_policy_try                    the same, nothing said (pools)
  *       vr__policy_reserve         (i) the books' reserve + the record's count
  *       vr__policy_take            (i) the books' reserve, then near the cap
- *       vr__policy_granted         (i) does the card agree?
+ *       vr__policy_granted         (i) does the card agree? and the others'
+ *                                      guarantees (guarantee.h)?
  *         vr__policy_card              the card's figure (card.h)
  *       vr__policy_refused             a refusal: the card asked again,
  *                                      then recorded and said
@@ -45,6 +46,7 @@
 #include "hook/books.h"
 #include "hook/card.h"
 #include "hook/dev.h"
+#include "hook/guarantee.h"
 #include "hook/record.h"
 
 /* Checks that every device the cap names is one of this process's (or a
@@ -127,7 +129,7 @@ static inline void vr_policy_linear_freed(struct vr_dev *d, uint64_t key, uint64
  * hold on the card and have not charged yet (card.h). */
 void vr_policy_view(struct vr_dev *d, uint64_t *freep, uint64_t *totalp);
 /* The total shown for d, from the driver's physical total. */
-uint64_t vr_policy_total(const struct vr_dev *d, uint64_t total);
+uint64_t vr_policy_total(struct vr_dev *d, uint64_t total);
 
 /* ---- the fast paths, inline: every allocation and free goes through them */
 
@@ -150,9 +152,10 @@ int vr__policy_card(struct vr_dev *d, uint64_t bytes, uint64_t *in_use);
  * thread's spare, the total unmoved): near the cap, the card is asked. */
 static inline int vr__policy_granted(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
 {
-	if (VR_UNLIKELY(*in_use > atomic_load_explicit(&d->card.watch, memory_order_relaxed)))
-		return vr__policy_card(d, bytes, in_use);
-	return 0;
+	if (VR_UNLIKELY(*in_use > atomic_load_explicit(&d->card.watch, memory_order_relaxed)) &&
+	    vr__policy_card(d, bytes, in_use) != 0)
+		return -1;
+	return vr_gt_check(d, bytes, in_use);
 }
 
 /* The books' reserve of bytes (quiet: a refusal is not counted as a

@@ -63,6 +63,7 @@ static inline __attribute__((always_inline)) void record(struct vr_dev *d, int k
 {
 	if (VR_UNLIKELY(!atomic_load_explicit(&d->first_block, memory_order_relaxed)))
 		atomic_store_explicit(&d->first_block, bytes, memory_order_relaxed);
+	vr_gt_placed(d, bytes);
 	if (vr_map_put_owned(kind, key, d->ordinal, bytes, owner_of(kind),
 	                     vr_rec_alloc(d, bytes)) != 0) {
 		vr_policy_release(d, bytes);
@@ -115,14 +116,18 @@ static inline __attribute__((always_inline)) void record(struct vr_dev *d, int k
 		VR_CALL_SETTLE(d, kind, bytes, call, key);                                         \
 	} while (0)
 
-/* After the driver's answer to a free of a known record: the bytes go back
- * (pinned host memory, device -1, to its own count), or the record is put
- * back if the driver refused. Returns rc. */
-static inline __attribute__((always_inline)) CUresult
-settle_free(int kind, uint64_t key, int dev, uint64_t bytes, uint16_t site, CUresult rc)
+/* After the driver's answer to a free of a known record (d: its device,
+ * NULL for pinned host memory): the bytes go back (pinned host memory to
+ * its own count), or the record is put back if the driver refused.
+ * Returns rc. */
+static inline __attribute__((always_inline)) CUresult settle_free(int kind, uint64_t key,
+                                                                  struct vr_dev *d, int dev,
+                                                                  uint64_t bytes, uint16_t site,
+                                                                  CUresult rc)
 {
-	struct vr_dev *d = kind == VR_KIND_HOST ? NULL : vr_dev_by_ordinal(dev);
 	if (rc != CUDA_SUCCESS) {
+		if (d)
+			vr_gt_placed(d, bytes); /* still on the card */
 		vr_map_put(kind, key, dev, bytes, site);
 	} else if (kind == VR_KIND_HOST) {
 		vr_books_pinned(-(int64_t)bytes);
@@ -135,6 +140,17 @@ settle_free(int kind, uint64_t key, int dev, uint64_t bytes, uint16_t site, CUre
 	return rc;
 }
 
+/* Before a free of a known block: it stops counting against the group's
+ * guarantee (guarantee.h); the device, for a free the driver refuses. */
+static inline __attribute__((always_inline)) struct vr_dev *gt_leaving(int kind, int dev,
+                                                                       uint64_t bytes)
+{
+	struct vr_dev *d = kind == VR_KIND_HOST ? NULL : vr_dev_by_ordinal(dev);
+	if (d)
+		vr_gt_leaving(d, bytes);
+	return d;
+}
+
 /* A free: take the record, call the driver, settle. */
 #define VR_FREE(kind, key, call)                                                                   \
 	do {                                                                                       \
@@ -142,10 +158,12 @@ settle_free(int kind, uint64_t key, int dev, uint64_t bytes, uint16_t site, CUre
 		uint64_t vr__bytes;                                                                \
 		uint16_t vr__site = 0;                                                             \
 		int vr__known = vr_map_take(kind, key, &vr__dev, &vr__bytes, &vr__site);           \
+		struct vr_dev *vr__d = vr__known ? gt_leaving(kind, vr__dev, vr__bytes) : NULL;    \
 		CUresult vr__rc;                                                                   \
 		VR_OWN(vr__rc = call);                                                             \
-		return vr__known ? settle_free(kind, key, vr__dev, vr__bytes, vr__site, vr__rc)    \
-		                 : vr__rc;                                                         \
+		return vr__known                                                                   \
+		           ? settle_free(kind, key, vr__d, vr__dev, vr__bytes, vr__site, vr__rc)   \
+		           : vr__rc;                                                               \
 	} while (0)
 
 #endif /* VRAMCTL_HOOK_WRAP_H */

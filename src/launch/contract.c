@@ -116,6 +116,7 @@ int vr_contract_apply(const struct vr_contract *c, vr_setenv_fn set, void *ctx, 
 	snprintf(spill, sizeof(spill), "%llu", (unsigned long long)c->spill);
 	rc = rc < 0 || (c->limit && set(ctx, VR_ENV_LIMIT, c->limit, 1)) ||
 	     (c->limit && set(ctx, VR_ENV_SPILL, c->spill ? spill : NULL, 1)) ||
+	     (c->limit && set(ctx, VR_ENV_GUARANTEE, c->guarantee, 1)) ||
 	     (c->group && set(ctx, VR_ENV_GROUP, c->group, 1)) ||
 	     (c->count && set(ctx, VR_ENV_COUNT, c->count, 1)) ||
 	     (c->registry_dir && set(ctx, VR_ENV_REGISTRY_DIR, c->registry_dir, 1)) ||
@@ -136,7 +137,8 @@ int vr_contract_undo(const char *lib, const char *cur_preload, vr_setenv_fn set,
 	size_t len = cur_preload ? strlen(cur_preload) + 1 : 1;
 	char *rest = malloc(len);
 	int rc = set(ctx, VR_ENV_LIMIT, NULL, 1) | set(ctx, VR_ENV_GROUP, NULL, 1) |
-	         set(ctx, VR_ENV_GROWTH, NULL, 1) | set(ctx, VR_ENV_SPILL, NULL, 1);
+	         set(ctx, VR_ENV_GROWTH, NULL, 1) | set(ctx, VR_ENV_SPILL, NULL, 1) |
+	         set(ctx, VR_ENV_GUARANTEE, NULL, 1);
 
 	if (!rest)
 		return -1;
@@ -235,6 +237,77 @@ int vr_launch_normalise(const struct vr_limits *l, const struct vr_launch_dev *d
 			return -1;
 		}
 		used += (size_t)n;
+	}
+	return 0;
+}
+
+/* The cap's item that applies where guarantee item it does, seen without
+ * devices: the one for the same DEV, else the one for every device. */
+static const struct vr_limit *cap_item(const struct vr_limits *l, const struct vr_limit *it)
+{
+	const struct vr_limit *all = NULL;
+
+	for (int i = 0; i < l->count; i++) {
+		if (!strcasecmp(l->item[i].dev, it->dev))
+			return &l->item[i];
+		if (!l->item[i].dev[0])
+			all = &l->item[i];
+	}
+	return all;
+}
+
+/* Item by item, no device seen (vr_launch_guarantee_check). */
+static int check_items(const struct vr_limits *l, const struct vr_limits *g, char *err,
+                       size_t errlen)
+{
+	for (int i = 0; i < g->count; i++) {
+		const struct vr_limit *it = &g->item[i], *cap = cap_item(l, it);
+		char a[64], b[64];
+
+		vr_format_amount(it, a, sizeof a);
+		if (!cap) {
+			vr_seterr(err, errlen,
+			          "the guarantee %s%s%s has no cap on %s%s: give it a cap too",
+			          it->dev, it->dev[0] ? "=" : "", a, it->dev[0] ? "device " : "",
+			          it->dev[0] ? it->dev : "every device");
+			return -1;
+		}
+		if (cap->is_percent != it->is_percent ||
+		    (it->is_percent ? it->percent_e9 <= cap->percent_e9 : it->bytes <= cap->bytes))
+			continue;
+		vr_format_amount(cap, b, sizeof b);
+		vr_seterr(err, errlen, "the guarantee %s%s%s is above the cap there (%s)", it->dev,
+		          it->dev[0] ? "=" : "", a, b);
+		return -1;
+	}
+	return 0;
+}
+
+int vr_launch_guarantee_check(const struct vr_limits *l, const struct vr_limits *g,
+                              const struct vr_launch_dev *devs, int ndev, char *err, size_t errlen)
+{
+	if (ndev <= 0)
+		return check_items(l, g, err, errlen);
+	for (int i = 0; i < ndev && i < VR_MAX_DEVICES; i++) {
+		const struct vr_launch_dev *d = &devs[i];
+		uint64_t want, cap;
+		char a[32], b[32];
+
+		if (!vr_limits_cap_for(g, d->index, d->uuid, d->total, &want))
+			continue;
+		if (!vr_limits_cap_for(l, d->index, d->uuid, d->total, &cap)) {
+			vr_seterr(err, errlen,
+			          "GPU %d has a guarantee (%s) and no cap: give it a cap too",
+			          d->index, vr_format_size(want, a, sizeof a));
+			return -1;
+		}
+		if (want > cap) {
+			int dg = vr_size_digits((uint64_t[]){want, cap}, 2, 0);
+			vr_seterr(err, errlen, "the guarantee on GPU %d (%s) is above its cap (%s)",
+			          d->index, vr_format_size_digits(want, dg, a, sizeof a),
+			          vr_format_size_digits(cap, dg, b, sizeof b));
+			return -1;
+		}
 	}
 	return 0;
 }

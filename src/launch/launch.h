@@ -56,6 +56,7 @@ typedef int (*vr_setenv_fn)(void *ctx, const char *name, const char *value, int 
 
 struct vr_contract {
 	const char *limit;        /* VRAMCTL_LIMIT: the normalised spec */
+	const char *guarantee;    /* VRAMCTL_GUARANTEE (normalised) with a limit; NULL: unset */
 	const char *group;        /* VRAMCTL_GROUP; NULL: the library's group of one */
 	const char *registry_dir; /* VRAMCTL_REGISTRY_DIR; NULL: the library's default */
 	int growth;               /* VRAMCTL_GROWTH=1 and the frameworks' switches */
@@ -69,7 +70,8 @@ struct vr_contract {
  * Writes the contract through set: VRAMCTL_LIMIT, VRAMCTL_GROUP and
  * VRAMCTL_REGISTRY_DIR when given; with a limit, VRAMCTL_SPILL as the spill
  * budget in bytes, or unset without one (an inherited budget never applies
- * to a new cap; docs/spill.md); with growth VRAMCTL_GROWTH=1,
+ * to a new cap; docs/spill.md), and VRAMCTL_GUARANTEE the same way (set
+ * when given, else unset); with growth VRAMCTL_GROWTH=1,
  * TF_FORCE_GPU_ALLOW_GROWTH=true and XLA_PYTHON_CLIENT_PREALLOCATE=false (the
  * last two never over a value the user set; the library sets them the same
  * way in its constructor); LD_PRELOAD with lib appended (vr_preload_add).
@@ -81,7 +83,8 @@ int vr_contract_apply(const struct vr_contract *c, vr_setenv_fn set, void *ctx, 
 
 /*
  * Undoes an inherited contract (a user who opts out inside a capped job):
- * unsets VRAMCTL_LIMIT, VRAMCTL_GROUP, VRAMCTL_GROWTH and VRAMCTL_SPILL and removes lib from
+ * unsets VRAMCTL_LIMIT, VRAMCTL_GROUP, VRAMCTL_GROWTH, VRAMCTL_SPILL and
+ * VRAMCTL_GUARANTEE and removes lib from
  * cur_preload (LD_PRELOAD unset when nothing else is left). Returns 0 or -1.
  */
 int vr_contract_undo(const char *lib, const char *cur_preload, vr_setenv_fn set, void *ctx);
@@ -98,6 +101,20 @@ int vr_contract_undo(const char *lib, const char *cur_preload, vr_setenv_fn set,
 int vr_launch_normalise(const struct vr_limits *l, const struct vr_launch_dev *devs, int ndev,
                         const char *why_no_driver, char *out, size_t outlen, char *err,
                         size_t errlen);
+
+/*
+ * A guarantee (--guarantee, parsed in g) within the cap (l) on every device
+ * it names: each of the ndev devices the guarantee gives something must
+ * have a cap, at least as large (percentages taken of the device's total,
+ * as the cap's). With no device seen (ndev <= 0: no driver, or a launcher
+ * that looks at none), item by item: each guarantee item needs the cap's
+ * item for the same DEV or for every device, and is compared with it when
+ * both are sizes or both percentages (the library lowers a guarantee to
+ * the cap it meets, so a mixed pair cannot overbook). Returns 0, or -1
+ * with one line in err (no "vramctl: " in front).
+ */
+int vr_launch_guarantee_check(const struct vr_limits *l, const struct vr_limits *g,
+                              const struct vr_launch_dev *devs, int ndev, char *err, size_t errlen);
 
 /* ---- joining, for a launcher that is a member for the whole run */
 

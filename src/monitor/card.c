@@ -145,6 +145,18 @@ char *mon_over_cap_reason(const struct mon_group_dev *gd, char *buf, size_t len)
 		snprintf(buf, len, "%s", "");
 		return buf;
 	}
+	if (gd->lowered_from) {
+		char from[32];
+		snprintf(buf, len,
+		         "over cap on the card by %s: its cap was lowered from %s to %s (vramctl "
+		         "limit, uid %u) below what it held; %s held, %s of it overhead",
+		         vr_format_size(gd->over_cap, by, sizeof(by)),
+		         vr_format_size(gd->lowered_from, from, sizeof(from)),
+		         vr_format_size(gd->cap, cap, sizeof(cap)), (unsigned)gd->lowered_by,
+		         vr_format_size(gd->on_card, held, sizeof(held)),
+		         vr_format_size(gd->card_overhead, ov, sizeof(ov)));
+		return buf;
+	}
 	snprintf(buf, len,
 	         "over cap on the card by %s: members' overhead (contexts, modules, driver use) "
 	         "%s, allocations %s (%s held, cap %s)",

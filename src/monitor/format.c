@@ -11,6 +11,7 @@
 
 #include "common/text.h"
 #include "monitor/card.h"
+#include "monitor/elastic.h"
 #include "monitor/format.h"
 
 #include "common/size.h"
@@ -161,6 +162,23 @@ static const char *gpu_text(const struct mon_model *m, int device, int known, co
 	return fmt_int_or(idx, idx >= 0, none, buf, len);
 }
 
+/* vramctl_group_cap_changes_total, per group that has had one (#26). */
+static void prom_cap_changes(FILE *f, const struct mon_model *m)
+{
+	int any = 0;
+	for (int i = 0; i < m->ngroups; i++) {
+		if (!m->groups[i].changes_total)
+			continue;
+		if (!any)
+			mon_prom_head(f, "vramctl_group_cap_changes_total", "counter",
+			              "Changes of the group's caps while it ran (vramctl limit).");
+		any = 1;
+		const char *labels[] = {"group", m->groups[i].name, NULL};
+		mon_prom_sample(f, "vramctl_group_cap_changes_total", labels,
+		                m->groups[i].changes_total);
+	}
+}
+
 /* 1 when some group spills (or did): the tables then show SPILLED columns. */
 static int model_spills(const struct mon_model *m)
 {
@@ -211,20 +229,10 @@ static int model_containers(const struct mon_model *m)
 	return 0;
 }
 
-/* 1 when some process is under a driver limit: ENFORCER and DRIVER show. */
-static int model_driver(const struct mon_model *m)
-{
-	int any = 0;
-	for (int i = 0; i < m->nprocs; i++)
-		any |= !!(m->procs[i].valid & MON_P_DRVLIMIT);
-	return any;
-}
-
 /* One process row of the table (20 cells, as the header). */
 static void table_proc_row(struct grid *t, const struct mon_model *m, const struct mon_proc *p)
 {
-	char a[32], b[32], c[32], d[32], e[32], g[32], k[32], h[32], sp[32], dl[32], du[32];
-	char drv[320];
+	char a[32], b[32], c[32], d[32], e[32], g[32], k[32], h[32], sp[32], drv[320];
 	int capped = !!(p->valid & MON_P_CAPPED);
 	int oncard = !!(p->valid & MON_P_ON_CARD);
 	char pid[16], nspid[16], denied[24], user[40];
@@ -250,12 +258,6 @@ static void table_proc_row(struct grid *t, const struct mon_model *m, const stru
 		nvml = "unknown";
 	else
 		nvml = "-";
-	if (p->valid & MON_P_DRVLIMIT)
-		snprintf(drv, sizeof(drv), "%s (%s used, %s)",
-		         vr_format_size(p->drv.hard, dl, sizeof(dl)),
-		         vr_format_size(p->drv.used, du, sizeof(du)), p->drv.cgroup);
-	else
-		snprintf(drv, sizeof(drv), "-");
 	grid_row(t, pid, nspid,
 	         gpu_text(m, p->device, !!(p->valid & MON_P_DEVICE), "-", h, sizeof(h)),
 	         proc_state_text(p), capped ? p->group : "-",
@@ -266,8 +268,9 @@ static void table_proc_row(struct grid *t, const struct mon_model *m, const stru
 	         fmt_size_or(p->peak, capped, c, sizeof(c)),
 	         fmt_size_or(p->spilled, capped, sp, sizeof(sp)), nvml, denied,
 	         fmt_size_or(p->host_pinned, capped, e, sizeof(e)),
-	         capped ? mon_counting_text(p->counting) : "-", mon_enforcer_name(p), drv, user,
-	         ctr[0] ? ctr : "-", (p->valid & MON_P_COMMAND) ? p->command : "-");
+	         capped ? mon_counting_text(p->counting) : "-", mon_enforcer_name(p),
+	         mon_drv_text(p, drv, sizeof(drv)), user, ctr[0] ? ctr : "-",
+	         (p->valid & MON_P_COMMAND) ? p->command : "-");
 }
 
 int mon_format_table(FILE *f, const struct mon_model *m)
@@ -341,6 +344,7 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 		grid_print(f, &t, "");
 		grid_free(&t);
 		table_over_cap(f, m);
+		mon_elastic_table(f, m);
 	}
 
 	/* Processes. */
@@ -350,9 +354,8 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 		        (m->valid & MON_M_NVML) ? "" : " with a vramctl record");
 	} else {
 		int counts = model_counts_allocations(m);
-		unsigned hide = (spills ? 0 : 1u << 10) | (counts ? 0 : 1u << 14) |
-		                (model_driver(m) ? 0 : 3u << 15) |
-		                (model_containers(m) ? 0 : 1u << 18);
+		unsigned hide = (spills ? 0 : 1u << 10) | (counts ? 0 : 1u << 14);
+		hide |= (mon_drv_any(m) ? 0 : 3u << 15) | (model_containers(m) ? 0 : 1u << 18);
 		struct grid t = grid_make(20, hide);
 		grid_row(&t, "PID", "NSPID", "GPU", "STATE", "GROUP", "CAP", "ALLOCATED", "ON CARD",
 		         "OVERHEAD", "PEAK", "SPILLED", "NVML", "DENIED", "PINNED", "COUNTS",
@@ -510,14 +513,12 @@ static void prom_procs(FILE *f, const struct mon_model *m, enum proc_metric whic
 	for (int i = 0; i < m->nprocs; i++) {
 		const struct mon_proc *p = &m->procs[i];
 		uint64_t v;
-		if (which == PM_NVML) {
-			if (!(p->valid & MON_P_NVML_USED))
+		if (which == PM_NVML || which >= PM_DRV_LIMIT) { /* capped or not */
+			if (!(p->valid & (which == PM_NVML ? MON_P_NVML_USED : MON_P_DRVLIMIT)))
 				continue;
-			v = p->nvml_used;
-		} else if (which == PM_DRV_LIMIT || which == PM_DRV_USED) {
-			if (!(p->valid & MON_P_DRVLIMIT))
-				continue;
-			v = which == PM_DRV_LIMIT ? p->drv.hard : p->drv.used;
+			v = which == PM_NVML        ? p->nvml_used
+			    : which == PM_DRV_LIMIT ? p->drv.hard
+			                            : p->drv.used;
 		} else {
 			if (!(p->valid & MON_P_CAPPED))
 				continue;
@@ -638,6 +639,7 @@ int mon_format_prom(FILE *f, const struct mon_model *m)
 	prom_groups(f, m, GM_SPILLED, "vramctl_group_spilled_bytes",
 	            "Host memory the group holds past its cap on the GPU (spill; groups with a "
 	            "spill budget).");
+	prom_cap_changes(f, m);
 	int any_budget = 0;
 	for (int i = 0; i < m->ngroups; i++) {
 		if (!m->groups[i].spill_budget)

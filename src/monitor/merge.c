@@ -15,6 +15,7 @@
 
 #include "common/text.h"
 #include "monitor/card.h"
+#include "monitor/elastic.h"
 #include "monitor/identity.h"
 #include "monitor/merge.h"
 #include "registry/proc.h"
@@ -243,6 +244,9 @@ static int merge_groups(struct mon_model *m, const struct vramctl_snapshot *s)
 		g->consistent = sg->consistent;
 		g->spill_budget = sg->spill_budget;
 		g->spilled = sg->spilled;
+		g->changes_total = sg->changes_total;
+		g->nchanges = sg->nchanges;
+		memcpy(g->changes, sg->changes, sizeof(g->changes));
 		for (int j = 0; j < sg->ndev && j < MON_MAX_GROUP_DEVS; j++) {
 			struct mon_group_dev *gd = &g->dev[g->ndev++];
 			snprintf(gd->uuid, sizeof(gd->uuid), "%s", sg->dev[j].uuid);
@@ -514,6 +518,8 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 	m->procs = g.out.v;
 	m->nprocs = g.out.n;
 	mon_card_figures(m);
+	for (int i = 0; i < m->ngroups; i++)
+		mon_elastic_lowered(&m->groups[i]);
 	mon_identity_fill(m, g.proc_root);
 	free(g.by_pid);
 	free(g.nvr);

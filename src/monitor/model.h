@@ -139,6 +139,10 @@ struct mon_group_dev {
 	 * members beyond their books), the part of it that is overhead, and by
 	 * how much it passes the cap (0: not over, or no cap). */
 	uint64_t on_card, card_overhead, over_cap;
+	/* The last change of its cap lowered it to the cap in force (`vramctl
+	 * limit`): from what, when, by whom (elastic.c). 0: not so. */
+	uint64_t lowered_from, lowered_at;
+	uint32_t lowered_by;
 };
 
 struct mon_group {
@@ -154,6 +158,10 @@ struct mon_group {
 	int ndriver;                    /* rows (member, GPU) a driver limit also holds */
 	int ndev;
 	struct mon_group_dev dev[MON_MAX_GROUP_DEVS];
+	/* Its caps' changes while it ran (`vramctl limit`), oldest first. */
+	uint64_t changes_total;
+	int nchanges;
+	struct vramctl_cap_change changes[VRAMCTL_CAP_CHANGES];
 };
 
 /* struct mon_model.valid */
@@ -185,6 +193,13 @@ struct mon_model {
 /* Who holds process p: "library" (a vramctl cap), "driver" (a driver
  * limit, MON_P_DRVLIMIT), "both", or "none". */
 const char *mon_enforcer_name(const struct mon_proc *p);
+
+/* The driver's limit over p, for a table: "8 GiB (2.1 GiB used, /a/b)",
+ * or "-" (no MON_P_DRVLIMIT). Returns buf. */
+char *mon_drv_text(const struct mon_proc *p, char *buf, size_t len);
+
+/* 1 when some process of m is under a driver limit (MON_P_DRVLIMIT). */
+int mon_drv_any(const struct mon_model *m);
 
 /* Frees what a model owns (devs, groups, procs) and zeroes it. Safe on a zeroed model. */
 void mon_model_clear(struct mon_model *m);

@@ -70,10 +70,19 @@ static void priv_learn(vr_member *m, uint32_t d)
 	struct vr_priv_dev *p = &m->priv[d];
 	memcpy(p->uuid, m->hdr->dev[d].uuid, VR_UUID_LEN);
 	p->cap = m->hdr->dev[d].cap;
-	p->key = vr_dev_key_of(p->cap, p->uuid);
+	p->key = vr_tot_key(p->uuid);
 	p->quantum = vr_lane_quantum(p->cap);
 	p->reach = vr_lane_reach(p->cap);
 	p->known = 1;
+}
+
+/* The device's cap was changed (caps.c: written with its check word, under
+ * the lock): this member takes it from now on. Lock held, the device's
+ * words checked (vr_dev_ok). Its lanes keep the quantum and reach of the
+ * cap it joined with. */
+static void priv_take_cap(vr_member *m, uint32_t d)
+{
+	atomic_store_explicit(&m->priv[d].cap, m->hdr->dev[d].cap, memory_order_release);
 }
 
 static const char not_a_device[] = "not a device of the group";
@@ -92,10 +101,12 @@ static const char *check_locked(vr_member *m, int dev)
 	const struct vr_hdr_dev *g = &h->dev[dev];
 	if (!p->known)
 		priv_learn(m, (uint32_t)dev);
-	if (g->cap != p->cap || memcmp(g->uuid, p->uuid, VR_UUID_LEN) != 0)
-		return "a device's cap or UUID differs from the one this process joined with";
+	if (memcmp(g->uuid, p->uuid, VR_UUID_LEN) != 0)
+		return "a device's UUID differs from the one this process joined with";
 	if (!vr_dev_ok(g))
-		return "a device's total was overwritten";
+		return "a device's cap or total was overwritten";
+	if (g->cap != p->cap)
+		priv_take_cap(m, (uint32_t)dev);
 	/* Its own numbers against its own count: at the next audit, frozen
 	 * (other threads of ours change both, not at once). */
 	return NULL;
@@ -144,7 +155,7 @@ static int priv_device(vr_member *m, const unsigned char uuid[VR_UUID_LEN], uint
 	struct vr_priv_dev *p = &m->priv[free_idx];
 	memcpy(p->uuid, uuid, VR_UUID_LEN);
 	p->cap = cap_if_new;
-	p->key = vr_dev_key_of(p->cap, p->uuid);
+	p->key = vr_tot_key(p->uuid);
 	p->quantum = vr_lane_quantum(p->cap);
 	p->reach = vr_lane_reach(p->cap);
 	p->known = 1;
@@ -201,7 +212,7 @@ int vr_device(vr_member *m, const unsigned char uuid[VR_UUID_LEN], uint64_t cap_
 		if (!vr_dev_ok(&h->dev[idx]))
 			bad = "a device's cap, UUID or total was overwritten";
 		else if (m->priv[idx].known && m->priv[idx].cap != h->dev[idx].cap)
-			bad = "a device's cap differs from the one this process joined with";
+			priv_take_cap(m, (uint32_t)idx);
 		else if (!m->priv[idx].known)
 			priv_learn(m, (uint32_t)idx);
 	} else if (ndev < VR_MAX_DEVICES && !m->priv[ndev].known && !new_device_clean(h, ndev)) {
@@ -232,10 +243,14 @@ int vr_device(vr_member *m, const unsigned char uuid[VR_UUID_LEN], uint64_t cap_
 
 /* ---- the hot path: no lock */
 
-enum { FAST_OK, FAST_DENIED, FAST_FROZEN, FAST_DAMAGED };
+/* FAST_RELEARN: the device's cap in the books is not the one this member
+ * holds: learned under the lock (check_locked), then the operation again. */
+enum { FAST_OK, FAST_DENIED, FAST_FROZEN, FAST_DAMAGED, FAST_RELEARN };
+
+static const char cap_moved[] = "the device's cap changed";
 
 /* The checks of every operation, after its mark: the slot is still ours
- * and the device's cap the one we joined with. */
+ * and the device's cap the one we hold (else cap_moved). */
 static inline const char *fast_check(vr_member *m, const struct vr_priv_dev *p,
                                      const struct vr_hdr_dev *g)
 {
@@ -246,8 +261,8 @@ static inline const char *fast_check(vr_member *m, const struct vr_priv_dev *p,
 	                                     memory_order_relaxed) != m->incarnation))
 		return "this process's slot was overwritten or taken from it";
 	if (VR_UNLIKELY(atomic_load_explicit((_Atomic uint64_t *)&g->cap, memory_order_relaxed) !=
-	                p->cap))
-		return "a device's cap or UUID differs from the one this process joined with";
+	                atomic_load_explicit(&p->cap, memory_order_relaxed)))
+		return cap_moved;
 	return NULL;
 }
 
@@ -260,7 +275,7 @@ static inline int total_state(vr_member *m, const struct vr_priv_dev *p, const s
                               uint64_t w, uint64_t least, const char **bad)
 {
 	if (VR_UNLIKELY((*bad = fast_check(m, p, g)) != NULL))
-		return FAST_DAMAGED;
+		return *bad == cap_moved ? FAST_RELEARN : FAST_DAMAGED;
 	if (VR_UNLIKELY(w & VR_TOT_FROZEN))
 		return FAST_FROZEN;
 	if (VR_UNLIKELY(!vr_tot_ok(p->key, w))) {
@@ -291,6 +306,7 @@ static inline int fast_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t s
 	uint64_t w = atomic_load_explicit(tw, memory_order_relaxed), v = 0;
 	int r;
 	while ((r = total_state(m, p, g, w, 0, bad)) == FAST_OK) {
+		uint64_t cap = atomic_load_explicit(&p->cap, memory_order_relaxed);
 		v = vr_tot_bytes(w);
 		/* The total never counts less than our own slot (a reserve adds
 		 * to the total first, a release takes from the slot first), so a
@@ -310,7 +326,7 @@ static inline int fast_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t s
 			r = FAST_DAMAGED;
 			break;
 		}
-		if (VR_UNLIKELY(((bytes > p->cap || v > p->cap - bytes) && !force) ||
+		if (VR_UNLIKELY(((bytes > cap || v > cap - bytes) && !force) ||
 		                bytes > VR_TOT_MAX - v)) {
 			*cur = v;
 			r = FAST_DENIED;
@@ -383,6 +399,14 @@ static int wait_frozen(vr_member *m)
 	return 0;
 }
 
+/* The device's cap moved: learned under the lock (check_locked), or the
+ * member is detached. */
+static void relearn(vr_member *m, int dev)
+{
+	if (vr__lock_checked(m, dev) > 0)
+		vr_group_unlock(m);
+}
+
 /* Makes sure this member knows device dev (learned under the lock from
  * the group's books). 1 if it does, 0 when it is (now) detached, -EINVAL
  * when dev is not a device of the group. */
@@ -410,6 +434,8 @@ static int reserve_denied(vr_member *m, int dev, uint64_t bytes, uint64_t *in_us
 	int r = bad ? FAST_DAMAGED : fast_reserve(m, dev, bytes, 0, &cur, &bad, 0);
 	if (r == FAST_FROZEN) /* only damage freezes a total under our lock */
 		bad = "a device's total was frozen by no lock holder";
+	if (r == FAST_RELEARN) /* only a lock holder changes a cap */
+		bad = "a device's cap changed under this process's lock";
 	if (r == FAST_DENIED && count_denial) {
 		struct vramctl_counts *c = vr_counts_at(m->hdr, m->slot_idx, (uint32_t)dev);
 		vr_seq_begin(m->hdr);
@@ -487,6 +513,8 @@ static int take_loop(vr_member *m, int dev, uint64_t bytes, uint64_t spare, uint
 			return reserve_denied(m, dev, bytes, in_use, how == VR_TAKE_COUNT);
 		if (r == FAST_DAMAGED)
 			vr_detach(m, "%s", bad);
+		else if (r == FAST_RELEARN)
+			relearn(m, dev);
 		else
 			wait_frozen(m);
 	}
@@ -526,6 +554,8 @@ static void give_loop(vr_member *m, int dev, uint64_t bytes)
 			return;
 		if (r == FAST_DAMAGED)
 			vr_detach(m, "%s", bad);
+		else if (r == FAST_RELEARN)
+			relearn(m, dev);
 		else
 			wait_frozen(m);
 	}
@@ -537,7 +567,9 @@ void vr_usage(vr_member *m, int dev, uint64_t *in_use, uint64_t *cap)
 	if (m && dev >= 0 && dev < VR_MAX_DEVICES && know_device(m, dev) >= 0 &&
 	    m->priv[dev].known) {
 		struct vr_priv_dev *p = &m->priv[dev];
-		c = p->cap;
+		if (!vr_is_detached(m) && fast_check(m, p, &m->hdr->dev[dev]) == cap_moved)
+			relearn(m, dev);
+		c = atomic_load_explicit(&p->cap, memory_order_acquire);
 		if (!vr_is_detached(m)) {
 			const char *bad = fast_check(m, p, &m->hdr->dev[dev]);
 			uint64_t w = vr_dev_total_word(&m->hdr->dev[dev]);
@@ -580,6 +612,11 @@ int vr_overhead_set(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use)
 	if (in_use)
 		vr_usage(m, dev, in_use, NULL);
 	return 0;
+}
+
+uint64_t vr_group_key(const vr_member *m)
+{
+	return m ? m->hdr->shm_key : 0;
 }
 
 uint64_t vr_mine(vr_member *m, int dev)

@@ -83,10 +83,8 @@ static const char *audit_frozen(vr_member *m, const uint64_t sum[VR_MAX_DEVICES]
 	int own = m->slot->state == VR_SLOT_USED && m->slot->incarnation == m->incarnation;
 	for (uint32_t d = 0; d < VR_MAX_DEVICES; d++) {
 		const struct vr_priv_dev *p = &m->priv[d];
-		if (p->known && (d >= ndev || h->dev[d].cap != p->cap ||
-		                 memcmp(h->dev[d].uuid, p->uuid, VR_UUID_LEN) != 0))
-			return "a device's cap or UUID differs from the one this process joined "
-			       "with";
+		if (p->known && (d >= ndev || memcmp(h->dev[d].uuid, p->uuid, VR_UUID_LEN) != 0))
+			return "a device's UUID differs from the one this process joined with";
 		uint64_t w;
 		if (p->known && own && vr_slot_settled(m, m->slot_idx, d, &w, NULL) == 0 &&
 		    vr_w_bytes(w) != atomic_load(&p->mine))

@@ -127,18 +127,9 @@ static int retire_other_version(int dfd, const char *name, int rw, const struct 
 int vr_door_open(int dfd, const char *dir, const char *group, const char *name, char *err,
                  size_t errlen)
 {
-	int ro = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-	if (ro < 0) {
-		int e = errno;
-		if (e == ENOENT)
-			return -ENOENT;
-		if (e == ELOOP)
-			vr_seterr(err, errlen, "region %s/%s is a symlink: refusing", dir, name);
-		else
-			vr_seterr(err, errlen, "cannot open region %s/%s: %s", dir, name,
-			          strerror(e));
-		return -e;
-	}
+	int ro = vr_door_open_ro(dfd, dir, name, "region", err, errlen);
+	if (ro < 0)
+		return ro;
 	struct stat st;
 	struct vr_hdr hdr;
 	const char *why = NULL;
@@ -206,43 +197,25 @@ void vr__header_init(struct vr_hdr *h, const struct vr_join_opts *o)
 int vr_door_create(int dfd, const char *dir, const char *name, const struct vr_join_opts *o,
                    char *err, size_t errlen)
 {
-	static _Atomic unsigned counter;
 	char tmp[128];
-	/* Writing past the file size limit would raise SIGXFSZ in the program. */
-	if (vr_fsize_below(VR_DOOR_SIZE)) {
-		vr_seterr(err, errlen,
-		          "cannot create region %s/%s: the file size limit (ulimit -f) is below "
-		          "its %u bytes",
-		          dir, name, VR_DOOR_SIZE);
-		return -EFBIG;
-	}
 	char keep[VR_GROUP_NAME_MAX + 16];
-	snprintf(tmp, sizeof(tmp), ".%s.%ld.%u.tmp", o->group, (long)getpid(),
-	         atomic_fetch_add(&counter, 1));
 	snprintf(keep, sizeof(keep), ".%s.vrg.keep", o->group);
-	int fd =
-	    openat(dfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
-	if (fd < 0) {
-		int e = errno;
-		vr_seterr(err, errlen, "cannot create region in %s: %s", dir, strerror(e));
-		return -e;
-	}
 	static struct vr_hdr zero;
 	struct vr_hdr door = zero;
 	vr__header_init(&door, o);
 	door.shm_id = -1;
 	door.magic = VR_LAYOUT_MAGIC;
-	int rc = 0;
-	if (fchmod(fd, 0600) < 0)
-		rc = -errno;
-	else if (pwrite(fd, &door, sizeof(door), 0) != (ssize_t)sizeof(door))
-		rc = errno ? -errno : -EIO;
-	if (rc < 0) {
-		vr_seterr(err, errlen, "cannot create region %s/%s: %s", dir, name, strerror(-rc));
-		unlinkat(dfd, tmp, 0);
-		close(fd);
-		return rc;
-	}
+	struct vr_tmp_file f = {.dfd = dfd,
+	                        .dir = dir,
+	                        .name = name,
+	                        .what = "region",
+	                        .stem = o->group,
+	                        .mode = 0600,
+	                        .buf = &door,
+	                        .len = sizeof(door)};
+	int rc, fd = vr_tmp_write(&f, tmp, sizeof(tmp), err, errlen);
+	if (fd < 0)
+		return fd;
 	if (linkat(dfd, tmp, dfd, name, 0) < 0) {
 		rc = -errno;
 		unlinkat(dfd, tmp, 0);
@@ -291,17 +264,7 @@ int vr_door_restore(int dfd, const char *group, const char *name)
 
 int vr_door_lock(int fd, int lock)
 {
-	struct flock fl = {.l_type = lock ? F_WRLCK : F_UNLCK, .l_whence = SEEK_SET, .l_len = 1};
-	uint64_t end = vr_wait_deadline(vr_now_ns());
-	while (fcntl(fd, F_OFD_SETLK, &fl) < 0) {
-		if (!lock || (errno != EAGAIN && errno != EACCES))
-			return -errno;
-		if (vr_now_ns() > end)
-			return -ETIMEDOUT;
-		struct timespec ts = {.tv_nsec = 200000};
-		nanosleep(&ts, NULL);
-	}
-	return 0;
+	return vr_ofd_lock(fd, 0, lock, vr_wait_deadline(vr_now_ns()));
 }
 
 int vr_group_remove(const char *dir, const char *group)

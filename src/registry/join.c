@@ -218,13 +218,17 @@ static int open_or_create(const struct vr_join_opts *opts, const char *dir, cons
 		 * start a second group of the same name (issue 29). */
 		if (fd == -ENOENT && vr_door_restore(dfd, opts->group, name) == 1)
 			continue;
+		if (fd == -ENOENT && opts->existing) {
+			vr_seterr(err, errlen, "no group %s in %s", opts->group, dir);
+			break;
+		}
 		if (fd == -ENOENT)
 			fd = vr_door_create(dfd, dir, name, opts, err, errlen);
 		if (fd < 0 && fd != -EEXIST && fd != -ENOENT)
 			break;
 	}
 	close(dfd);
-	if (fd == -EEXIST || fd == -ENOENT)
+	if (fd == -EEXIST || (fd == -ENOENT && !opts->existing))
 		vr_seterr(err, errlen, "region %s/%s keeps changing while being opened", dir, name);
 	return fd;
 }
@@ -379,6 +383,7 @@ static void start_group_locked(vr_member *m, const struct vr_join_opts *opts)
 	h->ndev = 0;
 	memset(h->dev, 0, sizeof(h->dev));
 	h->spilled = 0;
+	memset(vr_changes_at(h), 0, sizeof(struct vr_changes));
 	h->spill_budget = opts->spill_budget;
 	h->growth = opts->growth ? 1 : 0;
 	h->created = (uint64_t)time(NULL);
@@ -438,7 +443,10 @@ static int enter_group(vr_member *m, const struct vr_join_opts *opts, const stru
 	}
 	int live_other = vr_others_alive(m->fd, m->slot_idx) || vr_unreaped_others(h, m->slot_idx);
 	const char *bad = NULL;
-	if (live_other && opts->fresh) {
+	if (!live_other && opts->existing) {
+		rc = -ESRCH;
+		vr_seterr(err, errlen, "group %s has no live member", opts->group);
+	} else if (live_other && opts->fresh) {
 		rc = -EEXIST;
 		vr_seterr(err, errlen,
 		          "group %s is in use by a live process; a new run needs a new name",

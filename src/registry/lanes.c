@@ -68,6 +68,7 @@ struct lane {
 	uint64_t tag;
 	_Atomic uint64_t *word;
 	_Atomic uint64_t *held, *total;
+	const _Atomic uint64_t *cap; /* the device's cap in the books */
 	uint64_t *slot_peak, *group_peak;
 };
 static __thread struct lane me __attribute__((tls_model("initial-exec")));
@@ -89,6 +90,7 @@ static void point(vr_member *m, struct lane *l, int dev)
 		return;
 	l->held = vr_slot_word(m->hdr, m->slot_idx, (uint32_t)dev);
 	l->total = (_Atomic uint64_t *)&m->hdr->dev[dev].total;
+	l->cap = (const _Atomic uint64_t *)&m->hdr->dev[dev].cap;
 	l->slot_peak = &vr_counts_at(m->hdr, m->slot_idx, (uint32_t)dev)->peak;
 	l->group_peak = &m->hdr->dev[dev].peak;
 }
@@ -165,11 +167,11 @@ static int lane_take(vr_member *m, struct lane *l)
 	}
 }
 
-/* Raises the peaks to what is handed out once l's spare is set aside. */
-static inline void lane_peaks(const struct lane *l)
+/* Raises the peaks to what is handed out once l's spare is set aside
+ * (total: the group's, as just read). */
+static inline void lane_peaks(const struct lane *l, uint64_t total)
 {
 	uint64_t held = vr_w_bytes(atomic_load_explicit(l->held, memory_order_relaxed));
-	uint64_t total = vr_tot_bytes(atomic_load_explicit(l->total, memory_order_relaxed));
 	vr_peak_raise(l->slot_peak, held > l->spare ? held - l->spare : 0);
 	vr_peak_raise(l->group_peak, total > l->spare ? total - l->spare : 0);
 }
@@ -192,8 +194,14 @@ static int reserve_slow(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use,
 		flush(m, l);
 		return vr_reg_take(m, dev, bytes, 0, in_use, how);
 	}
-	if (l->spare && l->dev != dev)
+	if (l->spare && (l->dev != dev || bytes <= l->spare)) {
+		/* Another device's spare, or spare enough but the group is over
+		 * its cap (the lane fast path): the spare goes back, the books decide. */
+		int over = l->dev == dev;
 		flush(m, l);
+		if (over)
+			return vr_reg_take(m, dev, bytes, 0, in_use, how);
+	}
 	/* Enough for this request with a quantum left over, or exactly. */
 	uint64_t need = bytes - l->spare;
 	if (vr_reg_take(m, dev, need + q, q, in_use, VR_TAKE_TRY) == 0) {
@@ -214,10 +222,17 @@ static inline int reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *in_us
 	 * a member with lanes (gen != 0). */
 	if (VR_LIKELY(l->gen == m->lane_gen && l->dev == dev && bytes - 1 < l->spare &&
 	              !vr_is_detached(m))) {
-		l->spare -= bytes;
-		publish(l);
-		lane_peaks(l);
-		return 0;
+		/* Spare is handed out only while the group is within its cap:
+		 * over it (the cap lowered by `vramctl limit` below what the
+		 * group holds, or overhead grown past it) every reserve goes to
+		 * the books, which refuse it. */
+		uint64_t total = vr_tot_bytes(atomic_load_explicit(l->total, memory_order_relaxed));
+		if (VR_LIKELY(total <= atomic_load_explicit(l->cap, memory_order_relaxed))) {
+			l->spare -= bytes;
+			publish(l);
+			lane_peaks(l, total);
+			return 0;
+		}
 	}
 	return reserve_slow(m, dev, bytes, in_use, how);
 }

@@ -50,7 +50,7 @@
 #include "vramctl/registry.h"
 
 #define VR_LAYOUT_MAGIC   0x3147524c54434d56ULL /* "VMCTLRG1" read little-endian */
-#define VR_LAYOUT_VERSION 7u
+#define VR_LAYOUT_VERSION 8u
 #define VR_SLOTS          1024u
 #define VR_HDR_SIZE       4096u
 /* The header's group field. Part of the pinned layout: 72 bytes, more than
@@ -147,15 +147,38 @@ struct vr_counts_line {
 
 _Static_assert(VR_GROUP_FIELD >= VR_GROUP_NAME_MAX + 1, "the header holds any valid group name");
 
+/* The group's last VR_CHANGES cap changes (caps.c, `vramctl limit`), after
+ * the members' numbers: change k (from 0, since the group started) is in
+ * c[k % VR_CHANGES]. Written under the lock and the seqlock. */
+#define VR_CHANGES 16
+struct vr_change {
+	uint64_t when; /* CLOCK_REALTIME seconds */
+	uint32_t uid;  /* who made it: the real UID of the process */
+	int32_t pid;   /* that process, in its own namespace */
+	unsigned char uuid[VR_UUID_LEN];
+	uint64_t old_cap, new_cap;
+};
+struct vr_changes {
+	uint64_t count; /* changes made since the group started */
+	uint64_t pad[7];
+	struct vr_change c[VR_CHANGES];
+};
+
 #define VR_SLOTS_OFFSET  ((uint64_t)VR_HDR_SIZE)
 #define VR_COUNTS_OFFSET (VR_SLOTS_OFFSET + (uint64_t)VR_SLOTS * sizeof(struct vr_slot))
-#define VR_SEGMENT_SIZE                                                                            \
+#define VR_CHANGES_OFFSET                                                                          \
 	(VR_COUNTS_OFFSET + (uint64_t)VR_MAX_DEVICES * VR_SLOTS * sizeof(struct vr_counts_line))
-#define VR_DOOR_SIZE VR_HDR_SIZE
+#define VR_SEGMENT_SIZE (VR_CHANGES_OFFSET + sizeof(struct vr_changes))
+#define VR_DOOR_SIZE    VR_HDR_SIZE
 
 static inline struct vr_slot *vr_slot_at(struct vr_hdr *h, uint32_t i)
 {
 	return (struct vr_slot *)(void *)((unsigned char *)h + VR_SLOTS_OFFSET) + i;
+}
+
+static inline struct vr_changes *vr_changes_at(struct vr_hdr *h)
+{
+	return (struct vr_changes *)(void *)((unsigned char *)h + VR_CHANGES_OFFSET);
 }
 
 /* Slot i's numbers on device d. */

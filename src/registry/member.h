@@ -47,8 +47,10 @@
  * when they cannot be trusted (books.c). Indexed like the group's devices. */
 struct vr_priv_dev {
 	unsigned char uuid[VR_UUID_LEN];
-	uint64_t cap;
-	uint64_t key;          /* vr_dev_key_of(cap, uuid): the total word's check */
+	/* The cap in force: as joined, then as learned from the books when
+	 * `vramctl limit` changed it (under the lock; read by every thread). */
+	_Atomic uint64_t cap;
+	uint64_t key;          /* vr_tot_key(uuid): the total word's check */
 	_Atomic uint64_t mine; /* what this process holds on the device */
 	uint64_t quantum;      /* a lane's spare on it (lanes.c), 0: no lanes */
 	uint64_t reach;        /* the largest block a lane serves on it */
@@ -98,13 +100,16 @@ static inline int vr_is_detached(vr_member *m)
 
 /*
  * The total word of a device (struct vr_hdr_dev.total): the group's
- * bytes in bits 0-47, a 15-bit check of them keyed by the device's cap and
- * UUID in bits 48-62, and VR_TOT_FROZEN while a lock holder has frozen the
- * books (no member changes a frozen total; see lock.c, vr_reg_freeze).
- * Members change it by compare-and-swap with the key of the cap and UUID
- * they joined under, so a total written by anything else (zeroed, random)
- * fails its check, and a cap overwritten in the segment does not change
- * what a member checks against. 48 bits hold 256 TiB.
+ * bytes in bits 0-47, a 15-bit check of them keyed by the device's UUID in
+ * bits 48-62, and VR_TOT_FROZEN while a lock holder has frozen the books (no
+ * member changes a frozen total; see lock.c, vr_reg_freeze). Members change
+ * it by compare-and-swap with the key of the UUID they joined under, so a
+ * total written by anything else (zeroed, random) fails its check. The cap
+ * is not in the total's key: `vramctl limit` changes a running group's cap
+ * (caps.c) without touching the total. The device's check word is keyed by
+ * the cap and the UUID: a write of the cap alone is damage; a cap written
+ * with its check (caps.c, under the lock) is learned by every member at its
+ * next operation (books.c). 48 bits hold 256 TiB.
  */
 #define VR_TOT_MAX    ((1ull << 48) - 1)
 #define VR_TOT_FROZEN (1ull << 63)
@@ -117,9 +122,19 @@ static inline uint64_t vr_dev_key_of(uint64_t cap, const unsigned char *uuid)
 	return (cap * 0x9e3779b97f4a7c15ull) ^ (u0 * 0xbf58476d1ce4e5b9ull) ^
 	       (u1 * 0x94d049bb133111ebull);
 }
+/* The key of a device's total word: its UUID's alone. */
+static inline uint64_t vr_tot_key(const unsigned char *uuid)
+{
+	return vr_dev_key_of(0x7fa3c1d5e9b24681ull, uuid);
+}
 static inline uint64_t vr_dev_key(const struct vr_hdr_dev *g)
 {
-	return vr_dev_key_of(g->cap, g->uuid);
+	return vr_tot_key(g->uuid);
+}
+/* The device's check word for its cap and UUID. */
+static inline uint64_t vr_dev_check_of(uint64_t cap, const unsigned char *uuid)
+{
+	return ~vr_dev_key_of(cap, uuid);
 }
 /* The total word for bytes v (v <= VR_TOT_MAX), not frozen. */
 static inline uint64_t vr_tot_make(uint64_t key, uint64_t v)
@@ -144,19 +159,24 @@ static inline uint64_t vr_dev_total(const struct vr_hdr_dev *g)
 {
 	return vr_tot_bytes(vr_dev_total_word(g));
 }
+/* The device's cap as stored (caps.c changes it under the lock). */
+static inline uint64_t vr_dev_cap(const struct vr_hdr_dev *g)
+{
+	return atomic_load_explicit((_Atomic uint64_t *)&g->cap, memory_order_acquire);
+}
 /* 1 if the device's cap, UUID and total are as members write them. */
 static inline int vr_dev_ok(const struct vr_hdr_dev *g)
 {
-	uint64_t key = vr_dev_key(g);
-	return g->check == ~key && vr_tot_ok(key, vr_dev_total_word(g));
+	return atomic_load_explicit((_Atomic uint64_t *)&g->check, memory_order_acquire) ==
+	           vr_dev_check_of(vr_dev_cap(g), g->uuid) &&
+	       vr_tot_ok(vr_dev_key(g), vr_dev_total_word(g));
 }
 /* Sets a device's total (not frozen) and its check word. Lock held, books
  * frozen or not yet shown to anyone. */
 static inline void vr_dev_set_total(struct vr_hdr_dev *g, uint64_t v)
 {
-	uint64_t key = vr_dev_key(g);
-	g->check = ~key;
-	atomic_store_explicit((_Atomic uint64_t *)&g->total, vr_tot_make(key, v),
+	g->check = vr_dev_check_of(g->cap, g->uuid);
+	atomic_store_explicit((_Atomic uint64_t *)&g->total, vr_tot_make(vr_dev_key(g), v),
 	                      memory_order_release);
 }
 

@@ -320,6 +320,27 @@ static const struct vr_hdr *attach_segment(struct reader *r, int fd, const struc
 	return NULL;
 }
 
+/* The group's last cap changes, oldest first. */
+static void add_changes(struct vramctl_group *g, const struct vr_changes *ch)
+{
+	uint64_t total = ch->count;
+	int n = total < VR_CHANGES ? (int)total : VR_CHANGES;
+	_Static_assert(VR_CHANGES == VRAMCTL_CAP_CHANGES, "the snapshot holds every kept change");
+	g->changes_total = total;
+	g->nchanges = n;
+	for (int k = 0; k < n; k++) {
+		const struct vr_change *r =
+		    &ch->c[(total - (uint64_t)n + (uint64_t)k) % VR_CHANGES];
+		struct vramctl_cap_change *o = &g->changes[k];
+		o->when = r->when;
+		o->uid = r->uid;
+		o->pid = r->pid;
+		vr_format_uuid(r->uuid, o->uuid, sizeof(o->uuid));
+		o->old_cap = r->old_cap;
+		o->new_cap = r->new_cap;
+	}
+}
+
 /* The group's entry in the snapshot, from the copy. NULL: out of memory. */
 static struct vramctl_group *add_group(struct reader *r, const struct stat *st)
 {
@@ -336,6 +357,7 @@ static struct vramctl_group *add_group(struct reader *r, const struct stat *st)
 	g->owner = st->st_uid;
 	g->ndev = (int)c->ndev;
 	g->consistent = c->consistent;
+	add_changes(g, &c->changes);
 	for (uint32_t d = 0; d < c->ndev; d++) {
 		vr_format_uuid(c->gdev[d].uuid, g->dev[d].uuid, sizeof(g->dev[d].uuid));
 		g->dev[d].cap = c->gdev[d].cap;

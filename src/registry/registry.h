@@ -57,7 +57,11 @@ struct vr_join_opts {
 	 * bound (5 s) together. NULL: nobody is told. */
 	void (*notice)(const char *line);
 	int launcher; /* a launcher holding the group open: not counted as a member */
-	int lanes;    /* its threads keep spare bytes (lanes.c); one member per process */
+	/* Joins only a group that has a live member (`vramctl limit`): a
+	 * missing door is -ENOENT, a group with none -ESRCH; nothing is
+	 * created or started afresh. */
+	int existing;
+	int lanes; /* its threads keep spare bytes (lanes.c); one member per process */
 };
 
 /*
@@ -177,6 +181,11 @@ enum { VR_SLOT_F_ALLOCATIONS = 1u << 1, VR_SLOT_F_NO_FIGURES = 1u << 2 };
 /* Sets (on) or clears this member's VR_SLOT_F_ALLOCATIONS /
  * VR_SLOT_F_NO_FIGURES bits, for monitors. */
 void vr_counting_set(vr_member *m, unsigned bits, int on);
+
+/* The identity of the group's books, as this member joined them: their
+ * random key, new each time the group starts (the device book tells groups
+ * apart by it, with the owner's UID). 0 for NULL. */
+uint64_t vr_group_key(const vr_member *m);
 
 /* Host pinned bytes (not capped), shown apart. */
 void vr_note_pinned(vr_member *m, int64_t delta);

@@ -53,6 +53,7 @@ int vr__seg_copy(struct vr_seg_copy *c, const struct vr_hdr *h)
 		memcpy(c->gdev, h->dev, ndev * sizeof(c->gdev[0]));
 		memcpy(c->gname, h->group, sizeof(c->gname));
 		memcpy(c->spec, h->limit_spec, sizeof(c->spec));
+		memcpy(&c->changes, vr_changes_at((struct vr_hdr *)h), sizeof(c->changes));
 		growth = h->growth;
 		spill_budget = h->spill_budget;
 		spilled = h->spilled;

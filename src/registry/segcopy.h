@@ -42,6 +42,7 @@ struct vr_seg_copy {
 	uint32_t growth;
 	uint64_t spill_budget, spilled;
 	uint32_t lockword;
+	struct vr_changes changes;
 };
 
 /* Copies the segment h (attached read-only) into *c. Returns 0, or -ENOMEM

@@ -19,4 +19,34 @@ ssize_t vr_read_file(const char *path, char *buf, size_t len);
 /* CLOCK_MONOTONIC in ns. */
 uint64_t vr_now_ns(void);
 
+/* Takes (lock 1) an OFD write lock on byte `byte` of fd, retried with short
+ * sleeps until vr_now_ns() passes end (then -ETIMEDOUT), or drops it (0).
+ * 0 or a negative errno. */
+int vr_ofd_lock(int fd, long long byte, int lock, uint64_t end);
+
+/* Opens a door (what, for messages: "region", "device book") read-only,
+ * never following a symlink, never blocking on a FIFO: an fd, -ENOENT (no
+ * message: there is none), -ELOOP (a symlink) or another negative errno
+ * with a line in err. */
+int vr_door_open_ro(int dfd, const char *dir, const char *name, const char *what, char *err,
+                    size_t errlen);
+
+/* A new door's bytes, for vr_tmp_write. */
+struct vr_tmp_file {
+	int dfd;          /* the directory */
+	const char *dir;  /* its path, for messages */
+	const char *name; /* the file's final name, for messages */
+	const char *what; /* what it is, for messages ("region", "device book") */
+	const char *stem; /* the temporary name's: .<stem>.<pid>.<n>.tmp */
+	unsigned mode;    /* exactly this mode (fchmod: the umask is never touched) */
+	const void *buf;
+	size_t len;
+};
+/* Writes a new file's bytes under a temporary name in f->dfd (O_EXCL, never
+ * through a symlink, close-on-exec), for the caller to link into place
+ * complete. An fd with the name in tmp, or a negative errno with a line in
+ * err (-EFBIG: the file size limit is below f->len; writing would raise
+ * SIGXFSZ in the program); nothing is left behind on error. */
+int vr_tmp_write(const struct vr_tmp_file *f, char *tmp, size_t tmplen, char *err, size_t errlen);
+
 #endif /* VRAMCTL_REGISTRY_UTIL_H */

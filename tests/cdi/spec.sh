@@ -27,8 +27,9 @@ gen "$TMPDIR/b.json" --limit 0=4G,1=50% --group train
 gen "$TMPDIR/c.yaml" --limit 1536M --limit 1=2G --name small --format yaml
 gen "$TMPDIR/d.json" --limit GPU-0e0e0e0e-1111-2222-3333-444444444444=1G
 gen "$TMPDIR/e.json" --limit 2G --growth
+gen "$TMPDIR/f.json" --limit 8G --guarantee 0=2G --guarantee 1G --group g --growth
 for v in v0.5.4 v1.1.0; do
-	"$PY" "$VR_SRC/tests/cdi/validate.py" "$S/$v" "$TMPDIR"/{a,b,d,e}.json "$TMPDIR"/{a,c}.yaml ||
+	"$PY" "$VR_SRC/tests/cdi/validate.py" "$S/$v" "$TMPDIR"/{a,b,d,e,f}.json "$TMPDIR"/{a,c}.yaml ||
 		fail "a spec does not validate against the CDI schema $v"
 done
 # A spec the schema refuses, so the check can fail at all.
@@ -65,6 +66,9 @@ ok &= not any(e.startswith("VRAMCTL_GROUP=") for e in env)
 e = json.load(open(f"{t}/e.json"))["devices"][0]["containerEdits"]["env"]
 ok &= "VRAMCTL_GROWTH=1" in e and not any(x.split("=")[0] in
       ("TF_FORCE_GPU_ALLOW_GROWTH", "XLA_PYTHON_CLIENT_PREALLOCATE", "LD_PRELOAD") for x in e)
+# --guarantee: VRAMCTL_GUARANTEE as typed, only when given.
+f = json.load(open(f"{t}/f.json"))["devices"][0]["containerEdits"]["env"]
+ok &= "VRAMCTL_GUARANTEE=0=2G,1G" in f and "VRAMCTL_LIMIT=8G" in f and len(f) == 5
 if not ok:
     print(json.dumps(a, indent=1))
 sys.exit(0 if ok else 1)
@@ -118,6 +122,11 @@ bad() { # bad NEEDLE ARGS...
 	[ -e "$TMPDIR/never.json" ] && fail "cdi $*: --output was written"
 }
 bad "--limit SPEC is required" generate --output "$TMPDIR/never.json"
+bad "the guarantee 5G is above the cap there (4G)" generate --limit 4G --guarantee 5G \
+	--output "$TMPDIR/never.json"
+bad "--guarantee '0'" generate --limit 4G --guarantee 0
+bad "the guarantee 1G has no cap on every device" generate --limit 0=4G --guarantee 1G
+bad "--limit SPEC is required" generate --guarantee 1G
 bad "'0'" generate --limit 0 --output "$TMPDIR/never.json"
 bad "unknown unit 'X'" generate --limit 4X
 bad "more than 100" generate --limit 150%

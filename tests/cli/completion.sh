@@ -94,6 +94,12 @@ cases() {
 	expect_words "4K 4M 4G 4T 4%" vramctl run --limit 4
 	expect_words "4G" vramctl run -l 4
 	expect_words "0=4G 0=4%" vramctl run --limit 0=4
+	# --guarantee (issue #26): the cap's grammar, offered as the cap's.
+	expect_words "--guarantee" vramctl run --gu
+	expect_words "4K 4M 4G 4T 4%" vramctl run --limit 4G --guarantee 4
+	expect_words "0=4G 0=4%" vramctl run --guarantee 0=4
+	expect_words "--guarantee" vramctl kernel install --gu
+	expect_words "--guarantee" vramctl cdi generate --gu
 	expect_words "trainers" vramctl run --group ''
 	expect_words "trainers" vramctl run --limit 1G --group tr
 	expect_words "table json prom" vramctl status --format ''

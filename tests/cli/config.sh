@@ -21,6 +21,14 @@ VRAMCTL_LIMIT=1G "$V" run -- sh -c 'echo "$VRAMCTL_LIMIT"' >out
 [ "$(cat out)" = 1G ] || fail "a nested run took the default over its parent's cap: '$(cat out)'"
 "$V" run --limit 3G -- sh -c 'echo "$VRAMCTL_LIMIT"' >out
 [ "$(cat out)" = 3G ] || fail "--limit lost to the default: '$(cat out)'"
+# A guarantee within the default cap needs no --limit (issue #26); one
+# above it is refused.
+"$V" run --guarantee 1G -- sh -c 'echo "$VRAMCTL_GUARANTEE"' >out 2>err
+expect_rc 0 $? "a guarantee under the default cap"
+[ "$(cat out)" = 1G ] || fail "--guarantee under default_limit: '$(cat out)' $(cat err)"
+"$V" run --guarantee 3G -- true 2>err
+expect_rc 125 $? "a guarantee above the default cap"
+expect_grep "is above" err "a guarantee above the default cap"
 
 if has_cap && sim_only; then
 	# max_limit holds against the command line...
@@ -40,6 +48,10 @@ if has_cap && sim_only; then
 	# ...and no cap at all: the library alone applies the maximum.
 	LD_PRELOAD=$LIB "$APP" >out 2>err
 	[ "$(total out)" = "2 GiB" ] || fail "no VRAMCTL_LIMIT under max 2G: total $(total out)"
+	# A guarantee is checked against the cap as lowered to the maximum.
+	"$V" run --limit 4G --guarantee 3G -- true 2>err
+	expect_rc 125 $? "a guarantee above the maximum"
+	expect_grep "the guarantee on GPU 0 (3 GiB) is above its cap (2 GiB)" err "above the maximum"
 	# A cap below the maximum stays.
 	"$V" run --limit 1G -- "$APP" >out 2>err
 	[ "$(total out)" = "1 GiB" ] || fail "--limit 1G under max 2G: total $(total out)"

@@ -47,4 +47,22 @@ if sim_only; then
 	grep -qF "vramctl kernel remove py-gpu-1g" out || fail "doctor does not say how to remove it"
 	grep -E "kernel.stale" out | grep -qF "$long" && fail "doctor names a kernel whose program is there"
 fi
+
+# --guarantee (issue #26): carried into the kernel's `vramctl run` and its
+# metadata; checked against the cap item by item, refused with 125.
+"$V" kernel install --limit 4G --guarantee 1G --from py --name gua >out 2>err
+expect_rc 0 $? "kernel install --guarantee"
+python3 - "$JUPYTER_DATA_DIR/kernels/gua/kernel.json" <<'PY' || fail "--guarantee in the kernelspec"
+import json, sys
+k = json.load(open(sys.argv[1]))
+assert k["argv"][1:7] == ["run", "--exec", "--limit", "4G", "--guarantee", "1G"], k["argv"]
+assert k["metadata"]["vramctl"]["guarantee"] == "1G", k
+PY
+"$V" kernel install --limit 4G --guarantee 8G --from py --name gua2 >out 2>err
+expect_rc 125 $? "a guarantee above the cap"
+expect_grep "the guarantee 8G is above the cap there (4G)" err "a guarantee above the cap"
+"$V" kernel install --limit 4G --guarantee 8Q --from py --name gua2 >out 2>err
+expect_rc 125 $? "a bad guarantee"
+expect_grep "unknown unit 'Q'" err "a bad guarantee"
+[ ! -e "$JUPYTER_DATA_DIR/kernels/gua2" ] || fail "a refused guarantee wrote a kernelspec"
 finish

@@ -107,4 +107,17 @@ got=$(XLA_PYTHON_CLIENT_PREALLOCATE=true env_of XLA_PYTHON_CLIENT_PREALLOCATE --
 [ "$got" = true ] || fail "the user's XLA_PYTHON_CLIENT_PREALLOCATE was replaced: '$got'"
 got=$(env_of TF_FORCE_GPU_ALLOW_GROWTH --limit 1G)
 [ "$got" = "<unset>" ] || fail "growth switch set without --growth: '$got'"
+
+# VRAMCTL_GUARANTEE (issue #26): normalised as the cap is; an inherited one
+# never applies to a new cap.
+got=$(env_of VRAMCTL_GUARANTEE --limit 4G --guarantee 1.5G)
+[ "$got" = 1536M ] || fail "VRAMCTL_GUARANTEE for 1.5G: '$got'"
+got=$(env_of VRAMCTL_GUARANTEE --limit 50% --guarantee 12.5%)
+[ "$got" = 12.5% ] || fail "VRAMCTL_GUARANTEE for 12.5%: '$got'"
+got=$(VRAMCTL_GUARANTEE=2G env_of VRAMCTL_GUARANTEE --limit 4G)
+[ "$got" = "<unset>" ] || fail "an inherited VRAMCTL_GUARANTEE under a new cap: '$got'"
+if sim_only; then
+	got=$(env_of VRAMCTL_GUARANTEE --limit 4G --guarantee 1=1G)
+	[ "$got" = "$UUID1=1G" ] || fail "VRAMCTL_GUARANTEE for 1=1G: '$got'"
+fi
 finish

@@ -27,6 +27,10 @@ refused "--group --" "option --group needs a value" --group -- echo ran
 refused "--trace-max --" "option --trace-max needs a value" --trace-max -- echo ran
 refused "-l --" "option -l needs a value" -l -- echo ran
 refused "--limit at the end" "option --limit needs a value" --limit
+refused "--guarantee --" "option --guarantee needs a value" --limit 1G --guarantee -- echo ran
+refused "--guarantee --limit" "option --guarantee needs a value" \
+	--guarantee --limit 1G -- echo ran
+refused "--guarantee -1G" "--guarantee '-1G'" --limit 1G --guarantee -1G -- echo ran
 
 refused "--spill 2G" "--spill takes its value with '=' (--spill=2G)" \
 	--limit 1G --spill 2G echo ran
@@ -52,6 +56,10 @@ expect_grep ran out "--spill COMMAND runs it"
 "$V" run --limit 1G --trace=--odd -- true 2>err
 expect_rc 0 $? "--trace=--odd"
 [ -f ./--odd ] || fail "--trace=--odd wrote no file of that name"
+"$V" run --limit=1G --guarantee=512M -- echo ran >out 2>err
+expect_rc 0 $? "--guarantee=SIZE"
+expect_grep ran out "--guarantee=SIZE runs the command"
+
 "$V" run --limit 1G --report echo ran >out 2>err
 expect_rc 0 $? "--report COMMAND"
 expect_grep ran out "--report COMMAND runs it"

@@ -94,4 +94,52 @@ for spec in 1G 1.5g 512MiB 50% 0=1G 0=4G,1=50% 100%; do
 	expect_rc 0 $? "--limit '$spec'"
 	[ -e marker ] || fail "--limit '$spec': the command did not run: $(cat err)"
 done
+
+# --guarantee (issue #26): the cap's grammar and messages, within the cap on
+# every device it names, and never without a cap. Each refused, 125, the
+# command not run.
+gcases=(
+	"--limit 4G --guarantee 0G|--guarantee '0G'"
+	"--limit 4G --guarantee 4X|unknown unit 'X'"
+	"--limit 4G --guarantee 1G,2G|--guarantee '1G,2G': '2G'"
+	"--limit 4G --guarantee 5G|is above"
+	"--limit 50% --guarantee 60%|is above"
+	"--guarantee 1G|--guarantee needs --limit"
+)
+if sim_only; then
+	gcases+=(
+		"--limit 4G --guarantee 7=1G|unknown device '7'"
+		"--limit 0=4G --guarantee 2G|GPU 1 has a guarantee"
+		"--limit 4G,1=1G --guarantee 2G|the guarantee on GPU 1 (2 GiB) is above its cap (1 GiB)"
+		"--limit 4G --guarantee 1=60%|the guarantee on GPU 1 (4.8 GiB) is above its cap (4 GiB)"
+	)
+fi
+for c in "${gcases[@]}"; do
+	args=${c%%|*} want=${c#*|}
+	rm -f marker
+	# shellcheck disable=SC2086 # the options, as words
+	"$V" run $args -- touch marker >out 2>err
+	expect_rc 125 $? "$args"
+	expect_grep "$want" err "$args"
+	[ "$(wc -l <err)" -le 2 ] || fail "$args: more than one error: $(cat err)"
+	[ ! -e marker ] || fail "$args: the command ran"
+done
+# Without a driver, item by item: a guarantee item needs a cap item there,
+# and is compared with it when both are sizes or both percentages.
+rm -f marker
+VRAMCTL_DRIVER=$PWD/no-such-driver.so "$V" run --limit 1G --guarantee 2G -- touch marker 2>err
+expect_rc 125 $? "a guarantee above the cap without a driver"
+expect_grep "the guarantee 2G is above the cap there (1G)" err "no driver, 2G over 1G"
+VRAMCTL_DRIVER=$PWD/no-such-driver.so "$V" run --limit 1G --guarantee 512M -- touch marker 2>err
+expect_rc 0 $? "a guarantee within the cap without a driver"
+[ -e marker ] || fail "a guarantee within the cap without a driver did not run: $(cat err)"
+# Good guarantees run.
+for args in "--limit 4G --guarantee 4G" "--limit 50% --guarantee 2G" \
+	"--limit 4G --guarantee 25%" "--limit 4G --guarantee 1=50%"; do
+	rm -f marker
+	# shellcheck disable=SC2086
+	"$V" run $args -- touch marker 2>err
+	expect_rc 0 $? "$args"
+	[ -e marker ] || fail "$args: the command did not run: $(cat err)"
+done
 finish

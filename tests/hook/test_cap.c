@@ -5,7 +5,9 @@
  * free); an allocation past the cap fails with exactly
  * CUDA_ERROR_OUT_OF_MEMORY and one "vramctl: denied ..." line; a free gives
  * the room back. Also: no cap -> the driver's own numbers and silence; a
- * malformed VRAMCTL_LIMIT fails closed; a missing driver gives
+ * malformed VRAMCTL_LIMIT fails closed, and so does a malformed
+ * VRAMCTL_GUARANTEE under a cap (one without a cap is said and ignored); a
+ * missing driver gives
  * CUDA_ERROR_NOT_INITIALIZED and one message. Runs against a real driver
  * too: every size is relative to the device's physical total.
  */
@@ -386,6 +388,28 @@ int main(int argc, char **argv)
 	ASSERT_EQ(ht_run("closed", toolong), 0);
 	ASSERT_EQ(ht_err_count("closed", "too long"), 1);
 	ASSERT_EQ(ht_err_count("closed", "fail closed"), 1);
+
+	/* VRAMCTL_GUARANTEE (issue #26): read under a cap, silently when it
+	 * can be read; a malformed or too long one fails closed as a malformed
+	 * cap does; one without a cap is said once and changes nothing. */
+	const char *gua[] = {limit, ht_kv("T_CAP", cap), "VRAMCTL_GUARANTEE=50%", NULL};
+	ASSERT_EQ(ht_run("capped", gua), 0);
+	ASSERT_EQ(ht_err_count("capped", "VRAMCTL_GUARANTEE"), 0);
+	const char *badgua[] = {limit, "VRAMCTL_GUARANTEE=2Q", NULL};
+	ASSERT_EQ(ht_run("closed", badgua), 0);
+	ASSERT_EQ(ht_err_count("closed", "vramctl: VRAMCTL_GUARANTEE: "), 1);
+	ASSERT_EQ(ht_err_count("closed", "fail closed"), 1);
+	static char hugeg[8192];
+	memcpy(hugeg, "VRAMCTL_GUARANTEE=", 18);
+	memcpy(hugeg + 18, huge + 14, 6000); /* "1G,1G,...": longer than any spec */
+	const char *longgua[] = {limit, hugeg, NULL};
+	ASSERT_EQ(ht_run("closed", longgua), 0);
+	ASSERT_EQ(ht_err_count("closed", "VRAMCTL_GUARANTEE is too long"), 1);
+	ASSERT_EQ(ht_err_count("closed", "fail closed"), 1);
+	const char *gua_only[] = {ht_kv("T_TOTAL", total), ht_kv("T_NVML_TOTAL", ht_nvml_total()),
+	                          "VRAMCTL_GUARANTEE=2Q", NULL};
+	ASSERT_EQ(ht_run("invisible", gua_only), 0);
+	ASSERT_EQ(ht_err_count("invisible", "VRAMCTL_GUARANTEE is set without a cap"), 1);
 
 	const char *nodrv[] = {limit, "VRAMCTL_DRIVER=/nonexistent/libcuda.so.1", NULL};
 	ASSERT_EQ(ht_run("nodriver", nodrv), 0);

@@ -81,6 +81,7 @@ static void test_contract(void)
 	/* With a limit and no spill budget, an inherited VRAMCTL_SPILL goes. */
 	ASSERT_STR_EQ(r.text, "VRAMCTL_LIMIT=GPU-00000000-0000-0000-0000-000000000001=4G\n"
 	                      "-VRAMCTL_SPILL\n"
+	                      "-VRAMCTL_GUARANTEE\n"
 	                      "VRAMCTL_GROUP=job.1\n"
 	                      "VRAMCTL_REGISTRY_DIR=/r/1000\n"
 	                      "VRAMCTL_GROWTH=1\n"
@@ -93,6 +94,14 @@ static void test_contract(void)
 	r.text[0] = '\0';
 	ASSERT_EQ(vr_contract_apply(&c, record, &r, err, sizeof(err)), 0);
 	ASSERT(strstr(r.text, "VRAMCTL_SPILL=17179869184\n"));
+	/* With a limit and no guarantee, an inherited VRAMCTL_GUARANTEE goes;
+	 * with one, it is written. */
+	ASSERT(strstr(r.text, "-VRAMCTL_GUARANTEE\n"));
+	c.guarantee = "2G";
+	r.text[0] = '\0';
+	ASSERT_EQ(vr_contract_apply(&c, record, &r, err, sizeof(err)), 0);
+	ASSERT(strstr(r.text, "VRAMCTL_GUARANTEE=2G\n"));
+	c.guarantee = NULL;
 
 	/* Only what was asked for (no limit: an inherited budget stays too). */
 	struct vr_contract bare = {.lib = "/l/libvramctl.so"};
@@ -111,12 +120,11 @@ static void test_contract(void)
 	r.text[0] = '\0';
 	ASSERT_EQ(vr_contract_undo("/l/libvramctl.so", "/a.so:/l/libvramctl.so", record, &r), 0);
 	ASSERT_STR_EQ(r.text, "-VRAMCTL_LIMIT\n-VRAMCTL_GROUP\n-VRAMCTL_GROWTH\n-VRAMCTL_SPILL\n"
-	                      "LD_PRELOAD=/a.so\n");
+	                      "-VRAMCTL_GUARANTEE\nLD_PRELOAD=/a.so\n");
 	r.text[0] = '\0';
 	ASSERT_EQ(vr_contract_undo("/l/libvramctl.so", "/l/libvramctl.so", record, &r), 0);
-	ASSERT_STR_EQ(
-	    r.text,
-	    "-VRAMCTL_LIMIT\n-VRAMCTL_GROUP\n-VRAMCTL_GROWTH\n-VRAMCTL_SPILL\n-LD_PRELOAD\n");
+	ASSERT_STR_EQ(r.text, "-VRAMCTL_LIMIT\n-VRAMCTL_GROUP\n-VRAMCTL_GROWTH\n-VRAMCTL_SPILL\n"
+	                      "-VRAMCTL_GUARANTEE\n-LD_PRELOAD\n");
 }
 
 static void test_dir_pattern(void)
@@ -185,6 +193,53 @@ static void test_normalise(void)
 	parse("4G", &l);
 	ASSERT_EQ(vr_launch_normalise(&l, NULL, -1, "x", out, sizeof(out), err, sizeof(err)), 0);
 	ASSERT_STR_EQ(out, "4G");
+}
+
+/* A guarantee within the cap (issue #26): per device when the devices are
+ * known (percentages of each one's total), item by item when not. */
+static void test_guarantee_check(void)
+{
+	struct vr_limits l, g;
+	char err[512];
+
+	parse("4G", &l);
+	parse("4G", &g);
+	ASSERT_EQ(vr_launch_guarantee_check(&l, &g, devs, 2, err, sizeof(err)), 0);
+	parse("4097M", &g);
+	ASSERT_EQ(vr_launch_guarantee_check(&l, &g, devs, 2, err, sizeof(err)), -1);
+	ASSERT(strstr(err, "the guarantee on GPU 0 (4.001 GiB) is above its cap (4 GiB)"));
+	/* 25% of 16G is the cap exactly; of device 1 (8G) 60% is not. */
+	parse("25%", &g);
+	ASSERT_EQ(vr_launch_guarantee_check(&l, &g, devs, 2, err, sizeof(err)), 0);
+	parse("1=60%", &g);
+	ASSERT_EQ(vr_launch_guarantee_check(&l, &g, devs, 2, err, sizeof(err)), -1);
+	ASSERT(strstr(err, "GPU 1 (4.8 GiB) is above its cap (4 GiB)"));
+	/* A device with a guarantee and no cap. */
+	parse("0=4G", &l);
+	parse("1G", &g);
+	ASSERT_EQ(vr_launch_guarantee_check(&l, &g, devs, 2, err, sizeof(err)), -1);
+	ASSERT(strstr(err, "GPU 1 has a guarantee (1 GiB) and no cap"));
+	parse("GPU-11111111-2222-3333-4444-555555555555=1G", &g);
+	ASSERT_EQ(vr_launch_guarantee_check(&l, &g, devs, 2, err, sizeof(err)), 0);
+
+	/* No device seen: item by item. */
+	parse("4G", &l);
+	parse("0=2G,3G", &g);
+	ASSERT_EQ(vr_launch_guarantee_check(&l, &g, NULL, -1, err, sizeof(err)), 0);
+	parse("5G", &g);
+	ASSERT_EQ(vr_launch_guarantee_check(&l, &g, NULL, -1, err, sizeof(err)), -1);
+	ASSERT_STR_EQ(err, "the guarantee 5G is above the cap there (4G)");
+	parse("0=4G,1=50%", &l);
+	parse("1=60%", &g);
+	ASSERT_EQ(vr_launch_guarantee_check(&l, &g, NULL, -1, err, sizeof(err)), -1);
+	ASSERT_STR_EQ(err, "the guarantee 1=60% is above the cap there (50%)");
+	parse("1G", &g);
+	ASSERT_EQ(vr_launch_guarantee_check(&l, &g, NULL, 0, err, sizeof(err)), -1);
+	ASSERT_STR_EQ(err, "the guarantee 1G has no cap on every device: give it a cap too");
+	/* A size beside a percentage cannot be compared without the device:
+	 * the library lowers the guarantee to the cap. */
+	parse("1=1G", &g);
+	ASSERT_EQ(vr_launch_guarantee_check(&l, &g, NULL, -1, err, sizeof(err)), 0);
 }
 
 /* One rule, one message: what a launcher says is what the registry says. */
@@ -369,6 +424,7 @@ int main(void)
 	test_contract();
 	test_dir_pattern();
 	test_normalise();
+	test_guarantee_check();
 	test_group_names(path);
 	test_join(path);
 	test_registry_env();

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../test.h"
+#include "monitor/elastic.h"
 #include "monitor/card.h"
 #include "monitor/format.h"
 
@@ -263,6 +264,28 @@ static void s_on_card(struct mon_model *m)
 	p->valid |= MON_P_NVML;
 }
 
+/* A notebook's group whose cap was raised, then lowered below what it
+ * holds (`vramctl limit`, #26): over its cap, with why, and the changes. */
+static void s_lowered(struct mon_model *m)
+{
+	base(m);
+	dev(m, 0, UUID0, "NVIDIA H200", 140 * GiB, 3 * GiB);
+	struct mon_group *g = group(m, "nb", "2G", 1);
+	gdev(m, g, 0, 2 * GiB, 3 * GiB, 3 * GiB);
+	struct vramctl_cap_change c = {
+	    .when = 1796200000, .uid = 1000, .pid = 4242, .old_cap = 4 * GiB, .new_cap = 8 * GiB};
+	snprintf(c.uuid, sizeof c.uuid, "%s", UUID0);
+	g->changes[0] = c;
+	c.when += 3600;
+	c.uid = 0;
+	c.old_cap = 8 * GiB;
+	c.new_cap = 2 * GiB;
+	g->changes[1] = c;
+	g->nchanges = 2;
+	g->changes_total = 2;
+	capped(m, 0, 32200, 32200, "nb", 2 * GiB, 3 * GiB, 3 * GiB);
+}
+
 /* The driver's per-cgroup limits (R615): a capped process also under a
  * driver limit (both), an uncapped one under one (driver), one under none. */
 static void s_driver_limit(struct mon_model *m)
@@ -300,15 +323,11 @@ static const struct {
 	const char *name;
 	void (*make)(struct mon_model *);
 } scenarios[] = {
-    {"no_process", s_no_process},
-    {"capped_uncapped", s_capped_uncapped},
-    {"vanished", s_vanished},
-    {"nvml_missing", s_nvml_missing},
-    {"no_v3", s_no_v3},
-    {"memory_unknown", s_memory_unknown},
-    {"nothing_visible", s_empty},
-    {"on_card", s_on_card},
-    {"driver_limit", s_driver_limit},
+    {"no_process", s_no_process}, {"capped_uncapped", s_capped_uncapped},
+    {"vanished", s_vanished},     {"nvml_missing", s_nvml_missing},
+    {"no_v3", s_no_v3},           {"memory_unknown", s_memory_unknown},
+    {"nothing_visible", s_empty}, {"on_card", s_on_card},
+    {"lowered", s_lowered},       {"driver_limit", s_driver_limit},
 };
 
 static char *render(const struct mon_model *m, int which, size_t *len)
@@ -318,6 +337,8 @@ static char *render(const struct mon_model *m, int which, size_t *len)
 	ASSERT(f);
 	/* As mon_merge_registry does after the join. */
 	mon_card_figures((struct mon_model *)m);
+	for (int i = 0; i < m->ngroups; i++)
+		mon_elastic_lowered(&((struct mon_model *)m)->groups[i]);
 	int rc = which == 0   ? mon_format_table(f, m)
 	         : which == 1 ? mon_format_json(f, m, 0)
 	                      : mon_format_prom(f, m);

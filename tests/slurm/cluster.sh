@@ -180,6 +180,16 @@ printf '%s\n' "$OUT" | grep -q "vramctl: --gpu-mem-spill=lots" || fail "no clear
 run srun --gpu-mem=1G printenv VRAMCTL_SPILL
 [ "$RC" != 0 ] || fail "VRAMCTL_SPILL set without --gpu-mem-spill: $OUT"
 
+# --- a guarantee (issue #26): VRAMCTL_GUARANTEE; one above the cap, or a
+# site that forbids guarantees, refused before queueing
+run srun --gpu-mem=4G --gpu-mem-guarantee=1G printenv VRAMCTL_GUARANTEE
+[ "$OUT" = 1G ] || fail "--gpu-mem-guarantee=1G: VRAMCTL_GUARANTEE=$OUT"
+run srun --gpu-mem=1G --gpu-mem-guarantee=2G true
+[ "$RC" != 0 ] || fail "--gpu-mem-guarantee above --gpu-mem accepted"
+printf '%s\n' "$OUT" | grep -q "is above the cap there" || fail "no clear message: $OUT"
+run srun --gpu-mem=1G printenv VRAMCTL_GUARANTEE
+[ "$RC" != 0 ] || fail "VRAMCTL_GUARANTEE set without --gpu-mem-guarantee: $OUT"
+
 # --- two tasks of one job share the cap: 600 MiB each, one is denied ------
 mkdir "$VS/barrier1"
 run srun -n2 --gpu-mem=1G bash -c "$G hold 600 $VS/barrier1 2; ls $VS/reg/0"
@@ -240,6 +250,10 @@ vs_reconfigure "$ARGS_BASE allow_spill=no"
 run srun --gpu-mem=1G --gpu-mem-spill=2G true
 [ "$RC" != 0 ] || fail "--gpu-mem-spill accepted with allow_spill=no"
 printf '%s\n' "$OUT" | grep -q "does not allow spilling" || fail "no clear message: $OUT"
+vs_reconfigure "$ARGS_BASE allow_guarantee=no"
+run srun --gpu-mem=1G --gpu-mem-guarantee=512M true
+[ "$RC" != 0 ] || fail "--gpu-mem-guarantee accepted with allow_guarantee=no"
+printf '%s\n' "$OUT" | grep -q "does not allow GPU memory guarantees" || fail "no clear message: $OUT"
 vs_reconfigure "$ARGS_BASE default=2G allow_optout=no"
 run srun "$G"
 expect_total $((8 * GIB)) 0 "site default applied to a job without GPUs"

@@ -2,7 +2,7 @@
 # tests/slurm/driver.sh - the SPANK plugin's enforce=driver|both in a real
 # one-node Slurm (tests/slurm/lib.sh) on the simulated R615 driver: the
 # step's cgroup gets the driver's hard limit (the job's cap) and soft limit
-# (VRAMCTL_GUARANTEE), a program in the step is refused by the simulated
+# (--gpu-mem-guarantee), a program in the step is refused by the simulated
 # driver past the hard limit, and the limits are cleared (and the plugin's
 # cgroup removed) when the step ends; a driver refusal is one line in the
 # job's output and the library holds the cap. Slurm's test rig runs
@@ -63,7 +63,7 @@ printf '%s\n' "$OUT" | grep -q "^rank=0 alloc=denied" || fail "64 + 200 MiB past
 
 # While a step runs: its cgroup and limits (hard the cap, soft the
 # guarantee); after it, cleared and the cgroup gone.
-run srun --gpu-mem=512M --export=ALL,VRAMCTL_GUARANTEE=128M bash -c \
+run srun --gpu-mem=512M --gpu-mem-guarantee=128M bash -c \
 	'c=$(sed -n "s/^0:://p" /proc/self/cgroup); echo "cgroup=$c"; '"$NL"' get /sys/fs/cgroup$c'
 [ "$RC" = 0 ] || fail "srun with nvmllimit: $OUT"
 step=$(printf '%s\n' "$OUT" | sed -n 's/^cgroup=//p')

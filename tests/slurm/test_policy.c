@@ -123,6 +123,43 @@ static void test_spill(void)
 	ASSERT(strstr(err, "allow_spill=maybe"));
 }
 
+/* --gpu-mem-guarantee (issue #26): the site's rule, the grammar, a cap to
+ * be within. */
+static void test_guarantee(void)
+{
+	struct vr_slurm_conf yes = conf_of(NULL, NULL, NULL);
+	struct vr_slurm_conf no = conf_of("allow_guarantee=no", NULL, NULL);
+	struct vr_slurm_decision d = {.capped = 1, .spec = "4G", .source = "user"};
+	struct vr_slurm_decision none = {.source = "none"};
+	char out[64] = "x", err[256];
+
+	ASSERT_EQ(yes.allow_guarantee, 1);
+	ASSERT_EQ(no.allow_guarantee, 0);
+	ASSERT_EQ(vr_slurm_guarantee(NULL, &yes, &d, out, sizeof(out), err, sizeof(err)), 0);
+	ASSERT_STR_EQ(out, "");
+	ASSERT_EQ(vr_slurm_guarantee("1G", &yes, &d, out, sizeof(out), err, sizeof(err)), 0);
+	ASSERT_STR_EQ(out, "1G");
+	ASSERT_EQ(vr_slurm_guarantee("0=4G", &yes, &d, out, sizeof(out), err, sizeof(err)), 0);
+	/* The submitting side, the cap not known yet: the value alone. */
+	ASSERT_EQ(vr_slurm_guarantee("8G", &yes, NULL, out, sizeof(out), err, sizeof(err)), 0);
+	ASSERT_EQ(vr_slurm_guarantee("8G", &yes, &d, out, sizeof(out), err, sizeof(err)), -EINVAL);
+	ASSERT(strstr(err, "--gpu-mem-guarantee=8G: the guarantee 8G is above the cap there (4G)"));
+	ASSERT_STR_EQ(out, "");
+	ASSERT_EQ(vr_slurm_guarantee("lots", &yes, NULL, out, sizeof(out), err, sizeof(err)),
+	          -EINVAL);
+	ASSERT(strstr(err, "--gpu-mem-guarantee=lots"));
+	ASSERT_EQ(vr_slurm_guarantee("1G", &yes, &none, out, sizeof(out), err, sizeof(err)),
+	          -EINVAL);
+	ASSERT(strstr(err, "the step has no cap"));
+	ASSERT_EQ(vr_slurm_guarantee("1G", &no, &d, out, sizeof(out), err, sizeof(err)), -EPERM);
+	ASSERT(strstr(err, "does not allow GPU memory guarantees"));
+	ASSERT_STR_EQ(out, "");
+	char *bad[] = {(char *)"allow_guarantee=maybe"};
+	struct vr_slurm_conf c;
+	ASSERT_EQ(vr_slurm_parse_args(1, bad, &c, err, sizeof(err)), -EINVAL);
+	ASSERT(strstr(err, "allow_guarantee=maybe"));
+}
+
 static void test_decide(void)
 {
 	struct vr_slurm_conf plain = conf_of(NULL, NULL, NULL);
@@ -277,6 +314,7 @@ int main(void)
 {
 	test_enforce();
 	test_spill();
+	test_guarantee();
 	test_args();
 	test_check_value();
 	test_decide();

@@ -1,0 +1,95 @@
+/*
+ * elastic.c - the views of caps changed while groups run (elastic.h).
+ */
+#include <string.h>
+#include <time.h>
+
+#include "common/size.h"
+#include "common/text.h"
+#include "monitor/elastic.h"
+
+void mon_elastic_lowered(struct mon_group *g)
+{
+	for (int j = 0; j < g->ndev; j++) {
+		struct mon_group_dev *gd = &g->dev[j];
+		gd->lowered_from = 0;
+		for (int k = g->nchanges - 1; k >= 0; k--) {
+			const struct vramctl_cap_change *c = &g->changes[k];
+			if (strcmp(c->uuid, gd->uuid) != 0)
+				continue;
+			if (c->new_cap == gd->cap && c->old_cap != UINT64_MAX &&
+			    c->old_cap > c->new_cap) {
+				gd->lowered_from = c->old_cap;
+				gd->lowered_at = c->when;
+				gd->lowered_by = c->uid;
+			}
+			break; /* the last change of this device */
+		}
+	}
+}
+
+/* "GPU n" of a change's device, or its UUID when the monitor has no index. */
+static const char *change_gpu(const struct mon_model *m, const struct mon_group *g,
+                              const struct vramctl_cap_change *c, char *buf, size_t len)
+{
+	for (int j = 0; j < g->ndev; j++)
+		if (!strcmp(g->dev[j].uuid, c->uuid)) {
+			int idx = mon_model_gpu_index(m, g->dev[j].device, 1);
+			if (idx >= 0) {
+				snprintf(buf, len, "GPU %d", idx);
+				return buf;
+			}
+		}
+	snprintf(buf, len, "%s", c->uuid);
+	return buf;
+}
+
+void mon_elastic_table(FILE *f, const struct mon_model *m)
+{
+	int first = 1;
+	for (int i = 0; i < m->ngroups; i++) {
+		const struct mon_group *g = &m->groups[i];
+		if (!g->nchanges)
+			continue;
+		const struct vramctl_cap_change *c = &g->changes[g->nchanges - 1];
+		char name[4 * VR_GROUP_NAME_MAX + 8], gpu[64], a[32], b[32], when[32];
+		time_t t = (time_t)c->when;
+		struct tm tm;
+		if (!gmtime_r(&t, &tm) ||
+		    !strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm))
+			snprintf(when, sizeof when, "?");
+		fprintf(
+		    f,
+		    "%sgroup %s: cap changed %llu time%s while it ran (vramctl limit); last: %s "
+		    "%s -> %s, by uid %u at %s\n",
+		    first ? "\n" : "", vr_text_escape(name, sizeof name, g->name),
+		    (unsigned long long)g->changes_total, g->changes_total == 1 ? "" : "s",
+		    change_gpu(m, g, c, gpu, sizeof gpu),
+		    c->old_cap == UINT64_MAX ? "none" : vr_format_size(c->old_cap, a, sizeof a),
+		    vr_format_size(c->new_cap, b, sizeof b), (unsigned)c->uid, when);
+		first = 0;
+	}
+}
+
+void mon_elastic_json(struct jw *w, const struct mon_model *m, const struct mon_group *g)
+{
+	jw_u64(w, "cap_changes_total", g->changes_total, 1);
+	jw_open(w, "cap_changes", '[');
+	for (int k = 0; k < g->nchanges; k++) {
+		const struct vramctl_cap_change *c = &g->changes[k];
+		int idx = -1;
+		for (int j = 0; j < g->ndev; j++)
+			if (!strcmp(g->dev[j].uuid, c->uuid))
+				idx = mon_model_gpu_index(m, g->dev[j].device, 1);
+		jw_open(w, NULL, '{');
+		jw_u64(w, "time", c->when, 1);
+		jw_int(w, "uid", c->uid, 1);
+		jw_int(w, "pid", c->pid, 1);
+		jw_str(w, "uuid", c->uuid);
+		jw_int(w, "gpu_index", idx, idx >= 0);
+		jw_u64(w, "old_cap_bytes", c->old_cap, c->old_cap != UINT64_MAX);
+		jw_u64(w, "new_cap_bytes", c->new_cap, 1);
+		jw_close(w, '}');
+	}
+	jw_close(w, ']');
+}

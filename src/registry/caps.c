@@ -1,0 +1,161 @@
+/*
+ * caps.c - changing a running group's caps (caps.h).
+ *
+ * A cap lives in the header next to a check word keyed by the cap and the
+ * device's UUID (member.h); the total's own check is keyed by the UUID
+ * alone. So a cap is changed by writing the cap and its check together,
+ * under the lock, while the totals are frozen: an operation in flight
+ * finishes on the old cap before the freeze ends, every later one finds
+ * the cap moved (books.c, fast_check), learns it under the lock and runs
+ * again. A cap written without its check stays damage, as before.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "registry/caps.h"
+#include "registry/lock.h"
+#include "registry/member.h"
+#include "registry/util.h"
+
+_Static_assert(VR_GROUP_SPEC_MAX == VR_SPEC_MAX, "caps.h says the header's spec size");
+
+/* Records one change. Lock held, seqlock open. */
+static void record(struct vr_hdr *h, const struct vr_cap_new *c, uint64_t cap)
+{
+	struct vr_changes *ch = vr_changes_at(h);
+	struct vr_change *r = &ch->c[ch->count % VR_CHANGES];
+	r->when = (uint64_t)time(NULL);
+	r->uid = (uint32_t)getuid();
+	r->pid = (int32_t)getpid();
+	memcpy(r->uuid, c->uuid, VR_UUID_LEN);
+	r->old_cap = c->old;
+	r->new_cap = cap;
+	STORE64(&ch->count, ch->count + 1);
+}
+
+/* Sets device d's cap and its check word. Lock held, books frozen. */
+static void set_cap(struct vr_hdr_dev *g, uint64_t cap)
+{
+	STORE64(&g->cap, cap);
+	STORE64(&g->check, vr_dev_check_of(cap, g->uuid));
+}
+
+static int find(const struct vr_hdr *h, const unsigned char *uuid)
+{
+	for (uint32_t d = 0; d < vr_hdr_ndev(h); d++)
+		if (memcmp(h->dev[d].uuid, uuid, VR_UUID_LEN) == 0)
+			return (int)d;
+	return -1;
+}
+
+int vr_caps_devices(vr_member *m, unsigned char (*uuids)[VR_UUID_LEN], uint64_t *caps,
+                    uint64_t *in_use, int n)
+{
+	if (!m || n < 0)
+		return -EINVAL;
+	uint32_t ndev = vr_hdr_ndev(m->hdr);
+	int k = 0;
+	for (uint32_t d = 0; d < ndev && k < n; d++, k++) {
+		const struct vr_hdr_dev *g = &m->hdr->dev[d];
+		memcpy(uuids[k], g->uuid, VR_UUID_LEN);
+		caps[k] = vr_dev_cap(g);
+		in_use[k] = vr_dev_total(g);
+	}
+	return k;
+}
+
+int64_t vr_caps_changed(vr_member *m, char *spec, size_t len)
+{
+	if (!m || !spec || !len)
+		return -EINVAL;
+	spec[0] = '\0';
+	if (vr_is_detached(m))
+		return 0; /* its own books: the caps it joined with */
+	uint64_t call = vr_call_begin();
+	int rc = vr_group_lock(m);
+	vr_call_end(call);
+	if (rc != 0)
+		return rc;
+	uint64_t n = vr_changes_at(m->hdr)->count;
+	snprintf(spec, len, "%.*s", (int)sizeof(m->hdr->limit_spec) - 1, m->hdr->limit_spec);
+	vr_group_unlock(m);
+	return (int64_t)(n > INT64_MAX ? INT64_MAX : n);
+}
+
+int vr_caps_set(vr_member *m, struct vr_cap_new *caps, int n, const char *spec, char *err,
+                size_t errlen)
+{
+	if (!m || (!caps && n) || n < 0)
+		return -EINVAL;
+	/* Devices the group has not used yet are added with their new cap
+	 * (vr_device: over zeros, under the lock); an uncapped one (-EPERM
+	 * there) gets its cap below. */
+	for (int i = 0; i < n; i++) {
+		caps[i].added = 0;
+		caps[i].old = UINT64_MAX;
+		if (find(m->hdr, caps[i].uuid) >= 0 || vr_is_detached(m))
+			continue;
+		uint64_t cur = 0;
+		int idx = vr_device(m, caps[i].uuid, caps[i].cap, &cur);
+		if (idx >= 0 && cur == caps[i].cap)
+			caps[i].added = 1;
+	}
+	if (vr_is_detached(m)) {
+		vr_seterr(err, errlen, "the group's books are damaged: %s", vr_damaged(m));
+		return -EBADMSG;
+	}
+	uint64_t call = vr_call_begin();
+	int rc = vr_group_lock(m);
+	if (rc == 0 && (rc = vr_reg_freeze(m, NULL)) != 0)
+		vr_group_unlock(m);
+	vr_call_end(call);
+	if (rc != 0) {
+		vr_seterr(err, errlen,
+		          rc == -EBADMSG ? "the group's books are damaged (a total fails its check)"
+		                         : "a live member of the group kept its lock");
+		return rc == -EBADMSG ? -EBADMSG : -ETIMEDOUT;
+	}
+	struct vr_hdr *h = m->hdr;
+	int changed = 0;
+	rc = 0;
+	vr_seq_begin(h);
+	for (int i = 0; i < n && rc == 0; i++) {
+		int d = find(h, caps[i].uuid);
+		if (d < 0) {
+			vr_seterr(err, errlen, "no room for another device in the group");
+			rc = -ENOSPC;
+			break;
+		}
+		struct vr_hdr_dev *g = &h->dev[d];
+		if (!vr_dev_ok(g)) {
+			vr_seterr(err, errlen,
+			          "the group's books are damaged (a device's cap or "
+			          "total was overwritten)");
+			rc = -EBADMSG;
+			break;
+		}
+		if (caps[i].added)
+			continue; /* added with it just now */
+		caps[i].old = g->cap;
+		if (g->cap == caps[i].cap)
+			continue;
+		set_cap(g, caps[i].cap);
+		record(h, &caps[i], caps[i].cap);
+		changed++;
+	}
+	for (int i = 0; i < n && rc == 0; i++)
+		if (caps[i].added) {
+			record(h, &caps[i], caps[i].cap);
+			changed++;
+		}
+	if (rc == 0 && spec)
+		snprintf(h->limit_spec, sizeof(h->limit_spec), "%s", spec);
+	vr_seq_end(h);
+	vr_reg_thaw(m, 0);
+	vr_group_unlock(m);
+	return rc < 0 ? rc : changed;
+}

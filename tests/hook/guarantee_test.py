@@ -1,0 +1,132 @@
+"""guarantee_test.py - the checks of guarantee.sh (read it first)."""
+import os
+import random
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from memctl import Prog  # noqa: E402
+
+GiB, MiB = 1 << 30, 1 << 20
+bad = 0
+
+
+def check(cond, what):
+    global bad
+    if not cond:
+        print("FAIL:", what, file=sys.stderr)
+        bad += 1
+
+
+def member(name, group, limit, guarantee=None):
+    env = {"VRAMCTL_GROUP": group, "VRAMCTL_LIMIT": limit}
+    if guarantee:
+        env["VRAMCTL_GUARANTEE"] = guarantee
+    return Prog(name, env)
+
+
+def scripted():
+    a = member("a", "ga", "12G", "4G")
+    check(a.alloc(6 * 1024) == "ok", "no guarantee elsewhere: a borrows 2 GiB past its own")
+    b = member("b", "gb", "8G", "6G")
+    check(b.alloc(1024) == "ok", "b takes 1 GiB of its guarantee")
+    # The card: 16 GiB, 7 held, 9 free; 5 of them b's unused guarantee.
+    check(a.alloc(4 * 1024) == "ok", "a borrows the 4 GiB nobody is guaranteed")
+    check(a.alloc(1024) == "oom", "a may not borrow b's unused guarantee")
+    err = a.stderr()
+    check("guaranteed to other groups: group 'gb'" in err and "guarantee of 6 GiB" in err,
+          "the denial names who holds the guarantee: %s" % err[-600:])
+    check(a.alive(), "the borrower is not killed")
+    check(b.alloc(5 * 1024) == "ok", "b gets the rest of its guarantee")
+    c = member("c", "gc", "8G")
+    check(c.alloc(64) == "oom", "a group without a guarantee borrows too (nothing left)")
+    b.free()
+    check(a.alloc(1024) == "oom", "what b freed is still b's guarantee")
+    # A guarantee that does not fit: 4 + 6 + 8 > 16.
+    r = subprocess.run([os.environ["V"], "run", "--limit", "8G", "--guarantee", "8G", "--",
+                        "true"], capture_output=True, text=True)
+    check(r.returncode == 125 and "guarantee" in r.stderr and "16 GiB" in r.stderr,
+          "run: a guarantee that does not fit is refused with the numbers: %d %s"
+          % (r.returncode, r.stderr))
+    d = member("d", "gd", "8G", "8G")
+    check(d.alloc(64) == "oom", "it borrows like any other (nothing left)")
+    check("cannot be given" in d.stderr() and "16 GiB" in d.stderr(),
+          "the environment: a guarantee that does not fit is said: %s" % d.stderr())
+    d.end()
+    # b's members all killed: its guarantee goes back to the pool.
+    b.kill()
+    check(a.alloc(1024) == "ok", "b's guarantee returned once its members are gone")
+    for p in (a, c):
+        check(p.end() == 0, "%s ends normally" % p.name)
+
+
+class Group:
+    def __init__(self, name, limit, guarantee):
+        self.name, self.limit, self.guarantee = name, limit, guarantee
+        self.procs = []
+
+    def use(self):
+        return sum(p.held() for p in self.procs)
+
+    def start(self, k):
+        g = "%dG" % (self.guarantee // GiB) if self.guarantee else None
+        p = member("%s-%d" % (self.name, k), self.name, "%dG" % (self.limit // GiB), g)
+        self.procs.append(p)
+        return p
+
+
+def randomized(steps):
+    rng = random.Random(int(os.environ.get("GUARANTEE_SEED", "2612")))
+    groups = [Group("r1", 6 * GiB, 4 * GiB), Group("r2", 8 * GiB, 3 * GiB),
+              Group("r3", 10 * GiB, 0), Group("r4", 12 * GiB, 0)]
+    k = 0
+    seen = {"ok": 0, "oom": 0, "refused under a guarantee": 0, "killed": 0}
+    for g in groups:
+        for _ in range(2):
+            g.start(k)
+            k += 1
+    for step in range(steps):
+        g = rng.choice(groups)
+        if not g.procs:
+            g.start(k)
+            k += 1
+            continue
+        p = rng.choice(g.procs)
+        r = rng.random()
+        if r < 0.72:
+            mib = 64 * rng.randint(1, 24)
+            before = g.use()
+            res = p.alloc(mib)
+            seen[res] = seen.get(res, 0) + 1
+            if res == "oom":
+                seen["refused under a guarantee"] += before + (mib << 20) <= g.guarantee
+                check(before + (mib << 20) > g.guarantee,
+                      "step %d: %s refused %d MiB under its guarantee (%d MiB held of %d)"
+                      % (step, p.name, mib, before >> 20, g.guarantee >> 20))
+            elif res != "ok":
+                check(False, "step %d: %s: %s" % (step, p.name, res))
+        elif r < 0.9:
+            p.free()
+        elif r < 0.96:
+            p.free_all()
+        else:
+            p.kill()
+            g.procs.remove(p)
+            seen["killed"] += 1
+        for h in groups:
+            check(h.use() <= h.limit, "step %d: group %s holds %d MiB past its limit"
+                  % (step, h.name, h.use() >> 20))
+        if bad:
+            break
+    for g in groups:
+        for p in g.procs:
+            p.end()
+    print("randomized: %d steps: %s" % (steps, seen))
+    # The test means something only if the card was full at times.
+    check(seen["oom"] > steps // 20, "the card was rarely full: %s" % seen)
+
+
+scripted()
+if not bad:
+    randomized(int(sys.argv[1]) if len(sys.argv) > 1 else 400)
+sys.exit(1 if bad else 0)
