@@ -27,6 +27,12 @@ expect_grep '"NVIDIA_GPU_MEMORY_REQUEST=0"' both.json "both: the request"
 expect_grep '"VRAMCTL_LIMIT=1536M"' both.json "both: the library's cap too"
 expect_grep 'ld.so.preload' both.json "both: the library's preload"
 
+gen req.json --limit 4G --guarantee 1G --enforce both
+expect_grep '"NVIDIA_GPU_MEMORY_REQUEST=1024"' req.json "the guarantee is the request"
+expect_grep '"VRAMCTL_GUARANTEE=1G"' req.json "both: the library's guarantee too"
+"$V" cdi generate --books "$books" --limit 4G --guarantee 0=1G --enforce driver >out 2>err
+expect_rc 125 $? "--guarantee 0=1G --enforce driver"
+[ -s out ] && fail "--guarantee 0=1G --enforce driver: wrote a spec"
 gen drv.yaml --limit 4G --enforce driver --format yaml
 expect_grep '"NVIDIA_GPU_MEMORY_LIMIT=4096"' drv.yaml "driver: the limit"
 expect_grep '"NVIDIA_GPU_MEMORY_REQUEST=0"' drv.yaml "driver: the request"

@@ -85,11 +85,12 @@ expect_grep "ready 1 " out "driver: the second 100 MiB refused (64 + 100 + 100 >
 grep -q "denied" err && fail "driver only: the library said something: $(cat err)"
 
 # While it runs: the limit is on the command's cgroup; after, cleared.
-HOLD_PREFIX="$V run --enforce driver --limit 256M --" start_holder a -- 100
+# The soft limit is the guarantee.
+HOLD_PREFIX="$V run --enforce driver --limit 256M --guarantee 64M --" start_holder a -- 100
 vpid=${HOLD_BG[a]}
 ns=/sys/fs/cgroup$cg/vramctl-run-$vpid
 "$NL" get "$ns" >lim || fail "get $ns"
-expect_grep "soft 0 hard 268435456 used 171966464" lim "the limit while it runs (64 + 100 MiB used)"
+expect_grep "soft 67108864 hard 268435456 used 171966464" lim "the limits while it runs (64 + 100 MiB used)"
 [ -d "$root$cg/vramctl-run-$vpid" ] || fail "no cgroup $root$cg/vramctl-run-$vpid"
 stop_holder a
 "$NL" get "$ns" >lim
