@@ -263,7 +263,44 @@ uint64_t sim_card_slot_used_at(struct sim_card *c, int i, uint32_t lag_ms)
 	return s->hist_n > SIM_SLOT_HIST ? s->hist[s->hist_n % SIM_SLOT_HIST].used : 0;
 }
 
-static int claim_slot(struct sim_card *c, int32_t pid)
+int sim_cgroup_within(const char *cg, const char *top)
+{
+	size_t n = strlen(top);
+	if (!cg[0])
+		return 0;
+	if (!strcmp(top, "/"))
+		return 1;
+	return strncmp(cg, top, n) == 0 && (cg[n] == '\0' || cg[n] == '/');
+}
+
+uint64_t sim_card_cgroup_used(struct sim_card *c, const char *top)
+{
+	uint64_t sum = 0;
+	for (int i = 0; i < SIM_MAX_SLOTS; i++)
+		if (sim_card_slot_present(c, i) && sim_cgroup_within(c->file->slots[i].cgroup, top))
+			sum += c->file->slots[i].used;
+	return sum;
+}
+
+void sim_limit_room(struct sim_card *c, const char *cg, uint64_t *limit, uint64_t *room)
+{
+	*limit = *room = UINT64_MAX;
+	if (!sim_limits_supported())
+		return;
+	for (int i = 0; i < SIM_MAX_LIMITS; i++) {
+		const struct sim_limit *l = &c->file->limits[i];
+		if (!l->in_use || !sim_cgroup_within(cg, l->path))
+			continue;
+		uint64_t used = sim_card_cgroup_used(c, l->path);
+		uint64_t left = used >= l->hard ? 0 : l->hard - used;
+		if (l->hard < *limit)
+			*limit = l->hard;
+		if (left < *room)
+			*room = left;
+	}
+}
+
+static int claim_slot(struct sim_card *c, int32_t pid, const char *cgroup)
 {
 	for (int i = 0; i < SIM_MAX_SLOTS; i++) {
 		/* A dead owner's slot is taken only once its teardown is over. */
@@ -277,6 +314,7 @@ static int claim_slot(struct sim_card *c, int32_t pid)
 		c->file->slots[i].dead_since = 0;
 		c->file->slots[i].hist_n = 0;
 		c->file->slots[i].since = now_ns();
+		snprintf(c->file->slots[i].cgroup, sizeof(c->file->slots[i].cgroup), "%s", cgroup);
 		c->file->slots[i].in_use = 1;
 		c->slot = i;
 		return 0;
@@ -288,13 +326,19 @@ int sim_card_charge(struct sim_card *c, int64_t delta, int force)
 {
 	int rc = 0;
 	int32_t pid = c->slot < 0 ? nvml_pid() : 0; /* outside the lock */
+	char cgroup[SIM_CGROUP_LEN] = "";
+	if (c->slot < 0)
+		sim_cgroup_self(cgroup, sizeof(cgroup));
 	sim_card_lock(c);
-	if (c->slot < 0 && claim_slot(c, pid ? pid : (int32_t)getpid()) != 0) {
+	if (c->slot < 0 && claim_slot(c, pid ? pid : (int32_t)getpid(), cgroup) != 0) {
 		sim_warn("card %s: no free process slot", c->file->uuid);
 		rc = -1;
 	} else if (delta > 0) {
 		uint64_t used = sim_card_used(c, 1);
-		if (!force && (used > c->file->total || (uint64_t)delta > c->file->total - used))
+		uint64_t limit, room;
+		sim_limit_room(c, c->file->slots[c->slot].cgroup, &limit, &room);
+		if (!force && (used > c->file->total || (uint64_t)delta > c->file->total - used ||
+		               (uint64_t)delta > room))
 			rc = -1;
 		else
 			c->file->slots[c->slot].used += (uint64_t)delta;

@@ -9,6 +9,7 @@
 #include <ctype.h>
 #include <stddef.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -369,6 +370,30 @@ static void env_state_dir(struct sim_config *c)
 	}
 }
 
+/* VRAMSIM_CGROUP (a path from "/", at most SIM_CGROUP_LEN - 1) and
+ * VRAMSIM_EUID; the driver release's major number. */
+static void env_cgroup(struct sim_config *c)
+{
+	const char *s = getenv("VRAMSIM_CGROUP");
+	if (s && *s) {
+		if (s[0] != '/' || strlen(s) >= sizeof(c->cgroup) || strstr(s, "/.."))
+			sim_warn("ignoring VRAMSIM_CGROUP=\"%s\" (want a path such as /a/b)", s);
+		else
+			snprintf(c->cgroup, sizeof(c->cgroup), "%s", s);
+	}
+	c->euid = (int)geteuid();
+	s = getenv("VRAMSIM_EUID");
+	if (s && *s) {
+		char *end;
+		long v = strtol(s, &end, 10);
+		if (*end || v < 0 || v > INT32_MAX)
+			sim_warn("ignoring VRAMSIM_EUID=\"%s\" (want a UID)", s);
+		else
+			c->euid = (int)v;
+	}
+	c->release_major = atoi(c->driver_release);
+}
+
 static void load(void)
 {
 	struct sim_config *c = &g_cfg;
@@ -405,10 +430,45 @@ static void load(void)
 	s = getenv("VRAMSIM_NVML_UNKNOWN_USAGE");
 	c->nvml_unknown_usage = s && *s && strcmp(s, "0") != 0;
 	env_state_dir(c);
+	env_cgroup(c);
 }
 
 const struct sim_config *sim_config(void)
 {
 	pthread_once(&g_cfg_once, load);
 	return &g_cfg;
+}
+
+void sim_cgroup_self(char *buf, size_t n)
+{
+	const struct sim_config *cfg = sim_config();
+	char text[4096];
+	buf[0] = '\0';
+	if (cfg->cgroup[0]) {
+		snprintf(buf, n, "%s", cfg->cgroup);
+		return;
+	}
+	int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t got = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (got <= 0)
+		return;
+	text[got] = '\0';
+	/* cgroup v2: the one line "0::/path"; v1 hierarchies have no "0::". */
+	const char *p = strncmp(text, "0::", 3) == 0 ? text : strstr(text, "\n0::");
+	if (!p)
+		return;
+	p += p[0] == '\n' ? 4 : 3;
+	size_t len = strcspn(p, "\n");
+	if (len == 0 || len >= n)
+		return;
+	memcpy(buf, p, len);
+	buf[len] = '\0';
+}
+
+int sim_limits_supported(void)
+{
+	return sim_config()->release_major >= 615;
 }

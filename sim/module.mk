@@ -10,7 +10,7 @@ else
   SIM_ZDEFS := -Wl,--no-undefined
 endif
 
-SIM_COMMON_OBJS := $(O)/sim/config.o $(O)/sim/card.o $(O)/sim/rules.o
+SIM_COMMON_OBJS := $(O)/sim/config.o $(O)/sim/card.o $(O)/sim/memlimit.o $(O)/sim/rules.o
 # libcuda: one object per job (sim.h lists them, sim/LAYERS orders them).
 SIM_CUDA_SRCS := exports init device errors procaddr context sync ipc query free linear pool \
 	hostmem vmm array graph_exec capture graph stream current alloc module account driver

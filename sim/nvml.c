@@ -349,6 +349,56 @@ static nvmlReturn_t simn_nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int 
 	return NVML_SUCCESS;
 }
 
+/*
+ * Per-cgroup memory limits (memlimit.c): drivers before 615 answer
+ * NOT_SUPPORTED (real ones lack the entry points too; callers look them up
+ * and treat both alike), MIG-enabled cards NOT_SUPPORTED (NVIDIA: MIG is not
+ * supported), setting NO_PERMISSION unless root (VRAMSIM_EUID).
+ */
+static nvmlReturn_t limits_check(nvmlDevice_t device, const void *limits)
+{
+	nvmlReturn_t rc = check_dev(device);
+	if (rc != NVML_SUCCESS)
+		return rc;
+	if (!limits)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	if (!sim_limits_supported() || sim_config()->dev[device->index].mig)
+		return NVML_ERROR_NOT_SUPPORTED;
+	return NVML_SUCCESS;
+}
+
+static nvmlReturn_t simn_nvmlDeviceSetMemoryLimits_v1(nvmlDevice_t device,
+                                                      nvmlSetMemoryLimits_v1_t *limits)
+{
+	nvmlReturn_t rc = limits_check(device, limits);
+	if (rc != NVML_SUCCESS)
+		return rc;
+	if (sim_config()->euid != 0)
+		return NVML_ERROR_NO_PERMISSION;
+	sim_card_lock(&device->card);
+	rc = sim_limit_set(&device->card, limits->nameSpace, limits->softLimit, limits->hardLimit);
+	sim_card_unlock(&device->card);
+	return rc;
+}
+
+static nvmlReturn_t simn_nvmlDeviceGetMemoryLimits_v1(nvmlDevice_t device,
+                                                      nvmlGetMemoryLimits_v1_t *limits)
+{
+	nvmlReturn_t rc = limits_check(device, limits);
+	if (rc != NVML_SUCCESS)
+		return rc;
+	uint64_t soft, hard, used;
+	sim_card_lock(&device->card);
+	rc = sim_limit_get(&device->card, limits->nameSpace, &soft, &hard, &used);
+	sim_card_unlock(&device->card);
+	if (rc == NVML_SUCCESS) {
+		limits->softLimit = soft;
+		limits->hardLimit = hard;
+		limits->currentUsed = used;
+	}
+	return rc;
+}
+
 static nvmlReturn_t simn_nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
 {
 	nvmlReturn_t rc = check_dev(device);
@@ -425,6 +475,20 @@ static nvmlReturn_t simn_nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMem
 	memory->reserved = reserved;
 	memory->used = used;
 	memory->free = total - used;
+	/* Inside a cgroup with a driver limit (R615), v2 reports the limit:
+	 * its total, what the cgroup holds, the room left (no reserve). */
+	char cg[SIM_CGROUP_LEN];
+	uint64_t limit, room;
+	sim_cgroup_self(cg, sizeof(cg));
+	sim_card_lock(&device->card);
+	sim_limit_room(&device->card, cg, &limit, &room);
+	sim_card_unlock(&device->card);
+	if (limit != UINT64_MAX) {
+		memory->total = limit;
+		memory->reserved = 0;
+		memory->free = room < memory->free ? room : memory->free;
+		memory->used = limit - memory->free;
+	}
 	return NVML_SUCCESS;
 }
 
@@ -530,6 +594,7 @@ static const char *const simn_names[SIMN_FN_COUNT] = {
 	X(NVML_ERROR_MEMORY)                                                                       \
 	X(NVML_ERROR_NO_DATA)                                                                      \
 	X(NVML_ERROR_ARGUMENT_VERSION_MISMATCH)                                                    \
+	X(NVML_ERROR_INSUFFICIENT_RESOURCES)                                                       \
 	X(NVML_ERROR_UNKNOWN)
 
 static int nvml_error_by_name(const char *name, int *code)

@@ -191,10 +191,15 @@ CUresult simi_cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
 	struct sim_card *card = &sim_ctx_dev(c)->card;
 	sim_card_lock(card);
-	uint64_t used = sim_card_used(card, 1), t = card->file->total;
+	uint64_t used = sim_card_used(card, 1), t = card->file->total, limit = UINT64_MAX,
+	         room = UINT64_MAX;
+	if (card->slot >= 0)
+		sim_limit_room(card, card->file->slots[card->slot].cgroup, &limit, &room);
 	sim_card_unlock(card);
-	*total = t;
-	*free_bytes = used >= t ? 0 : t - used;
+	/* Inside a cgroup with a driver limit, the limit is the total. */
+	uint64_t f = used >= t ? 0 : t - used;
+	*total = limit < t ? limit : t;
+	*free_bytes = room < f ? room : f;
 	SIM_UNLOCK_RETURN(CUDA_SUCCESS);
 }
 

@@ -62,6 +62,8 @@
 #define SIM_MAX_SLOTS   256
 #define SIM_UUID_STR    48 /* "GPU-" + 36 + NUL, rounded */
 #define SIM_NAME_LEN    96
+#define SIM_CGROUP_LEN  256 /* a cgroup v2 path below the root, "/a/b" */
+#define SIM_MAX_LIMITS  32  /* cgroups with driver memory limits, per card */
 
 struct sim_dev_cfg {
 	uint64_t total;
@@ -97,6 +99,12 @@ struct sim_config {
 	uint64_t hidden_bytes;   /* VRAMSIM_HIDDEN_BYTES: what the driver takes for a context
 	                            beside its cost, through no entry point; default 0 */
 	uint32_t nvml_lag_ms;    /* VRAMSIM_NVML_LAG_MS: how old NVML's figures are; default 0 */
+	/* VRAMSIM_CGROUP: the cgroup v2 path ("/a/b") the process is taken to be in,
+	   instead of /proc/self/cgroup's; VRAMSIM_EUID: the effective UID NVML's
+	   permission checks see (default geteuid()). */
+	char cgroup[SIM_CGROUP_LEN];
+	int euid;
+	int release_major; /* driver_release's major number (580 of "580.82.07") */
 };
 
 /* 1 when the simulated kernel module and user-space libraries differ (the
@@ -117,7 +125,7 @@ void sim_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * driver and NVML inside one process exclude each other too).
  */
 #define SIM_CARD_MAGIC     0x314d495352415256ull /* "VRARSIM1" */
-#define SIM_CARD_VERSION   3
+#define SIM_CARD_VERSION   4
 #define SIM_SLOT_LOCK_BASE (1 << 20)
 #define SIM_SLOT_HIST      64 /* the changes of usage a slot remembers */
 
@@ -148,6 +156,15 @@ struct sim_slot {
 	uint64_t dead_since;
 	uint64_t since; /* when the slot was taken */
 	struct sim_sample hist[SIM_SLOT_HIST];
+	char cgroup[SIM_CGROUP_LEN]; /* the owner's cgroup v2 path, "/a/b"; "" unknown */
+};
+
+/* A cgroup's driver memory limits on the card (nvmlDeviceSetMemoryLimits_v1,
+ * memlimit.c). */
+struct sim_limit {
+	uint32_t in_use;
+	char path[SIM_CGROUP_LEN]; /* below the cgroup root, "/a/b" ("/" the root) */
+	uint64_t soft, hard;
 };
 
 struct sim_card_file {
@@ -157,6 +174,7 @@ struct sim_card_file {
 	uint64_t total;
 	char uuid[SIM_UUID_STR];
 	struct sim_slot slots[SIM_MAX_SLOTS];
+	struct sim_limit limits[SIM_MAX_LIMITS];
 };
 
 struct sim_card {
@@ -193,6 +211,33 @@ uint64_t sim_card_slot_used_at(struct sim_card *c, int i, uint32_t lag_ms);
 int sim_card_charge(struct sim_card *c, int64_t delta, int force);
 /* Releases this process's slot if its usage is zero. */
 void sim_card_release_slot(struct sim_card *c);
+
+/* ---- driver memory limits per cgroup (memlimit.c; the cgroup of a
+ * process in config.c, holding the limits in card.c) ---- */
+
+/* The cgroup v2 path this process is in ("/a/b"): VRAMSIM_CGROUP, else
+ * /proc/self/cgroup's "0::" line; "" when neither says. */
+void sim_cgroup_self(char *buf, size_t n);
+/* 1 when the simulated driver has per-cgroup limits (release 615 or later). */
+int sim_limits_supported(void);
+/*
+ * With the card locked: sets (or, soft 0 and hard UINT64_MAX, clears) the
+ * limits of cgroup path ("/sys/fs/cgroup/a/b"). Returns an nvmlReturn_t.
+ */
+int sim_limit_set(struct sim_card *c, const char *ns, uint64_t soft, uint64_t hard);
+/* Is cgroup cg at or below cgroup top (both "/a/b")? */
+int sim_cgroup_within(const char *cg, const char *top);
+/* With the card locked: what the processes of cgroup top and below hold. */
+uint64_t sim_card_cgroup_used(struct sim_card *c, const char *top);
+/* With the card locked: the limits of ns and its use (what the processes
+ * in it and below hold on the card). Returns an nvmlReturn_t. */
+int sim_limit_get(struct sim_card *c, const char *ns, uint64_t *soft, uint64_t *hard,
+                  uint64_t *used);
+/*
+ * With the card locked: the tightest hard limit over cgroup cg and its
+ * ancestors, and the room left under it (UINT64_MAX for both when none).
+ */
+void sim_limit_room(struct sim_card *c, const char *cg, uint64_t *limit, uint64_t *room);
 
 /* ---- test controls (rules.c) ---- */
 

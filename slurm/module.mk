@@ -20,12 +20,15 @@ SLURM_PLUGIN_DIR ?= $(or $(shell timeout 5 scontrol show config 2>/dev/null | \
 SLURM_CONF_DIR ?= /etc/slurm
 VRAMCTL_LIBDIR ?= /usr/local/lib/vramctl
 
-$(O)/slurm/vramctl.so: $(O)/slurm/vramctl_spank.o $(SLURM_POLICY_OBJ) $(LAUNCH_LIB) \
-		$(REGISTRY_LIB) $(COMMON_LIB) slurm/vramctl.map
+# The monitor's library by its path: src/monitor/module.mk, which names it
+# MONITOR_LIB, is read after this file (prerequisites expand at once).
+SLURM_MONITOR_LIB := $(O)/libvr_monitor.a
+$(O)/slurm/vramctl.so: $(O)/slurm/vramctl_spank.o $(O)/slurm/drvlimit.o $(SLURM_POLICY_OBJ) \
+		$(SLURM_MONITOR_LIB) $(LAUNCH_LIB) $(REGISTRY_LIB) $(COMMON_LIB) slurm/vramctl.map
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_LDFLAGS) -shared -Wl,--version-script=slurm/vramctl.map -o $@ \
-		$(O)/slurm/vramctl_spank.o $(SLURM_POLICY_OBJ) $(LAUNCH_LIB) $(REGISTRY_LIB) \
-		$(COMMON_LIB)
+		$(O)/slurm/vramctl_spank.o $(O)/slurm/drvlimit.o $(SLURM_POLICY_OBJ) \
+		$(SLURM_MONITOR_LIB) $(LAUNCH_LIB) $(REGISTRY_LIB) $(COMMON_LIB) -ldl
 
 # The test program a job runs: what one task sees of device 0.
 $(O)/tests/slurm/gpuinfo: $(O)/tests/slurm/gpuinfo.o
@@ -39,7 +42,7 @@ $(O)/tests/slurm/test_policy: $(O)/tests/slurm/test_policy.o $(SLURM_POLICY_OBJ)
 
 TESTS += $(O)/tests/slurm/test_policy
 # Skips (exit 77, saying why) where Slurm or the plugin is missing.
-TEST_SCRIPTS += tests/slurm/cluster.sh
+TEST_SCRIPTS += tests/slurm/cluster.sh tests/slurm/driver.sh
 
 .PHONY: slurm install-slurm
 ifeq ($(SLURM_HAVE_HEADER),yes)

@@ -9,7 +9,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/cgroup2.h"
 #include "common/contract.h"
+#include "common/enforce.h"
 #include "common/size.h"
 #include "common/spill.h"
 #include "common/text.h"
@@ -39,9 +41,11 @@ int vr_slurm_parse_args(int argc, char *const argv[], struct vr_slurm_conf *conf
 	memset(&c, 0, sizeof(c));
 	strcpy(c.lib, VR_SLURM_DEFAULT_LIB);
 	strcpy(c.registry_dir, VR_SLURM_DEFAULT_DIR);
+	strcpy(c.cgroup_root, VR_CGROUP2_MOUNT);
 	c.allow_optout = 1;
 	c.allow_spill = 1;
 	c.allow_guarantee = 1;
+	c.enforce = VR_ENFORCE_LIBRARY;
 	for (i = 0; i < argc; i++) {
 		const char *a = argv[i], *eq = strchr(a, '=');
 		const char *v = eq ? eq + 1 : "";
@@ -94,11 +98,27 @@ int vr_slurm_parse_args(int argc, char *const argv[], struct vr_slurm_conf *conf
 				    v);
 				return -EINVAL;
 			}
+		} else if (klen == 7 && !strncmp(a, "enforce", 7)) {
+			if (vr_enforce_parse(v, &c.enforce)) {
+				vr_seterr(err, errlen, "enforce=%s: use library, driver or both",
+				          v);
+				return -EINVAL;
+			}
+		} else if ((klen == 11 && !strncmp(a, "cgroup_root", 11)) ||
+		           (klen == 4 && !strncmp(a, "nvml", 4))) {
+			char *dst = klen == 4 ? c.nvml : c.cgroup_root;
+			if (v[0] != '/' || vr_text_copy(dst, VR_SLURM_TEXT_MAX, v)) {
+				vr_seterr(err, errlen, "%.*s=%s: need an absolute path", (int)klen,
+				          a, v);
+				return -EINVAL;
+			}
 		} else {
-			vr_seterr(err, errlen,
-			          "unknown argument '%s' (known: lib, default, bytes_per_shard, "
-			          "allow_optout, allow_spill, allow_guarantee, registry_dir)",
-			          a);
+			vr_seterr(
+			    err, errlen,
+			    "unknown argument '%s' (known: lib, default, bytes_per_shard, "
+			    "allow_optout, allow_spill, allow_guarantee, registry_dir, enforce, "
+			    "cgroup_root, nvml)",
+			    a);
 			return -EINVAL;
 		}
 	}
@@ -283,4 +303,22 @@ int vr_slurm_group_name(uint32_t jobid, const char *host, char *buf, size_t len)
 	if (vr_group_name_check(name, NULL, 0) < 0)
 		return -EINVAL;
 	return vr_text_copy(buf, len, name);
+}
+
+int vr_slurm_step_cgroup(const char *path, uint32_t jobid, uint32_t stepid, char *out, size_t len,
+                         int *made)
+{
+	const char *step = NULL;
+	for (const char *p = strstr(path, "/step_"); p; p = strstr(p + 1, "/step_"))
+		step = p;
+	int n;
+	*made = !step;
+	if (step) {
+		size_t end = strcspn(step + 1, "/") + 1 + (size_t)(step - path);
+		n = snprintf(out, len, "%.*s", (int)end, path);
+	} else {
+		n = snprintf(out, len, "%s/vramctl_%" PRIu32 ".%" PRIu32,
+		             strcmp(path, "/") ? path : "", jobid, stepid);
+	}
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }

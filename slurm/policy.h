@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "common/contract.h"
+#include "common/enforce.h"
 
 #define VR_SLURM_TEXT_MAX    1024
 #define VR_SLURM_DEFAULT_LIB "/usr/local/lib/vramctl/libvramctl.so"
@@ -29,6 +30,9 @@ struct vr_slurm_conf {
 	int allow_spill;                      /* allow_spill=yes|no (yes): --gpu-mem-spill */
 	int allow_guarantee; /* allow_guarantee=yes|no (yes): --gpu-mem-guarantee */
 	char registry_dir[VR_SLURM_TEXT_MAX]; /* registry_dir=DIR, %u = uid */
+	enum vr_enforce enforce;              /* enforce=library|driver|both (library) */
+	char cgroup_root[VR_SLURM_TEXT_MAX];  /* cgroup_root=DIR (/sys/fs/cgroup) */
+	char nvml[VR_SLURM_TEXT_MAX]; /* nvml=PATH of libnvidia-ml.so.1 ("": the loader's) */
 };
 
 /*
@@ -104,5 +108,16 @@ int vr_slurm_guarantee(const char *value, const struct vr_slurm_conf *conf,
  * (vr_group_name_check). Returns 0 or -ENAMETOOLONG.
  */
 int vr_slurm_group_name(uint32_t jobid, const char *host, char *buf, size_t len);
+
+/*
+ * The cgroup (a cgroup v2 path, "/a/b") a step's driver limit goes on, from
+ * the cgroup of a process of the step (a task, or slurmstepd): Slurm's own
+ * step cgroup where there is one (proctrack/cgroup with cgroup/v2: the path
+ * up to its last "step_*" component, ".../job_7/step_0"), *made 0; else a
+ * cgroup the plugin makes below the process's, "<path>/vramctl_<job>.<step>",
+ * *made 1. Returns 0 or -ENAMETOOLONG.
+ */
+int vr_slurm_step_cgroup(const char *path, uint32_t jobid, uint32_t stepid, char *out, size_t len,
+                         int *made);
 
 #endif /* VRAMCTL_SLURM_POLICY_H */

@@ -31,6 +31,7 @@
 #include "common/contract.h"
 #include "launch/launch.h"
 #include "registry/registry.h"
+#include "slurm/drvlimit.h"
 #include "slurm/policy.h"
 
 /* The symbols Slurm's plugin loader looks for; everything else is hidden. */
@@ -47,6 +48,9 @@ static char *user_value;     /* --gpu-mem's value, NULL when not given */
 static int user_growth;      /* --gpu-mem-growth given */
 static char *user_spill;     /* --gpu-mem-spill's value ("" without one), NULL when not given */
 static char *user_guarantee; /* --gpu-mem-guarantee's value, NULL when not given */
+/* enforce=driver|both, per task: the driver holds the cap, or why not. */
+static int driver_holds;
+static char driver_msg[512];
 
 static int opt_gpu_mem(int val, const char *arg, int remote);
 static int opt_growth(int val, const char *arg, int remote);
@@ -355,6 +359,16 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 	vr_slurm_decide(&conf, user_value, is_gpu_step(sp), shards_on_node(sp), &d);
 	if (d.optout || !d.capped || geteuid() != 0)
 		return 0;
+	/* The driver's limit first: a task may move into the step's cgroup.
+	 * Its soft limit is the guarantee (--gpu-mem-guarantee; task_init says
+	 * one that does not fit). */
+	if (conf.enforce & VR_ENFORCE_DRIVER) {
+		char gspec[VR_SLURM_TEXT_MAX];
+		vr_slurm_guarantee(user_guarantee, &conf, &d, gspec, sizeof(gspec), err,
+		                   sizeof(err));
+		driver_holds =
+		    vr_slurm_driver_set(sp, &conf, d.spec, gspec, driver_msg, sizeof(driver_msg));
+	}
 	if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS ||
 	    names_for(sp, uid, group, sizeof(group), dir, sizeof(dir)))
@@ -384,6 +398,13 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 	if (d.optout)
 		return undo_contract(sp);
 	if (!d.capped)
+		return 0;
+	/* A driver refusal: one line, and the library holds the cap. */
+	if ((conf.enforce & VR_ENFORCE_DRIVER) && !driver_holds)
+		slurm_spank_log("vramctl: the driver's memory limit was not set (%s); the library "
+		                "holds the cap",
+		                driver_msg[0] ? driver_msg : "not root");
+	if (conf.enforce == VR_ENFORCE_DRIVER && driver_holds)
 		return 0;
 	if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
 	    names_for(sp, uid, group, sizeof(group), dir, sizeof(dir))) {
@@ -461,8 +482,12 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 	return 0; /* never drain a node over bookkeeping */
 }
 
-int slurm_spank_exit(spank_t sp VR_UNUSED, int ac VR_UNUSED, char **av VR_UNUSED)
+int slurm_spank_exit(spank_t sp, int ac, char **av)
 {
+	/* slurmstepd, as the step ends: the driver's limits cleared. */
+	if (spank_remote(sp) && geteuid() == 0 && !load_conf(ac, av) &&
+	    (conf.enforce & VR_ENFORCE_DRIVER))
+		vr_slurm_driver_clear(sp, &conf);
 	free(user_value);
 	user_value = NULL;
 	free(user_spill);

@@ -12,6 +12,10 @@ $(O)/tests/cli/regpoke: $(O)/tests/cli/regpoke.o $(REGISTRY_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_LDFLAGS) -o $@ $^
 ALL_TARGETS += $(O)/tests/cli/regpoke
+# Sets and reads the simulated driver's per-cgroup limits (NVML), as root.
+$(O)/tests/cli/nvmllimit: $(O)/tests/cli/nvmllimit.o
+	$(CC) $(BASE_LDFLAGS) -o $@ $^ -ldl
+ALL_TARGETS += $(O)/tests/cli/nvmllimit
 
 # tests/cdi: `vramctl cdi` specs against the vendored CDI schema, and the
 # container test in a real runtime (podman + runc).

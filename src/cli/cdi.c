@@ -42,6 +42,7 @@
 #include "cli/paths.h"
 #include "common/compiler.h"
 #include "common/contract.h"
+#include "common/enforce.h"
 #include "common/exit.h"
 #include "common/siteconf.h"
 #include "common/size.h"
@@ -58,6 +59,7 @@ static void cdi_usage(FILE *f)
 	fprintf(f, "usage: vramctl cdi generate --limit SPEC [--guarantee SPEC] [--growth]\n"
 	           "                            [--group NAME] [--name NAME] [--format json|yaml]\n"
 	           "                            [--output FILE] [--books DIR]\n"
+	           "                            [--enforce library|driver|both]\n"
 	           "\n"
 	           "Writes a CDI spec (kind " CDI_KIND ") whose device gives a container a\n"
 	           "GPU memory cap: podman run --device nvidia.com/gpu=0 --device " CDI_KIND
@@ -76,6 +78,10 @@ static void cdi_usage(FILE *f)
 	           "  --books DIR       the host's books directory to share (default:\n"
 	           "                    $VRAMCTL_REGISTRY_DIR, else vramctl.conf's registry_dir,\n"
 	           "                    else /run/vramctl for root, else vramctl status's)\n"
+	           "  --enforce WHO     library (default: the injected library), driver (NVIDIA's\n"
+	           "                    own per-cgroup limit: NVIDIA_GPU_MEMORY_LIMIT, applied by\n"
+	           "                    NVIDIA's CDI hook; R615+, cgroup v2; one amount for all\n"
+	           "                    GPUs, whole MiB) or both\n"
 	           "  -h, --help        this text\n"
 	           "\n"
 	           "Exit status: 0, or 125 with one message. See vramctl-cdi(1).\n");
@@ -140,9 +146,10 @@ struct mount {
 
 struct spec {
 	const char *version, *name;
-	char env[6][PATH_MAX + 64]; /* "NAME=value" */
+	char env[8][PATH_MAX + 64]; /* "NAME=value" */
 	int nenv;
 	struct mount mounts[3];
+	int nmounts;
 };
 
 /*
@@ -182,7 +189,7 @@ static void write_json(FILE *f, const struct spec *s)
 		put_str(f, s->env[i]);
 	}
 	fprintf(f, "\n        ],\n        \"mounts\": [");
-	for (size_t i = 0; i < VR_ARRAY_LEN(s->mounts); i++) {
+	for (int i = 0; i < s->nmounts; i++) {
 		const struct mount *m = &s->mounts[i];
 		fprintf(f, "%s\n          {\n            \"hostPath\": ", i ? "," : "");
 		put_str(f, m->host);
@@ -205,8 +212,8 @@ static void write_yaml(FILE *f, const struct spec *s)
 		put_str(f, s->env[i]);
 		fputc('\n', f);
 	}
-	fprintf(f, "      mounts:\n");
-	for (size_t i = 0; i < VR_ARRAY_LEN(s->mounts); i++) {
+	fprintf(f, "      mounts:%s\n", s->nmounts ? "" : " []");
+	for (int i = 0; i < s->nmounts; i++) {
 		const struct mount *m = &s->mounts[i];
 		fprintf(f, "        - hostPath: ");
 		put_str(f, m->host);
@@ -338,7 +345,7 @@ static int check_output(const char *v)
 }
 
 /* generate's options; long-only ones take values from 256 up. */
-enum { OPT_GROWTH = 256, OPT_GROUP, OPT_NAME, OPT_FORMAT, OPT_BOOKS, OPT_GUARANTEE };
+enum { OPT_GROWTH = 256, OPT_GROUP, OPT_NAME, OPT_FORMAT, OPT_BOOKS, OPT_GUARANTEE, OPT_ENFORCE };
 
 static const struct option generate_opts[] = {
     {"limit", required_argument, NULL, 'l'},
@@ -349,6 +356,7 @@ static const struct option generate_opts[] = {
     {"format", required_argument, NULL, OPT_FORMAT},
     {"output", required_argument, NULL, 'o'},
     {"books", required_argument, NULL, OPT_BOOKS},
+    {"enforce", required_argument, NULL, OPT_ENFORCE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -468,6 +476,66 @@ static int add_spec(struct vr_limits *all, const char *opt, const char *value, c
 	return 0;
 }
 
+/* The spec to output (a file) or standard output. 0 or VR_EXIT_ERROR. */
+static int write_spec(const struct spec *s, const char *format, const char *output)
+{
+	int yaml = !strcmp(format, "yaml");
+	if (output)
+		return write_file(output, s, yaml) < 0 ? VR_EXIT_ERROR : 0;
+	(yaml ? write_yaml : write_json)(stdout, s);
+	return fflush(stdout) == 0 ? 0 : VR_EXIT_ERROR;
+}
+
+static int check_enforce(const char *v)
+{
+	enum vr_enforce e;
+	if (vr_enforce_parse(v, &e) == 0)
+		return 0;
+	fprintf(stderr, "vramctl: --enforce '%s': library, driver or both\n", v);
+	return -1;
+}
+
+/* One amount for every device, in whole MiB (rounded down): the only form
+ * NVIDIA's variables take. 0 with *mib, or -1. */
+static int one_amount(const struct vr_limits *l, unsigned long long *mib)
+{
+	const struct vr_limit *it = &l->item[0];
+	if (l->count != 1 || it->dev[0] || it->is_percent)
+		return -1;
+	*mib = it->bytes >> 20;
+	return 0;
+}
+
+/*
+ * NVIDIA's container toolkit applies the driver's limit from two variables
+ * (its apply-cuda-memory-limits CDI hook, in NVIDIA's GPU device spec):
+ * NVIDIA_GPU_MEMORY_LIMIT and NVIDIA_GPU_MEMORY_REQUEST, decimal whole MiB,
+ * both needed (it does nothing with one), the request at most the limit,
+ * one pair for every GPU of the container. So the cap (and the guarantee,
+ * the request; else 0) must be one amount for every device; each is rounded
+ * down to whole MiB (never above what was asked). Returns 0, or -1 after a
+ * message.
+ */
+static int driver_env(const struct vr_limits *lim, const struct vr_limits *gua, struct spec *s)
+{
+	unsigned long long mib, req = 0;
+	if (one_amount(lim, &mib) < 0 || (gua->count && one_amount(gua, &req) < 0)) {
+		fprintf(stderr, "vramctl: --enforce driver: the driver's limit is one amount in "
+		                "bytes for every GPU of the container (NVIDIA_GPU_MEMORY_LIMIT): "
+		                "give --limit SIZE (and --guarantee SIZE), no DEV= and no "
+		                "percentage\n");
+		return -1;
+	}
+	if (mib == 0 || s->nenv + 2 > (int)VR_ARRAY_LEN(s->env)) {
+		fprintf(stderr, "vramctl: --enforce driver: the limit is whole MiB, at least 1M\n");
+		return -1;
+	}
+	snprintf(s->env[s->nenv++], sizeof s->env[0], "NVIDIA_GPU_MEMORY_LIMIT=%llu", mib);
+	snprintf(s->env[s->nenv++], sizeof s->env[0], "NVIDIA_GPU_MEMORY_REQUEST=%llu",
+	         req < mib ? req : mib);
+	return 0;
+}
+
 static int cdi_generate(int argc, char **argv)
 {
 	struct vr_limits lim, gua;
@@ -475,13 +543,14 @@ static int cdi_generate(int argc, char **argv)
 	char spec_text[4096] = "", name[NAME_MAX_LEN + 1], lib[PATH_MAX], preload[PATH_MAX + 16];
 	char books[PATH_MAX];
 	const char *group = NULL, *name_opt = NULL, *format = "json", *output = NULL;
-	const char *books_opt = NULL;
+	const char *books_opt = NULL, *enforce_opt = "library";
 	int growth = 0;
+	enum vr_enforce enforce;
 
 	const struct str_opt opts[] = {
 	    {OPT_GROUP, &group, check_group},    {OPT_NAME, &name_opt, check_name},
 	    {OPT_FORMAT, &format, check_format}, {'o', &output, check_output},
-	    {OPT_BOOKS, &books_opt, NULL},
+	    {OPT_BOOKS, &books_opt, NULL},       {OPT_ENFORCE, &enforce_opt, check_enforce},
 	};
 	const char *word = "";
 	int opt;
@@ -536,6 +605,16 @@ static int cdi_generate(int argc, char **argv)
 		        spec_text);
 		return VR_EXIT_ERROR;
 	}
+	vr_enforce_parse(enforce_opt, &enforce);
+	struct spec s = {
+	    /* CDI allows names starting with a digit from 0.5.0 on. */
+	    .version = name[0] >= '0' && name[0] <= '9' ? "0.5.0" : "0.3.0",
+	    .name = name,
+	};
+	if ((enforce & VR_ENFORCE_DRIVER) && driver_env(&lim, &gua, &s) < 0)
+		return VR_EXIT_ERROR;
+	if (!(enforce & VR_ENFORCE_LIBRARY))
+		return write_spec(&s, format, output);
 	char liberr[2 * PATH_MAX + 128];
 	if (cli_find_library(lib, sizeof lib, liberr, sizeof liberr) < 0) {
 		fprintf(stderr, "vramctl: %s\n", liberr);
@@ -546,14 +625,10 @@ static int cdi_generate(int argc, char **argv)
 	if (check_preload(preload) < 0 || books_dir(books_opt, books, sizeof books) < 0)
 		return VR_EXIT_ERROR;
 
-	struct spec s = {
-	    /* CDI allows names starting with a digit from 0.5.0 on. */
-	    .version = name[0] >= '0' && name[0] <= '9' ? "0.5.0" : "0.3.0",
-	    .name = name,
-	    .mounts = {{lib, CONTAINER_LIB, "ro"},
-	               {preload, "/etc/ld.so.preload", "ro"},
-	               {books, books, "rw"}},
-	};
+	s.mounts[0] = (struct mount){lib, CONTAINER_LIB, "ro"};
+	s.mounts[1] = (struct mount){preload, "/etc/ld.so.preload", "ro"};
+	s.mounts[2] = (struct mount){books, books, "rw"};
+	s.nmounts = 3;
 	struct vr_contract c = {
 	    .limit = spec_text,
 	    .guarantee = gua_text[0] ? gua_text : NULL,
@@ -567,11 +642,7 @@ static int cdi_generate(int argc, char **argv)
 		fprintf(stderr, "vramctl: %s\n", err);
 		return VR_EXIT_ERROR;
 	}
-	int yaml = !strcmp(format, "yaml");
-	if (output)
-		return write_file(output, &s, yaml) < 0 ? VR_EXIT_ERROR : 0;
-	(yaml ? write_yaml : write_json)(stdout, &s);
-	return fflush(stdout) == 0 ? 0 : VR_EXIT_ERROR;
+	return write_spec(&s, format, output);
 }
 
 int cmd_cdi(int argc, char **argv)

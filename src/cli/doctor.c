@@ -25,6 +25,7 @@
 #include "cli/commands.h"
 #include "cli/devices.h"
 #include "cli/doctor_books.h"
+#include "cli/doctor_enforce.h"
 #include "cli/doctor_hook.h"
 #include "cli/kernel_spec.h"
 #include "cli/options.h"
@@ -548,6 +549,7 @@ int cmd_doctor(int argc, char **argv)
 		}
 		mon_model_clear(&m);
 		dr_check_kernels(&d);
+		dr_check_enforcers(&d);
 	}
 	mon_nvml_close(d.nv);
 	if (rc < 0) {

@@ -27,10 +27,12 @@
 #include "cli/devices.h"
 #include "cli/options.h"
 #include "cli/paths.h"
+#include "cli/run_enforce.h"
 #include "cli/site.h"
 #include "cli/spawn.h"
 #include "common/compiler.h"
 #include "common/contract.h"
+#include "common/enforce.h"
 #include "common/exit.h"
 #include "common/siteconf.h"
 #include "common/size.h"
@@ -71,6 +73,10 @@ static void run_usage(FILE *f)
 	        "                    for each process, its context and the driver's use\n"
 	        "                    included, as nvidia-smi counts it) or allocations (only\n"
 	        "                    what the program allocates)\n"
+	        "  --enforce WHO     who holds the cap: library (default: the injected\n"
+	        "                    library), driver (the NVIDIA driver's own per-cgroup\n"
+	        "                    limit, R615+, cgroup v2, root: the command runs in a\n"
+	        "                    cgroup of its own) or both\n"
 	        "  --group NAME      share one cap per device with every process run with the\n"
 	        "                    same NAME (default: a new group for this run)\n"
 	        "  --exec            become COMMAND instead of waiting for it (needs --group;\n"
@@ -110,8 +116,9 @@ struct run_req {
 	int growth, have_limit, have_spill, have_guarantee, exec_self;
 	const char *count; /* --count, or NULL: the environment's (default card) */
 	uint64_t spill;
-	struct rep_opts ro; /* --report, --stacks, --trace, --trace-max */
-	int cmd;            /* argv's index of COMMAND */
+	struct rep_opts ro;      /* --report, --stacks, --trace, --trace-max */
+	int cmd;                 /* argv's index of COMMAND */
+	enum vr_enforce enforce; /* --enforce (default library) */
 };
 
 /* What the steps of cmd_run return to say "carry on" (not an exit status). */
@@ -128,7 +135,8 @@ enum {
 	OPT_TRACE_MAX,
 	OPT_GROUP,
 	OPT_COUNT,
-	OPT_GUARANTEE
+	OPT_GUARANTEE,
+	OPT_ENFORCE
 };
 
 static const struct option run_opts[] = {
@@ -138,6 +146,7 @@ static const struct option run_opts[] = {
     {"growth", no_argument, NULL, OPT_GROWTH},
     {"group", required_argument, NULL, OPT_GROUP},
     {"count", required_argument, NULL, OPT_COUNT},
+    {"enforce", required_argument, NULL, OPT_ENFORCE},
     {"exec", no_argument, NULL, OPT_EXEC},
     {"report", optional_argument, NULL, OPT_REPORT},
     {"stacks", no_argument, NULL, OPT_STACKS},
@@ -177,6 +186,11 @@ static int run_option(struct run_req *r, int c, const char *v)
 		break;
 	case OPT_EXEC:
 		r->exec_self = 1;
+		break;
+	case OPT_ENFORCE:
+		if (vr_enforce_parse(v, &r->enforce) < 0)
+			return cli_usage_error("run",
+			                       "--enforce %s: expected library, driver or both", v);
 		break;
 	case OPT_COUNT:
 		if (strcmp(v, "card") != 0 && strcmp(v, "allocations") != 0)
@@ -336,6 +350,13 @@ static int settle_options(struct run_req *r, char **argv)
 	if (r->have_spill && !r->have_limit) {
 		fprintf(stderr,
 		        "vramctl: --spill needs --limit: spill serves what passes the cap\n");
+		return VR_EXIT_ERROR;
+	}
+	if (r->enforce != VR_ENFORCE_LIBRARY && (!r->have_limit || r->exec_self)) {
+		fprintf(stderr,
+		        "vramctl: run: --enforce %s needs --limit (the driver's limit is "
+		        "the cap) and cannot go with --exec\n",
+		        vr_enforce_name(r->enforce));
 		return VR_EXIT_ERROR;
 	}
 	if (r->ro.stacks && !r->ro.report) {
@@ -520,7 +541,8 @@ static void leave_group(const struct run_req *r, const char *group, struct vr_la
 
 int cmd_run(int argc, char **argv)
 {
-	struct run_req r = {.ro = {.trace_max = 1ull << 30}};
+	struct run_req r = {.ro = {.trace_max = 1ull << 30}, .enforce = VR_ENFORCE_LIBRARY};
+	struct run_drv drv;
 	struct vr_launch_dev devs[VR_MAX_DEVICES];
 	struct vr_launch_group g = {.member = NULL};
 	char spec[4096], group[VR_GROUP_NAME_MAX + 1], lib[PATH_MAX];
@@ -549,17 +571,29 @@ int cmd_run(int argc, char **argv)
 		fprintf(stderr, "vramctl: %s\n", liberr);
 		return VR_EXIT_ERROR;
 	}
-	if (r.have_limit && join_group(&r, spec, devs, ndev, group, sizeof(group), &g) < 0)
-		return VR_EXIT_ERROR;
+	if (r.enforce & VR_ENFORCE_DRIVER) {
+		char why[256] = "";
+		if (ndev < 0)
+			ndev = cli_devices(devs, VR_MAX_DEVICES, why, sizeof(why));
+		if ((rc = run_drv_enter(&drv, &r.lim, r.have_guarantee ? &r.gua : NULL, devs,
+		                        ndev)) != 0)
+			return rc;
+		/* The driver alone: the library is not given the cap. */
+		r.have_limit = r.enforce != VR_ENFORCE_DRIVER;
+	}
 	/* The guarantee is given (or refused) before the command starts,
 	 * and held by this launcher's lines while it runs. */
 	struct cli_admit adm = {.n = 0};
-	if (r.have_guarantee && cli_admit(&r.gua, &r.lim, devs, ndev, group, g.member, &adm) < 0) {
-		leave_group(&r, group, &g);
-		return VR_EXIT_ERROR;
-	}
-	rc = run_command(&r, argc, argv, lib, group, &g);
+	if (r.have_limit && join_group(&r, spec, devs, ndev, group, sizeof(group), &g) < 0)
+		rc = VR_EXIT_ERROR;
+	else if (r.have_limit && r.have_guarantee &&
+	         cli_admit(&r.gua, &r.lim, devs, ndev, group, g.member, &adm) < 0)
+		rc = VR_EXIT_ERROR;
+	else
+		rc = run_command(&r, argc, argv, lib, group, &g);
 	cli_admit_release(&adm);
 	leave_group(&r, group, &g);
+	if (r.enforce & VR_ENFORCE_DRIVER)
+		run_drv_leave(&drv);
 	return rc;
 }

@@ -111,6 +111,32 @@ enum { NVML_FEATURE_DISABLED = 0, NVML_FEATURE_ENABLED = 1 };
 enum { NVML_DEVICE_MIG_DISABLE = 0, NVML_DEVICE_MIG_ENABLE = 1 };
 
 /*
+ * Per-cgroup memory limits (R615 drivers, CUDA 13.4: "MPS v3 memory
+ * partitioning"). Layouts as NVML's reference gives them
+ * (docs.nvidia.com/deploy/nvml-api, structnvmlSetMemoryLimits__v1__t and
+ * structnvmlGetMemoryLimits__v1__t): no version word; nameSpace is the
+ * cgroup v2 directory's full path ("/sys/fs/cgroup/a/b", as NVIDIA's
+ * container toolkit builds it); limits in bytes. Setting needs root; MIG
+ * device handles are refused. Not verified against nvml.h itself: the value
+ * of NVML_DEVICE_MEMORY_LIMIT_MAX ("no hard limit") was not found in what we
+ * could read; UINT64_MAX is what a third party's reading of the 13.4 header
+ * reports. Soft 0 with hard NVML_DEVICE_MEMORY_LIMIT_MAX clears a cgroup's
+ * limits (and reads back when none is set).
+ */
+#define NVML_DEVICE_MEMORY_LIMIT_MAX (ULLONG_MAX)
+typedef struct {
+	const char *nameSpace;        /* in: "/sys/fs/cgroup/<path>" */
+	unsigned long long softLimit; /* in: guaranteed before allocations may fail */
+	unsigned long long hardLimit; /* in: the most the cgroup may allocate */
+} nvmlSetMemoryLimits_v1_t;
+typedef struct {
+	const char *nameSpace;          /* in */
+	unsigned long long softLimit;   /* out */
+	unsigned long long hardLimit;   /* out */
+	unsigned long long currentUsed; /* out: the cgroup's use of the device */
+} nvmlGetMemoryLimits_v1_t;
+
+/*
  * The NVML entry points used, as NVML exports them: X(name, params, args).
  * All return nvmlReturn_t; nvmlErrorString (returns const char *) is
  * declared apart.
@@ -151,7 +177,11 @@ enum { NVML_DEVICE_MIG_DISABLE = 0, NVML_DEVICE_MIG_ENABLE = 1 };
 	X(nvmlDeviceGetPersistenceMode, (nvmlDevice_t device, int *mode), (device, mode))          \
 	X(nvmlDeviceGetMigMode,                                                                    \
 	  (nvmlDevice_t device, unsigned int *currentMode, unsigned int *pendingMode),             \
-	  (device, currentMode, pendingMode))
+	  (device, currentMode, pendingMode))                                                      \
+	X(nvmlDeviceSetMemoryLimits_v1, (nvmlDevice_t device, nvmlSetMemoryLimits_v1_t * limits),  \
+	  (device, limits))                                                                        \
+	X(nvmlDeviceGetMemoryLimits_v1, (nvmlDevice_t device, nvmlGetMemoryLimits_v1_t * limits),  \
+	  (device, limits))
 
 #define VR_NVML_PFN(name, params, args) typedef nvmlReturn_t(*vr_pfn_##name) params;
 VR_NVML_FUNCS(VR_NVML_PFN)

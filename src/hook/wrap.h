@@ -14,6 +14,7 @@
 
 #include "hook/books.h"
 #include "hook/devices.h"
+#include "hook/drvlimit.h"
 #include "hook/hook.h"
 #include "hook/policy.h"
 #include "hook/ptrmap.h"
@@ -81,6 +82,8 @@ static inline __attribute__((always_inline)) void record(struct vr_dev *d, int k
 		VR_OWN(vr__rc = call);                                                             \
 		if (vr__rc != CUDA_SUCCESS) {                                                      \
 			vr_policy_release(d, bytes);                                               \
+			if (vr__rc == CUDA_ERROR_OUT_OF_MEMORY && (d))                             \
+				vr_drvlimit_explain(d, bytes);                                     \
 			return vr__rc;                                                             \
 		}                                                                                  \
 	} while (0)

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "monitor/collect.h"
+#include "monitor/drvlimit.h"
 #include "common/siteconf.h"
 #include "monitor/merge.h"
 #include "registry/registry.h"
@@ -43,6 +44,8 @@ int mon_collect_registry(const struct mon_sources *src, struct mon_model *m)
 		vramctl_snapshot_free(snap);
 	if (rc < 0)
 		mon_model_clear(m);
+	else
+		mon_drvlimit_fill(src->nvml, m, src->proc_root);
 	return rc;
 }
 

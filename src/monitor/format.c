@@ -229,10 +229,10 @@ static int model_containers(const struct mon_model *m)
 	return 0;
 }
 
-/* One process row of the table (18 cells, as the header). */
+/* One process row of the table (20 cells, as the header). */
 static void table_proc_row(struct grid *t, const struct mon_model *m, const struct mon_proc *p)
 {
-	char a[32], b[32], c[32], d[32], e[32], g[32], k[32], h[32], sp[32];
+	char a[32], b[32], c[32], d[32], e[32], g[32], k[32], h[32], sp[32], drv[320];
 	int capped = !!(p->valid & MON_P_CAPPED);
 	int oncard = !!(p->valid & MON_P_ON_CARD);
 	char pid[16], nspid[16], denied[24], user[40];
@@ -268,7 +268,8 @@ static void table_proc_row(struct grid *t, const struct mon_model *m, const stru
 	         fmt_size_or(p->peak, capped, c, sizeof(c)),
 	         fmt_size_or(p->spilled, capped, sp, sizeof(sp)), nvml, denied,
 	         fmt_size_or(p->host_pinned, capped, e, sizeof(e)),
-	         capped ? mon_counting_text(p->counting) : "-", user, ctr[0] ? ctr : "-",
+	         capped ? mon_counting_text(p->counting) : "-", mon_enforcer_name(p),
+	         mon_drv_text(p, drv, sizeof(drv)), user, ctr[0] ? ctr : "-",
 	         (p->valid & MON_P_COMMAND) ? p->command : "-");
 }
 
@@ -353,12 +354,12 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 		        (m->valid & MON_M_NVML) ? "" : " with a vramctl record");
 	} else {
 		int counts = model_counts_allocations(m);
-		unsigned hide = (spills ? 0 : 1u << 10) | (counts ? 0 : 1u << 14) |
-		                (model_containers(m) ? 0 : 1u << 16);
-		struct grid t = grid_make(18, hide);
+		unsigned hide = (spills ? 0 : 1u << 10) | (counts ? 0 : 1u << 14);
+		hide |= (mon_drv_any(m) ? 0 : 3u << 15) | (model_containers(m) ? 0 : 1u << 18);
+		struct grid t = grid_make(20, hide);
 		grid_row(&t, "PID", "NSPID", "GPU", "STATE", "GROUP", "CAP", "ALLOCATED", "ON CARD",
 		         "OVERHEAD", "PEAK", "SPILLED", "NVML", "DENIED", "PINNED", "COUNTS",
-		         "USER", "CONTAINER", "COMMAND");
+		         "ENFORCER", "DRIVER LIMIT", "USER", "CONTAINER", "COMMAND");
 		for (int i = 0; i < m->nprocs; i++)
 			table_proc_row(&t, m, &m->procs[i]);
 		grid_print(f, &t, "");
@@ -424,7 +425,9 @@ enum proc_metric {
 	PM_PINNED,
 	PM_NVML,
 	PM_CARD,
-	PM_OVERHEAD
+	PM_OVERHEAD,
+	PM_DRV_LIMIT,
+	PM_DRV_USED
 };
 
 static void prom_devices(FILE *f, const struct mon_model *m, enum dev_metric which,
@@ -510,10 +513,12 @@ static void prom_procs(FILE *f, const struct mon_model *m, enum proc_metric whic
 	for (int i = 0; i < m->nprocs; i++) {
 		const struct mon_proc *p = &m->procs[i];
 		uint64_t v;
-		if (which == PM_NVML) {
-			if (!(p->valid & MON_P_NVML_USED))
+		if (which == PM_NVML || which >= PM_DRV_LIMIT) { /* capped or not */
+			if (!(p->valid & (which == PM_NVML ? MON_P_NVML_USED : MON_P_DRVLIMIT)))
 				continue;
-			v = p->nvml_used;
+			v = which == PM_NVML        ? p->nvml_used
+			    : which == PM_DRV_LIMIT ? p->drv.hard
+			                            : p->drv.used;
 		} else {
 			if (!(p->valid & MON_P_CAPPED))
 				continue;
@@ -672,6 +677,10 @@ int mon_format_prom(FILE *f, const struct mon_model *m)
 	           "vramctl: its context, modules, local memory, driver use.");
 	prom_procs(f, m, PM_NVML, "vramctl_process_nvml_used_bytes", "gauge",
 	           "GPU memory of a process as NVML reports it (capped or not).");
+	prom_procs(f, m, PM_DRV_LIMIT, "vramctl_process_driver_limit_bytes", "gauge",
+	           "The NVIDIA driver's hard memory limit over the process's cgroup.");
+	prom_procs(f, m, PM_DRV_USED, "vramctl_process_driver_used_bytes", "gauge",
+	           "What the cgroup under that driver limit holds on the GPU.");
 
 	int ndead = 0;
 	for (int i = 0; i < m->nprocs; i++)

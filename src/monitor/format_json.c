@@ -63,6 +63,7 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 		jw_bool(&w, "consistent", g->consistent);
 		jw_u64(&w, "spill_budget_bytes", g->spill_budget, 1);
 		jw_u64(&w, "spilled_bytes", g->spilled, 1);
+		jw_str(&w, "enforcer", g->ndriver ? "both" : "library");
 		mon_elastic_json(&w, m, g);
 		jw_open(&w, "devices", '[');
 		for (int j = 0; j < g->ndev; j++) {
@@ -122,6 +123,19 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 		jw_int(&w, "uid", (long long)p->uid, !!(p->valid & MON_P_USER));
 		jw_str(&w, "user", (p->valid & MON_P_USER) ? p->user : NULL);
 		jw_str(&w, "command", (p->valid & MON_P_COMMAND) ? p->command : NULL);
+		/* The enforcers (README): the library's cap, the driver's limit. */
+		jw_str(&w, "enforcer", mon_enforcer_name(p));
+		if (p->valid & MON_P_DRVLIMIT) {
+			jw_open(&w, "driver_limit", '{');
+			jw_str(&w, "cgroup", p->drv.cgroup);
+			jw_u64(&w, "hard_bytes", p->drv.hard, 1);
+			jw_u64(&w, "soft_bytes", p->drv.soft, 1);
+			jw_u64(&w, "used_bytes", p->drv.used, 1);
+			jw_close(&w, '}');
+		} else {
+			jw_key(&w, "driver_limit");
+			jb_puts(&w, "null");
+		}
 		/* Identity (#27): "" is unknown, written null. */
 		jw_str(&w, "container_id", p->container_id[0] ? p->container_id : NULL);
 		jw_str(&w, "pod_uid", p->pod_uid[0] ? p->pod_uid : NULL);

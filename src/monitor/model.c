@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/size.h"
 #include "monitor/model.h"
 
 void mon_model_clear(struct mon_model *m)
@@ -69,4 +70,29 @@ int mon_model_gpu_index(const struct mon_model *m, int device, int known)
 	if (!(m->devs[device].valid & MON_DEV_INDEX))
 		return -1;
 	return m->devs[device].index;
+}
+
+const char *mon_enforcer_name(const struct mon_proc *p)
+{
+	int lib = !!(p->valid & MON_P_CAPPED), drv = !!(p->valid & MON_P_DRVLIMIT);
+	return lib && drv ? "both" : lib ? "library" : drv ? "driver" : "none";
+}
+
+char *mon_drv_text(const struct mon_proc *p, char *buf, size_t len)
+{
+	char h[32], u[32];
+	if (!(p->valid & MON_P_DRVLIMIT))
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%s (%s used, %s)", vr_format_size(p->drv.hard, h, sizeof(h)),
+		         vr_format_size(p->drv.used, u, sizeof(u)), p->drv.cgroup);
+	return buf;
+}
+
+int mon_drv_any(const struct mon_model *m)
+{
+	for (int i = 0; i < m->nprocs; i++)
+		if (m->procs[i].valid & MON_P_DRVLIMIT)
+			return 1;
+	return 0;
 }

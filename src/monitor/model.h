@@ -72,6 +72,16 @@ enum {
 	MON_P_COMMAND = 1u << 7,   /* command known */
 	MON_P_ON_CARD = 1u << 8,   /* on_card and (capped) allocated, card_overhead set */
 	MON_P_IDENTITY = 1u << 9,  /* /proc/PID/cgroup or environ read (identity.c) */
+	MON_P_DRVLIMIT = 1u << 10, /* a driver limit holds it: the drv_ fields are set */
+};
+
+/* The NVIDIA driver's own memory limit over a process (R615, per cgroup),
+ * read with NVML's unprivileged call (drvlimit.c): the tightest hard limit
+ * over the process's cgroup and its ancestors on the process's GPU. */
+struct mon_drv {
+	char cgroup[256]; /* the cgroup v2 path that carries the limit, "/a/b" */
+	uint64_t hard, soft;
+	uint64_t used; /* what that cgroup (and below) holds on the GPU */
 };
 
 /* One process on one device. */
@@ -113,6 +123,7 @@ struct mon_proc {
 	char pod_name[MON_POD_NAME_MAX];
 	char pod_namespace[MON_K8S_LABEL_MAX];
 	char container_name[MON_K8S_LABEL_MAX];
+	struct mon_drv drv; /* MON_P_DRVLIMIT */
 };
 
 struct mon_group_dev {
@@ -144,6 +155,7 @@ struct mon_group {
 	int nexiting;                   /* of those, dead ones NVML still lists (exiting) */
 	int consistent;                 /* the registry's copy was taken between writes */
 	uint64_t spill_budget, spilled; /* the group's host budget (0: no spill), all devices */
+	int ndriver;                    /* rows (member, GPU) a driver limit also holds */
 	int ndev;
 	struct mon_group_dev dev[MON_MAX_GROUP_DEVS];
 	/* Its caps' changes while it ran (`vramctl limit`), oldest first. */
@@ -177,6 +189,17 @@ struct mon_model {
 	int nnotes;
 	char notes[MON_MAX_NOTES][MON_NOTE_LEN];
 };
+
+/* Who holds process p: "library" (a vramctl cap), "driver" (a driver
+ * limit, MON_P_DRVLIMIT), "both", or "none". */
+const char *mon_enforcer_name(const struct mon_proc *p);
+
+/* The driver's limit over p, for a table: "8 GiB (2.1 GiB used, /a/b)",
+ * or "-" (no MON_P_DRVLIMIT). Returns buf. */
+char *mon_drv_text(const struct mon_proc *p, char *buf, size_t len);
+
+/* 1 when some process of m is under a driver limit (MON_P_DRVLIMIT). */
+int mon_drv_any(const struct mon_model *m);
 
 /* Frees what a model owns (devs, groups, procs) and zeroes it. Safe on a zeroed model. */
 void mon_model_clear(struct mon_model *m);

@@ -157,6 +157,16 @@ int mon_nvml_modes(struct mon_nvml *nv, const char *uuid, struct mon_nvml_modes 
 	return NVML_SUCCESS;
 }
 
+void *mon_nvml_sym(struct mon_nvml *nv, const char *name)
+{
+	return sym(nv->lib, name);
+}
+
+const char *mon_nvml_error(struct mon_nvml *nv, int r)
+{
+	return errtext(nv, r);
+}
+
 void mon_nvml_close(struct mon_nvml *nv)
 {
 	if (!nv)

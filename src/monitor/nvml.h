@@ -52,6 +52,12 @@ struct mon_nvml_modes {
 int mon_nvml_modes(struct mon_nvml *nv, const char *uuid, struct mon_nvml_modes *out, char *err,
                    size_t errlen);
 
+/* An NVML entry point by name (NULL when this NVML lacks it), and the text
+ * of an NVML error; for the calls that live in their own files
+ * (drvlimit.c). */
+void *mon_nvml_sym(struct mon_nvml *nv, const char *name);
+const char *mon_nvml_error(struct mon_nvml *nv, int r);
+
 /* 1 if NVML lists host PID pid on the device with this UUID, 0 if not,
  * -1 when it cannot tell (no such device, an error). */
 int mon_nvml_lists(struct mon_nvml *nv, const char *uuid, unsigned pid);

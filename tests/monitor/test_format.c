@@ -286,6 +286,29 @@ static void s_lowered(struct mon_model *m)
 	capped(m, 0, 32200, 32200, "nb", 2 * GiB, 3 * GiB, 3 * GiB);
 }
 
+/* The driver's per-cgroup limits (R615): a capped process also under a
+ * driver limit (both), an uncapped one under one (driver), one under none. */
+static void s_driver_limit(struct mon_model *m)
+{
+	base(m);
+	dev(m, 0, UUID0, "NVIDIA H200", 140 * GiB, 10 * GiB);
+	struct mon_group *g = group(m, "job7", "8G", 1);
+	gdev(m, g, 0, 8 * GiB, 2 * GiB, 2 * GiB);
+	g->ndriver = 1;
+	struct mon_proc *p = capped(m, 0, 4242, 4242, "job7", 8 * GiB, 2 * GiB, 2 * GiB);
+	p->valid |= MON_P_DRVLIMIT;
+	snprintf(p->drv.cgroup, sizeof(p->drv.cgroup), "/system.slice/job_7/step_0");
+	p->drv.hard = 8 * GiB;
+	p->drv.soft = 2 * GiB;
+	p->drv.used = 2 * GiB + 64 * MiB;
+	p = uncapped(m, 0, 5000, 3 * GiB, 1);
+	p->valid |= MON_P_DRVLIMIT;
+	snprintf(p->drv.cgroup, sizeof(p->drv.cgroup), "/kubepods/pod1/ctr");
+	p->drv.hard = 4 * GiB;
+	p->drv.used = 3 * GiB;
+	uncapped(m, 0, 5001, 1 * GiB, 1);
+}
+
 static void s_empty(struct mon_model *m)
 {
 	base(m);
@@ -304,7 +327,7 @@ static const struct {
     {"vanished", s_vanished},     {"nvml_missing", s_nvml_missing},
     {"no_v3", s_no_v3},           {"memory_unknown", s_memory_unknown},
     {"nothing_visible", s_empty}, {"on_card", s_on_card},
-    {"lowered", s_lowered},
+    {"lowered", s_lowered},       {"driver_limit", s_driver_limit},
 };
 
 static char *render(const struct mon_model *m, int which, size_t *len)

@@ -12,17 +12,8 @@
 # (VR_SLURM_TRANSCRIPT=FILE copies it out; docs/slurm.md shows one).
 set -u
 
-skip() {
-	echo "$*"
-	exit 77
-}
-fail() {
-	echo "FAIL: $*"
-	[ -n "${VS:-}" ] && [ -d "$VS/log" ] && tail -n 15 "$VS"/log/slurmd.log 2>/dev/null
-	exit 1
-}
-
 : "${VR_BUILD:?run through tests/run}" "${VR_SRC:?run through tests/run}"
+. "$VR_SRC/tests/slurm/lib.sh" # skip, fail, the cluster
 TEST_USER=${VR_SLURM_USER:-vrslurm}
 PLUGIN_SRC=$VR_BUILD/slurm/vramctl.so
 LIB=$VR_BUILD/libvramctl.so
@@ -53,7 +44,6 @@ TEST_UID=$(id -u "$TEST_USER")
 # state of the simulated card, barriers.
 VS=$(mktemp -d /tmp/vramctl-slurm.XXXXXX) || fail "mktemp"
 chmod 0755 "$VS"
-. "$VR_SRC/tests/slurm/lib.sh"
 cleanup() {
 	vs_stop
 	[ -n "${VR_SLURM_TRANSCRIPT:-}" ] && cp "$VS/session.txt" "$VR_SLURM_TRANSCRIPT"

@@ -1,5 +1,5 @@
 # tests/slurm/lib.sh - a private one-node Slurm for tests, sourced by
-# tests/slurm/cluster.sh: munged, slurmctld and slurmd from Debian's packages,
+# tests/slurm/cluster.sh and driver.sh: munged, slurmctld and slurmd from Debian's packages,
 # started in the background with their own config, state, spool, sockets and
 # ports under $VS (a fresh directory), and stopped by PID.
 #
@@ -10,10 +10,23 @@
 #                             cannot run on this machine (its cgroup setup),
 #                             1 on any other failure
 #   vs_stop                   stop what vs_start started (safe to call twice)
+#   skip REASON, fail WHAT    the tests' verdicts (exit 77, exit 1)
 #
 # Needs: VS (directory, 0755), VS_PLUGIN (the plugin .so). Sets SLURM_CONF.
 
 vs_log() { printf '%s\n' "$*" >&2; }
+
+# The tests' verdicts: skip (77) with the reason; fail at once, with the end
+# of slurmd's log.
+skip() {
+	echo "$*"
+	exit 77
+}
+fail() {
+	echo "FAIL: $*"
+	[ -n "${VS:-}" ] && [ -d "$VS/log" ] && tail -n 15 "$VS"/log/slurmd.log 2>/dev/null
+	exit 1
+}
 
 # A free TCP port on loopback, starting the search at $1.
 vs_free_port() {

@@ -267,8 +267,52 @@ static void test_names(void)
 	ASSERT_EQ(vr_group_name_check(buf, NULL, 0), 0);
 }
 
+/* enforce=, cgroup_root=, nvml=; the cgroup a step's driver limit goes on. */
+static void test_enforce(void)
+{
+	struct vr_slurm_conf c;
+	char err[256], buf[128];
+	char *bad[] = {(char *)"enforce=kernel"};
+	char *bad2[] = {(char *)"cgroup_root=sys/fs/cgroup"};
+	int made;
+
+	ASSERT_EQ(vr_slurm_parse_args(0, NULL, &c, err, sizeof(err)), 0);
+	ASSERT_EQ(c.enforce, VR_ENFORCE_LIBRARY);
+	ASSERT_STR_EQ(c.cgroup_root, "/sys/fs/cgroup");
+	ASSERT_STR_EQ(c.nvml, "");
+	c = conf_of("enforce=both", "cgroup_root=/sys/fs/cgroup/unified",
+	            "nvml=/opt/libnvidia-ml.so.1");
+	ASSERT_EQ(c.enforce, VR_ENFORCE_BOTH);
+	ASSERT_STR_EQ(c.cgroup_root, "/sys/fs/cgroup/unified");
+	ASSERT_STR_EQ(c.nvml, "/opt/libnvidia-ml.so.1");
+	c = conf_of("enforce=driver", NULL, NULL);
+	ASSERT_EQ(c.enforce, VR_ENFORCE_DRIVER);
+	ASSERT_EQ(vr_slurm_parse_args(1, bad, &c, err, sizeof(err)), -EINVAL);
+	ASSERT(strstr(err, "enforce=kernel: use library, driver or both"));
+	ASSERT_EQ(vr_slurm_parse_args(1, bad2, &c, err, sizeof(err)), -EINVAL);
+	ASSERT(strstr(err, "cgroup_root=sys/fs/cgroup: need an absolute path"));
+
+	/* cgroup/v2: Slurm's step cgroup, from a task's and from slurmstepd's. */
+	const char *task = "/system.slice/node1_slurmstepd.scope/job_7/step_0/user/task_1";
+	ASSERT_EQ(vr_slurm_step_cgroup(task, 7, 0, buf, sizeof(buf), &made), 0);
+	ASSERT_STR_EQ(buf, "/system.slice/node1_slurmstepd.scope/job_7/step_0");
+	ASSERT_EQ(made, 0);
+	const char *stepd = "/system.slice/node1_slurmstepd.scope/job_7/step_batch/slurm";
+	ASSERT_EQ(vr_slurm_step_cgroup(stepd, 7, 4294967294u, buf, sizeof(buf), &made), 0);
+	ASSERT_STR_EQ(buf, "/system.slice/node1_slurmstepd.scope/job_7/step_batch");
+	/* Elsewhere (proctrack/linuxproc): one the plugin makes. */
+	ASSERT_EQ(
+	    vr_slurm_step_cgroup("/system.slice/slurmd.service", 7, 2, buf, sizeof(buf), &made), 0);
+	ASSERT_STR_EQ(buf, "/system.slice/slurmd.service/vramctl_7.2");
+	ASSERT_EQ(made, 1);
+	ASSERT_EQ(vr_slurm_step_cgroup("/", 8, 0, buf, sizeof(buf), &made), 0);
+	ASSERT_STR_EQ(buf, "/vramctl_8.0");
+	ASSERT_EQ(vr_slurm_step_cgroup("/", 8, 0, buf, 6, &made), -ENAMETOOLONG);
+}
+
 int main(void)
 {
+	test_enforce();
 	test_spill();
 	test_guarantee();
 	test_args();
