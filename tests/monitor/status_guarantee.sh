@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# status_guarantee - guarantees on the card (#26) as `vramctl status` and
+# `vramctl export` show them, from real device books on a simulated 16 GiB
+# card whose contexts take nothing (so every figure is exact): ga (guarantee
+# 4 GiB) holds 6 GiB, borrowing 2; gb (guarantee 6 GiB) holds 1 GiB; gx
+# (guarantee 2 GiB), a group of another registry (as another user's would
+# be), holds 64 MiB. 7 GiB + 64 MiB used; 5 GiB of gb's guarantee and 2 GiB
+# less 64 MiB of gx's unused: 2 GiB unguaranteed free.
+. "$VR_SRC/tests/cli/common.bash"
+sim_only || { echo "skip: needs the simulated driver (the card's figures exact)"; exit 77; }
+has_cap || { echo "skip: the library is a stand-in here"; exit 77; }
+export VRAMSIM_DEVICES=16G VRAMSIM_CONTEXT_BYTES=0
+export MEMCTL=$VR_BUILD/tests/hook/memctl V LIB
+[ -x "$MEMCTL" ] || { echo "skip: $MEMCTL is not built"; exit 77; }
+mkdir -p "$TMPDIR/other" && chmod 700 "$TMPDIR/other"
+export OTHER=$TMPDIR/other
+python3 - <<'PY' || fail "see above"
+import json, os, re, subprocess, sys, urllib.request
+sys.path.insert(0, os.path.join(os.environ["VR_SRC"], "tests/hook"))
+from memctl import Prog
+
+GiB, MiB = 1 << 30, 1 << 20
+bad = 0
+
+
+def check(cond, what):
+    global bad
+    if not cond:
+        print("FAIL:", what, file=sys.stderr)
+        bad += 1
+
+
+def member(name, group, limit, guarantee, **env):
+    e = {"VRAMCTL_GROUP": group, "VRAMCTL_LIMIT": limit, "VRAMCTL_GUARANTEE": guarantee}
+    e.update(env)
+    return Prog(name, e, os.environ["TMPDIR"])
+
+
+a = member("a", "ga", "12G", "4G")
+b = member("b", "gb", "8G", "6G")
+x = member("x", "gx", "4G", "2G", VRAMCTL_REGISTRY_DIR=os.environ["OTHER"])
+check(x.alloc(64) == "ok", "gx takes 64 MiB of its guarantee: %s" % x.stderr())
+check(a.alloc(6 * 1024) == "ok", "ga borrows 2 GiB past its guarantee: %s" % a.stderr())
+check(b.alloc(1024) == "ok", "gb takes 1 GiB of its guarantee: %s" % b.stderr())
+
+V = os.environ["V"]
+j = json.loads(subprocess.run([V, "status", "--json"], check=True, capture_output=True,
+                              text=True).stdout)
+dev = j["devices"][0]
+check(dev["guaranteed_bytes"] == 12 * GiB, "guaranteed: %s" % dev["guaranteed_bytes"])
+check(dev["unused_guarantee_bytes"] == 7 * GiB - 64 * MiB, "unused: %s" % dev["unused_guarantee_bytes"])
+check(dev["free_bytes"] == 9 * GiB - 64 * MiB, "free: %s" % dev["free_bytes"])
+check(dev["unguaranteed_free_bytes"] == 2 * GiB,
+      "unguaranteed free: %s" % dev["unguaranteed_free_bytes"])
+held = {e["group"]: e for e in dev["guarantees"]}
+check(sorted(held) == ["ga", "gb", "gx"], "holders: %s" % sorted(held))
+want = {"ga": (4, 6 * GiB, True, a.pid), "gb": (6, 1 * GiB, True, b.pid),
+        "gx": (2, 64 * MiB, False, x.pid)}
+for g, (gu, h, reg, pid) in want.items():
+    e = held.get(g, {})
+    check(e.get("guarantee_bytes") == gu * GiB and e.get("held_bytes") == h and
+          e.get("in_registry") == reg and e.get("uid") == os.getuid() and e.get("pid") == pid,
+          "holder %s: %s" % (g, e))
+groups = {g["name"]: g["devices"][0] for g in j["groups"]}
+check(sorted(groups) == ["ga", "gb"], "groups of this registry: %s" % sorted(groups))
+for g, (gu, bo) in {"ga": (4, 2), "gb": (6, 0)}.items():
+    d = groups.get(g, {})
+    check(d.get("guarantee_bytes") == gu * GiB and d.get("borrowed_bytes") == bo * GiB,
+          "group %s: guarantee %s borrowed %s" % (g, d.get("guarantee_bytes"),
+                                                  d.get("borrowed_bytes")))
+
+t = subprocess.run([V, "status"], check=True, capture_output=True, text=True).stdout
+check(re.search(r"^ga +0 +12 GiB +4 GiB +2 GiB ", t, re.M), "table: ga's row:\n" + t)
+check("GPU 0: guarantees 12 GiB (6.9 GiB unused); unguaranteed free 2 GiB; held by: " in t,
+      "table: the device's line:\n" + t)
+check("gx (uid %d, not in this registry) 2 GiB, 64 MiB in use" % os.getuid() in t,
+      "table: the other registry's group:\n" + t)
+
+# export: the series, scraped over HTTP.
+xp = subprocess.Popen([V, "export", "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE,
+                      text=True)
+url = xp.stdout.readline().strip().split()[-1]
+try:
+    prom = urllib.request.urlopen(url, timeout=20).read().decode()
+finally:
+    xp.terminate()
+    xp.wait(timeout=20)
+u = dev["uuid"]
+for s in ('vramctl_group_guarantee_bytes{group="ga",gpu="0",uuid="%s"} %d' % (u, 4 * GiB),
+          'vramctl_group_borrowed_bytes{group="ga",gpu="0",uuid="%s"} %d' % (u, 2 * GiB),
+          'vramctl_group_borrowed_bytes{group="gb",gpu="0",uuid="%s"} 0' % u,
+          'vramctl_device_guaranteed_bytes{gpu="0",uuid="%s"} %d' % (u, 12 * GiB),
+          'vramctl_device_unused_guarantee_bytes{gpu="0",uuid="%s"} %d' % (u, 7 * GiB - 64 * MiB),
+          'vramctl_device_unguaranteed_free_bytes{gpu="0",uuid="%s"} %d' % (u, 2 * GiB),
+          'vramctl_device_guarantee_bytes{gpu="0",uuid="%s",group="gx",uid="%d"} %d'
+          % (u, os.getuid(), 2 * GiB)):
+    check(s + "\n" in prom, "export lacks: " + s)
+
+for p in (a, b, x):
+    check(p.end() == 0, "%s ends normally" % p.name)
+sys.exit(1 if bad else 0)
+PY
+finish
