@@ -2,6 +2,7 @@
  * guarantee.c - guarantees on the card in the views (guarantee.h). Pure:
  * the device books are read by guarantee_read.c.
  */
+#include <stdarg.h>
 #include <string.h>
 
 #include "common/size.h"
@@ -82,33 +83,53 @@ static const char *dev_name(const struct mon_model *m, int i, char *buf, size_t 
 	return buf;
 }
 
+/* Appends to buf while there is room. */
+__attribute__((format(printf, 4, 5))) static void add(char *buf, size_t len, size_t *n,
+                                                      const char *fmt, ...)
+{
+	if (*n >= len)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int k = vsnprintf(buf + *n, len - *n, fmt, ap);
+	va_end(ap);
+	*n += k > 0 ? (size_t)k : 0;
+}
+
+const char *mon_guarantee_line(const struct mon_model *m, int i, char *buf, size_t len)
+{
+	const struct mon_device *d = &m->devs[i];
+	if (!(d->valid & MON_DEV_GUAR) || !d->nguar_all)
+		return NULL;
+	char gpu[MON_UUID_MAX + 8], a[32], b[32], c[32];
+	size_t n = 0;
+	add(buf, len, &n, "%s: guarantees %s (%s unused); unguaranteed free %s; held by:",
+	    dev_name(m, i, gpu, sizeof gpu), vr_format_size(d->guaranteed, a, sizeof a),
+	    vr_format_size(d->unused_guarantee, b, sizeof b),
+	    (d->valid & MON_DEV_MEMORY) ? vr_format_size(d->unguaranteed_free, c, sizeof c)
+	                                : "unknown");
+	for (int k = 0; k < d->nguar; k++) {
+		const struct mon_guarantee *e = &d->guar[k];
+		char name[4 * VR_GROUP_NAME_MAX + 8];
+		add(buf, len, &n, "%s %s (uid %u%s) %s, %s in use", k ? ";" : "",
+		    vr_text_escape(name, sizeof name, e->group), (unsigned)e->uid,
+		    e->in_registry ? "" : ", not in this registry",
+		    vr_format_size(e->guarantee, a, sizeof a),
+		    vr_format_size(e->held, b, sizeof b));
+	}
+	if (d->nguar_all > d->nguar)
+		add(buf, len, &n, "; and %d more", d->nguar_all - d->nguar);
+	return buf;
+}
+
 void mon_guarantee_table(FILE *f, const struct mon_model *m)
 {
 	int first = 1;
+	char line[MON_GUARANTEE_LINE];
 	for (int i = 0; i < m->ndevs; i++) {
-		const struct mon_device *d = &m->devs[i];
-		if (!(d->valid & MON_DEV_GUAR) || !d->nguar_all)
+		if (!mon_guarantee_line(m, i, line, sizeof line))
 			continue;
-		char gpu[MON_UUID_MAX + 8], a[32], b[32], c[32];
-		fprintf(f, "%s%s: guarantees %s (%s unused); unguaranteed free %s; held by:",
-		        first ? "\n" : "", dev_name(m, i, gpu, sizeof gpu),
-		        vr_format_size(d->guaranteed, a, sizeof a),
-		        vr_format_size(d->unused_guarantee, b, sizeof b),
-		        (d->valid & MON_DEV_MEMORY)
-		            ? vr_format_size(d->unguaranteed_free, c, sizeof c)
-		            : "unknown");
-		for (int k = 0; k < d->nguar; k++) {
-			const struct mon_guarantee *e = &d->guar[k];
-			char name[4 * VR_GROUP_NAME_MAX + 8];
-			fprintf(f, "%s %s (uid %u%s) %s, %s in use", k ? ";" : "",
-			        vr_text_escape(name, sizeof name, e->group), (unsigned)e->uid,
-			        e->in_registry ? "" : ", not in this registry",
-			        vr_format_size(e->guarantee, a, sizeof a),
-			        vr_format_size(e->held, b, sizeof b));
-		}
-		if (d->nguar_all > d->nguar)
-			fprintf(f, "; and %d more", d->nguar_all - d->nguar);
-		fputc('\n', f);
+		fprintf(f, "%s%s\n", first ? "\n" : "", line);
 		first = 0;
 	}
 }

@@ -37,6 +37,12 @@ int mon_guarantee_any(const struct mon_model *m);
  * read. */
 const char *mon_guarantee_text(const struct mon_model *m, const struct mon_group_dev *gd, char *buf,
                                int borrowed);
+/* Device i's line (table, top): "GPU 0: guarantees 10 GiB (6 GiB unused);
+ * unguaranteed free 3 GiB; held by: ga (uid 1000) 4 GiB, 2 GiB in use; ..."
+ * in buf (cut to len; MON_GUARANTEE_LINE holds every holder), or NULL when
+ * it has no guarantee or its book was not read. */
+#define MON_GUARANTEE_LINE (256 + MON_MAX_GUARANTEES * (4 * VR_GROUP_NAME_MAX + 96))
+const char *mon_guarantee_line(const struct mon_model *m, int i, char *buf, size_t len);
 /* The table's lines: one per device with guarantees. */
 void mon_guarantee_table(FILE *f, const struct mon_model *m);
 /* A device's guaranteed_bytes, unused_guarantee_bytes,
