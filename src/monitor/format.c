@@ -424,15 +424,8 @@ static void prom_devices(FILE *f, const struct mon_model *m, enum dev_metric whi
 			v = (uint64_t)d->overcommitted;
 			break;
 		}
-		if (!mem)
-			continue;
-		if (!any)
-			mon_prom_head(f, name, "gauge", help);
-		any = 1;
-		char gpu[16];
-		gpu_text(m, i, 1, "", gpu, sizeof(gpu));
-		const char *labels[] = {"gpu", gpu, "uuid", d->uuid, NULL};
-		mon_prom_sample(f, name, labels, v);
+		if (mem)
+			mon_prom_device(f, m, i, name, help, &any, NULL, v);
 	}
 }
 
@@ -458,14 +451,7 @@ static void prom_groups(FILE *f, const struct mon_model *m, enum grp_metric whic
 				continue;
 			if (which == GM_SPILLED && !g->spill_budget && !gd->spilled)
 				continue;
-			if (!any)
-				mon_prom_head(f, name, "gauge", help);
-			any = 1;
-			char gpu[16];
-			gpu_text(m, gd->device, 1, "", gpu, sizeof(gpu));
-			const char *labels[] = {"group", g->name,  "gpu", gpu,
-			                        "uuid",  gd->uuid, NULL};
-			mon_prom_sample(f, name, labels, v);
+			mon_prom_group_dev(f, m, g, gd, name, help, &any, v);
 		}
 	}
 }

@@ -175,27 +175,16 @@ static void prom_groups(FILE *f, const struct mon_model *m, int which, const cha
                         const char *help)
 {
 	int any = 0;
-	for (int i = 0; i < m->ngroups; i++) {
-		const struct mon_group *g = &m->groups[i];
-		for (int j = 0; j < g->ndev; j++) {
-			const struct mon_group_dev *gd = &g->dev[j];
+	for (int i = 0; i < m->ngroups; i++)
+		for (int j = 0; j < m->groups[i].ndev; j++) {
+			const struct mon_group_dev *gd = &m->groups[i].dev[j];
 			const struct mon_device *d = gdev_device(m, gd);
 			/* Borrowing is a thing only where someone holds a guarantee. */
-			if (!d || (which == G_GUARANTEE ? !gd->guarantee : !d->nguar_all))
-				continue;
-			if (!any)
-				mon_prom_head(f, name, "gauge", help);
-			any = 1;
-			char gpu[16] = "";
-			int idx = mon_model_gpu_index(m, gd->device, 1);
-			if (idx >= 0)
-				snprintf(gpu, sizeof gpu, "%d", idx);
-			const char *labels[] = {"group", g->name,  "gpu", gpu,
-			                        "uuid",  gd->uuid, NULL};
-			mon_prom_sample(f, name, labels,
-			                which == G_GUARANTEE ? gd->guarantee : gd->borrowed);
+			if (d && (which == G_GUARANTEE ? gd->guarantee != 0 : d->nguar_all != 0))
+				mon_prom_group_dev(f, m, &m->groups[i], gd, name, help, &any,
+				                   which == G_GUARANTEE ? gd->guarantee
+				                                        : gd->borrowed);
 		}
-	}
 }
 
 enum { D_GUARANTEED, D_UNUSED, D_FREE, D_HOLDER };
@@ -206,50 +195,46 @@ static void prom_devices(FILE *f, const struct mon_model *m, int which, const ch
 	int any = 0;
 	for (int i = 0; i < m->ndevs; i++) {
 		const struct mon_device *d = &m->devs[i];
-		if (!(d->valid & MON_DEV_GUAR))
+		if (!(d->valid & MON_DEV_GUAR) || (which == D_FREE && !(d->valid & MON_DEV_MEMORY)))
 			continue;
-		if (which == D_FREE && !(d->valid & MON_DEV_MEMORY))
-			continue;
-		char gpu[16] = "", uid[16];
-		int idx = mon_model_gpu_index(m, i, 1);
-		if (idx >= 0)
-			snprintf(gpu, sizeof gpu, "%d", idx);
-		for (int k = 0; k < (which == D_HOLDER ? d->nguar : 1); k++) {
-			if (!any)
-				mon_prom_head(f, name, "gauge", help);
-			any = 1;
-			if (which != D_HOLDER) {
-				const char *labels[] = {"gpu", gpu, "uuid", d->uuid, NULL};
-				mon_prom_sample(f, name, labels,
-				                which == D_GUARANTEED ? d->guaranteed
-				                : which == D_UNUSED   ? d->unused_guarantee
-				                                      : d->unguaranteed_free);
-				continue;
-			}
-			const struct mon_guarantee *e = &d->guar[k];
-			snprintf(uid, sizeof uid, "%u", (unsigned)e->uid);
-			const char *labels[] = {"gpu",    gpu,   "uuid", d->uuid, "group",
-			                        e->group, "uid", uid,    NULL};
-			mon_prom_sample(f, name, labels, e->guarantee);
+		if (which != D_HOLDER)
+			mon_prom_device(f, m, i, name, help, &any, NULL,
+			                which == D_GUARANTEED ? d->guaranteed
+			                : which == D_UNUSED   ? d->unused_guarantee
+			                                      : d->unguaranteed_free);
+		for (int k = 0; which == D_HOLDER && k < d->nguar; k++) {
+			char uid[16];
+			snprintf(uid, sizeof uid, "%u", (unsigned)d->guar[k].uid);
+			const char *extra[] = {"group", d->guar[k].group, "uid", uid, NULL};
+			mon_prom_device(f, m, i, name, help, &any, extra, d->guar[k].guarantee);
 		}
 	}
 }
 
+/* The series, in the order written: devices (D_*), then groups (G_*). */
+static const struct {
+	int group, which;
+	const char *name, *help;
+} series[] = {
+    {0, D_GUARANTEED, "vramctl_device_guaranteed_bytes",
+     "GPU memory guaranteed to groups on the GPU (any user's), by its device book."},
+    {0, D_UNUSED, "vramctl_device_unused_guarantee_bytes",
+     "The part of the guarantees on the GPU their groups do not hold."},
+    {0, D_FREE, "vramctl_device_unguaranteed_free_bytes",
+     "GPU memory free less the unused guarantees: what a group may borrow past its "
+     "guarantee."},
+    {0, D_HOLDER, "vramctl_device_guarantee_bytes",
+     "Each guarantee on the GPU by its device book, any user's group."},
+    {1, G_GUARANTEE, "vramctl_group_guarantee_bytes",
+     "The group's guarantee on the GPU (absent when it has none)."},
+    {1, G_BORROWED, "vramctl_group_borrowed_bytes",
+     "GPU memory the card holds for the group above its guarantee (GPUs where some group "
+     "holds a guarantee)."},
+};
+
 void mon_guarantee_prom(FILE *f, const struct mon_model *m)
 {
-	prom_devices(f, m, D_GUARANTEED, "vramctl_device_guaranteed_bytes",
-	             "GPU memory guaranteed to groups on the GPU (any user's), by its device "
-	             "book.");
-	prom_devices(f, m, D_UNUSED, "vramctl_device_unused_guarantee_bytes",
-	             "The part of the guarantees on the GPU their groups do not hold.");
-	prom_devices(f, m, D_FREE, "vramctl_device_unguaranteed_free_bytes",
-	             "GPU memory free less the unused guarantees: what a group may borrow "
-	             "past its guarantee.");
-	prom_devices(f, m, D_HOLDER, "vramctl_device_guarantee_bytes",
-	             "Each guarantee on the GPU by its device book, any user's group.");
-	prom_groups(f, m, G_GUARANTEE, "vramctl_group_guarantee_bytes",
-	            "The group's guarantee on the GPU (absent when it has none).");
-	prom_groups(f, m, G_BORROWED, "vramctl_group_borrowed_bytes",
-	            "GPU memory the card holds for the group above its guarantee (GPUs where "
-	            "some group holds a guarantee).");
+	for (size_t k = 0; k < sizeof series / sizeof series[0]; k++)
+		(series[k].group ? prom_groups : prom_devices)(f, m, series[k].which,
+		                                               series[k].name, series[k].help);
 }

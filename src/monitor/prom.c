@@ -44,3 +44,40 @@ void mon_prom_sample(FILE *f, const char *name, const char *const *labels, uint6
 		fputc('}', f);
 	fprintf(f, " %" PRIu64 "\n", value);
 }
+
+/* The GPU index of model device i as text, "" when unknown (left out). */
+static const char *gpu_label(const struct mon_model *m, int i, char *buf, size_t len)
+{
+	int idx = mon_model_gpu_index(m, i, 1);
+	if (idx >= 0)
+		snprintf(buf, len, "%d", idx);
+	else
+		buf[0] = 0;
+	return buf;
+}
+
+void mon_prom_device(FILE *f, const struct mon_model *m, int i, const char *name, const char *help,
+                     int *any, const char *const *extra, uint64_t v)
+{
+	if (!*any)
+		mon_prom_head(f, name, "gauge", help);
+	*any = 1;
+	char gpu[16];
+	const char *labels[13] = {"gpu", gpu_label(m, i, gpu, sizeof gpu), "uuid", m->devs[i].uuid};
+	for (int k = 0; extra && extra[k] && k < 8; k++)
+		labels[4 + k] = extra[k];
+	mon_prom_sample(f, name, labels, v);
+}
+
+void mon_prom_group_dev(FILE *f, const struct mon_model *m, const struct mon_group *g,
+                        const struct mon_group_dev *gd, const char *name, const char *help,
+                        int *any, uint64_t v)
+{
+	if (!*any)
+		mon_prom_head(f, name, "gauge", help);
+	*any = 1;
+	char gpu[16];
+	const char *labels[] = {"group", g->name,  "gpu", gpu_label(m, gd->device, gpu, sizeof gpu),
+	                        "uuid",  gd->uuid, NULL};
+	mon_prom_sample(f, name, labels, v);
+}

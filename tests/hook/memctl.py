@@ -3,6 +3,7 @@ guarantee.sh): one line in, one line out."""
 import os
 import signal
 import subprocess
+import sys
 
 
 class Prog:
@@ -66,3 +67,14 @@ class Prog:
     def end(self):
         self.p.stdin.close()
         return self.p.wait(timeout=20)
+
+
+bad = 0
+
+
+def check(cond, what):
+    """Counts a failed check (memctl.bad) and says it."""
+    global bad
+    if not cond:
+        print("FAIL:", what, file=sys.stderr)
+        bad += 1

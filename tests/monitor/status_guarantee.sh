@@ -6,29 +6,20 @@
 # (guarantee 2 GiB), a group of another registry (as another user's would
 # be), holds 64 MiB. 7 GiB + 64 MiB used; 5 GiB of gb's guarantee and 2 GiB
 # less 64 MiB of gx's unused: 2 GiB unguaranteed free.
-. "$VR_SRC/tests/cli/common.bash"
-sim_only || { echo "skip: needs the simulated driver (the card's figures exact)"; exit 77; }
-has_cap || { echo "skip: the library is a stand-in here"; exit 77; }
-export VRAMSIM_DEVICES=16G VRAMSIM_CONTEXT_BYTES=0
-export MEMCTL=$VR_BUILD/tests/hook/memctl V LIB
-[ -x "$MEMCTL" ] || { echo "skip: $MEMCTL is not built"; exit 77; }
+. "$VR_SRC/tests/monitor/lib.bash"
+require_sim
+[ -e "$LIB" ] || skip "$LIB is not built"
+MEMCTL=$VR_BUILD/tests/hook/memctl
+[ -x "$MEMCTL" ] || skip "$MEMCTL is not built"
 mkdir -p "$TMPDIR/other" && chmod 700 "$TMPDIR/other"
-export OTHER=$TMPDIR/other
+export VRAMSIM_DEVICES=16G VRAMSIM_CONTEXT_BYTES=0 MEMCTL V LIB OTHER=$TMPDIR/other
 python3 - <<'PY' || fail "see above"
 import json, os, re, subprocess, sys, urllib.request
 sys.path.insert(0, os.path.join(os.environ["VR_SRC"], "tests/hook"))
-from memctl import Prog
+import memctl
+from memctl import Prog, check
 
 GiB, MiB = 1 << 30, 1 << 20
-bad = 0
-
-
-def check(cond, what):
-    global bad
-    if not cond:
-        print("FAIL:", what, file=sys.stderr)
-        bad += 1
-
 
 def member(name, group, limit, guarantee, **env):
     e = {"VRAMCTL_GROUP": group, "VRAMCTL_LIMIT": limit, "VRAMCTL_GUARANTEE": guarantee}
@@ -98,6 +89,6 @@ for s in ('vramctl_group_guarantee_bytes{group="ga",gpu="0",uuid="%s"} %d' % (u,
 
 for p in (a, b, x):
     check(p.end() == 0, "%s ends normally" % p.name)
-sys.exit(1 if bad else 0)
+sys.exit(1 if memctl.bad else 0)
 PY
 finish
