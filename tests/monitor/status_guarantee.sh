@@ -6,6 +6,8 @@
 # (guarantee 2 GiB), a group of another registry (as another user's would
 # be), holds 64 MiB. 7 GiB + 64 MiB used; 5 GiB of gb's guarantee and 2 GiB
 # less 64 MiB of gx's unused: 2 GiB unguaranteed free.
+# A book status cannot read (its door not 0666) is a note, its figures
+# unknown.
 . "$VR_SRC/tests/monitor/lib.bash"
 require_sim
 [ -e "$LIB" ] || skip "$LIB is not built"
@@ -86,6 +88,24 @@ for s in ('vramctl_group_guarantee_bytes{group="ga",gpu="0",uuid="%s"} %d' % (u,
           'vramctl_device_guarantee_bytes{gpu="0",uuid="%s",group="gx",uid="%d"} %d'
           % (u, os.getuid(), 2 * GiB)):
     check(s + "\n" in prom, "export lacks: " + s)
+
+# A book that cannot be read (a door not 0666: refused, as any damage): a
+# note, the GPU's guarantee figures unknown, status still succeeds.
+books = os.environ["VRAMCTL_DEVICE_DIR"]
+door = [os.path.join(books, n) for n in os.listdir(books) if n.startswith("vramctl-dev-")]
+check(len(door) == 1, "one device book: %s" % door)
+os.chmod(door[0], 0o600)
+r = subprocess.run([V, "status", "--json"], capture_output=True, text=True)
+os.chmod(door[0], 0o666)
+check(r.returncode == 0, "status with a book it cannot read: %d %s" % (r.returncode, r.stderr))
+j = json.loads(r.stdout or "{}")
+dev = (j.get("devices") or [{}])[0]
+check(dev.get("guaranteed_bytes", 0) is None and dev.get("guarantees", 0) is None,
+      "a book not read: figures unknown: %s" % dev)
+check(any("device book of %s unreadable" % u in n for n in j.get("notes", [])),
+      "a book not read: the note: %s" % j.get("notes"))
+check(all(g["devices"][0]["guarantee_bytes"] is None for g in j.get("groups", [])),
+      "a book not read: the groups' guarantees unknown")
 
 for p in (a, b, x):
     check(p.end() == 0, "%s ends normally" % p.name)
