@@ -46,14 +46,24 @@ static void fill(struct mon_device *d, const struct vr_devbook_view *v)
 	}
 }
 
-static void note(struct mon_model *m, const char *uuid, int rc)
+/* Books that could not be read: one note for all of them (a directory
+ * that cannot be read would otherwise take one per GPU). */
+struct unread {
+	int n;
+	int rc;
+	char uuid[MON_UUID_MAX];
+};
+
+static void unread(struct unread *u, const char *uuid, int rc)
 {
-	mon_model_note(m, "device book of %s unreadable (%s): guarantees on it unknown", uuid,
-	               rc == -EBADMSG ? "damaged" : strerror(-rc));
+	if (!u->n++) {
+		u->rc = rc;
+		snprintf(u->uuid, sizeof u->uuid, "%s", uuid);
+	}
 }
 
 /* Reads device i's book. */
-static void read_dev(struct mon_model *m, const char *dir, int i)
+static void read_dev(struct mon_model *m, const char *dir, int i, struct unread *u)
 {
 	struct mon_device *d = &m->devs[i];
 	unsigned char raw[16];
@@ -64,7 +74,7 @@ static void read_dev(struct mon_model *m, const char *dir, int i)
 	if (rc == -ENOENT) /* no book, or nobody in it: no guarantee */
 		v.n = 0;
 	else if (rc < 0) {
-		note(m, d->uuid, rc);
+		unread(u, d->uuid, rc);
 		return;
 	}
 	fill(d, &v);
@@ -80,7 +90,8 @@ static int find(const struct mon_model *m, const char *uuid)
 
 /* A book of a device NVML did not list (and no group names): appended when
  * some group holds a guarantee in it. 0 or -ENOMEM. */
-static int add_unlisted(struct mon_model *m, const char *dir, const unsigned char uuid[16])
+static int add_unlisted(struct mon_model *m, const char *dir, const unsigned char uuid[16],
+                        struct unread *u)
 {
 	char text[MON_UUID_MAX];
 	vr_format_uuid(uuid, text, sizeof text);
@@ -91,7 +102,7 @@ static int add_unlisted(struct mon_model *m, const char *dir, const unsigned cha
 	if (rc == -ENOENT)
 		return 0;
 	if (rc < 0) {
-		note(m, text, rc);
+		unread(u, text, rc);
 		return 0;
 	}
 	struct mon_device d = {.index = -1};
@@ -118,19 +129,28 @@ int mon_guarantee_read(struct mon_model *m, const char *dir)
 		}
 		dir = dirbuf;
 	}
+	struct unread u = {0};
 	int ndevs = m->ndevs;
 	for (int i = 0; i < ndevs; i++)
-		read_dev(m, dir, i);
+		read_dev(m, dir, i, &u);
 	unsigned char uuids[LIST_MAX][16];
 	int n = vr_devbook_list(dir, uuids, LIST_MAX);
-	if (n < 0 && n != -ENOENT)
+	if (n < 0 && n != -ENOENT && !u.n) /* else the note below says it */
 		mon_model_note(m,
 		               "device books in %s unreadable (%s): guarantees on GPUs NVML "
 		               "does not list unknown",
 		               dir, strerror(-n));
 	for (int k = 0; k < n && k < LIST_MAX; k++)
-		if (add_unlisted(m, dir, uuids[k]) < 0)
+		if (add_unlisted(m, dir, uuids[k], &u) < 0)
 			return -ENOMEM;
+	if (u.n == 1)
+		mon_model_note(m, "device book of %s unreadable (%s): guarantees on it unknown",
+		               u.uuid, u.rc == -EBADMSG ? "damaged" : strerror(-u.rc));
+	else if (u.n)
+		mon_model_note(m,
+		               "device books of %d GPUs unreadable (the first, %s: %s): "
+		               "guarantees on them unknown",
+		               u.n, u.uuid, u.rc == -EBADMSG ? "damaged" : strerror(-u.rc));
 	mon_guarantee_derive(m);
 	return 0;
 }

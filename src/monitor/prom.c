@@ -64,7 +64,7 @@ void mon_prom_device(FILE *f, const struct mon_model *m, int i, const char *name
 	*any = 1;
 	char gpu[16];
 	const char *labels[13] = {"gpu", gpu_label(m, i, gpu, sizeof gpu), "uuid", m->devs[i].uuid};
-	for (int k = 0; extra && extra[k] && k < 8; k++)
+	for (int k = 0; extra && k < 8 && extra[k]; k++)
 		labels[4 + k] = extra[k];
 	mon_prom_sample(f, name, labels, v);
 }

@@ -6,8 +6,8 @@
 # (guarantee 2 GiB), a group of another registry (as another user's would
 # be), holds 64 MiB. 7 GiB + 64 MiB used; 5 GiB of gb's guarantee and 2 GiB
 # less 64 MiB of gx's unused: 2 GiB unguaranteed free.
-# A book status cannot read (its door not 0666) is a note, its figures
-# unknown.
+# Without NVML, a GPU only its book names is listed. A book status cannot
+# read (its door not 0666) is a note, its figures unknown.
 . "$VR_SRC/tests/monitor/lib.bash"
 require_sim
 [ -e "$LIB" ] || skip "$LIB is not built"
@@ -88,6 +88,19 @@ for s in ('vramctl_group_guarantee_bytes{group="ga",gpu="0",uuid="%s"} %d' % (u,
           'vramctl_device_guarantee_bytes{gpu="0",uuid="%s",group="gx",uid="%d"} %d'
           % (u, os.getuid(), 2 * GiB)):
     check(s + "\n" in prom, "export lacks: " + s)
+
+# Without NVML and with no group on the GPU in the registry read, its book
+# still lists it, without an index, with every guarantee on it.
+empty = os.path.join(os.environ["TMPDIR"], "empty")
+os.mkdir(empty, 0o700)
+r = subprocess.run([V, "status", "--json", "--registry", empty], capture_output=True, text=True,
+                   env=dict(os.environ, VRAMCTL_NVML="/nonexistent/libnvidia-ml.so.1"))
+devs = json.loads(r.stdout or "{}").get("devices", [])
+check(r.returncode == 0 and len(devs) == 1 and devs[0]["uuid"] == u and
+      devs[0]["index"] is None and devs[0]["guaranteed_bytes"] == 12 * GiB and
+      sorted(e["group"] for e in devs[0]["guarantees"]) == ["ga", "gb", "gx"] and
+      devs[0]["unguaranteed_free_bytes"] is None,
+      "a GPU only its book names: %d %s" % (r.returncode, devs))
 
 # A book that cannot be read (a door not 0666: refused, as any damage): a
 # note, the GPU's guarantee figures unknown, status still succeeds.
