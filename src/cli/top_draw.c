@@ -16,6 +16,7 @@
 #include "common/text.h"
 #include "monitor/card.h"
 #include "monitor/format.h"
+#include "monitor/guarantee.h"
 
 #define SPARK_W 16 /* samples shown (the newest) */
 #define BAR_W   12
@@ -221,6 +222,9 @@ void draw(struct ui *u, const struct mon_model *m)
 			draw_bar(u, y, x, bw, frac, cap, pair);
 		}
 		y++;
+		/* Its guarantees (#26), cut at the screen's edge. */
+		if (y < LINES - 1 && mon_guarantee_line(m, i, line, sizeof(line)))
+			put(y++, 2, line);
 	}
 	if (m->ndevs == 0 && y < LINES - 1)
 		put(y++, 0, "No GPU known.");

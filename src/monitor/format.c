@@ -13,6 +13,7 @@
 #include "monitor/card.h"
 #include "monitor/elastic.h"
 #include "monitor/format.h"
+#include "monitor/guarantee.h"
 
 #include "common/size.h"
 #include "common/version.h"
@@ -275,7 +276,7 @@ static void table_proc_row(struct grid *t, const struct mon_model *m, const stru
 
 int mon_format_table(FILE *f, const struct mon_model *m)
 {
-	char a[32], b[32], c[32], d[32], e[32], g[32], h[32], sp[32];
+	char a[32], b[32], c[32], d[32], e[32], g[32], h[32], sp[32], gu[32], bo[32];
 	int spills = model_spills(m);
 
 	/* Devices. */
@@ -316,22 +317,26 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 		fprintf(f, "No vramctl group%s.\n",
 		        (m->valid & MON_M_REGISTRY) ? "" : " (registry not readable)");
 	} else {
-		struct grid t = grid_make(12, spills ? 0 : 1u << 8);
-		grid_row(&t, "GROUP", "GPU", "CAP", "ALLOCATED", "ON CARD", "OVERHEAD", "PEAK",
-		         "DEAD HELD", "SPILLED", "MEMBERS", "DEAD", "SPEC");
+		/* GUARANTEE and BORROWED where some GPU holds a guarantee (#26). */
+		struct grid t =
+		    grid_make(14, (spills ? 0 : 1u << 10) | (mon_guarantee_any(m) ? 0 : 3u << 3));
+		grid_row(&t, "GROUP", "GPU", "CAP", "GUARANTEE", "BORROWED", "ALLOCATED", "ON CARD",
+		         "OVERHEAD", "PEAK", "DEAD HELD", "SPILLED", "MEMBERS", "DEAD", "SPEC");
 		for (int i = 0; i < m->ngroups; i++) {
 			const struct mon_group *gr = &m->groups[i];
 			char mem[16], dead[16];
 			snprintf(mem, sizeof(mem), "%d", gr->nmembers);
 			snprintf(dead, sizeof(dead), "%d", gr->ndead);
 			if (gr->ndev == 0)
-				grid_row(&t, gr->name, "-", "-", "-", "-", "-", "-", "-", "-", mem,
-				         dead, gr->limit_spec);
+				grid_row(&t, gr->name, "-", "-", "-", "-", "-", "-", "-", "-", "-",
+				         "-", mem, dead, gr->limit_spec);
 			for (int j = 0; j < gr->ndev; j++) {
 				const struct mon_group_dev *gd = &gr->dev[j];
 				grid_row(
 				    &t, gr->name, gpu_text(m, gd->device, 1, "-", h, sizeof(h)),
 				    fmt_cap(gd->cap, a, sizeof(a)),
+				    mon_guarantee_text(m, gd, gu, 0),
+				    mon_guarantee_text(m, gd, bo, 1),
 				    vr_format_size(gd->on_card - gd->card_overhead, b, sizeof(b)),
 				    vr_format_size(gd->on_card, c, sizeof(c)),
 				    vr_format_size(gd->card_overhead, e, sizeof(e)),
@@ -345,6 +350,7 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 		grid_free(&t);
 		table_over_cap(f, m);
 		mon_elastic_table(f, m);
+		mon_guarantee_table(f, m);
 	}
 
 	/* Processes. */
@@ -374,45 +380,6 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 }
 
 /* ---- Prometheus ------------------------------------------------------- */
-
-/* A label value, escaped as the exposition format requires. */
-static void prom_label_value(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		if (*s == '\\')
-			fputs("\\\\", f);
-		else if (*s == '"')
-			fputs("\\\"", f);
-		else if (*s == '\n')
-			fputs("\\n", f);
-		else
-			fputc(*s, f);
-	}
-}
-
-void mon_prom_head(FILE *f, const char *name, const char *type, const char *help)
-{
-	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
-/* Writes name{k="v",...} value. labels: NULL-terminated key, value pairs.
- * A label whose value is unknown (empty: a GPU index or a name without
- * NVML, a PID in another namespace) is left out, never written as "". */
-void mon_prom_sample(FILE *f, const char *name, const char *const *labels, uint64_t value)
-{
-	fputs(name, f);
-	int n = 0;
-	for (int i = 0; labels && labels[i]; i += 2) {
-		if (!labels[i + 1][0])
-			continue;
-		fprintf(f, "%s%s=\"", n++ ? "," : "{", labels[i]);
-		prom_label_value(f, labels[i + 1]);
-		fputc('"', f);
-	}
-	if (n)
-		fputc('}', f);
-	fprintf(f, " %" PRIu64 "\n", value);
-}
 
 enum dev_metric { DM_TOTAL, DM_USED, DM_FREE, DM_CAPS, DM_OVER, DM_SPILLED };
 enum grp_metric { GM_LIMIT, GM_USED, GM_PEAK, GM_DEAD, GM_SPILLED, GM_CARD, GM_OVERHEAD, GM_OVER };
@@ -460,15 +427,8 @@ static void prom_devices(FILE *f, const struct mon_model *m, enum dev_metric whi
 			v = (uint64_t)d->overcommitted;
 			break;
 		}
-		if (!mem)
-			continue;
-		if (!any)
-			mon_prom_head(f, name, "gauge", help);
-		any = 1;
-		char gpu[16];
-		gpu_text(m, i, 1, "", gpu, sizeof(gpu));
-		const char *labels[] = {"gpu", gpu, "uuid", d->uuid, NULL};
-		mon_prom_sample(f, name, labels, v);
+		if (mem)
+			mon_prom_device(f, m, i, name, help, &any, NULL, v);
 	}
 }
 
@@ -494,14 +454,7 @@ static void prom_groups(FILE *f, const struct mon_model *m, enum grp_metric whic
 				continue;
 			if (which == GM_SPILLED && !g->spill_budget && !gd->spilled)
 				continue;
-			if (!any)
-				mon_prom_head(f, name, "gauge", help);
-			any = 1;
-			char gpu[16];
-			gpu_text(m, gd->device, 1, "", gpu, sizeof(gpu));
-			const char *labels[] = {"group", g->name,  "gpu", gpu,
-			                        "uuid",  gd->uuid, NULL};
-			mon_prom_sample(f, name, labels, v);
+			mon_prom_group_dev(f, m, g, gd, name, help, &any, v);
 		}
 	}
 }
@@ -640,6 +593,7 @@ int mon_format_prom(FILE *f, const struct mon_model *m)
 	            "Host memory the group holds past its cap on the GPU (spill; groups with a "
 	            "spill budget).");
 	prom_cap_changes(f, m);
+	mon_guarantee_prom(f, m);
 	int any_budget = 0;
 	for (int i = 0; i < m->ngroups; i++) {
 		if (!m->groups[i].spill_budget)

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "monitor/model.h"
+#include "monitor/prom.h" /* mon_prom_head, mon_prom_sample */
 
 /* The readable table of `vramctl status`. */
 int mon_format_table(FILE *f, const struct mon_model *m);
@@ -28,12 +29,6 @@ struct mon_hami_opts {
 	const char *node; /* the node's name for HAMi's `node` label; NULL or "": left out */
 };
 int mon_format_hami(FILE *f, const struct mon_model *m, const struct mon_hami_opts *o);
-
-/* The Prometheus writer the formatters share: a metric's HELP and TYPE
- * lines, and one sample, labels given as a NULL-terminated list of key,
- * value pairs; a label whose value is "" is left out, values are escaped. */
-void mon_prom_head(FILE *f, const char *name, const char *type, const char *help);
-void mon_prom_sample(FILE *f, const char *name, const char *const *labels, uint64_t value);
 
 /* "alive", "dead", "stale". */
 const char *mon_state_name(int state);

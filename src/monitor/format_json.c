@@ -8,6 +8,7 @@
 #include "monitor/card.h"
 #include "monitor/elastic.h"
 #include "monitor/format.h"
+#include "monitor/guarantee.h"
 
 int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 {
@@ -45,6 +46,7 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 		jw_key(&w, "overcommitted");
 		jb_puts(&w, !mem ? "null" : d->overcommitted ? "true" : "false");
 		jw_str(&w, "process_api", d->proc_api[0] ? d->proc_api : NULL);
+		mon_guarantee_json_dev(&w, d);
 		jw_close(&w, '}');
 	}
 	jw_close(&w, ']');
@@ -73,6 +75,7 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 			jw_str(&w, "uuid", gd->uuid);
 			jw_int(&w, "gpu_index", idx, idx >= 0);
 			jw_u64(&w, "cap_bytes", gd->cap, gd->cap != MON_NO_CAP);
+			mon_guarantee_json_group(&w, m, gd);
 			jw_u64(&w, "in_use_bytes", gd->in_use, 1);
 			jw_u64(&w, "peak_bytes", gd->peak, 1);
 			jw_u64(&w, "dead_in_use_bytes", gd->dead_in_use, 1);

@@ -35,6 +35,19 @@ enum {
 	MON_DEV_NAME = 1u << 1,   /* name read */
 	MON_DEV_MEMORY = 1u << 2, /* total, used, free read */
 	MON_DEV_PROCS = 1u << 3,  /* NVML's process list read (proc_api says how) */
+	MON_DEV_GUAR = 1u << 4,   /* its device book read, or none there (guarantee.c) */
+};
+
+/* A group holding a guarantee on a device, as the device book has it (#26):
+ * any user's group, in this registry or not. */
+#define MON_MAX_GUARANTEES 16
+struct mon_guarantee {
+	char group[VR_GROUP_NAME_MAX + 1];
+	uint32_t uid;
+	int32_t pid; /* the member that admitted it (host PID) */
+	uint64_t guarantee;
+	uint64_t held;   /* its members' bytes on the card counted against it */
+	int in_registry; /* it is one of this model's groups */
 };
 
 struct mon_device {
@@ -48,6 +61,12 @@ struct mon_device {
 	int overcommitted; /* caps_sum > total; only meaningful with MON_DEV_MEMORY */
 	uint64_t spilled;  /* host memory groups hold past their caps on it (spill) */
 	char proc_api[4];  /* "v3", "v2", "v1" or "" */
+	/* MON_DEV_GUAR (guarantee.c): the live guarantees on it, their unused
+	 * part (sum of max(0, guarantee - held)) and, with MON_DEV_MEMORY, free
+	 * less that; the first MON_MAX_GUARANTEES of nguar_all holders. */
+	uint64_t guaranteed, unused_guarantee, unguaranteed_free;
+	int nguar, nguar_all;
+	struct mon_guarantee guar[MON_MAX_GUARANTEES];
 };
 
 enum mon_proc_state {
@@ -143,6 +162,9 @@ struct mon_group_dev {
 	 * limit`): from what, when, by whom (elastic.c). 0: not so. */
 	uint64_t lowered_from, lowered_at;
 	uint32_t lowered_by;
+	/* Its guarantee on the device (0: none; guarantee.c) and what the card
+	 * holds for it above that (on_card - guarantee, or 0). */
+	uint64_t guarantee, borrowed;
 };
 
 struct mon_group {

@@ -32,7 +32,7 @@ TESTS += $(O)/tests/monitor/test_cgroup_id $(O)/tests/monitor/test_identity
 TEST_SCRIPTS += tests/monitor/status_sim.sh tests/monitor/top_tmux.sh tests/monitor/export_http.sh \
 	tests/monitor/export_starve.sh tests/monitor/status_escape.sh tests/monitor/status_spill.sh \
 	tests/monitor/status_registry.sh tests/monitor/status_dead.sh tests/monitor/status_card.sh \
-	tests/monitor/status_drvlimit.sh \
+	tests/monitor/status_drvlimit.sh tests/monitor/status_guarantee.sh \
 	tests/monitor/export_hami.sh tests/monitor/export_privs.sh tests/monitor/exporter_manifest.sh
 test: $(O)/tests/monitor/holder
 

@@ -5,17 +5,10 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from memctl import Prog  # noqa: E402
+import memctl  # noqa: E402
+from memctl import Prog, check  # noqa: E402
 
 GiB, MiB = 1 << 30, 1 << 20
-bad = 0
-
-
-def check(cond, what):
-    global bad
-    if not cond:
-        print("FAIL:", what, file=sys.stderr)
-        bad += 1
 
 
 def member(name, group, limit, guarantee=None):
@@ -116,7 +109,7 @@ def randomized(steps):
         for h in groups:
             check(h.use() <= h.limit, "step %d: group %s holds %d MiB past its limit"
                   % (step, h.name, h.use() >> 20))
-        if bad:
+        if memctl.bad:
             break
     for g in groups:
         for p in g.procs:
@@ -127,6 +120,6 @@ def randomized(steps):
 
 
 scripted()
-if not bad:
+if not memctl.bad:
     randomized(int(sys.argv[1]) if len(sys.argv) > 1 else 400)
-sys.exit(1 if bad else 0)
+sys.exit(1 if memctl.bad else 0)

@@ -21,18 +21,11 @@ export NOBODY_OK=$nobody_ok V LIB
 python3 - <<'PY' || fail "see the lines above"
 import json, os, subprocess, sys
 sys.path.insert(0, os.path.join(os.environ["VR_SRC"], "tests/hook"))
-from memctl import Prog
+import memctl
+from memctl import Prog, check
 
 V, LIB, MEMCTL = os.environ["V"], os.environ["LIB"], os.environ["MEMCTL"]
 MiB, GiB = 1 << 20, 1 << 30
-bad = 0
-
-def check(cond, what):
-    global bad
-    if not cond:
-        print("FAIL:", what, file=sys.stderr)
-        bad += 1
-
 def limit(*args, env=None):
     r = subprocess.run([V, "limit", *args], capture_output=True, text=True,
                        env=dict(os.environ, **(env or {})))
@@ -106,6 +99,6 @@ check(a.end() == 0, "the program ends normally")
 rc, out = limit("lg", "1G")
 check(rc == 125 and ("no live member" in out or "no group" in out),
       "a group whose program ended: %d %s" % (rc, out))
-sys.exit(1 if bad else 0)
+sys.exit(1 if memctl.bad else 0)
 PY
 finish

@@ -6,18 +6,6 @@ import subprocess
 import sys
 
 
-class Checks:
-    """check(cond, what): a failed check is said on stderr and counted (bad)."""
-
-    def __init__(self):
-        self.bad = 0
-
-    def __call__(self, cond, what):
-        if not cond:
-            print("FAIL:", what, file=sys.stderr)
-            self.bad += 1
-
-
 class Prog:
     """A memctl process under the environment given (LD_PRELOAD set), or
     run by the command wrap (a list: `vramctl run ...`; no LD_PRELOAD)."""
@@ -80,3 +68,14 @@ class Prog:
     def end(self):
         self.p.stdin.close()
         return self.p.wait(timeout=20)
+
+
+bad = 0
+
+
+def check(cond, what):
+    """Counts a failed check (memctl.bad) and says it."""
+    global bad
+    if not cond:
+        print("FAIL:", what, file=sys.stderr)
+        bad += 1

@@ -13,6 +13,7 @@
 #include "monitor/elastic.h"
 #include "monitor/card.h"
 #include "monitor/format.h"
+#include "monitor/guarantee.h"
 
 #define GiB (1024ULL * 1024 * 1024)
 #define MiB (1024ULL * 1024)
@@ -309,6 +310,48 @@ static void s_driver_limit(struct mon_model *m)
 	uncapped(m, 0, 5001, 1 * GiB, 1);
 }
 
+/* A holder of a device book's guarantee (#26), as guarantee_read.c fills it. */
+static void holder(struct mon_device *d, const char *grp, uint32_t uid, uint64_t guarantee,
+                   uint64_t held)
+{
+	struct mon_guarantee *e = &d->guar[d->nguar++];
+	d->nguar_all++;
+	snprintf(e->group, sizeof e->group, "%s", grp);
+	e->uid = uid;
+	e->pid = 5000 + d->nguar;
+	e->guarantee = guarantee;
+	e->held = held;
+	d->guaranteed += guarantee;
+	d->unused_guarantee += guarantee > held ? guarantee - held : 0;
+}
+
+/* Guarantees (#26): ga under its guarantee, gb borrowing 6 GiB past its
+ * own, gn with none (all it holds is borrowed), and another user's gc, not
+ * in this registry, holding none of its guarantee. */
+static void s_guarantee(struct mon_model *m)
+{
+	base(m);
+	dev(m, 0, UUID0, "NVIDIA H200", 140 * GiB, 40 * GiB);
+	dev(m, 1, UUID1, "NVIDIA H200", 140 * GiB, 0);
+	struct mon_device *d = &devs[0];
+	d->valid |= MON_DEV_GUAR;
+	holder(d, "ga", 1000, 10 * GiB, 4 * GiB);
+	holder(d, "gb", 1000, 20 * GiB, 26 * GiB);
+	holder(d, "gc", 1001, 8 * GiB, 0);
+	devs[1].valid |= MON_DEV_GUAR; /* a book with nobody in it */
+	struct mon_group *g = group(m, "ga", "40G", 1);
+	gdev(m, g, 0, 40 * GiB, 4 * GiB, 5 * GiB);
+	capped(m, 0, 31001, 31001, "ga", 40 * GiB, 4 * GiB, 5 * GiB);
+	g = group(m, "gb", "60G", 1);
+	gdev(m, g, 0, 60 * GiB, 26 * GiB, 26 * GiB);
+	capped(m, 0, 31002, 31002, "gb", 60 * GiB, 26 * GiB, 26 * GiB);
+	g = group(m, "gn", "8G", 1);
+	gdev(m, g, 0, 8 * GiB, 2 * GiB, 2 * GiB);
+	gdev(m, g, 1, 8 * GiB, 1 * GiB, 1 * GiB);
+	capped(m, 0, 31003, 31003, "gn", 8 * GiB, 2 * GiB, 2 * GiB);
+	capped(m, 1, 31003, 31003, "gn", 8 * GiB, 1 * GiB, 1 * GiB);
+}
+
 static void s_empty(struct mon_model *m)
 {
 	base(m);
@@ -328,6 +371,7 @@ static const struct {
     {"no_v3", s_no_v3},           {"memory_unknown", s_memory_unknown},
     {"nothing_visible", s_empty}, {"on_card", s_on_card},
     {"lowered", s_lowered},       {"driver_limit", s_driver_limit},
+    {"guarantee", s_guarantee},
 };
 
 static char *render(const struct mon_model *m, int which, size_t *len)
@@ -339,6 +383,7 @@ static char *render(const struct mon_model *m, int which, size_t *len)
 	mon_card_figures((struct mon_model *)m);
 	for (int i = 0; i < m->ngroups; i++)
 		mon_elastic_lowered(&((struct mon_model *)m)->groups[i]);
+	mon_guarantee_derive((struct mon_model *)m);
 	int rc = which == 0   ? mon_format_table(f, m)
 	         : which == 1 ? mon_format_json(f, m, 0)
 	                      : mon_format_prom(f, m);
@@ -458,6 +503,57 @@ static void test_on_card_figures(void)
 	ASSERT_EQ(g1->on_card, 1422 * MiB);
 }
 
+/* Guarantees (#26): each group's guarantee found by name and owner, what it
+ * borrows, the device's unguaranteed free; another user's group marked. */
+static void test_guarantee_figures(void)
+{
+	struct mon_model m;
+	size_t len;
+	s_guarantee(&m);
+	char *t = render(&m, 0, &len);
+	const struct mon_group_dev *ga = &m.groups[0].dev[0], *gb = &m.groups[1].dev[0];
+	const struct mon_group_dev *gn = &m.groups[2].dev[0], *gn1 = &m.groups[2].dev[1];
+	ASSERT_EQ(ga->guarantee, 10 * GiB);
+	ASSERT_EQ(ga->borrowed, 0);
+	ASSERT_EQ(gb->guarantee, 20 * GiB);
+	ASSERT_EQ(gb->borrowed, 6 * GiB);
+	ASSERT_EQ(gn->guarantee, 0);
+	ASSERT_EQ(gn->borrowed, 2 * GiB);
+	ASSERT_EQ(gn1->borrowed, 1 * GiB);
+	/* Free 100 GiB less the unused 6 (ga) + 0 (gb) + 8 (gc). */
+	ASSERT_EQ(m.devs[0].unused_guarantee, 14 * GiB);
+	ASSERT_EQ(m.devs[0].unguaranteed_free, 86 * GiB);
+	ASSERT_EQ(m.devs[1].unguaranteed_free, 140 * GiB);
+	ASSERT_EQ(m.devs[0].guar[0].in_registry, 1);
+	ASSERT_EQ(m.devs[0].guar[2].in_registry, 0);
+	ASSERT(strstr(t,
+	              "GPU 0: guarantees 38 GiB (14 GiB unused); unguaranteed free 86 GiB; "
+	              "held by: ga (uid 1000) 10 GiB, 4 GiB in use; gb (uid 1000) 20 GiB, "
+	              "26 GiB in use; gc (uid 1001, not in this registry) 8 GiB, 0 B in use\n") !=
+	       NULL);
+	ASSERT(strstr(t, "GPU 1: guarantees") == NULL);
+	ASSERT(strstr(t, "GUARANTEE") != NULL);
+	free(t);
+	/* Another user's guarantee alone shows the columns; the same group
+	 * name of another owner is not this group's. */
+	s_guarantee(&m);
+	strcpy(m.devs[0].guar[0].group, "gx");
+	strcpy(m.devs[0].guar[1].group, "gx");
+	m.devs[0].guar[2].uid = 1000;
+	strcpy(m.devs[0].guar[2].group, "gz");
+	t = render(&m, 0, &len);
+	ASSERT_EQ(m.groups[0].dev[0].guarantee, 0);
+	ASSERT_EQ(m.groups[0].dev[0].borrowed, 4 * GiB);
+	ASSERT(strstr(t, "BORROWED") != NULL);
+	free(t);
+	/* Nobody holds a guarantee: no columns, no line. */
+	s_capped_uncapped(&m);
+	t = render(&m, 0, &len);
+	ASSERT(strstr(t, "GUARANTEE") == NULL);
+	ASSERT(strstr(t, "guarantees") == NULL);
+	free(t);
+}
+
 /* The over-cap flag and the counting labels, in each of the three forms. */
 static void test_on_card_flags(void)
 {
@@ -575,6 +671,7 @@ int main(void)
 	test_prom_escape();
 	test_json_compact();
 	test_on_card_flags();
+	test_guarantee_figures();
 	test_on_card_figures();
 	test_hami(&bad);
 	for (size_t s = 0; s < sizeof(scenarios) / sizeof(scenarios[0]); s++) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # top_tmux - `vramctl top` in a real terminal (tmux): start, rows for capped
 # and uncapped programs with ALLOC, ON CARD and OVERHEAD, spilled bytes (GPU
-# line, SPILLED column), sort,
+# line, SPILLED column), a GPU's guarantees (#26), sort,
 # reverse, filter, help, resize (down to a tiny
 # terminal and back), quit; and with an NVML that does not answer, the
 # screen still comes up and quits at once. The screen is read with capture-pane and polled
@@ -15,7 +15,8 @@ fixed_card
 start_holder free -- 100 200
 # a spills past its cap (--spill): 300 MiB on the GPU, 900 on the host.
 start_holder a VRAMCTL_LIMIT=1G VRAMCTL_SPILL=1G VRAMCTL_GROUP=train LD_PRELOAD="$LIB" -- 300 900
-start_holder b VRAMCTL_LIMIT=2G VRAMCTL_GROUP=infer LD_PRELOAD="$LIB" -- 700
+# b holds a guarantee (#26): the line under the GPU's says so.
+start_holder b VRAMCTL_LIMIT=2G VRAMCTL_GUARANTEE=1G VRAMCTL_GROUP=infer LD_PRELOAD="$LIB" -- 700
 start_holder c VRAMCTL_LIMIT=3G VRAMCTL_GROUP=run-1067-5df5a3a6 LD_PRELOAD="$LIB" -- 300
 
 sock=$TMPDIR/tmux.sock
@@ -29,6 +30,7 @@ cat >"$TMPDIR/run-top" <<EOF
 export LD_LIBRARY_PATH='$LD_LIBRARY_PATH' VRAMSIM_STATE_DIR='$VRAMSIM_STATE_DIR'
 export VRAMSIM_DEVICES='$VRAMSIM_DEVICES' VRAMSIM_UUIDS='$VRAMSIM_UUIDS' VRAMSIM_NAME='$VRAMSIM_NAME'
 export VRAMSIM_CONTEXT_BYTES='$VRAMSIM_CONTEXT_BYTES' VRAMCTL_REGISTRY_DIR='$VRAMCTL_REGISTRY_DIR'
+export VRAMCTL_DEVICE_DIR='$VRAMCTL_DEVICE_DIR'
 export NO_COLOR=1 LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=screen
 '$V' top -d 0.2
 echo \$? >'$TMPDIR/top.rc'
@@ -96,6 +98,8 @@ grep -q "run-1067-5d" "$TMPDIR/screen" && fail "long group name runs into the ne
 grep -E "infer .*\[###" "$TMPDIR/screen" >/dev/null || fail "no '#' bar for the infer row under NO_COLOR"
 # Spilled bytes: on the GPU's line and in the process's SPILLED column.
 wait_for "spilled 900 MiB" "the GPU line's spilled bytes"
+wait_for "GPU 0: guarantees 1 GiB (" "the GPU's guarantees"
+wait_for "held by: infer (uid $(id -u)) 1 GiB, " "who holds the guarantee"
 # ALLOC, ON CARD (the simulated 64 MiB context beside it), OVERHEAD, CAP,
 # PEAK (never below ON CARD), SPILLED.
 grep -E "train +300 MiB +364 MiB +64 MiB +1 GiB +364 MiB +900 MiB" "$TMPDIR/screen" >/dev/null ||

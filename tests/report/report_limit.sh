@@ -16,11 +16,11 @@ export V LIB
 python3 - <<'PY' || fail "see the lines above"
 import json, os, re, subprocess, sys, time
 sys.path.insert(0, os.path.join(os.environ["VR_SRC"], "tests/hook"))
-from memctl import Checks, Prog
+import memctl
+from memctl import Prog, check
 
 V = os.environ["V"]
 MiB, GiB = 1 << 20, 1 << 30
-check = Checks()
 
 def limit(*args):
     r = subprocess.run([V, "limit", *args], capture_output=True, text=True)
@@ -133,6 +133,6 @@ has("cap changes while it ran (vramctl limit):\n  (2 earlier not kept: the group
     "last 16)\n", "the changes not kept")
 check(len(re.findall(r"^  \d{4}-.* GPU 0 .* -> .* by uid", text, re.M)) == 16,
       "16 change lines:\n" + text)
-sys.exit(1 if check.bad else 0)
+sys.exit(1 if memctl.bad else 0)
 PY
 finish
