@@ -26,10 +26,10 @@
 /* Registry directory (default $XDG_RUNTIME_DIR/vramctl, else
  * VR_DEFAULT_DIR_PREFIX followed by the effective uid, or a directory in the
  * home when another user took that name: vr_default_dir). */
-#define VR_ENV_REGISTRY_DIR   "VRAMCTL_REGISTRY_DIR"
+#define VR_ENV_REGISTRY_DIR "VRAMCTL_REGISTRY_DIR"
 /* Where the device books (guarantees, #26) live, shared by every user's
  * processes: an absolute path; default /dev/shm (registry/devbook.h). */
-#define VR_ENV_DEVICE_DIR "VRAMCTL_DEVICE_DIR"
+#define VR_ENV_DEVICE_DIR     "VRAMCTL_DEVICE_DIR"
 #define VR_DEFAULT_DIR_PREFIX "/tmp/vramctl-"
 /* Path of the real driver library; default: found as the loader would. */
 #define VR_ENV_DRIVER "VRAMCTL_DRIVER"
