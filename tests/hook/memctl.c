@@ -17,43 +17,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/cuda_api.h"
+#include "tests/gpuprog.h"
 
 #define MAX_BLOCKS 4096
 
 int main(void)
 {
-	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-	if (!h) {
-		printf("error: cannot load libcuda.so.1: %s\n", dlerror());
-		return 1;
-	}
-	vr_pfn_cuInit init;
-	vr_pfn_cuDeviceGet dev_get;
-	vr_pfn_cuDevicePrimaryCtxRetain retain;
-	vr_pfn_cuCtxSetCurrent set;
-	vr_pfn_cuMemAlloc_v2 alloc;
-	vr_pfn_cuMemFree_v2 mfree;
-	vr_pfn_cuMemGetInfo_v2 info;
-	*(void **)&init = dlsym(h, "cuInit");
-	*(void **)&dev_get = dlsym(h, "cuDeviceGet");
-	*(void **)&retain = dlsym(h, "cuDevicePrimaryCtxRetain");
-	*(void **)&set = dlsym(h, "cuCtxSetCurrent");
-	*(void **)&alloc = dlsym(h, "cuMemAlloc_v2");
-	*(void **)&mfree = dlsym(h, "cuMemFree_v2");
-	*(void **)&info = dlsym(h, "cuMemGetInfo_v2");
-	if (!init || !dev_get || !retain || !set || !alloc || !mfree || !info) {
-		printf("error: driver entry points missing\n");
-		return 1;
-	}
 	const char *g = getenv("MEMCTL_GPU");
-	CUdevice dev;
-	CUcontext ctx;
-	if (init(0) != CUDA_SUCCESS || dev_get(&dev, g ? atoi(g) : 0) != CUDA_SUCCESS ||
-	    retain(&ctx, dev) != CUDA_SUCCESS || set(ctx) != CUDA_SUCCESS) {
-		printf("error: cannot start on GPU %s\n", g ? g : "0");
+	struct gp_driver d;
+	if (gp_start(&d, g ? atoi(g) : 0) != 0)
 		return 1;
-	}
 	static CUdeviceptr p[MAX_BLOCKS];
 	int n = 0;
 	char line[128];
@@ -63,7 +36,7 @@ int main(void)
 		if (line[0] == 'a') {
 			size_t bytes = (size_t)strtoull(line + 1, NULL, 10) << 20;
 			CUresult rc =
-			    n < MAX_BLOCKS ? alloc(&p[n], bytes) : CUDA_ERROR_INVALID_VALUE;
+			    n < MAX_BLOCKS ? d.alloc(&p[n], bytes) : CUDA_ERROR_INVALID_VALUE;
 			if (rc == CUDA_SUCCESS) {
 				n++;
 				printf("ok\n");
@@ -73,14 +46,14 @@ int main(void)
 				printf("err %d\n", (int)rc);
 			}
 		} else if (line[0] == 'f') {
-			printf(n && mfree(p[--n]) == CUDA_SUCCESS ? "ok\n" : "none\n");
+			printf(n && d.mfree(p[--n]) == CUDA_SUCCESS ? "ok\n" : "none\n");
 		} else if (line[0] == 'F') {
 			while (n)
-				mfree(p[--n]);
+				d.mfree(p[--n]);
 			printf("ok\n");
 		} else if (line[0] == 'i') {
 			size_t free_b = 0, total_b = 0;
-			if (info(&free_b, &total_b) == CUDA_SUCCESS)
+			if (d.info(&free_b, &total_b) == CUDA_SUCCESS)
 				printf("info %zu %zu\n", free_b, total_b);
 			else
 				printf("err info\n");
@@ -89,6 +62,6 @@ int main(void)
 		}
 	}
 	while (n)
-		mfree(p[--n]);
+		d.mfree(p[--n]);
 	return 0;
 }

@@ -1,0 +1,56 @@
+/*
+ * gpuprog.h - the start shared by the test programs that load the driver
+ * as frameworks do (dlopen, dlsym) and work on one GPU: the monitor's
+ * holder (tests/monitor/holder.c) and memctl (tests/hook/memctl.c).
+ */
+#ifndef VRAMCTL_TESTS_GPUPROG_H
+#define VRAMCTL_TESTS_GPUPROG_H
+
+#include <dlfcn.h>
+#include <stdio.h>
+
+#include "common/cuda_api.h"
+
+struct gp_driver {
+	vr_pfn_cuMemAlloc_v2 alloc;
+	vr_pfn_cuMemFree_v2 mfree;
+	vr_pfn_cuMemGetInfo_v2 info;
+	vr_pfn_cuCtxSetLimit set_limit; /* may be NULL */
+};
+
+/* Loads libcuda.so.1 and makes GPU `ordinal`'s primary context current.
+ * 0, or -1 after an "error: ..." line on stdout (what the tests read). */
+static inline int gp_start(struct gp_driver *d, int ordinal)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		printf("error: cannot load libcuda.so.1: %s\n", dlerror());
+		return -1;
+	}
+	vr_pfn_cuInit init;
+	vr_pfn_cuDeviceGet dev_get;
+	vr_pfn_cuDevicePrimaryCtxRetain retain;
+	vr_pfn_cuCtxSetCurrent set;
+	*(void **)&init = dlsym(h, "cuInit");
+	*(void **)&dev_get = dlsym(h, "cuDeviceGet");
+	*(void **)&retain = dlsym(h, "cuDevicePrimaryCtxRetain");
+	*(void **)&set = dlsym(h, "cuCtxSetCurrent");
+	*(void **)&d->alloc = dlsym(h, "cuMemAlloc_v2");
+	*(void **)&d->mfree = dlsym(h, "cuMemFree_v2");
+	*(void **)&d->info = dlsym(h, "cuMemGetInfo_v2");
+	*(void **)&d->set_limit = dlsym(h, "cuCtxSetLimit");
+	if (!init || !dev_get || !retain || !set || !d->alloc || !d->mfree || !d->info) {
+		printf("error: driver entry points missing\n");
+		return -1;
+	}
+	CUdevice dev;
+	CUcontext ctx;
+	if (init(0) != CUDA_SUCCESS || dev_get(&dev, ordinal) != CUDA_SUCCESS ||
+	    retain(&ctx, dev) != CUDA_SUCCESS || set(ctx) != CUDA_SUCCESS) {
+		printf("error: cannot start on GPU %d\n", ordinal);
+		return -1;
+	}
+	return 0;
+}
+
+#endif /* VRAMCTL_TESTS_GPUPROG_H */
