@@ -157,13 +157,18 @@ int vr__gt_borrow(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
 		vr_devbook_unlock(b);
 		return 0;
 	}
+	if (r.unused == UINT64_MAX) { /* damage: nothing is lent */
+		vr_devbook_unlock(b);
+		r.why = "the device book is damaged";
+		return refuse(d, bytes, &r);
+	}
 	if (vr_nvml_free(d->uuid_text, &r.card_free) != NV_READY) {
 		vr_devbook_unlock(b);
 		r.why = "NVML cannot tell the card's free memory";
 		return refuse(d, bytes, &r);
 	}
 	r.pending = vr_devbook_pending_others(b);
-	uint64_t held = r.unused + r.pending;
+	uint64_t held = r.unused + r.pending < r.unused ? UINT64_MAX : r.unused + r.pending;
 	if (r.card_free > held && bytes <= r.card_free - held) {
 		vr_devbook_pending(b, (int64_t)bytes);
 		atomic_fetch_or_explicit(&d->gt.flags, VR_GT_PENDING, memory_order_relaxed);

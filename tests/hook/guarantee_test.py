@@ -119,7 +119,38 @@ def randomized(steps):
     check(seen["oom"] > steps // 20, "the card was rarely full: %s" % seen)
 
 
+def damaged():
+    """The device book's segment overwritten under live processes (its
+    magic): a borrow cannot be checked, so it is refused and said; a group
+    within its own guarantee is not held up; nobody crashes."""
+    import ctypes
+    g = member("dg", "dg", "8G", "2G")
+    check(g.alloc(64) == "ok", "a guaranteed group starts")
+    b = member("db", "db", "8G")
+    check(b.alloc(64) == "ok", "a borrower starts")
+    d = os.environ["VRAMCTL_DEVICE_DIR"]
+    doors = [f for f in os.listdir(d) if f.startswith("vramctl-dev-")]
+    check(len(doors) == 1, "one device book: %s" % doors)
+    with open(os.path.join(d, doors[0]), "rb") as f:
+        shm_id = int.from_bytes(f.read(68)[64:68], "little", signed=True)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    libc.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+    addr = libc.shmat(shm_id, None, 0)
+    check(addr not in (None, ctypes.c_void_p(-1).value), "the segment attached")
+    if addr in (None, ctypes.c_void_p(-1).value):
+        return
+    ctypes.memmove(addr, b"garbage!", 8)
+    check(b.alloc(64) == "oom", "a borrow from a damaged book is refused")
+    check("the device book is damaged" in b.stderr(), "and said: %s" % b.stderr()[-400:])
+    check(g.alloc(64) == "ok", "a group within its guarantee goes on")
+    for p in (g, b):
+        check(p.end() == 0, "%s ends normally" % p.name)
+
+
 scripted()
 if not memctl.bad:
     randomized(int(sys.argv[1]) if len(sys.argv) > 1 else 400)
+if not memctl.bad:
+    damaged()
 sys.exit(1 if memctl.bad else 0)
