@@ -247,7 +247,7 @@ static int apply(const char *dir, const char *group, const struct vr_limits *lim
 	for (int i = 0; i < ndev && n < VR_MAX_DEVICES; i++) {
 		uint64_t cap;
 		int r;
-		if (!named(lim, &devs[i]) || nd < 0)
+		if (!named(lim, &devs[i]))
 			continue;
 		int have = 0;
 		for (int k = 0; k < nd; k++)

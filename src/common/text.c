@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 void vr_seterr(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -124,4 +125,13 @@ const char *vr_command_name(const char *cmd, size_t *len)
 			w = cmd + j + 1;
 	*len = wl - (size_t)(w - cmd);
 	return w;
+}
+
+char *vr_format_utc(uint64_t when, char *buf, size_t len)
+{
+	time_t t = (time_t)when;
+	struct tm tm;
+	if (!gmtime_r(&t, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm))
+		snprintf(buf, len, "?");
+	return buf;
 }

@@ -6,6 +6,7 @@
 #define VRAMCTL_TEXT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "common/compiler.h"
@@ -22,6 +23,11 @@ void vr_seterr(char *err, size_t errlen, const char *fmt, ...) VR_PRINTF(3, 4);
  * is kept. Returns dst.
  */
 char *vr_text_escape(char *dst, size_t len, const char *src);
+
+/* A time (seconds since the epoch) as "YYYY-MM-DD HH:MM:SS UTC", the one
+ * form vramctl prints times in (a cap change in `status` and the report);
+ * "?" when it cannot be. Returns buf. */
+char *vr_format_utc(uint64_t when, char *buf, size_t len);
 
 /* Copies src into dst whole: 0, or -ENAMETOOLONG (dst untouched) when it
  * needs more than len bytes with its NUL. */

@@ -2,7 +2,6 @@
  * elastic.c - the views of caps changed while groups run (elastic.h).
  */
 #include <string.h>
-#include <time.h>
 
 #include "common/size.h"
 #include "common/text.h"
@@ -28,19 +27,25 @@ void mon_elastic_lowered(struct mon_group *g)
 	}
 }
 
+/* The GPU index of a change's device, or -1 when the monitor has none. */
+static int change_index(const struct mon_model *m, const struct mon_group *g,
+                        const struct vramctl_cap_change *c)
+{
+	for (int j = 0; j < g->ndev; j++)
+		if (!strcmp(g->dev[j].uuid, c->uuid))
+			return mon_model_gpu_index(m, g->dev[j].device, 1);
+	return -1;
+}
+
 /* "GPU n" of a change's device, or its UUID when the monitor has no index. */
 static const char *change_gpu(const struct mon_model *m, const struct mon_group *g,
                               const struct vramctl_cap_change *c, char *buf, size_t len)
 {
-	for (int j = 0; j < g->ndev; j++)
-		if (!strcmp(g->dev[j].uuid, c->uuid)) {
-			int idx = mon_model_gpu_index(m, g->dev[j].device, 1);
-			if (idx >= 0) {
-				snprintf(buf, len, "GPU %d", idx);
-				return buf;
-			}
-		}
-	snprintf(buf, len, "%s", c->uuid);
+	int idx = change_index(m, g, c);
+	if (idx >= 0)
+		snprintf(buf, len, "GPU %d", idx);
+	else
+		snprintf(buf, len, "%s", c->uuid);
 	return buf;
 }
 
@@ -53,11 +58,6 @@ void mon_elastic_table(FILE *f, const struct mon_model *m)
 			continue;
 		const struct vramctl_cap_change *c = &g->changes[g->nchanges - 1];
 		char name[4 * VR_GROUP_NAME_MAX + 8], gpu[64], a[32], b[32], when[32];
-		time_t t = (time_t)c->when;
-		struct tm tm;
-		if (!gmtime_r(&t, &tm) ||
-		    !strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm))
-			snprintf(when, sizeof when, "?");
 		fprintf(
 		    f,
 		    "%sgroup %s: cap changed %llu time%s while it ran (vramctl limit); last: %s "
@@ -66,7 +66,8 @@ void mon_elastic_table(FILE *f, const struct mon_model *m)
 		    (unsigned long long)g->changes_total, g->changes_total == 1 ? "" : "s",
 		    change_gpu(m, g, c, gpu, sizeof gpu),
 		    c->old_cap == UINT64_MAX ? "none" : vr_format_size(c->old_cap, a, sizeof a),
-		    vr_format_size(c->new_cap, b, sizeof b), (unsigned)c->uid, when);
+		    vr_format_size(c->new_cap, b, sizeof b), (unsigned)c->uid,
+		    vr_format_utc(c->when, when, sizeof when));
 		first = 0;
 	}
 }
@@ -77,10 +78,7 @@ void mon_elastic_json(struct jw *w, const struct mon_model *m, const struct mon_
 	jw_open(w, "cap_changes", '[');
 	for (int k = 0; k < g->nchanges; k++) {
 		const struct vramctl_cap_change *c = &g->changes[k];
-		int idx = -1;
-		for (int j = 0; j < g->ndev; j++)
-			if (!strcmp(g->dev[j].uuid, c->uuid))
-				idx = mon_model_gpu_index(m, g->dev[j].device, 1);
+		int idx = change_index(m, g, c);
 		jw_open(w, NULL, '{');
 		jw_u64(w, "time", c->when, 1);
 		jw_int(w, "uid", c->uid, 1);

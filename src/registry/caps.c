@@ -101,9 +101,7 @@ int vr_caps_history(vr_member *m, uint64_t from, struct vr_cap_change *out, int 
 	if (rc != 0)
 		return rc;
 	const struct vr_changes *ch = vr_changes_at(m->hdr);
-	uint64_t count = ch->count, k = from;
-	if (count > VR_CHANGES && k < count - VR_CHANGES)
-		k = count - VR_CHANGES; /* the older ones were overwritten */
+	uint64_t count = ch->count, k = vr_changes_first(count, from);
 	int got = 0;
 	for (; k < count && got < n; k++, got++) {
 		const struct vr_change *c = &ch->c[k % VR_CHANGES];

@@ -176,6 +176,13 @@ static inline struct vr_slot *vr_slot_at(struct vr_hdr *h, uint32_t i)
 	return (struct vr_slot *)(void *)((unsigned char *)h + VR_SLOTS_OFFSET) + i;
 }
 
+/* The first change kept from change `from` on, of `count` made (older ones
+ * were written over): the ring's readers start there. */
+static inline uint64_t vr_changes_first(uint64_t count, uint64_t from)
+{
+	return count > VR_CHANGES && from < count - VR_CHANGES ? count - VR_CHANGES : from;
+}
+
 static inline struct vr_changes *vr_changes_at(struct vr_hdr *h)
 {
 	return (struct vr_changes *)(void *)((unsigned char *)h + VR_CHANGES_OFFSET);

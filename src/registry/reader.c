@@ -323,14 +323,12 @@ static const struct vr_hdr *attach_segment(struct reader *r, int fd, const struc
 /* The group's last cap changes, oldest first. */
 static void add_changes(struct vramctl_group *g, const struct vr_changes *ch)
 {
-	uint64_t total = ch->count;
-	int n = total < VR_CHANGES ? (int)total : VR_CHANGES;
+	uint64_t total = ch->count, first = vr_changes_first(total, 0);
 	_Static_assert(VR_CHANGES == VRAMCTL_CAP_CHANGES, "the snapshot holds every kept change");
 	g->changes_total = total;
-	g->nchanges = n;
-	for (int k = 0; k < n; k++) {
-		const struct vr_change *r =
-		    &ch->c[(total - (uint64_t)n + (uint64_t)k) % VR_CHANGES];
+	g->nchanges = (int)(total - first);
+	for (int k = 0; k < g->nchanges; k++) {
+		const struct vr_change *r = &ch->c[(first + (uint64_t)k) % VR_CHANGES];
 		struct vramctl_cap_change *o = &g->changes[k];
 		o->when = r->when;
 		o->uid = r->uid;

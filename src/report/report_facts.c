@@ -125,15 +125,6 @@ void rep_cap_history(const struct rep_view *r, struct devsum *ds)
 	}
 }
 
-const char *rep_change_time(uint64_t when, char *buf, size_t len)
-{
-	time_t t = (time_t)when;
-	struct tm tm;
-	if (!gmtime_r(&t, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm))
-		snprintf(buf, len, "?");
-	return buf;
-}
-
 uint64_t rep_counted_peak(const struct devsum *d)
 {
 	return d->card_members && d->card_peak > d->peak ? d->card_peak : d->peak;

@@ -75,8 +75,6 @@ void rep_cap_history(const struct rep_view *r, struct devsum *ds);
 /* The report's index of the device with this UUID (ds: VR_REC_DEVS
  * entries), or -1 when no member of the run used it. */
 int rep_device_index(const struct devsum *ds, const unsigned char *uuid);
-/* A change's time as "YYYY-MM-DD HH:MM:SS UTC" into buf. Returns buf. */
-const char *rep_change_time(uint64_t when, char *buf, size_t len);
 /* The peak the cap counted on a device: on the card where it was measured,
  * else of the allocations. */
 uint64_t rep_counted_peak(const struct devsum *d);

@@ -117,7 +117,7 @@ static void changes_section(FILE *f, const struct rep_view *r, const struct devs
 		else
 			rep_uuid_text(c->uuid, gpu, sizeof gpu);
 		fprintf(f, "  %s %s %s -> %s by uid %u (pid %d)\n",
-		        rep_change_time(c->when, when, sizeof when), gpu,
+		        vr_format_utc(c->when, when, sizeof when), gpu,
 		        cap_text(c->old_cap, a, sizeof a), cap_text(c->new_cap, b, sizeof b),
 		        (unsigned)c->uid, (int)c->pid);
 	}
