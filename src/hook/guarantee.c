@@ -225,14 +225,18 @@ void vr_gt_say_denied(const struct vr_dev *d, uint64_t bytes)
 	if (!vr_log_denial_gate(more, sizeof more))
 		return;
 	uint64_t cap = d->cap;
-	const uint64_t sizes[] = {
-	    bytes, r.use, cap, d->gt.guarantee, r.card_free, r.unused, r.top.guarantee, r.top.held};
-	int dg = vr_size_digits(sizes, 8, 0);
+	/* What the group holds without the request (r.use counts it: the
+	 * books had granted it when it was checked). */
+	uint64_t held = r.use > bytes ? r.use - bytes : 0;
+	const uint64_t sizes[] = {bytes,       held,     cap,       d->gt.guarantee,
+	                          r.card_free, r.unused, r.pending, r.top.guarantee,
+	                          r.top.held};
+	int dg = vr_size_digits(sizes, 9, 0);
 	char mine[160];
 	snprintf(mine, sizeof mine, "this group: cap %s, %s guaranteed, %s in use",
 	         vr_dev_capped(d) ? vr_format_size_digits(cap, dg, a, sizeof a) : "none",
 	         vr_format_size_digits(d->gt.guarantee, dg, b, sizeof b),
-	         vr_format_size_digits(r.use, dg, c, sizeof c));
+	         vr_format_size_digits(held, dg, c, sizeof c));
 	if (r.why) {
 		vr__log(VR_LOG_WARN,
 		        "denied %s on GPU %d: past this group's guarantee, and %s: a borrow "
@@ -248,11 +252,19 @@ void vr_gt_say_denied(const struct vr_dev *d, uint64_t bytes)
 	         (unsigned)r.top.uid, (int)r.top.pid,
 	         vr_format_size_digits(r.top.guarantee, dg, f, sizeof f),
 	         vr_format_size_digits(r.top.held, dg, g, sizeof g));
+	/* Two figures side by side, never one "of" the other: unused
+	 * guarantees may be more than the card has free (borrowers took it
+	 * before they were given). */
+	char pend[96] = "";
+	if (r.pending)
+		snprintf(pend, sizeof pend, ", and %s was granted to other borrowers a moment ago",
+		         vr_format_size_digits(r.pending, dg, a, sizeof a));
 	vr__log(VR_LOG_WARN,
 	        "denied %s on GPU %d: the card's free memory is guaranteed to other groups: %s; "
-	        "%s of the %s free is theirs (%s); nothing is killed: allocations pass again "
-	        "once the card has room outside the guarantees%s",
+	        "the card has %s free, other groups' unused guarantees are %s%s (%s); nothing "
+	        "is killed: allocations pass again once the card has room outside the "
+	        "guarantees%s",
 	        vr_format_size_digits(bytes, dg, e, sizeof e), d->ordinal, who,
-	        vr_format_size_digits(r.unused + r.pending, dg, h, sizeof h),
-	        vr_format_size_digits(r.card_free, dg, c, sizeof c), mine, more);
+	        vr_format_size_digits(r.card_free, dg, c, sizeof c),
+	        vr_format_size_digits(r.unused, dg, h, sizeof h), pend, mine, more);
 }

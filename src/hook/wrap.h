@@ -63,9 +63,11 @@ static inline __attribute__((always_inline)) void record(struct vr_dev *d, int k
 {
 	if (VR_UNLIKELY(!atomic_load_explicit(&d->first_block, memory_order_relaxed)))
 		atomic_store_explicit(&d->first_block, bytes, memory_order_relaxed);
-	vr_gt_placed(d, bytes);
-	if (vr_map_put_owned(kind, key, d->ordinal, bytes, owner_of(kind),
-	                     vr_rec_alloc(d, bytes)) != 0) {
+	if (VR_LIKELY(vr_map_put_owned(kind, key, d->ordinal, bytes, owner_of(kind),
+	                               vr_rec_alloc(d, bytes)) == 0)) {
+		/* On the card and known to the free (which uncounts it). */
+		vr_gt_placed(d, bytes);
+	} else {
 		vr_policy_release(d, bytes);
 		vr_log(VR_LOG_WARN,
 		       "out of memory for the allocation map; an allocation of "

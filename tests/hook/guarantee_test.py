@@ -29,6 +29,9 @@ def scripted():
     err = a.stderr()
     check("guaranteed to other groups: group 'gb'" in err and "guarantee of 6 GiB" in err,
           "the denial names who holds the guarantee: %s" % err[-600:])
+    check("the card has 5 GiB free, other groups' unused guarantees are 5 GiB" in err and
+          "this group: cap 12 GiB, 4 GiB guaranteed, 10 GiB in use" in err,
+          "the denial's figures (the request not counted as held): %s" % err[-600:])
     check(a.alive(), "the borrower is not killed")
     check(b.alloc(5 * 1024) == "ok", "b gets the rest of its guarantee")
     c = member("c", "gc", "8G")
