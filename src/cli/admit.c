@@ -4,7 +4,6 @@
  * figure of every process that holds no line of the device's book; without
  * NVML it is not known, said, and counted as nothing.
  */
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,14 +41,13 @@ static struct vr_devbook_proc *procs_on(const struct mon_model *m, const char *u
 static int admit_one(const struct vr_launch_dev *dv, uint64_t g, const char *group,
                      vr_member *member, const struct mon_model *m, struct vr_devbook **out)
 {
-	char dir[PATH_MAX], err[512] = "";
-	int rc = vr_devbook_dir(dir, sizeof dir);
-	if (rc == 0)
-		rc = vr_devbook_open(dir, dv->raw, dv->total, out, err, sizeof err);
+	char err[512] = "";
+	/* NULL: vr_devbook_dir's, whose refusal the open says. */
+	int rc = vr_devbook_open(NULL, dv->raw, dv->total, out, err, sizeof err);
 	if (rc != 0) {
 		fprintf(stderr,
 		        "vramctl: --guarantee: GPU %d (%s): the device book cannot be used: %s\n",
-		        dv->index, dv->uuid, err[0] ? err : "no directory for it");
+		        dv->index, dv->uuid, err[0] ? err : strerror(-rc));
 		return -1;
 	}
 	int n;

@@ -14,7 +14,6 @@
  * they leave it: its unused guarantee is never shown smaller than it is.
  */
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,11 +57,10 @@ void vr_gt_setup(struct vr_dev *d)
 	if (d->cap == 0)
 		return; /* fail closed: nothing is allocated to borrow */
 	uint64_t asked = vr_config_guarantee(d->ordinal, d->uuid_text, d->phys_total, d->cap);
-	char dir[PATH_MAX], err[512] = "", a[32];
+	char err[512] = "", a[32];
 	struct vr_devbook *b = NULL;
-	int rc = vr_devbook_dir(dir, sizeof dir);
-	if (rc == 0)
-		rc = vr_devbook_open(dir, d->uuid, d->phys_total, &b, err, sizeof err);
+	/* NULL: vr_devbook_dir's, whose refusal (a relative one) the open says. */
+	int rc = vr_devbook_open(NULL, d->uuid, d->phys_total, &b, err, sizeof err);
 	if (rc != 0) {
 		vr_log(asked ? VR_LOG_ERROR : VR_LOG_WARN,
 		       "GPU %d: the device book (guarantees) cannot be used: %s; %s", d->ordinal,

@@ -151,7 +151,24 @@ def damaged():
         check(p.end() == 0, "%s ends normally" % p.name)
 
 
+def relative_dir():
+    """A relative VRAMCTL_DEVICE_DIR (other books in every working
+    directory) is not used: said, naming it; the cap holds; run refuses."""
+    p = Prog("rel", {"VRAMCTL_GROUP": "rel", "VRAMCTL_LIMIT": "1G",
+                     "VRAMCTL_GUARANTEE": "512M", "VRAMCTL_DEVICE_DIR": "devices"})
+    check(p.alloc(64) == "ok" and p.alloc(1024) == "oom", "the cap holds")
+    check("VRAMCTL_DEVICE_DIR is not an absolute path" in p.stderr(),
+          "the library says why: %s" % p.stderr()[-400:])
+    check(p.end() == 0, "it ends normally")
+    r = subprocess.run([os.environ["V"], "run", "--limit", "1G", "--guarantee", "512M", "--",
+                        "true"], capture_output=True, text=True,
+                       env=dict(os.environ, VRAMCTL_DEVICE_DIR="devices"))
+    check(r.returncode == 125 and "VRAMCTL_DEVICE_DIR is not an absolute path" in r.stderr,
+          "run refuses it: %d %s" % (r.returncode, r.stderr))
+
+
 scripted()
+relative_dir()
 if not memctl.bad:
     randomized(int(sys.argv[1]) if len(sys.argv) > 1 else 400)
 if not memctl.bad:
