@@ -14,8 +14,26 @@
 
 const char *vr_cgroup2_root(void)
 {
-	const char *r = getenv(VR_ENV_CGROUP_ROOT);
+	const char *r = secure_getenv(VR_ENV_CGROUP_ROOT);
 	return r && r[0] == '/' ? r : VR_CGROUP2_MOUNT;
+}
+
+/* Has dir a cgroup v2 hierarchy's root file? */
+static int is_v2(const char *dir)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof p, "%s/cgroup.controllers", dir);
+	return access(p, F_OK) == 0;
+}
+
+const char *vr_cgroup2_hierarchy(void)
+{
+	const char *r = secure_getenv(VR_ENV_CGROUP_ROOT);
+	if (r && r[0] == '/')
+		return r;
+	if (is_v2(VR_CGROUP2_MOUNT))
+		return VR_CGROUP2_MOUNT;
+	return is_v2(VR_CGROUP2_MOUNT "/unified") ? VR_CGROUP2_MOUNT "/unified" : NULL;
 }
 
 int vr_cgroup2_parse(const char *text, char *out, size_t n)

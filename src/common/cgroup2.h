@@ -23,6 +23,11 @@
  * /sys/fs/cgroup. */
 const char *vr_cgroup2_root(void);
 
+/* Where the cgroup v2 hierarchy is mounted, found: $VRAMCTL_CGROUP_ROOT,
+ * else /sys/fs/cgroup when it is one, else a hybrid layout's
+ * /sys/fs/cgroup/unified when it is one; NULL when there is none. */
+const char *vr_cgroup2_hierarchy(void);
+
 /*
  * The cgroup v2 path ("/a/b") in text, the whole of /proc/PID/cgroup
  * (NUL-terminated): its "0::" line. Returns 0, or -1 (out "") when there is

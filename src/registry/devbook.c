@@ -50,7 +50,7 @@ struct vr_devbook {
 
 int vr_devbook_dir(char *buf, size_t len)
 {
-	const char *e = getenv(VR_ENV_DEVICE_DIR);
+	const char *e = secure_getenv(VR_ENV_DEVICE_DIR);
 	if (!buf || len == 0)
 		return -EINVAL;
 	/* A relative one names other books in every working directory. */

@@ -19,6 +19,7 @@
 #include "common/text.h"
 #include "registry/dir.h"
 #include "registry/registry.h"
+#include "registry/util.h"
 
 /* Opens (creating if missing) the registry directory and checks that it is
  * ours and private. Returns a directory fd or a negative errno. */
@@ -57,11 +58,14 @@ int vr_open_registry_dir(const char *dir, int create, char *err, size_t errlen)
 		if (fchmod(dfd, 0700) == 0)
 			st.st_mode = (st.st_mode & ~07777u) | 0700;
 	}
-	if (st.st_uid != geteuid()) {
+	/* Root made it for the user whose books these are (vr_owner). */
+	if (created && st.st_uid != vr_owner() && fchown(dfd, vr_owner(), (gid_t)-1) == 0)
+		st.st_uid = vr_owner();
+	if (st.st_uid != vr_owner()) {
 		close(dfd);
 		vr_seterr(err, errlen,
 		          "registry directory %s is owned by uid %u, not by uid %u: refusing", dir,
-		          (unsigned)st.st_uid, (unsigned)geteuid());
+		          (unsigned)st.st_uid, (unsigned)vr_owner());
 		return -EPERM;
 	}
 	if (st.st_mode & 077) {
@@ -101,7 +105,7 @@ static int taken_by_another(const char *path)
  * another user's. 0 when there is no usable home. */
 static int home_dir(char *buf, size_t len)
 {
-	const char *home = getenv("HOME");
+	const char *home = secure_getenv("HOME");
 	char host[64];
 	struct stat st;
 	if (!home || home[0] != '/' || stat(home, &st) != 0 || !S_ISDIR(st.st_mode) ||
@@ -114,7 +118,7 @@ static int home_dir(char *buf, size_t len)
 
 int vr_default_dir(char *buf, size_t len)
 {
-	const char *e = getenv("VRAMCTL_REGISTRY_DIR");
+	const char *e = secure_getenv("VRAMCTL_REGISTRY_DIR");
 	int n;
 	if (!buf || len == 0)
 		return -EINVAL;
@@ -123,7 +127,7 @@ int vr_default_dir(char *buf, size_t len)
 	} else if ((e = VR_SITE_TEXT_OF(vr_site_get(), registry_dir))) {
 		/* The admin's choice (vramctl.conf(5)), checked when it was read. */
 		return vr_dir_pattern(e, geteuid(), buf, len);
-	} else if ((e = getenv("XDG_RUNTIME_DIR")) && e[0] == '/') {
+	} else if ((e = secure_getenv("XDG_RUNTIME_DIR")) && e[0] == '/') {
 		n = snprintf(buf, len, "%s/vramctl", e);
 	} else {
 		/* /tmp/vramctl-<uid>, unless another user took that name first:
@@ -145,6 +149,22 @@ int vr_default_dir(char *buf, size_t len)
 		return -ENAMETOOLONG;
 	}
 	return 0;
+}
+
+int vr_user_dir(uid_t uid, char *buf, size_t len)
+{
+	const char *pat = VR_SITE_TEXT_OF(vr_site_get(), registry_dir);
+	char run[64];
+	struct stat st;
+	int n;
+	if (pat)
+		return vr_dir_pattern(pat, uid, buf, len);
+	snprintf(run, sizeof run, "/run/user/%u", (unsigned)uid);
+	if (stat(run, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid)
+		n = snprintf(buf, len, "%s/vramctl", run);
+	else
+		n = snprintf(buf, len, VR_DEFAULT_DIR_PREFIX "%u", (unsigned)uid);
+	return n > 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
 }
 
 int vr_prepare_user_dir(const char *dir, uid_t uid, gid_t gid, char *err, size_t errlen)

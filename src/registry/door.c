@@ -63,7 +63,7 @@ int vr_door_validate(int fd, const char *group, enum vr_door_use use, struct sta
 		*why = "not a regular file";
 		return -EINVAL;
 	}
-	if (st->st_uid != geteuid() && !(use == VR_DOOR_READ && geteuid() == 0)) {
+	if (st->st_uid != vr_owner() && !(use == VR_DOOR_READ && geteuid() == 0)) {
 		*why = "owned by another user";
 		return -EPERM;
 	}
@@ -136,10 +136,10 @@ int vr_door_open(int dfd, const char *dir, const char *group, const char *name, 
 	int rc = vr_door_validate(ro, group, VR_DOOR_WRITE, &st, &hdr, &why);
 	if (rc != 0 && rc != -EPROTONOSUPPORT) {
 		close(ro);
-		if (rc == -EPERM && st.st_uid != geteuid())
+		if (rc == -EPERM && st.st_uid != vr_owner())
 			vr_seterr(err, errlen,
 			          "region %s/%s is owned by uid %u, not uid %u: refusing", dir,
-			          name, (unsigned)st.st_uid, (unsigned)geteuid());
+			          name, (unsigned)st.st_uid, (unsigned)vr_owner());
 		else
 			vr_seterr(err, errlen, "region %s/%s: %s; remove it to start afresh", dir,
 			          name, why);
@@ -179,7 +179,7 @@ void vr__header_init(struct vr_hdr *h, const struct vr_join_opts *o)
 	h->total_size = VR_SEGMENT_SIZE;
 	h->slot_count = VR_SLOTS;
 	h->slot_size = sizeof(struct vr_slot);
-	h->owner_uid = (uint32_t)geteuid();
+	h->owner_uid = (uint32_t)vr_owner();
 	h->created = (uint64_t)time(NULL);
 	h->growth = o->growth ? 1 : 0;
 	h->spill_budget = o->spill_budget;
@@ -216,6 +216,15 @@ int vr_door_create(int dfd, const char *dir, const char *name, const struct vr_j
 	int rc, fd = vr_tmp_write(&f, tmp, sizeof(tmp), err, errlen);
 	if (fd < 0)
 		return fd;
+	/* Root makes it for the user whose books these are (vr_owner). */
+	if (vr_owner() != geteuid() && fchown(fd, vr_owner(), (gid_t)-1) != 0) {
+		rc = -errno;
+		unlinkat(dfd, tmp, 0);
+		close(fd);
+		vr_seterr(err, errlen, "cannot give region %s/%s to uid %u: %s", dir, name,
+		          (unsigned)vr_owner(), strerror(-rc));
+		return rc;
+	}
 	if (linkat(dfd, tmp, dfd, name, 0) < 0) {
 		rc = -errno;
 		unlinkat(dfd, tmp, 0);

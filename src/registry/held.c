@@ -41,7 +41,7 @@ static pthread_once_t bound_once = PTHREAD_ONCE_INIT;
 
 static void read_bound(void)
 {
-	const char *s = getenv("VRAMCTL_TEST_TEARDOWN_BOUND_MS");
+	const char *s = secure_getenv("VRAMCTL_TEST_TEARDOWN_BOUND_MS");
 	if (s && *s >= '0' && *s <= '9')
 		bound_ms = strtoull(s, NULL, 10);
 }

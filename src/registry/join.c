@@ -517,7 +517,10 @@ int vr_join(const struct vr_join_opts *opts, vr_member **out, int *spec_differs,
 	pthread_once(&test_env_once, vr_read_test_env);
 	snprintf(name, sizeof(name), "%s.vrg", opts->group);
 	uint64_t call = vr_call_begin(); /* all its waits share one bound */
+	int as_owner = opts->as_owner && geteuid() == 0 && opts->owner != 0;
+	vr_owner_set(as_owner, opts->owner);
 	rc = join_call(opts, dir, name, &m, spec_differs, err, errlen);
+	vr_owner_set(0, 0);
 	vr_call_end(call);
 	if (rc == 0)
 		*out = m;

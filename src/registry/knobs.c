@@ -19,21 +19,21 @@ int vr_test_shm_enospc;
 
 void vr_read_test_env(void)
 {
-	const char *s = getenv("VRAMCTL_TEST_STOP_IN_LOCK");
+	const char *s = secure_getenv("VRAMCTL_TEST_STOP_IN_LOCK");
 	if (s && *s) {
 		long n = strtol(s, NULL, 10);
 		if (n > 0)
 			atomic_store(&vr_stop_in_lock_countdown, n);
 	}
-	s = getenv("VRAMCTL_TEST_LANE_QUANTUM");
+	s = secure_getenv("VRAMCTL_TEST_LANE_QUANTUM");
 	if (s && *s)
 		vr_test_lane_quantum = strtoull(s, NULL, 10);
-	s = getenv("VRAMCTL_TEST_LANE_REACH");
+	s = secure_getenv("VRAMCTL_TEST_LANE_REACH");
 	if (s && *s)
 		vr_test_lane_reach = strtoull(s, NULL, 10);
-	s = getenv("VRAMCTL_TEST_SHM_ENOSPC");
+	s = secure_getenv("VRAMCTL_TEST_SHM_ENOSPC");
 	vr_test_shm_enospc = s && !strcmp(s, "1");
-	s = getenv("VRAMCTL_TEST_LOCK_BOUND_MS");
+	s = secure_getenv("VRAMCTL_TEST_LOCK_BOUND_MS");
 	if (s && *s) {
 		long n = strtol(s, NULL, 10);
 		if (n > 0)

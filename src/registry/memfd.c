@@ -23,6 +23,7 @@
 #include "common/fsize.h"
 #include "registry/door.h"
 #include "registry/memfd.h"
+#include "registry/util.h"
 
 /* The memfd's name: /proc/PID/fd/FD reads "/memfd:vramctl-books (deleted)". */
 #define VR_MEMFD_NAME "vramctl-books"
@@ -64,7 +65,7 @@ static struct vr_hdr *map_checked(int fd, const struct vr_hdr *door, int rdonly)
 	int seals = fcntl(fd, F_GET_SEALS);
 	if (seals < 0 || (seals & VR_MEMFD_SEALS) != VR_MEMFD_SEALS || fstat(fd, &st) != 0 ||
 	    !S_ISREG(st.st_mode) || (uint64_t)st.st_size != VR_SEGMENT_SIZE ||
-	    (st.st_uid != geteuid() && !(rdonly && geteuid() == 0)) || (st.st_mode & 077))
+	    (st.st_uid != vr_owner() && !(rdonly && geteuid() == 0)) || (st.st_mode & 077))
 		return NULL;
 	void *p =
 	    mmap(NULL, VR_SEGMENT_SIZE, PROT_READ | (rdonly ? 0 : PROT_WRITE), MAP_SHARED, fd, 0);

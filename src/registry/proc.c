@@ -28,25 +28,51 @@ ssize_t vr_proc_read(const char *root, pid_t pid, const char *name, char *buf, s
 	return vr_read_file(path, buf, len);
 }
 
-int vr_proc_start_time(const char *root, pid_t pid, uint64_t *out)
+/* Field `field` (from 3) of root/pid/stat, as a number. The command
+ * (field 2) may hold spaces and parentheses: fields are counted from the
+ * last ')'. 0, -ENOENT or -EINVAL. */
+static int stat_field(const char *buf, int field, unsigned long long *out)
 {
-	char buf[1024];
-	if (pid < 0 || vr_proc_read(root, pid, "stat", buf, sizeof(buf)) <= 0)
-		return -ENOENT;
-	/* The command (field 2) may hold spaces and parentheses: count fields
-	 * from the last ')'. */
 	const char *p = strrchr(buf, ')');
 	if (!p)
 		return -EINVAL;
 	p++;
-	for (int field = 2; field < 22; field++) {
+	for (int f = 2; f < field; f++) {
 		p = strchr(p, ' ');
 		if (!p)
 			return -EINVAL;
 		p++;
 	}
-	*out = strtoull(p, NULL, 10);
-	return 0;
+	char *end;
+	*out = strtoull(p, &end, 10);
+	return end == p ? -EINVAL : 0;
+}
+
+static int read_stat(const char *root, pid_t pid, char *buf, size_t len)
+{
+	return pid < 0 || vr_proc_read(root, pid, "stat", buf, len) <= 0 ? -ENOENT : 0;
+}
+
+int vr_proc_start_time(const char *root, pid_t pid, uint64_t *out)
+{
+	char buf[1024];
+	unsigned long long v;
+	int rc = read_stat(root, pid, buf, sizeof buf);
+	if (rc == 0 && (rc = stat_field(buf, 22, &v)) == 0)
+		*out = v;
+	return rc;
+}
+
+int vr_proc_parent(const char *root, pid_t pid, pid_t *ppid, uint64_t *start)
+{
+	char buf[1024];
+	unsigned long long p, s;
+	int rc = read_stat(root, pid, buf, sizeof buf);
+	if (rc == 0 && (rc = stat_field(buf, 4, &p)) == 0 && (rc = stat_field(buf, 22, &s)) == 0) {
+		*ppid = (pid_t)p;
+		*start = s;
+	}
+	return rc;
 }
 
 int vr_proc_status(const char *root, pid_t pid, struct vr_proc_status *out)

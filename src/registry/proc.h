@@ -21,6 +21,10 @@ ssize_t vr_proc_read(const char *root, pid_t pid, const char *name, char *buf, s
  * -ENOENT (no such process) or -EINVAL (unparsable). */
 int vr_proc_start_time(const char *root, pid_t pid, uint64_t *out);
 
+/* Fields 4 (the parent's PID) and 22 (starttime) of root/pid/stat: who
+ * started the process, and when it started. Returns 0, -ENOENT or -EINVAL. */
+int vr_proc_parent(const char *root, pid_t pid, pid_t *ppid, uint64_t *start);
+
 /* The initial PID namespace's inode number (the kernel's PROC_PID_INIT_INO,
  * fixed since Linux 3.8): a process in it is its own outermost PID. */
 #define VR_PID_INIT_INO 0xEFFFFFFCu

@@ -572,7 +572,7 @@ int vramctl_snapshot_take(const char *dir, struct vramctl_snapshot **out)
 	                   .probe_max = VR_PROBE_MAX};
 	/* Test-only: VRAMCTL_TEST_PROC_LOCKS=always (or never) takes every
 	 * group's liveness from /proc/locks (or from fcntl). */
-	const char *t = getenv("VRAMCTL_TEST_PROC_LOCKS");
+	const char *t = secure_getenv("VRAMCTL_TEST_PROC_LOCKS");
 	if (t && !strcmp(t, "always"))
 		r.probe_max = -1;
 	else if (t && !strcmp(t, "never"))

@@ -62,6 +62,12 @@ struct vr_join_opts {
 	 * created or started afresh. */
 	int existing;
 	int lanes; /* its threads keep spare bytes (lanes.c); one member per process */
+	/* The books are another user's (root only: a process of that user's
+	 * job, after sudo): checked as owner's instead of the caller's, and
+	 * anything made (directory, door, segment) is made owner's. Ignored
+	 * unless the caller's effective uid is 0. */
+	int as_owner;
+	uid_t owner;
 };
 
 /*
@@ -174,6 +180,12 @@ struct vr_member_use {
  * lock (figures of one moment each, not of one moment together). Returns
  * how many, or a negative errno. */
 int vr_member_uses(vr_member *m, int dev, struct vr_member_use *out, int n);
+/* The PIDs (the first NSpid entry each recorded: the host's) of the
+ * group's members, launchers left out, dead ones not yet reclaimed
+ * included, read without the lock. Returns how many were written to out
+ * (at most n), or a negative errno. */
+int vr_member_pids(vr_member *m, int32_t *out, int n);
+
 /* A member whose cap counts its allocations only (its overhead is 0):
  * asked for (--count allocations), or the driver cannot tell its use per
  * process (vramctl_proc.counting). Bits of its slot's flags (layout.h). */
@@ -286,6 +298,12 @@ int vr_check_dir(const char *dir, unsigned *mode, char *err, size_t errlen);
  * user has taken that path (then, and from then on, $HOME/.vramctl-run-<host>).
  * Writes into buf. */
 int vr_default_dir(char *buf, size_t len);
+
+/* The registry directory of uid's per-user group (vramctl.conf's
+ * user_limit), the same whatever the environment: the site's registry_dir
+ * pattern, else /run/user/<uid>/vramctl when /run/user/<uid> is uid's,
+ * else /tmp/vramctl-<uid>. 0 or -ENAMETOOLONG. */
+int vr_user_dir(uid_t uid, char *buf, size_t len);
 
 /* For launchers that run as root (the Slurm plugin): makes dir a directory
  * owned by uid:gid with mode 0700, moving aside whatever another user put

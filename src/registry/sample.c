@@ -228,6 +228,28 @@ int vr_member_uses(vr_member *m, int dev, struct vr_member_use *out, int n)
 	return got;
 }
 
+int vr_member_pids(vr_member *m, int32_t *out, int n)
+{
+	if (!m || n < 0)
+		return -EINVAL;
+	if (vr_is_detached(m))
+		return 0;
+	struct vr_hdr *h = m->hdr;
+	uint32_t hw = vr_hdr_hw(h);
+	int got = 0;
+	for (uint32_t i = 0; i < hw && got < n; i++) {
+		struct vr_slot *s = vr_slot_at(h, i);
+		if (atomic_load_explicit((_Atomic uint32_t *)&s->state, memory_order_acquire) !=
+		        VR_SLOT_USED ||
+		    (atomic_load_explicit((_Atomic uint32_t *)&s->flags, memory_order_relaxed) &
+		     VR_SLOT_F_LAUNCHER))
+			continue;
+		out[got++] = atomic_load_explicit((_Atomic int32_t *)&s->nspid_outer,
+		                                  memory_order_relaxed);
+	}
+	return got;
+}
+
 void vr_counting_set(vr_member *m, unsigned bits, int on)
 {
 	if (!m || vr_is_detached(m))

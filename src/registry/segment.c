@@ -25,7 +25,7 @@ struct vr_hdr *vr_segment_attach(const struct vr_hdr *door, int rdonly)
 	struct shmid_ds ds;
 	if (id < 0 || shmctl(id, IPC_STAT, &ds) < 0)
 		return NULL;
-	if ((ds.shm_perm.uid != geteuid() && !(rdonly && geteuid() == 0)) ||
+	if ((ds.shm_perm.uid != vr_owner() && !(rdonly && geteuid() == 0)) ||
 	    (ds.shm_perm.mode & 077) || ds.shm_segsz != VR_SEGMENT_SIZE)
 		return NULL;
 	void *p = shmat(id, NULL, rdonly ? SHM_RDONLY : 0);
@@ -102,6 +102,16 @@ int vr_segment_create(int fd, const struct vr_join_opts *o, struct vr_hdr **out,
 	} else if (id < 0) {
 		return -errno;
 	} else {
+		/* Root makes it for the user whose books these are (vr_owner). */
+		struct shmid_ds ds;
+		if (vr_owner() != geteuid() && shmctl(id, IPC_STAT, &ds) == 0) {
+			ds.shm_perm.uid = vr_owner();
+			if (shmctl(id, IPC_SET, &ds) != 0) {
+				e = errno;
+				shmctl(id, IPC_RMID, NULL);
+				return -e;
+			}
+		}
 		p = shmat(id, NULL, 0);
 		/* Marked for removal at once: it lives while attached, and goes with
 		 * its last member (Linux lets members attach it by id meanwhile). */

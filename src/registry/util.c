@@ -34,6 +34,21 @@ ssize_t vr_read_file(const char *path, char *buf, size_t len)
 	return (ssize_t)got;
 }
 
+/* Set only for the length of a join by root for another user (join.c). */
+static __thread int owner_on;
+static __thread uid_t owner_uid;
+
+uid_t vr_owner(void)
+{
+	return owner_on ? owner_uid : geteuid();
+}
+
+void vr_owner_set(int on, uid_t uid)
+{
+	owner_on = on;
+	owner_uid = uid;
+}
+
 uint64_t vr_now_ns(void)
 {
 	struct timespec ts;

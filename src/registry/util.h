@@ -16,6 +16,17 @@
  * Returns the bytes read or a negative errno. */
 ssize_t vr_read_file(const char *path, char *buf, size_t len);
 
+/*
+ * The uid whose books this thread opens and makes: geteuid(), except while
+ * root joins a group of another user's job (vr_join_opts.owner, set for the
+ * call by vr_owner_set): then that user, so that root's process joins the
+ * user's books instead of refusing them, and whatever it has to make
+ * (directory, door, segment) is the user's, never root's (which the user's
+ * own processes would refuse).
+ */
+uid_t vr_owner(void);
+void vr_owner_set(int on, uid_t uid);
+
 /* CLOCK_MONOTONIC in ns. */
 uint64_t vr_now_ns(void);
 
