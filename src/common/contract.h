@@ -38,6 +38,17 @@
 /* Messages: "quiet", "error", "warn" (default), "info", "debug". */
 #define VR_ENV_LOG "VRAMCTL_LOG"
 
+/*
+ * The contract as a file, for processes whose environment has none: lines
+ * NAME=value of the variables above (VRAMCTL_LIMIT, VRAMCTL_GROUP,
+ * VRAMCTL_REGISTRY_DIR, VRAMCTL_COUNT, VRAMCTL_SPILL, VRAMCTL_GROWTH,
+ * VRAMCTL_GUARANTEE), '#' comments. The CDI spec mounts one, read-only,
+ * into each capped container, so that `env -u VRAMCTL_LIMIT`, `env -i`,
+ * an ssh session or `podman exec` there stay capped. Believed only when
+ * root owns it and nobody else can write it, or it is on a read-only mount.
+ */
+#define VR_CONTRACT_FILE "/etc/vramctl/contract"
+
 /* What the cap counts: "card" (default: all the card holds for the
  * process, as NVML counts it per process: its allocations plus its context,
  * modules and the driver's own use) or "allocations" (only what the

@@ -23,7 +23,7 @@
 
 #define SITE_FILE_MAX 16384 /* bytes; a real file is a few hundred */
 
-enum key_kind { KEY_SPEC, KEY_MAX, KEY_BOOL, KEY_DIR, KEY_ADDR };
+enum key_kind { KEY_SPEC, KEY_MAX, KEY_USER, KEY_BOOL, KEY_DIR, KEY_ADDR };
 
 static const struct site_key {
 	const char *name;
@@ -35,6 +35,7 @@ static const struct site_key {
     {"allow_above_max", KEY_BOOL, offsetof(struct vr_siteconf, allow_above_max)},
     {"registry_dir", KEY_DIR, offsetof(struct vr_siteconf, registry_dir)},
     {"export_listen", KEY_ADDR, offsetof(struct vr_siteconf, export_listen)},
+    {"user_limit", KEY_USER, offsetof(struct vr_siteconf, user_limit)},
 };
 
 static int is_blank(char c)
@@ -73,27 +74,29 @@ static int set_value(const struct site_key *k, const char *v, struct vr_siteconf
 	}
 	switch (k->kind) {
 	case KEY_SPEC:
-	case KEY_MAX: {
+	case KEY_MAX:
+	case KEY_USER: {
 		struct vr_limits l;
 
 		if (vr_parse_limits(v, &l, why, sizeof why) < 0) {
 			vr_seterr(err, errlen, "%s: %s", k->name, why);
 			return -1;
 		}
-		if (k->kind == KEY_MAX) {
+		if (k->kind == KEY_MAX || k->kind == KEY_USER) {
 			for (int i = 0; i < l.count; i++) {
 				if (l.item[i].dev[0] && strncasecmp(l.item[i].dev, "GPU-", 4) &&
 				    strncasecmp(l.item[i].dev, "MIG-", 4)) {
 					vr_seterr(
 					    err, errlen,
-					    "max_limit: '%s': name devices by UUID (GPU-...), "
+					    "%s: '%s': name devices by UUID (GPU-...), "
 					    "not by index: an index depends on each program's "
 					    "CUDA_VISIBLE_DEVICES",
-					    l.item[i].dev);
+					    k->name, l.item[i].dev);
 					return -1;
 				}
 			}
-			out->max = l;
+			if (k->kind == KEY_MAX)
+				out->max = l;
 		}
 		break;
 	}
@@ -175,7 +178,7 @@ int vr_siteconf_parse(const char *text, size_t len, struct vr_siteconf *out, cha
 		if (!k) {
 			vr_seterr(err, errlen,
 			          "%d: unknown key '%s' (known: default_limit, max_limit, "
-			          "allow_above_max, registry_dir, export_listen)",
+			          "allow_above_max, user_limit, registry_dir, export_listen)",
 			          lineno, p);
 			return -EINVAL;
 		}
@@ -252,7 +255,7 @@ bad:
 
 int vr_site_load(struct vr_site *site)
 {
-	return vr_site_load_from(site, VR_SITE_CONF, getenv(VR_ENV_CONFIG));
+	return vr_site_load_from(site, VR_SITE_CONF, secure_getenv(VR_ENV_CONFIG));
 }
 
 /* Loads into a zeroed *site. */
@@ -279,7 +282,7 @@ static pthread_once_t site_once_ctl = PTHREAD_ONCE_INIT;
  * most of which have no file to read. */
 static void site_load_once(void)
 {
-	load_files(&site_once, VR_SITE_CONF, getenv(VR_ENV_CONFIG));
+	load_files(&site_once, VR_SITE_CONF, secure_getenv(VR_ENV_CONFIG));
 }
 
 const struct vr_site *vr_site_get(void)

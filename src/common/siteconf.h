@@ -11,6 +11,9 @@
  *   max_limit       = SPEC     the site's maximum cap per device (amounts or
  *                              GPU-UUID=amount; no device indices)
  *   allow_above_max = yes|no   may a user ask for more than max_limit (no)
+ *   user_limit      = SPEC     one cap per user and device, shared by all of
+ *                              that user's processes under the library (as
+ *                              max_limit: amounts or GPU-UUID=amount)
  *   registry_dir    = DIR      default books directory; %u: the uid, %%: %
  *   export_listen   = ADDR:PORT  `vramctl export`'s default address
  *
@@ -42,6 +45,7 @@ struct vr_siteconf {
 	char max_limit[VR_SITE_TEXT];
 	struct vr_limits max; /* max_limit parsed (count 0: none) */
 	int allow_above_max;  /* -1 unset, 0 no, 1 yes */
+	char user_limit[VR_SITE_TEXT];
 	char registry_dir[VR_SITE_TEXT];
 	char export_listen[VR_SITE_TEXT];
 };
@@ -77,7 +81,8 @@ int vr_site_load_from(struct vr_site *site, const char *admin, const char *extra
 const struct vr_site *vr_site_get(void);
 
 /* The first file's value for a text key (default_limit, registry_dir,
- * export_listen), or NULL when no file sets it. */
+ * export_listen, user_limit), or NULL when no file sets it: the admin
+ * file's when it sets it (a user's own file cannot remove its user_limit). */
 const char *vr_site_text(const struct vr_site *site, size_t offset);
 #define VR_SITE_TEXT_OF(site, field) vr_site_text(site, offsetof(struct vr_siteconf, field))
 

@@ -18,6 +18,8 @@
 
 #include "common/spill.h"
 #include "hook/books.h"
+#include "hook/job.h"
+#include "hook/outer.h"
 #include "hook/record.h"
 #include "hook/teardown.h"
 #include "registry/caps.h"
@@ -44,37 +46,11 @@ static void books_damaged(const char *line)
 	vr_log(VR_LOG_ERROR, "group %s: %s", vr_g.group[0] ? vr_g.group : private_group, line);
 }
 
-/*
- * A cap but no group, in a container: every container has a PID 1, so a
- * group named after the PID would collide in books shared with the host.
- * The container's PID namespace names the group instead ("pidns-<inode>"):
- * unique among live namespaces on the host, and shared by every process of
- * the container, which is then one job with one cap. An inode a dead
- * container's namespace had can come back, but a group with no live member
- * is reset when joined (registry.h), so no earlier cap carries over.
- * Returns 0 and fills buf, or -1 in the host's own PID namespace (inode
- * VR_PID_INIT_INO: registry/proc.h) or when it cannot be read.
- */
-static int container_group(char *buf, size_t len)
-{
-	char link[64];
-	unsigned long long ino;
-	ssize_t n = readlink("/proc/self/ns/pid", link, sizeof link - 1);
-
-	if (n <= 0)
-		return -1;
-	link[n] = '\0';
-	if (sscanf(link, "pid:[%llu]", &ino) != 1 || ino == VR_PID_INIT_INO)
-		return -1;
-	snprintf(buf, len, "pidns-%llu", ino);
-	return 0;
-}
-
 static void join_locked(void)
 {
 	const char *group = vr_g.group;
 	int fresh = 0;
-	if (!group[0] && container_group(private_group, sizeof private_group) == 0) {
+	if (!group[0] && vr_job_container_group(private_group, sizeof private_group) == 0) {
 		group = private_group;
 	} else if (!group[0]) {
 		/* A cap but no group (a hand-set environment): a group of one. */
@@ -92,6 +68,7 @@ static void join_locked(void)
 	    .spill_budget = vr_g.spill_asked,
 	    .lanes = 1,
 	};
+	o.as_owner = vr_job_owner(&o.owner);
 	char err[256] = "";
 	int differs = 0, rc;
 	vr_teardown_setup(); /* a join may reclaim a dead member's share */
@@ -124,6 +101,7 @@ static void join(void)
 	VR_OWN(pthread_mutex_lock(&join_lock));
 	if (!atomic_load_explicit(&joined, memory_order_relaxed)) {
 		join_locked();
+		vr_outer_join();
 		vr_rec_open();
 		atomic_store_explicit(&joined, 1, memory_order_release);
 	}
@@ -156,6 +134,7 @@ void vr_books_device(struct vr_dev *d, uint64_t cap_if_new)
 			       d->ordinal, strerror(-idx));
 		}
 	}
+	vr_outer_device(d);
 }
 
 int vr_books_cap_sync(struct vr_dev *d)
@@ -194,8 +173,18 @@ int vr_books_changed_spec(char *spec, size_t len)
 	return vr__books_member && vr_caps_changed(vr__books_member, spec, len) > 0;
 }
 
-int vr__books_reserve_other(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int rc)
+int vr__books_reserve_outer(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int quiet)
 {
+	if (vr__outer_reserve(d, bytes, in_use, quiet) == 0)
+		return 0;
+	vr__books_release_own(d, bytes);
+	return -1;
+}
+
+int vr__books_reserve_other(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int rc,
+                            int quiet)
+{
+	vr_outer_refusal_own(); /* a refusal from here on is its own group's */
 	if (d->reg >= 0) {
 		if (rc != -ENOSPC) { /* the registry failed: refuse, never pass the cap */
 			uint64_t cap;
@@ -210,7 +199,7 @@ int vr__books_reserve_other(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, 
 		if (atomic_compare_exchange_weak_explicit(&d->local_in_use, &cur, cur + bytes,
 		                                          memory_order_relaxed,
 		                                          memory_order_relaxed))
-			return 0;
+			return d->nouter ? vr__books_reserve_outer(d, bytes, in_use, quiet) : 0;
 	}
 	*in_use = cur;
 	return -1;
@@ -294,6 +283,8 @@ void vr_books_overhead(struct vr_dev *d, uint64_t bytes)
 		atomic_fetch_sub_explicit(&d->local_in_use, was - bytes, memory_order_relaxed);
 	}
 	atomic_store_explicit(&d->card.overhead, bytes, memory_order_relaxed);
+	if (d->nouter)
+		vr_outer_overhead(d, bytes);
 }
 
 int vr_books_others(struct vr_dev *d, struct vr_member_use *out, int n)

@@ -8,6 +8,7 @@
 
 #include "hook/dev.h"
 #include "hook/hook.h"
+#include "hook/outer.h"
 #include "registry/registry.h"
 
 /* This process's membership (NULL: none) and the spill budget in force:
@@ -29,7 +30,8 @@ void vr_books_denied(struct vr_dev *d, uint64_t bytes);
 static inline void vr_books_release(struct vr_dev *d, uint64_t bytes);
 /* The rest of a reserve the registry did not grant (rc), or of one in this
  * process's own books. */
-int vr__books_reserve_other(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int rc);
+int vr__books_reserve_other(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int rc,
+                            int quiet);
 /* d->cap follows the group's cap, which `vramctl limit` may have changed
  * (said once per change): 1 when it did. Not on the allocation path:
  * memory queries and refusals call it (policy.c). */
@@ -75,13 +77,18 @@ void vr_books_unspill(struct vr_dev *d, uint64_t bytes);
 
 /* ---- the fast paths, inline: every allocation and free goes through them */
 
+/* The outer groups' part of a reserve its own group granted (outer.h);
+ * refused there, its own group's is given back. */
+int vr__books_reserve_outer(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int quiet);
+
 static inline int vr__books_reserve(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int quiet)
 {
 	int rc = d->reg < 0 ? 0
 	         : quiet    ? vr_reserve_quiet(vr__books_member, d->reg, bytes, in_use)
 	                    : vr_reserve(vr__books_member, d->reg, bytes, in_use);
-	return VR_LIKELY(rc == 0 && d->reg >= 0) ? 0
-	                                         : vr__books_reserve_other(d, bytes, in_use, rc);
+	if (VR_LIKELY(rc == 0 && d->reg >= 0))
+		return VR_LIKELY(!d->nouter) ? 0 : vr__books_reserve_outer(d, bytes, in_use, quiet);
+	return vr__books_reserve_other(d, bytes, in_use, rc, quiet);
 }
 
 static inline int vr_books_reserve(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
@@ -94,12 +101,20 @@ static inline int vr_books_reserve_quiet(struct vr_dev *d, uint64_t bytes, uint6
 	return vr__books_reserve(d, bytes, in_use, 1);
 }
 
-static inline void vr_books_release(struct vr_dev *d, uint64_t bytes)
+/* Its own group's part of a release. */
+static inline void vr__books_release_own(struct vr_dev *d, uint64_t bytes)
 {
 	if (VR_LIKELY(d->reg >= 0))
 		vr_release(vr__books_member, d->reg, bytes);
 	else
 		atomic_fetch_sub_explicit(&d->local_in_use, bytes, memory_order_relaxed);
+}
+
+static inline void vr_books_release(struct vr_dev *d, uint64_t bytes)
+{
+	vr__books_release_own(d, bytes);
+	if (VR_UNLIKELY(d->nouter))
+		vr__outer_release(d, bytes);
 }
 
 #endif /* VRAMCTL_HOOK_BOOKS_H */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/auxv.h>
 
 #include "common/contract.h"
 #include "common/hami.h"
@@ -95,11 +96,10 @@ static void config_error(const char *fmt, ...)
 	va_end(ap);
 }
 
-static void read_option(const struct vr_option *o)
+/* One option's value v (from the environment, or a job's contract found
+ * without it: job.c). */
+static void set_option(const struct vr_option *o, const char *v)
 {
-	const char *v = getenv(o->env);
-	if (!v)
-		return;
 	switch (o->kind) {
 	case OPT_TEXT:
 		if (strlen(v) >= o->len) {
@@ -139,6 +139,27 @@ static void read_option(const struct vr_option *o)
 	}
 }
 
+/* set-ID programs (the machine's preload reaches them) take nothing from
+ * the environment: paths there (the driver, the books) would be another
+ * user's choice. Their cap can only come from a job (job.c). */
+static void read_option(const struct vr_option *o)
+{
+	const char *v = secure_getenv(o->env);
+	if (v)
+		set_option(o, v);
+}
+
+int vr_config_set(const char *name, const char *value)
+{
+	for (size_t i = 0; i < VR_ARRAY_LEN(options); i++) {
+		if (!strcmp(options[i].env, name)) {
+			set_option(&options[i], value);
+			return 0;
+		}
+	}
+	return -1;
+}
+
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 
 /*
@@ -152,6 +173,8 @@ static pthread_once_t config_once = PTHREAD_ONCE_INIT;
  */
 static void read_hami(void)
 {
+	if (getauxval(AT_SECURE))
+		return; /* set-ID: nothing from the environment (read_option) */
 	struct vr_hami h;
 	char err[300] = "", warn[600] = "";
 	int rc = vr_hami_read((const char *const *)environ, &h, err, sizeof err, warn, sizeof warn);
@@ -172,11 +195,11 @@ static void read_hami(void)
 	if (!h.present)
 		return;
 	snprintf(vr_g.limit_text, sizeof vr_g.limit_text, "%s", h.limit);
-	if (!getenv(VR_ENV_GROUP) && h.group[0])
+	if (!secure_getenv(VR_ENV_GROUP) && h.group[0])
 		snprintf(vr_g.group, sizeof vr_g.group, "%s", h.group);
-	if (!getenv(VR_ENV_REGISTRY_DIR) && h.dir[0])
+	if (!secure_getenv(VR_ENV_REGISTRY_DIR) && h.dir[0])
 		snprintf(vr_g.registry_dir, sizeof vr_g.registry_dir, "%s", h.dir);
-	if (!getenv(VR_ENV_LOG) && h.log_level >= 0)
+	if (!secure_getenv(VR_ENV_LOG) && h.log_level >= 0)
 		vr_log_verbosity = h.log_level;
 }
 
@@ -288,24 +311,26 @@ static void check_under_cap(void)
 	}
 }
 
-static void config_init_once(void)
+void vr_config_settle(void)
 {
-	for (size_t i = 0; i < VR_ARRAY_LEN(options); i++)
-		read_option(&options[i]);
-	read_hami();
+	if (vr_g.settled)
+		return;
+	vr_g.settled = 1;
 	read_cap();
 	read_guarantee();
 	check_under_cap();
 
-	/* Are we the acting copy? Ask the loader for the first marker. */
+	/* Are we the acting copy? Ask the loader for the first marker. And
+	 * vramctl's own programs (src/cli/self.c) show the card, never a cap. */
 	const char *first = vr_dlsym_real(RTLD_DEFAULT, "vramctl_instance_v1");
-	if (first && first != marker) {
+	if ((first && first != marker) || vr_dlsym_real(RTLD_DEFAULT, "vramctl_cli_v1")) {
 		vr_g.passthrough = 1;
 		vr_g.active = 0;
 	}
 
 	for (int i = 0; i < nconfig_errors && !vr_g.passthrough; i++)
 		vr_log(VR_LOG_ERROR, "%s", config_errors[i]);
+	nconfig_errors = 0;
 
 	if (vr_g.active) {
 		vr_log(VR_LOG_INFO, "cap %s%s%s%s%s", vr_g.limit_text,
@@ -314,6 +339,25 @@ static void config_init_once(void)
 		       vr_g.group[0] ? ", group " : "", vr_g.group);
 		vr_atfork_register();
 	}
+}
+
+/*
+ * The environment alone, at the constructor: a process whose environment
+ * holds a cap (VRAMCTL_LIMIT, HAMi's) settles it now, as it always did.
+ * Any other process stops here: no file read, no look-up. Whether it has a
+ * cap after all (a job found without the environment, the site's maximum
+ * or per-user cap) is decided at its first driver call (job.c), so that a
+ * program that never calls the driver pays nothing more under the
+ * machine's preload.
+ */
+static void config_init_once(void)
+{
+	for (size_t i = 0; i < VR_ARRAY_LEN(options); i++)
+		read_option(&options[i]);
+	read_hami();
+	vr_g.env_contract = vr_g.limit_text[0] || vr_g.limit_bad;
+	if (vr_g.env_contract)
+		vr_config_settle();
 	atomic_store_explicit(&vr_g.config_done, 1, memory_order_release);
 }
 

@@ -33,7 +33,11 @@
 struct vr_state {
 	/* Set once by vr_config_init; read without locks afterwards. */
 	atomic_int config_done;
-	int active;      /* a cap is configured and this copy is the acting one */
+	/* The environment (or HAMi's variables) gave a cap: settled at the
+	 * constructor. Else vr_job_resolve decides at the first driver call. */
+	int env_contract;
+	int settled; /* vr_config_settle has run */
+	int active;  /* a cap is configured and this copy is the acting one */
 	int passthrough; /* another copy of the library acts in this process */
 	int limit_bad;   /* VRAMCTL_LIMIT was malformed: fail closed (cap 0) */
 	int growth;
@@ -66,8 +70,24 @@ struct vr_state {
 extern struct vr_state vr_g;
 
 /* Reads the environment once (idempotent, thread-safe, re-entrant). Under a
- * cap, also registers the fork handler (atfork.h). */
+ * cap from the environment, also settles it (vr_config_settle). */
 void vr_config_init(void);
+
+/*
+ * For a cap found without the environment (job.c, at the first driver
+ * call, once, before vr_config_settle): sets contract variable `name`
+ * (VRAMCTL_LIMIT, VRAMCTL_GROUP, ...) as if the environment held value.
+ * Returns 0, or -1 for a name the contract does not have.
+ */
+int vr_config_set(const char *name, const char *value);
+
+/*
+ * Settles what was read: the site's file (its maximum holds without any
+ * cap), the guarantee, the registry directory, spill, which copy of the
+ * library acts; says what could not be read; marks vr_g.active and, under
+ * a cap, registers the fork handler (atfork.h). Once (later calls return).
+ */
+void vr_config_settle(void);
 
 /*
  * The guarantee in bytes on one device (ordinal as the program numbers it,

@@ -23,6 +23,7 @@ struct vr_dev {
 	 * limit` may change while the program runs (books.c, vr_books_cap_sync). */
 	_Atomic uint64_t cap;
 	int reg;                       /* registry device index, -1: per-process books */
+	int nouter;                    /* outer groups it is counted in too (outer.h) */
 	_Atomic uint64_t local_in_use; /* per-process books */
 	atomic_int host_vmm;          /* cuMemCreate on the host (spill): 0 unknown, 1 yes, -1 no */
 	atomic_int host_numa;         /* CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID (-1: none) */

@@ -187,6 +187,7 @@ static void devices_atfork_child(void)
 		atomic_store(&vr__devs[i].first_block, 0);
 		atomic_store(&vr__devs[i].short_block, 0); /* the map is empty too */
 		vr__devs[i].reg = -1;
+		vr__devs[i].nouter = 0;
 		vr_gt_forget(&vr__devs[i]);
 	}
 }

@@ -15,6 +15,7 @@
 #define VR_CUDA_PROTOTYPES
 #define VR_NVML_PROTOTYPES
 #include "hook/hook.h"
+#include "hook/job.h"
 #include "hook/lookup.h"
 
 /* The wrapper of the hooked symbol whose real address is p, or NULL. */
@@ -111,9 +112,13 @@ void *vr_lookup_substitute(void *real, const char *name)
 	if (vr_in_hook)
 		return real;
 	vr_config_init();
+	int cu = name[0] == 'c' && name[1] == 'u';
+	if (!cu && strncmp(name, "nvml", 4) != 0)
+		return real; /* not the driver's: nothing to settle for it */
+	vr_job_resolve();
 	if (!vr_g.active)
 		return real;
-	if (name[0] == 'c' && name[1] == 'u') {
+	if (cu) {
 		if (vr_driver_init() != 0)
 			return foreign(real, name);
 		void *w = wrapper_for(real);

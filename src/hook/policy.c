@@ -51,7 +51,7 @@ static int nvml_knows(const char *uuid)
 static int hidden_gpu(const char *uuid)
 {
 	int known = 0;
-	if (!getenv("CUDA_VISIBLE_DEVICES") || vr_nvml_init() != 0 || !vr_real.nvmlInit_v2 ||
+	if (!secure_getenv("CUDA_VISIBLE_DEVICES") || vr_nvml_init() != 0 || !vr_real.nvmlInit_v2 ||
 	    !vr_real.nvmlDeviceGetHandleByUUID)
 		return 0;
 	VR_OWN(known = nvml_knows(uuid));
@@ -117,7 +117,7 @@ void vr_policy_check_devices(void)
 			       "(it has %d GPU%s%s); every device allocation is refused (fail "
 			       "closed)",
 			       it->dev, count, count == 1 ? "" : "s",
-			       getenv("CUDA_VISIBLE_DEVICES") ? " after CUDA_VISIBLE_DEVICES" : "");
+			       secure_getenv("CUDA_VISIBLE_DEVICES") ? " after CUDA_VISIBLE_DEVICES" : "");
 	}
 	atomic_store_explicit(&devices_checked, 1, memory_order_release);
 }
@@ -280,7 +280,7 @@ static void refused(struct vr_dev *d, uint64_t bytes, uint64_t asked, uint64_t i
 	vr_rec_denied(d, bytes, in_use);
 	if (vr_gt_refused(d))
 		vr_gt_say_denied(d, bytes);
-	else
+	else if (!vr_outer_say_refused(d, bytes, in_use))
 		say_denied(d, bytes, asked, in_use);
 }
 
@@ -401,10 +401,14 @@ void vr_policy_view(struct vr_dev *d, uint64_t *freep, uint64_t *totalp)
 		*freep = room;
 	if (*freep > *totalp)
 		*freep = *totalp;
+	if (d->nouter)
+		vr_outer_view(d, freep, totalp);
 }
 
 uint64_t vr_policy_total(struct vr_dev *d, uint64_t total)
 {
 	cap_sync(d);
-	return vr_dev_capped(d) && total > d->cap ? d->cap : total;
+	if (vr_dev_capped(d) && total > d->cap)
+		total = d->cap;
+	return d->nouter ? vr_outer_total(d, total) : total;
 }

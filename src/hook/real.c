@@ -12,6 +12,7 @@
 #define VR_NVML_PROTOTYPES
 #include "hook/atfork.h"
 #include "hook/dlreal.h"
+#include "hook/job.h"
 #include "hook/log.h"
 #include "hook/real.h"
 
@@ -163,14 +164,20 @@ static int load(const struct lib *l)
 	return s == 1 ? 0 : -1;
 }
 
+/* The first driver call: what this process's jobs say is settled first
+ * (job.h), so that a cap found without the environment holds from it on. */
 int vr_driver_init(void)
 {
+	if (VR_UNLIKELY(atomic_load_explicit(&vr_g.driver_state, memory_order_acquire) == 0))
+		vr_job_resolve();
 	return load(&driver_lib);
 }
 
 /* NVML, the same way, only when the program itself uses NVML. */
 int vr_nvml_init(void)
 {
+	if (VR_UNLIKELY(atomic_load_explicit(&vr_g.nvml_state, memory_order_acquire) == 0))
+		vr_job_resolve();
 	return load(&nvml_lib);
 }
 
