@@ -24,7 +24,8 @@ CLI_HELPER_BINS := $(CLI_HELPERS:%=$(O)/libexec/vramctl-%)
 
 CLI_SRCS := $(wildcard src/cli/*.c)
 CLI_MAIN_SRCS := $(filter-out $(foreach h,$(CLI_HELPERS),$(CLI_SRCS_$(h))),$(CLI_SRCS))
-CLI_LDLIBS := -ldl
+# The mark the injected library reads (self.c).
+CLI_LDLIBS := -ldl -Wl,--export-dynamic-symbol=vramctl_cli_v1
 # Libraries other modules add as prerequisites ($(CLI_PROGRAMS): $(MONITOR_LIB))
 # are linked as one group, so their order does not matter.
 CLI_PROGRAMS := $(VRAMCTL) $(CLI_HELPER_BINS)

@@ -28,6 +28,7 @@
 #include "cli/options.h"
 #include "cli/paths.h"
 #include "cli/run_enforce.h"
+#include "cli/run_job.h"
 #include "cli/site.h"
 #include "cli/spawn.h"
 #include "common/compiler.h"
@@ -45,6 +46,8 @@
  * vramctl itself, which then hands --report/--trace runs to that program. */
 #pragma weak rep_prepare
 #pragma weak rep_finish
+#pragma weak rep_escaped
+#pragma weak rep_reaped
 #include "report/report.h"
 
 static void run_usage(FILE *f)
@@ -470,7 +473,7 @@ static int join_group(struct run_req *r, const char *spec, const struct vr_launc
  * Returns the exit status.
  */
 static int run_command(const struct run_req *r, int argc, char **argv, const char *lib,
-                       const char *group, struct vr_launch_group *g)
+                       const char *group, struct vr_launch_group *g, struct run_job *job)
 {
 	const char *const *cmd = (const char *const *)(argv + r->cmd);
 	struct vr_contract c = {.limit = r->have_limit ? g->spec : NULL,
@@ -512,10 +515,18 @@ static int run_command(const struct run_req *r, int argc, char **argv, const cha
 	pid_t child;
 	int wstatus;
 	int rc = cli_spawn_wait(cmd, &child, &wstatus);
+	run_job_end(job); /* the watcher stops: its escapees are the report's */
 	/* A report or trace that could not be written is said (one line); the
 	 * exit status stays the command's (docs/report.md). */
-	if (rr)
+	if (rr) {
+		const struct cli_reaped *rp;
+		int nrp = cli_spawn_reaped(&rp);
+		for (int i = 0; i < nrp && rep_reaped; i++)
+			rep_reaped(rr, rp[i].pid, rp[i].status);
+		for (int i = 0; i < job->nescapees && rep_escaped; i++)
+			rep_escaped(rr, &job->escapees[i]);
 		rep_finish(rr, child, wstatus, rc, g->member);
+	}
 	return rc;
 }
 
@@ -584,13 +595,21 @@ int cmd_run(int argc, char **argv)
 	/* The guarantee is given (or refused) before the command starts,
 	 * and held by this launcher's lines while it runs. */
 	struct cli_admit adm = {.n = 0};
-	if (r.have_limit && join_group(&r, spec, devs, ndev, group, sizeof(group), &g) < 0)
+	static struct run_job job;
+	if (r.have_limit && join_group(&r, spec, devs, ndev, group, sizeof(group), &g) < 0) {
 		rc = VR_EXIT_ERROR;
-	else if (r.have_limit && r.have_guarantee &&
-	         cli_admit(&r.gua, &r.lim, devs, ndev, group, g.member, &adm) < 0)
+	} else if (r.have_limit && r.have_guarantee &&
+	           cli_admit(&r.gua, &r.lim, devs, ndev, group, g.member, &adm) < 0) {
 		rc = VR_EXIT_ERROR;
-	else
-		rc = run_command(&r, argc, argv, lib, group, &g);
+	} else {
+		/* The run is a job: found by its processes without their
+		 * environment, watched for those that leave the cap. */
+		run_job_begin(&job, g.member, NULL, group, g.spec, &r.lim,
+		              r.count ? r.count : getenv(VR_ENV_COUNT), devs, ndev,
+		              (r.enforce & VR_ENFORCE_DRIVER) ? drv.dir : NULL, r.exec_self);
+		rc = run_command(&r, argc, argv, lib, group, &g, &job);
+	}
+	run_job_end(&job);
 	cli_admit_release(&adm);
 	leave_group(&r, group, &g);
 	if (r.enforce & VR_ENFORCE_DRIVER)

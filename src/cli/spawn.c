@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,6 +29,23 @@ extern char **environ;
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
 static volatile sig_atomic_t child_pid;
+
+/* Orphans of the command's tree reaped while waiting for it. */
+#define ADOPTED_MAX 4096
+static struct cli_reaped reaped[ADOPTED_MAX];
+static int nreaped;
+
+static void adopted(pid_t pid, int status)
+{
+	if (nreaped < ADOPTED_MAX)
+		reaped[nreaped++] = (struct cli_reaped){pid, status};
+}
+
+int cli_spawn_reaped(const struct cli_reaped **out)
+{
+	*out = reaped;
+	return nreaped;
+}
 
 /* SIGXFSZ as the command gets it, when vramctl changed its own. */
 static struct sigaction child_xfsz;
@@ -183,9 +201,19 @@ int cli_spawn_wait(const char *const argv[], pid_t *child, int *wstatus)
 	*child = pid;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 
-	do
-		rc = waitpid(pid, &status, 0);
-	while (rc < 0 && errno == EINTR);
+	/* A subreaper (`vramctl run`: run_job.h) is the parent of its tree's
+	 * orphans too: each is reaped as it ends (a zombie left would hold its
+	 * PID until vramctl exits), its status kept for the report. */
+	int reaper = 0;
+	prctl(PR_GET_CHILD_SUBREAPER, &reaper);
+	for (;;) {
+		rc = waitpid(reaper ? -1 : pid, &status, 0);
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc < 0 || rc == pid)
+			break;
+		adopted(rc, status);
+	}
 	child_pid = 0;
 	for (size_t i = 0; i < VR_ARRAY_LEN(forwarded); i++)
 		sigaction(forwarded[i], &saved[i], NULL);

@@ -23,6 +23,15 @@ int cli_spawn(const char *const argv[]);
  * status). */
 int cli_spawn_wait(const char *const argv[], pid_t *child, int *wstatus);
 
+/* Orphans of the command's tree (vramctl a subreaper) that cli_spawn_wait
+ * reaped while it waited: their PIDs and wait statuses, for the report.
+ * Returns how many (the first 4,096). */
+struct cli_reaped {
+	pid_t pid;
+	int status;
+};
+int cli_spawn_reaped(const struct cli_reaped **out);
+
 /* The disposition of SIGXFSZ the command gets (vramctl's own at its start),
  * for a vramctl that ignores SIGXFSZ while it writes a report or trace: an
  * ignored signal stays ignored across exec, which the command must not

@@ -316,7 +316,8 @@ void draw(struct ui *u, const struct mon_model *m)
 		 * measures it, so the columns hold what is drawn. */
 		vr_text_escape(cells[C_USER], cl, (p->valid & MON_P_USER) ? p->user : "-");
 		snprintf(cells[C_CTR], cl, "%.12s", p->container_id[0] ? p->container_id : "-");
-		vr_text_escape(cells[C_GROUP], cl, capped ? p->group : "(uncapped)");
+		int escaped = !!(p->valid & MON_P_ESCAPED);
+		vr_text_escape(cells[C_GROUP], cl, capped || escaped ? p->group : "(uncapped)");
 		int oncard = !!(p->valid & MON_P_ON_CARD);
 		snprintf(cells[C_ALLOC], cl, "%s",
 		         capped && oncard ? vr_format_size(p->allocated, a, sizeof(a)) : "-");
@@ -345,6 +346,8 @@ void draw(struct ui *u, const struct mon_model *m)
 		char state[16] = "", counting[48] = "";
 		if (capped && p->state != MON_PROC_ALIVE)
 			snprintf(state, sizeof(state), "[%s] ", mon_state_name(p->state));
+		else if (escaped)
+			snprintf(state, sizeof(state), "[escaped] ");
 		/* Where its cap counts allocations only, ON CARD is not what the
 		 * cap counts: the row says so. */
 		if (capped && p->counting != VRAMCTL_COUNTING_CARD)

@@ -8,6 +8,7 @@
 
 #include "monitor/collect.h"
 #include "monitor/drvlimit.h"
+#include "monitor/escape.h"
 #include "common/siteconf.h"
 #include "monitor/guarantee.h"
 #include "monitor/merge.h"
@@ -43,6 +44,8 @@ int mon_collect_registry(const struct mon_sources *src, struct mon_model *m)
 	int rc = mon_merge_registry(m, snap_rc == 0 ? snap : NULL, snap_rc, src->proc_root);
 	if (snap)
 		vramctl_snapshot_free(snap);
+	if (rc == 0)
+		mon_escape_mark(m, src->proc_root, NULL); /* a job's processes outside its cap */
 	if (rc == 0)
 		rc = mon_guarantee_read(m, NULL); /* the device books (#26) */
 	if (rc < 0)

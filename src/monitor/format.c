@@ -139,6 +139,8 @@ static char *fmt_cap(uint64_t cap, char *buf, size_t len)
 
 static const char *proc_state_text(const struct mon_proc *p)
 {
+	if (p->valid & MON_P_ESCAPED)
+		return "escaped";
 	if (!(p->valid & MON_P_CAPPED))
 		return "uncapped";
 	return mon_state_name(p->state);
@@ -235,6 +237,7 @@ static void table_proc_row(struct grid *t, const struct mon_model *m, const stru
 {
 	char a[32], b[32], c[32], d[32], e[32], g[32], k[32], h[32], sp[32], drv[320];
 	int capped = !!(p->valid & MON_P_CAPPED);
+	int escaped = !!(p->valid & MON_P_ESCAPED);
 	int oncard = !!(p->valid & MON_P_ON_CARD);
 	char pid[16], nspid[16], denied[24], user[40];
 	char ctr[13]; /* the short container ID, as docker ps and crictl ps show it */
@@ -261,8 +264,8 @@ static void table_proc_row(struct grid *t, const struct mon_model *m, const stru
 		nvml = "-";
 	grid_row(t, pid, nspid,
 	         gpu_text(m, p->device, !!(p->valid & MON_P_DEVICE), "-", h, sizeof(h)),
-	         proc_state_text(p), capped ? p->group : "-",
-	         capped ? fmt_cap(p->cap, a, sizeof(a)) : "-",
+	         proc_state_text(p), capped || escaped ? p->group : "-",
+	         capped || escaped ? fmt_cap(p->cap, a, sizeof(a)) : "-",
 	         fmt_size_or(p->allocated, capped && oncard, b, sizeof(b)),
 	         fmt_size_or(p->on_card, oncard, k, sizeof(k)),
 	         fmt_size_or(p->card_overhead, capped && oncard, g, sizeof(g)),
@@ -394,7 +397,8 @@ enum proc_metric {
 	PM_CARD,
 	PM_OVERHEAD,
 	PM_DRV_LIMIT,
-	PM_DRV_USED
+	PM_DRV_USED,
+	PM_ESCAPED
 };
 
 static void prom_devices(FILE *f, const struct mon_model *m, enum dev_metric which,
@@ -466,7 +470,11 @@ static void prom_procs(FILE *f, const struct mon_model *m, enum proc_metric whic
 	for (int i = 0; i < m->nprocs; i++) {
 		const struct mon_proc *p = &m->procs[i];
 		uint64_t v;
-		if (which == PM_NVML || which >= PM_DRV_LIMIT) { /* capped or not */
+		if (which == PM_ESCAPED) { /* a job's process outside its cap */
+			if (!(p->valid & MON_P_ESCAPED))
+				continue;
+			v = (p->valid & MON_P_NVML_USED) ? p->nvml_used : 0;
+		} else if (which == PM_NVML || which >= PM_DRV_LIMIT) { /* capped or not */
 			if (!(p->valid & (which == PM_NVML ? MON_P_NVML_USED : MON_P_DRVLIMIT)))
 				continue;
 			v = which == PM_NVML        ? p->nvml_used
@@ -505,7 +513,7 @@ static void prom_procs(FILE *f, const struct mon_model *m, enum proc_metric whic
 		                        "uuid",
 		                        p->uuid,
 		                        "group",
-		                        (p->valid & MON_P_CAPPED) ? p->group : "",
+		                        (p->valid & (MON_P_CAPPED | MON_P_ESCAPED)) ? p->group : "",
 		                        "container_id",
 		                        p->container_id,
 		                        "pod_uid",
@@ -631,6 +639,9 @@ int mon_format_prom(FILE *f, const struct mon_model *m)
 	           "vramctl: its context, modules, local memory, driver use.");
 	prom_procs(f, m, PM_NVML, "vramctl_process_nvml_used_bytes", "gauge",
 	           "GPU memory of a process as NVML reports it (capped or not).");
+	prom_procs(f, m, PM_ESCAPED, "vramctl_process_escaped_bytes", "gauge",
+	           "GPU memory of a process of a capped job that runs outside the cap (state "
+	           "escaped), as NVML reports it; the group label is its job's.");
 	prom_procs(f, m, PM_DRV_LIMIT, "vramctl_process_driver_limit_bytes", "gauge",
 	           "The NVIDIA driver's hard memory limit over the process's cgroup.");
 	prom_procs(f, m, PM_DRV_USED, "vramctl_process_driver_used_bytes", "gauge",

@@ -106,9 +106,12 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 		jw_int(&w, "gpu_index", idx, idx >= 0);
 		jw_str(&w, "gpu_uuid", p->uuid[0] ? p->uuid : NULL);
 		jw_bool(&w, "capped", capped);
-		jw_str(&w, "state", capped ? mon_state_name(p->state) : "uncapped");
-		jw_str(&w, "group", capped ? p->group : NULL);
-		jw_u64(&w, "cap_bytes", p->cap, capped && p->cap != MON_NO_CAP);
+		/* A capped job's process outside its cap: its job's group. */
+		int escaped = !!(p->valid & MON_P_ESCAPED);
+		jw_str(&w, "state",
+		       capped ? mon_state_name(p->state) : escaped ? "escaped" : "uncapped");
+		jw_str(&w, "group", capped || escaped ? p->group : NULL);
+		jw_u64(&w, "cap_bytes", p->cap, (capped || escaped) && p->cap != MON_NO_CAP);
 		jw_u64(&w, "in_use_bytes", p->in_use, capped);
 		jw_u64(&w, "peak_bytes", p->peak, capped);
 		jw_u64(&w, "denied_count", p->denied_count, capped);

@@ -92,6 +92,10 @@ enum {
 	MON_P_ON_CARD = 1u << 8,   /* on_card and (capped) allocated, card_overhead set */
 	MON_P_IDENTITY = 1u << 9,  /* /proc/PID/cgroup or environ read (identity.c) */
 	MON_P_DRVLIMIT = 1u << 10, /* a driver limit holds it: the drv_ fields are set */
+	/* Not capped, but a capped job's record claims it (escape.h): it runs
+	 * outside its job's cap; group is the job's group, cap its cap on
+	 * this GPU (MON_NO_CAP when the group is not in the model). */
+	MON_P_ESCAPED = 1u << 11,
 };
 
 /* The NVIDIA driver's own memory limit over a process (R615, per cgroup),

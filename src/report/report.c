@@ -70,7 +70,15 @@ struct rep_run {
 	 * it on were made while it ran); changes_known 0: it could not be read. */
 	uint64_t changes_from;
 	int changes_known;
+	int nescaped;
+	struct rep_escapee escaped[REP_ESCAPED_MAX];
 };
+
+void rep_escaped(struct rep_run *r, const struct rep_escapee *e)
+{
+	if (r && r->nescaped < REP_ESCAPED_MAX)
+		r->escaped[r->nescaped++] = *e;
+}
 
 static uint64_t mono_ns(void)
 {
@@ -296,6 +304,11 @@ static void note_reaped(struct rep_run *r, pid_t pid, int status)
 	r->reaped[r->nreaped++] = (struct reaped){pid, status};
 }
 
+void rep_reaped(struct rep_run *r, pid_t pid, int status)
+{
+	note_reaped(r, pid, status);
+}
+
 int rep_finish(struct rep_run *r, pid_t child, int wstatus, int exit_rc, vr_member *reg)
 {
 	int rc = 0, st;
@@ -350,8 +363,12 @@ int rep_finish(struct rep_run *r, pid_t child, int wstatus, int exit_rc, vr_memb
 		collect_devices(r, reg, ds);
 		struct rep_symbols *sy = r->o.stacks ? rep_symbols_new() : NULL;
 		struct vr_cap_change ch[VR_CAP_CHANGES_KEPT];
-		struct rep_view v = {
-		    .command = r->command, .t0 = r->t0, .ms = r->ms, .started = child > 0};
+		struct rep_view v = {.command = r->command,
+		                     .t0 = r->t0,
+		                     .ms = r->ms,
+		                     .started = child > 0,
+		                     .nescaped = r->nescaped,
+		                     .escaped = r->escaped};
 		/* The launcher is still a member: the group's books say which
 		 * caps changed while the run ran. */
 		uint64_t total = 0;

@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include "registry/registry.h"
+#include "report/report_facts.h"
 
 struct rep_opts {
 	int report;              /* --report */
@@ -28,6 +29,15 @@ struct rep_opts {
 };
 
 struct rep_run;
+
+/* Before rep_finish: a process of the run that ended while vramctl waited
+ * for the command (an orphan it reaped): how it ended is in the report. */
+void rep_reaped(struct rep_run *r, pid_t pid, int status);
+
+#define REP_ESCAPED_MAX 64
+/* Before rep_finish: one such process, listed in the report (the first
+ * REP_ESCAPED_MAX). */
+void rep_escaped(struct rep_run *r, const struct rep_escapee *e);
 
 /* reg: the CLI's membership of the run's group (NULL: none), read for the
  * count of cap changes so far (those after it are the run's). Returns the

@@ -15,6 +15,18 @@
 #include "report/members.h"
 #include "report/symbols.h"
 
+/* A process of the run that ran outside the cap (`vramctl run`'s watcher:
+ * the library was not loaded in it), charged to the group while seen. */
+struct rep_escapee {
+	int32_t pid;
+	uint64_t start;    /* its start time (/proc/PID/stat field 22) */
+	char command[128]; /* its own text */
+	char why[160];
+	char uuid[48];
+	int gpu;       /* the run's index of the GPU, else NVML's */
+	uint64_t peak; /* the most the card held for it at once, as seen */
+};
+
 /* The run as the formatters see it (report.c fills it from its state). */
 struct rep_view {
 	const char *command;   /* the command line, words joined by spaces */
@@ -27,6 +39,9 @@ struct rep_view {
 	uint64_t changes_total;
 	int nchanges;
 	const struct vr_cap_change *changes;
+	/* Processes of the run that ran outside the cap (report.h). */
+	int nescaped;
+	const struct rep_escapee *escaped;
 };
 
 /* How a member ended. */

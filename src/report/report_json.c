@@ -92,6 +92,20 @@ json_object *rep_json_report(const struct rep_view *r, const struct devsum *ds, 
 	json_object_object_add(root, "devices", devs);
 	json_object_object_add(root, "cap_changes_total", ju(r->changes_total));
 	json_object_object_add(root, "cap_changes", changes_json(r, ds));
+	json_object *esc = json_object_new_array();
+	for (int i = 0; i < r->nescaped; i++) {
+		const struct rep_escapee *e = &r->escaped[i];
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "pid", json_object_new_int(e->pid));
+		json_object_object_add(o, "command", json_object_new_string(e->command));
+		json_object_object_add(o, "state", json_object_new_string("escaped"));
+		json_object_object_add(o, "gpu", json_object_new_int(e->gpu));
+		json_object_object_add(o, "uuid", json_object_new_string(e->uuid));
+		json_object_object_add(o, "peak_bytes", ju(e->peak));
+		json_object_object_add(o, "why", json_object_new_string(e->why));
+		json_object_array_add(esc, o);
+	}
+	json_object_object_add(root, "escaped", esc);
 	json_object *procs = json_object_new_array();
 	for (int i = 0; i < r->ms.n; i++) {
 		const struct rep_member *m = &r->ms.v[i];

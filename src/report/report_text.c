@@ -123,6 +123,22 @@ static void changes_section(FILE *f, const struct rep_view *r, const struct devs
 	}
 }
 
+/* The run's processes the cap did not hold (the library not loaded in
+ * them): charged to the group while the run watched them. */
+static void escaped_section(FILE *f, const struct rep_view *r)
+{
+	char a[32], cmd[4 * sizeof r->escaped[0].command + 1];
+	for (int i = 0; i < r->nescaped; i++) {
+		const struct rep_escapee *e = &r->escaped[i];
+		if (i == 0)
+			fprintf(f, "escaped: processes of the run outside the cap, counted against "
+			           "the group while they ran\n");
+		vr_text_escape(cmd, sizeof cmd, e->command[0] ? e->command : "?");
+		fprintf(f, "  process %d %s: peak %s on GPU %d (%s)\n", (int)e->pid, cmd,
+		        vr_format_size(e->peak, a, sizeof a), e->gpu, e->why);
+	}
+}
+
 void rep_text_report(const struct rep_view *r, FILE *f, const struct devsum *ds, int child_rc,
                      uint64_t t_end, struct rep_symbols *sy)
 {
@@ -157,6 +173,7 @@ void rep_text_report(const struct rep_view *r, FILE *f, const struct devsum *ds,
 			        vr_format_size(ds[d].spilled_peak, a, sizeof a));
 	}
 	changes_section(f, r, ds);
+	escaped_section(f, r);
 	for (int i = 0; i < r->ms.n; i++) {
 		const struct rep_member *m = &r->ms.v[i];
 		const struct vr_rec_hdr *h = m->h;
