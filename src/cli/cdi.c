@@ -13,7 +13,15 @@
  *   mounts  the library, read-only, at CONTAINER_LIB;
  *           a one-line ld.so.preload naming it, at /etc/ld.so.preload;
  *           the host's books directory, at the same path (so the host's
- *           `vramctl status` lists the container's processes).
+ *           `vramctl status` lists the container's processes);
+ *           the contract as a file (the env's VRAMCTL_* lines), read-only,
+ *           at VR_CONTRACT_FILE: a process whose environment lost the
+ *           contract (env -u VRAMCTL_LIMIT, env -i, an ssh session, podman
+ *           exec with a cleared environment) takes it from there, and one
+ *           whose environment asks for more is still held to it (hook/job.h).
+ *           Written under --contract-dir (default /etc/vramctl/cdi for
+ *           root, else $XDG_CONFIG_HOME/vramctl/cdi), never inside the
+ *           books directory, which the container may write.
  *
  * Preloading through /etc/ld.so.preload rather than LD_PRELOAD: a CDI env
  * edit replaces a variable the image sets, and ld.so loads both lists, so
@@ -78,6 +86,9 @@ static void cdi_usage(FILE *f)
 	           "  --books DIR       the host's books directory to share (default:\n"
 	           "                    $VRAMCTL_REGISTRY_DIR, else vramctl.conf's registry_dir,\n"
 	           "                    else /run/vramctl for root, else vramctl status's)\n"
+	           "  --contract-dir DIR  where the contract file the spec mounts at\n"
+	           "                    " VR_CONTRACT_FILE " is written (default: /etc/vramctl/cdi\n"
+	           "                    for root, else ~/.config/vramctl/cdi)\n"
 	           "  --enforce WHO     library (default: the injected library), driver (NVIDIA's\n"
 	           "                    own per-cgroup limit: NVIDIA_GPU_MEMORY_LIMIT, applied by\n"
 	           "                    NVIDIA's CDI hook; R615+, cgroup v2; one amount for all\n"
@@ -148,7 +159,7 @@ struct spec {
 	const char *version, *name;
 	char env[8][PATH_MAX + 64]; /* "NAME=value" */
 	int nenv;
-	struct mount mounts[3];
+	struct mount mounts[4];
 	int nmounts;
 };
 
@@ -345,7 +356,16 @@ static int check_output(const char *v)
 }
 
 /* generate's options; long-only ones take values from 256 up. */
-enum { OPT_GROWTH = 256, OPT_GROUP, OPT_NAME, OPT_FORMAT, OPT_BOOKS, OPT_GUARANTEE, OPT_ENFORCE };
+enum {
+	OPT_GROWTH = 256,
+	OPT_GROUP,
+	OPT_NAME,
+	OPT_FORMAT,
+	OPT_BOOKS,
+	OPT_GUARANTEE,
+	OPT_ENFORCE,
+	OPT_CONTRACTS
+};
 
 static const struct option generate_opts[] = {
     {"limit", required_argument, NULL, 'l'},
@@ -356,6 +376,7 @@ static const struct option generate_opts[] = {
     {"format", required_argument, NULL, OPT_FORMAT},
     {"output", required_argument, NULL, 'o'},
     {"books", required_argument, NULL, OPT_BOOKS},
+    {"contract-dir", required_argument, NULL, OPT_CONTRACTS},
     {"enforce", required_argument, NULL, OPT_ENFORCE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -536,6 +557,93 @@ static int driver_env(const struct vr_limits *lim, const struct vr_limits *gua, 
 	return 0;
 }
 
+/* The contract files' directory: opt, else $VRAMCTL_CDI_CONTRACTS (tests),
+ * else /etc/vramctl/cdi for root, else the user's configuration. */
+static int contracts_dir(const char *opt, char *out, size_t len)
+{
+	const char *test = secure_getenv("VRAMCTL_CDI_CONTRACTS");
+	const char *home = getenv("HOME"), *xdg = getenv("XDG_CONFIG_HOME");
+	int n;
+	if (opt)
+		n = snprintf(out, len, "%s", opt);
+	else if (test && *test)
+		n = snprintf(out, len, "%s", test);
+	else if (geteuid() == 0)
+		n = snprintf(out, len, "/etc/vramctl/cdi");
+	else if (xdg && xdg[0] == '/')
+		n = snprintf(out, len, "%s/vramctl/cdi", xdg);
+	else if (home && home[0] == '/')
+		n = snprintf(out, len, "%s/.config/vramctl/cdi", home);
+	else
+		n = -1;
+	if (n < 0 || (size_t)n >= len || out[0] != '/') {
+		fprintf(stderr, "vramctl: cdi: no directory for the contract file; give "
+		                "--contract-dir DIR (an absolute path)\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* mkdir -p, 0755. 0 or -1 (errno). */
+static int make_dirs(char *path)
+{
+	for (char *p = path + 1;; p++) {
+		if (*p != '/' && *p)
+			continue;
+		char c = *p;
+		*p = '\0';
+		int rc = mkdir(path, 0755) != 0 && errno != EEXIST ? -1 : 0;
+		*p = c;
+		if (rc || !c)
+			return rc;
+	}
+}
+
+/*
+ * The contract file the spec mounts at VR_CONTRACT_FILE: the spec's
+ * VRAMCTL_* variables, one NAME=value a line, written whole (a temporary
+ * file renamed over it), 0644, as <dir>/<device name>.contract. Its path
+ * into path. 0, or -1 after a message.
+ */
+static int write_contract(const char *opt, const char *name, const struct spec *s, char *path,
+                          size_t len)
+{
+	char dir[PATH_MAX], tmp[PATH_MAX + 16];
+	if (contracts_dir(opt, dir, sizeof dir) < 0)
+		return -1;
+	if (make_dirs(dir) != 0) {
+		fprintf(stderr, "vramctl: cdi: cannot make %s: %s\n", dir, strerror(errno));
+		return -1;
+	}
+	if (snprintf(path, len, "%s/%s.contract", dir, name) >= (int)len ||
+	    snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= (int)sizeof tmp) {
+		fprintf(stderr, "vramctl: cdi: %s: path too long\n", dir);
+		return -1;
+	}
+	int fd = mkstemp(tmp);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		fprintf(stderr, "vramctl: cdi: cannot write %s: %s\n", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	fprintf(f, "# vramctl's contract for the CDI device %s (vramctl-cdi(1)); the spec mounts "
+	           "it read-only at %s\n",
+	        name, VR_CONTRACT_FILE);
+	for (int i = 0; i < s->nenv; i++)
+		if (!strncmp(s->env[i], "VRAMCTL_", 8))
+			fprintf(f, "%s\n", s->env[i]);
+	int bad = fchmod(fd, 0644) != 0 || fflush(f) != 0 || fsync(fd) != 0;
+	bad |= fclose(f) != 0;
+	if (bad || rename(tmp, path) != 0) {
+		fprintf(stderr, "vramctl: cdi: cannot write %s: %s\n", path, strerror(errno));
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
 static int cdi_generate(int argc, char **argv)
 {
 	struct vr_limits lim, gua;
@@ -543,7 +651,7 @@ static int cdi_generate(int argc, char **argv)
 	char spec_text[4096] = "", name[NAME_MAX_LEN + 1], lib[PATH_MAX], preload[PATH_MAX + 16];
 	char books[PATH_MAX];
 	const char *group = NULL, *name_opt = NULL, *format = "json", *output = NULL;
-	const char *books_opt = NULL, *enforce_opt = "library";
+	const char *books_opt = NULL, *enforce_opt = "library", *contracts_opt = NULL;
 	int growth = 0;
 	enum vr_enforce enforce;
 
@@ -551,6 +659,7 @@ static int cdi_generate(int argc, char **argv)
 	    {OPT_GROUP, &group, check_group},    {OPT_NAME, &name_opt, check_name},
 	    {OPT_FORMAT, &format, check_format}, {'o', &output, check_output},
 	    {OPT_BOOKS, &books_opt, NULL},       {OPT_ENFORCE, &enforce_opt, check_enforce},
+	    {OPT_CONTRACTS, &contracts_opt, NULL},
 	};
 	const char *word = "";
 	int opt;
@@ -637,11 +746,14 @@ static int cdi_generate(int argc, char **argv)
 	    .growth = growth,
 	    .lib = CONTAINER_LIB,
 	};
-	char err[300];
+	char err[300], contract[PATH_MAX];
 	if (vr_contract_apply(&c, spec_env, &s, err, sizeof err) < 0) {
 		fprintf(stderr, "vramctl: %s\n", err);
 		return VR_EXIT_ERROR;
 	}
+	if (write_contract(contracts_opt, name, &s, contract, sizeof contract) < 0)
+		return VR_EXIT_ERROR;
+	s.mounts[s.nmounts++] = (struct mount){contract, VR_CONTRACT_FILE, "ro"};
 	return write_spec(&s, format, output);
 }
 

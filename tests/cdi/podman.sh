@@ -32,6 +32,10 @@
 #     lists both members, each with its container ID and the shared cap;
 #     `vramctl top` (in tmux, where installed) has a CONTAINER column with
 #     each member's short container ID.
+#  8. The contract file the device mounts (/etc/vramctl/contract): a
+#     process whose environment lost the contract, started with `podman
+#     exec` into the running container (env -u VRAMCTL_LIMIT, env -i), is
+#     held to the container's cap with the container's first process.
 #  7. The exporter's DaemonSet (deploy/vramctl-exporter.yaml) run with its
 #     own privileges, read from the manifest (python3-yaml), under podman:
 #     --pid host, no --ipc host, --cap-drop ALL plus the caps it adds,
@@ -91,6 +95,7 @@ copy "$VR_BUILD/sim/libnvidia-ml.so.1" /usr/lib/sim/libnvidia-ml.so.1
 copy "$LIB" /tmp/libvramctl-deps.so # its libraries only; the spec mounts the library
 copy "$VR_BUILD/tests/cli/regpoke" /bin/regpoke # c10: writes into the container's books
 copy "$(command -v sleep)" /bin/sleep            # c8, c9: the pod's infra container
+copy "$(command -v env)" /bin/env                # c11: a cleared environment
 copy "$V" /bin/vramctl                           # 7: the exporter's privileges
 mkdir -p "$R/bin/libexec"                         # where vramctl looks beside itself
 copy "$VR_BUILD/libexec/vramctl-export" /bin/libexec/vramctl-export
@@ -524,4 +529,26 @@ EOF
 fi
 stop c8
 stop c9
+
+# 8: the contract file. c11 holds 600 MiB of its 1 GiB; processes started
+# in it with podman exec, their environment cleared, ask 600 more.
+start c11 "${HOSTIPC[@]}" "${SIMLIB[@]}" --device "vramctl.io/gpu=$dev1" -- 600
+expect_out c11 "ready 1 1" "contract: the container's first process"
+podman exec "vrt-$id-c11" /bin/env -u VRAMCTL_LIMIT /bin/holder 600 </dev/null \
+	>"$TMPDIR/c11u.out" 2>"$TMPDIR/c11u.err"
+grep -q '^ready 0 ' "$TMPDIR/c11u.out" ||
+	fail "contract: env -u VRAMCTL_LIMIT in the container passed its cap: $(cat "$TMPDIR/c11u.out" "$TMPDIR/c11u.err")"
+grep -q 'VRAMCTL_LIMIT is not set (its environment was changed); capped as part of group pidns-' \
+	"$TMPDIR/c11u.err" || fail "contract: env -u VRAMCTL_LIMIT: not said: $(cat "$TMPDIR/c11u.err")"
+podman exec "vrt-$id-c11" /bin/env -i LD_LIBRARY_PATH=/usr/lib/sim VRAMSIM_STATE_DIR="$VRAMSIM_STATE_DIR" \
+	VRAMSIM_DEVICES="$VRAMSIM_DEVICES" VRAMSIM_UUIDS="$VRAMSIM_UUIDS" /bin/holder 600 </dev/null \
+	>"$TMPDIR/c11i.out" 2>"$TMPDIR/c11i.err"
+grep -q '^ready 0 ' "$TMPDIR/c11i.out" ||
+	fail "contract: podman exec env -i passed the container's cap: $(cat "$TMPDIR/c11i.out" "$TMPDIR/c11i.err")"
+podman exec "vrt-$id-c11" /bin/env -i LD_LIBRARY_PATH=/usr/lib/sim VRAMSIM_STATE_DIR="$VRAMSIM_STATE_DIR" \
+	VRAMSIM_DEVICES="$VRAMSIM_DEVICES" VRAMSIM_UUIDS="$VRAMSIM_UUIDS" /bin/holder 300 </dev/null \
+	>"$TMPDIR/c11s.out" 2>"$TMPDIR/c11s.err"
+grep -q '^ready 1 ' "$TMPDIR/c11s.out" ||
+	fail "contract: 300 MiB inside the container's room refused: $(cat "$TMPDIR/c11s.out" "$TMPDIR/c11s.err")"
+stop c11
 finish
