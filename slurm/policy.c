@@ -105,8 +105,13 @@ int vr_slurm_parse_args(int argc, char *const argv[], struct vr_slurm_conf *conf
 				return -EINVAL;
 			}
 		} else if ((klen == 11 && !strncmp(a, "cgroup_root", 11)) ||
-		           (klen == 4 && !strncmp(a, "nvml", 4))) {
-			char *dst = klen == 4 ? c.nvml : c.cgroup_root;
+		           (klen == 4 && !strncmp(a, "nvml", 4)) ||
+		           (klen == 7 && !strncmp(a, "watcher", 7))) {
+			char *dst = klen == 4 ? c.nvml : klen == 7 ? c.watcher : c.cgroup_root;
+			if (klen == 7 && !strcmp(v, "none")) {
+				snprintf(c.watcher, sizeof(c.watcher), "none");
+				continue;
+			}
 			if (v[0] != '/' || vr_text_copy(dst, VR_SLURM_TEXT_MAX, v)) {
 				vr_seterr(err, errlen, "%.*s=%s: need an absolute path", (int)klen,
 				          a, v);
@@ -117,11 +122,16 @@ int vr_slurm_parse_args(int argc, char *const argv[], struct vr_slurm_conf *conf
 			    err, errlen,
 			    "unknown argument '%s' (known: lib, default, bytes_per_shard, "
 			    "allow_optout, allow_spill, allow_guarantee, registry_dir, enforce, "
-			    "cgroup_root, nvml)",
+			    "cgroup_root, nvml, watcher)",
 			    a);
 			return -EINVAL;
 		}
 	}
+	/* The vramctl program of the prefix the library is under
+	 * (/usr/lib/<triplet>/vramctl/libvramctl.so: /usr/bin/vramctl). */
+	const char *lib = strstr(c.lib, "/lib/");
+	if (!c.watcher[0] && lib)
+		snprintf(c.watcher, sizeof(c.watcher), "%.*s/bin/vramctl", (int)(lib - c.lib), c.lib);
 	*conf = c;
 	return 0;
 }

@@ -33,6 +33,10 @@ struct vr_slurm_conf {
 	enum vr_enforce enforce;              /* enforce=library|driver|both (library) */
 	char cgroup_root[VR_SLURM_TEXT_MAX];  /* cgroup_root=DIR (/sys/fs/cgroup) */
 	char nvml[VR_SLURM_TEXT_MAX]; /* nvml=PATH of libnvidia-ml.so.1 ("": the loader's) */
+	/* watcher=PATH of the vramctl program whose `watch` counts a capped
+	 * step's processes outside the cap (jobs.h); "none": not started.
+	 * Default: the bin/vramctl of the prefix lib= is under. */
+	char watcher[VR_SLURM_TEXT_MAX];
 };
 
 /*

@@ -32,6 +32,7 @@
 #include "launch/launch.h"
 #include "registry/registry.h"
 #include "slurm/drvlimit.h"
+#include "slurm/jobs.h"
 #include "slurm/policy.h"
 
 /* The symbols Slurm's plugin loader looks for; everything else is hidden. */
@@ -342,6 +343,25 @@ static int undo_contract(spank_t sp)
 }
 
 /*
+ * A step without the job's option (srun --export=NONE inside a capped batch
+ * job drops it): the job's cap on this node, from its records (jobs.h).
+ */
+static void job_cap(spank_t sp, uid_t uid, struct vr_slurm_decision *d)
+{
+	char group[VR_GROUP_NAME_MAX + 1], dir[VR_SLURM_TEXT_MAX], spec[VR_SLURM_TEXT_MAX];
+
+	if (d->capped || d->optout || names_for(sp, uid, group, sizeof(group), dir, sizeof(dir)) ||
+	    !vr_slurm_jobs_cap(dir, group, spec, sizeof(spec)))
+		return;
+	d->capped = 1;
+	d->source = "job";
+	snprintf(d->spec, sizeof(d->spec), "%s", spec);
+	snprintf(d->note, sizeof(d->note),
+	         "vramctl: this step asked for no cap: the job's on this node applies (%.900s)",
+	         spec);
+}
+
+/*
  * Per task, as root, before privileges are dropped: the job's registry
  * directory is made the user's own (0700), whatever another local user put
  * at that path first (/tmp/vramctl-<uid> can be created by anyone): no one
@@ -357,6 +377,8 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 	if (load_conf(ac, av))
 		return -1;
 	vr_slurm_decide(&conf, user_value, is_gpu_step(sp), shards_on_node(sp), &d);
+	if (spank_get_item(sp, S_JOB_UID, &uid) == ESPANK_SUCCESS)
+		job_cap(sp, uid, &d);
 	if (d.optout || !d.capped || geteuid() != 0)
 		return 0;
 	/* The driver's limit first: a task may move into the step's cgroup.
@@ -375,7 +397,34 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 		return 0; /* task_init says it */
 	if (vr_prepare_user_dir(dir, uid, gid, err, sizeof(err)) < 0)
 		slurm_error("vramctl: %s", err);
+	/* The job is found without the environment (jobs.h): a task that
+	 * clears it stays capped where the node preloads the library. */
+	if (vr_slurm_jobs_publish(dir, group, uid, d.spec, err, sizeof(err)) < 0)
+		slurm_error("vramctl: cannot record the job on this node (%s): a task that clears "
+		            "its environment is not found by the library",
+		            err);
 	return 0;
+}
+
+/*
+ * The first task of the step on this node starts the watcher of the step's
+ * processes outside the cap (jobs.h), its messages on the task's standard
+ * error. Without it (watcher=none, no program there) those processes are
+ * listed by `vramctl status`, not counted.
+ */
+static void start_watcher(spank_t sp, const char *dir, const char *group, const char *spec)
+{
+	uint32_t taskid = 1;
+	char **env = NULL, err[512];
+
+	if (!conf.watcher[0] || !strcmp(conf.watcher, "none") ||
+	    spank_get_item(sp, S_TASK_ID, &taskid) != ESPANK_SUCCESS || taskid != 0 ||
+	    spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS)
+		return;
+	if (vr_slurm_watch(conf.watcher, dir, group, spec, env, err, sizeof(err)) < 0)
+		slurm_spank_log("vramctl: the watcher of processes outside the cap did not start "
+		                "(%s): they are listed by vramctl status, not counted",
+		                err);
 }
 
 /*
@@ -393,6 +442,8 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 	if (load_conf(ac, av))
 		return -1;
 	vr_slurm_decide(&conf, user_value, is_gpu_step(sp), shards_on_node(sp), &d);
+	if (spank_get_item(sp, S_JOB_UID, &uid) == ESPANK_SUCCESS)
+		job_cap(sp, uid, &d);
 	if (d.note[0])
 		slurm_spank_log("%s", d.note);
 	if (d.optout)
@@ -406,8 +457,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 		                driver_msg[0] ? driver_msg : "not root");
 	if (conf.enforce == VR_ENFORCE_DRIVER && driver_holds)
 		return 0;
-	if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
-	    names_for(sp, uid, group, sizeof(group), dir, sizeof(dir))) {
+	if (names_for(sp, uid, group, sizeof(group), dir, sizeof(dir))) {
 		slurm_error("vramctl: cannot name this job's group");
 		return -1;
 	}
@@ -440,6 +490,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 		slurm_error("vramctl: %s: not capping", err);
 		return -1;
 	}
+	start_watcher(sp, dir, group, d.spec);
 	return 0;
 }
 
@@ -462,6 +513,8 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 	    spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS ||
 	    names_for(sp, uid, group, sizeof(group), dir, sizeof(dir)))
 		return 0;
+	if (euid == 0)
+		vr_slurm_jobs_withdraw(dir, group); /* its records on this node */
 	if (euid == 0 && uid != 0) {
 		if (setegid(gid) || seteuid(uid)) {
 			slurm_error("vramctl: epilog: cannot act as uid %lu: %s",
@@ -484,10 +537,13 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 
 int slurm_spank_exit(spank_t sp, int ac, char **av)
 {
-	/* slurmstepd, as the step ends: the driver's limits cleared. */
+	/* slurmstepd, as the step ends: the driver's limits cleared, the
+	 * step's record gone (jobs.h). */
 	if (spank_remote(sp) && geteuid() == 0 && !load_conf(ac, av) &&
 	    (conf.enforce & VR_ENFORCE_DRIVER))
 		vr_slurm_driver_clear(sp, &conf);
+	if (spank_remote(sp) && geteuid() == 0)
+		vr_slurm_jobs_step_end();
 	free(user_value);
 	user_value = NULL;
 	free(user_spill);

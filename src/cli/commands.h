@@ -19,5 +19,6 @@ int cmd_completion(int argc, char **argv); /* completion.c */
 int cmd_plot(int argc, char **argv);       /* plot.c */
 int cmd_limit(int argc, char **argv);      /* limit.c */
 int cmd_preload(int argc, char **argv);    /* preload.c */
+int cmd_watch(int argc, char **argv);      /* watch.c */
 
 #endif /* VRAMCTL_CLI_COMMANDS_H */

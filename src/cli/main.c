@@ -21,6 +21,7 @@ static const struct {
     {"demo", cmd_demo, "show what a cap does, on the simulated GPU"},
     {"limit", cmd_limit, "change the cap of a running group or process"},
     {"preload", cmd_preload, "the machine's /etc/ld.so.preload entry for the library (root)"},
+    {"watch", cmd_watch, "count a job's processes outside its cap against it (launchers)"},
     {"status", cmd_status, "show every GPU and process against its cap"},
     {"top", NULL, "live terminal view of GPU memory and caps"},
     {"export", NULL, "serve Prometheus metrics over HTTP"},

@@ -523,8 +523,8 @@ static int run_command(const struct run_req *r, int argc, char **argv, const cha
 		int nrp = cli_spawn_reaped(&rp);
 		for (int i = 0; i < nrp && rep_reaped; i++)
 			rep_reaped(rr, rp[i].pid, rp[i].status);
-		for (int i = 0; i < job->nescapees && rep_escaped; i++)
-			rep_escaped(rr, &job->escapees[i]);
+		for (int i = 0; i < job->watch.nescapees && rep_escaped; i++)
+			rep_escaped(rr, &job->watch.escapees[i]);
 		rep_finish(rr, child, wstatus, rc, g->member);
 	}
 	return rc;

@@ -10,55 +10,28 @@
  *                library finds them without the environment;
  *   the reaper   vramctl is the subreaper of its tree, so double-forked
  *                daemons stay in it while the run lasts;
- *   the watcher  a thread that, every half second, lists the processes NVML
- *                sees on each GPU: one of the job's that is not a member of
- *                its group (the library is not loaded: a static binary,
- *                LD_PRELOAD removed without the machine's preload) is an
- *                escapee; what the card holds for it is charged to the
- *                group (the launcher's overhead charge: registry.h), so the
- *                members are refused past the cap, and it is said once.
+ *   the watcher  a thread that charges the job's processes outside the cap
+ *                to its group and says each once (escapees.h).
  */
 #ifndef VRAMCTL_CLI_RUN_JOB_H
 #define VRAMCTL_CLI_RUN_JOB_H
 
 #include <limits.h>
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdint.h>
 
+#include "cli/escapees.h"
 #include "common/size.h"
 #include "launch/launch.h"
 #include "registry/jobs.h"
 #include "registry/registry.h"
-#include "report/report.h"
-
-#define RUN_ESCAPEES REP_ESCAPED_MAX /* escapees remembered for the report */
 
 struct run_job {
-	struct vr_job tree, cg;          /* what was published (kind 0: nothing) */
+	struct vr_job tree, cg;           /* what was published (kind 0: nothing) */
 	char tree_path[VR_JOB_TEXT + 64]; /* the records ("": none) */
 	char cg_path[VR_JOB_TEXT + 64];
 	char cg_dir[PATH_MAX];  /* the run's own cgroup ("": none, or --enforce's) */
 	char cg_full[PATH_MAX]; /* the recorded cgroup's directory (own or --enforce's) */
-	char home[PATH_MAX];   /* the cgroup vramctl came from */
-	/* The watcher. */
-	vr_member *member;
-	const struct vr_limits *lim;
-	const struct vr_launch_dev *devs;
-	int ndev;
-	const char *group;
-	struct mon_nvml *nv;
-	pthread_t thread;
-	int running;
-	int wake[2]; /* a pipe: written to stop it */
-	struct {
-		unsigned char uuid[VR_UUID_LEN];
-		uint64_t bytes;
-	} charged[VR_MAX_DEVICES]; /* what the group is charged now, per GPU */
-	int ncharged;
-	pthread_mutex_t lock;
-	int nescapees;
-	struct rep_escapee escapees[RUN_ESCAPEES];
+	char home[PATH_MAX];    /* the cgroup vramctl came from */
+	struct cli_watch watch; /* its escapees stay readable after run_job_end */
 };
 
 /*

@@ -248,9 +248,16 @@ static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t asked, u
 		snprintf(name, sizeof name, "%.*s", (int)(wl ? (wl > 20 ? 20 : wl) : 1),
 		         wl ? w : "?");
 		vr_text_escape(shown, sizeof shown, name);
-		int k = snprintf(others + used, sizeof others - used, "%s%s (pid %d) %s",
-		                 i ? ", " : "; largest others: ", shown, h[i].pid,
-		                 vr_format_size_digits(h[i].bytes, dg, sz, sizeof sz));
+		/* A watcher's charge: the job's processes outside the cap. */
+		int k = h[i].outside
+		            ? snprintf(others + used, sizeof others - used,
+		                       "%sprocesses of the job outside the cap (vramctl status lists "
+		                       "them) %s",
+		                       i ? ", " : "; largest others: ",
+		                       vr_format_size_digits(h[i].bytes, dg, sz, sizeof sz))
+		            : snprintf(others + used, sizeof others - used, "%s%s (pid %d) %s",
+		                       i ? ", " : "; largest others: ", shown, h[i].pid,
+		                       vr_format_size_digits(h[i].bytes, dg, sz, sizeof sz));
 		if (k < 0)
 			break;
 		used += (size_t)k;

@@ -409,32 +409,6 @@ static int add(struct vr_job *out, int n, int got, const struct vr_job *j)
 	return got;
 }
 
-/* Tree records along pid's chain of ancestors. */
-static int tree_jobs(int dfd, const char *dir, const char *proc, pid_t pid, struct vr_job *out,
-                     int n, int got)
-{
-	struct vr_job j;
-	for (int depth = 0; depth < CHAIN_MAX && pid > 0 && got < n; depth++) {
-		pid_t ppid;
-		uint64_t start;
-		char name[96];
-		uid_t owner;
-		struct vr_proc_status ps;
-		if (vr_proc_parent(proc, pid, &ppid, &start) != 0)
-			break;
-		if (tree_name(pid, start, name, sizeof name) == 0 &&
-		    read_record(dfd, dir, name, &j, &owner) == 0 && j.kind == VR_JOB_TREE &&
-		    j.root_pid == pid && j.root_start == start &&
-		    (owner == 0 || (owner == j.uid && vr_proc_status(proc, pid, &ps) == 0 &&
-		                    (ps.have & VR_PROC_UID) && ps.uid == owner)))
-			got = add(out, n, got, &j);
-		if (ppid == pid)
-			break;
-		pid = ppid;
-	}
-	return got;
-}
-
 /* Where the cgroup v2 hierarchy is mounted (given, else found). */
 static const char *v2_root(const char *given)
 {
@@ -454,6 +428,43 @@ static uid_t cgroup_owner(const char *v2, const char *hier, const char *path)
 	return stat(p, &st) == 0 && S_ISDIR(st.st_mode) ? st.st_uid : (uid_t)-1;
 }
 
+/* Is the record j, in a file owned by owner, to be believed? */
+static int believed(const struct vr_job *j, uid_t owner, const char *proc, const char *v2)
+{
+	struct vr_proc_status ps;
+	if (owner == 0)
+		return 1;
+	if (owner != j->uid)
+		return 0;
+	if (j->kind == VR_JOB_TREE)
+		return vr_proc_status(proc, j->root_pid, &ps) == 0 && (ps.have & VR_PROC_UID) &&
+		       ps.uid == owner;
+	return cgroup_owner(v2, j->hier, j->cgroup) == owner;
+}
+
+/* Tree records along pid's chain of ancestors. */
+static int tree_jobs(int dfd, const char *dir, const char *proc, pid_t pid, struct vr_job *out,
+                     int n, int got)
+{
+	struct vr_job j;
+	for (int depth = 0; depth < CHAIN_MAX && pid > 0 && got < n; depth++) {
+		pid_t ppid;
+		uint64_t start;
+		char name[96];
+		uid_t owner;
+		if (vr_proc_parent(proc, pid, &ppid, &start) != 0)
+			break;
+		if (tree_name(pid, start, name, sizeof name) == 0 &&
+		    read_record(dfd, dir, name, &j, &owner) == 0 && j.kind == VR_JOB_TREE &&
+		    j.root_pid == pid && j.root_start == start && believed(&j, owner, proc, NULL))
+			got = add(out, n, got, &j);
+		if (ppid == pid)
+			break;
+		pid = ppid;
+	}
+	return got;
+}
+
 /* Cgroup records of one hierarchy's path and its ancestors (not "/"). */
 static int cgroup_path_jobs(int dfd, const char *dir, const char *v2, const char *hier,
                             char *path, struct vr_job *out, int n, int got)
@@ -464,8 +475,7 @@ static int cgroup_path_jobs(int dfd, const char *dir, const char *v2, const char
 		uid_t owner;
 		if (cgroup_name(hier, path, name, sizeof name) == 0 &&
 		    read_record(dfd, dir, name, &j, &owner) == 0 && j.kind == VR_JOB_CGROUP &&
-		    !strcmp(j.hier, hier) && !strcmp(j.cgroup, path) &&
-		    (owner == 0 || (owner == j.uid && cgroup_owner(v2, hier, path) == owner)))
+		    !strcmp(j.hier, hier) && !strcmp(j.cgroup, path) && believed(&j, owner, NULL, v2))
 			got = add(out, n, got, &j);
 		char *slash = strrchr(path, '/');
 		if (slash == path)
@@ -542,6 +552,67 @@ int vr_job_holds(const struct vr_job *j, const char *proc_root, pid_t pid)
 		pid = ppid;
 	}
 	return 0;
+}
+
+/* Calls visit for every record of the group in the jobs directory (at most
+ * SWEEP_MAX looked at), until it returns non-zero; returns that, or 0. */
+static int each_of_group(const char *dir, const char *gdir, const char *group,
+                         int (*visit)(int dfd, const char *name, struct vr_job *j, void *ctx),
+                         void *ctx)
+{
+	dir = vr_jobs_dir(dir);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd = dfd >= 0 ? dup(dfd) : -1;
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	int rc = 0;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		if (dfd >= 0)
+			close(dfd);
+		return 0;
+	}
+	struct dirent *e;
+	struct vr_job j;
+	uid_t owner;
+	for (int seen = 0; !rc && seen < SWEEP_MAX && (e = readdir(d)) != NULL; seen++) {
+		size_t n = strlen(e->d_name);
+		if (n < 5 || strcmp(e->d_name + n - 4, ".job") != 0 ||
+		    read_record(dfd, dir, e->d_name, &j, &owner) != 0 || strcmp(j.group, group) != 0 ||
+		    strcmp(j.dir, gdir) != 0 || !believed(&j, owner, NULL, v2_root(NULL)))
+			continue;
+		rc = visit(dfd, e->d_name, &j, ctx);
+	}
+	closedir(d);
+	close(dfd);
+	return rc;
+}
+
+static int take_first(int dfd, const char *name, struct vr_job *j, void *ctx)
+{
+	(void)dfd;
+	(void)name;
+	*(struct vr_job *)ctx = *j;
+	return 1;
+}
+
+int vr_jobs_of_group(const char *dir, const char *gdir, const char *group, struct vr_job *out)
+{
+	return each_of_group(dir, gdir, group, take_first, out);
+}
+
+static int remove_one(int dfd, const char *name, struct vr_job *j, void *ctx)
+{
+	(void)j;
+	if (unlinkat(dfd, name, 0) == 0)
+		(*(int *)ctx)++;
+	return 0;
+}
+
+int vr_jobs_withdraw_group(const char *dir, const char *gdir, const char *group)
+{
+	int n = 0;
+	each_of_group(dir, gdir, group, remove_one, &n);
+	return n;
 }
 
 int vr_jobs_of(const char *dir, const char *proc_root, const char *cgroup_root, pid_t pid,

@@ -105,6 +105,18 @@ int vr_job_withdraw(const char *path);
 int vr_jobs_of(const char *dir, const char *proc_root, const char *cgroup_root, pid_t pid,
                struct vr_job *out, int n);
 
+/*
+ * A record of the group gdir/group in the jobs directory, believed as
+ * vr_jobs_of believes one (its file root's, or its writer's proof), into
+ * *out: 1, or 0 when there is none (a launcher asks whether a job has a cap
+ * on this node: a Slurm step started without the job's option).
+ */
+int vr_jobs_of_group(const char *dir, const char *gdir, const char *group, struct vr_job *out);
+
+/* Removes every record of the group gdir/group the caller may remove (the
+ * Slurm epilog, as root). Returns how many. */
+int vr_jobs_withdraw_group(const char *dir, const char *gdir, const char *group);
+
 /* 1 when process pid is in job j: one of its ancestors (or itself) is j's
  * root (PID and start time), or its cgroup in j's hierarchy is j's or
  * below it; 0 when not or when it cannot be read. proc_root as above. */

@@ -267,6 +267,9 @@ struct vr_holder {
 	int32_t pid; /* as the member saw itself */
 	uint64_t bytes;
 	char command[128];
+	/* 1: a launcher's charge for the job's processes that run outside the
+	 * cap (the watcher: cli/escapees.h), not a member's holding. */
+	int outside;
 };
 /* This member's in-use on dev (*self), the group's peak on it (*peak) and
  * the n largest other members' holdings (largest first). Returns how many

@@ -158,6 +158,7 @@ int vr_holders(vr_member *m, int dev, uint64_t *self, uint64_t *peak, struct vr_
 			if (at < n) {
 				out[at].pid = s->pid;
 				out[at].bytes = b;
+				out[at].outside = !!(s->flags & VR_SLOT_F_LAUNCHER);
 				memcpy(out[at].command, s->command, sizeof out[at].command - 1);
 				out[at].command[sizeof out[at].command - 1] = '\0';
 			}

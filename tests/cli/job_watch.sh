@@ -59,6 +59,8 @@ grep -E "^vramctl_process_escaped_bytes\{pid=\"$epid\".*group=\"esc\"" status.pr
 echo go >go
 until_grep ready member1.out || fail "the member never answered"
 grep -q '^ready 0 ' member1.out || fail "a member was granted 100 MiB while the escapee holds 2000: $(cat member1.out member1.err)"
+expect_grep "processes of the job outside the cap (vramctl status lists them)" member1.err \
+	"the member's denial names what holds the room"
 # Gone, its charge is given back (within the watcher's next look).
 for ((i = 0; i < 100; i++)); do
 	"$V" status --format json | grep -q '"state":"escaped"' || break

@@ -38,6 +38,10 @@ done
 id -u "$TEST_USER" >/dev/null 2>&1 ||
 	skip "slurm: no user '$TEST_USER' for the non-root part (scripts/install-deps creates it)"
 TEST_UID=$(id -u "$TEST_USER")
+# The whole cluster in a private mount namespace (its own /etc copy, jobs
+# directory and /dev/shm): the machine's preload can be switched on for its
+# jobs alone (tests/machine_ns.bash).
+. "$VR_SRC/tests/machine_ns.bash"
 
 # A directory every job user can read: the daemons' files, the binaries the
 # jobs run (copied, so the user needs no access to the build tree), shared
@@ -56,13 +60,14 @@ cp "$PLUGIN_SRC" "$VS/bin/vramctl_spank.so"
 cp "$LIB" "$VS/bin/libvramctl.so"
 cp -P "$SIMDIR"/lib* "$VS/bin/sim/"
 cp "$GPUINFO" "$VS/bin/gpuinfo"
+cp "$VR_BUILD/vramctl" "$VS/bin/vramctl" # the watcher (watcher=)
 chmod -R a+rX "$VS/bin"
 chmod 1777 "$VS/reg" # like /tmp: each user's registry directory is made on first use
 VS_PLUGIN=$VS/bin/vramctl_spank.so
 LIBV=$VS/bin/libvramctl.so
 G=$VS/bin/gpuinfo
 GIB=1073741824
-ARGS_BASE="lib=$LIBV registry_dir=$VS/reg/%u bytes_per_shard=512M"
+ARGS_BASE="lib=$LIBV registry_dir=$VS/reg/%u bytes_per_shard=512M watcher=$VS/bin/vramctl"
 
 vs_reconfigure "$ARGS_BASE allow_optout=yes"
 vs_start
@@ -266,6 +271,43 @@ printf '%s\n' "$OUT" | grep -q "unknown argument 'colour=blue'" || fail "no clea
 vs_reconfigure "$ARGS_BASE allow_optout=yes"
 run srun "$G"
 [ "$RC" = 0 ] || fail "the node did not recover from a bad plugin argument: $OUT"
+
+# --- the cap follows the job, not the environment (issue #34) -------------
+# Steps of a capped batch job that lost its option: srun run with its
+# environment cleared (the option rides in it) takes the job's cap on the
+# node; srun --export=NONE (the tasks' environment cleared) is capped too.
+run sbatch --wait --gpu-mem=1G -o "$VS/export.out" --wrap "env -i PATH=\$PATH \
+	SLURM_CONF=\$SLURM_CONF SLURM_JOB_ID=\$SLURM_JOB_ID LD_LIBRARY_PATH=\$LD_LIBRARY_PATH \
+	VRAMSIM_DEVICES=8G VRAMSIM_STATE_DIR=\$VRAMSIM_STATE_DIR srun $G
+	srun --export=NONE /usr/bin/printenv VRAMCTL_LIMIT"
+OUT=$(cat "$VS/export.out")
+printf '%s\n' "$OUT" | sed "s|$VS/bin/||g; s|$VS|\$VS|g" >>"$VS/session.txt"
+expect_total $GIB 0 "env -i srun inside sbatch --gpu-mem=1G"
+printf '%s\n' "$OUT" | grep -q "this step asked for no cap: the job's on this node applies" ||
+	fail "a step without the option: the job's cap was not said: $OUT"
+printf '%s\n' "$OUT" | grep -qx "1G" || fail "srun --export=NONE inside a capped job: not capped: $OUT"
+
+# Without the machine's preload: a task that clears LD_PRELOAD runs
+# outside the cap. The step's watcher says it and charges it to the job's
+# group: a capped process of the job is refused (within a few looks).
+mkdir "$VS/barrier5" "$VS/barrier5x"
+run srun --gpu-mem=1G bash -c "env -u LD_PRELOAD $G hold 900 $VS/barrier5 2 &
+	for i in \$(seq 100); do
+		$G hold 300 $VS/barrier5x 0 | grep -q alloc=denied && break; sleep 0.1
+	done
+	echo member-refused-after=\$i; touch $VS/barrier5/done; wait"
+printf '%s\n' "$OUT" | grep -q "runs outside the cap (LD_PRELOAD removed): .* on GPU 0, counted against group slurm-" ||
+	fail "unset LD_PRELOAD without the preload: the watcher did not say it: $OUT"
+case $OUT in *member-refused-after=100*) fail "the escapee was never counted against the job: $OUT" ;; esac
+
+# With the machine's preload (this namespace's /etc/ld.so.preload): a task
+# that clears LD_PRELOAD and the contract stays capped (the job's record).
+"$VR_BUILD/vramctl" preload enable --library "$LIBV" >/dev/null || fail "vramctl preload enable"
+run srun --gpu-mem=1G bash -c "unset LD_PRELOAD VRAMCTL_LIMIT VRAMCTL_GROUP VRAMCTL_REGISTRY_DIR; $G"
+expect_total $GIB 0 "srun --gpu-mem=1G, the task's environment cleared, with the preload"
+printf '%s\n' "$OUT" | grep -q "VRAMCTL_LIMIT is not set (its environment was changed); capped as part of group slurm-" ||
+	fail "the cleared task did not say why it is capped: $OUT"
+"$VR_BUILD/vramctl" preload disable >/dev/null || fail "vramctl preload disable"
 
 # --- the same as a user ----------------------------------------------------
 # Another local user took the user's registry path first (anyone can make a
