@@ -311,6 +311,14 @@ static void check_under_cap(void)
 	}
 }
 
+int vr_config_foreign(void)
+{
+	/* Are we the acting copy? Ask the loader for the first marker. And
+	 * vramctl's own programs (src/cli/self.c) show the card, never a cap. */
+	const char *first = vr_dlsym_real(RTLD_DEFAULT, "vramctl_instance_v1");
+	return (first && first != marker) || vr_dlsym_real(RTLD_DEFAULT, "vramctl_cli_v1");
+}
+
 void vr_config_settle(void)
 {
 	if (vr_g.settled)
@@ -320,10 +328,7 @@ void vr_config_settle(void)
 	read_guarantee();
 	check_under_cap();
 
-	/* Are we the acting copy? Ask the loader for the first marker. And
-	 * vramctl's own programs (src/cli/self.c) show the card, never a cap. */
-	const char *first = vr_dlsym_real(RTLD_DEFAULT, "vramctl_instance_v1");
-	if ((first && first != marker) || vr_dlsym_real(RTLD_DEFAULT, "vramctl_cli_v1")) {
+	if (vr_config_foreign()) {
 		vr_g.passthrough = 1;
 		vr_g.active = 0;
 	}

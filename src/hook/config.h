@@ -81,6 +81,11 @@ void vr_config_init(void);
  */
 int vr_config_set(const char *name, const char *value);
 
+/* 1 when this copy of the library does not act in this process: another
+ * copy does (LD_PRELOAD naming two), or it is one of vramctl's own programs
+ * (src/cli/self.c), which show the card and never join a group. */
+int vr_config_foreign(void);
+
 /*
  * Settles what was read: the site's file (its maximum holds without any
  * cap), the guarantee, the registry directory, spill, which copy of the

@@ -47,19 +47,24 @@ sys.exit(subprocess.run([sys.argv[1], '1500'], env=keep).returncode)" "$HOLDER" 
 	grep -q '^ready 0 ' py.out || fail "subprocess env={}: 1.5 GiB granted under 1 GiB: $(cat py.out py.err)"
 fi
 
+# The shell text that waits (bounded) for a holder's ready (or error) line.
+wait_ready() {
+	echo "for i in \$(seq 400); do grep -q 'ready\|error' $1 2>/dev/null && break; sleep 0.05; done"
+}
+
 # A member holds 600 MiB (until the script closes the fifo's one writer,
 # fd 3) while a second process asks.
 mkfifo held
 hold600() { # hold600 OUT: the shell text that starts the member
 	echo "exec 3<>held; '$HOLDER' 600 <held 3>&- >$1 &
-	while ! grep -q ready $1 2>/dev/null; do sleep 0.05; done"
+	$(wait_ready "$1")"
 }
 
 # A daemon (setsid, double fork, its environment cleared) asks 600 more:
 # the run's subreaper keeps it in the tree.
 "$V" run --limit 1G --group daemon -- sh -c "$(hold600 member.out)
 	( setsid env -i ${KEEP[*]} '$HOLDER' 600 </dev/null >daemon.out 2>daemon.err & )
-	while ! grep -q ready daemon.out 2>/dev/null; do sleep 0.05; done
+	$(wait_ready daemon.out)
 	exec 3>&-; wait" 2>daemon.run.err
 grep -q '^ready 1 ' member.out || fail "double fork: the member was refused: $(cat member.out)"
 grep -q '^ready 0 ' daemon.out || fail "double fork: 600 + 600 MiB granted under 1 GiB: $(cat daemon.out daemon.err)"
@@ -98,6 +103,35 @@ else
 fi
 echo go >go_run
 wait $run
+
+# The site's per-user cap (user_limit): every process of one user shares
+# it, whatever its environment (none here), a capped run's too (8 GiB asked,
+# held to the user's 1 GiB); root's processes are not held by it.
+if id -u vrslurm >/dev/null 2>&1; then
+	mkdir -p /etc/vramctl
+	printf 'user_limit = 1G\n' >/etc/vramctl/vramctl.conf
+	chmod 0644 /etc/vramctl/vramctl.conf
+	# Where the user can reach (the test's own directory is root's, 0700).
+	U=$(mktemp -d /tmp/vramctl-user.XXXXXX) && chmod 0755 "$U"
+	trap 'rm -rf "$U"' EXIT
+	mkdir -m 0777 "$U/usim" "$U/ud" && chown vrslurm "$U/usim" "$U/ud" && mkfifo -m 0666 "$U/ud/held"
+	ln -s "$U/ud" ud
+	usim=$U/usim
+	asuser() { runuser -u vrslurm -- env -i "${KEEP[@]}" VRAMSIM_STATE_DIR="$usim" "$@"; }
+	(cd ud && asuser sh -c "exec 3<>held; '$HOLDER' 600 <held 3>&- >u1.out 2>u1.err &
+		$(wait_ready u1.out)
+		'$HOLDER' 600 </dev/null >u2.out 2>u2.err
+		'$V' run --limit 8G -- '$HOLDER' 600 </dev/null >u3.out 2>u3.err
+		exec 3>&-; wait")
+	grep -q '^ready 1 ' ud/u1.out || fail "user_limit: the user's first process was refused: $(cat ud/u1.out ud/u1.err)"
+	grep -q '^ready 0 ' ud/u2.out || fail "user_limit: 600 + 600 MiB of one user granted under 1 GiB: $(cat ud/u2.out ud/u2.err)"
+	grep -q '^ready 0 ' ud/u3.out || fail "user_limit: a run asking 8 GiB passed the user's 1 GiB: $(cat ud/u3.out ud/u3.err)"
+	expect_grep "this process is inside group user-$(id -u vrslurm) (user, cap 1 GiB there)" ud/u3.err \
+		"user_limit: the capped run is told the user's cap holds"
+	env -i "${KEEP[@]}" "$HOLDER" 1500 </dev/null >root.out 2>root.err
+	grep -q '^ready 1 ' root.out || fail "user_limit held root's process: $(cat root.out root.err)"
+	rm -f /etc/vramctl/vramctl.conf
+fi
 
 # disable: the entry goes, every other entry stays as it was.
 other=$(ldconfig -p | awk '/libm\.so\.6 / { print $NF; exit }')
