@@ -26,6 +26,7 @@
 #include "common/compiler.h"
 #include "common/contract.h"
 #include "common/exit.h"
+#include "registry/jobs.h"
 
 #define PROBE_NAME       "vramctl-doctor-probe"
 #define PROBE_CAP        (64ull << 20)
@@ -94,6 +95,45 @@ static void scan_preloads(const char *list, const char *where, char *out, size_t
 	free(copy);
 }
 
+/*
+ * Does the machine's preload name vramctl's library (`vramctl preload`)?
+ * Either way is a working setup: said as a fact, with what follows, never
+ * as a fault (a health check must not drain a node over it). And the jobs
+ * directory the launchers record jobs in: an unfit one is a fault someone
+ * made.
+ */
+static void check_machine(struct doc *d, const char *file, const char *text)
+{
+	char err[512];
+	const char *base = strrchr(d->lib, '/');
+	int on = d->lib[0] && strstr(text, d->lib) != NULL;
+	int other = !on && base && strstr(text, base);
+	dr_add(&d->rep, "hook.machine", -1, DR_OK, NULL,
+	       on ? "%s names the library: every program that uses the driver loads it; a "
+	            "process of a capped job that clears its environment stays capped"
+	       : other ? "%s names another vramctl library than %s: vramctl preload enable "
+	                 "replaces it"
+	               : "%s does not name the library: a process of a capped job that clears "
+	                 "its environment is counted against its job (vramctl run, the Slurm "
+	                 "plugin), not capped; vramctl preload enable (root) caps it",
+	       file, d->lib);
+	int rc = vr_jobs_check(NULL, err, sizeof err);
+	if (rc == 0)
+		dr_add(&d->rep, "jobs.dir", -1, DR_OK, NULL,
+		       "%s: launchers record their jobs there (a process finds its job without its "
+		       "environment)",
+		       vr_jobs_dir(NULL));
+	else if (rc == -ENOENT)
+		dr_add(&d->rep, "jobs.dir", -1, DR_OK, NULL,
+		       "%s is not there: a root launcher or vramctl preload enable makes it; until "
+		       "then a user's run is watched, not recorded",
+		       vr_jobs_dir(NULL));
+	else
+		dr_add(&d->rep, "jobs.dir", -1, DR_WARN,
+		       "remove it (root); vramctl preload enable or the next root run makes it anew",
+		       "%s", err);
+}
+
 void dr_check_preload(struct doc *d)
 {
 	const char *file = secure_getenv(PRELOAD_ENV);
@@ -125,6 +165,7 @@ void dr_check_preload(struct doc *d)
 		       "entr%s)",
 		       nenv, nenv == 1 ? "y" : "ies", file, have_file ? "" : "not there, ", nfile,
 		       nfile == 1 ? "y" : "ies");
+	check_machine(d, file, text);
 }
 
 void dr_check_library(struct doc *d)

@@ -217,6 +217,15 @@ cp "$LIB" renamed-vramctl.so
 echo "$PWD/renamed-vramctl.so" >preload-own
 VRAMCTL_DOCTOR_PRELOAD_FILE=$PWD/preload-own doctor
 line OK hook.preload "$PWD/preload-own: 1 entry)" "vramctl's own library renamed in the preload file"
+# The machine's preload (vramctl preload): said either way, never a fault.
+mkdir -p older && cp "$LIB" older/libvramctl.so && echo "$PWD/older/libvramctl.so" >preload-older
+VRAMCTL_DOCTOR_PRELOAD_FILE=$PWD/preload-older doctor
+line OK hook.machine "names another vramctl library than $(readlink -f "$LIB")" "another library named"
+echo "$(readlink -f "$LIB")" >preload-on
+VRAMCTL_DOCTOR_PRELOAD_FILE=$PWD/preload-on doctor
+line OK hook.machine "names the library: every program that uses the driver loads it" "the machine's preload on"
+VRAMCTL_DOCTOR_PRELOAD_FILE=$PWD/preload-none doctor
+line OK hook.machine "does not name the library" "the machine's preload off"
 echo "$FAKE" >preload-fake
 VRAMCTL_DOCTOR_PRELOAD_FILE=$PWD/preload-fake doctor
 expect_rc 1 "$rc" "a conflicting /etc/ld.so.preload"
