@@ -98,3 +98,21 @@ $(O)/bench/driver_facts: bench/gpu/driver_facts.c $(SIM_CUDA) $(SIM_NVML)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -o $@ $< -L$(O)/sim -lcuda -lnvidia-ml $(BASE_LDFLAGS)
 ALL_TARGETS += $(O)/bench/driver_facts
+
+# The machine's preload (`vramctl preload`): the start of a program that
+# never calls the driver, directly, under an empty preloaded library and
+# under vramctl's, through LD_PRELOAD and (root) /etc/ld.so.preload.
+$(O)/bench/preload_bench: bench/preload_bench.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -o $@ $< $(BASE_LDFLAGS)
+$(O)/bench/empty_preload.so: bench/empty_preload.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -shared -o $@ $< $(BASE_LDFLAGS)
+BENCHES += $(O)/bench/preload_bench $(O)/bench/empty_preload.so
+
+.PHONY: bench-preload
+bench-preload: $(O)/bench/preload_bench $(O)/bench/empty_preload.so $(HOOK_LIB)
+	@echo "== preload_bench: a program that never calls the driver, under the machine's preload"
+	@bench/preload_bench.sh $(O)
+BENCH_TARGETS += bench-preload
+bench: bench-preload

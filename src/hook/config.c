@@ -355,11 +355,24 @@ void vr_config_settle(void)
  * program that never calls the driver pays nothing more under the
  * machine's preload.
  */
+/* Does the environment hold anything for vramctl (its variables, HAMi's
+ * caps)? One pass: under the machine's preload every program on the host
+ * asks, and most have nothing. */
+static int env_has_ours(void)
+{
+	for (char **e = environ; e && *e; e++)
+		if (!strncmp(*e, "VRAMCTL_", 8) || !strncmp(*e, "CUDA_DEVICE_MEMORY_LIMIT", 24))
+			return 1;
+	return 0;
+}
+
 static void config_init_once(void)
 {
-	for (size_t i = 0; i < VR_ARRAY_LEN(options); i++)
-		read_option(&options[i]);
-	read_hami();
+	if (env_has_ours()) {
+		for (size_t i = 0; i < VR_ARRAY_LEN(options); i++)
+			read_option(&options[i]);
+		read_hami();
+	}
 	vr_g.env_contract = vr_g.limit_text[0] || vr_g.limit_bad;
 	if (vr_g.env_contract)
 		vr_config_settle();

@@ -23,7 +23,7 @@ $(HOOK_LDS): src/hook/exports.lds.in src/hook/hooks.def
 $(HOOK_LIB): $(HOOK_OBJS) $(REGISTRY_LIB) $(COMMON_LIB) $(HOOK_LDS)
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(BASE_LDFLAGS) -Wl,--version-script=$(HOOK_LDS) $(HOOK_ZDEFS) \
-		-Wl,-z,nodelete -Wl,-soname,libvramctl.so -o $@ \
+		-Wl,-z,nodelete -Wl,-Bsymbolic-functions -Wl,-soname,libvramctl.so -o $@ \
 		$(HOOK_OBJS) $(REGISTRY_LIB) $(COMMON_LIB)
 ALL_TARGETS += $(HOOK_LIB)
 
