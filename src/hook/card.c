@@ -52,12 +52,19 @@ enum { SAID_BIG = 1, SAID_OVER = 2, SAID_NO_FIGURES = 4, OFF = 8, SAID_LAG = 16 
 enum { LOOK_NONE, LOOK_FRESH, LOOK_OLD };
 
 /*
- * What this process learned of NVML's figures on each device (by
+ * What this process knows of the driver's figures on each device (by
  * ordinal): how NVML's free memory differs from the driver's when both
  * agree (0 on every driver measured; a driver that counts otherwise is
- * learned once, said: card.h), under the look's busy flag.
+ * learned once, said: card.h), under the look's busy flag; and the
+ * driver's free memory at the last look, less the whole pages granted
+ * since (UINT64_MAX: not known): a driver that shows another figure has
+ * changed since, through a hooked call or not (a module loaded at a
+ * kernel launch, another process).
  */
-static int64_t nvml_offset[VR_MAX_DEVICES];
+static struct {
+	int64_t offset;
+	_Atomic uint64_t free;
+} drv_seen[VR_MAX_DEVICES];
 
 /* This thread's grant of 1 MiB or less near the cap whose driver call has
  * not returned (card.h, vr_card_landed). */
@@ -312,12 +319,15 @@ static int take_list(struct vr_dev *d, unsigned wait_ms, struct vr_nvml_proc **l
 	int k = d->ordinal, tries = 0;
 	for (;;) {
 		int asked = driver_free(d, &f1);
+		atomic_store(&drv_seen[k].free, UINT64_MAX);
 		*up = vr_nvml_list(d->uuid_text, l, n, rc);
 		if (*up != NV_READY)
 			return LOOK_NONE;
 		if (!asked || vr_nvml_free(d->uuid_text, &nf) != NV_READY || !driver_free(d, &f2))
 			return LOOK_FRESH; /* nothing to compare with: as it is */
-		if (f1 == f2 && (int64_t)(nf - f1) == nvml_offset[k])
+		if (f1 == f2)
+			atomic_store(&drv_seen[k].free, f2);
+		if (f1 == f2 && (int64_t)(nf - f1) == drv_seen[k].offset)
 			return LOOK_FRESH;
 		if (tries++ == 0)
 			first_nf = nf, first_f = f1;
@@ -331,8 +341,8 @@ static int take_list(struct vr_dev *d, unsigned wait_ms, struct vr_nvml_proc **l
 	 * this wait can see the end of, but how NVML counts (or a lag longer
 	 * than the wait): taken as the difference from now on, said once. */
 	if (wait_ms && f1 == f2 && f1 == first_f && nf == first_nf) {
-		nvml_offset[k] = (int64_t)(nf - f1);
-		say_lag(d, nvml_offset[k]);
+		drv_seen[k].offset = (int64_t)(nf - f1);
+		say_lag(d, drv_seen[k].offset);
 	}
 	return LOOK_OLD;
 }
@@ -404,17 +414,23 @@ static int old_figures(struct vr_dev *d, uint64_t pending, int grant)
 {
 	struct vr_card *c = &d->card;
 	uint64_t seen = atomic_load_explicit(&c->seen_ns, memory_order_acquire);
-	uint64_t held = vr_books_held(d);
-	return !seen || (grant && atomic_load(&c->stale)) ||
-	       atomic_load(&c->seen_held) != (held > pending ? held - pending : 0) ||
-	       now_ns() - seen >= CARD_FRESH_MS * MS;
+	uint64_t held = vr_books_held(d), f;
+	if (!seen || atomic_load(&c->seen_held) != (held > pending ? held - pending : 0) ||
+	    now_ns() - seen >= CARD_FRESH_MS * MS)
+		return 1;
+	/* A grant's check: also when the driver changed since (its free
+	 * memory, one driver call; where it cannot be asked, the age says). */
+	return grant && (atomic_load(&c->stale) ||
+	                 (driver_free(d, &f) && f != atomic_load(&drv_seen[d->ordinal].free)));
 }
 
 /* Looks when the figures are old (wait_ms: look), or waits a little for
  * the thread that is looking. 1 when d's figures can be used. */
 static int refresh(struct vr_dev *d, uint64_t pending, unsigned wait_ms)
 {
-	for (int i = 0; i < 1000 && old_figures(d, pending, wait_ms != 0); i++) {
+	/* Another thread's look may wait for NVML as long as this one would. */
+	unsigned tries = (wait_ms + 100) * 10;
+	for (unsigned i = 0; i < tries && old_figures(d, pending, wait_ms != 0); i++) {
 		int r = look(d, pending, wait_ms);
 		if (r != 1)
 			return r == 2;
@@ -472,11 +488,24 @@ int vr_card_grant(struct vr_dev *d, uint64_t bytes, uint64_t total)
 	uint64_t slack = (uint64_t)atomic_load(&d->card.small) * VR_PAGE;
 	if (vr_dev_capped(d) && (card > d->cap || slack > d->cap - card))
 		return -1;
-	atomic_store(&d->card.stale, 1);
-	if (bytes <= VR_PAGE / 2) {
-		atomic_fetch_add(&d->card.small, 1);
-		vr__card_flight = d;
+	if (bytes > VR_PAGE / 2) {
+		/* Whole pages: the card takes what the books hold for it, so the
+		 * figures stay as new as they were once the driver has it (a
+		 * release if the driver refuses it moves the books, another
+		 * figure of the driver's tells a change: looked at again). */
+		atomic_fetch_add(&d->card.seen_held, bytes);
+		uint64_t f = atomic_load(&drv_seen[d->ordinal].free);
+		while (f != UINT64_MAX &&
+		       !atomic_compare_exchange_weak(&drv_seen[d->ordinal].free, &f,
+		                                     f > bytes ? f - bytes : 0))
+			;
+		return 0;
 	}
+	/* 1 MiB or less: carved from a page the process keeps, or a new one;
+	 * which one, NVML says after the driver answered. */
+	atomic_store(&d->card.stale, 1);
+	atomic_fetch_add(&d->card.small, 1);
+	vr__card_flight = d;
 	return 0;
 }
 

@@ -70,8 +70,8 @@ static int child_leftover(void)
 		got += rc == CUDA_SUCCESS;
 		within(cap);
 	}
-	fprintf(stderr, "leftover: %zu blocks, %zu asks granted, the card holds %llu MiB\n", n,
-	        got, (unsigned long long)(ht_phys_used(nv) / MiB));
+	fprintf(stderr, "leftover: %zu blocks, %zu asks granted, the card holds %llu MiB\n", n, got,
+	        (unsigned long long)(ht_phys_used(nv) / MiB));
 	free(b);
 	return 0;
 }
