@@ -64,11 +64,19 @@ enum { LOOK_NONE, LOOK_FRESH, LOOK_OLD };
 static struct {
 	int64_t offset;
 	_Atomic uint64_t free;
+	/* Bytes of blocks of 1 MiB or less freed since the last look, near
+	 * the cap: their pages are still on the card, and the figure counts
+	 * them until NVML's does (card_figure); and of those granted since,
+	 * which the driver answered: where its free memory shows nothing new
+	 * at the next check, they went into those pages (a hole less). */
+	_Atomic uint64_t holes, landed;
 } drv_seen[VR_MAX_DEVICES];
 
 /* This thread's grant of 1 MiB or less near the cap whose driver call has
- * not returned (card.h, vr_card_landed). */
+ * not returned (card.h, vr_card_landed), and its bytes. */
 __thread struct vr_dev *vr__card_flight __attribute__((tls_model("initial-exec")));
+static __thread uint64_t flight_bytes
+    __attribute__((tls_model("initial-exec"))); /* 0: the driver's free memory cannot tell */
 
 static uint64_t now_ns(void)
 {
@@ -123,7 +131,9 @@ void vr_card_setup(struct vr_dev *d)
 	atomic_store(&c->busy, 0);
 	atomic_store(&c->said, 0);
 	atomic_store(&c->seen_held, 0);
-	atomic_store(&c->stale, 0);
+	atomic_store(&c->flags, 0);
+	atomic_store(&drv_seen[d->ordinal].holes, 0);
+	atomic_store(&drv_seen[d->ordinal].landed, 0);
 	atomic_store(&c->small, 0);
 	c->booked = c->stable_ns = c->absent_ns = 0;
 	if (vr_g.count_allocations) {
@@ -361,7 +371,7 @@ static int look(struct vr_dev *d, uint64_t pending, unsigned wait_ms)
 	if (!atomic_compare_exchange_strong(&c->busy, &idle, 1))
 		return 1;
 	uint64_t held = vr_books_held(d);
-	uint32_t stale = atomic_exchange(&c->stale, 0);
+	uint32_t stale = atomic_fetch_and(&c->flags, ~VR_CARD_STALE) & VR_CARD_STALE;
 	struct vr_nvml_proc *l = NULL;
 	unsigned n = 0;
 	nvmlReturn_t rc;
@@ -380,6 +390,9 @@ static int look(struct vr_dev *d, uint64_t pending, unsigned wait_ms)
 			no_figures(d, "NVML gives no per-process figure");
 		} else if (me) {
 			c->absent_ns = 0;
+			/* NVML's figure has the pages of the blocks freed since. */
+			atomic_store(&drv_seen[d->ordinal].holes, 0);
+			atomic_store(&drv_seen[d->ordinal].landed, 0);
 			own_overhead(d, me->used, pending, t, how == LOOK_FRESH);
 		} else if (vr_books_held(d)) {
 			/* Not listed while holding memory: a new context NVML has
@@ -398,7 +411,7 @@ static int look(struct vr_dev *d, uint64_t pending, unsigned wait_ms)
 	/* A figure that may not show this process's last grant yet leaves
 	 * the next look to be taken as well. */
 	if (stale && how != LOOK_FRESH)
-		atomic_store(&c->stale, 1);
+		atomic_fetch_or(&c->flags, VR_CARD_STALE);
 	free(l);
 	atomic_store(&c->busy, 0);
 	return how == LOOK_NONE ? 0 : 2;
@@ -406,31 +419,43 @@ static int look(struct vr_dev *d, uint64_t pending, unsigned wait_ms)
 
 /* Are d's figures older than what this process's books show it did since
  * (pending, the grant being checked, left out), or than CARD_FRESH_MS
- * (other members' use), or (grant: for a grant's check) than a grant NVML
- * did not show at the last look? Memory queries and refusals do not look
- * again for that last one within CARD_FRESH_MS, so that a program that
- * asks again and again under a lagging NVML does not ask NVML each time. */
-static int old_figures(struct vr_dev *d, uint64_t pending, int grant)
+ * (other members' use), or (strict: a grant's check, a new context, new
+ * limits) than a change NVML did not show at the last look? Memory queries
+ * and refusals do not look again for that one within CARD_FRESH_MS, so
+ * that a program that asks again and again under a lagging NVML does not
+ * ask NVML each time. */
+static int old_figures(struct vr_dev *d, uint64_t pending, int strict, const uint64_t *grant_free)
 {
 	struct vr_card *c = &d->card;
+	int k = d->ordinal;
 	uint64_t seen = atomic_load_explicit(&c->seen_ns, memory_order_acquire);
-	uint64_t held = vr_books_held(d), f;
+	uint64_t held = vr_books_held(d);
 	if (!seen || atomic_load(&c->seen_held) != (held > pending ? held - pending : 0) ||
 	    now_ns() - seen >= CARD_FRESH_MS * MS)
 		return 1;
-	/* A grant's check: also when the driver changed since (its free
-	 * memory, one driver call; where it cannot be asked, the age says). */
-	return grant && (atomic_load(&c->stale) ||
-	                 (driver_free(d, &f) && f != atomic_load(&drv_seen[d->ordinal].free)));
+	if (strict && (atomic_load(&c->flags) & VR_CARD_STALE))
+		return 1;
+	if (!grant_free)
+		return 0;
+	/* A grant's check (grant_free: the driver's free memory now, or
+	 * UINT64_MAX where it cannot be asked: then the age says): also when
+	 * the driver changed since. Where it did not, the small blocks that
+	 * landed since took no new page. */
+	if (*grant_free != UINT64_MAX && *grant_free != atomic_load(&drv_seen[k].free))
+		return 1;
+	uint64_t b = atomic_exchange(&drv_seen[k].landed, 0), h = atomic_load(&drv_seen[k].holes);
+	while (b && h && !atomic_compare_exchange_weak(&drv_seen[k].holes, &h, h > b ? h - b : 0))
+		;
+	return 0;
 }
 
 /* Looks when the figures are old (wait_ms: look), or waits a little for
  * the thread that is looking. 1 when d's figures can be used. */
-static int refresh(struct vr_dev *d, uint64_t pending, unsigned wait_ms)
+static int refresh(struct vr_dev *d, uint64_t pending, unsigned wait_ms, const uint64_t *grant_free)
 {
 	/* Another thread's look may wait for NVML as long as this one would. */
 	unsigned tries = (wait_ms + 100) * 10;
-	for (unsigned i = 0; i < tries && old_figures(d, pending, wait_ms != 0); i++) {
+	for (unsigned i = 0; i < tries && old_figures(d, pending, wait_ms != 0, grant_free); i++) {
 		int r = look(d, pending, wait_ms);
 		if (r != 1)
 			return r == 2;
@@ -448,10 +473,25 @@ static uint64_t group_overhead(struct vr_dev *d)
 }
 
 /* The card's figure for the group on d: its books plus the overhead other
- * members have not charged yet. */
+ * members have not charged yet, and the pages this process's freed small
+ * blocks left since the last look. */
 static uint64_t card_figure(struct vr_dev *d)
 {
-	return vr_books_in_use(d) + atomic_load(&d->card.extra);
+	return vr_books_in_use(d) + atomic_load(&d->card.extra) +
+	       atomic_load(&drv_seen[d->ordinal].holes);
+}
+
+void vr__card_freed(struct vr_dev *d, uint64_t bytes)
+{
+	int k = d->ordinal;
+	atomic_fetch_sub(&d->card.seen_held, bytes);
+	if (bytes <= VR_PAGE / 2) {
+		atomic_fetch_add(&drv_seen[k].holes, bytes);
+		return;
+	}
+	uint64_t f = atomic_load(&drv_seen[k].free);
+	while (f != UINT64_MAX && !atomic_compare_exchange_weak(&drv_seen[k].free, &f, f + bytes))
+		;
 }
 
 void vr__card_landed(void)
@@ -459,7 +499,12 @@ void vr__card_landed(void)
 	struct vr_dev *d = vr__card_flight;
 	vr__card_flight = NULL;
 	atomic_fetch_sub(&d->card.small, 1);
-	atomic_store(&d->card.stale, 1); /* the card may hold a new page */
+	/* The card may hold a new page: the next check's look at the driver's
+	 * free memory tells (old_figures); where it cannot, NVML is asked. */
+	if (flight_bytes)
+		atomic_fetch_add(&drv_seen[d->ordinal].landed, flight_bytes);
+	else
+		atomic_fetch_or(&d->card.flags, VR_CARD_STALE);
 }
 
 static void card_atfork_child(void)
@@ -478,11 +523,20 @@ int vr_card_grant(struct vr_dev *d, uint64_t bytes, uint64_t total)
 	 * its overhead may have moved), else the total the grant left, which
 	 * counts this process's lanes' spare too (errs on the side of the
 	 * cap). */
-	uint64_t card = refresh(d, bytes, CARD_WAIT_MS)
+	uint64_t now_free;
+	if (!driver_free(d, &now_free))
+		now_free = UINT64_MAX;
+	uint64_t card = refresh(d, bytes, CARD_WAIT_MS, &now_free)
 	                    ? card_figure(d)
 	                    : total + atomic_load_explicit(&d->card.extra, memory_order_relaxed);
 	set_watch(d, total > card ? total : card);
 	say_over(d, card, group_overhead(d));
+	/* Near the cap, frees keep the figure (vr_card_freed). */
+	uint64_t m = vr_card_margin(vr_dev_capped(d) ? d->cap : d->phys_total);
+	if (vr_dev_capped(d) && card + m > d->cap)
+		atomic_fetch_or(&d->card.flags, VR_CARD_NEAR);
+	else
+		atomic_fetch_and(&d->card.flags, ~VR_CARD_NEAR);
 	/* Each grant of 1 MiB or less of this process's other threads that
 	 * the driver has not answered yet may take a new page. */
 	uint64_t slack = (uint64_t)atomic_load(&d->card.small) * VR_PAGE;
@@ -501,18 +555,23 @@ int vr_card_grant(struct vr_dev *d, uint64_t bytes, uint64_t total)
 			;
 		return 0;
 	}
-	/* 1 MiB or less: carved from a page the process keeps, or a new one;
-	 * which one, NVML says after the driver answered. */
-	atomic_store(&d->card.stale, 1);
+	/* 1 MiB or less: carved from a page the process keeps, or a new one.
+	 * Counted at its size (a hole: the figure counts it twice until it
+	 * settles); a new page shows in the driver's free memory, which the
+	 * next check compares (else, NVML is asked again). */
+	atomic_fetch_add(&d->card.seen_held, bytes);
+	if (now_free == UINT64_MAX)
+		atomic_fetch_or(&d->card.flags, VR_CARD_STALE);
 	atomic_fetch_add(&d->card.small, 1);
 	vr__card_flight = d;
+	flight_bytes = now_free == UINT64_MAX ? 0 : bytes;
 	return 0;
 }
 
 int vr_card_before_refusal(struct vr_dev *d)
 {
 	uint64_t was = atomic_load(&d->card.overhead);
-	if (!vr_card_counts(d) || !refresh(d, 0, 0))
+	if (!vr_card_counts(d) || !refresh(d, 0, 0, NULL))
 		return 0;
 	say_over(d, card_figure(d), group_overhead(d));
 	return atomic_load(&d->card.overhead) < was;
@@ -524,7 +583,7 @@ uint64_t vr_card_use(struct vr_dev *d, uint64_t *overhead)
 		*overhead = 0;
 	if (!vr_card_counts(d))
 		return vr_books_in_use(d);
-	refresh(d, 0, 0);
+	refresh(d, 0, 0, NULL);
 	if (overhead)
 		*overhead = group_overhead(d);
 	return card_figure(d);
@@ -534,8 +593,8 @@ void vr_card_event(struct vr_dev *d)
 {
 	if (!d || !vr_card_counts(d))
 		return;
-	atomic_store(&d->card.stale, 1);
-	if (!refresh(d, 0, CARD_WAIT_MS))
+	atomic_fetch_or(&d->card.flags, VR_CARD_STALE);
+	if (!refresh(d, 0, CARD_WAIT_MS, NULL))
 		return;
 	uint64_t card = card_figure(d);
 	set_watch(d, card);
@@ -580,8 +639,8 @@ int vr_card_context(struct vr_dev *d, uint64_t listed, uint64_t *was)
 		for (int i = 0; i < CARD_WAIT_MS / 10 && host_listable && listed_used(d) <= listed;
 		     i++)
 			sleep_us(10000);
-	atomic_store(&d->card.stale, 1);
-	refresh(d, 0, CARD_WAIT_MS);
+	atomic_fetch_or(&d->card.flags, VR_CARD_STALE);
+	refresh(d, 0, CARD_WAIT_MS, NULL);
 	uint64_t card = card_figure(d), own = atomic_load(&d->card.overhead);
 	set_watch(d, card);
 	if (card <= d->cap || own <= *was)

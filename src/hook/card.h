@@ -64,6 +64,22 @@ void vr_card_cap_changed(struct vr_dev *d);
  * calling thread says vr_card_landed. */
 int vr_card_grant(struct vr_dev *d, uint64_t bytes, uint64_t total);
 
+/* d->card.flags: STALE, a change since the last look that NVML's figures
+ * may not show (nor the driver's free memory tell); NEAR, the group's books
+ * were past the cap less its margin at the last grant checked. */
+enum { VR_CARD_STALE = 1u, VR_CARD_NEAR = 2u };
+
+/* A linear block of `bytes` (as charged) was freed on d, its bytes given
+ * back: near the cap, the card's figure follows it without asking NVML
+ * (a block of 1 MiB or less leaves its page on the card; a larger one
+ * takes its pages with it). One relaxed load on every linear free. */
+void vr__card_freed(struct vr_dev *d, uint64_t bytes);
+static inline void vr_card_freed(struct vr_dev *d, uint64_t bytes)
+{
+	if (VR_UNLIKELY(atomic_load_explicit(&d->card.flags, memory_order_relaxed) & VR_CARD_NEAR))
+		vr__card_freed(d, bytes);
+}
+
 /* The driver answered the calling thread's last allocation (granted or
  * not), or it was refused after all: a grant of 1 MiB or less near the cap
  * is no longer in flight. One thread-local load on every allocation. */

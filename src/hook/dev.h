@@ -47,11 +47,11 @@ struct vr_dev {
 		 * grant being checked left out): a change since means the
 		 * figures are old. */
 		_Atomic uint64_t seen_held;
-		/* 1 from a grant near the cap until the next look that NVML's
-		 * figures agree with (they may not show it yet); and the grants
-		 * of 1 MiB or less checked near the cap whose driver call has
-		 * not returned (each may take a new page: card.h). */
-		_Atomic uint32_t stale, small;
+		/* VR_CARD_* (card.h): the figures may be older than a change
+		 * NVML does not show yet; the group is near its cap. And the
+		 * grants of 1 MiB or less checked near the cap whose driver call
+		 * has not returned (each may take a new page: card.h). */
+		_Atomic uint32_t flags, small;
 		/* Under busy: this process's blocks at the last look, since
 		 * when they held still, and since when NVML has not listed
 		 * the process. */

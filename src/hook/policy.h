@@ -117,8 +117,9 @@ static inline int vr_policy_reserve_linear(struct vr_dev *d, uint64_t bytes, int
 /* The short block of d is ptr (0: there is none after all). */
 void vr_policy_short_settle(struct vr_dev *d, uint64_t ptr);
 /* A linear block of `bytes` recorded at key was freed: if it was d's short
- * block, the exception may be made again. Cheap unless bytes is a size a
- * short block can have (over half a page, not whole pages). */
+ * block, the exception may be made again (cheap unless bytes is a size a
+ * short block can have: over half a page, not whole pages); near the cap
+ * the card's figure follows (card.h). */
 static inline void vr_policy_linear_freed(struct vr_dev *d, uint64_t key, uint64_t bytes);
 
 /* What the program is shown for a capped device, from the driver's (free,
@@ -224,6 +225,7 @@ static inline void vr_policy_linear_freed(struct vr_dev *d, uint64_t key, uint64
 {
 	if (VR_UNLIKELY(vr_on_card(bytes) != bytes))
 		vr__policy_short_freed(d, key);
+	vr_card_freed(d, bytes);
 }
 
 #endif /* VRAMCTL_HOOK_POLICY_H */
