@@ -53,7 +53,8 @@ static int refusals(long n)
 	start();
 	cuMemGetInfo_v2(&f, &t);
 	/* Under a cap: fill it; directly: ask for more than the card. */
-	while (k < 4096 && cuMemAlloc_v2(&held[k], 2 * MiB) == CUDA_SUCCESS && getenv("VRAMCTL_LIMIT"))
+	while (k < 4096 && cuMemAlloc_v2(&held[k], 2 * MiB) == CUDA_SUCCESS &&
+	       getenv("VRAMCTL_LIMIT"))
 		k++;
 	size_t ask = getenv("VRAMCTL_LIMIT") ? 2 * MiB : t + 2 * MiB;
 	double t0 = now_ns();
