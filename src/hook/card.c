@@ -34,10 +34,8 @@
 #include "hook/record.h"
 #include "registry/proc.h"
 
-#define MS 1000000ull
-#define CARD_FRESH_MS                                                                              \
-	20 /* near the cap, other members' figures older than this are taken again                 \
-	    */
+#define MS              1000000ull
+#define CARD_FRESH_MS   20   /* near the cap, older figures of others are taken again */
 #define CARD_SETTLE_MS  1000 /* blocks unchanged this long: NVML's figure may lower overhead */
 #define CARD_ABSENT_MS  2000 /* not listed this long while holding memory: NVML cannot tell */
 #define CARD_MARGIN_MIN ((uint64_t)256 << 20)
