@@ -39,6 +39,20 @@ bench: bench-alloc-group
 .PHONY: bench
 bench: $(BENCH_TARGETS)
 
+# The cap on the card where it asks NVML (#37): a refused request retried,
+# a new context, and the memory NVML adds to a capped process.
+$(O)/bench/card_bench: bench/card_bench.c $(SIM_CUDA) $(HOOK_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -o $@ $< -L$(O)/sim -lcuda $(BASE_LDFLAGS)
+BENCHES += $(O)/bench/card_bench
+
+.PHONY: bench-card
+bench-card: $(O)/bench/card_bench
+	@echo "== card_bench on the simulated driver"
+	@bench/card_bench.sh $(O)
+BENCH_TARGETS += bench-card
+bench: bench-card
+
 # The monitor: `vramctl status --json` with 1,000 process records, and the
 # CPU `vramctl top` uses at one refresh a second, in tmux.
 $(O)/bench/status_bench: $(O)/bench/status_bench.o $(REGISTRY_LIB) $(COMMON_LIB)

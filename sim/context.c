@@ -56,9 +56,11 @@ static CUresult ctx_activate(struct sim_ctx *c)
 static void ctx_deactivate(struct sim_ctx *c)
 {
 	struct sim_dev *d = &g_sim.dev[c->dev];
-	/* What goes with a context: its linear and IPC allocations, its arrays,
+	/* What goes with a context: its linear and IPC allocations and the
+	 * pages its small blocks were carved from, its arrays,
 	 * its cuMemAllocHost memory, its streams, its modules; then its own cost. */
 	sim_free_ctx_allocs(c);
+	sim_small_ctx_destroyed(c);
 	sim_array_ctx_destroyed(c);
 	sim_host_ctx_destroyed(c);
 	sim_streams_ctx_destroyed(c);

@@ -203,6 +203,9 @@ struct sim_alloc {
 	CUdeviceptr ipc_ptr;    /* IPC: pointer in the exporter */
 	int ipc_exported;       /* LINEAR: a handle was taken */
 	int managed;            /* LINEAR: cuMemAllocManaged */
+	/* LINEAR of 1 MiB or less: where it was carved (small.c; charged 0) */
+	struct sim_page *page;
+	uint32_t first, granules;
 	struct sim_alloc *next;
 };
 
@@ -335,6 +338,20 @@ void sim_array_after_fork(void);
 
 /* graph_exec.c */
 void sim_graph_exec_after_fork(void);
+
+/* ---- small.c: linear blocks of 1 MiB or less, carved from pages ---- */
+
+struct sim_page;
+/* With g_sim.mu held: size bytes (1 MiB or less) carved from a page of
+ * context c, charging a new 2 MiB page when none of its pages has room
+ * (CUDA_ERROR_OUT_OF_MEMORY when that does not fit). Fills where. */
+CUresult sim_small_take(struct sim_ctx *c, size_t size, struct sim_page **page, uint32_t *first,
+                        uint32_t *granules);
+/* With g_sim.mu held: a carved block freed; its page stays on the card. */
+void sim_small_give(struct sim_page *p, uint32_t first, uint32_t granules);
+/* With g_sim.mu held, after its blocks were freed: c's pages go. */
+void sim_small_ctx_destroyed(struct sim_ctx *c);
+void sim_small_after_fork(void);
 
 /* ---- free.c: device memory given back ---- */
 

@@ -12,7 +12,10 @@ void sim_alloc_free(struct sim_alloc *a)
 	sim_alloc_remove(a);
 	switch (a->kind) {
 	case SIM_ALLOC_LINEAR:
-		sim_uncharge(&g_sim.dev[a->dev], a->charged);
+		if (a->page)
+			sim_small_give(a->page, a->first, a->granules);
+		else
+			sim_uncharge(&g_sim.dev[a->dev], a->charged);
 		break;
 	case SIM_ALLOC_ASYNC:
 		sim_pool_alloc_freed(a);

@@ -34,6 +34,7 @@ static void atfork_child(void)
 	sim_pool_after_fork();
 	sim_vmm_after_fork();
 	sim_array_after_fork();
+	sim_small_after_fork();
 	sim_graph_after_fork();
 	sim_graph_exec_after_fork();
 	sim_module_after_fork();

@@ -7,18 +7,15 @@
 
 #include <stdlib.h>
 
-/* What a linear block takes on the card (charged): over 1 MiB, whole 2 MiB
- * pages; smaller blocks share pages and take their size (driver 580 on an
- * H200, bench/gpu/driver_facts; its first small block takes a whole page,
- * which is not modelled). */
-static size_t linear_charge(size_t size)
-{
-	return size > ((size_t)1 << 20) ? sim_round_up(size, SIM_GRANULARITY) : size;
-}
+/* Blocks over 1 MiB take whole 2 MiB pages of their own; smaller ones are
+ * carved from pages the context keeps (small.c). Both as driver 580 does
+ * on an H200 (bench/gpu/driver_facts). */
+#define SIM_SMALL_MAX ((size_t)1 << 20)
 
 /* cuMemAlloc and its kin are "potentially unsafe" during capture (cuda.h,
- * cuThreadExchangeStreamCaptureMode: "a call to cudaMalloc may be unsafe"). */
-static CUresult linear_alloc(CUdeviceptr *dptr, size_t size, size_t charge, int low)
+ * cuThreadExchangeStreamCaptureMode: "a call to cudaMalloc may be unsafe").
+ * Managed memory (managed set) is charged as asked. */
+static CUresult linear_alloc(CUdeviceptr *dptr, size_t size, int managed, int low)
 {
 	CUresult rc = CUDA_SUCCESS;
 	struct sim_ctx *c = sim_cur_ctx(&rc);
@@ -40,7 +37,12 @@ static CUresult linear_alloc(CUdeviceptr *dptr, size_t size, size_t charge, int 
 	a = calloc(1, sizeof(*a));
 	if (!a)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	rc = sim_charge(d, charge);
+	if (!managed && size <= SIM_SMALL_MAX) {
+		rc = sim_small_take(c, size, &a->page, &a->first, &a->granules);
+	} else {
+		a->charged = managed ? size : sim_round_up(size, SIM_GRANULARITY);
+		rc = sim_charge(d, a->charged);
+	}
 	if (rc != CUDA_SUCCESS) {
 		free(a);
 		return rc;
@@ -49,8 +51,8 @@ static CUresult linear_alloc(CUdeviceptr *dptr, size_t size, size_t charge, int 
 		g_sim.low_next = p + sim_round_up(size, 512);
 	a->ptr = p;
 	a->size = size;
-	a->charged = charge;
 	a->kind = SIM_ALLOC_LINEAR;
+	a->managed = managed;
 	a->dev = c->dev;
 	a->ctx = c;
 	sim_alloc_insert(a);
@@ -63,7 +65,7 @@ CUresult simi_cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 	SIM_LOCK_INIT();
 	if (!dptr || bytesize == 0)
 		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
-	SIM_UNLOCK_RETURN(linear_alloc(dptr, bytesize, linear_charge(bytesize), 0));
+	SIM_UNLOCK_RETURN(linear_alloc(dptr, bytesize, 0, 0));
 }
 
 CUresult simi_cuMemAlloc(unsigned int *dptr, unsigned int bytesize)
@@ -72,7 +74,7 @@ CUresult simi_cuMemAlloc(unsigned int *dptr, unsigned int bytesize)
 	SIM_LOCK_INIT();
 	if (!dptr || bytesize == 0)
 		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
-	CUresult rc = linear_alloc(&p, bytesize, linear_charge(bytesize), 1);
+	CUresult rc = linear_alloc(&p, bytesize, 0, 1);
 	if (rc == CUDA_SUCCESS)
 		*dptr = (unsigned int)p;
 	SIM_UNLOCK_RETURN(rc);
@@ -91,7 +93,7 @@ CUresult simi_cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t Width
 	pitch = sim_round_up(WidthInBytes, SIM_PITCH_ALIGN);
 	if (pitch < WidthInBytes || Height > SIZE_MAX / pitch)
 		SIM_UNLOCK_RETURN(CUDA_ERROR_OUT_OF_MEMORY);
-	CUresult rc = linear_alloc(dptr, pitch * Height, linear_charge(pitch * Height), 0);
+	CUresult rc = linear_alloc(dptr, pitch * Height, 0, 0);
 	if (rc == CUDA_SUCCESS)
 		*pPitch = pitch;
 	SIM_UNLOCK_RETURN(rc);
@@ -109,7 +111,7 @@ CUresult simi_cuMemAllocPitch(unsigned int *dptr, unsigned int *pPitch, unsigned
 	pitch = sim_round_up(WidthInBytes, SIM_PITCH_ALIGN);
 	if ((uint64_t)pitch * Height > 0xffffffffu)
 		SIM_UNLOCK_RETURN(CUDA_ERROR_OUT_OF_MEMORY);
-	CUresult rc = linear_alloc(&p, pitch * Height, linear_charge(pitch * Height), 1);
+	CUresult rc = linear_alloc(&p, pitch * Height, 0, 1);
 	if (rc == CUDA_SUCCESS) {
 		*dptr = (unsigned int)p;
 		*pPitch = (unsigned int)pitch;
@@ -123,8 +125,5 @@ CUresult simi_cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int
 	if (!dptr || bytesize == 0 ||
 	    (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST))
 		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
-	CUresult rc = linear_alloc(dptr, bytesize, bytesize, 0);
-	if (rc == CUDA_SUCCESS)
-		sim_alloc_find(*dptr)->managed = 1;
-	SIM_UNLOCK_RETURN(rc);
+	SIM_UNLOCK_RETURN(linear_alloc(dptr, bytesize, 1, 0));
 }

@@ -11,6 +11,14 @@
  *   vmm        cuMemGetAllocationGranularity, host-NUMA VMM support
  *   capture    cuMemFreeAsync of cuMemAlloc memory inside a capture: its
  *              answer, then cuStreamEndCapture's
+ *   null       cuMemGetInfo[_v2] with free or total NULL (OptiX passes
+ *              free = NULL): the code, and whether the other was written
+ *   kept       small blocks in a context of their own: what the card holds
+ *              after four 512 KiB blocks, after they are freed (the pages
+ *              kept?), and after a 1 MiB block in two 512 KiB holes
+ *   agree      NVML's free memory against cuMemGetInfo's (the library takes
+ *              NVML's figures when they agree: src/hook/card.c), and how
+ *              long NVML takes to show a 64 MiB block
  *   pair       ns per cuMemAlloc_v2 + cuMemFree_v2 of 4 KiB and of 64 MiB
  */
 #include <stdio.h>
@@ -69,6 +77,90 @@ static void granule(nvmlDevice_t n, unsigned long long size)
 		return;
 	printf("granule    size %llu: card +%.0f, cuMemGetInfo -%.0f bytes per block (%d blocks)\n",
 	       size, (double)(u1 - u0) / got, ((double)f0 - (double)f1) / got, got);
+}
+
+/* cuMemGetInfo[_v2] with a NULL pointer (test_null_info's question). */
+static void null_pointers(void)
+{
+	const size_t unset = 0x5a5a5a5a5a5a5a5aull;
+	size_t f = unset, t = unset;
+	unsigned int f32 = 0x5a5a5a5a, t32 = 0x5a5a5a5a;
+	CUresult a = cuMemGetInfo_v2(NULL, &t), b = cuMemGetInfo_v2(&f, NULL);
+	CUresult c = cuMemGetInfo_v2(NULL, NULL);
+	printf("null       cuMemGetInfo_v2(NULL, &total): %d%s; (&free, NULL): %d%s; (NULL, NULL): "
+	       "%d\n",
+	       (int)a, t != unset ? " (total written)" : "", (int)b,
+	       f != unset ? " (free written)" : "", (int)c);
+	a = cuMemGetInfo(NULL, &t32);
+	b = cuMemGetInfo(&f32, NULL);
+	printf("null       cuMemGetInfo(NULL, &total): %d%s; (&free, NULL): %d%s\n", (int)a,
+	       t32 != 0x5a5a5a5a ? " (total written)" : "", (int)b,
+	       f32 != 0x5a5a5a5a ? " (free written)" : "");
+}
+
+/* The pages of small blocks, in a context of their own (sim/small.c's model). */
+static void kept(nvmlDevice_t n, CUdevice dev)
+{
+	CUcontext c, prev = NULL;
+	CUdeviceptr s[4], m;
+	cuCtxGetCurrent(&prev);
+	if (cuCtxCreate_v2(&c, 0, dev) != CUDA_SUCCESS)
+		return;
+	usleep(200000);
+	unsigned long long u0 = phys_used(n);
+	for (int i = 0; i < 4; i++)
+		cuMemAlloc_v2(&s[i], 512 * 1024);
+	usleep(200000);
+	unsigned long long u1 = phys_used(n);
+	cuMemFree_v2(s[0]);
+	cuMemFree_v2(s[2]);
+	usleep(200000);
+	unsigned long long u2 = phys_used(n);
+	CUresult rm = cuMemAlloc_v2(&m, MiB);
+	usleep(200000);
+	unsigned long long u3 = phys_used(n);
+	cuMemFree_v2(s[1]);
+	cuMemFree_v2(s[3]);
+	if (rm == CUDA_SUCCESS)
+		cuMemFree_v2(m);
+	usleep(200000);
+	unsigned long long u4 = phys_used(n);
+	printf(
+	    "kept       four 512 KiB blocks: card +%llu; two freed: +%llu; 1 MiB more: +%llu; all "
+	    "freed: +%llu (bytes over the new context)\n",
+	    u1 - u0, u2 - u0, u3 - u0, u4 - u0);
+	cuCtxDestroy_v2(c);
+	cuCtxSetCurrent(prev);
+}
+
+/* NVML's free memory against the driver's, and how long NVML takes to show
+ * a block. */
+static void agree(nvmlDevice_t n)
+{
+	nvmlMemory_t m;
+	size_t f1 = drv_free();
+	nvmlDeviceGetMemoryInfo(n, &m);
+	size_t f2 = drv_free();
+	printf(
+	    "agree      NVML v1 free - cuMemGetInfo free: %lld bytes (cuMemGetInfo moved by %lld "
+	    "meanwhile)\n",
+	    (long long)m.free - (long long)f1, (long long)f2 - (long long)f1);
+	CUdeviceptr p;
+	unsigned long long u0 = phys_used(n);
+	double t0 = now_ns(), seen = -1, same = -1;
+	if (cuMemAlloc_v2(&p, 64 * MiB) != CUDA_SUCCESS)
+		return;
+	while (now_ns() - t0 < 2e9 && (seen < 0 || same < 0)) {
+		if (seen < 0 && phys_used(n) >= u0 + 64 * MiB)
+			seen = now_ns() - t0;
+		nvmlDeviceGetMemoryInfo(n, &m);
+		if (same < 0 && m.free == drv_free())
+			same = now_ns() - t0;
+	}
+	printf("agree      a 64 MiB block: in NVML's process list after %.0f us, NVML's free = "
+	       "cuMemGetInfo's after %.0f us (-1: not within 2 s)\n",
+	       seen < 0 ? -1 : seen / 1e3, same < 0 ? -1 : same / 1e3);
+	cuMemFree_v2(p);
 }
 
 static void pair_time(unsigned long long size)
@@ -232,6 +324,9 @@ int main(void)
 		cuMemFree_v2(q);
 	cuMemFree_v2(p);
 
+	null_pointers();
+	kept(n, dev);
+	agree(n);
 	pair_time(4096);
 	pair_time(64 * MiB);
 	return 0;

@@ -16,6 +16,7 @@
 static CUresult settle_short(struct vr_dev *d, uint64_t key, uint64_t charged, CUresult rc)
 {
 	if (rc != CUDA_SUCCESS) {
+		vr_card_landed();
 		vr_policy_release(d, charged);
 		vr_policy_short_settle(d, 0);
 		return rc;
@@ -194,6 +195,7 @@ VR_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t 
 	 * not fit (vr_policy_reserve_linear: a short block). */
 	int as_asked = d && bound == host && vr_on_card(host) != host;
 	if (rc != CUDA_SUCCESS) {
+		vr_card_landed();
 		vr_policy_release(d, bound);
 		if (as_asked)
 			vr_policy_short_settle(d, 0);

@@ -3,15 +3,22 @@
  * figures are taken and why).
  *
  * This process's overhead on a device is NVML's figure for its host PID
- * less its blocks (the books' charge for them). NVML's figure may lag
- * the card (it is a sample the driver keeps, not a count taken at the
- * call), so a figure is trusted to lower the overhead only once the
- * process's blocks have held still for CARD_SETTLE_MS; while they change,
- * the overhead is raised from the most they were (a figure from before a
- * free never reads as overhead) and never lowered. Other members charge
- * their own overhead; what NVML shows for them over their books is
- * counted here too (their "extra") until they do, so that a grant near
- * the cap never rests on another member's stale charge.
+ * less its blocks (the books' charge for them). A figure is used only when
+ * it is as new as the driver's last change on the card: NVML's free memory
+ * is then the driver's own (cuMemGetInfo, read before and after), which
+ * follows every change at once. NVML keeps a sample that may lag the card,
+ * so a look near the cap waits for that, a bounded time, and a figure that
+ * never agrees is used as it is, said once.
+ *
+ * A fresh figure raises the overhead at once: pages the driver keeps after
+ * the blocks in them were freed, a small block that took a new page, a
+ * module loaded through no hooked call. It lowers it only once the
+ * process's blocks have held still for CARD_SETTLE_MS (seen at two
+ * looks): a grant of another thread still with the driver is in the books
+ * before it is on the card, and would read as overhead gone. Other members
+ * charge their own overhead; what NVML shows for them over their books is
+ * counted here too (their "extra") until they do, so that a grant near the
+ * cap never rests on another member's stale charge.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,15 +35,46 @@
 #include "registry/proc.h"
 
 #define MS              1000000ull
-#define CARD_FRESH_MS   20   /* near the cap, figures older than this are taken again */
+#define CARD_FRESH_MS   20   /* near the cap, older figures of others are taken again */
 #define CARD_SETTLE_MS  1000 /* blocks unchanged this long: NVML's figure may lower overhead */
 #define CARD_ABSENT_MS  2000 /* not listed this long while holding memory: NVML cannot tell */
 #define CARD_MARGIN_MIN ((uint64_t)256 << 20)
 #define CARD_OTHERS_MAX 1024
-#define CARD_WAIT_MS    1000 /* a new context: how long NVML may take to show it */
+#define CARD_WAIT_MS    1000 /* how long a look waits for NVML to agree with the driver */
+#define CARD_RETRY_US   2000 /* between two tries of such a look */
 
 /* d->card.said: what has been said. */
-enum { SAID_BIG = 1, SAID_OVER = 2, SAID_NO_FIGURES = 4, OFF = 8 };
+enum { SAID_BIG = 1, SAID_OVER = 2, SAID_NO_FIGURES = 4, OFF = 8, SAID_LAG = 16 };
+
+/* How a look ended (look()). */
+enum { LOOK_NONE, LOOK_FRESH, LOOK_OLD };
+
+/*
+ * What this process knows of the driver's figures on each device (by
+ * ordinal): how NVML's free memory differs from the driver's when both
+ * agree (0 on every driver measured; a driver that counts otherwise is
+ * learned once, said: card.h), under the look's busy flag; and the
+ * driver's free memory at the last look, less the whole pages granted
+ * since (UINT64_MAX: not known): a driver that shows another figure has
+ * changed since, through a hooked call or not (a module loaded at a
+ * kernel launch, another process).
+ */
+static struct {
+	int64_t offset;
+	_Atomic uint64_t free;
+	/* Bytes of blocks of 1 MiB or less freed since the last look, near
+	 * the cap: their pages are still on the card, and the figure counts
+	 * them until NVML's does (card_figure); and of those granted since,
+	 * which the driver answered: where its free memory shows nothing new
+	 * at the next check, they went into those pages (a hole less). */
+	_Atomic uint64_t holes, landed;
+} drv_seen[VR_MAX_DEVICES];
+
+/* This thread's grant of 1 MiB or less near the cap whose driver call has
+ * not returned (card.h, vr_card_landed), and its bytes. */
+__thread struct vr_dev *vr__card_flight __attribute__((tls_model("initial-exec")));
+static __thread uint64_t flight_bytes
+    __attribute__((tls_model("initial-exec"))); /* 0: the driver's free memory cannot tell */
 
 static uint64_t now_ns(void)
 {
@@ -81,6 +119,21 @@ static void set_watch(struct vr_dev *d, uint64_t total)
 
 void vr_card_setup(struct vr_dev *d)
 {
+	/* Nothing of a parent's figures (a fork child sets its devices up
+	 * again). */
+	struct vr_card *c = &d->card;
+	atomic_store(&c->overhead, 0);
+	atomic_store(&c->extra, 0);
+	atomic_store(&c->others, 0);
+	atomic_store(&c->seen_ns, 0);
+	atomic_store(&c->busy, 0);
+	atomic_store(&c->said, 0);
+	atomic_store(&c->seen_held, 0);
+	atomic_store(&c->flags, 0);
+	atomic_store(&drv_seen[d->ordinal].holes, 0);
+	atomic_store(&drv_seen[d->ordinal].landed, 0);
+	atomic_store(&c->small, 0);
+	c->booked = c->stable_ns = c->absent_ns = 0;
 	if (vr_g.count_allocations) {
 		atomic_store(&d->card.watch, UINT64_MAX);
 		vr_books_counting(VR_SLOT_F_ALLOCATIONS);
@@ -166,10 +219,11 @@ static const struct vr_nvml_proc *find(const struct vr_nvml_proc *l, unsigned n,
 	return NULL;
 }
 
-/* This process's overhead from NVML's figure `used` (card.c's header).
- * pending: bytes the books hold for a request the driver has not been
- * asked for yet (the grant being checked): not on the card. */
-static void own_overhead(struct vr_dev *d, uint64_t used, uint64_t pending, uint64_t t)
+/* This process's overhead from NVML's figure `used` (card.c's header;
+ * fresh: the figure is as new as the driver's last change). pending:
+ * bytes the books hold for a request the driver has not been asked for
+ * yet (the grant being checked): not on the card. */
+static void own_overhead(struct vr_dev *d, uint64_t used, uint64_t pending, uint64_t t, int fresh)
 {
 	struct vr_card *c = &d->card;
 	uint64_t held = vr_books_held(d), oh = atomic_load(&c->overhead);
@@ -179,20 +233,18 @@ static void own_overhead(struct vr_dev *d, uint64_t used, uint64_t pending, uint
 		c->booked = booked;
 		c->stable_ns = t;
 	}
-	int stable = t - c->stable_ns >= CARD_SETTLE_MS * MS;
-	if (stable || booked > c->booked_hi)
-		c->booked_hi = booked;
-	uint64_t want = used > c->booked_hi ? used - c->booked_hi : 0;
-	if (stable)
-		want = used > booked ? used - booked : 0;
-	else if (want < oh)
-		want = oh; /* never lowered on a figure that may be stale */
+	uint64_t want = used > booked ? used - booked : 0;
+	/* Lowered only on a fresh figure once the blocks held still: a grant
+	 * of another thread still with the driver reads as overhead gone. */
+	if (want < oh && !(fresh && t - c->stable_ns >= CARD_SETTLE_MS * MS))
+		want = oh;
 	if (want != oh)
 		charge_overhead(d, want);
 	vr_rec_overhead(d, want, booked + want); /* measured, even when 0 */
 }
 
-/* Other members' overhead: charged (into *charged) and not yet (returned). */
+/* Other members' overhead: charged (into *charged) and not yet (returned),
+ * and what dead members of the group's books before these still hold. */
 static uint64_t others(struct vr_dev *d, const struct vr_nvml_proc *l, unsigned n,
                        uint64_t *charged)
 {
@@ -212,41 +264,134 @@ static uint64_t others(struct vr_dev *d, const struct vr_nvml_proc *l, unsigned 
 			extra += p->used - u[i].used;
 	}
 	free(u);
+	/* Members of the group's books before these, dead, that the driver is
+	 * still tearing down (registry.h, vr_ghosts): all NVML lists is theirs. */
+	int32_t g[16];
+	int ng = vr_ghosts(vr__books_member, g, 16);
+	for (int i = 0; i < ng; i++) {
+		const struct vr_nvml_proc *p = find(l, n, g[i]);
+		if (p && p->used != NVML_VALUE_NOT_AVAILABLE)
+			extra += p->used;
+	}
 	return extra;
 }
 
-/* Takes the figures of d when they are older than max_age_ns (pending:
- * own_overhead). 2 taken now, 1 fresh enough (or another thread is taking
- * them), 0 NVML cannot tell yet. */
-static int refresh(struct vr_dev *d, uint64_t max_age_ns, uint64_t pending)
+/* The driver's free memory on d into *f: 1, or 0 when the calling thread's
+ * current context is not on d (the driver cannot be asked about it). */
+static int driver_free(struct vr_dev *d, uint64_t *f)
+{
+	CUdevice h;
+	size_t fr = 0, t = 0;
+	int ok = 0;
+	if (!vr_real.cuCtxGetDevice || !vr_real.cuMemGetInfo_v2)
+		return 0;
+	VR_OWN(ok = vr_real.cuCtxGetDevice(&h) == CUDA_SUCCESS && h == d->handle &&
+	            vr_real.cuMemGetInfo_v2(&fr, &t) == CUDA_SUCCESS);
+	*f = fr;
+	return ok;
+}
+
+static void sleep_us(unsigned us)
+{
+	nanosleep(&(struct timespec){0, (long)us * 1000}, NULL);
+}
+
+/* One line, once a process, when NVML's figures did not agree with the
+ * driver's within the wait (they lag more, or count otherwise). */
+static void say_lag(struct vr_dev *d, int64_t off)
+{
+	char a[32];
+	if (atomic_fetch_or(&d->card.said, SAID_LAG) & SAID_LAG)
+		return;
+	vr_log(VR_LOG_WARN,
+	       "GPU %d: NVML's figures did not catch up with the driver's within %d ms (its free "
+	       "memory stays %s%s off): grants near the cap are checked with NVML's figures as "
+	       "they are, and may pass the cap by what NVML does not show yet",
+	       d->ordinal, CARD_WAIT_MS, off < 0 ? "-" : "",
+	       vr_format_size((uint64_t)(off < 0 ? -off : off), a, sizeof a));
+}
+
+/*
+ * NVML's process list for d into *l, *n, taken when it agrees with the
+ * driver (waiting at most wait_ms for that; 0: no wait). Returns
+ * LOOK_FRESH (it agrees, or the driver cannot be asked from this thread),
+ * LOOK_OLD (it did not within the wait: used as it is; a wait that ran
+ * out learns the difference and says so), or LOOK_NONE with *up NVML's
+ * state when it gave no list.
+ */
+static int take_list(struct vr_dev *d, unsigned wait_ms, struct vr_nvml_proc **l, unsigned *n,
+                     nvmlReturn_t *rc, int *up)
+{
+	uint64_t until = now_ns() + (uint64_t)wait_ms * MS, f1, f2, nf = 0, first_nf = 0,
+	         first_f = 0;
+	int k = d->ordinal, tries = 0;
+	for (;;) {
+		int asked = driver_free(d, &f1);
+		atomic_store(&drv_seen[k].free, UINT64_MAX);
+		*up = vr_nvml_list(d->uuid_text, l, n, rc);
+		if (*up != NV_READY)
+			return LOOK_NONE;
+		if (!asked || vr_nvml_free(d->uuid_text, &nf) != NV_READY || !driver_free(d, &f2))
+			return LOOK_FRESH; /* nothing to compare with: as it is */
+		if (f1 == f2)
+			atomic_store(&drv_seen[k].free, f2);
+		if (f1 == f2 && (int64_t)(nf - f1) == drv_seen[k].offset)
+			return LOOK_FRESH;
+		if (tries++ == 0)
+			first_nf = nf, first_f = f1;
+		if (now_ns() >= until)
+			break;
+		free(*l);
+		*l = NULL;
+		sleep_us(CARD_RETRY_US);
+	}
+	/* Neither moved over the whole wait and still they differ: not a lag
+	 * this wait can see the end of, but how NVML counts (or a lag longer
+	 * than the wait): taken as the difference from now on, said once. */
+	if (wait_ms && f1 == f2 && f1 == first_f && nf == first_nf) {
+		drv_seen[k].offset = (int64_t)(nf - f1);
+		say_lag(d, drv_seen[k].offset);
+	}
+	return LOOK_OLD;
+}
+
+/*
+ * Takes the figures of d (pending: own_overhead), waiting at most wait_ms
+ * for NVML to agree with the driver. 2 taken now, 1 another thread is
+ * taking them, 0 NVML cannot tell yet.
+ */
+static int look(struct vr_dev *d, uint64_t pending, unsigned wait_ms)
 {
 	struct vr_card *c = &d->card;
-	uint64_t t = now_ns();
 	if (!vr_card_counts(d))
 		return 0;
-	uint64_t seen = atomic_load_explicit(&c->seen_ns, memory_order_acquire);
-	if (seen && t - seen < max_age_ns)
-		return 1;
 	int idle = 0;
 	if (!atomic_compare_exchange_strong(&c->busy, &idle, 1))
 		return 1;
+	uint64_t held = vr_books_held(d);
+	uint32_t stale = atomic_fetch_and(&c->flags, ~VR_CARD_STALE) & VR_CARD_STALE;
 	struct vr_nvml_proc *l = NULL;
 	unsigned n = 0;
 	nvmlReturn_t rc;
-	int up = vr_nvml_list(d->uuid_text, &l, &n, &rc);
-	if (up == NV_UNUSABLE) {
+	int up = NV_UNUSABLE;
+	int how = take_list(d, wait_ms, &l, &n, &rc, &up);
+	uint64_t t = now_ns();
+	if (how == LOOK_NONE && up == NV_UNUSABLE) {
 		char why[96];
 		snprintf(why, sizeof why, "NVML: %s",
 		         rc == NVML_ERROR_UNINITIALIZED ? "not available"
 		                                        : "its process list failed");
 		no_figures(d, why);
-	} else if (up == NV_READY) {
+	} else if (how != LOOK_NONE) {
 		const struct vr_nvml_proc *me = find(l, n, vr_nvml_host_pid(NULL));
 		if (me && me->used == NVML_VALUE_NOT_AVAILABLE) {
 			no_figures(d, "NVML gives no per-process figure");
 		} else if (me) {
 			c->absent_ns = 0;
-			own_overhead(d, me->used, pending, t);
+			/* NVML's figure has the pages of the blocks freed since. */
+			atomic_store(&drv_seen[d->ordinal].holes, 0);
+			atomic_store(&drv_seen[d->ordinal].landed, 0);
+			own_overhead(d, me->used, pending, t, how == LOOK_FRESH);
 		} else if (vr_books_held(d)) {
 			/* Not listed while holding memory: a new context NVML has
 			 * not caught up with, or a PID it cannot map (containers). */
@@ -258,11 +403,63 @@ static int refresh(struct vr_dev *d, uint64_t max_age_ns, uint64_t pending)
 		uint64_t charged;
 		atomic_store(&c->extra, others(d, l, n, &charged));
 		atomic_store(&c->others, charged);
-		atomic_store(&c->seen_ns, t);
+		atomic_store(&c->seen_held, held > pending ? held - pending : 0);
+		atomic_store_explicit(&c->seen_ns, t, memory_order_release);
 	}
+	/* A figure that may not show this process's last grant yet leaves
+	 * the next look to be taken as well. */
+	if (stale && how != LOOK_FRESH)
+		atomic_fetch_or(&c->flags, VR_CARD_STALE);
 	free(l);
 	atomic_store(&c->busy, 0);
-	return up == NV_READY ? 2 : 0;
+	return how == LOOK_NONE ? 0 : 2;
+}
+
+/* Are d's figures older than what this process's books show it did since
+ * (pending, the grant being checked, left out), or than CARD_FRESH_MS
+ * (other members' use), or (strict: a grant's check, a new context, new
+ * limits) than a change NVML did not show at the last look? Memory queries
+ * and refusals do not look again for that one within CARD_FRESH_MS, so
+ * that a program that asks again and again under a lagging NVML does not
+ * ask NVML each time. */
+static int old_figures(struct vr_dev *d, uint64_t pending, int strict, const uint64_t *grant_free)
+{
+	struct vr_card *c = &d->card;
+	int k = d->ordinal;
+	uint64_t seen = atomic_load_explicit(&c->seen_ns, memory_order_acquire);
+	uint64_t held = vr_books_held(d);
+	if (!seen || atomic_load(&c->seen_held) != (held > pending ? held - pending : 0) ||
+	    now_ns() - seen >= CARD_FRESH_MS * MS)
+		return 1;
+	if (strict && (atomic_load(&c->flags) & VR_CARD_STALE))
+		return 1;
+	if (!grant_free)
+		return 0;
+	/* A grant's check (grant_free: the driver's free memory now, or
+	 * UINT64_MAX where it cannot be asked: then the age says): also when
+	 * the driver changed since. Where it did not, the small blocks that
+	 * landed since took no new page. */
+	if (*grant_free != UINT64_MAX && *grant_free != atomic_load(&drv_seen[k].free))
+		return 1;
+	uint64_t b = atomic_exchange(&drv_seen[k].landed, 0), h = atomic_load(&drv_seen[k].holes);
+	while (b && h && !atomic_compare_exchange_weak(&drv_seen[k].holes, &h, h > b ? h - b : 0))
+		;
+	return 0;
+}
+
+/* Looks when the figures are old (wait_ms: look), or waits a little for
+ * the thread that is looking. 1 when d's figures can be used. */
+static int refresh(struct vr_dev *d, uint64_t pending, unsigned wait_ms, const uint64_t *grant_free)
+{
+	/* Another thread's look may wait for NVML as long as this one would. */
+	unsigned tries = (wait_ms + 100) * 10;
+	for (unsigned i = 0; i < tries && old_figures(d, pending, wait_ms != 0, grant_free); i++) {
+		int r = look(d, pending, wait_ms);
+		if (r != 1)
+			return r == 2;
+		sleep_us(100); /* another thread is looking: its figures will do */
+	}
+	return atomic_load_explicit(&d->card.seen_ns, memory_order_relaxed) != 0;
 }
 
 /* The group's overhead on d as last seen: this process's, the other
@@ -274,31 +471,105 @@ static uint64_t group_overhead(struct vr_dev *d)
 }
 
 /* The card's figure for the group on d: its books plus the overhead other
- * members have not charged yet. */
+ * members have not charged yet, and the pages this process's freed small
+ * blocks left since the last look. */
 static uint64_t card_figure(struct vr_dev *d)
 {
-	return vr_books_in_use(d) + atomic_load(&d->card.extra);
+	return vr_books_in_use(d) + atomic_load(&d->card.extra) +
+	       atomic_load(&drv_seen[d->ordinal].holes);
 }
+
+void vr__card_freed(struct vr_dev *d, uint64_t bytes)
+{
+	int k = d->ordinal;
+	atomic_fetch_sub(&d->card.seen_held, bytes);
+	if (bytes <= VR_PAGE / 2) {
+		atomic_fetch_add(&drv_seen[k].holes, bytes);
+		return;
+	}
+	uint64_t f = atomic_load(&drv_seen[k].free);
+	while (f != UINT64_MAX && !atomic_compare_exchange_weak(&drv_seen[k].free, &f, f + bytes))
+		;
+}
+
+void vr__card_landed(void)
+{
+	struct vr_dev *d = vr__card_flight;
+	vr__card_flight = NULL;
+	atomic_fetch_sub(&d->card.small, 1);
+	/* The card may hold a new page: the next check's look at the driver's
+	 * free memory tells (old_figures); where it cannot, NVML is asked. */
+	if (flight_bytes)
+		atomic_fetch_add(&drv_seen[d->ordinal].landed, flight_bytes);
+	else
+		atomic_fetch_or(&d->card.flags, VR_CARD_STALE);
+}
+
+static void card_atfork_child(void)
+{
+	vr__card_flight = NULL;
+}
+VR_ATFORK_CHILD(card_atfork_child);
 
 int vr_card_grant(struct vr_dev *d, uint64_t bytes, uint64_t total)
 {
 	if (!vr_card_counts(d))
 		return 0;
-	/* Figures taken now: the books read again (this process's overhead
-	 * may have moved). Else the total the grant left, which counts this
-	 * process's lanes' spare too (errs on the side of the cap). */
-	uint64_t card = refresh(d, CARD_FRESH_MS * MS, bytes) == 2
+	if (vr__card_flight) /* this thread's last one ended where nobody said */
+		vr__card_landed();
+	/* Figures as new as this process's last change (the books read again:
+	 * its overhead may have moved), else the total the grant left, which
+	 * counts this process's lanes' spare too (errs on the side of the
+	 * cap). */
+	uint64_t now_free;
+	if (!driver_free(d, &now_free))
+		now_free = UINT64_MAX;
+	uint64_t card = refresh(d, bytes, CARD_WAIT_MS, &now_free)
 	                    ? card_figure(d)
 	                    : total + atomic_load_explicit(&d->card.extra, memory_order_relaxed);
 	set_watch(d, total > card ? total : card);
 	say_over(d, card, group_overhead(d));
-	return vr_dev_capped(d) && card > d->cap ? -1 : 0;
+	/* Near the cap, frees keep the figure (vr_card_freed). */
+	uint64_t m = vr_card_margin(vr_dev_capped(d) ? d->cap : d->phys_total);
+	if (vr_dev_capped(d) && card + m > d->cap)
+		atomic_fetch_or(&d->card.flags, VR_CARD_NEAR);
+	else
+		atomic_fetch_and(&d->card.flags, ~VR_CARD_NEAR);
+	/* Each grant of 1 MiB or less of this process's other threads that
+	 * the driver has not answered yet may take a new page. */
+	uint64_t slack = (uint64_t)atomic_load(&d->card.small) * VR_PAGE;
+	if (vr_dev_capped(d) && (card > d->cap || slack > d->cap - card))
+		return -1;
+	if (bytes > VR_PAGE / 2) {
+		/* Whole pages: the card takes what the books hold for it, so the
+		 * figures stay as new as they were once the driver has it (a
+		 * release if the driver refuses it moves the books, another
+		 * figure of the driver's tells a change: looked at again). */
+		atomic_fetch_add(&d->card.seen_held, bytes);
+		uint64_t f = atomic_load(&drv_seen[d->ordinal].free);
+		while (f != UINT64_MAX &&
+		       !atomic_compare_exchange_weak(&drv_seen[d->ordinal].free, &f,
+		                                     f > bytes ? f - bytes : 0))
+			;
+		return 0;
+	}
+	/* 1 MiB or less: carved from a page the process keeps, or a new one.
+	 * Counted at its size (a hole: the figure counts it twice until it
+	 * settles); a new page shows in the driver's free memory, which the
+	 * next check compares (else, NVML is asked again). */
+	atomic_fetch_add(&d->card.seen_held, bytes);
+	if (now_free == UINT64_MAX)
+		atomic_fetch_or(&d->card.flags, VR_CARD_STALE);
+	atomic_fetch_add(&d->card.small, 1);
+	vr__card_flight = d;
+	flight_bytes = now_free == UINT64_MAX ? 0 : bytes;
+	return 0;
 }
 
 int vr_card_before_refusal(struct vr_dev *d)
 {
 	uint64_t was = atomic_load(&d->card.overhead);
-	if (!vr_card_counts(d) || !refresh(d, 0, 0))
+	if (!vr_card_counts(d) || !refresh(d, 0, 0, NULL))
 		return 0;
 	say_over(d, card_figure(d), group_overhead(d));
 	return atomic_load(&d->card.overhead) < was;
@@ -310,7 +581,7 @@ uint64_t vr_card_use(struct vr_dev *d, uint64_t *overhead)
 		*overhead = 0;
 	if (!vr_card_counts(d))
 		return vr_books_in_use(d);
-	refresh(d, CARD_FRESH_MS * MS, 0);
+	refresh(d, 0, 0, NULL);
 	if (overhead)
 		*overhead = group_overhead(d);
 	return card_figure(d);
@@ -318,7 +589,10 @@ uint64_t vr_card_use(struct vr_dev *d, uint64_t *overhead)
 
 void vr_card_event(struct vr_dev *d)
 {
-	if (!d || !vr_card_counts(d) || !refresh(d, 0, 0))
+	if (!d || !vr_card_counts(d))
+		return;
+	atomic_fetch_or(&d->card.flags, VR_CARD_STALE);
+	if (!refresh(d, 0, CARD_WAIT_MS, NULL))
 		return;
 	uint64_t card = card_figure(d);
 	set_watch(d, card);
@@ -349,15 +623,22 @@ uint64_t vr_card_listed(struct vr_dev *d)
 int vr_card_context(struct vr_dev *d, uint64_t listed, uint64_t *was)
 {
 	char a[32], b[32], c[32];
+	uint64_t f;
 	*was = d ? atomic_load(&d->card.overhead) : 0;
 	if (!d || !vr_card_counts(d) || !vr_dev_capped(d))
 		return 0;
-	/* NVML may show the new context late: wait for it, a bounded time. */
+	/* NVML may show the new context late. Where the driver can be asked
+	 * (the new context is current), the look waits until NVML agrees
+	 * with it, however little the context took; else until NVML shows
+	 * more than before, a bounded time. */
 	int host_listable = 0;
 	vr_nvml_host_pid(&host_listable);
-	for (int i = 0; i < CARD_WAIT_MS / 10 && host_listable && listed_used(d) <= listed; i++)
-		nanosleep(&(struct timespec){0, 10 * 1000000L}, NULL);
-	refresh(d, 0, 0);
+	if (!driver_free(d, &f))
+		for (int i = 0; i < CARD_WAIT_MS / 10 && host_listable && listed_used(d) <= listed;
+		     i++)
+			sleep_us(10000);
+	atomic_fetch_or(&d->card.flags, VR_CARD_STALE);
+	refresh(d, 0, CARD_WAIT_MS, NULL);
 	uint64_t card = card_figure(d), own = atomic_load(&d->card.overhead);
 	set_watch(d, card);
 	if (card <= d->cap || own <= *was)

@@ -132,11 +132,21 @@ static void before_made(CUdevice dev, struct made *m)
 }
 
 /* 1 when the new context would take the group past its cap on the card:
- * the caller destroys it, then calls made_undone. */
-static int refused_made(struct made *m)
+ * the caller destroys it, then calls made_undone. ctx: the new context
+ * when it is not current (a primary one), current for the check, so that
+ * the driver can be asked about its device (card.h). */
+static int refused_made(struct made *m, CUcontext ctx)
 {
-	return m->armed && vr_dev_for_handle(m->dev, &m->d) == CUDA_SUCCESS &&
-	       vr_card_context(m->d, m->listed, &m->was) != 0;
+	if (!m->armed || vr_dev_for_handle(m->dev, &m->d) != CUDA_SUCCESS)
+		return 0;
+	CUcontext was = NULL;
+	int pushed = 0;
+	if (ctx && vr_real.cuCtxPushCurrent_v2 && vr_real.cuCtxPopCurrent_v2)
+		VR_OWN(pushed = vr_real.cuCtxPushCurrent_v2(ctx) == CUDA_SUCCESS);
+	int refused = vr_card_context(m->d, m->listed, &m->was) != 0;
+	if (pushed)
+		VR_OWN(vr_real.cuCtxPopCurrent_v2(&was));
+	return refused;
 }
 
 static CUresult made_undone(struct made *m, CUcontext *pctx)
@@ -209,7 +219,7 @@ VR_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 		before_made(dev, &m);
 	VR_OWN(rc = vr_real.cuDevicePrimaryCtxRetain(pctx, dev));
 	OTHER_COPY(rc, cuDevicePrimaryCtxRetain, (pctx, dev));
-	if (rc == CUDA_SUCCESS && refused_made(&m)) {
+	if (rc == CUDA_SUCCESS && refused_made(&m, *pctx)) {
 		if (vr_real.cuDevicePrimaryCtxRelease_v2)
 			VR_OWN(vr_real.cuDevicePrimaryCtxRelease_v2(dev));
 		return made_undone(&m, pctx);
@@ -227,7 +237,7 @@ VR_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 		before_made(dev, &m);                                                              \
 		VR_OWN(rc = vr_real.name args);                                                    \
 		OTHER_COPY(rc, name, args);                                                        \
-		if (rc == CUDA_SUCCESS && refused_made(&m)) {                                      \
+		if (rc == CUDA_SUCCESS && refused_made(&m, NULL)) {                                \
 			if (vr_real.cuCtxDestroy_v2)                                               \
 				VR_OWN(vr_real.cuCtxDestroy_v2(*pctx));                            \
 			return made_undone(&m, pctx);                                              \

@@ -22,8 +22,11 @@ struct vr_dev {
 	/* The cap in force (UINT64_MAX: none); the group's, which `vramctl
 	 * limit` may change while the program runs (books.c, vr_books_cap_sync). */
 	_Atomic uint64_t cap;
-	int reg;                       /* registry device index, -1: per-process books */
-	int nouter;                    /* outer groups it is counted in too (outer.h) */
+	int16_t reg;    /* registry device index (< VR_MAX_DEVICES), -1: per-process books */
+	int16_t nouter; /* outer groups it is counted in too (outer.h) */
+	/* vr_caps_taken (registry.h) when the cap was last taken from the
+	 * books (policy.c): a grant that finds it moved takes it again. */
+	_Atomic unsigned caps_seen;
 	_Atomic uint64_t local_in_use; /* per-process books */
 	atomic_int host_vmm;          /* cuMemCreate on the host (spill): 0 unknown, 1 yes, -1 no */
 	atomic_int host_numa;         /* CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID (-1: none) */
@@ -41,10 +44,19 @@ struct vr_dev {
 		_Atomic uint64_t seen_ns;  /* when the figures were last taken (0: never) */
 		atomic_int busy;           /* a thread is taking them */
 		atomic_int said;           /* lines said (card.c) */
-		/* Under busy: this process's blocks at the last look, the most
-		 * they were while they kept changing, since when they held still,
-		 * and since when NVML has not listed the process. */
-		uint64_t booked, booked_hi, stable_ns, absent_ns;
+		/* What this process held in the books at the last look (its
+		 * grant being checked left out): a change since means the
+		 * figures are old. */
+		_Atomic uint64_t seen_held;
+		/* VR_CARD_* (card.h): the figures may be older than a change
+		 * NVML does not show yet; the group is near its cap. And the
+		 * grants of 1 MiB or less checked near the cap whose driver call
+		 * has not returned (each may take a new page: card.h). */
+		_Atomic uint32_t flags, small;
+		/* Under busy: this process's blocks at the last look, since
+		 * when they held still, and since when NVML has not listed
+		 * the process. */
+		uint64_t booked, stable_ns, absent_ns;
 	} card;
 	/* Guarantees on the card (guarantee.c, #26): the device book all
 	 * groups on this GPU share. */

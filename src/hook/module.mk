@@ -34,7 +34,7 @@ ALL_TARGETS += $(HOOK_LIB)
 # themselves (LD_PRELOAD in a re-exec), so they depend on it.
 HOOK_TEST_SRCS := $(sort $(wildcard tests/hook/test_*.c))
 HOOK_TESTS := $(HOOK_TEST_SRCS:tests/hook/%.c=$(O)/tests/hook/%)
-HOOK_TEST_LIBS := $(O)/tests/hook/libinterposer.so
+HOOK_TEST_LIBS := $(O)/tests/hook/libinterposer.so $(O)/tests/hook/libnullinfo.so
 
 $(O)/tests/hook/%: tests/hook/%.c tests/hook/hooktest.h $(SIM_CUDA) $(SIM_NVML) $(HOOK_LIB) \
 		$(HOOK_TEST_LIBS) $(COMMON_LIB)
@@ -46,6 +46,12 @@ $(O)/tests/hook/%: tests/hook/%.c tests/hook/hooktest.h $(SIM_CUDA) $(SIM_NVML) 
 $(O)/tests/hook/libinterposer.so: tests/hook/interposer.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -O0 -shared -o $@ $< $(BASE_LDFLAGS)
+
+# A driver whose cuMemGetInfo accepts a NULL pointer, over the simulator's
+# (test_null_info).
+$(O)/tests/hook/libnullinfo.so: tests/hook/nullinfo.c $(SIM_CUDA)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -shared -o $@ $< -L$(O)/sim -Wl,--no-as-needed -lcuda $(BASE_LDFLAGS)
 
 TESTS += $(HOOK_TESTS)
 TEST_SCRIPTS += tests/hook/exports.sh tests/hook/card.sh tests/hook/limit.sh tests/hook/guarantee.sh

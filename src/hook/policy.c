@@ -148,6 +148,7 @@ void vr_policy_device(struct vr_dev *d)
 			       d->ordinal);
 		cap = max;
 	}
+	atomic_store(&d->caps_seen, atomic_load(&vr_caps_taken));
 	vr_books_device(d, cap);
 	vr_card_setup(d);
 	vr_gt_setup(d);
@@ -291,20 +292,28 @@ static void refused(struct vr_dev *d, uint64_t bytes, uint64_t asked, uint64_t i
 		say_denied(d, bytes, asked, in_use);
 }
 
+/* d's cap as the group's books say now (`vramctl limit`). */
+static void cap_sync(struct vr_dev *d)
+{
+	unsigned taken = atomic_load_explicit(&vr_caps_taken, memory_order_acquire);
+	if (vr_books_cap_sync(d))
+		vr_card_cap_changed(d);
+	atomic_store_explicit(&d->caps_seen, taken, memory_order_relaxed);
+}
+
 int vr__policy_card(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
 {
-	if (vr_card_grant(d, bytes, *in_use) == 0)
+	/* The books granted it under the cap they hold: the card is checked
+	 * against the same (`vramctl limit` raised or lowered it). */
+	if (atomic_load_explicit(&vr_caps_taken, memory_order_acquire) !=
+	    atomic_load_explicit(&d->caps_seen, memory_order_relaxed))
+		cap_sync(d);
+	if (*in_use <= atomic_load_explicit(&d->card.watch, memory_order_relaxed) ||
+	    vr_card_grant(d, bytes, *in_use) == 0)
 		return 0;
 	vr_books_release(d, bytes);
 	*in_use = vr_card_use(d, NULL);
 	return -1;
-}
-
-/* d's cap as the group's books say now (`vramctl limit`). */
-static void cap_sync(struct vr_dev *d)
-{
-	if (vr_books_cap_sync(d))
-		vr_card_cap_changed(d);
 }
 
 /* Before a refusal the card is asked again: this process's overhead may

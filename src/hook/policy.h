@@ -83,14 +83,13 @@ static inline int vr_policy_reserve_spillable(struct vr_dev *d, uint64_t bytes);
 void vr_policy_deny(struct vr_dev *d, uint64_t bytes, const char *why);
 
 /*
- * The card's page: linear memory (cuMemAlloc, cuMemAllocPitch) over 1 MiB
- * takes whole pages, smaller blocks share them (driver 580 on an H200:
- * cuMemGetInfo's free and NVML's process list both drop by this;
- * bench/gpu/driver_facts, docs/real-gpu.md). The books count what the card
- * takes, so the card's own figure stays under the cap.
+ * What the card takes for a linear block (cuMemAlloc, cuMemAllocPitch):
+ * over 1 MiB whole pages (VR_PAGE, card.h), smaller blocks their size
+ * (driver 580 on an H200: cuMemGetInfo's free and NVML's process list
+ * both drop by this; bench/gpu/driver_facts, docs/real-gpu.md). The books
+ * count it, so the card's own figure stays under the cap; the pages small
+ * blocks are carved from are the card's figure's (card.h).
  */
-#define VR_PAGE ((uint64_t)2 << 20)
-
 static inline uint64_t vr_on_card(uint64_t bytes)
 {
 	return bytes > VR_PAGE / 2 ? (bytes + VR_PAGE - 1) / VR_PAGE * VR_PAGE : bytes;
@@ -118,8 +117,9 @@ static inline int vr_policy_reserve_linear(struct vr_dev *d, uint64_t bytes, int
 /* The short block of d is ptr (0: there is none after all). */
 void vr_policy_short_settle(struct vr_dev *d, uint64_t ptr);
 /* A linear block of `bytes` recorded at key was freed: if it was d's short
- * block, the exception may be made again. Cheap unless bytes is a size a
- * short block can have (over half a page, not whole pages). */
+ * block, the exception may be made again (cheap unless bytes is a size a
+ * short block can have: over half a page, not whole pages); near the cap
+ * the card's figure follows (card.h). */
 static inline void vr_policy_linear_freed(struct vr_dev *d, uint64_t key, uint64_t bytes);
 
 /* What the program is shown for a capped device, from the driver's (free,
@@ -143,7 +143,8 @@ int vr__policy_spillable(struct vr_dev *d, uint64_t bytes);
 int vr__policy_reserve_pages(struct vr_dev *d, uint64_t bytes, uint64_t page, int spillable,
                              uint64_t *charged);
 
-/* A grant that took the books' total past d's watch line (card.h): 0 it
+/* A grant that took the books' total past d's watch line (card.h), or
+ * made after the group's cap changed (the cap is taken again first): 0 it
  * stands, else -1 with the bytes given back and *in_use the card's figure
  * that did not leave room (nothing said). */
 int vr__policy_card(struct vr_dev *d, uint64_t bytes, uint64_t *in_use);
@@ -152,10 +153,16 @@ int vr__policy_card(struct vr_dev *d, uint64_t bytes, uint64_t *in_use);
  * thread's spare, the total unmoved): near the cap, the card is asked. */
 static inline int vr__policy_granted(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
 {
-	if (VR_UNLIKELY(*in_use > atomic_load_explicit(&d->card.watch, memory_order_relaxed)) &&
+	if (VR_UNLIKELY(*in_use > atomic_load_explicit(&d->card.watch, memory_order_relaxed) ||
+	                atomic_load_explicit(&vr_caps_taken, memory_order_acquire) !=
+	                    atomic_load_explicit(&d->caps_seen, memory_order_relaxed)) &&
 	    vr__policy_card(d, bytes, in_use) != 0)
 		return -1;
-	return vr_gt_check(d, bytes, in_use);
+	if (VR_UNLIKELY(vr_gt_check(d, bytes, in_use) != 0)) {
+		vr_card_landed(); /* refused after all: never with the driver */
+		return -1;
+	}
+	return 0;
 }
 
 /* The books' reserve of bytes (quiet: a refusal is not counted as a
@@ -218,6 +225,7 @@ static inline void vr_policy_linear_freed(struct vr_dev *d, uint64_t key, uint64
 {
 	if (VR_UNLIKELY(vr_on_card(bytes) != bytes))
 		vr__policy_short_freed(d, key);
+	vr_card_freed(d, bytes);
 }
 
 #endif /* VRAMCTL_HOOK_POLICY_H */

@@ -31,24 +31,30 @@ static void clamp(struct vr_dev *d, uint64_t *freep, uint64_t *totalp)
 }
 
 /* cuMemGetInfo[_v2]: the driver's (free, total), clamped on a capped device;
- * the two differ only in the width of the numbers. */
+ * the two differ only in the width of the numbers. A NULL pointer (OptiX
+ * passes free = NULL) is the driver's to answer, as it is without vramctl
+ * (cuda.h: CUDA_ERROR_INVALID_VALUE; bench/gpu/driver_facts records what a
+ * real one does): whatever it answered for the other is clamped, and only
+ * what the program asked for is written. */
 #define VR_MEM_GET_INFO(name, type)                                                                \
 	VR_EXPORT CUresult name(type *free, type *total)                                           \
 	{                                                                                          \
 		VR_PASS(name, (free, total));                                                      \
 		CUresult rc = vr_real.name(free, total);                                           \
 		struct vr_dev *d;                                                                  \
-		if (rc != CUDA_SUCCESS || !free || !total)                                         \
+		if (rc != CUDA_SUCCESS || (!free && !total))                                       \
 			return rc;                                                                 \
 		CUresult dev_rc = vr_dev_for_alloc(&d);                                            \
 		if (dev_rc != CUDA_SUCCESS)                                                        \
 			return dev_rc; /* never the whole device in silence */                     \
 		if (!vr_dev_capped(d))                                                             \
 			return rc;                                                                 \
-		uint64_t f = *free, t = *total;                                                    \
+		uint64_t f = free ? *free : UINT64_MAX, t = total ? *total : UINT64_MAX;           \
 		clamp(d, &f, &t);                                                                  \
-		*free = (type)f;                                                                   \
-		*total = (type)t;                                                                  \
+		if (free)                                                                          \
+			*free = (type)f;                                                           \
+		if (total)                                                                         \
+			*total = (type)t;                                                          \
 		return rc;                                                                         \
 	}
 VR_MEM_GET_INFO(cuMemGetInfo_v2, size_t)

@@ -61,6 +61,7 @@ static uint64_t owner_of(int kind)
 static inline __attribute__((always_inline)) void record(struct vr_dev *d, int kind, uint64_t key,
                                                          uint64_t bytes)
 {
+	vr_card_landed(); /* the driver answered (card.h) */
 	if (VR_UNLIKELY(!atomic_load_explicit(&d->first_block, memory_order_relaxed)))
 		atomic_store_explicit(&d->first_block, bytes, memory_order_relaxed);
 	if (VR_LIKELY(vr_map_put_owned(kind, key, d->ordinal, bytes, owner_of(kind),
@@ -83,6 +84,7 @@ static inline __attribute__((always_inline)) void record(struct vr_dev *d, int k
 		CUresult vr__rc;                                                                   \
 		VR_OWN(vr__rc = call);                                                             \
 		if (vr__rc != CUDA_SUCCESS) {                                                      \
+			vr_card_landed();                                                          \
 			vr_policy_release(d, bytes);                                               \
 			if (vr__rc == CUDA_ERROR_OUT_OF_MEMORY && (d))                             \
 				vr_drvlimit_explain(d, bytes);                                     \

@@ -80,9 +80,12 @@ static void priv_learn(vr_member *m, uint32_t d)
  * the lock): this member takes it from now on. Lock held, the device's
  * words checked (vr_dev_ok). Its lanes keep the quantum and reach of the
  * cap it joined with. */
+_Atomic unsigned vr_caps_taken;
+
 static void priv_take_cap(vr_member *m, uint32_t d)
 {
 	atomic_store_explicit(&m->priv[d].cap, m->hdr->dev[d].cap, memory_order_release);
+	atomic_fetch_add_explicit(&vr_caps_taken, 1, memory_order_release);
 }
 
 static const char not_a_device[] = "not a device of the group";

@@ -21,11 +21,17 @@
  * What this process knows of each slot lives in its own memory (struct
  * vr_member.held_*), one word per slot, tagged with the slot's incarnation
  * so that a reused slot starts afresh; the layout is unchanged.
+ *
+ * A group whose last member died lost its books with it (segment.c): the
+ * joiner that starts it afresh keeps the dead members the door names as
+ * the new books' ghosts (layout.h, join.c), and vr_ghosts hands them to
+ * whoever asks NVML, within the same bound from the group's start.
  */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "registry/held.h"
 #include "registry/member.h"
@@ -100,6 +106,29 @@ static int holds_bytes(vr_member *m, uint32_t i)
 		if (vr_slot_held(m->hdr, i, d))
 			return 1;
 	return 0;
+}
+
+int vr_ghosts(vr_member *m, int32_t *pids, int n)
+{
+	if (!m || n <= 0 || vr_is_detached(m))
+		return 0;
+	struct vr_hdr *h = m->hdr;
+	pthread_once(&bound_once, read_bound);
+	uint64_t created =
+	    atomic_load_explicit((_Atomic uint64_t *)&h->created, memory_order_relaxed);
+	/* Its start is known to the second: the bound, rounded up, and one. */
+	if ((uint64_t)time(NULL) >= created + (bound_ms + 999u) / 1000u + 1u)
+		return 0;
+	int k = 0;
+	for (int i = 0; i < VR_GHOSTS && k < n; i++) {
+		int32_t pid = atomic_load_explicit((_Atomic int32_t *)&h->ghosts[i].host_pid,
+		                                   memory_order_relaxed);
+		if (pid <= 0)
+			break;
+		if (!vr_proc_exists(NULL, pid)) /* else a live process has the PID now */
+			pids[k++] = pid;
+	}
+	return k;
 }
 
 int vr_dead_on_gpu(vr_member *m, uint32_t i, const struct vr_slot *s, uint64_t inc)

@@ -356,11 +356,49 @@ static int take_slot(vr_member *m, const char *group, const char *dir, const cha
 	return 0;
 }
 
+/* The dead members of the group's books before these (struct vr_ghost,
+ * layout.h), from the records the door keeps: up to VR_GHOSTS into g.
+ * Without the lock (it reads the door). */
+static int find_ghosts(vr_member *m, struct vr_ghost *g)
+{
+	struct stat st;
+	if (fstat(m->fd, &st) != 0 || st.st_size <= (off_t)VR_DOOR_SIZE)
+		return 0;
+	uint64_t last = ((uint64_t)st.st_size - VR_DOOR_SIZE) / VR_LIVE_STRIDE + 1;
+	int n = 0;
+	for (uint32_t i = 0; i < last && i < VR_SLOTS && n < VR_GHOSTS; i++) {
+		struct vr_member_ref r;
+		/* Our own slot's too: its record is still its last owner's. */
+		if (pread(m->fd, &r, sizeof(r), vr_slot_member_byte(i)) != (ssize_t)sizeof(r) ||
+		    r.tag != VR_MEMBER_REF_TAG || r.host_pid <= 0 || r.key == m->hdr->shm_key ||
+		    vr_slot_alive(m->fd, i) != 0 || vr_proc_exists(NULL, r.host_pid))
+			continue;
+		g[n].host_pid = r.host_pid;
+		g[n].start_time = r.start_time;
+		n++;
+	}
+	return n;
+}
+
+/* This member in the door, for a joiner after the books are gone. */
+static void write_member_ref(vr_member *m, const struct proc_info *pi)
+{
+	struct vr_member_ref r = {.tag = VR_MEMBER_REF_TAG,
+	                          .host_pid = pi->nspid_outer ? pi->nspid_outer : (int32_t)getpid(),
+	                          .start_time = pi->start_time,
+	                          .key = m->hdr->shm_key};
+	(void)!pwrite(m->fd, &r, sizeof(r), vr_slot_member_byte(m->slot_idx));
+}
+
 /* A group lives as long as it has live members: whoever finds it empty
- * starts it afresh, so an earlier run's caps never apply. Lock held. */
-static void start_group_locked(vr_member *m, const struct vr_join_opts *opts)
+ * starts it afresh, so an earlier run's caps never apply; its dead members
+ * that may still be on the card (ghosts) are kept. Lock held. */
+static void start_group_locked(vr_member *m, const struct vr_join_opts *opts,
+                               const struct vr_ghost *ghosts, int nghosts)
 {
 	struct vr_hdr *h = m->hdr;
+	memset(h->ghosts, 0, sizeof(h->ghosts));
+	memcpy(h->ghosts, ghosts, (size_t)nghosts * sizeof(*ghosts));
 	/* Whatever the slots say, nobody else is alive: free them all, and
 	 * clear every slot's numbers on the devices the group had (it starts
 	 * with none; a device is added only over zeros). */
@@ -431,6 +469,18 @@ static int enter_group(vr_member *m, const struct vr_join_opts *opts, const stru
                        int *spec_differs, const char *dir, const char *name, char *err,
                        size_t errlen)
 {
+	/* No live member: a dead one whose memory NVML still lists (the
+	 * driver tearing it down) keeps the books, found before the lock
+	 * (NVML may be asked) and checked again under it; the dead members
+	 * of books gone before these are found in the door. */
+	uint64_t held_inc = 0;
+	uint32_t held = 0;
+	struct vr_ghost ghosts[VR_GHOSTS];
+	int nghosts = 0;
+	if (!vr_others_alive(m->fd, m->slot_idx)) {
+		held = vr_dead_held(m, &held_inc);
+		nghosts = find_ghosts(m, ghosts);
+	}
 	struct vr_hdr *h = m->hdr;
 	/* The audit below reads every slot: their pages are mapped before the
 	 * lock is taken, not one fault at a time while others wait for it. */
@@ -442,6 +492,9 @@ static int enter_group(vr_member *m, const struct vr_join_opts *opts, const stru
 		return rc;
 	}
 	int live_other = vr_others_alive(m->fd, m->slot_idx) || vr_unreaped_others(h, m->slot_idx);
+	struct vr_slot *hs = held ? vr_slot_at(h, held - 1) : NULL;
+	int keep = live_other ||
+	           (hs && !opts->fresh && hs->state == VR_SLOT_USED && hs->incarnation == held_inc);
 	const char *bad = NULL;
 	if (!live_other && opts->existing) {
 		rc = -ESRCH;
@@ -451,7 +504,7 @@ static int enter_group(vr_member *m, const struct vr_join_opts *opts, const stru
 		vr_seterr(err, errlen,
 		          "group %s is in use by a live process; a new run needs a new name",
 		          opts->group);
-	} else if (live_other) {
+	} else if (keep) {
 		/* The group's budget is the one we join under (the audit checks
 		 * the books against it). */
 		m->spill_budget = h->spill_budget;
@@ -475,8 +528,8 @@ static int enter_group(vr_member *m, const struct vr_join_opts *opts, const stru
 	}
 	if (rc == 0) {
 		vr_seq_begin(h);
-		if (!live_other)
-			start_group_locked(m, opts);
+		if (!keep)
+			start_group_locked(m, opts, ghosts, nghosts);
 		fill_slot_locked(m, opts, pi);
 		m->spill_budget = h->spill_budget;
 		vr_seq_end(h);
@@ -554,6 +607,7 @@ static int join_call(const struct vr_join_opts *opts, const char *dir, const cha
 		drop_member(m);
 		return rc;
 	}
+	write_member_ref(m, &pi);
 	/* Dead members are given back whenever someone joins, not only before
 	 * a denial: their records do not pile up in a group nobody is refused.
 	 * A join looks at the members after its own slot (joiners' slots

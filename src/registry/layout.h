@@ -67,6 +67,23 @@ enum { VR_SLOT_FREE = 0, VR_SLOT_USED = 1 };
 enum { VR_SLOT_F_LAUNCHER = 1u << 0 };
 /* VR_SLOT_F_ALLOCATIONS and VR_SLOT_F_NO_FIGURES: registry.h. */
 
+/*
+ * A ghost (#37): a member of the group's books before these, dead, whose
+ * memory the driver may still hold while it tears its contexts down. The
+ * books go with their last member (segment.c) and a joiner then starts the
+ * group afresh; it finds who was a member in the door (vr_member_ref,
+ * below) and keeps up to VR_GHOSTS of them here, so that every member's
+ * check of the card counts what NVML still lists for them, for
+ * VR_HELD_BOUND_MS (held.c) after the group started. Written once, under
+ * the lock, when the group starts; host_pid 0 ends the list.
+ */
+#define VR_GHOSTS 16
+struct vr_ghost {
+	int32_t host_pid; /* as NVML lists it: the first NSpid entry */
+	uint32_t pad;
+	uint64_t start_time; /* /proc/PID/stat field 22 */
+};
+
 /* A group's books for one device. */
 struct vr_hdr_dev {
 	unsigned char uuid[VR_UUID_LEN];
@@ -108,7 +125,11 @@ struct vr_hdr {
 	uint64_t spilled;      /* sum of the USED slots' dev[].spilled, held against it */
 	uint64_t pad1;
 	struct vr_hdr_dev dev[VR_MAX_DEVICES];
-	unsigned char pad2[VR_HDR_SIZE - 384 - VR_MAX_DEVICES * sizeof(struct vr_hdr_dev)];
+	/* In the books: members of the books before these that may still be
+	 * on the card (vr_ghost, below); zero in a door, and where none. */
+	struct vr_ghost ghosts[VR_GHOSTS];
+	unsigned char pad2[VR_HDR_SIZE - 384 - VR_MAX_DEVICES * sizeof(struct vr_hdr_dev) -
+	                   VR_GHOSTS * sizeof(struct vr_ghost)];
 };
 
 /* A thread's lane (lanes.c): the bytes it holds spare, reserved in the
@@ -223,6 +244,26 @@ static inline long long vr_slot_pid_byte(uint32_t i)
  * /proc/PID/fd/FD of a live member. Written with one pwrite, read with
  * one pread; a stale or torn one fails the joiner's checks.
  */
+/*
+ * Who was a member: each member writes its record at vr_slot_member_byte(i)
+ * of its slot in the door (beside its books reference, among its lock
+ * bytes) once it is in, with one pwrite; the door outlives the books, so a
+ * joiner that starts the group afresh learns its dead members there
+ * (struct vr_ghost above). A torn or stale record names a process that is
+ * alive or gone from NVML's list, and counts nothing.
+ */
+#define VR_MEMBER_REF_TAG 0x4d454d42u /* "BMEM" read little-endian */
+struct vr_member_ref {
+	uint32_t tag;     /* VR_MEMBER_REF_TAG */
+	int32_t host_pid; /* the first NSpid entry (0: not known) */
+	uint64_t start_time;
+	uint64_t key; /* the shm_key of the books it joined */
+};
+static inline long long vr_slot_member_byte(uint32_t i)
+{
+	return vr_slot_live_byte(i) + 64;
+}
+
 #define VR_SHM_ID_MEMFD  (-2)
 #define VR_BOOKS_REF_TAG 0x4446454du /* "MEFD" read little-endian */
 struct vr_books_ref {

@@ -60,6 +60,25 @@ int vr_unreaped_others(struct vr_hdr *h, uint32_t self)
 	return 0;
 }
 
+uint32_t vr_dead_held(vr_member *m, uint64_t *inc)
+{
+	struct vr_hdr *h = m->hdr;
+	uint32_t hw = vr_hdr_hw(h);
+	for (uint32_t i = 0; i < hw; i++) {
+		struct vr_slot *s = vr_slot_at(h, i);
+		uint64_t c =
+		    atomic_load_explicit((_Atomic uint64_t *)&s->incarnation, memory_order_acquire);
+		if (i == m->slot_idx ||
+		    atomic_load_explicit((_Atomic uint32_t *)&s->state, memory_order_acquire) !=
+		        VR_SLOT_USED ||
+		    vr_slot_alive(m->fd, i) != 0 || !vr_dead_on_gpu(m, i, s, c))
+			continue;
+		*inc = c;
+		return i + 1;
+	}
+	return 0;
+}
+
 /* Takes b bytes off a device's total by compare-and-swap (members change
  * it at the same time). Lock held. -EBADMSG: its check fails, or it holds
  * less than b. */

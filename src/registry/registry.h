@@ -148,6 +148,12 @@ void vr_release(vr_member *m, int dev, uint64_t bytes);
 /* Group-wide in-use and cap of a device, for memory queries. */
 void vr_usage(vr_member *m, int dev, uint64_t *in_use, uint64_t *cap);
 
+/* How many times a member in this process took a cap its group's books
+ * changed (`vramctl limit`, caps.c): a reserve learns the new cap before
+ * it counts, so one who reads this after a reserve and finds it moved
+ * knows the cap it holds may be old (vr_usage says the new one). */
+extern _Atomic unsigned vr_caps_taken;
+
 /* vr_reserve without counting a refusal as a denial (the caller may still
  * serve the request another way: spill); vr_note_denied counts one. */
 int vr_reserve_quiet(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use);
@@ -236,6 +242,16 @@ struct vr_gpu_probe {
 };
 /* Sets this process's probe (NULL: none); *p must stay valid. */
 void vr_gpu_probe_set(const struct vr_gpu_probe *p);
+
+/*
+ * The group's ghosts (#37): members of its books before these, gone with
+ * their last member, whose memory the driver may still hold while it tears
+ * them down. Their host PIDs (none that a live process has now) into pids,
+ * at most n, for 30 s after the group started (the teardown bound above);
+ * returns how many. Whoever can ask NVML counts what it lists for them
+ * (the injected library's check of the card).
+ */
+int vr_ghosts(vr_member *m, int32_t *pids, int n);
 
 /*
  * Removes a group's door (the end of a run or of a Slurm job on a

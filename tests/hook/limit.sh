@@ -3,7 +3,8 @@
 # program sees the new total at once, up and down; lowered below what it
 # holds, its new allocations are refused until it has freed enough, and it
 # is not killed; the change is recorded (status --json); another user is
-# refused; the site's maximum holds. Programs are tests/hook/memctl,
+# refused; the site's maximum holds; with the cap counting the card, the
+# card is checked against the new cap at once, up and down (#37). Programs are tests/hook/memctl,
 # driven line by line.
 . "$VR_SRC/tests/cli/common.bash"
 sim_only || { echo "skip: needs the simulated driver (memory figures exact)"; exit 77; }
@@ -94,6 +95,30 @@ rc, out = limit(str(os.getpid()), "1G")
 check(rc == 125 and "not capped by vramctl" in out, "an uncapped PID: %d %s" % (rc, out))
 rc, out = limit("lg", "lots")
 check(rc == 125, "a bad spec: %d %s" % (rc, out))
+
+# 7. With the cap counting the card (#37): a raise is right at once, for
+# the first allocation past the old cap, with no line about the old cap;
+# a lowered cap is what the card is checked against at once, for a program
+# whose books hold less than the card (pages the driver keeps after its
+# blocks of 1 MiB were freed): refused and said, not granted silently.
+c = Prog("lc", {"VRAMCTL_LIMIT": "1G", "VRAMCTL_GROUP": "lc", "VRAMCTL_COUNT": "card"})
+check(c.alloc(836) == "ok", "card: 836 MiB and the context under 1 GiB")
+rc, out = limit("lc", "3G")
+check(rc == 0, "card: raise: %d %s" % (rc, out))
+check(c.alloc(500) == "ok", "card: the first allocation past the old cap is granted")
+err = c.stderr()
+check("over its cap (1 GiB)" not in err and "needs a cap of at least" not in err,
+      "card: no line of the old cap: %s" % err)
+check(c.free() == "ok", "card: free the 500 MiB")
+for i in range(200):
+    check(c.alloc(1) == "ok", "card: 1 MiB block %d" % i)
+for i in range(150):
+    check(c.free() == "ok", "card: free 1 MiB block %d" % i)
+rc, out = limit("lc", "1G")
+check(rc == 0, "card: lower: %d %s" % (rc, out))
+check(c.alloc(50) == "oom", "card: 50 MiB more past the lowered cap on the card is refused")
+check("denied 50 MiB on GPU 0: cap 1 GiB" in c.stderr(), "card: the refusal is said: %s" % c.stderr())
+check(c.end() == 0, "card: the program ends normally")
 
 check(a.end() == 0, "the program ends normally")
 rc, out = limit("lg", "1G")

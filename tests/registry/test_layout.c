@@ -100,6 +100,21 @@ int main(void)
 	ASSERT_EQ(vr_slot_books_byte(0), 4096 + 8);
 	ASSERT_EQ(vr_slot_books_byte(1) - vr_slot_live_byte(1), 8);
 	ASSERT(vr_slot_books_byte(0) + 24 <= vr_slot_live_byte(1));
+	/* Who was a member, beside it; the books' ghosts in the header's
+	 * padding (#37: the version stays). */
+	ASSERT_EQ(sizeof(struct vr_member_ref), 24);
+	OFF(vr_member_ref, tag, 0);
+	OFF(vr_member_ref, host_pid, 4);
+	OFF(vr_member_ref, start_time, 8);
+	OFF(vr_member_ref, key, 16);
+	ASSERT_EQ(vr_slot_member_byte(0), 4096 + 64);
+	ASSERT(vr_slot_books_byte(0) + 24 <= vr_slot_member_byte(0));
+	ASSERT(vr_slot_member_byte(0) + 24 <= vr_slot_live_byte(1));
+	ASSERT_EQ(VR_GHOSTS, 16);
+	ASSERT_EQ(sizeof(struct vr_ghost), 16);
+	OFF(vr_ghost, host_pid, 0);
+	OFF(vr_ghost, start_time, 8);
+	OFF(vr_hdr, ghosts, 384 + 64 * 48);
 	static unsigned char seg[VR_SEGMENT_SIZE];
 	struct vr_hdr *h = (struct vr_hdr *)(void *)seg;
 	ASSERT_UEQ((size_t)((unsigned char *)vr_counts_at(h, 3, 2) - seg),

@@ -4,6 +4,12 @@
  *   held:    refused while the probe says "listed", also across a join
  *            (the newcomer takes another slot, the books keep the bytes);
  *            given back once it says "not listed";
+ *   ghosts:  the dead member was the group's only one: its books went
+ *            with it, and the joiner that starts the group afresh keeps it
+ *            as a ghost (from the door's records), which every member
+ *            hands to NVML's check of the card (vr_ghosts) until the bound
+ *            (#37: 932 + 632 MiB on the card under a 1 GiB cap); a live
+ *            member, or one of the new books, is none;
  *   unknown: the probe cannot tell: given back at once (reaped = gone);
  *   none:    no probe: given back at once;
  *   nothing: a dead member that held no bytes: the probe is not asked;
@@ -123,6 +129,29 @@ static void test_held(void)
 	vr_leave(m);
 }
 
+static void test_ghosts(void)
+{
+	int32_t pids[16];
+	dead_member("alone", 800);
+	vr_member *m = join("alone");
+	ASSERT_EQ(vr_ghosts(m, pids, 16), 1);
+	ASSERT_EQ(pids[0], (int32_t)victim);
+	/* A later joiner of the new books sees it too; the two live members
+	 * are none, nor is the member that died in the new books (the books
+	 * keep it: test_held). */
+	vr_member *m2 = join("alone");
+	ASSERT_EQ(vr_ghosts(m2, pids, 16), 1);
+	ASSERT_EQ(pids[0], (int32_t)victim);
+	dead_member("alone", 100);
+	ASSERT_EQ(vr_ghosts(m2, pids, 16), 1);
+	vr_leave(m2);
+	vr_leave(m);
+	/* A group whose last member left afresh: nothing from before. */
+	vr_member *m3 = join("alone");
+	ASSERT_EQ(vr_ghosts(m3, pids, 16), 1); /* the one that died in them */
+	vr_leave(m3);
+}
+
 /* Given back at once: reserved without waiting for anything. */
 static void test_given_back_at_once(const char *group, int ans)
 {
@@ -161,6 +190,15 @@ static int test_bound(void)
 	ASSERT_EQ(vr_reclaim(m), 0);
 	ASSERT_EQ(nsaid, 1);
 	vr_leave(m);
+	/* Ghosts are counted no longer than the bound, from the group's start
+	 * (known to the second: the bound rounded up, and one more). */
+	int32_t pids[16];
+	dead_member("bound-ghost", 800);
+	m = join("bound-ghost");
+	ASSERT_EQ(vr_ghosts(m, pids, 16), 1);
+	nanosleep(&(struct timespec){2, 200000000L}, NULL);
+	ASSERT_EQ(vr_ghosts(m, pids, 16), 0);
+	vr_leave(m);
 	printf("ok\n");
 	return 0;
 }
@@ -175,6 +213,7 @@ int main(int argc, char **argv)
 
 	vr_gpu_probe_set(&probe);
 	test_held();
+	test_ghosts();
 	test_given_back_at_once("unknown", -1);
 	test_nothing_held();
 	vr_gpu_probe_set(NULL);

@@ -1,5 +1,7 @@
 /*
  * test_alloc.c - linear allocations (plain, pitch, managed, 32-bit forms),
+ * what the card takes for them (over 1 MiB whole 2 MiB pages; 1 MiB or
+ * less carved from pages the context keeps after frees: sim/small.c),
  * pinned host memory and the errors the driver gives: no cuInit, no context,
  * zero size, bad and double frees, out of memory.
  */
@@ -46,7 +48,8 @@ int main(void)
 	ASSERT_UEQ(sim_used(), base + 100 * MiB);
 	ASSERT_CU(cuMemAlloc_v2(&q, 1000), CUDA_SUCCESS);
 	ASSERT(q >= p + 100 * MiB || q + 1000 <= p);
-	ASSERT_UEQ(sim_used(), base + 100 * MiB + 1000);
+	/* The first small block takes a page of the context's. */
+	ASSERT_UEQ(sim_used(), base + 100 * MiB + 2 * MiB);
 	CUdeviceptr b;
 	size_t s;
 	ASSERT_CU(cuMemGetAddressRange_v2(&b, &s, p + 12345), CUDA_SUCCESS);
@@ -54,7 +57,9 @@ int main(void)
 	ASSERT_UEQ(s, 100 * MiB);
 	ASSERT_CU(cuMemFree_v2(q), CUDA_SUCCESS);
 	ASSERT_CU(cuMemFree_v2(p), CUDA_SUCCESS);
-	ASSERT_UEQ(sim_used(), base);
+	/* The page stays the context's after its block is freed. */
+	ASSERT_UEQ(sim_used(), base + 2 * MiB);
+	base += 2 * MiB;
 
 	/* Errors. */
 	ASSERT_CU(cuMemAlloc_v2(&p, 0), CUDA_ERROR_INVALID_VALUE);
@@ -74,13 +79,18 @@ int main(void)
 	ASSERT_CU(cuMemAlloc_v2(&big, 16 * GiB - base), CUDA_SUCCESS);
 	ASSERT_CU(cuMemGetInfo_v2(&free_bytes, &total), CUDA_SUCCESS);
 	ASSERT_UEQ(free_bytes, 0);
-	ASSERT_CU(cuMemAlloc_v2(&p, 1), CUDA_ERROR_OUT_OF_MEMORY);
+	ASSERT_CU(cuMemAlloc_v2(&p, 1 + MiB), CUDA_ERROR_OUT_OF_MEMORY);
+	ASSERT_CU(cuMemAlloc_v2(&p, 1), CUDA_SUCCESS); /* in the page kept */
+	ASSERT_CU(cuMemFree_v2(p), CUDA_SUCCESS);
 	ASSERT_CU(cuMemFree_v2(big), CUDA_SUCCESS);
 
 	/* Pitch: width rounded up to 512, times height. */
 	ASSERT_CU(cuMemAllocPitch_v2(&p, &pitch, 1000, 100, 4), CUDA_SUCCESS);
 	ASSERT_UEQ(pitch, 1024);
-	ASSERT_UEQ(sim_used(), base + 1024 * 100);
+	ASSERT_UEQ(sim_used(), base); /* 100 KiB: in the page kept */
+	ASSERT_CU(cuMemFree_v2(p), CUDA_SUCCESS);
+	ASSERT_CU(cuMemAllocPitch_v2(&p, &pitch, 1000, 2048, 4), CUDA_SUCCESS);
+	ASSERT_UEQ(sim_used(), base + 2 * MiB); /* 2 MiB: a page of its own */
 	ASSERT_CU(cuMemFree_v2(p), CUDA_SUCCESS);
 
 	/* Managed memory is charged to the device. */
@@ -100,6 +110,30 @@ int main(void)
 	ASSERT_UEQ(pitch32, 512);
 	ASSERT_CU(cuMemFree_v2(p32), CUDA_SUCCESS);
 	ASSERT_UEQ(sim_used(), base);
+
+	/* Fragmentation, in a context of its own: four blocks of 512 KiB share
+	 * one page; two freed apart leave two holes of 512 KiB, where a block
+	 * of 1 MiB does not fit: a new page, and the card holds two pages for
+	 * 2 MiB of live blocks. The pages go with their context. */
+	{
+		CUcontext fc;
+		CUdeviceptr s4[4], m1;
+		ASSERT_CU(cuCtxCreate_v2(&fc, 0, 0), CUDA_SUCCESS);
+		unsigned long long b0 = sim_used();
+		for (int i = 0; i < 4; i++)
+			ASSERT_CU(cuMemAlloc_v2(&s4[i], 512 * 1024), CUDA_SUCCESS);
+		ASSERT_UEQ(sim_used(), b0 + 2 * MiB);
+		ASSERT_CU(cuMemFree_v2(s4[0]), CUDA_SUCCESS);
+		ASSERT_CU(cuMemFree_v2(s4[2]), CUDA_SUCCESS);
+		ASSERT_UEQ(sim_used(), b0 + 2 * MiB);
+		ASSERT_CU(cuMemAlloc_v2(&m1, MiB), CUDA_SUCCESS);
+		ASSERT_UEQ(sim_used(), b0 + 4 * MiB);
+		ASSERT_CU(cuMemAlloc_v2(&s4[0], 512 * 1024), CUDA_SUCCESS); /* a hole */
+		ASSERT_UEQ(sim_used(), b0 + 4 * MiB);
+		ASSERT_CU(cuCtxDestroy_v2(fc), CUDA_SUCCESS);
+		ASSERT_UEQ(sim_used(), b0 - 64 * MiB); /* its own cost went too */
+		ASSERT_CU(cuCtxSetCurrent(ctx), CUDA_SUCCESS);
+	}
 
 	/* Pinned host memory is real and usable, and not device memory. */
 	void *h, *h2;
@@ -168,7 +202,7 @@ int main(void)
 	ASSERT_EQ(flags, 1);
 	ASSERT_CU(cuMemAlloc_v2(&q, 1), CUDA_ERROR_INVALID_CONTEXT); /* current is inactive */
 	ASSERT_CU(cuDevicePrimaryCtxRetain(&ctx, 0), CUDA_SUCCESS);
-	ASSERT_UEQ(sim_used(), base);
+	ASSERT_UEQ(sim_used(), base - 2 * MiB); /* the small blocks' page went with it */
 	ASSERT_CU(cuMemFree_v2(p), CUDA_ERROR_INVALID_VALUE);
 	ASSERT_CU(cuMemAlloc_v2(&p, 8 * MiB), CUDA_SUCCESS);
 	ASSERT_CU(cuDevicePrimaryCtxReset_v2(0), CUDA_SUCCESS);

@@ -16,15 +16,15 @@ static int child_fault(void)
 	CUdeviceptr p[4];
 	ASSERT_CU(cuInit(0), CUDA_ERROR_NOT_INITIALIZED); /* cuInit:1:3 */
 	sim_setup();
-	ASSERT_CU(cuMemAlloc_v2(&p[0], 1 * MiB), CUDA_SUCCESS);
-	ASSERT_CU(cuMemAlloc_v2(&p[1], 1 * MiB), CUDA_SUCCESS);
-	ASSERT_CU(cuMemAlloc_v2(&p[2], 1 * MiB), CUDA_ERROR_OUT_OF_MEMORY); /* 3rd */
-	ASSERT_CU(cuMemAlloc_v2(&p[2], 1 * MiB), CUDA_SUCCESS);
+	ASSERT_CU(cuMemAlloc_v2(&p[0], 2 * MiB), CUDA_SUCCESS);
+	ASSERT_CU(cuMemAlloc_v2(&p[1], 2 * MiB), CUDA_SUCCESS);
+	ASSERT_CU(cuMemAlloc_v2(&p[2], 2 * MiB), CUDA_ERROR_OUT_OF_MEMORY); /* 3rd */
+	ASSERT_CU(cuMemAlloc_v2(&p[2], 2 * MiB), CUDA_SUCCESS);
 	ASSERT_CU(cuMemFree_v2(p[0]), CUDA_SUCCESS);
 	ASSERT_CU(cuMemFree_v2(p[1]), CUDA_ERROR_UNKNOWN); /* 2nd and after */
 	ASSERT_CU(cuMemFree_v2(p[1]), CUDA_ERROR_UNKNOWN);
 	/* A failed call did nothing: p[1] and p[2] are still charged. */
-	ASSERT_UEQ(sim_used(), 64 * MiB + 2 * MiB);
+	ASSERT_UEQ(sim_used(), 64 * MiB + 4 * MiB);
 	/* NVML names in the same variable belong to the NVML library. */
 	unsigned int n = 0;
 	ASSERT_CU(nvmlInit_v2(), NVML_ERROR_DRIVER_NOT_LOADED);

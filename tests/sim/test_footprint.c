@@ -208,12 +208,13 @@ static int child_lag_ring(void)
 	sim_setup();
 	sleep_ms(700);
 	ASSERT_EQ(nvml_proc(getpid()), (long long)(64 * MiB));
-	/* 80 changes: the slot keeps the last 64, from 64 + 16 MiB. */
+	/* 80 changes of a page each: the slot keeps the last 64, from 64 +
+	 * 16 pages. */
 	for (int i = 0; i < 40; i++)
-		ASSERT_CU(cuMemAlloc_v2(&p[i], MiB), CUDA_SUCCESS);
+		ASSERT_CU(cuMemAlloc_v2(&p[i], 2 * MiB), CUDA_SUCCESS);
 	for (int i = 0; i < 40; i++)
 		ASSERT_CU(cuMemFree_v2(p[i]), CUDA_SUCCESS);
-	ASSERT_EQ(nvml_proc(getpid()), (long long)(64 * MiB + 17 * MiB));
+	ASSERT_EQ(nvml_proc(getpid()), (long long)(64 * MiB + 34 * MiB));
 	sleep_ms(700);
 	ASSERT_EQ(nvml_proc(getpid()), (long long)(64 * MiB));
 	ASSERT_CU(nvmlShutdown(), NVML_SUCCESS);
