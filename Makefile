@@ -117,6 +117,7 @@ check:
 #   $(PREFIX)/share/man/man1/vramctl*.1, man5/vramctl.conf.5
 #   $(BASHCOMPDIR)/vramctl, $(ZSHCOMPDIR)/_vramctl   shell completion
 #   $(SYSCONFDIR)/vramctl/vramctl.conf          the admin's file (kept if present)
+#   $(TMPFILESDIR)/vramctl.conf                 systemd-tmpfiles: /run/vramctl/jobs at boot
 # LIBDIR may be $(PREFIX)/lib/vramctl or $(PREFIX)/lib/<triplet>/vramctl
 # (the Debian package's, debian/rules).
 PREFIX ?= /usr/local
@@ -125,6 +126,7 @@ LIBEXECDIR ?= $(PREFIX)/libexec/vramctl
 SYSCONFDIR ?= /etc
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
 # What an installation holds (not the tests): `make programs`.
 .PHONY: programs
 programs: $(VRAMCTL) $(CLI_HELPER_BINS) $(HOOK_LIB) $(HOOK_PRELOAD) $(SIM_CUDA) $(SIM_NVML) $(DEMO_APP) \
@@ -132,7 +134,8 @@ programs: $(VRAMCTL) $(CLI_HELPER_BINS) $(HOOK_LIB) $(HOOK_PRELOAD) $(SIM_CUDA) 
 install: programs
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR)/sim $(DESTDIR)$(LIBEXECDIR) \
 		$(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
-		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(SYSCONFDIR)/vramctl
+		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(SYSCONFDIR)/vramctl \
+		$(DESTDIR)$(TMPFILESDIR)
 	install -m 0755 $(VRAMCTL) $(DESTDIR)$(PREFIX)/bin/vramctl
 	install -m 0644 $(HOOK_LIB) $(DESTDIR)$(LIBDIR)/libvramctl.so
 	install -m 0644 $(HOOK_PRELOAD) $(DESTDIR)$(LIBDIR)/ld.so.preload
@@ -140,6 +143,7 @@ install: programs
 	install -m 0755 $(DEMO_APP) $(DOCTOR_PROBE) $(CLI_HELPER_BINS) $(DESTDIR)$(LIBEXECDIR)/
 	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 man/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
+	install -m 0644 etc/vramctl.tmpfiles $(DESTDIR)$(TMPFILESDIR)/vramctl.conf
 	$(VRAMCTL) completion bash >$(DESTDIR)$(BASHCOMPDIR)/vramctl
 	$(VRAMCTL) completion zsh >$(DESTDIR)$(ZSHCOMPDIR)/_vramctl
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/vramctl/vramctl.conf ]; then \

@@ -60,6 +60,7 @@ for f in usr/bin/vramctl "usr/lib/$triplet/vramctl/libvramctl.so" \
 	usr/share/man/man1/vramctl.1.gz usr/share/man/man1/vramctl-kernel.1.gz \
 	usr/share/man/man5/vramctl.conf.5.gz usr/share/bash-completion/completions/vramctl \
 	usr/share/zsh/vendor-completions/_vramctl etc/vramctl/vramctl.conf \
+	usr/share/man/man1/vramctl-preload.1.gz usr/lib/tmpfiles.d/vramctl.conf \
 	"usr/lib/$triplet/slurm-wlm/vramctl.so" etc/slurm/plugstack.conf.d/vramctl.conf; do
 	[ -e "$R/$f" ] || fail "not installed: /$f"
 done
@@ -92,7 +93,9 @@ cmp -s "$R/usr/share/bash-completion/completions/vramctl" <("$X" completion bash
 	fail "the installed bash completion differs from 'vramctl completion bash'"
 bash --norc -c ". '$R/usr/share/bash-completion/completions/vramctl' && complete -p vramctl" \
 	>/dev/null 2>&1 || fail "the bash completion does not register"
-# As shipped, the config sets nothing and the Slurm snippet enables nothing.
+# As shipped, the config sets nothing, the Slurm snippet enables nothing and
+# the machine's preload is not switched on (vramctl preload enable does that).
+[ -e "$R/etc/ld.so.preload" ] && fail "the package wrote /etc/ld.so.preload"
 grep -v '^[[:space:]]*\(#\|$\)' "$R/etc/vramctl/vramctl.conf" && fail "vramctl.conf sets something"
 grep -v '^[[:space:]]*\(#\|$\)' "$R/etc/slurm/plugstack.conf.d/vramctl.conf" &&
 	fail "the Slurm snippet is enabled"
