@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/contract.h"
+#include "common/size.h"
 #include "registry/alive.h"
 #include "registry/books.h"
 #include "registry/damage.h"
@@ -467,10 +468,14 @@ static int enter_group(vr_member *m, const struct vr_join_opts *opts, const stru
 			          "live members: not joining them",
 			          dir, name, opts->group, bad);
 		} else if (spec_differs) {
-			char mine[VR_SPEC_MAX]; /* compared as stored: truncated alike */
+			char mine[VR_SPEC_MAX], theirs[VR_SPEC_MAX];
+			/* Compared as stored (truncated alike), as amounts: "5G" is
+			 * the cap "5120M" asks for. */
 			snprintf(mine, sizeof(mine), "%s",
 			         opts->limit_spec ? opts->limit_spec : "");
-			*spec_differs = strcmp(h->limit_spec, mine) != 0;
+			snprintf(theirs, sizeof(theirs), "%.*s", (int)sizeof(theirs) - 1,
+			         h->limit_spec);
+			*spec_differs = !vr_limits_same(theirs, mine);
 		}
 	}
 	if (rc == 0) {

@@ -70,6 +70,15 @@ fi
 "$V" run --group shared --limit 1G -- true 2>err
 expect_rc 0 $? "joining with the same cap"
 [ ! -s err ] || fail "message for the same cap: $(cat err)"
+# The same cap in other words (a hand-set environment, a site's script):
+# caps are amounts, "1024M" is the group's "1G", so nothing is said.
+if has_cap; then
+	VRAMCTL_GROUP=shared VRAMCTL_LIMIT=1024M LD_PRELOAD=$LIB \
+		"$VR_BUILD/libexec/vramctl-demo-app" >out 2>err
+	expect_rc 0 $? "a program joining with the same cap in other words"
+	! grep "different cap" err || fail "'1024M' called a different cap than '1G': $(cat err)"
+	expect_grep "has 1 GiB in total" out "the group's cap, asked as 1024M"
+fi
 echo go >release
 wait $first
 expect_rc 0 $? "first member"
