@@ -406,8 +406,8 @@ int vr_limits_same(const char *a, const char *b)
 	return same;
 }
 
-int vr_limits_cap_for(const struct vr_limits *l, int index, const char *uuid_text,
-                      uint64_t physical_total, uint64_t *cap)
+const struct vr_limit *vr_limits_item_for(const struct vr_limits *l, int index,
+                                          const char *uuid_text)
 {
 	const struct vr_limit *hit = NULL, *all = NULL;
 	unsigned char raw[16];
@@ -421,8 +421,14 @@ int vr_limits_cap_for(const struct vr_limits *l, int index, const char *uuid_tex
 		else if (vr_limit_names(it, index, uuid))
 			hit = it;
 	}
-	if (!hit)
-		hit = all;
+	return hit ? hit : all;
+}
+
+int vr_limits_cap_for(const struct vr_limits *l, int index, const char *uuid_text,
+                      uint64_t physical_total, uint64_t *cap)
+{
+	const struct vr_limit *hit = vr_limits_item_for(l, index, uuid_text);
+
 	if (!hit)
 		return 0;
 	*cap = hit->is_percent ? percent_of(physical_total, hit->percent_e9) : hit->bytes;

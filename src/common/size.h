@@ -63,6 +63,9 @@ int vr_limits_same(const char *a, const char *b);
  */
 int vr_limits_cap_for(const struct vr_limits *l, int index, const char *uuid_text,
                       uint64_t physical_total, uint64_t *cap);
+/* The item vr_limits_cap_for takes for the device, or NULL when none applies. */
+const struct vr_limit *vr_limits_item_for(const struct vr_limits *l, int index,
+                                          const char *uuid_text);
 
 /*
  * Does the item name this device: its index (as the program numbers it), or
