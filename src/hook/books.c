@@ -13,10 +13,12 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "common/spill.h"
+#include "common/text.h"
 #include "hook/books.h"
 #include "hook/record.h"
 #include "hook/teardown.h"
@@ -142,13 +144,15 @@ void vr_books_device(struct vr_dev *d, uint64_t cap_if_new)
 			d->reg = idx;
 			d->cap = cap;
 		} else if (idx == -EPERM) {
-			char a[32];
+			char a[32], gpu[80];
 			vr_log(
 			    VR_LOG_ERROR,
-			    "the group leaves GPU %d uncapped and this process asks for a cap of "
+			    "the group leaves %s uncapped and this process asks for a cap of "
 			    "%s there: that cap holds for this process alone (its own books; its "
 			    "bytes there are not in the group's)",
-			    d->ordinal, vr_format_size(cap_if_new, a, sizeof(a)));
+			    vr_gpu_label(gpu, sizeof gpu, d->ordinal, d->uuid_text,
+			                 getenv("CUDA_VISIBLE_DEVICES") != NULL),
+			    vr_format_size(cap_if_new, a, sizeof(a)));
 		} else {
 			vr_log(VR_LOG_ERROR,
 			       "cannot add GPU %d to the group's books: %s; this process keeps its "
