@@ -23,8 +23,9 @@
 /* ---- /proc (through the registry's one /proc layer) ------------------ */
 
 /* The innermost PID of NSpid (the PID as the process sees itself), and the
- * uid: bit 1 and bit 2 of the result say which were found. */
-static int proc_status(const char *root, pid_t pid, pid_t *nspid, uid_t *uid)
+ * real and effective uids: bit 1 and bit 2 of the result say which were
+ * found. */
+static int proc_status(const char *root, pid_t pid, pid_t *nspid, uid_t *uid, uid_t *euid)
 {
 	struct vr_proc_status ps;
 	if (vr_proc_status(root, pid, &ps) < 0)
@@ -36,6 +37,7 @@ static int proc_status(const char *root, pid_t pid, pid_t *nspid, uid_t *uid)
 	}
 	if (ps.have & VR_PROC_UID) {
 		*uid = ps.uid;
+		*euid = ps.euid;
 		found |= 2;
 	}
 	return found;
@@ -109,6 +111,7 @@ static struct mon_proc *rows_add(struct rows *r)
 	struct mon_proc *p = &r->v[r->n++];
 	memset(p, 0, sizeof(*p));
 	p->cap = MON_NO_CAP;
+	p->rec = -1;
 	return p;
 }
 
@@ -201,7 +204,7 @@ struct nv_row {
 	int looked;
 	int ok;
 	pid_t nspid;
-	uid_t uid;
+	uid_t uid, euid;
 	int consumed;
 };
 
@@ -282,20 +285,23 @@ static void nv_look(struct merge *g, int k)
 	if (n->looked)
 		return;
 	n->looked = 1;
-	int f = proc_status(g->proc_root, g->m->procs[k].host_pid, &n->nspid, &n->uid);
+	int f = proc_status(g->proc_root, g->m->procs[k].host_pid, &n->nspid, &n->uid, &n->euid);
 	n->ok = f > 0 ? f : 0;
 }
 
 /* A record's host PID: its own, or (another PID namespace) the NVML
- * process whose innermost NSpid is the record's PID and whose start time
- * matches; <= 0 when none is. */
+ * process whose innermost NSpid is the record's PID, whose start time
+ * matches and which runs as the books' owner (r->uid: PID and start time
+ * are anyone's to read, and books may name another user's process);
+ * <= 0 when none is. */
 static pid_t record_host(struct merge *g, const struct vramctl_proc *r)
 {
 	pid_t host = r->host_pid;
 	for (int k = 0; host <= 0 && k < g->nnv; k++) {
 		nv_look(g, k);
+		const struct nv_row *n = &g->nvr[k];
 		uint64_t st;
-		if ((g->nvr[k].ok & 1) && g->nvr[k].nspid == r->pid &&
+		if ((n->ok & 3) == 3 && n->nspid == r->pid && (n->uid == r->uid || n->euid == r->uid) &&
 		    vr_proc_start_time(g->proc_root, g->m->procs[k].host_pid, &st) == 0 &&
 		    st == r->start_time)
 			host = g->m->procs[k].host_pid;
@@ -355,6 +361,7 @@ static int add_capped_row(struct merge *g, const struct vramctl_proc *r, int j,
 		return -ENOMEM;
 	p->valid = MON_P_CAPPED | MON_P_NS_PID | MON_P_USER | MON_P_COMMAND;
 	p->state = state;
+	p->rec = (int)(r - g->s->procs);
 	p->ns_pid = r->pid;
 	if (host > 0) {
 		p->host_pid = host;
@@ -435,6 +442,7 @@ static int add_uncapped(struct merge *g)
 		if (!p)
 			return -ENOMEM;
 		*p = g->m->procs[k];
+		p->rec = -1;
 		nv_look(g, k);
 		if (g->nvr[k].ok & 1) {
 			p->ns_pid = g->nvr[k].nspid;
@@ -520,7 +528,7 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 	mon_card_figures(m);
 	for (int i = 0; i < m->ngroups; i++)
 		mon_elastic_lowered(&m->groups[i]);
-	mon_identity_fill(m, g.proc_root);
+	mon_identity_fill(m, g.proc_root, s);
 	free(g.by_pid);
 	free(g.nvr);
 	return 0;

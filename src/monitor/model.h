@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/cgroup2.h"
 #include "common/contract.h"
 #include "monitor/cgroup_id.h"
 #include "vramctl/registry.h"
@@ -92,6 +93,7 @@ enum {
 	MON_P_ON_CARD = 1u << 8,   /* on_card and (capped) allocated, card_overhead set */
 	MON_P_IDENTITY = 1u << 9,  /* /proc/PID/cgroup or environ read (identity.c) */
 	MON_P_DRVLIMIT = 1u << 10, /* a driver limit holds it: the drv_ fields are set */
+	MON_P_CGROUP2 = 1u << 11,  /* cgroup2 known (identity.c: the kernel's word) */
 };
 
 /* The NVIDIA driver's own memory limit over a process (R615, per cgroup),
@@ -143,6 +145,12 @@ struct mon_proc {
 	char pod_namespace[MON_K8S_LABEL_MAX];
 	char container_name[MON_K8S_LABEL_MAX];
 	struct mon_drv drv; /* MON_P_DRVLIMIT */
+	/* MON_P_CGROUP2: its cgroup v2 path ("/a/b"), as the kernel says (the
+	 * driver's limits are looked up by it: drvlimit.c). */
+	char cgroup2[VR_CGROUP2_LEN];
+	/* While the join runs (merge.c), the snapshot record a capped row came
+	 * from (its identity record: identity.c), else -1; meaningless after. */
+	int rec;
 };
 
 struct mon_group_dev {

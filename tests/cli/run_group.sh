@@ -137,7 +137,11 @@ if has_cap; then
 	echo go >go1
 	wait $half
 	expect_rc 0 $rc "1500 MiB past a 1 GiB cap on a GPU the group left uncapped (memprog deny)"
-	expect_grep "the group leaves GPU 0 uncapped and this process asks for a cap of 1 GiB there: that cap holds for this process alone" \
+	# Its GPU 0 is the card status calls GPU 1 (CUDA_VISIBLE_DEVICES=1): the
+	# line names it by its UUID too.
+	u1=$(VRAMSIM_DEVICES=16G,16G "$V" status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["devices"][1]["uuid"])')
+	expect_grep "the group leaves GPU 0 (${u1:-GPU-}" err "the library's line names the card"
+	expect_grep "uncapped and this process asks for a cap of 1 GiB there: that cap holds for this process alone" \
 		err "the library's line"
 fi
 finish
