@@ -345,6 +345,8 @@ void draw(struct ui *u, const struct mon_model *m)
 		char state[16] = "", counting[48] = "";
 		if (capped && p->state != MON_PROC_ALIVE)
 			snprintf(state, sizeof(state), "[%s] ", mon_state_name(p->state));
+		else if (p->valid & MON_P_ALONE) /* its cap holds for it alone */
+			snprintf(state, sizeof(state), "[own books] ");
 		/* Where its cap counts allocations only, ON CARD is not what the
 		 * cap counts: the row says so. */
 		if (capped && p->counting != VRAMCTL_COUNTING_CARD)

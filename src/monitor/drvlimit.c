@@ -177,7 +177,7 @@ void mon_drvlimit_fill(struct mon_nvml *nv, struct mon_model *m, const char *pro
 		if (!w.found)
 			continue;
 		p->valid |= MON_P_DRVLIMIT;
-		if (!(p->valid & MON_P_CAPPED))
+		if (!(p->valid & MON_P_CAPPED) || (p->valid & MON_P_ALONE))
 			continue;
 		for (int g = 0; g < m->ngroups; g++)
 			if (!strcmp(m->groups[g].name, p->group))

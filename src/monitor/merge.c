@@ -13,11 +13,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/size.h"
 #include "common/text.h"
 #include "monitor/card.h"
 #include "monitor/elastic.h"
 #include "monitor/identity.h"
 #include "monitor/merge.h"
+#include "registry/own.h"
 #include "registry/proc.h"
 
 /* ---- /proc (through the registry's one /proc layer) ------------------ */
@@ -276,6 +278,9 @@ struct merge {
 	struct nv_row *nvr;    /* what is known of each NVML row */
 	struct nv_pid *by_pid; /* NVML's rows by host PID */
 	struct rows out;
+	struct vr_own *own;    /* scratch: the last process's own books */
+	pid_t own_pid;         /* whose (0: none asked yet) */
+	int own_found;
 };
 
 /* NVML row k's NSpid and uid, read from /proc the first time they are asked. */
@@ -432,7 +437,57 @@ static int add_record(struct merge *g, const struct vramctl_proc *r)
 	return 0;
 }
 
-/* Uncapped processes: NVML rows no record claimed. 0 or -ENOMEM. */
+/* The own books of process pid (registry/own.h), read once per merge for
+ * all its rows: NULL when it keeps none. */
+static const struct vr_own *own_of(struct merge *g, pid_t pid)
+{
+	if (pid <= 0)
+		return NULL;
+	if (g->own_pid != pid) {
+		g->own_pid = pid;
+		g->own_found = g->own && vr_own_find(g->proc_root, pid, g->own);
+	}
+	return g->own_found ? g->own : NULL;
+}
+
+/* Row p (an NVML row no record claimed) capped by the process's own books
+ * on its GPU, when it keeps some there: it could not join its group, and
+ * its cap holds for it alone. 0 or -ENOMEM. */
+static int apply_own(struct merge *g, struct mon_proc *p)
+{
+	const struct vr_own *o = (p->valid & MON_P_HOST_PID) ? own_of(g, p->host_pid) : NULL;
+	for (uint32_t d = 0; o && d < o->ndev; d++) {
+		char uuid[VRAMCTL_UUID_TEXT_LEN];
+		const struct vr_own_dev *od = &o->dev[d];
+		vr_format_uuid(od->uuid, uuid, sizeof(uuid));
+		if (strcmp(uuid, p->uuid))
+			continue;
+		struct mon_model *m = g->m;
+		if (!m->nalone || m->alone[m->nalone - 1].pid != p->host_pid) {
+			struct mon_alone *a = realloc(m->alone, sizeof(*a) * (size_t)(m->nalone + 1));
+			if (!a)
+				return -ENOMEM;
+			m->alone = a;
+			a[m->nalone].pid = p->host_pid;
+			vr_text_copy(a[m->nalone].why, sizeof(a[m->nalone].why), o->why);
+			m->nalone++;
+		}
+		p->valid |= MON_P_CAPPED | MON_P_ALONE;
+		p->alone = m->nalone;
+		p->state = MON_PROC_ALIVE;
+		vr_text_copy(p->group, sizeof(p->group), o->group);
+		p->cap = od->cap;
+		p->in_use = od->in_use;
+		p->peak = od->peak;
+		p->overhead = od->overhead < od->in_use ? od->overhead : od->in_use;
+		p->counting = VRAMCTL_COUNTING_CARD;
+		break;
+	}
+	return 0;
+}
+
+/* Uncapped processes: NVML rows no record claimed (capped after all when
+ * they keep books of their own). 0 or -ENOMEM. */
 static int add_uncapped(struct merge *g)
 {
 	for (int k = 0; k < g->nnv; k++) {
@@ -443,6 +498,7 @@ static int add_uncapped(struct merge *g)
 			return -ENOMEM;
 		*p = g->m->procs[k];
 		p->rec = -1;
+		p->alone = 0;
 		nv_look(g, k);
 		if (g->nvr[k].ok & 1) {
 			p->ns_pid = g->nvr[k].nspid;
@@ -456,6 +512,8 @@ static int add_uncapped(struct merge *g)
 		vr_proc_cmdline(g->proc_root, p->host_pid, 1, p->command, sizeof(p->command));
 		if (p->command[0])
 			p->valid |= MON_P_COMMAND;
+		if (apply_own(g, p) < 0)
+			return -ENOMEM;
 	}
 	return 0;
 }
@@ -493,7 +551,8 @@ static int merge_start(struct merge *g)
 	int nnv = g->nnv;
 	g->nvr = calloc((size_t)nnv + 1, sizeof(*g->nvr));
 	g->by_pid = calloc((size_t)nnv + 1, sizeof(*g->by_pid));
-	if (!g->nvr || !g->by_pid)
+	g->own = malloc(sizeof(*g->own));
+	if (!g->nvr || !g->by_pid || !g->own)
 		return -ENOMEM;
 	for (int k = 0; k < nnv; k++)
 		g->by_pid[k] = (struct nv_pid){.pid = g->m->procs[k].host_pid, .k = k};
@@ -531,10 +590,12 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 	mon_identity_fill(m, g.proc_root, s);
 	free(g.by_pid);
 	free(g.nvr);
+	free(g.own);
 	return 0;
 oom:
 	free(g.out.v);
 	free(g.by_pid);
 	free(g.nvr);
+	free(g.own);
 	return -ENOMEM;
 }

@@ -94,6 +94,10 @@ enum {
 	MON_P_IDENTITY = 1u << 9,  /* /proc/PID/cgroup or environ read (identity.c) */
 	MON_P_DRVLIMIT = 1u << 10, /* a driver limit holds it: the drv_ fields are set */
 	MON_P_CGROUP2 = 1u << 11,  /* cgroup2 known (identity.c: the kernel's word) */
+	/* Capped by books of its own (registry/own.h): it could not join its
+	 * group, so its cap holds for it alone; mon_model.alone[alone - 1]
+	 * says why. Its group's sums do not count it. */
+	MON_P_ALONE = 1u << 12,
 };
 
 /* The NVIDIA driver's own memory limit over a process (R615, per cgroup),
@@ -151,6 +155,14 @@ struct mon_proc {
 	/* While the join runs (merge.c), the snapshot record a capped row came
 	 * from (its identity record: identity.c), else -1; meaningless after. */
 	int rec;
+	int alone; /* MON_P_ALONE: 1 + its entry in mon_model.alone */
+};
+
+/* A process that keeps books of its own under a cap, and why (its words). */
+#define MON_ALONE_WHY 512
+struct mon_alone {
+	pid_t pid; /* host PID */
+	char why[MON_ALONE_WHY];
 };
 
 struct mon_group_dev {
@@ -215,6 +227,8 @@ struct mon_model {
 	struct mon_group *groups;
 	int nprocs;
 	struct mon_proc *procs;
+	int nalone;
+	struct mon_alone *alone; /* the rows with MON_P_ALONE say which */
 	/* What the monitor could not see, one sentence each. */
 	int nnotes;
 	char notes[MON_MAX_NOTES][MON_NOTE_LEN];

@@ -19,10 +19,7 @@ HOLD_PREFIX="unshare --ipc" start_holder ns VRAMCTL_LIMIT=1G VRAMCTL_GROUP=privs
 start_export
 epid=$XPID port=$PORT
 
-exec {hfd}<>"/dev/tcp/127.0.0.1/$port" || fail "cannot connect to export"
-printf 'GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&"$hfd"
-cat <&"$hfd" >"$TMPDIR/metrics"
-exec {hfd}<&-
+scrape "$port" "$TMPDIR/metrics" || fail "cannot connect to export"
 grep -q '^vramctl_group_limit_bytes{.*group="privs".*} 1073741824' "$TMPDIR/metrics" ||
 	fail "the scrape does not list the program in its own IPC namespace with its cap: $(grep privs "$TMPDIR/metrics")"
 

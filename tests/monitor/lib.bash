@@ -175,3 +175,14 @@ start_export() {
 	PORT=${LINE##*:}
 	PORT=${PORT%%/*}
 }
+
+# scrape PORT OUT: HTTP/1.0 GET /metrics of the exporter on 127.0.0.1:PORT;
+# the body goes to OUT (the whole answer to OUT.raw). 1 when it cannot connect.
+scrape() {
+	local fd
+	exec {fd}<>"/dev/tcp/127.0.0.1/$1" || return 1
+	printf 'GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&"$fd"
+	cat <&"$fd" >"$2.raw"
+	exec {fd}<&-
+	awk 'BEGIN { body = 0 } body { print; next } /^\r?$/ { body = 1 }' "$2.raw" >"$2"
+}
