@@ -11,12 +11,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fsize.h"
 #include "registry/memfd.h"
 #include "registry/own.h"
 #include "registry/proc.h"
 
 struct vr_own *vr_own_publish(const char *group, const char *why, int *fd)
 {
+	/* Sizing a memfd past the file size limit (ulimit -f) raises SIGXFSZ,
+	 * which would kill the program: then nothing is published. */
+	*fd = -1;
+	if (vr_fsize_below(VR_OWN_SIZE))
+		return NULL;
 	*fd = memfd_create(VR_OWN_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (*fd < 0)
 		return NULL;

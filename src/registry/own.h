@@ -55,7 +55,8 @@ _Static_assert(sizeof(struct vr_own) <= VR_OWN_SIZE, "a process's own books fit 
 
 /* The publisher (the library), once it keeps its own books: a sealed memfd
  * of VR_OWN_SIZE bytes, close-on-exec, mapped shared. Returns the mapping
- * and *fd, or NULL (nothing published: the cap holds all the same). */
+ * and *fd, or NULL (nothing published: the cap holds all the same; also
+ * under a file size limit below VR_OWN_SIZE, which sizing it would pass). */
 struct vr_own *vr_own_publish(const char *group, const char *why, int *fd);
 
 /* The entry of device uuid with cap, added when new. NULL: no room. */
