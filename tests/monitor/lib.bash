@@ -161,6 +161,7 @@ status_golden() {
 # closed pipe would end it at its next line). Ends the test when it prints
 # nothing within 20 s.
 start_export() {
+	rm -f "$TMPDIR/exp.out"
 	mkfifo "$TMPDIR/exp.out"
 	(
 		close_holder_fds
