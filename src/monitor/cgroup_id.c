@@ -189,6 +189,13 @@ static int kubelet_tree(const struct comp *c, int n, int a, int hidden, struct f
  * is seen from below the reader's cgroup namespace root (it began with
  * ".."), so what sits above c[a] is not shown.
  */
+/* A podman pod's own cgroup in c[k], named pfx<pod ID>sfx: 1 when it is. */
+static int pod_of_podman(struct comp c, const char *pfx, const char *sfx)
+{
+	char id[MON_CONTAINER_ID_LEN + 1];
+	return take_framed_id(c, pfx, sfx, id);
+}
+
 static int placement(const struct comp *c, int n, int a, int rel, struct found *f)
 {
 	if (a + 1 < n) {
@@ -199,15 +206,30 @@ static int placement(const struct comp *c, int n, int a, int rel, struct found *
 		    (eq(c[a], "docker") && take_id(c[a + 1], f->id)))
 			return a + 1;
 	}
-	/* Rootless podman and docker: the user's manager's user.slice. */
+	/* A podman pod's containers, in the pod's cgroup: cgroupfs
+	 * libpod_parent/<pod>/libpod-<id>, systemd
+	 * machine.slice/machine-libpod_pod_<pod>.slice/libpod-<id>.scope. */
+	if (a + 2 < n &&
+	    ((eq(c[a], "libpod_parent") && pod_of_podman(c[a + 1], "", "") &&
+	      take_framed_id(c[a + 2], "libpod-", "", f->id)) ||
+	     (eq(c[a], "machine.slice") &&
+	      pod_of_podman(c[a + 1], "machine-libpod_pod_", ".slice") &&
+	      take_framed_id(c[a + 2], "libpod-", ".scope", f->id))))
+		return a + 2;
+	/* Rootless podman and docker: the user's manager's user.slice (a
+	 * rootless pod's containers in its slice there). */
 	struct comp u1, u2;
 	if (a + 4 < n && eq(c[a], "user.slice") && framed(c[a + 1], "user-", ".slice", &u1) &&
 	    framed(c[a + 2], "user@", ".service", &u2) && u1.n == u2.n && u1.n > 0 &&
 	    !memcmp(u1.p, u2.p, u1.n) && strspn(u1.p, "0123456789") >= u1.n &&
-	    eq(c[a + 3], "user.slice") &&
-	    (take_framed_id(c[a + 4], "libpod-", ".scope", f->id) ||
-	     take_framed_id(c[a + 4], "docker-", ".scope", f->id)))
-		return a + 4;
+	    eq(c[a + 3], "user.slice")) {
+		int k = a + 4;
+		if (k + 1 < n && pod_of_podman(c[k], "user-libpod_pod_", ".slice"))
+			k++;
+		if (take_framed_id(c[k], "libpod-", ".scope", f->id) ||
+		    (k == a + 4 && take_framed_id(c[k], "docker-", ".scope", f->id)))
+			return k;
+	}
 	int k = kubelet_tree(c, n, a, 0, f);
 	if (k >= 0 || (f->bits & 2) || !rel)
 		return k;

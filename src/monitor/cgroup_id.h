@@ -11,8 +11,12 @@
  *   /system.slice/docker-<id>.scope                docker, systemd
  *   /machine.slice/libpod-<id>.scope[/container]   podman
  *   /libpod_parent/libpod-<id>                     podman, cgroupfs
+ *   /libpod_parent/<pod>/libpod-<id>,
+ *   /machine.slice/machine-libpod_pod_<pod>.slice/libpod-<id>.scope
+ *                                                  a podman pod's container
  *   /user.slice/user-<u>.slice/user@<u>.service/user.slice/
- *       libpod-<id>.scope | docker-<id>.scope      rootless podman, docker
+ *       [user-libpod_pod_<pod>.slice/]libpod-<id>.scope | docker-<id>.scope
+ *                                                  rootless podman, docker
  *   /kubepods/burstable/pod<uid>/<id>              kubelet cgroupfs (containerd, CRI-O, docker)
  *   /kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid_>.slice/
  *       cri-containerd-<id>.scope | crio-<id>.scope | docker-<id>.scope

@@ -58,6 +58,16 @@ static const struct {
     {"docker rootless",
      "0::/user.slice/user-1001.slice/user@1001.service/user.slice/docker-" ID ".scope\n", ID, ""},
     {"podman cgroupfs", "0::/libpod_parent/libpod-" ID "\n", ID, ""},
+    /* A podman pod's container: in the pod's cgroup (cgroupfs, systemd,
+     * rootless); the pod's own ID is not a container's. */
+    {"podman pod cgroupfs", "0::/libpod_parent/" ID2 "/libpod-" ID "\n", ID, ""},
+    {"podman pod systemd", "0::/machine.slice/machine-libpod_pod_" ID2 ".slice/libpod-" ID ".scope\n",
+     ID, ""},
+    {"podman pod rootless",
+     "0::/user.slice/user-1000.slice/user@1000.service/user.slice/user-libpod_pod_" ID2
+     ".slice/libpod-" ID ".scope\n",
+     ID, ""},
+    {"podman pod's own cgroup", "0::/libpod_parent/" ID2 "\n", "", ""},
     {"podman conmon", "0::/machine.slice/libpod-conmon-" ID ".scope\n", "", ""},
     /* A container in a container: the inner one is the process's. */
     {"nested", "0::/system.slice/docker-" ID2 ".scope/docker/" ID "\n", ID, ""},
