@@ -86,9 +86,9 @@ struct vramctl_proc_dev {
 /* Addition (#37): who a member is, as it recorded at its join (its own
  * reading of /proc/self/cgroup and of its environment). */
 struct vramctl_proc_ident {
-	uint64_t cgns;          /* the inode of its cgroup namespace (0: unknown) */
-	const char *cgroup;     /* /proc/self/cgroup's text as it saw it ("" unknown) */
-	const char *pod_name;   /* VRAMCTL_POD_NAME ("" none), at most 253 bytes */
+	uint64_t cgns;              /* the inode of its cgroup namespace (0: unknown) */
+	const char *cgroup;         /* /proc/self/cgroup's text as it saw it ("" unknown) */
+	const char *pod_name;       /* VRAMCTL_POD_NAME ("" none), at most 253 bytes */
 	const char *pod_namespace;  /* VRAMCTL_POD_NAMESPACE, at most 63 */
 	const char *container_name; /* VRAMCTL_CONTAINER_NAME, at most 63 */
 };

@@ -316,12 +316,9 @@ static void mhd_log(void *arg, const char *fmt, va_list ap)
 int cmd_export(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"listen", required_argument, NULL, 'l'},
-	    {"registry", required_argument, NULL, 'r'},
-	    {"hami", no_argument, NULL, 'H'},
-	    {"user", required_argument, NULL, 'u'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	    {"listen", required_argument, NULL, 'l'}, {"registry", required_argument, NULL, 'r'},
+	    {"hami", no_argument, NULL, 'H'},         {"user", required_argument, NULL, 'u'},
+	    {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
 	};
 	const char *listen = NULL, *registry = NULL, *user = NULL;
 	int c, hami = 0;
@@ -385,7 +382,6 @@ int cmd_export(int argc, char **argv)
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, &old);
 
-
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
@@ -413,7 +409,8 @@ int cmd_export(int argc, char **argv)
 	                               : "vramctl: serving http://[%s]:%u/metrics\n",
 	       addr, port);
 	if (x.link.nvml_error[0])
-		printf("vramctl: %s: GPU totals and uncapped processes unknown\n", x.link.nvml_error);
+		printf("vramctl: %s: GPU totals and uncapped processes unknown\n",
+		       x.link.nvml_error);
 	fflush(stdout);
 
 	int sig = 0, gone = 0;

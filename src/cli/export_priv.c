@@ -127,7 +127,8 @@ static int become_server(const char *user)
 		if (user_ids(user, &uid, &gid) < 0)
 			return -1;
 		if (uid == 0) {
-			fprintf(stderr, "vramctl: export: --user: the server does not run as root\n");
+			fprintf(stderr,
+			        "vramctl: export: --user: the server does not run as root\n");
 			return -1;
 		}
 	}
@@ -214,7 +215,8 @@ static void collector(int fd, const struct exp_what *what)
 		if (f && fclose(f) != 0 && rc == 0)
 			rc = -EIO;
 		struct reply_head h = {.rc = rc, .len = rc == 0 ? len : 0};
-		int w = write_all(fd, &h, sizeof(h)) == 0 && (!h.len || write_all(fd, buf, len) == 0);
+		int w =
+		    write_all(fd, &h, sizeof(h)) == 0 && (!h.len || write_all(fd, buf, len) == 0);
 		free(buf);
 		if (!w)
 			break;
@@ -236,7 +238,8 @@ int exp_split(int listen_fd, const char *user, const struct exp_what *what, stru
 	fflush(NULL);
 	pid_t parent = getpid(), pid = fork();
 	if (pid < 0) {
-		fprintf(stderr, "vramctl: export: cannot start the collector: %s\n", strerror(errno));
+		fprintf(stderr, "vramctl: export: cannot start the collector: %s\n",
+		        strerror(errno));
 		close(sv[0]);
 		close(sv[1]);
 		return -1;

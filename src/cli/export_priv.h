@@ -27,8 +27,8 @@ struct exp_what {
 };
 
 struct exp_link {
-	int fd;      /* the server's end of the socket pair */
-	pid_t pid;   /* the collector */
+	int fd;               /* the server's end of the socket pair */
+	pid_t pid;            /* the collector */
 	char nvml_error[256]; /* "" when NVML could be opened, else why not */
 };
 

@@ -38,7 +38,7 @@ static atomic_int joined;
 vr_member *vr__books_member;
 static char private_group[72];
 static _Atomic int64_t local_pinned;
-static _Atomic uint64_t local_spilled;   /* per-process books' spill */
+static _Atomic uint64_t local_spilled; /* per-process books' spill */
 /* Per-process books shown to monitors (registry/own.h): the record, its
  * memfd, and why this process keeps books of its own (the first reason). */
 static struct vr_own *own;
@@ -110,8 +110,9 @@ static void join_locked(void)
 		vr__books_member = NULL;
 		snprintf(own_why, sizeof own_why, "cannot join group %s: %s", group,
 		         err[0] ? err : strerror(-rc));
-		vr_log(VR_LOG_ERROR, "%s; this process keeps its own books (the cap applies to it "
-		                     "alone)",
+		vr_log(VR_LOG_ERROR,
+		       "%s; this process keeps its own books (the cap applies to it "
+		       "alone)",
 		       own_why);
 		return;
 	}
@@ -162,10 +163,11 @@ void vr_books_device(struct vr_dev *d, uint64_t cap_if_new)
 			    "bytes there are not in the group's)",
 			    gpu, vr_format_size(cap_if_new, a, sizeof(a)));
 			if (!own_why[0])
-				snprintf(own_why, sizeof own_why,
-				         "group %s leaves %s uncapped and this process asks for a cap "
-				         "there",
-				         vr_g.group[0] ? vr_g.group : private_group, d->uuid_text);
+				snprintf(
+				    own_why, sizeof own_why,
+				    "group %s leaves %s uncapped and this process asks for a cap "
+				    "there",
+				    vr_g.group[0] ? vr_g.group : private_group, d->uuid_text);
 		} else {
 			vr_log(VR_LOG_ERROR,
 			       "cannot add GPU %d to the group's books: %s; this process keeps its "
@@ -174,7 +176,8 @@ void vr_books_device(struct vr_dev *d, uint64_t cap_if_new)
 			if (!own_why[0])
 				snprintf(own_why, sizeof own_why,
 				         "cannot add %s to group %s's books: %s", d->uuid_text,
-				         vr_g.group[0] ? vr_g.group : private_group, strerror(-idx));
+				         vr_g.group[0] ? vr_g.group : private_group,
+				         strerror(-idx));
 		}
 	}
 }
@@ -247,9 +250,8 @@ void vr__books_own_note(struct vr_dev *d, uint64_t in_use)
 	atomic_store_explicit((_Atomic uint64_t *)&o->in_use, in_use, memory_order_relaxed);
 	_Atomic uint64_t *peak = (_Atomic uint64_t *)&o->peak;
 	uint64_t p = atomic_load_explicit(peak, memory_order_relaxed);
-	while (p < in_use && !atomic_compare_exchange_weak_explicit(peak, &p, in_use,
-	                                                          memory_order_relaxed,
-	                                                          memory_order_relaxed))
+	while (p < in_use && !atomic_compare_exchange_weak_explicit(
+	                         peak, &p, in_use, memory_order_relaxed, memory_order_relaxed))
 		;
 }
 
@@ -260,10 +262,9 @@ void vr_books_own(struct vr_dev *d)
 	VR_OWN(pthread_mutex_lock(&join_lock));
 	if (!own) {
 		const char *group = vr_g.group[0] ? vr_g.group : private_group;
-		own = vr_own_publish(group,
-		                     own_why[0] ? own_why
-		                                : "its group's cap is above the site's maximum",
-		                     &own_fd);
+		own = vr_own_publish(
+		    group, own_why[0] ? own_why : "its group's cap is above the site's maximum",
+		    &own_fd);
 	}
 	if (own)
 		d->own = vr_own_device(own, d->uuid, atomic_load(&d->cap));
@@ -347,12 +348,13 @@ void vr_books_overhead(struct vr_dev *d, uint64_t bytes)
 		if (d->own)
 			atomic_store_explicit((_Atomic uint64_t *)&d->own->overhead, bytes,
 			                      memory_order_relaxed);
-		uint64_t now = bytes > was ? atomic_fetch_add_explicit(&d->local_in_use, bytes - was,
-		                                                       memory_order_relaxed) +
-		                                 (bytes - was)
-		                           : atomic_fetch_sub_explicit(&d->local_in_use, was - bytes,
-		                                                       memory_order_relaxed) -
-		                                 (was - bytes);
+		uint64_t now = bytes > was
+		                   ? atomic_fetch_add_explicit(&d->local_in_use, bytes - was,
+		                                               memory_order_relaxed) +
+		                         (bytes - was)
+		                   : atomic_fetch_sub_explicit(&d->local_in_use, was - bytes,
+		                                               memory_order_relaxed) -
+		                         (was - bytes);
 		vr__books_own_note(d, now);
 	}
 	atomic_store_explicit(&d->card.overhead, bytes, memory_order_relaxed);

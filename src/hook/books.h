@@ -109,7 +109,8 @@ static inline void vr_books_release(struct vr_dev *d, uint64_t bytes)
 		vr_release(vr__books_member, d->reg, bytes);
 	else
 		vr__books_own_note(
-		    d, atomic_fetch_sub_explicit(&d->local_in_use, bytes, memory_order_relaxed) - bytes);
+		    d, atomic_fetch_sub_explicit(&d->local_in_use, bytes, memory_order_relaxed) -
+		           bytes);
 }
 
 #endif /* VRAMCTL_HOOK_BOOKS_H */

@@ -114,12 +114,11 @@ int vr_launch_join(const struct vr_launch_join *j, struct vr_launch_group *g, ch
 			g->asked[i] = UINT64_MAX;
 		rc = vr_device(g->member, j->devs[i].raw, g->asked[i], &g->cap[i]);
 		if (rc == -EPERM) {
-			vr_seterr(
-			    err, errlen,
-			    "group '%s' leaves %s uncapped and this run asks for a cap of "
-			    "%s there: a cap asked for is never dropped (run it in another "
-			    "group, or without a cap on GPU %d)",
-			    j->group, gpu, vr_format_size(g->asked[i], a, sizeof(a)), i);
+			vr_seterr(err, errlen,
+			          "group '%s' leaves %s uncapped and this run asks for a cap of "
+			          "%s there: a cap asked for is never dropped (run it in another "
+			          "group, or without a cap on GPU %d)",
+			          j->group, gpu, vr_format_size(g->asked[i], a, sizeof(a)), i);
 		} else if (rc < 0) {
 			vr_seterr(err, errlen, "group '%s': cannot record device %d: %s", j->group,
 			          i, strerror(-rc));

@@ -22,9 +22,9 @@
 
 struct mount {
 	int v2;
-	char opts[256];   /* the super options, ",rw,memory," (commas around each) */
-	char root[512];   /* the hierarchy's directory mounted there */
-	char point[512];  /* where */
+	char opts[256];  /* the super options, ",rw,memory," (commas around each) */
+	char root[512];  /* the hierarchy's directory mounted there */
+	char point[512]; /* where */
 };
 
 struct procs {
@@ -88,7 +88,8 @@ static int unescape(const char *f, size_t n, char *out, size_t len)
 	for (size_t i = 0; i < n; i++) {
 		char ch = f[i];
 		if (ch == '\\' && i + 3 < n) {
-			ch = (char)((f[i + 1] - '0') * 64 + (f[i + 2] - '0') * 8 + (f[i + 3] - '0'));
+			ch =
+			    (char)((f[i + 1] - '0') * 64 + (f[i + 2] - '0') * 8 + (f[i + 3] - '0'));
 			i += 3;
 		}
 		if (k + 1 >= len)
@@ -127,8 +128,7 @@ static int parse_mount(const char *line, struct mount *mt)
 		return 0;
 	mt->v2 = v2;
 	if (unescape(f[3], fl[3], mt->root, sizeof(mt->root)) < 0 ||
-	    unescape(f[4], fl[4], mt->point, sizeof(mt->point)) < 0 ||
-	    fl[9] + 3 > sizeof(mt->opts))
+	    unescape(f[4], fl[4], mt->point, sizeof(mt->point)) < 0 || fl[9] + 3 > sizeof(mt->opts))
 		return 0;
 	snprintf(mt->opts, sizeof(mt->opts), ",%.*s,", (int)fl[9], f[9]);
 	return 1;
@@ -312,11 +312,10 @@ static void parse_text(struct mon_cgcheck *c, const char *text, struct text *x)
 		size_t len = nl ? (size_t)(nl - line) : strlen(line);
 		const char *c1 = memchr(line, ':', len);
 		const char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - line)) : NULL;
-		const struct procs *e =
-		    c2 && x->nlines < MAX_LINES
-		        ? line_cgroup(c, c1 + 1, (size_t)(c2 - c1 - 1), c2 + 1,
-		                      len - (size_t)(c2 + 1 - line))
-		        : NULL;
+		const struct procs *e = c2 && x->nlines < MAX_LINES
+		                            ? line_cgroup(c, c1 + 1, (size_t)(c2 - c1 - 1), c2 + 1,
+		                                          len - (size_t)(c2 + 1 - line))
+		                            : NULL;
 		if (!e) {
 			x->nlines = -1;
 			return;

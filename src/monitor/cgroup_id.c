@@ -154,7 +154,8 @@ static int kubelet_tree(const struct comp *c, int n, int a, int hidden, struct f
 	char top[64] = "kubepods";
 	if (eq(c[k], "kubepods.slice")) {
 		k++;
-	} else if (eq(c[k], "kubelet.slice") && k + 1 < n && eq(c[k + 1], "kubelet-kubepods.slice")) {
+	} else if (eq(c[k], "kubelet.slice") && k + 1 < n &&
+	           eq(c[k + 1], "kubelet-kubepods.slice")) {
 		snprintf(top, sizeof(top), "kubelet-kubepods");
 		k += 2;
 	} else if (!hidden || !top_of(c[k], top, sizeof(top))) {
@@ -199,7 +200,8 @@ static int pod_of_podman(struct comp c, const char *pfx, const char *sfx)
 static int placement(const struct comp *c, int n, int a, int rel, struct found *f)
 {
 	if (a + 1 < n) {
-		if ((eq(c[a], "system.slice") && take_framed_id(c[a + 1], "docker-", ".scope", f->id)) ||
+		if ((eq(c[a], "system.slice") &&
+		     take_framed_id(c[a + 1], "docker-", ".scope", f->id)) ||
 		    (eq(c[a], "machine.slice") &&
 		     take_framed_id(c[a + 1], "libpod-", ".scope", f->id)) ||
 		    (eq(c[a], "libpod_parent") && take_framed_id(c[a + 1], "libpod-", "", f->id)) ||
@@ -209,12 +211,11 @@ static int placement(const struct comp *c, int n, int a, int rel, struct found *
 	/* A podman pod's containers, in the pod's cgroup: cgroupfs
 	 * libpod_parent/<pod>/libpod-<id>, systemd
 	 * machine.slice/machine-libpod_pod_<pod>.slice/libpod-<id>.scope. */
-	if (a + 2 < n &&
-	    ((eq(c[a], "libpod_parent") && pod_of_podman(c[a + 1], "", "") &&
-	      take_framed_id(c[a + 2], "libpod-", "", f->id)) ||
-	     (eq(c[a], "machine.slice") &&
-	      pod_of_podman(c[a + 1], "machine-libpod_pod_", ".slice") &&
-	      take_framed_id(c[a + 2], "libpod-", ".scope", f->id))))
+	if (a + 2 < n && ((eq(c[a], "libpod_parent") && pod_of_podman(c[a + 1], "", "") &&
+	                   take_framed_id(c[a + 2], "libpod-", "", f->id)) ||
+	                  (eq(c[a], "machine.slice") &&
+	                   pod_of_podman(c[a + 1], "machine-libpod_pod_", ".slice") &&
+	                   take_framed_id(c[a + 2], "libpod-", ".scope", f->id))))
 		return a + 2;
 	/* Rootless podman and docker: the user's manager's user.slice (a
 	 * rootless pod's containers in its slice there). */

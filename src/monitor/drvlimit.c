@@ -162,7 +162,8 @@ void mon_drvlimit_fill(struct mon_nvml *nv, struct mon_model *m, const char *pro
 		/* Its cgroup as the identity read it (the kernel's word), else
 		 * from /proc now. */
 		if (!(p->valid & MON_P_CGROUP2)) {
-			if (vr_cgroup2_read(proc_root, p->host_pid, p->cgroup2, sizeof(p->cgroup2)) != 0)
+			if (vr_cgroup2_read(proc_root, p->host_pid, p->cgroup2,
+			                    sizeof(p->cgroup2)) != 0)
 				continue;
 			p->valid |= MON_P_CGROUP2;
 		}

@@ -165,8 +165,9 @@ static void table_alone(FILE *f, const struct mon_model *m)
 				p = &m->procs[k];
 		if (!p)
 			continue;
-		fprintf(f, "%spid %d keeps its own books (group %s): its cap holds for it alone, "
-		           "not in its group's: %s\n",
+		fprintf(f,
+		        "%spid %d keeps its own books (group %s): its cap holds for it alone, "
+		        "not in its group's: %s\n",
 		        i == 0 ? "\n" : "", (int)m->alone[i].pid,
 		        vr_text_escape(name, sizeof(name), p->group),
 		        vr_text_escape(why, sizeof(why), m->alone[i].why));

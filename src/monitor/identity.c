@@ -158,8 +158,7 @@ static const struct vramctl_proc_ident *record_of(const struct mon_model *m,
 	return NULL;
 }
 
-void mon_identity_fill(struct mon_model *m, const char *proc_root,
-                       const struct vramctl_snapshot *s)
+void mon_identity_fill(struct mon_model *m, const char *proc_root, const struct vramctl_snapshot *s)
 {
 	int n = 0;
 	for (int i = 0; i < m->nprocs; i++)

@@ -278,8 +278,8 @@ struct merge {
 	struct nv_row *nvr;    /* what is known of each NVML row */
 	struct nv_pid *by_pid; /* NVML's rows by host PID */
 	struct rows out;
-	struct vr_own *own;    /* scratch: the last process's own books */
-	pid_t own_pid;         /* whose (0: none asked yet) */
+	struct vr_own *own; /* scratch: the last process's own books */
+	pid_t own_pid;      /* whose (0: none asked yet) */
 	int own_found;
 };
 
@@ -306,7 +306,8 @@ static pid_t record_host(struct merge *g, const struct vramctl_proc *r)
 		nv_look(g, k);
 		const struct nv_row *n = &g->nvr[k];
 		uint64_t st;
-		if ((n->ok & 3) == 3 && n->nspid == r->pid && (n->uid == r->uid || n->euid == r->uid) &&
+		if ((n->ok & 3) == 3 && n->nspid == r->pid &&
+		    (n->uid == r->uid || n->euid == r->uid) &&
 		    vr_proc_start_time(g->proc_root, g->m->procs[k].host_pid, &st) == 0 &&
 		    st == r->start_time)
 			host = g->m->procs[k].host_pid;
@@ -464,7 +465,8 @@ static int apply_own(struct merge *g, struct mon_proc *p)
 			continue;
 		struct mon_model *m = g->m;
 		if (!m->nalone || m->alone[m->nalone - 1].pid != p->host_pid) {
-			struct mon_alone *a = realloc(m->alone, sizeof(*a) * (size_t)(m->nalone + 1));
+			struct mon_alone *a =
+			    realloc(m->alone, sizeof(*a) * (size_t)(m->nalone + 1));
 			if (!a)
 				return -ENOMEM;
 			m->alone = a;

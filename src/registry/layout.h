@@ -224,11 +224,11 @@ static inline int vr_changes_whole(const struct vr_changes *ch)
 #define VR_IDENT_POD    254 /* VRAMCTL_POD_NAME: a DNS subdomain, 253, and the NUL */
 #define VR_IDENT_LABEL  64  /* VRAMCTL_POD_NAMESPACE, VRAMCTL_CONTAINER_NAME: 63 and the NUL */
 struct vr_ident {
-	int32_t pid;          /* its slot's member: getpid() */
+	int32_t pid; /* its slot's member: getpid() */
 	uint32_t pad0;
-	uint64_t start_time;  /* and its start time */
-	uint64_t cgns;        /* the inode of its cgroup namespace (0: unknown) */
-	uint64_t check;       /* sequence word: odd while written, 0 never written (ident.c) */
+	uint64_t start_time; /* and its start time */
+	uint64_t cgns;       /* the inode of its cgroup namespace (0: unknown) */
+	uint64_t check;      /* sequence word: odd while written, 0 never written (ident.c) */
 	char cgroup[VR_IDENT_CGROUP];
 	char pod_name[VR_IDENT_POD];
 	char pod_namespace[VR_IDENT_LABEL];

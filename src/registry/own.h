@@ -42,10 +42,10 @@ struct vr_own_dev {
 struct vr_own {
 	uint64_t magic; /* written last: the record is whole once it has it */
 	uint32_t version;
-	uint32_t ndev;        /* dev[0, ndev) are filled (stored with release) */
-	int32_t pid;          /* getpid(): its own namespace's view */
+	uint32_t ndev; /* dev[0, ndev) are filled (stored with release) */
+	int32_t pid;   /* getpid(): its own namespace's view */
 	uint32_t pad0;
-	uint64_t start_time;  /* /proc/self/stat field 22 */
+	uint64_t start_time; /* /proc/self/stat field 22 */
 	char group[VR_GROUP_FIELD];
 	char why[VR_OWN_WHY]; /* why it is alone, in the words it said it in */
 	unsigned char pad1[24];

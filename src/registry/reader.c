@@ -484,8 +484,7 @@ static int add_ident(struct reader *r, const struct vr_hdr *h, uint32_t idx,
 }
 
 static int add_members(struct reader *r, int fd, const struct stat *st, const struct vr_hdr *h,
-                       struct vramctl_group *g, const unsigned char *lk_alive,
-                       const pid_t *lk_pid)
+                       struct vramctl_group *g, const unsigned char *lk_alive, const pid_t *lk_pid)
 {
 	const struct vr_seg_copy *c = &r->copy;
 	uint32_t ndev = c->ndev;
@@ -613,9 +612,8 @@ static int read_group(struct reader *r, int dfd, const char *dir, const char *na
 	int changes_ok = 1;
 	struct vramctl_group *g = add_group(r, &st, &changes_ok);
 	if (!g || reserve_room(&r->procs, nsc) < 0 || reserve_room(&r->keys, nsc) < 0 ||
-	    reserve_room(&r->identidx, nsc) < 0 ||
-	    reserve_room(&r->devidx, nsc) < 0 || reserve_room(&r->devs, nsc * ndev) < 0 ||
-	    lock_tables(r, &st, &lk_alive, &lk_pid) < 0) {
+	    reserve_room(&r->identidx, nsc) < 0 || reserve_room(&r->devidx, nsc) < 0 ||
+	    reserve_room(&r->devs, nsc * ndev) < 0 || lock_tables(r, &st, &lk_alive, &lk_pid) < 0) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -721,8 +719,8 @@ int vramctl_snapshot_take(const char *dir, struct vramctl_snapshot **out)
 	/* The devices' storage stopped moving: point each record at its own. */
 	/* The identities' strings stopped moving too. */
 	snap->ident_text = r.text.p;
-	if (r.idents.n && !(snap->proc_idents = malloc((size_t)r.idents.n *
-	                                               sizeof(*snap->proc_idents))))
+	if (r.idents.n &&
+	    !(snap->proc_idents = malloc((size_t)r.idents.n * sizeof(*snap->proc_idents))))
 		rc = rc ? rc : -ENOMEM;
 	for (int i = 0; snap->proc_idents && i < r.idents.n; i++) {
 		const struct ident_off *o = (const struct ident_off *)r.idents.p + i;

@@ -61,8 +61,8 @@ static const struct {
     /* A podman pod's container: in the pod's cgroup (cgroupfs, systemd,
      * rootless); the pod's own ID is not a container's. */
     {"podman pod cgroupfs", "0::/libpod_parent/" ID2 "/libpod-" ID "\n", ID, ""},
-    {"podman pod systemd", "0::/machine.slice/machine-libpod_pod_" ID2 ".slice/libpod-" ID ".scope\n",
-     ID, ""},
+    {"podman pod systemd",
+     "0::/machine.slice/machine-libpod_pod_" ID2 ".slice/libpod-" ID ".scope\n", ID, ""},
     {"podman pod rootless",
      "0::/user.slice/user-1000.slice/user@1000.service/user.slice/user-libpod_pod_" ID2
      ".slice/libpod-" ID ".scope\n",
@@ -105,8 +105,8 @@ static const struct {
     {"docker scope at the root", "0::/docker-" ID ".scope\n", "", ""},
     {"crio scope outside a pod", "0::/system.slice/crio-" ID ".scope\n", "", ""},
     {"a pod slice in a wrong QoS",
-     "0::/kubepods.slice/kubepods-burstable.slice/kubepods-besteffort-pod" UID_
-     ".slice/crio-" ID ".scope\n",
+     "0::/kubepods.slice/kubepods-burstable.slice/kubepods-besteffort-pod" UID_ ".slice/crio-" ID
+     ".scope\n",
      "", ""},
     /* Inside a container its runtime's placements count from its cgroup:
      * kind's node is a docker container; a user's scope inside it is not. */
