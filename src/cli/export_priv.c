@@ -152,35 +152,31 @@ static int become_server(const char *user)
 	return drop_caps(0, "server");
 }
 
-/* Writes all of p; a closed peer is -1, never SIGPIPE. */
-static int write_all(int fd, const void *p, size_t n)
+/* Writes (out set) or reads all n bytes at p; a closed peer is -1, never
+ * SIGPIPE. */
+static int io_all(int fd, void *p, size_t n, int out)
 {
-	const char *c = p;
+	char *c = p;
 	while (n) {
-		ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
-		if (w < 0 && errno == EINTR)
+		ssize_t k = out ? send(fd, c, n, MSG_NOSIGNAL) : read(fd, c, n);
+		if (k < 0 && errno == EINTR)
 			continue;
-		if (w <= 0)
+		if (k <= 0)
 			return -1;
-		c += w;
-		n -= (size_t)w;
+		c += k;
+		n -= (size_t)k;
 	}
 	return 0;
 }
 
+static int write_all(int fd, const void *p, size_t n)
+{
+	return io_all(fd, (void *)p, n, 1);
+}
+
 static int read_all(int fd, void *p, size_t n)
 {
-	char *c = p;
-	while (n) {
-		ssize_t r = read(fd, c, n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		c += r;
-		n -= (size_t)r;
-	}
-	return 0;
+	return io_all(fd, p, n, 0);
 }
 
 struct reply_head {

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "monitor/cgcheck.h"
+#include "registry/util.h"
 
 #define MAX_MOUNTS 32
 
@@ -27,8 +28,16 @@ struct mount {
 	char point[512]; /* where */
 };
 
+/* A table of entries by a string key (open addressing; the entries are
+ * allocated one by one, so pointers to them stay valid as it grows). Each
+ * entry begins with its key. */
+struct strtab {
+	char ***v; /* each entry: a pointer to its key, the entry's first field */
+	size_t cap, used;
+};
+
 struct procs {
-	char *path; /* NULL: a free entry */
+	char *path; /* the key */
 	pid_t *pid; /* sorted; NULL when unreadable */
 	size_t n;
 };
@@ -37,7 +46,7 @@ struct procs {
  * mostly share one text, so it is parsed once, not once per member). */
 #define MAX_LINES 16
 struct text {
-	char *text; /* NULL: a free entry */
+	char *text; /* the key */
 	int nlines; /* -1: a line that cannot be checked here */
 	const struct procs *line[MAX_LINES];
 };
@@ -48,10 +57,8 @@ struct mon_cgcheck {
 	uint64_t cgns;
 	int nmounts;
 	struct mount m[MAX_MOUNTS];
-	struct procs **t; /* cgroups, open addressing by path (entries stay put) */
-	size_t cap, used;
-	struct text *x; /* texts, open addressing by text */
-	size_t xcap, xused;
+	struct strtab cgroups; /* struct procs by path */
+	struct strtab texts;   /* struct text by text */
 };
 
 struct mon_cgcheck *mon_cgcheck_new(const char *self)
@@ -66,17 +73,23 @@ void mon_cgcheck_free(struct mon_cgcheck *c)
 {
 	if (!c)
 		return;
-	for (size_t i = 0; i < c->cap; i++) {
-		if (!c->t[i])
-			continue;
-		free(c->t[i]->path);
-		free(c->t[i]->pid);
-		free(c->t[i]);
+	for (size_t i = 0; i < c->cgroups.cap; i++) {
+		struct procs *e = (struct procs *)c->cgroups.v[i];
+		if (e) {
+			free(e->path);
+			free(e->pid);
+			free(e);
+		}
 	}
-	free(c->t);
-	for (size_t i = 0; i < c->xcap; i++)
-		free(c->x[i].text);
-	free(c->x);
+	free(c->cgroups.v);
+	for (size_t i = 0; i < c->texts.cap; i++) {
+		struct text *x = (struct text *)c->texts.v[i];
+		if (x) {
+			free(x->text);
+			free(x);
+		}
+	}
+	free(c->texts.v);
 	free(c);
 }
 
@@ -198,29 +211,10 @@ static pid_t *read_procs(const char *dir, size_t *n)
 	*n = 0;
 	if (snprintf(path, sizeof(path), "%s/cgroup.procs", dir) >= (int)sizeof(path))
 		return NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	size_t cap = 8192, len = 0;
-	char *buf = malloc(cap);
-	ssize_t got;
-	while (buf && (got = read(fd, buf + len, cap - len - 1)) > 0) {
-		len += (size_t)got;
-		if (cap - len - 1 == 0) {
-			char *nb = realloc(buf, cap * 2);
-			if (!nb) {
-				free(buf);
-				buf = NULL;
-				break;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-	}
-	close(fd);
+	size_t len;
+	char *buf = vr_read_all(path, &len);
 	if (!buf)
 		return NULL;
-	buf[len] = '\0';
 	size_t lines = 1;
 	for (size_t i = 0; i < len; i++)
 		lines += buf[i] == '\n';
@@ -247,40 +241,50 @@ static uint64_t hash_of(const char *s)
 	return h;
 }
 
+/* Where key's entry is in t, or the empty place for it (t grown first so
+ * that one is free). NULL: no memory. */
+static char ***strtab_place(struct strtab *t, const char *key)
+{
+	if ((t->used + 1) * 2 > t->cap) {
+		size_t ncap = t->cap ? t->cap * 2 : 64;
+		char ***nv = calloc(ncap, sizeof(*nv));
+		if (!nv)
+			return NULL;
+		for (size_t i = 0; i < t->cap; i++) {
+			if (!t->v[i])
+				continue;
+			size_t k = hash_of(*t->v[i]) & (ncap - 1);
+			while (nv[k])
+				k = (k + 1) & (ncap - 1);
+			nv[k] = t->v[i];
+		}
+		free(t->v);
+		t->v = nv;
+		t->cap = ncap;
+	}
+	size_t k = hash_of(key) & (t->cap - 1);
+	while (t->v[k] && strcmp(*t->v[k], key))
+		k = (k + 1) & (t->cap - 1);
+	return &t->v[k];
+}
+
 /* The entry of cgroup directory dir, read on first use; NULL: no memory. */
 static const struct procs *procs_of(struct mon_cgcheck *c, const char *dir)
 {
-	if ((c->used + 1) * 2 > c->cap) {
-		size_t ncap = c->cap ? c->cap * 2 : 64;
-		struct procs **nt = calloc(ncap, sizeof(*nt));
-		if (!nt)
-			return NULL;
-		for (size_t i = 0; i < c->cap; i++) {
-			if (!c->t[i])
-				continue;
-			size_t k = hash_of(c->t[i]->path) & (ncap - 1);
-			while (nt[k])
-				k = (k + 1) & (ncap - 1);
-			nt[k] = c->t[i];
-		}
-		free(c->t);
-		c->t = nt;
-		c->cap = ncap;
-	}
-	size_t k = hash_of(dir) & (c->cap - 1);
-	while (c->t[k] && strcmp(c->t[k]->path, dir))
-		k = (k + 1) & (c->cap - 1);
-	if (!c->t[k]) {
+	char ***slot = strtab_place(&c->cgroups, dir);
+	if (!slot)
+		return NULL;
+	if (!*slot) {
 		struct procs *e = calloc(1, sizeof(*e));
 		if (!e || !(e->path = strdup(dir))) {
 			free(e);
 			return NULL;
 		}
 		e->pid = read_procs(dir, &e->n);
-		c->t[k] = e;
-		c->used++;
+		*slot = &e->path;
+		c->cgroups.used++;
 	}
-	return c->t[k];
+	return (const struct procs *)*slot;
 }
 
 /* The cgroup of one line (ctl: its controllers, path: its cgroup) with its
@@ -328,34 +332,20 @@ static void parse_text(struct mon_cgcheck *c, const char *text, struct text *x)
 /* The entry of text, parsed on first use; NULL: no memory. */
 static const struct text *text_of(struct mon_cgcheck *c, const char *text)
 {
-	if ((c->xused + 1) * 2 > c->xcap) {
-		size_t ncap = c->xcap ? c->xcap * 2 : 16;
-		struct text *nx = calloc(ncap, sizeof(*nx));
-		if (!nx)
+	char ***slot = strtab_place(&c->texts, text);
+	if (!slot)
+		return NULL;
+	if (!*slot) {
+		struct text *x = calloc(1, sizeof(*x));
+		if (!x || !(x->text = strdup(text))) {
+			free(x);
 			return NULL;
-		for (size_t i = 0; i < c->xcap; i++) {
-			if (!c->x[i].text)
-				continue;
-			size_t k = hash_of(c->x[i].text) & (ncap - 1);
-			while (nx[k].text)
-				k = (k + 1) & (ncap - 1);
-			nx[k] = c->x[i];
 		}
-		free(c->x);
-		c->x = nx;
-		c->xcap = ncap;
-	}
-	size_t k = hash_of(text) & (c->xcap - 1);
-	while (c->x[k].text && strcmp(c->x[k].text, text))
-		k = (k + 1) & (c->xcap - 1);
-	struct text *x = &c->x[k];
-	if (!x->text) {
-		if (!(x->text = strdup(text)))
-			return NULL;
-		c->xused++;
+		*slot = &x->text;
+		c->texts.used++;
 		parse_text(c, text, x);
 	}
-	return x;
+	return (const struct text *)*slot;
 }
 
 int mon_cgcheck_holds(struct mon_cgcheck *c, uint64_t cgns, const char *text, pid_t pid)

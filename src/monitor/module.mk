@@ -28,7 +28,7 @@ $(O)/tests/monitor/test_identity: $(O)/tests/monitor/test_identity.o $(MONITOR_L
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_LDFLAGS) -o $@ $^ -ldl
 # Recorded cgroups checked against cgroup.procs, on a fake tree.
-$(O)/tests/monitor/test_cgcheck: $(O)/tests/monitor/test_cgcheck.o $(MONITOR_LIB)
+$(O)/tests/monitor/test_cgcheck: $(O)/tests/monitor/test_cgcheck.o $(MONITOR_LIB) $(REGISTRY_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_LDFLAGS) -o $@ $^
 TESTS += $(O)/tests/monitor/test_cgroup_id $(O)/tests/monitor/test_identity \

@@ -230,33 +230,10 @@ void vr_proc_locks_read(const char *root, struct vr_proc_locks *t)
 	t->read = 1;
 	char path[320];
 	snprintf(path, sizeof(path), "%s/locks", root_or_default(root));
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	size_t cap = 1 << 16, len = 0;
-	char *buf = malloc(cap);
-	while (buf) {
-		if (len + 4096 > cap) {
-			char *nb = realloc(buf, cap * 2);
-			if (!nb) {
-				free(buf);
-				buf = NULL;
-				break;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-		ssize_t r = read(fd, buf + len, cap - len - 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-	}
-	close(fd);
+	size_t len;
+	char *buf = vr_read_all(path, &len);
 	if (!buf)
 		return;
-	buf[len] = '\0';
 	int ecap = 0;
 	for (char *line = buf; line && *line;) {
 		char *nl = strchr(line, '\n');

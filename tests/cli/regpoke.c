@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "common/size.h"
+#include "tests/hold.h"
 #include "registry/member.h"
 #include "registry/proc.h"
 #include "registry/registry.h"
@@ -68,11 +69,7 @@ static int claim(const char *dir, const char *group, const char *pidtext, const 
 		perror("regpoke: claim: unlock");
 		return 1;
 	}
-	printf("ready 1 %d\n", (int)getpid());
-	fflush(stdout);
-	char buf[64];
-	while (read(0, buf, sizeof(buf)) > 0)
-		;
+	hold_ready(1);
 	vr_leave(m);
 	return 0;
 }
