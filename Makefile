@@ -155,7 +155,9 @@ install: programs
 # The Debian packages vramctl and vramctl-slurm (debian/), built with
 # dpkg-buildpackage from a copy of the tree's files (tracked and new, not
 # ignored ones), into $(BUILD)/deb/. The package build takes none of this
-# make's variables (CC, SANITIZE, WERROR): it is debian/rules' own.
+# make's variables (CC, SANITIZE, WERROR): it is debian/rules' own. It runs
+# one job per CPU unless DEB_BUILD_OPTIONS says parallel=N (a build
+# daemon's, dpkg-buildpackage -jN's).
 DEB_DIR := $(BUILD)/deb
 .PHONY: deb
 deb:
@@ -164,7 +166,8 @@ deb:
 		tar --null -T - --ignore-failed-read -cf - 2>/dev/null | \
 		tar -xf - -C $(DEB_DIR)/vramctl-$(VERSION)
 	cd $(DEB_DIR)/vramctl-$(VERSION) && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
-		DEB_BUILD_OPTIONS="parallel=$$(nproc) $$DEB_BUILD_OPTIONS" dpkg-buildpackage -b -us -uc
+		DEB_BUILD_OPTIONS="$$(case " $$DEB_BUILD_OPTIONS " in *" parallel="*) ;; \
+		*) echo "parallel=$$(nproc) " ;; esac)$$DEB_BUILD_OPTIONS" dpkg-buildpackage -b -us -uc
 	rm -rf $(DEB_DIR)/vramctl-$(VERSION)
 	@ls $(DEB_DIR)/*.deb
 

@@ -83,6 +83,16 @@ struct vramctl_proc_dev {
 	};
 };
 
+/* Addition (#37): who a member is, as it recorded at its join (its own
+ * reading of /proc/self/cgroup and of its environment). */
+struct vramctl_proc_ident {
+	uint64_t cgns;              /* the inode of its cgroup namespace (0: unknown) */
+	const char *cgroup;         /* /proc/self/cgroup's text as it saw it ("" unknown) */
+	const char *pod_name;       /* VRAMCTL_POD_NAME ("" none), at most 253 bytes */
+	const char *pod_namespace;  /* VRAMCTL_POD_NAMESPACE, at most 63 */
+	const char *container_name; /* VRAMCTL_CONTAINER_NAME, at most 63 */
+};
+
 struct vramctl_proc {
 	pid_t pid;           /* as the process saw itself (its own namespace) */
 	pid_t host_pid;      /* in the reader's namespace, 0 if unknown */
@@ -90,7 +100,10 @@ struct vramctl_proc {
 	                        snapshot was taken (its lock's holder, or its /proc
 	                        start time), so nobody needs to ask again */
 	uint64_t start_time; /* /proc/PID/stat field 22 (clock ticks since boot) */
-	uid_t uid;
+	uid_t uid;           /* the books' owner, as the reader sees it: every member
+	                        runs as it (one in a user namespace sees itself as
+	                        another uid); a member without its PID lock is
+	                        matched to a process only if that process runs as it */
 	char user[32];
 	char command[128];
 	char group[65];
@@ -113,6 +126,12 @@ struct vramctl_proc {
 	 * ndev is 0. A pointer, not a fixed array of 64: a thousand members'
 	 * records would otherwise be 5.6 MB of fresh memory to fault in. */
 	struct vramctl_proc_dev *dev;
+	/* Addition (#37): its identity record, for a live member that wrote
+	 * one (NULL otherwise: dead, or a member of an older build). The
+	 * cgroups are its claim until checked against the kernel's (the
+	 * monitor does: identity.c); the names are its claim, as its
+	 * environment is. */
+	const struct vramctl_proc_ident *ident;
 };
 
 /* A cap changed while the group ran (`vramctl limit`). */
@@ -157,6 +176,8 @@ struct vramctl_snapshot {
 	int nerrors;                        /* regions that could not be read (corrupt, foreign) */
 	char **errors;                      /* one line each */
 	struct vramctl_proc_dev *proc_devs; /* the storage behind procs[].dev */
+	struct vramctl_proc_ident *proc_idents; /* the storage behind procs[].ident */
+	char *ident_text;                       /* and behind their strings */
 };
 
 /* dir NULL: the default registry directory (see vramctl(1)). */

@@ -17,7 +17,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
-#include <linux/capability.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -27,14 +26,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/export_priv.h"
 #include "cli/options.h"
 #include "cli/site.h"
 #include "common/exit.h"
@@ -65,10 +63,8 @@ struct conn {
 };
 
 struct exporter {
-	struct mon_sources src;
-	int hami;                   /* --hami: HAMi's node-monitor series too */
-	struct mon_hami_opts hopts; /* node: $NODE_NAME, as HAMi's monitor reads it */
-	pthread_mutex_t lock;       /* the list; held by notify() while a socket closes */
+	struct exp_link link; /* the collector (export_priv.c): it reads, this serves */
+	pthread_mutex_t lock; /* the list; held by notify() while a socket closes */
 	struct conn *conns;
 	unsigned nconns, limit; /* open, and libmicrohttpd's limit */
 };
@@ -169,12 +165,16 @@ static unsigned conn_limit(void)
 static void export_usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: vramctl export [--listen ADDR:PORT] [--registry DIR] [--hami]\n"
+	        "usage: vramctl export [--listen ADDR:PORT] [--registry DIR] [--hami] [--user "
+	        "USER]\n"
 	        "\n"
 	        "Serves Prometheus metrics at http://ADDR:PORT/metrics (default %s;\n"
 	        "ADDR is an IPv4 address or [IPv6]; port 0 picks a free port). Stops on\n"
-	        "SIGINT or SIGTERM. Metrics are listed in vramctl-export(1).\n"
+	        "SIGINT or SIGTERM. Metrics are listed in vramctl-export(1). A collector\n"
+	        "process keeps the capabilities the node's reads need; the server holds\n"
+	        "none, and run as root it serves as USER (default nobody).\n"
 	        "\n"
+	        "  --user  the user the server runs as when export is started as root\n"
 	        "  --hami  also serve the series of HAMi's node monitor (hami_vgpu_memory_*,\n"
 	        "          vGPU_device_memory_*, ...) for pods whose processes carry\n"
 	        "          VRAMCTL_POD_NAMESPACE and VRAMCTL_POD_NAME; node label from\n"
@@ -215,20 +215,10 @@ static mhd_result handle(void *cls, struct MHD_Connection *c, const char *url, c
 		return reply(c, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8", not_found,
 		             strlen(not_found), MHD_RESPMEM_PERSISTENT);
 
-	struct mon_model m = {0};
+	/* The collector reads the node; this process only serves. */
 	char *buf = NULL;
 	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	int rc = f ? mon_collect(&x->src, &m) : -ENOMEM;
-	if (rc == 0)
-		rc = mon_format_prom(f, &m);
-	if (rc == 0 && x->hami)
-		rc = mon_format_hami(f, &m, &x->hopts);
-	mon_model_clear(&m);
-	if (f && fclose(f) != 0 && rc == 0)
-		rc = -EIO;
-	if (rc < 0) {
-		free(buf);
+	if (exp_scrape(&x->link, &buf, &len) < 0) {
 		static char oom[] = "vramctl: could not collect metrics\n";
 		return reply(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8", oom,
 		             strlen(oom), MHD_RESPMEM_PERSISTENT);
@@ -311,73 +301,6 @@ static int listen_on(const char *text, const char *host, const char *port,
 	return -1;
 }
 
-/* The capabilities the node's reads use, where the exporter holds them:
- * entering a container's IPC namespace (SYS_ADMIN), reading another user's
- * /proc/PID/ns, environ and cgroup (SYS_PTRACE), attaching another user's
- * segment (IPC_OWNER) and reading books directories it does not own
- * (DAC_READ_SEARCH). docs/kubernetes.md, "The exporter's privileges". */
-static const int read_caps[] = {CAP_SYS_ADMIN, CAP_SYS_PTRACE, CAP_IPC_OWNER, CAP_DAC_READ_SEARCH};
-
-static int is_read_cap(int cap)
-{
-	for (size_t i = 0; i < sizeof(read_caps) / sizeof(read_caps[0]); i++)
-		if (read_caps[i] == cap)
-			return 1;
-	return 0;
-}
-
-/*
- * Once the listening socket is bound: no new privileges (an exec gains
- * none), and every capability but the read ones it holds already leaves
- * the bounding, permitted, effective and inheritable sets (the ambient set
- * follows). Called before any thread starts: capabilities are per thread,
- * and the server's thread inherits these. 0, or -1 with a message.
- */
-static int drop_privileges(void)
-{
-	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
-	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
-	memset(data, 0, sizeof(data));
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
-		fprintf(stderr, "vramctl: export: cannot set no_new_privs: %s\n", strerror(errno));
-		return -1;
-	}
-	if (syscall(SYS_capget, &hdr, data) != 0) {
-		fprintf(stderr, "vramctl: export: cannot read its capabilities: %s\n",
-		        strerror(errno));
-		return -1;
-	}
-	/* The bounding set first: dropping from it takes CAP_SETPCAP, which
-	 * the capset below drops. Without CAP_SETPCAP (not root) the bounding
-	 * set stays: nothing can gain from it once no_new_privs is set. */
-	int setpcap = !!(data[CAP_TO_INDEX(CAP_SETPCAP)].effective & CAP_TO_MASK(CAP_SETPCAP));
-	for (int cap = 0; setpcap && prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++) {
-		int keep =
-		    is_read_cap(cap) && (data[CAP_TO_INDEX(cap)].permitted & CAP_TO_MASK(cap));
-		if (!keep && prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1 &&
-		    prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) {
-			fprintf(stderr, "vramctl: export: cannot drop capability %d: %s\n", cap,
-			        strerror(errno));
-			return -1;
-		}
-	}
-	for (int i = 0; i < _LINUX_CAPABILITY_U32S_3; i++) {
-		uint32_t keep = 0;
-		for (size_t k = 0; k < sizeof(read_caps) / sizeof(read_caps[0]); k++)
-			if (CAP_TO_INDEX(read_caps[k]) == i)
-				keep |= CAP_TO_MASK(read_caps[k]);
-		data[i].permitted &= keep;
-		data[i].effective = data[i].permitted;
-		data[i].inheritable = 0;
-	}
-	if (syscall(SYS_capset, &hdr, data) != 0) {
-		fprintf(stderr, "vramctl: export: cannot drop its capabilities: %s\n",
-		        strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
 /* libmicrohttpd's own messages, after it serves: with vramctl's prefix. */
 static void mhd_log(void *arg, const char *fmt, va_list ap) VR_PRINTF(2, 0);
 
@@ -393,18 +316,19 @@ static void mhd_log(void *arg, const char *fmt, va_list ap)
 int cmd_export(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"listen", required_argument, NULL, 'l'},
-	    {"registry", required_argument, NULL, 'r'},
-	    {"hami", no_argument, NULL, 'H'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	    {"listen", required_argument, NULL, 'l'}, {"registry", required_argument, NULL, 'r'},
+	    {"hami", no_argument, NULL, 'H'},         {"user", required_argument, NULL, 'u'},
+	    {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
 	};
-	const char *listen = NULL, *registry = NULL;
+	const char *listen = NULL, *registry = NULL, *user = NULL;
 	int c, hami = 0;
 	const char *word = "";
 	optind = 1;
-	while ((c = cli_getopt(argc, argv, "+:l:r:hH", opts, &word)) != -1) {
+	while ((c = cli_getopt(argc, argv, "+:l:r:u:hH", opts, &word)) != -1) {
 		switch (c) {
+		case 'u':
+			user = optarg;
+			break;
 		case 'l':
 			listen = optarg;
 			break;
@@ -440,7 +364,12 @@ int cmd_export(int argc, char **argv)
 	int fd = listen_on(listen, host, port_text, &ss);
 	if (fd < 0)
 		return VR_EXIT_ERROR;
-	if (drop_privileges() < 0) {
+	/* The socket bound, the privileges part: the collector keeps the read
+	 * capabilities, this process keeps none (export_priv.h). */
+	struct exporter x = {.lock = PTHREAD_MUTEX_INITIALIZER, .limit = conn_limit()};
+	struct exp_what what = {.registry_dir = registry, .hami = hami};
+	what.hopts.node = getenv("NODE_NAME");
+	if (exp_split(fd, user, &what, &x.link) < 0) {
 		close(fd);
 		return VR_EXIT_ERROR;
 	}
@@ -452,14 +381,6 @@ int cmd_export(int argc, char **argv)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, &old);
-
-	char nverr[256] = "";
-	struct exporter x = {.lock = PTHREAD_MUTEX_INITIALIZER, .limit = conn_limit()};
-	mon_nvml_open(NULL, &x.src.nvml, nverr, sizeof(nverr));
-	x.src.nvml_error = nverr;
-	x.src.registry_dir = registry;
-	x.hami = hami;
-	x.hopts.node = getenv("NODE_NAME");
 
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
 	if (ss.ss_family == AF_INET6)
@@ -473,7 +394,7 @@ int cmd_export(int argc, char **argv)
 		fprintf(stderr, "vramctl: export: cannot serve on %s: %s\n", listen,
 		        strerror(errno ? errno : EINVAL));
 		close(fd);
-		mon_nvml_close(x.src.nvml);
+		exp_close(&x.link);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		return VR_EXIT_ERROR;
 	}
@@ -487,21 +408,27 @@ int cmd_export(int argc, char **argv)
 	printf(ss.ss_family == AF_INET ? "vramctl: serving http://%s:%u/metrics\n"
 	                               : "vramctl: serving http://[%s]:%u/metrics\n",
 	       addr, port);
-	if (!x.src.nvml)
-		printf("vramctl: %s: GPU totals and uncapped processes unknown\n", nverr);
+	if (x.link.nvml_error[0])
+		printf("vramctl: %s: GPU totals and uncapped processes unknown\n",
+		       x.link.nvml_error);
 	fflush(stdout);
 
-	int sig = 0;
+	int sig = 0, gone = 0;
 	for (;;) {
 		struct timespec tick = {.tv_nsec = WATCH_EVERY};
 		sig = sigtimedwait(&set, NULL, &tick);
 		if (sig == SIGINT || sig == SIGTERM)
 			break;
+		/* Without its collector it could serve nothing true: it ends. */
+		if ((gone = exp_collector_gone(&x.link)))
+			break;
 		watchdog(&x);
 	}
 	MHD_stop_daemon(d);
-	mon_nvml_close(x.src.nvml);
+	exp_close(&x.link);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (gone)
+		return VR_EXIT_ERROR;
 	fprintf(stderr, "vramctl: export: stopped (%s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
 	return 0;
 }

@@ -175,6 +175,16 @@ static int new_cap(const struct vr_limits *l, const unsigned char *uuid,
 	}
 	if (!vr_limits_cap_for(l, -1, text, dv ? dv->total : 0, out))
 		return 0;
+	if (!dv && vr_site_max_is_share(vr_site_get(), -1, text)) {
+		/* Its size is the driver's to tell, and the driver here does not
+		 * show it: a share of an unknown size is no maximum at all. */
+		fprintf(stderr,
+		        "vramctl: limit: %s is not visible here (CUDA_VISIBLE_DEVICES), and the "
+		        "site's maximum for it is a share of its memory (vramctl.conf(5)): change "
+		        "its cap where it is visible; nothing changed\n",
+		        text);
+		return -1;
+	}
 	uint64_t max;
 	if (vr_site_max_for(vr_site_get(), dv ? dv->index : -1, text, dv ? dv->total : 0, &max) &&
 	    *out > max) {

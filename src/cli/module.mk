@@ -13,7 +13,7 @@
 CLI_HELPERS := top export plot run
 CLI_SRCS_top := src/cli/top.c src/cli/top_draw.c
 CLI_LIBS_top := -lncursesw
-CLI_SRCS_export := src/cli/export.c
+CLI_SRCS_export := src/cli/export.c src/cli/export_priv.c
 CLI_LIBS_export := -lmicrohttpd
 CLI_SRCS_plot := src/cli/plot.c
 CLI_LIBS_plot := -ljson-c -lcairo -lfontconfig -lm

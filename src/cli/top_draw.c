@@ -346,6 +346,8 @@ void draw(struct ui *u, const struct mon_model *m)
 		char state[16] = "", counting[48] = "";
 		if (capped && p->state != MON_PROC_ALIVE)
 			snprintf(state, sizeof(state), "[%s] ", mon_state_name(p->state));
+		else if (p->valid & MON_P_ALONE) /* its cap holds for it alone */
+			snprintf(state, sizeof(state), "[own books] ");
 		else if (escaped)
 			snprintf(state, sizeof(state), "[escaped] ");
 		/* Where its cap counts allocations only, ON CARD is not what the

@@ -23,6 +23,14 @@
 #define VR_ENV_GROWTH "VRAMCTL_GROWTH"
 /* Group name: processes with the same name share one cap per device. */
 #define VR_ENV_GROUP "VRAMCTL_GROUP"
+/* Who a process is in Kubernetes, as its pod spec says (the downward API's
+ * metadata.name and metadata.namespace, and the container's name written
+ * literally): read by the monitor (status, export), never by the policy.
+ * A member records them at its join (registry/ident.c); others' are read
+ * from /proc/PID/environ. */
+#define VR_ENV_POD_NAME       "VRAMCTL_POD_NAME"
+#define VR_ENV_POD_NAMESPACE  "VRAMCTL_POD_NAMESPACE"
+#define VR_ENV_CONTAINER_NAME "VRAMCTL_CONTAINER_NAME"
 /* Registry directory (default $XDG_RUNTIME_DIR/vramctl, else
  * VR_DEFAULT_DIR_PREFIX followed by the effective uid, or a directory in the
  * home when another user took that name: vr_default_dir). */

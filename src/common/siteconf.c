@@ -325,6 +325,18 @@ int vr_site_max_for(const struct vr_site *site, int index, const char *uuid,
 	return found;
 }
 
+int vr_site_max_is_share(const struct vr_site *site, int index, const char *uuid)
+{
+	for (int i = 0; i < site->nfiles; i++) {
+		const struct vr_limit *it;
+
+		if (enforced(&site->file[i]) &&
+		    (it = vr_limits_item_for(&site->file[i].max, index, uuid)) && it->is_percent)
+			return 1;
+	}
+	return 0;
+}
+
 int vr_site_has_max(const struct vr_site *site)
 {
 	for (int i = 0; i < site->nfiles; i++)

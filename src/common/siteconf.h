@@ -95,6 +95,10 @@ const char *vr_site_text(const struct vr_site *site, size_t offset);
 int vr_site_max_for(const struct vr_site *site, int index, const char *uuid,
                     uint64_t physical_total, uint64_t *max);
 
+/* Whether some enforced maximum for the device is a share of its memory
+ * (a percentage): vr_site_max_for needs its physical size then. */
+int vr_site_max_is_share(const struct vr_site *site, int index, const char *uuid);
+
 /* Whether any file sets an enforced maximum (for some device). */
 int vr_site_has_max(const struct vr_site *site);
 

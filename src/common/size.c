@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -373,8 +374,40 @@ int vr_limit_names(const struct vr_limit *it, int index, const unsigned char *uu
 	return uuid && dev_uuid(it->dev, raw) == 0 && memcmp(raw, uuid, 16) == 0;
 }
 
-int vr_limits_cap_for(const struct vr_limits *l, int index, const char *uuid_text,
-                      uint64_t physical_total, uint64_t *cap)
+/* Items x and y name the same device (both every device, the same index,
+ * or UUIDs with the same bytes) with the same amount. */
+static int item_same(const struct vr_limit *x, const struct vr_limit *y)
+{
+	unsigned char rx[16], ry[16];
+	if (x->is_percent != y->is_percent ||
+	    (x->is_percent ? x->percent_e9 != y->percent_e9 : x->bytes != y->bytes))
+		return 0;
+	if (!strcmp(x->dev, y->dev))
+		return 1;
+	return dev_uuid(x->dev, rx) == 0 && dev_uuid(y->dev, ry) == 0 && !memcmp(rx, ry, 16);
+}
+
+int vr_limits_same(const char *a, const char *b)
+{
+	struct vr_limits *la = malloc(2 * sizeof(*la)), *lb = la + 1;
+	int same;
+	if (!la || vr_parse_limits(a, la, NULL, 0) < 0 || vr_parse_limits(b, lb, NULL, 0) < 0) {
+		free(la);
+		return !strcmp(a, b);
+	}
+	same = la->count == lb->count;
+	for (int i = 0; same && i < la->count; i++) {
+		int found = 0;
+		for (int k = 0; !found && k < lb->count; k++)
+			found = item_same(&la->item[i], &lb->item[k]);
+		same = found;
+	}
+	free(la);
+	return same;
+}
+
+const struct vr_limit *vr_limits_item_for(const struct vr_limits *l, int index,
+                                          const char *uuid_text)
 {
 	const struct vr_limit *hit = NULL, *all = NULL;
 	unsigned char raw[16];
@@ -388,8 +421,14 @@ int vr_limits_cap_for(const struct vr_limits *l, int index, const char *uuid_tex
 		else if (vr_limit_names(it, index, uuid))
 			hit = it;
 	}
-	if (!hit)
-		hit = all;
+	return hit ? hit : all;
+}
+
+int vr_limits_cap_for(const struct vr_limits *l, int index, const char *uuid_text,
+                      uint64_t physical_total, uint64_t *cap)
+{
+	const struct vr_limit *hit = vr_limits_item_for(l, index, uuid_text);
+
 	if (!hit)
 		return 0;
 	*cap = hit->is_percent ? percent_of(physical_total, hit->percent_e9) : hit->bytes;

@@ -48,6 +48,14 @@ int vr_parse_limits(const char *spec, struct vr_limits *out, char *err, size_t e
 char *vr_cap_differs_note(char *buf, size_t len, const char *group, const char *asked);
 
 /*
+ * Do two specs ask for the same caps? Compared as amounts, not as texts
+ * ("5G" and "5120M" are the same cap; "4G,1=2G" and "1=2G,4G" too): the
+ * same devices named (UUIDs by their bytes), each with an equal amount.
+ * A spec that does not parse is compared as text. Returns 1 or 0.
+ */
+int vr_limits_same(const char *a, const char *b);
+
+/*
  * The cap for one device: the item naming its index or UUID, else the item
  * for every device; percentages are taken of physical_total. Returns 1 and
  * sets *cap when some item applies, 0 when the device is uncapped.
@@ -55,6 +63,9 @@ char *vr_cap_differs_note(char *buf, size_t len, const char *group, const char *
  */
 int vr_limits_cap_for(const struct vr_limits *l, int index, const char *uuid_text,
                       uint64_t physical_total, uint64_t *cap);
+/* The item vr_limits_cap_for takes for the device, or NULL when none applies. */
+const struct vr_limit *vr_limits_item_for(const struct vr_limits *l, int index,
+                                          const char *uuid_text);
 
 /*
  * Does the item name this device: its index (as the program numbers it), or

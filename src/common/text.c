@@ -135,3 +135,12 @@ char *vr_format_utc(uint64_t when, char *buf, size_t len)
 		snprintf(buf, len, "?");
 	return buf;
 }
+
+char *vr_gpu_label(char *buf, size_t len, int index, const char *uuid, int renumbered)
+{
+	if (renumbered && uuid && uuid[0])
+		snprintf(buf, len, "GPU %d (%s)", index, uuid);
+	else
+		snprintf(buf, len, "GPU %d", index);
+	return buf;
+}

@@ -42,6 +42,14 @@ int vr_text_copy(char *dst, size_t len, const char *src);
  */
 int vr_dir_pattern(const char *pattern, uid_t uid, char *buf, size_t len);
 
+/*
+ * A GPU as a process numbers it, for a message: "GPU 0", or with its UUID,
+ * "GPU 0 (GPU-...)", when renumbered is set (CUDA_VISIBLE_DEVICES in the
+ * process's environment: its index is not the one status and nvidia-smi
+ * show). uuid may be NULL or "". Returns buf.
+ */
+char *vr_gpu_label(char *buf, size_t len, int index, const char *uuid, int renumbered);
+
 /* The program's name in a command line: the first word without its
  * directory ("/usr/bin/python3 -u x.py" -> "python3"). Returns where it
  * starts and sets *len to its length (0 for an empty command). */

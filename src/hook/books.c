@@ -13,16 +13,20 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "common/spill.h"
+#include "common/text.h"
 #include "hook/books.h"
 #include "hook/job.h"
 #include "hook/outer.h"
 #include "hook/record.h"
 #include "hook/teardown.h"
 #include "registry/caps.h"
+#include "registry/own.h"
 #include "registry/proc.h"
 #include "registry/registry.h"
 
@@ -36,7 +40,12 @@ static atomic_int joined;
 vr_member *vr__books_member;
 static char private_group[72];
 static _Atomic int64_t local_pinned;
-static _Atomic uint64_t local_spilled;   /* per-process books' spill */
+static _Atomic uint64_t local_spilled; /* per-process books' spill */
+/* Per-process books shown to monitors (registry/own.h): the record, its
+ * memfd, and why this process keeps books of its own (the first reason). */
+static struct vr_own *own;
+static int own_fd = -1;
+static char own_why[VR_OWN_WHY];
 _Atomic uint64_t vr__books_spill_budget; /* in force: the group's, else VRAMCTL_SPILL's */
 
 /* The registry found the group's books damaged: said once, by the member
@@ -76,10 +85,12 @@ static void join_locked(void)
 	atomic_store(&vr__books_spill_budget, vr_g.spill_asked);
 	if (rc != 0) {
 		vr__books_member = NULL;
+		snprintf(own_why, sizeof own_why, "cannot join group %s: %s", group,
+		         err[0] ? err : strerror(-rc));
 		vr_log(VR_LOG_ERROR,
-		       "cannot join group %s: %s; this process keeps its own books (the cap "
-		       "applies to it alone)",
-		       group, err[0] ? err : strerror(-rc));
+		       "%s; this process keeps its own books (the cap applies to it "
+		       "alone)",
+		       own_why);
 		return;
 	}
 	char note[768];
@@ -120,18 +131,31 @@ void vr_books_device(struct vr_dev *d, uint64_t cap_if_new)
 			d->reg = idx;
 			d->cap = cap;
 		} else if (idx == -EPERM) {
-			char a[32];
+			char a[32], gpu[80];
+			vr_gpu_label(gpu, sizeof gpu, d->ordinal, d->uuid_text,
+			             getenv("CUDA_VISIBLE_DEVICES") != NULL);
 			vr_log(
 			    VR_LOG_ERROR,
-			    "the group leaves GPU %d uncapped and this process asks for a cap of "
+			    "the group leaves %s uncapped and this process asks for a cap of "
 			    "%s there: that cap holds for this process alone (its own books; its "
 			    "bytes there are not in the group's)",
-			    d->ordinal, vr_format_size(cap_if_new, a, sizeof(a)));
+			    gpu, vr_format_size(cap_if_new, a, sizeof(a)));
+			if (!own_why[0])
+				snprintf(
+				    own_why, sizeof own_why,
+				    "group %s leaves %s uncapped and this process asks for a cap "
+				    "there",
+				    vr_g.group[0] ? vr_g.group : private_group, d->uuid_text);
 		} else {
 			vr_log(VR_LOG_ERROR,
 			       "cannot add GPU %d to the group's books: %s; this process keeps its "
 			       "own books for it",
 			       d->ordinal, strerror(-idx));
+			if (!own_why[0])
+				snprintf(own_why, sizeof own_why,
+				         "cannot add %s to group %s's books: %s", d->uuid_text,
+				         vr_g.group[0] ? vr_g.group : private_group,
+				         strerror(-idx));
 		}
 	}
 	vr_outer_device(d);
@@ -198,11 +222,43 @@ int vr__books_reserve_other(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, 
 			break;
 		if (atomic_compare_exchange_weak_explicit(&d->local_in_use, &cur, cur + bytes,
 		                                          memory_order_relaxed,
-		                                          memory_order_relaxed))
+		                                          memory_order_relaxed)) {
+			vr__books_own_note(d, cur + bytes);
 			return d->nouter ? vr__books_reserve_outer(d, bytes, in_use, quiet) : 0;
+		}
 	}
 	*in_use = cur;
 	return -1;
+}
+
+void vr__books_own_note(struct vr_dev *d, uint64_t in_use)
+{
+	struct vr_own_dev *o = d->own;
+	if (!o)
+		return;
+	atomic_store_explicit((_Atomic uint64_t *)&o->in_use, in_use, memory_order_relaxed);
+	_Atomic uint64_t *peak = (_Atomic uint64_t *)&o->peak;
+	uint64_t p = atomic_load_explicit(peak, memory_order_relaxed);
+	while (p < in_use && !atomic_compare_exchange_weak_explicit(
+	                         peak, &p, in_use, memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
+void vr_books_own(struct vr_dev *d)
+{
+	if (d->reg >= 0 || !vr_dev_capped(d) || d->own)
+		return;
+	VR_OWN(pthread_mutex_lock(&join_lock));
+	if (!own) {
+		const char *group = vr_g.group[0] ? vr_g.group : private_group;
+		own = vr_own_publish(
+		    group, own_why[0] ? own_why : "its group's cap is above the site's maximum",
+		    &own_fd);
+	}
+	if (own)
+		d->own = vr_own_device(own, d->uuid, atomic_load(&d->cap));
+	pthread_mutex_unlock(&join_lock);
+	vr__books_own_note(d, atomic_load_explicit(&d->local_in_use, memory_order_relaxed));
 }
 
 void vr_books_denied(struct vr_dev *d, uint64_t bytes)
@@ -277,10 +333,18 @@ void vr_books_overhead(struct vr_dev *d, uint64_t bytes)
 	if (d->reg >= 0) {
 		if (vr_overhead_set(vr__books_member, d->reg, bytes, NULL) != 0)
 			return;
-	} else if (bytes > was) {
-		atomic_fetch_add_explicit(&d->local_in_use, bytes - was, memory_order_relaxed);
 	} else {
-		atomic_fetch_sub_explicit(&d->local_in_use, was - bytes, memory_order_relaxed);
+		if (d->own)
+			atomic_store_explicit((_Atomic uint64_t *)&d->own->overhead, bytes,
+			                      memory_order_relaxed);
+		uint64_t now = bytes > was
+		                   ? atomic_fetch_add_explicit(&d->local_in_use, bytes - was,
+		                                               memory_order_relaxed) +
+		                         (bytes - was)
+		                   : atomic_fetch_sub_explicit(&d->local_in_use, was - bytes,
+		                                               memory_order_relaxed) -
+		                         (was - bytes);
+		vr__books_own_note(d, now);
 	}
 	atomic_store_explicit(&d->card.overhead, bytes, memory_order_relaxed);
 	if (d->nouter)
@@ -311,6 +375,16 @@ void vr_books_pinned(int64_t delta)
 static void books_atfork_child(void)
 {
 	pthread_mutex_init(&join_lock, NULL);
+	/* The parent's own books are the parent's: this process publishes its
+	 * own if it needs them (devices.c forgets the devices' entries). */
+	if (own) {
+		munmap(own, VR_OWN_SIZE);
+		own = NULL;
+	}
+	if (own_fd >= 0)
+		close(own_fd);
+	own_fd = -1;
+	own_why[0] = '\0';
 	vr_forget(vr__books_member);
 	vr__books_member = NULL;
 	atomic_store(&joined, 0);

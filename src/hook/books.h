@@ -32,6 +32,14 @@ static inline void vr_books_release(struct vr_dev *d, uint64_t bytes);
  * process's own books. */
 int vr__books_reserve_other(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int rc,
                             int quiet);
+/* Per-process books: what they hold now on d (in_use), for monitors
+ * (registry/own.h), when d's are published. */
+void vr__books_own_note(struct vr_dev *d, uint64_t in_use);
+
+/* Publishes d's per-process books, when d keeps them under a cap (its
+ * group could not be joined, or not for d): monitors then show it capped,
+ * alone, and why. Called once d is set up (policy.c). */
+void vr_books_own(struct vr_dev *d);
 /* d->cap follows the group's cap, which `vramctl limit` may have changed
  * (said once per change): 1 when it did. Not on the allocation path:
  * memory queries and refusals call it (policy.c). */
@@ -107,7 +115,9 @@ static inline void vr__books_release_own(struct vr_dev *d, uint64_t bytes)
 	if (VR_LIKELY(d->reg >= 0))
 		vr_release(vr__books_member, d->reg, bytes);
 	else
-		atomic_fetch_sub_explicit(&d->local_in_use, bytes, memory_order_relaxed);
+		vr__books_own_note(
+		    d, atomic_fetch_sub_explicit(&d->local_in_use, bytes, memory_order_relaxed) -
+		           bytes);
 }
 
 static inline void vr_books_release(struct vr_dev *d, uint64_t bytes)

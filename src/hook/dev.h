@@ -12,6 +12,8 @@
 
 #include "common/cuda_api.h"
 
+struct vr_own_dev;
+
 struct vr_dev {
 	atomic_int ready; /* 1 once filled in */
 	int ordinal;      /* as the program numbers it */
@@ -28,6 +30,9 @@ struct vr_dev {
 	 * books (policy.c): a grant that finds it moved takes it again. */
 	_Atomic unsigned caps_seen;
 	_Atomic uint64_t local_in_use; /* per-process books */
+	/* Per-process books under a cap, as monitors see them (registry/own.h;
+	 * books.c keeps its in_use and peak): NULL when none is published. */
+	struct vr_own_dev *own;
 	atomic_int host_vmm;          /* cuMemCreate on the host (spill): 0 unknown, 1 yes, -1 no */
 	atomic_int host_numa;         /* CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID (-1: none) */
 	_Atomic uint64_t first_block; /* this process's first allocation on it (the hint) */

@@ -184,6 +184,7 @@ static void devices_atfork_child(void)
 	for (int i = 0; i < VR_MAX_DEVICES; i++) {
 		atomic_store(&vr__devs[i].ready, 0);
 		atomic_store(&vr__devs[i].local_in_use, 0);
+		vr__devs[i].own = NULL; /* the parent's (books.c closes its copy) */
 		atomic_store(&vr__devs[i].first_block, 0);
 		atomic_store(&vr__devs[i].short_block, 0); /* the map is empty too */
 		vr__devs[i].reg = -1;

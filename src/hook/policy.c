@@ -163,6 +163,7 @@ void vr_policy_device(struct vr_dev *d)
 		d->cap = max;
 	}
 	vr_rec_device(d);
+	vr_books_own(d); /* its own books, when it keeps some: shown to monitors */
 	if (vr_dev_capped(d) && d->cap != cap && cap != UINT64_MAX)
 		vr_log(VR_LOG_INFO, "GPU %d: the group's cap is in force", d->ordinal);
 	if (vr_dev_capped(d) && d->phys_total && d->cap > d->phys_total) {

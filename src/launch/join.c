@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/spill.h"
@@ -101,20 +102,23 @@ int vr_launch_join(const struct vr_launch_join *j, struct vr_launch_group *g, ch
 		note(g, "vramctl: %s",
 		     vr_spill_differs_note(line, sizeof(line), j->group, g->spill, j->spill));
 	}
+	/* Devices as the run numbers them; renumbered by CUDA_VISIBLE_DEVICES,
+	 * with their UUIDs too (status and nvidia-smi number them otherwise). */
+	int renumbered = getenv("CUDA_VISIBLE_DEVICES") != NULL;
 	for (int i = 0; i < ndev; i++) {
-		char a[32], b[32];
+		char a[32], b[32], gpu[80];
+		vr_gpu_label(gpu, sizeof(gpu), i, j->devs[i].uuid, renumbered);
 
 		if (!vr_limits_cap_for(j->limits, i, j->devs[i].uuid, j->devs[i].total,
 		                       &g->asked[i]))
 			g->asked[i] = UINT64_MAX;
 		rc = vr_device(g->member, j->devs[i].raw, g->asked[i], &g->cap[i]);
 		if (rc == -EPERM) {
-			vr_seterr(
-			    err, errlen,
-			    "group '%s' leaves GPU %d uncapped and this run asks for a cap of "
-			    "%s there: a cap asked for is never dropped (run it in another "
-			    "group, or without a cap on GPU %d)",
-			    j->group, i, vr_format_size(g->asked[i], a, sizeof(a)), i);
+			vr_seterr(err, errlen,
+			          "group '%s' leaves %s uncapped and this run asks for a cap of "
+			          "%s there: a cap asked for is never dropped (run it in another "
+			          "group, or without a cap on GPU %d)",
+			          j->group, gpu, vr_format_size(g->asked[i], a, sizeof(a)), i);
 		} else if (rc < 0) {
 			vr_seterr(err, errlen, "group '%s': cannot record device %d: %s", j->group,
 			          i, strerror(-rc));
@@ -127,9 +131,9 @@ int vr_launch_join(const struct vr_launch_join *j, struct vr_launch_group *g, ch
 		if (g->cap[i] != g->asked[i]) {
 			g->differs = 1;
 			note(g,
-			     "vramctl: group '%s' already has a different cap on GPU %d: %s, not "
+			     "vramctl: group '%s' already has a different cap on %s: %s, not "
 			     "%s; the group's cap applies",
-			     j->group, i,
+			     j->group, gpu,
 			     g->cap[i] == UINT64_MAX ? "none"
 			                             : vr_format_size(g->cap[i], a, sizeof(a)),
 			     g->asked[i] == UINT64_MAX ? "none"

@@ -91,8 +91,9 @@ void mon_card_figures(struct mon_model *m)
 	for (int i = 0; i < m->nprocs; i++) {
 		struct mon_proc *p = &m->procs[i];
 		row_figures(p);
-		if (!(p->valid & MON_P_CAPPED) || !(p->valid & MON_P_DEVICE) ||
-		    p->on_card <= p->in_use)
+		/* A process alone on its own books is not in its group's. */
+		if (!(p->valid & MON_P_CAPPED) || (p->valid & MON_P_ALONE) ||
+		    !(p->valid & MON_P_DEVICE) || p->on_card <= p->in_use)
 			continue;
 		struct mon_group_dev *gd = group_dev_of(m, by_name, p);
 		if (!gd)

@@ -141,22 +141,44 @@ static int visit(const char *ns, void *ctx)
 	return 0;
 }
 
+/* The answer for the row before (its GPU and cgroup): rows of one process,
+ * and the processes of one cgroup, come together in the table's order
+ * often enough that remembering one walk saves most of NVML's calls. */
+struct last_walk {
+	const char *uuid, *cgroup;
+	int found;
+	struct mon_drv drv;
+};
+
 void mon_drvlimit_fill(struct mon_nvml *nv, struct mon_model *m, const char *proc_root)
 {
 	if (!nv || !mon_nvml_sym(nv, "nvmlDeviceGetMemoryLimits_v1"))
 		return; /* a driver before R615: nothing to ask */
+	struct last_walk last = {0};
 	for (int i = 0; i < m->nprocs; i++) {
 		struct mon_proc *p = &m->procs[i];
-		char cg[VR_CGROUP2_LEN];
-		if (!(p->valid & MON_P_HOST_PID) || !p->uuid[0] || p->state != MON_PROC_ALIVE ||
-		    vr_cgroup2_read(proc_root, p->host_pid, cg, sizeof(cg)) != 0)
+		if (!(p->valid & MON_P_HOST_PID) || !p->uuid[0] || p->state != MON_PROC_ALIVE)
 			continue;
+		/* Its cgroup as the identity read it (the kernel's word), else
+		 * from /proc now. */
+		if (!(p->valid & MON_P_CGROUP2)) {
+			if (vr_cgroup2_read(proc_root, p->host_pid, p->cgroup2,
+			                    sizeof(p->cgroup2)) != 0)
+				continue;
+			p->valid |= MON_P_CGROUP2;
+		}
 		struct walk w = {.nv = nv, .uuid = p->uuid, .out = &p->drv};
-		vr_cgroup2_walk(cg, visit, &w);
+		if (last.uuid && !strcmp(last.uuid, p->uuid) && !strcmp(last.cgroup, p->cgroup2)) {
+			w.found = last.found;
+			p->drv = last.drv;
+		} else {
+			vr_cgroup2_walk(p->cgroup2, visit, &w);
+			last = (struct last_walk){p->uuid, p->cgroup2, w.found, p->drv};
+		}
 		if (!w.found)
 			continue;
 		p->valid |= MON_P_DRVLIMIT;
-		if (!(p->valid & MON_P_CAPPED))
+		if (!(p->valid & MON_P_CAPPED) || (p->valid & MON_P_ALONE))
 			continue;
 		for (int g = 0; g < m->ngroups; g++)
 			if (!strcmp(m->groups[g].name, p->group))

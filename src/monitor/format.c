@@ -143,7 +143,37 @@ static const char *proc_state_text(const struct mon_proc *p)
 		return "escaped";
 	if (!(p->valid & MON_P_CAPPED))
 		return "uncapped";
+	if (p->valid & MON_P_ALONE)
+		return "alone";
 	return mon_state_name(p->state);
+}
+
+const char *mon_alone_why(const struct mon_model *m, const struct mon_proc *p)
+{
+	if (!(p->valid & MON_P_ALONE) || p->alone < 1 || p->alone > m->nalone)
+		return NULL;
+	return m->alone[p->alone - 1].why;
+}
+
+/* One line per process capped by books of its own: its cap holds for it
+ * alone, and why. */
+static void table_alone(FILE *f, const struct mon_model *m)
+{
+	char why[4 * MON_ALONE_WHY], name[4 * VR_GROUP_NAME_MAX + 8];
+	for (int i = 0; i < m->nalone; i++) {
+		const struct mon_proc *p = NULL;
+		for (int k = 0; k < m->nprocs && !p; k++)
+			if (m->procs[k].alone == i + 1)
+				p = &m->procs[k];
+		if (!p)
+			continue;
+		fprintf(f,
+		        "%spid %d keeps its own books (group %s): its cap holds for it alone, "
+		        "not in its group's: %s\n",
+		        i == 0 ? "\n" : "", (int)m->alone[i].pid,
+		        vr_text_escape(name, sizeof(name), p->group),
+		        vr_text_escape(why, sizeof(why), m->alone[i].why));
+	}
 }
 
 /* v in decimal when known, else the text none ("-" in a table, "" in a
@@ -373,6 +403,7 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 			table_proc_row(&t, m, &m->procs[i]);
 		grid_print(f, &t, "");
 		grid_free(&t);
+		table_alone(f, m);
 	}
 
 	char safe[MON_NOTE_LEN * 4];
@@ -393,6 +424,7 @@ enum proc_metric {
 	PM_LAST_DENIED,
 	PM_SPILLED,
 	PM_PINNED,
+	PM_ALONE,
 	PM_NVML,
 	PM_CARD,
 	PM_OVERHEAD,
@@ -486,7 +518,10 @@ static void prom_procs(FILE *f, const struct mon_model *m, enum proc_metric whic
 			/* A dead record's numbers are not a live process's usage. */
 			if (p->state != MON_PROC_ALIVE)
 				continue;
-			v = which == PM_USED          ? p->in_use
+			if (which == PM_ALONE && !(p->valid & MON_P_ALONE))
+				continue;
+			v = which == PM_ALONE         ? 1
+			    : which == PM_USED        ? p->in_use
 			    : which == PM_PEAK        ? p->peak
 			    : which == PM_DENIED      ? p->denied_count
 			    : which == PM_LAST_DENIED ? p->last_denied
@@ -637,6 +672,9 @@ int mon_format_prom(FILE *f, const struct mon_model *m)
 	prom_procs(f, m, PM_OVERHEAD, "vramctl_process_overhead_bytes", "gauge",
 	           "The part of vramctl_process_card_bytes the process did not allocate through "
 	           "vramctl: its context, modules, local memory, driver use.");
+	prom_procs(f, m, PM_ALONE, "vramctl_process_own_books", "gauge",
+	           "1 for a capped process that keeps books of its own (it could not join its "
+	           "group): its cap holds for it alone, outside its group's sums.");
 	prom_procs(f, m, PM_NVML, "vramctl_process_nvml_used_bytes", "gauge",
 	           "GPU memory of a process as NVML reports it (capped or not).");
 	prom_procs(f, m, PM_ESCAPED, "vramctl_process_escaped_bytes", "gauge",

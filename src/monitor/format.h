@@ -33,4 +33,8 @@ int mon_format_hami(FILE *f, const struct mon_model *m, const struct mon_hami_op
 /* "alive", "dead", "stale". */
 const char *mon_state_name(int state);
 
+/* Why a process capped by books of its own (MON_P_ALONE) is alone, in its
+ * own words; NULL for any other row. */
+const char *mon_alone_why(const struct mon_model *m, const struct mon_proc *p);
+
 #endif /* VRAMCTL_MONITOR_FORMAT_H */

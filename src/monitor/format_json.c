@@ -124,6 +124,9 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 		       capped && (p->valid & MON_P_ON_CARD));
 		jw_str(&w, "counting", capped ? mon_counting_name(p->counting) : NULL);
 		jw_u64(&w, "ipc_ns", p->ipc_ns, capped && p->ipc_ns);
+		/* Capped by books of its own: its cap holds for it alone (#37). */
+		jw_bool(&w, "own_books", !!(p->valid & MON_P_ALONE));
+		jw_str(&w, "own_books_reason", mon_alone_why(m, p));
 		jw_bool(&w, "nvml_listed", !!(p->valid & MON_P_NVML));
 		jw_u64(&w, "nvml_used_bytes", p->nvml_used, !!(p->valid & MON_P_NVML_USED));
 		jw_int(&w, "uid", (long long)p->uid, !!(p->valid & MON_P_USER));

@@ -1,10 +1,20 @@
 /*
  * identity.c - each live process's container ID, pod UID and names
  * (identity.h), read through the registry's /proc layer.
+ *
+ * A member's come from the record it wrote at its join (registry/ident.h):
+ * its names as they are (its own claim, as its environment is), its
+ * cgroups once the kernel confirms them (cgcheck.c: a read of each
+ * cgroup's processes, not one per process). Anything else (an uncapped
+ * process, a member of an older build, cgroups the kernel does not
+ * confirm) is read from /proc/PID/cgroup and environ, once per process.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/text.h"
+#include "monitor/cgcheck.h"
 #include "monitor/cgroup_id.h"
 #include "monitor/identity.h"
 #include "registry/proc.h"
@@ -21,6 +31,7 @@ struct ident {
 	char pod_name[MON_POD_NAME_MAX];
 	char pod_namespace[MON_K8S_LABEL_MAX];
 	char container_name[MON_K8S_LABEL_MAX];
+	char cgroup2[VR_CGROUP2_LEN];
 	int found;
 };
 
@@ -38,17 +49,20 @@ static void env_take(const char *e, size_t elen, const char *name, char *out, si
 	out[vlen] = '\0';
 }
 
-/* Reads pid's cgroup and environ into *id. buf holds ENVIRON_MAX bytes. */
-static void ident_read(const char *root, pid_t pid, char *buf, struct ident *id)
+/* The container, pod and cgroup v2 path in a /proc/PID/cgroup text. */
+static void ident_cgroup(const char *text, struct ident *id)
 {
-	memset(id, 0, sizeof(*id));
-	if (vr_proc_read(root, pid, "cgroup", buf, CGROUP_MAX) > 0) {
-		struct mon_cgroup_id cg;
-		mon_cgroup_id_parse(buf, &cg);
-		memcpy(id->container_id, cg.container_id, sizeof(cg.container_id));
-		memcpy(id->pod_uid, cg.pod_uid, sizeof(cg.pod_uid));
-		id->found = 1;
-	}
+	struct mon_cgroup_id cg;
+	mon_cgroup_id_parse(text, &cg);
+	memcpy(id->container_id, cg.container_id, sizeof(cg.container_id));
+	memcpy(id->pod_uid, cg.pod_uid, sizeof(cg.pod_uid));
+	vr_cgroup2_parse(text, id->cgroup2, sizeof(id->cgroup2));
+	id->found = 1;
+}
+
+/* Reads pid's environ's names into *id. buf holds ENVIRON_MAX bytes. */
+static void ident_environ(const char *root, pid_t pid, char *buf, struct ident *id)
+{
 	ssize_t n = vr_proc_read(root, pid, "environ", buf, ENVIRON_MAX);
 	if (n <= 0)
 		return;
@@ -70,6 +84,30 @@ static void ident_read(const char *root, pid_t pid, char *buf, struct ident *id)
 	}
 }
 
+/* Process pid's identity into *id: from its record when it has one (rec,
+ * NULL otherwise), its cgroups confirmed by the kernel, else from /proc.
+ * buf holds ENVIRON_MAX bytes. */
+static void ident_read(const char *root, pid_t pid, const struct vramctl_proc_ident *rec,
+                       struct mon_cgcheck *ck, char *buf, struct ident *id)
+{
+	memset(id, 0, sizeof(*id));
+	if (rec) {
+		/* The record's names fit (ident.c keeps only those that do). */
+		vr_text_copy(id->pod_name, sizeof(id->pod_name), rec->pod_name);
+		vr_text_copy(id->pod_namespace, sizeof(id->pod_namespace), rec->pod_namespace);
+		vr_text_copy(id->container_name, sizeof(id->container_name), rec->container_name);
+		id->found = 1;
+		if (mon_cgcheck_holds(ck, rec->cgns, rec->cgroup, pid)) {
+			ident_cgroup(rec->cgroup, id);
+			return;
+		}
+	}
+	if (vr_proc_read(root, pid, "cgroup", buf, CGROUP_MAX) > 0)
+		ident_cgroup(buf, id);
+	if (!rec)
+		ident_environ(root, pid, buf, id);
+}
+
 static void ident_put(struct mon_proc *p, const struct ident *id)
 {
 	if (!id->found)
@@ -80,6 +118,10 @@ static void ident_put(struct mon_proc *p, const struct ident *id)
 	memcpy(p->pod_name, id->pod_name, sizeof(p->pod_name));
 	memcpy(p->pod_namespace, id->pod_namespace, sizeof(p->pod_namespace));
 	memcpy(p->container_name, id->container_name, sizeof(p->container_name));
+	if (id->cgroup2[0]) {
+		memcpy(p->cgroup2, id->cgroup2, sizeof(p->cgroup2));
+		p->valid |= MON_P_CGROUP2;
+	}
 }
 
 /* A row whose host PID is a live process's. */
@@ -98,10 +140,25 @@ struct by_pid {
 static int cmp_by_pid(const void *a, const void *b)
 {
 	const struct by_pid *x = a, *y = b;
-	return x->pid < y->pid ? -1 : x->pid > y->pid;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->row < y->row ? -1 : x->row > y->row;
 }
 
-void mon_identity_fill(struct mon_model *m, const char *proc_root)
+/* The record of the first row of a PID's run v[k..] that has one. */
+static const struct vramctl_proc_ident *record_of(const struct mon_model *m,
+                                                  const struct vramctl_snapshot *s,
+                                                  const struct by_pid *v, int n, int k)
+{
+	for (int j = k; j < n && v[j].pid == v[k].pid; j++) {
+		int r = m->procs[v[j].row].rec;
+		if (s && r >= 0 && r < s->nprocs && s->procs[r].ident)
+			return s->procs[r].ident;
+	}
+	return NULL;
+}
+
+void mon_identity_fill(struct mon_model *m, const char *proc_root, const struct vramctl_snapshot *s)
 {
 	int n = 0;
 	for (int i = 0; i < m->nprocs; i++)
@@ -110,10 +167,13 @@ void mon_identity_fill(struct mon_model *m, const char *proc_root)
 		return;
 	/* Rows of one process (one per GPU it uses) are read once: sorted by PID. */
 	struct by_pid *v = malloc(sizeof(*v) * (size_t)n);
-	char *buf = malloc(ENVIRON_MAX);
+	char *buf = malloc(ENVIRON_MAX), self[600];
+	snprintf(self, sizeof(self), "%s/self", proc_root ? proc_root : "/proc");
+	struct mon_cgcheck *ck = mon_cgcheck_new(self);
 	if (!v || !buf) {
 		free(v);
 		free(buf);
+		mon_cgcheck_free(ck);
 		return;
 	}
 	n = 0;
@@ -124,9 +184,10 @@ void mon_identity_fill(struct mon_model *m, const char *proc_root)
 	struct ident id;
 	for (int k = 0; k < n; k++) {
 		if (k == 0 || v[k].pid != v[k - 1].pid)
-			ident_read(proc_root, v[k].pid, buf, &id);
+			ident_read(proc_root, v[k].pid, record_of(m, s, v, n, k), ck, buf, &id);
 		ident_put(&m->procs[v[k].row], &id);
 	}
+	mon_cgcheck_free(ck);
 	free(v);
 	free(buf);
 }

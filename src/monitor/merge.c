@@ -13,18 +13,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/size.h"
 #include "common/text.h"
 #include "monitor/card.h"
 #include "monitor/elastic.h"
 #include "monitor/identity.h"
 #include "monitor/merge.h"
+#include "registry/own.h"
 #include "registry/proc.h"
 
 /* ---- /proc (through the registry's one /proc layer) ------------------ */
 
 /* The innermost PID of NSpid (the PID as the process sees itself), and the
- * uid: bit 1 and bit 2 of the result say which were found. */
-static int proc_status(const char *root, pid_t pid, pid_t *nspid, uid_t *uid)
+ * real and effective uids: bit 1 and bit 2 of the result say which were
+ * found. */
+static int proc_status(const char *root, pid_t pid, pid_t *nspid, uid_t *uid, uid_t *euid)
 {
 	struct vr_proc_status ps;
 	if (vr_proc_status(root, pid, &ps) < 0)
@@ -36,6 +39,7 @@ static int proc_status(const char *root, pid_t pid, pid_t *nspid, uid_t *uid)
 	}
 	if (ps.have & VR_PROC_UID) {
 		*uid = ps.uid;
+		*euid = ps.euid;
 		found |= 2;
 	}
 	return found;
@@ -109,6 +113,7 @@ static struct mon_proc *rows_add(struct rows *r)
 	struct mon_proc *p = &r->v[r->n++];
 	memset(p, 0, sizeof(*p));
 	p->cap = MON_NO_CAP;
+	p->rec = -1;
 	return p;
 }
 
@@ -201,7 +206,7 @@ struct nv_row {
 	int looked;
 	int ok;
 	pid_t nspid;
-	uid_t uid;
+	uid_t uid, euid;
 	int consumed;
 };
 
@@ -273,6 +278,9 @@ struct merge {
 	struct nv_row *nvr;    /* what is known of each NVML row */
 	struct nv_pid *by_pid; /* NVML's rows by host PID */
 	struct rows out;
+	struct vr_own *own; /* scratch: the last process's own books */
+	pid_t own_pid;      /* whose (0: none asked yet) */
+	int own_found;
 };
 
 /* NVML row k's NSpid and uid, read from /proc the first time they are asked. */
@@ -282,20 +290,24 @@ static void nv_look(struct merge *g, int k)
 	if (n->looked)
 		return;
 	n->looked = 1;
-	int f = proc_status(g->proc_root, g->m->procs[k].host_pid, &n->nspid, &n->uid);
+	int f = proc_status(g->proc_root, g->m->procs[k].host_pid, &n->nspid, &n->uid, &n->euid);
 	n->ok = f > 0 ? f : 0;
 }
 
 /* A record's host PID: its own, or (another PID namespace) the NVML
- * process whose innermost NSpid is the record's PID and whose start time
- * matches; <= 0 when none is. */
+ * process whose innermost NSpid is the record's PID, whose start time
+ * matches and which runs as the books' owner (r->uid: PID and start time
+ * are anyone's to read, and books may name another user's process);
+ * <= 0 when none is. */
 static pid_t record_host(struct merge *g, const struct vramctl_proc *r)
 {
 	pid_t host = r->host_pid;
 	for (int k = 0; host <= 0 && k < g->nnv; k++) {
 		nv_look(g, k);
+		const struct nv_row *n = &g->nvr[k];
 		uint64_t st;
-		if ((g->nvr[k].ok & 1) && g->nvr[k].nspid == r->pid &&
+		if ((n->ok & 3) == 3 && n->nspid == r->pid &&
+		    (n->uid == r->uid || n->euid == r->uid) &&
 		    vr_proc_start_time(g->proc_root, g->m->procs[k].host_pid, &st) == 0 &&
 		    st == r->start_time)
 			host = g->m->procs[k].host_pid;
@@ -355,6 +367,7 @@ static int add_capped_row(struct merge *g, const struct vramctl_proc *r, int j,
 		return -ENOMEM;
 	p->valid = MON_P_CAPPED | MON_P_NS_PID | MON_P_USER | MON_P_COMMAND;
 	p->state = state;
+	p->rec = (int)(r - g->s->procs);
 	p->ns_pid = r->pid;
 	if (host > 0) {
 		p->host_pid = host;
@@ -425,7 +438,58 @@ static int add_record(struct merge *g, const struct vramctl_proc *r)
 	return 0;
 }
 
-/* Uncapped processes: NVML rows no record claimed. 0 or -ENOMEM. */
+/* The own books of process pid (registry/own.h), read once per merge for
+ * all its rows: NULL when it keeps none. */
+static const struct vr_own *own_of(struct merge *g, pid_t pid)
+{
+	if (pid <= 0)
+		return NULL;
+	if (g->own_pid != pid) {
+		g->own_pid = pid;
+		g->own_found = g->own && vr_own_find(g->proc_root, pid, g->own);
+	}
+	return g->own_found ? g->own : NULL;
+}
+
+/* Row p (an NVML row no record claimed) capped by the process's own books
+ * on its GPU, when it keeps some there: it could not join its group, and
+ * its cap holds for it alone. 0 or -ENOMEM. */
+static int apply_own(struct merge *g, struct mon_proc *p)
+{
+	const struct vr_own *o = (p->valid & MON_P_HOST_PID) ? own_of(g, p->host_pid) : NULL;
+	for (uint32_t d = 0; o && d < o->ndev; d++) {
+		char uuid[VRAMCTL_UUID_TEXT_LEN];
+		const struct vr_own_dev *od = &o->dev[d];
+		vr_format_uuid(od->uuid, uuid, sizeof(uuid));
+		if (strcmp(uuid, p->uuid))
+			continue;
+		struct mon_model *m = g->m;
+		if (!m->nalone || m->alone[m->nalone - 1].pid != p->host_pid) {
+			struct mon_alone *a =
+			    realloc(m->alone, sizeof(*a) * (size_t)(m->nalone + 1));
+			if (!a)
+				return -ENOMEM;
+			m->alone = a;
+			a[m->nalone].pid = p->host_pid;
+			vr_text_copy(a[m->nalone].why, sizeof(a[m->nalone].why), o->why);
+			m->nalone++;
+		}
+		p->valid |= MON_P_CAPPED | MON_P_ALONE;
+		p->alone = m->nalone;
+		p->state = MON_PROC_ALIVE;
+		vr_text_copy(p->group, sizeof(p->group), o->group);
+		p->cap = od->cap;
+		p->in_use = od->in_use;
+		p->peak = od->peak;
+		p->overhead = od->overhead < od->in_use ? od->overhead : od->in_use;
+		p->counting = VRAMCTL_COUNTING_CARD;
+		break;
+	}
+	return 0;
+}
+
+/* Uncapped processes: NVML rows no record claimed (capped after all when
+ * they keep books of their own). 0 or -ENOMEM. */
 static int add_uncapped(struct merge *g)
 {
 	for (int k = 0; k < g->nnv; k++) {
@@ -435,6 +499,8 @@ static int add_uncapped(struct merge *g)
 		if (!p)
 			return -ENOMEM;
 		*p = g->m->procs[k];
+		p->rec = -1;
+		p->alone = 0;
 		nv_look(g, k);
 		if (g->nvr[k].ok & 1) {
 			p->ns_pid = g->nvr[k].nspid;
@@ -448,6 +514,8 @@ static int add_uncapped(struct merge *g)
 		vr_proc_cmdline(g->proc_root, p->host_pid, 1, p->command, sizeof(p->command));
 		if (p->command[0])
 			p->valid |= MON_P_COMMAND;
+		if (apply_own(g, p) < 0)
+			return -ENOMEM;
 	}
 	return 0;
 }
@@ -485,7 +553,8 @@ static int merge_start(struct merge *g)
 	int nnv = g->nnv;
 	g->nvr = calloc((size_t)nnv + 1, sizeof(*g->nvr));
 	g->by_pid = calloc((size_t)nnv + 1, sizeof(*g->by_pid));
-	if (!g->nvr || !g->by_pid)
+	g->own = malloc(sizeof(*g->own));
+	if (!g->nvr || !g->by_pid || !g->own)
 		return -ENOMEM;
 	for (int k = 0; k < nnv; k++)
 		g->by_pid[k] = (struct nv_pid){.pid = g->m->procs[k].host_pid, .k = k};
@@ -520,13 +589,15 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 	mon_card_figures(m);
 	for (int i = 0; i < m->ngroups; i++)
 		mon_elastic_lowered(&m->groups[i]);
-	mon_identity_fill(m, g.proc_root);
+	mon_identity_fill(m, g.proc_root, s);
 	free(g.by_pid);
 	free(g.nvr);
+	free(g.own);
 	return 0;
 oom:
 	free(g.out.v);
 	free(g.by_pid);
 	free(g.nvr);
+	free(g.own);
 	return -ENOMEM;
 }

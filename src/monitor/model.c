@@ -15,6 +15,7 @@ void mon_model_clear(struct mon_model *m)
 	free(m->devs);
 	free(m->groups);
 	free(m->procs);
+	free(m->alone);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -39,6 +40,13 @@ int mon_model_copy(struct mon_model *dst, const struct mon_model *src)
 	dst->devs = NULL;
 	dst->groups = NULL;
 	dst->procs = NULL;
+	dst->alone = NULL;
+	if (src->nalone) {
+		dst->alone = malloc(sizeof(*dst->alone) * (size_t)src->nalone);
+		if (!dst->alone)
+			goto oom;
+		memcpy(dst->alone, src->alone, sizeof(*dst->alone) * (size_t)src->nalone);
+	}
 	if (src->ndevs) {
 		dst->devs = malloc(sizeof(*dst->devs) * (size_t)src->ndevs);
 		if (!dst->devs)

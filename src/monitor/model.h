@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/cgroup2.h"
 #include "common/contract.h"
 #include "monitor/cgroup_id.h"
 #include "vramctl/registry.h"
@@ -92,10 +93,15 @@ enum {
 	MON_P_ON_CARD = 1u << 8,   /* on_card and (capped) allocated, card_overhead set */
 	MON_P_IDENTITY = 1u << 9,  /* /proc/PID/cgroup or environ read (identity.c) */
 	MON_P_DRVLIMIT = 1u << 10, /* a driver limit holds it: the drv_ fields are set */
+	MON_P_CGROUP2 = 1u << 11,  /* cgroup2 known (identity.c: the kernel's word) */
+	/* Capped by books of its own (registry/own.h): it could not join its
+	 * group, so its cap holds for it alone; mon_model.alone[alone - 1]
+	 * says why. Its group's sums do not count it. */
+	MON_P_ALONE = 1u << 12,
 	/* Not capped, but a capped job's record claims it (escape.h): it runs
 	 * outside its job's cap; group is the job's group, cap its cap on
 	 * this GPU (MON_NO_CAP when the group is not in the model). */
-	MON_P_ESCAPED = 1u << 11,
+	MON_P_ESCAPED = 1u << 13,
 };
 
 /* The NVIDIA driver's own memory limit over a process (R615, per cgroup),
@@ -147,6 +153,20 @@ struct mon_proc {
 	char pod_namespace[MON_K8S_LABEL_MAX];
 	char container_name[MON_K8S_LABEL_MAX];
 	struct mon_drv drv; /* MON_P_DRVLIMIT */
+	/* MON_P_CGROUP2: its cgroup v2 path ("/a/b"), as the kernel says (the
+	 * driver's limits are looked up by it: drvlimit.c). */
+	char cgroup2[VR_CGROUP2_LEN];
+	/* While the join runs (merge.c), the snapshot record a capped row came
+	 * from (its identity record: identity.c), else -1; meaningless after. */
+	int rec;
+	int alone; /* MON_P_ALONE: 1 + its entry in mon_model.alone */
+};
+
+/* A process that keeps books of its own under a cap, and why (its words). */
+#define MON_ALONE_WHY 512
+struct mon_alone {
+	pid_t pid; /* host PID */
+	char why[MON_ALONE_WHY];
 };
 
 struct mon_group_dev {
@@ -211,6 +231,8 @@ struct mon_model {
 	struct mon_group *groups;
 	int nprocs;
 	struct mon_proc *procs;
+	int nalone;
+	struct mon_alone *alone; /* the rows with MON_P_ALONE say which */
 	/* What the monitor could not see, one sentence each. */
 	int nnotes;
 	char notes[MON_MAX_NOTES][MON_NOTE_LEN];

@@ -27,13 +27,19 @@ $(O)/tests/monitor/test_cgroup_id: $(O)/tests/monitor/test_cgroup_id.o $(MONITOR
 $(O)/tests/monitor/test_identity: $(O)/tests/monitor/test_identity.o $(MONITOR_LIB) $(REGISTRY_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_LDFLAGS) -o $@ $^ -ldl
-TESTS += $(O)/tests/monitor/test_cgroup_id $(O)/tests/monitor/test_identity
+# Recorded cgroups checked against cgroup.procs, on a fake tree.
+$(O)/tests/monitor/test_cgcheck: $(O)/tests/monitor/test_cgcheck.o $(MONITOR_LIB) $(REGISTRY_LIB) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_LDFLAGS) -o $@ $^
+TESTS += $(O)/tests/monitor/test_cgroup_id $(O)/tests/monitor/test_identity \
+	$(O)/tests/monitor/test_cgcheck
 # Integration: real programs on the simulated GPU (they need the holder).
 TEST_SCRIPTS += tests/monitor/status_sim.sh tests/monitor/top_tmux.sh tests/monitor/export_http.sh \
 	tests/monitor/export_starve.sh tests/monitor/status_escape.sh tests/monitor/status_spill.sh \
 	tests/monitor/status_registry.sh tests/monitor/status_dead.sh tests/monitor/status_card.sh \
 	tests/monitor/status_drvlimit.sh tests/monitor/status_guarantee.sh \
-	tests/monitor/export_hami.sh tests/monitor/export_privs.sh tests/monitor/exporter_manifest.sh
+	tests/monitor/export_hami.sh tests/monitor/export_privs.sh tests/monitor/exporter_manifest.sh \
+	tests/monitor/status_identity.sh tests/monitor/status_users.sh
 test: $(O)/tests/monitor/holder
 
 # A GPU program for the integration tests: allocates, says "ready", holds

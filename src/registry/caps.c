@@ -19,23 +19,27 @@
 #include "registry/caps.h"
 #include "registry/lock.h"
 #include "registry/member.h"
+#include "registry/proc.h"
 #include "registry/util.h"
 
 _Static_assert(VR_GROUP_SPEC_MAX == VR_SPEC_MAX, "caps.h says the header's spec size");
 _Static_assert(VR_CAP_CHANGES_KEPT == VR_CHANGES, "caps.h says how many changes are kept");
 
-/* Records one change. Lock held, seqlock open. */
-static void record(struct vr_hdr *h, const struct vr_cap_new *c, uint64_t cap)
+/* Records one change made by uid. Lock held, seqlock open. */
+static void record(struct vr_hdr *h, const struct vr_cap_new *c, uint64_t cap, uint32_t uid)
 {
 	struct vr_changes *ch = vr_changes_at(h);
-	struct vr_change *r = &ch->c[ch->count % VR_CHANGES];
+	uint64_t k = ch->count;
+	struct vr_change *r = &ch->c[k % VR_CHANGES];
 	r->when = (uint64_t)time(NULL);
-	r->uid = (uint32_t)getuid();
+	r->uid = uid;
 	r->pid = (int32_t)getpid();
 	memcpy(r->uuid, c->uuid, VR_UUID_LEN);
 	r->old_cap = c->old;
 	r->new_cap = cap;
-	STORE64(&ch->count, ch->count + 1);
+	STORE64(&r->check, vr_change_check(r, k));
+	STORE64(&ch->count, k + 1);
+	STORE64(&ch->count_check, vr_changes_count_check(k + 1));
 }
 
 /* Sets device d's cap and its check word. Lock held, books frozen. */
@@ -81,9 +85,15 @@ int64_t vr_caps_changed(vr_member *m, char *spec, size_t len)
 	vr_call_end(call);
 	if (rc != 0)
 		return rc;
-	uint64_t n = vr_changes_at(m->hdr)->count;
-	snprintf(spec, len, "%.*s", (int)sizeof(m->hdr->limit_spec) - 1, m->hdr->limit_spec);
+	const struct vr_changes *ch = vr_changes_at(m->hdr);
+	uint64_t n = ch->count;
+	int whole = ch->count_check == vr_changes_count_check(n);
+	if (whole)
+		snprintf(spec, len, "%.*s", (int)sizeof(m->hdr->limit_spec) - 1,
+		         m->hdr->limit_spec);
 	vr_group_unlock(m);
+	if (!whole)
+		return -EBADMSG; /* an overwritten count: no change is known */
 	return (int64_t)(n > INT64_MAX ? INT64_MAX : n);
 }
 
@@ -101,6 +111,10 @@ int vr_caps_history(vr_member *m, uint64_t from, struct vr_cap_change *out, int 
 	if (rc != 0)
 		return rc;
 	const struct vr_changes *ch = vr_changes_at(m->hdr);
+	if (!vr_changes_whole(ch)) {
+		vr_group_unlock(m);
+		return -EBADMSG; /* overwritten: no change is shown as made */
+	}
 	uint64_t count = ch->count, k = vr_changes_first(count, from);
 	int got = 0;
 	for (; k < count && got < n; k++, got++) {
@@ -139,6 +153,7 @@ int vr_caps_set(vr_member *m, struct vr_cap_new *caps, int n, const char *spec, 
 		vr_seterr(err, errlen, "the group's books are damaged: %s", vr_damaged(m));
 		return -EBADMSG;
 	}
+	uint32_t uid = (uint32_t)vr_proc_outer_uid(); /* read before the lock */
 	uint64_t call = vr_call_begin();
 	int rc = vr_group_lock(m);
 	if (rc == 0 && (rc = vr_reg_freeze(m, NULL)) != 0)
@@ -153,6 +168,15 @@ int vr_caps_set(vr_member *m, struct vr_cap_new *caps, int n, const char *spec, 
 	struct vr_hdr *h = m->hdr;
 	int changed = 0;
 	rc = 0;
+	if (!vr_changes_whole(vr_changes_at(h))) {
+		/* Its record of changes was overwritten: said, not added to. */
+		vr_seterr(err, errlen,
+		          "the group's books are damaged (its record of cap changes was "
+		          "overwritten)");
+		vr_reg_thaw(m, 0);
+		vr_group_unlock(m);
+		return -EBADMSG;
+	}
 	vr_seq_begin(h);
 	for (int i = 0; i < n && rc == 0; i++) {
 		int d = find(h, caps[i].uuid);
@@ -175,12 +199,12 @@ int vr_caps_set(vr_member *m, struct vr_cap_new *caps, int n, const char *spec, 
 		if (g->cap == caps[i].cap)
 			continue;
 		set_cap(g, caps[i].cap);
-		record(h, &caps[i], caps[i].cap);
+		record(h, &caps[i], caps[i].cap, uid);
 		changed++;
 	}
 	for (int i = 0; i < n && rc == 0; i++)
 		if (caps[i].added) {
-			record(h, &caps[i], caps[i].cap);
+			record(h, &caps[i], caps[i].cap, uid);
 			changed++;
 		}
 	if (rc == 0 && spec)

@@ -43,7 +43,8 @@ int vr_caps_devices(vr_member *m, unsigned char (*uuids)[VR_UUID_LEN], uint64_t 
                     uint64_t *in_use, int n);
 
 /* How many cap changes the group has had since it started (0: none), and
- * its spec text now into spec (read under the lock). -errno on error. */
+ * its spec text now into spec (read under the lock). -errno on error;
+ * -EBADMSG when the count was overwritten (it fails its check). */
 int64_t vr_caps_changed(vr_member *m, char *spec, size_t len);
 
 /* One recorded cap change (layout.h, struct vr_change). */
@@ -62,7 +63,7 @@ struct vr_cap_change {
  * has had. Only the last VR_CAP_CHANGES_KEPT are kept: older ones are
  * skipped (the caller sees total - from > the count returned). Returns how
  * many were copied (0 for damaged books: *total 0), or -errno with out and
- * *total untouched. */
+ * *total untouched (-EBADMSG: the record of changes was overwritten). */
 #define VR_CAP_CHANGES_KEPT 16
 int vr_caps_history(vr_member *m, uint64_t from, struct vr_cap_change *out, int n, uint64_t *total);
 

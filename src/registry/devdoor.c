@@ -120,10 +120,13 @@ int vr__devdoor_check(int fd, const unsigned char uuid[16], struct stat *st, str
 	return hdr_check(h, uuid, why);
 }
 
+/* What vr__devseg_attach says when no segment has the door's id here. */
+static const char seg_missing[] = "its segment is gone";
+
 struct vr_devseg *vr__devseg_attach(const struct vr_devhdr *door, int rdonly, const char **why)
 {
 	struct shmid_ds ds;
-	*why = "its segment is gone";
+	*why = seg_missing;
 	if (door->shm_id < 0 || shmctl(door->shm_id, IPC_STAT, &ds) < 0)
 		return NULL;
 	if (ds.shm_segsz != VR_DEVSEG_SIZE || (ds.shm_perm.mode & 0666) != 0666) {
@@ -389,8 +392,13 @@ int vr__devdoor_attach(int dfd, const char *dir, const unsigned char uuid[16], u
 	if (rc == 0 && (s = vr__devseg_attach(door, 0, &why)) == NULL) {
 		int e = 0;
 		if (vr__devlines_any_alive(fd)) {
-			/* Replacing it would split the book in two. */
+			/* Replacing it would split the book in two. Live lines
+			 * mean a segment exists where they are: not "gone". */
 			rc = -EBADMSG;
+			if (why == seg_missing)
+				why = "processes hold lines in it, but the segment it names "
+				      "cannot be reached from here (another IPC namespace's, "
+				      "or the door was overwritten)";
 		} else if ((s = seg_make(fd, door, &e)) == NULL) {
 			rc = -e;
 			why = strerror(e);
@@ -399,9 +407,9 @@ int vr__devdoor_attach(int dfd, const char *dir, const unsigned char uuid[16], u
 	vr__devdoor_lock(fd, VR_DEVDOOR_MAKER_BYTE, 0);
 	if (rc != 0) {
 		vr_seterr(err, errlen, "device book %s/%s: %s%s", dir, name, why,
-		          rc == -EBADMSG ? ", while processes use it (another IPC namespace's, or "
-		                           "damaged)"
-		                         : "");
+		          rc == -EBADMSG && !strstr(why, "processes hold lines")
+		              ? ", while processes use it (another IPC namespace's, or damaged)"
+		              : "");
 		close(fd);
 		return rc;
 	}

@@ -15,12 +15,14 @@
 #include <unistd.h>
 
 #include "common/contract.h"
+#include "common/size.h"
 #include "registry/alive.h"
 #include "registry/books.h"
 #include "registry/damage.h"
 #include "registry/dir.h"
 #include "registry/door.h"
 #include "registry/held.h"
+#include "registry/ident.h"
 #include "registry/knobs.h"
 #include "registry/lanes.h"
 #include "registry/lock.h"
@@ -36,7 +38,9 @@
 struct proc_info {
 	uint64_t start_time;
 	int32_t nspid_outer;
+	uint32_t uid; /* as the parent user namespace sees it */
 	char command[VR_COMMAND_MAX];
+	struct vr_ident ident; /* its cgroups and names, for monitors (ident.h) */
 };
 
 static void read_proc_info(struct proc_info *p)
@@ -46,6 +50,8 @@ static void read_proc_info(struct proc_info *p)
 	memset(p, 0, sizeof(*p));
 	(void)vr_proc_start_time(NULL, 0, &p->start_time);
 	vr_proc_cmdline(NULL, 0, 0, p->command, sizeof(p->command));
+	p->uid = (uint32_t)vr_proc_outer_uid();
+	vr_ident_read(&p->ident);
 	/* /proc/self/status is the costliest file of a join to read; only a
 	 * process in a PID namespace of its own needs its NSpid line. */
 	if (stat("/proc/self/ns/pid", &ns) == 0 && ns.st_ino == VR_PID_INIT_INO)
@@ -450,11 +456,12 @@ static void fill_slot_locked(vr_member *m, const struct vr_join_opts *opts,
 	s->pid = (int32_t)getpid();
 	s->start_time = pi->start_time;
 	s->nspid_outer = pi->nspid_outer;
-	s->uid = (uint32_t)getuid();
+	s->uid = pi->uid;
 	s->joined = (uint64_t)time(NULL);
 	s->growth = opts->growth ? 1 : 0;
 	s->flags = opts->launcher ? VR_SLOT_F_LAUNCHER : 0;
 	memcpy(s->command, pi->command, sizeof(s->command));
+	vr_ident_put(h, m->slot_idx, &pi->ident, s->pid, s->start_time);
 	atomic_store_explicit((_Atomic uint32_t *)&s->state, VR_SLOT_USED, memory_order_release);
 	if (h->slots_hw <= m->slot_idx)
 		atomic_store_explicit((_Atomic uint32_t *)&h->slots_hw, m->slot_idx + 1,
@@ -520,10 +527,14 @@ static int enter_group(vr_member *m, const struct vr_join_opts *opts, const stru
 			          "live members: not joining them",
 			          dir, name, opts->group, bad);
 		} else if (spec_differs) {
-			char mine[VR_SPEC_MAX]; /* compared as stored: truncated alike */
+			char mine[VR_SPEC_MAX], theirs[VR_SPEC_MAX];
+			/* Compared as stored (truncated alike), as amounts: "5G" is
+			 * the cap "5120M" asks for. */
 			snprintf(mine, sizeof(mine), "%s",
 			         opts->limit_spec ? opts->limit_spec : "");
-			*spec_differs = strcmp(h->limit_spec, mine) != 0;
+			snprintf(theirs, sizeof(theirs), "%.*s", (int)sizeof(theirs) - 1,
+			         h->limit_spec);
+			*spec_differs = !vr_limits_same(theirs, mine);
 		}
 	}
 	if (rc == 0) {

@@ -44,13 +44,14 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "common/contract.h"
 #include "registry/registry.h"
 #include "vramctl/registry.h"
 
 #define VR_LAYOUT_MAGIC   0x3147524c54434d56ULL /* "VMCTLRG1" read little-endian */
-#define VR_LAYOUT_VERSION 8u
+#define VR_LAYOUT_VERSION 9u
 #define VR_SLOTS          1024u
 #define VR_HDR_SIZE       4096u
 /* The header's group field. Part of the pinned layout: 72 bytes, more than
@@ -170,27 +171,104 @@ _Static_assert(VR_GROUP_FIELD >= VR_GROUP_NAME_MAX + 1, "the header holds any va
 
 /* The group's last VR_CHANGES cap changes (caps.c, `vramctl limit`), after
  * the members' numbers: change k (from 0, since the group started) is in
- * c[k % VR_CHANGES]. Written under the lock and the seqlock. */
+ * c[k % VR_CHANGES]. Written under the lock and the seqlock. The count and
+ * each change carry a check word (vr_changes_count_check, vr_change_check:
+ * change k's is keyed by k), so a ring overwritten by anything else reads
+ * as damaged, never as changes (all zeros, a group that never changed its
+ * caps, passes). */
 #define VR_CHANGES 16
 struct vr_change {
 	uint64_t when; /* CLOCK_REALTIME seconds */
-	uint32_t uid;  /* who made it: the real UID of the process */
+	uint32_t uid;  /* who made it: its real UID, as its parent user namespace sees it */
 	int32_t pid;   /* that process, in its own namespace */
 	unsigned char uuid[VR_UUID_LEN];
 	uint64_t old_cap, new_cap;
+	uint64_t check; /* vr_change_check(this, k) */
 };
 struct vr_changes {
-	uint64_t count; /* changes made since the group started */
-	uint64_t pad[7];
+	uint64_t count;       /* changes made since the group started */
+	uint64_t count_check; /* vr_changes_count_check(count) */
+	uint64_t pad[6];
 	struct vr_change c[VR_CHANGES];
+};
+
+static inline uint64_t vr_change_mix(uint64_t h, uint64_t v)
+{
+	h ^= v * 0x9e3779b97f4a7c15ull;
+	h = (h ^ (h >> 31)) * 0xbf58476d1ce4e5b9ull;
+	return h ^ (h >> 29);
+}
+/* 0 for 0: a ring never written (zeros) is whole. */
+static inline uint64_t vr_changes_count_check(uint64_t count)
+{
+	return vr_change_mix(0, count);
+}
+static inline uint64_t vr_change_check(const struct vr_change *c, uint64_t k)
+{
+	uint64_t u0, u1;
+	memcpy(&u0, c->uuid, 8);
+	memcpy(&u1, c->uuid + 8, 8);
+	uint64_t h = vr_change_mix(0x6368616e67652121ull, k);
+	h = vr_change_mix(h, c->when);
+	h = vr_change_mix(h, (uint64_t)c->uid | (uint64_t)(uint32_t)c->pid << 32);
+	h = vr_change_mix(h, u0);
+	h = vr_change_mix(h, u1);
+	h = vr_change_mix(h, c->old_cap);
+	return vr_change_mix(h, c->new_cap);
+}
+/* 1 when ch's count and every change it keeps pass their checks. */
+static inline int vr_changes_whole(const struct vr_changes *ch)
+{
+	if (ch->count_check != vr_changes_count_check(ch->count))
+		return 0;
+	uint64_t first = ch->count > VR_CHANGES ? ch->count - VR_CHANGES : 0;
+	for (uint64_t k = first; k < ch->count; k++)
+		if (ch->c[k % VR_CHANGES].check != vr_change_check(&ch->c[k % VR_CHANGES], k))
+			return 0;
+	return 1;
+}
+
+/*
+ * Who each member is, beyond its slot (ident.c): what it read at its join
+ * of its cgroups (/proc/self/cgroup, the kernel's text, in its own cgroup
+ * namespace) and of its environment (the names a pod spec gives it). A
+ * monitor reads it instead of opening /proc/PID/cgroup and environ for
+ * every member at every look: it checks the cgroups against the kernel's
+ * cgroup.procs, a read per cgroup, not per process (monitor/identity.c).
+ * Written once, at the join, under the lock, after the slot's fields and
+ * before its state; a reader takes a record only when its pid and start
+ * time are its slot's and its check word matches (a slot's next member
+ * writes over it). Read by nobody else, so it sits after everything else:
+ * a member never touches another's.
+ */
+#define VR_IDENT_CGROUP 448 /* /proc/self/cgroup's text, with its NUL ("" when longer) */
+#define VR_IDENT_POD    254 /* VRAMCTL_POD_NAME: a DNS subdomain, 253, and the NUL */
+#define VR_IDENT_LABEL  64  /* VRAMCTL_POD_NAMESPACE, VRAMCTL_CONTAINER_NAME: 63 and the NUL */
+struct vr_ident {
+	int32_t pid; /* its slot's member: getpid() */
+	uint32_t pad0;
+	uint64_t start_time; /* and its start time */
+	uint64_t cgns;       /* the inode of its cgroup namespace (0: unknown) */
+	uint64_t check;      /* sequence word: odd while written, 0 never written (ident.c) */
+	char cgroup[VR_IDENT_CGROUP];
+	char pod_name[VR_IDENT_POD];
+	char pod_namespace[VR_IDENT_LABEL];
+	char container_name[VR_IDENT_LABEL];
+	unsigned char pad[34];
 };
 
 #define VR_SLOTS_OFFSET  ((uint64_t)VR_HDR_SIZE)
 #define VR_COUNTS_OFFSET (VR_SLOTS_OFFSET + (uint64_t)VR_SLOTS * sizeof(struct vr_slot))
 #define VR_CHANGES_OFFSET                                                                          \
 	(VR_COUNTS_OFFSET + (uint64_t)VR_MAX_DEVICES * VR_SLOTS * sizeof(struct vr_counts_line))
-#define VR_SEGMENT_SIZE (VR_CHANGES_OFFSET + sizeof(struct vr_changes))
+#define VR_IDENT_OFFSET (VR_CHANGES_OFFSET + sizeof(struct vr_changes))
+#define VR_SEGMENT_SIZE (VR_IDENT_OFFSET + (uint64_t)VR_SLOTS * sizeof(struct vr_ident))
 #define VR_DOOR_SIZE    VR_HDR_SIZE
+
+static inline struct vr_ident *vr_ident_at(struct vr_hdr *h, uint32_t i)
+{
+	return (struct vr_ident *)(void *)((unsigned char *)h + VR_IDENT_OFFSET) + i;
+}
 
 static inline struct vr_slot *vr_slot_at(struct vr_hdr *h, uint32_t i)
 {

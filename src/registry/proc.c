@@ -100,10 +100,31 @@ int vr_proc_status(const char *root, pid_t pid, struct vr_proc_status *out)
 	}
 	l = strstr(buf, "\nUid:");
 	if (l) {
-		out->uid = (uid_t)strtoul(l + 5, NULL, 10);
+		char *end;
+		out->uid = (uid_t)strtoul(l + 5, &end, 10);
+		out->euid = (uid_t)strtoul(end, NULL, 10);
 		out->have |= VR_PROC_UID;
 	}
 	return 0;
+}
+
+uid_t vr_proc_outer_uid(void)
+{
+	uid_t uid = getuid();
+	struct stat ns;
+	char buf[1024];
+	if (stat("/proc/self/ns/user", &ns) != 0 || ns.st_ino == VR_USER_INIT_INO ||
+	    vr_proc_read(NULL, 0, "uid_map", buf, sizeof(buf)) <= 0)
+		return uid;
+	/* "inside outside count" per line; read by the process itself, the
+	 * outside is its parent namespace's. */
+	for (const char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		unsigned long in, out, count;
+		if (sscanf(l, "%lu %lu %lu", &in, &out, &count) == 3 && uid >= in &&
+		    uid - in < count)
+			return (uid_t)(out + (uid - in));
+	}
+	return uid;
 }
 
 void vr_proc_cmdline(const char *root, pid_t pid, int comm, char *out, size_t len)
@@ -235,33 +256,10 @@ void vr_proc_locks_read(const char *root, struct vr_proc_locks *t)
 	t->read = 1;
 	char path[320];
 	snprintf(path, sizeof(path), "%s/locks", root_or_default(root));
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	size_t cap = 1 << 16, len = 0;
-	char *buf = malloc(cap);
-	while (buf) {
-		if (len + 4096 > cap) {
-			char *nb = realloc(buf, cap * 2);
-			if (!nb) {
-				free(buf);
-				buf = NULL;
-				break;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-		ssize_t r = read(fd, buf + len, cap - len - 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-	}
-	close(fd);
+	size_t len;
+	char *buf = vr_read_all(path, &len);
 	if (!buf)
 		return;
-	buf[len] = '\0';
 	int ecap = 0;
 	for (char *line = buf; line && *line;) {
 		char *nl = strchr(line, '\n');

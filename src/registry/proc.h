@@ -29,6 +29,18 @@ int vr_proc_parent(const char *root, pid_t pid, pid_t *ppid, uint64_t *start);
  * fixed since Linux 3.8): a process in it is its own outermost PID. */
 #define VR_PID_INIT_INO 0xEFFFFFFCu
 
+/* The initial user namespace's inode number (PROC_USER_INIT_INO). */
+#define VR_USER_INIT_INO 0xEFFFFFFDu
+
+/*
+ * This process's real uid as the parent user namespace sees it: getuid()
+ * in the initial one; in a user namespace of its own (`unshare -Ur`, a
+ * rootless container) the uid its uid_map maps getuid() to, which is the
+ * host's for a namespace made from the host's (one level: a nested
+ * namespace's parent is not the host). getuid() when the map cannot be read.
+ */
+uid_t vr_proc_outer_uid(void);
+
 /* What root/pid/status says; `have` tells which fields were found. */
 enum { VR_PROC_NSPID = 1, VR_PROC_UID = 2 };
 struct vr_proc_status {
@@ -36,6 +48,7 @@ struct vr_proc_status {
 	pid_t nspid_outer; /* first NSpid entry: the PID in the outermost namespace */
 	pid_t nspid_inner; /* last NSpid entry: the PID as the process sees itself */
 	uid_t uid;         /* real uid */
+	uid_t euid;        /* effective uid (with VR_PROC_UID) */
 };
 int vr_proc_status(const char *root, pid_t pid, struct vr_proc_status *out);
 

@@ -35,6 +35,7 @@
 #include "registry/alive.h"
 #include "registry/dir.h"
 #include "registry/door.h"
+#include "registry/ident.h"
 #include "registry/ipcns.h"
 #include "registry/member.h"
 #include "registry/memfd.h"
@@ -118,18 +119,26 @@ static void user_name(struct user_cache *c, uid_t uid, char out[32])
 	memcpy(c->name[k], out, 32);
 }
 
-/* Makes room for n more elements at once (one realloc per group). */
-static int reserve_room(struct growbuf *b, int n)
+/* Makes room for n more elements at once (one realloc per group; with
+ * double, at least twice the room, for many small additions). */
+static int reserve_grow(struct growbuf *b, int n, int twice)
 {
 	if (b->n + n <= b->cap)
 		return 0;
 	int nc = b->n + n;
+	if (twice && nc < 2 * b->cap)
+		nc = 2 * b->cap;
 	void *np = realloc(b->p, (size_t)nc * b->elem);
 	if (!np)
 		return -ENOMEM;
 	b->p = np;
 	b->cap = nc;
 	return 0;
+}
+
+static int reserve_room(struct growbuf *b, int n)
+{
+	return reserve_grow(b, n, 0);
 }
 
 /* Fills alive[] and pid[] (VR_SLOTS each) for the door st. */
@@ -162,9 +171,36 @@ static uint64_t proc_start_time(pid_t pid)
 	return t;
 }
 
+/*
+ * What a member must match to be believed without its PID lock (lost, or
+ * never taken by whatever wrote the slot): its start time, and the books'
+ * owner. PID and start time are anyone's to read in /proc, so books a user
+ * can write may name another user's process; only the kernel's word that
+ * the process runs as the books' owner ties it to them.
+ */
+struct member_key {
+	uint64_t start;
+	uid_t owner; /* the door's owner, as this reader sees it */
+};
+
+/* 1 if the status read says the process runs as uid (real or effective). */
+static int status_is(const struct vr_proc_status *ps, uid_t uid)
+{
+	return (ps->have & VR_PROC_UID) && (ps->uid == uid || ps->euid == uid);
+}
+
+/* 1 if pid is the member k names: its start time, the books' owner's uid. */
+static int proc_is_member(pid_t pid, const struct member_key *k)
+{
+	struct vr_proc_status ps;
+	return pid > 0 && proc_start_time(pid) == k->start && vr_proc_status(NULL, pid, &ps) == 0 &&
+	       status_is(&ps, k->owner);
+}
+
 /* For members whose host PID is still unknown, scan /proc once: a process
- * whose innermost NSpid is the member's PID and whose start time matches. */
-static void resolve_by_scan(struct vramctl_proc *procs, const uint64_t *want_start, int n)
+ * whose innermost NSpid is the member's PID, whose start time matches and
+ * that runs as the books' owner. */
+static void resolve_by_scan(struct vramctl_proc *procs, const struct member_key *want, int n)
 {
 	DIR *d = opendir("/proc");
 	if (!d)
@@ -190,7 +226,7 @@ static void resolve_by_scan(struct vramctl_proc *procs, const uint64_t *want_sta
 				continue;
 			if (!st)
 				st = proc_start_time(host);
-			if (st == want_start[i]) {
+			if (st == want[i].start && status_is(&ps, want[i].owner)) {
 				p->host_pid = host;
 				p->host_pid_seen = 1;
 				left--;
@@ -214,7 +250,8 @@ static void resolve_by_scan(struct vramctl_proc *procs, const uint64_t *want_sta
 /* What one snapshot builds, and scratch reused from group to group. */
 struct reader {
 	struct vramctl_snapshot *snap;
-	struct growbuf groups, procs, starts, devs, devidx;
+	struct growbuf groups, procs, keys, devs, devidx, idents, identidx, text;
+	size_t last_text; /* the last cgroup text interned (0: none) */
 	struct user_cache uc;
 	struct vr_proc_locks locks;
 	struct vr_seg_copy copy; /* the group being read, and its scratch */
@@ -307,8 +344,10 @@ static const struct vr_hdr *attach_segment(struct reader *r, int fd, const struc
 			return NULL;
 	}
 	if (h) {
-		/* The copy reads every slot in use: their pages mapped in one call. */
+		/* The copy reads every slot in use, and the members' identity
+		 * records: their pages mapped in one call each. */
 		vr_segment_prefault(h, 0, 0);
+		vr_segment_prefault_ident(h);
 		return h;
 	}
 	if (!vr_others_alive(fd, VR_SLOTS)) /* no live member: nothing held, nothing to show */
@@ -320,9 +359,12 @@ static const struct vr_hdr *attach_segment(struct reader *r, int fd, const struc
 	return NULL;
 }
 
-/* The group's last cap changes, oldest first. */
-static void add_changes(struct vramctl_group *g, const struct vr_changes *ch)
+/* The group's last cap changes, oldest first; none when the ring fails its
+ * checks (overwritten, or copied while changed): returns 0 then, else 1. */
+static int add_changes(struct vramctl_group *g, const struct vr_changes *ch)
 {
+	if (!vr_changes_whole(ch))
+		return 0;
 	uint64_t total = ch->count, first = vr_changes_first(total, 0);
 	_Static_assert(VR_CHANGES == VRAMCTL_CAP_CHANGES, "the snapshot holds every kept change");
 	g->changes_total = total;
@@ -337,10 +379,12 @@ static void add_changes(struct vramctl_group *g, const struct vr_changes *ch)
 		o->old_cap = r->old_cap;
 		o->new_cap = r->new_cap;
 	}
+	return 1;
 }
 
-/* The group's entry in the snapshot, from the copy. NULL: out of memory. */
-static struct vramctl_group *add_group(struct reader *r, const struct stat *st)
+/* The group's entry in the snapshot, from the copy; *changes_ok 0 when its
+ * record of cap changes failed its checks. NULL: out of memory. */
+static struct vramctl_group *add_group(struct reader *r, const struct stat *st, int *changes_ok)
 {
 	const struct vr_seg_copy *c = &r->copy;
 	struct vramctl_group *g = grow(&r->groups);
@@ -355,7 +399,7 @@ static struct vramctl_group *add_group(struct reader *r, const struct stat *st)
 	g->owner = st->st_uid;
 	g->ndev = (int)c->ndev;
 	g->consistent = c->consistent;
-	add_changes(g, &c->changes);
+	*changes_ok = add_changes(g, &c->changes);
 	for (uint32_t d = 0; d < c->ndev; d++) {
 		vr_format_uuid(c->gdev[d].uuid, g->dev[d].uuid, sizeof(g->dev[d].uuid));
 		g->dev[d].cap = c->gdev[d].cap;
@@ -385,8 +429,62 @@ static int lock_tables(struct reader *r, const struct stat *st, unsigned char **
 
 /* The members' entries: one per copied slot, alive or dead, with their
  * numbers added to the group's. 0 or -ENOMEM. */
-static int add_members(struct reader *r, int fd, struct vramctl_group *g,
-                       const unsigned char *lk_alive, const pid_t *lk_pid)
+/* A member's identity record while the snapshot is built: its strings as
+ * offsets into the text arena (which moves as it grows). */
+struct ident_off {
+	uint64_t cgns;
+	size_t cgroup, pod_name, pod_namespace, container_name;
+};
+
+/* Offset of str in the arena: added, or the one before when the same (the
+ * members of a job mostly share their cgroups), or 0 for "" (the arena
+ * begins with a NUL). -1: out of memory. */
+static long long intern(struct reader *r, const char *str)
+{
+	size_t n = strlen(str);
+	if (!n)
+		return 0;
+	const char *a = r->text.p;
+	if (r->last_text && !strcmp(a + r->last_text, str))
+		return (long long)r->last_text;
+	if (reserve_grow(&r->text, (int)n + 1, 1) < 0)
+		return -1;
+	size_t off = (size_t)r->text.n;
+	memcpy((char *)r->text.p + off, str, n + 1);
+	r->text.n += (int)n + 1;
+	return (long long)off;
+}
+
+/* Slot idx's identity record into the snapshot, for its member p (alive):
+ * *identidx gets its place, or -1. 0 or -ENOMEM. */
+static int add_ident(struct reader *r, const struct vr_hdr *h, uint32_t idx,
+                     const struct vramctl_proc *p, int *identidx)
+{
+	struct vr_ident rec;
+	*identidx = -1;
+	if (!vr_ident_get(h, idx, p->pid, p->start_time, &rec))
+		return 0;
+	if (!r->text.n) { /* "" at offset 0 */
+		if (reserve_room(&r->text, 1) < 0)
+			return -ENOMEM;
+		*(char *)r->text.p = '\0';
+		r->text.n = 1;
+	}
+	struct ident_off *o = grow(&r->idents);
+	long long cg = intern(r, rec.cgroup);
+	if (cg > 0)
+		r->last_text = (size_t)cg;
+	long long pn = intern(r, rec.pod_name), pns = intern(r, rec.pod_namespace),
+	          cn = intern(r, rec.container_name);
+	if (!o || cg < 0 || pn < 0 || pns < 0 || cn < 0)
+		return -ENOMEM;
+	*o = (struct ident_off){rec.cgns, (size_t)cg, (size_t)pn, (size_t)pns, (size_t)cn};
+	*identidx = r->idents.n - 1;
+	return 0;
+}
+
+static int add_members(struct reader *r, int fd, const struct stat *st, const struct vr_hdr *h,
+                       struct vramctl_group *g, const unsigned char *lk_alive, const pid_t *lk_pid)
 {
 	const struct vr_seg_copy *c = &r->copy;
 	uint32_t ndev = c->ndev;
@@ -394,20 +492,26 @@ static int add_members(struct reader *r, int fd, struct vramctl_group *g,
 		const struct vr_slot_copy *s = &c->sc[k];
 		const struct vramctl_counts *sdev = &c->sd[(size_t)k * ndev];
 		struct vramctl_proc *p = grow(&r->procs);
-		uint64_t *start = grow(&r->starts);
+		struct member_key *key = grow(&r->keys);
 		int *devidx = grow(&r->devidx);
-		if (!p || !start || !devidx)
+		int *identidx = grow(&r->identidx);
+		if (!p || !key || !devidx || !identidx)
 			return -ENOMEM;
+		*identidx = -1;
 		/* Room for the devices was made before; every byte is written below. */
 		struct vramctl_proc_dev *pdev =
 		    ndev ? (struct vramctl_proc_dev *)r->devs.p + r->devs.n : NULL;
 		*devidx = ndev ? r->devs.n : -1;
 		r->devs.n += (int)ndev;
-		*start = s->start_time;
+		*key = (struct member_key){.start = s->start_time, .owner = st->st_uid};
 		p->pid = s->pid;
 		p->start_time = s->start_time;
-		p->uid = s->uid;
-		user_name(&r->uc, s->uid, p->user);
+		/* Every member runs as the books' owner (a joiner opens them only
+		 * as it): the kernel's uid of the door, as this reader sees it, not
+		 * the one the slot says (a member in a user namespace sees itself
+		 * as another uid). */
+		p->uid = st->st_uid;
+		user_name(&r->uc, p->uid, p->user);
 		memcpy(p->command, s->command, sizeof(p->command));
 		p->command[sizeof(p->command) - 1] = '\0';
 		memcpy(p->group, g->name, sizeof(p->group)); /* cut in add_group */
@@ -423,9 +527,9 @@ static int add_members(struct reader *r, int fd, struct vramctl_group *g,
 		p->state = alive ? VRAMCTL_PROC_ALIVE : VRAMCTL_PROC_DEAD;
 		p->host_pid_seen = alive && p->host_pid > 0;
 		if (alive && p->host_pid == 0) {
-			if (s->nspid_outer > 0 && proc_start_time(s->nspid_outer) == s->start_time)
+			if (proc_is_member(s->nspid_outer, key))
 				p->host_pid = s->nspid_outer;
-			else if (proc_start_time(s->pid) == s->start_time)
+			else if (proc_is_member(s->pid, key))
 				p->host_pid = s->pid;
 			else
 				r->need_scan = 1;
@@ -433,6 +537,8 @@ static int add_members(struct reader *r, int fd, struct vramctl_group *g,
 		}
 		if (alive && !(s->flags & VR_SLOT_F_LAUNCHER))
 			g->nmembers++;
+		if (alive && add_ident(r, h, s->idx, p, identidx) < 0)
+			return -ENOMEM;
 		for (uint32_t d = 0; d < ndev; d++) {
 			struct vramctl_proc_dev *pd = &pdev[d];
 			memcpy(pd->uuid, g->dev[d].uuid, sizeof(pd->uuid));
@@ -493,8 +599,8 @@ static int read_group(struct reader *r, int dfd, const char *dir, const char *na
 		return rc;
 	}
 	rc = vr__seg_copy(&r->copy, h);
-	vr_segment_detach((struct vr_hdr *)h);
 	if (rc < 0) {
+		vr_segment_detach((struct vr_hdr *)h);
 		close(fd);
 		return rc;
 	}
@@ -503,10 +609,11 @@ static int read_group(struct reader *r, int dfd, const char *dir, const char *na
 	pid_t *lk_pid = NULL;
 	int nsc = r->copy.nsc, ndev = (int)r->copy.ndev;
 	uint32_t lockword = r->copy.lockword;
-	struct vramctl_group *g = add_group(r, &st);
-	if (!g || reserve_room(&r->procs, nsc) < 0 || reserve_room(&r->starts, nsc) < 0 ||
-	    reserve_room(&r->devidx, nsc) < 0 || reserve_room(&r->devs, nsc * ndev) < 0 ||
-	    lock_tables(r, &st, &lk_alive, &lk_pid) < 0) {
+	int changes_ok = 1;
+	struct vramctl_group *g = add_group(r, &st, &changes_ok);
+	if (!g || reserve_room(&r->procs, nsc) < 0 || reserve_room(&r->keys, nsc) < 0 ||
+	    reserve_room(&r->identidx, nsc) < 0 || reserve_room(&r->devidx, nsc) < 0 ||
+	    reserve_room(&r->devs, nsc * ndev) < 0 || lock_tables(r, &st, &lk_alive, &lk_pid) < 0) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -518,10 +625,23 @@ static int read_group(struct reader *r, int dfd, const char *dir, const char *na
 		rc = -ENOMEM;
 		goto out;
 	}
-	rc = add_members(r, fd, g, lk_alive, lk_pid);
+	/* A copy taken between writes whose ring fails its checks: damage,
+	 * said, and no change shown (never a count or caps read from garbage). */
+	if (!changes_ok && r->copy.seq_clean &&
+	    add_error(r->snap,
+	              "%s/%s: damaged: its record of cap changes was overwritten (the changes "
+	              "are not shown)",
+	              dir, name) < 0) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	/* The segment stays attached for the members' identity records: only
+	 * the live ones' are read. */
+	rc = add_members(r, fd, &st, h, g, lk_alive, lk_pid);
 	if (rc == 0)
 		rc = check_totals(r, g, dir, name);
 out:
+	vr_segment_detach((struct vr_hdr *)h);
 	free(lk_alive);
 	free(lk_pid);
 	close(fd);
@@ -566,9 +686,12 @@ int vramctl_snapshot_take(const char *dir, struct vramctl_snapshot **out)
 	struct reader r = {.snap = snap,
 	                   .groups = {.elem = sizeof(struct vramctl_group)},
 	                   .procs = {.elem = sizeof(struct vramctl_proc)},
-	                   .starts = {.elem = sizeof(uint64_t)},
+	                   .keys = {.elem = sizeof(struct member_key)},
 	                   .devs = {.elem = sizeof(struct vramctl_proc_dev)},
 	                   .devidx = {.elem = sizeof(int)},
+	                   .idents = {.elem = sizeof(struct ident_off)},
+	                   .text = {.elem = 1},
+	                   .identidx = {.elem = sizeof(int)},
 	                   .probe_max = VR_PROBE_MAX};
 	/* Test-only: VRAMCTL_TEST_PROC_LOCKS=always (or never) takes every
 	 * group's liveness from /proc/locks (or from fcntl). */
@@ -594,14 +717,31 @@ int vramctl_snapshot_take(const char *dir, struct vramctl_snapshot **out)
 	snap->nprocs = r.procs.n;
 	snap->proc_devs = r.devs.p;
 	/* The devices' storage stopped moving: point each record at its own. */
+	/* The identities' strings stopped moving too. */
+	snap->ident_text = r.text.p;
+	if (r.idents.n &&
+	    !(snap->proc_idents = malloc((size_t)r.idents.n * sizeof(*snap->proc_idents))))
+		rc = rc ? rc : -ENOMEM;
+	for (int i = 0; snap->proc_idents && i < r.idents.n; i++) {
+		const struct ident_off *o = (const struct ident_off *)r.idents.p + i;
+		snap->proc_idents[i] = (struct vramctl_proc_ident){
+		    .cgns = o->cgns,
+		    .cgroup = snap->ident_text + o->cgroup,
+		    .pod_name = snap->ident_text + o->pod_name,
+		    .pod_namespace = snap->ident_text + o->pod_namespace,
+		    .container_name = snap->ident_text + o->container_name};
+	}
 	for (int i = 0; i < snap->nprocs; i++) {
-		int k = ((int *)r.devidx.p)[i];
+		int k = ((int *)r.devidx.p)[i], id = ((int *)r.identidx.p)[i];
 		snap->procs[i].dev = k >= 0 ? snap->proc_devs + k : NULL;
+		snap->procs[i].ident = id >= 0 && snap->proc_idents ? snap->proc_idents + id : NULL;
 	}
 	free(r.devidx.p);
+	free(r.identidx.p);
+	free(r.idents.p);
 	if (rc == 0 && r.need_scan)
-		resolve_by_scan(snap->procs, r.starts.p, snap->nprocs);
-	free(r.starts.p);
+		resolve_by_scan(snap->procs, r.keys.p, snap->nprocs);
+	free(r.keys.p);
 	if (rc < 0) {
 		vramctl_snapshot_free(snap);
 		return rc;
@@ -620,5 +760,7 @@ void vramctl_snapshot_free(struct vramctl_snapshot *s)
 	free(s->groups);
 	free(s->procs);
 	free(s->proc_devs);
+	free(s->proc_idents);
+	free(s->ident_text);
 	free(s);
 }

@@ -32,7 +32,7 @@ int vr__seg_copy(struct vr_seg_copy *c, const struct vr_hdr *h)
 {
 	struct vr_slot_copy *sc = c->sc;
 	struct vramctl_counts *sd = c->sd;
-	int nsc = 0, consistent = 0, mismatch = 0, same = 0, last_nsc = -1;
+	int nsc = 0, consistent = 0, mismatch = 0, same = 0, last_nsc = -1, clean = 0;
 	uint64_t last_sum = 0, last_total = 0;
 	uint32_t ndev = 0;
 	uint32_t growth = 0;
@@ -102,6 +102,7 @@ int vr__seg_copy(struct vr_seg_copy *c, const struct vr_hdr *h)
 		 * slots' sums, or the books are damaged once four such copies in
 		 * a row differ alike. */
 		int quiet = s1 == s2 && !(s1 & 1);
+		clean = quiet;
 		uint64_t sum[VR_MAX_DEVICES] = {0};
 		for (int k = 0; quiet && k < nsc; k++)
 			for (uint32_t d = 0; d < ndev; d++) {
@@ -153,6 +154,7 @@ int vr__seg_copy(struct vr_seg_copy *c, const struct vr_hdr *h)
 	c->ndev = ndev;
 	c->consistent = consistent;
 	c->mismatch = mismatch;
+	c->seq_clean = clean;
 	c->growth = growth;
 	c->spill_budget = spill_budget;
 	c->spilled = spilled;

@@ -37,6 +37,7 @@ struct vr_seg_copy {
 	uint32_t ndev;
 	int consistent; /* a copy of one moment whose totals are the slots' sums */
 	int mismatch;   /* quiet copies in a row differ alike: the books are damaged */
+	int seq_clean;  /* the copy kept was taken between two locked writes */
 	struct vr_hdr_dev gdev[VR_MAX_DEVICES];
 	char gname[VR_GROUP_FIELD], spec[VR_SPEC_MAX];
 	uint32_t growth;

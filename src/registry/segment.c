@@ -77,6 +77,11 @@ void vr_segment_prefault(const struct vr_hdr *h, uint32_t slots, int write)
 		         (uint64_t)hw * sizeof(struct vr_counts_line), write);
 }
 
+void vr_segment_prefault_ident(const struct vr_hdr *h)
+{
+	populate(h, VR_IDENT_OFFSET, (uint64_t)vr_hdr_hw(h) * sizeof(struct vr_ident), 0);
+}
+
 void vr_segment_detach(struct vr_hdr *h)
 {
 	/* shmdt fails (EINVAL) where no segment is attached: a memfd's books. */

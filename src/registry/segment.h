@@ -21,6 +21,9 @@ void vr_segment_detach(struct vr_hdr *h);
  * fault per slot it reads (a joiner's audit reads every slot, with the
  * group's lock held). */
 void vr_segment_prefault(const struct vr_hdr *h, uint32_t slots, int write);
+/* The same for a reader of the members' identity records (layout.h,
+ * struct vr_ident) of the slots ever used. */
+void vr_segment_prefault_ident(const struct vr_hdr *h);
 /* Creates a group's segment, attaches it and names it in the door fd.
  * When the kernel has no room for one (memfd.h, vr_memfd_fallback), the
  * books are a sealed memfd instead, whose descriptor is *mfd (else -1) and

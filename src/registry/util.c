@@ -49,6 +49,40 @@ void vr_owner_set(int on, uid_t uid)
 	owner_uid = uid;
 }
 
+char *vr_read_all(const char *path, size_t *len)
+{
+	*len = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return NULL;
+	size_t cap = 1 << 16, got = 0;
+	char *buf = malloc(cap);
+	while (buf) {
+		if (got + 4096 > cap) {
+			char *nb = realloc(buf, cap * 2);
+			if (!nb) {
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		ssize_t r = read(fd, buf + got, cap - got - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	close(fd);
+	if (buf) {
+		buf[got] = '\0';
+		*len = got;
+	}
+	return buf;
+}
+
 uint64_t vr_now_ns(void)
 {
 	struct timespec ts;

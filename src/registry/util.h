@@ -27,6 +27,11 @@ ssize_t vr_read_file(const char *path, char *buf, size_t len);
 uid_t vr_owner(void);
 void vr_owner_set(int on, uid_t uid);
 
+/* The whole of path (a /proc or cgroup file of any length), terminated,
+ * in a buffer the caller frees; *len its length. NULL when it cannot be
+ * opened or the memory is not there. */
+char *vr_read_all(const char *path, size_t *len);
+
 /* CLOCK_MONOTONIC in ns. */
 uint64_t vr_now_ns(void);
 

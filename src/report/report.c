@@ -380,6 +380,7 @@ int rep_finish(struct rep_run *r, pid_t child, int wstatus, int exit_rc, vr_memb
 			v.nchanges = n;
 			v.changes_total = total - r->changes_from;
 		}
+		v.changes_damaged = n == -EBADMSG;
 		rep_cap_history(&v, ds);
 		if (r->json) {
 			json_object *j = rep_json_report(&v, ds, child_rc, t_end, sy);

@@ -39,6 +39,7 @@ struct rep_view {
 	uint64_t changes_total;
 	int nchanges;
 	const struct vr_cap_change *changes;
+	int changes_damaged; /* the group's record of them was overwritten: none shown */
 	/* Processes of the run that ran outside the cap (report.h). */
 	int nescaped;
 	const struct rep_escapee *escaped;

@@ -90,7 +90,8 @@ json_object *rep_json_report(const struct rep_view *r, const struct devsum *ds, 
 		json_object_array_add(devs, o);
 	}
 	json_object_object_add(root, "devices", devs);
-	json_object_object_add(root, "cap_changes_total", ju(r->changes_total));
+	json_object_object_add(root, "cap_changes_total",
+	                       r->changes_damaged ? NULL : ju(r->changes_total));
 	json_object_object_add(root, "cap_changes", changes_json(r, ds));
 	json_object *esc = json_object_new_array();
 	for (int i = 0; i < r->nescaped; i++) {

@@ -103,6 +103,11 @@ static void denials_line(FILE *f, int d, const struct devsum *x)
 static void changes_section(FILE *f, const struct rep_view *r, const struct devsum *ds)
 {
 	char a[32], b[32], when[40], gpu[64];
+	if (r->changes_damaged) {
+		fprintf(f, "cap changes while it ran (vramctl limit): unknown, the group's record "
+		           "of them is damaged (overwritten)\n");
+		return;
+	}
 	if (!r->changes_total)
 		return;
 	fprintf(f, "cap changes while it ran (vramctl limit):\n");

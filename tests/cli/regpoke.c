@@ -9,6 +9,15 @@
  *   regpoke DIR GROUP members N    N slots past the ones in use marked as
  *                                  members (PIDs nobody has, no liveness
  *                                  lock: records of members not running)
+ *   regpoke DIR GROUP ring         the cap changes' ring overwritten: a count
+ *                                  of 2^64 - 1, a change of garbage
+ *   regpoke DIR GROUP claim PID UUID
+ *                                  joins the group, holds 100 MiB on device
+ *                                  UUID, then says in its own slot that it
+ *                                  is process PID (PID and start time: what
+ *                                  /proc shows anyone) and lets go of its
+ *                                  PID lock (its liveness lock stays); says
+ *                                  "ready 1 PID" and holds until stdin closes
  *
  * Exit 0, or 1 with a message.
  */
@@ -19,11 +28,56 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/size.h"
+#include "tests/hold.h"
 #include "registry/member.h"
+#include "registry/proc.h"
+#include "registry/registry.h"
 #include "registry/segment.h"
+
+/* A member that says it is another process (see the usage above). */
+static int claim(const char *dir, const char *group, const char *pidtext, const char *uuidtext)
+{
+	unsigned char uuid[VR_UUID_LEN];
+	uint64_t start, cap;
+	pid_t pid = (pid_t)atoi(pidtext);
+	char err[256];
+	if (vr_parse_uuid(uuidtext, uuid) < 0 || vr_proc_start_time(NULL, pid, &start) < 0) {
+		fprintf(stderr, "regpoke: claim: bad UUID or no process %s\n", pidtext);
+		return 1;
+	}
+	struct vr_join_opts o = {.dir = dir, .group = group, .limit_spec = "1G"};
+	vr_member *m;
+	if (vr_join(&o, &m, NULL, err, sizeof(err)) != 0) {
+		fprintf(stderr, "regpoke: claim: %s\n", err);
+		return 1;
+	}
+	int d = vr_device(m, uuid, 1ull << 30, &cap);
+	if (d < 0 || vr_reserve(m, d, 100ull << 20, NULL) != 0) {
+		fprintf(stderr, "regpoke: claim: device or reserve refused\n");
+		return 1;
+	}
+	m->slot->pid = (int32_t)pid;
+	m->slot->nspid_outer = (int32_t)pid;
+	m->slot->start_time = start;
+	snprintf(m->slot->command, sizeof(m->slot->command), "claimed");
+	struct flock fl = {.l_type = F_UNLCK,
+	                   .l_whence = SEEK_SET,
+	                   .l_start = vr_slot_pid_byte(m->slot_idx),
+	                   .l_len = 1};
+	if (fcntl(m->fd, F_SETLK, &fl) != 0) {
+		perror("regpoke: claim: unlock");
+		return 1;
+	}
+	hold_ready(1);
+	vr_leave(m);
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
+	if (argc == 6 && !strcmp(argv[3], "claim"))
+		return claim(argv[1], argv[2], argv[4], argv[5]);
 	if (argc < 4) {
 		fprintf(
 		    stderr,
@@ -64,6 +118,10 @@ int main(int argc, char **argv)
 			atomic_store((_Atomic uint32_t *)&s->state, VR_SLOT_USED);
 		}
 		atomic_store((_Atomic uint32_t *)&h->slots_hw, hw + n);
+	} else if (!strcmp(argv[3], "ring")) {
+		struct vr_changes *ch = vr_changes_at(h);
+		atomic_store((_Atomic uint64_t *)&ch->count, UINT64_MAX);
+		memset(&ch->c[UINT64_MAX % VR_CHANGES], 0xe7, sizeof(ch->c[0]));
 	} else
 		return 1;
 	vr_segment_detach(h);

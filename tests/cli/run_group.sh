@@ -70,6 +70,15 @@ fi
 "$V" run --group shared --limit 1G -- true 2>err
 expect_rc 0 $? "joining with the same cap"
 [ ! -s err ] || fail "message for the same cap: $(cat err)"
+# The same cap in other words (a hand-set environment, a site's script):
+# caps are amounts, "1024M" is the group's "1G", so nothing is said.
+if has_cap; then
+	VRAMCTL_GROUP=shared VRAMCTL_LIMIT=1024M LD_PRELOAD=$LIB \
+		"$VR_BUILD/libexec/vramctl-demo-app" >out 2>err
+	expect_rc 0 $? "a program joining with the same cap in other words"
+	! grep "different cap" err || fail "'1024M' called a different cap than '1G': $(cat err)"
+	expect_grep "has 1 GiB in total" out "the group's cap, asked as 1024M"
+fi
 echo go >release
 wait $first
 expect_rc 0 $? "first member"
@@ -128,7 +137,11 @@ if has_cap; then
 	echo go >go1
 	wait $half
 	expect_rc 0 $rc "1500 MiB past a 1 GiB cap on a GPU the group left uncapped (memprog deny)"
-	expect_grep "the group leaves GPU 0 uncapped and this process asks for a cap of 1 GiB there: that cap holds for this process alone" \
+	# Its GPU 0 is the card status calls GPU 1 (CUDA_VISIBLE_DEVICES=1): the
+	# line names it by its UUID too.
+	u1=$(VRAMSIM_DEVICES=16G,16G "$V" status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["devices"][1]["uuid"])')
+	expect_grep "the group leaves GPU 0 (${u1:-GPU-}" err "the library's line names the card"
+	expect_grep "uncapped and this process asks for a cap of 1 GiB there: that cap holds for this process alone" \
 		err "the library's line"
 fi
 finish

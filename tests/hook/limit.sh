@@ -72,6 +72,21 @@ with open("site.conf", "w") as f:
 rc, out = limit("lg", "4G", env={"VRAMCTL_CONFIG": os.path.abspath("site.conf")})
 check(rc == 125 and "above the site's maximum" in out, "max_limit: %d %s" % (rc, out))
 check(a.total() == 256 * MiB, "a refused change changes nothing")
+# A maximum that is a share of the card, for a card this shell does not see
+# (CUDA_VISIBLE_DEVICES hides it): its size is unknown here, so is the
+# maximum; said so, never "above the site's maximum, 0 B".
+with open("share.conf", "w") as f:
+    f.write("max_limit = 50%\n")
+rc, out = limit("lg", "4G", env={"VRAMCTL_CONFIG": os.path.abspath("share.conf"),
+                                 "CUDA_VISIBLE_DEVICES": ""})
+check(rc == 125 and "is not visible here (CUDA_VISIBLE_DEVICES)" in out and "0 B" not in out,
+      "a share for a hidden card: %d %s" % (rc, out))
+check(a.total() == 256 * MiB, "a refused change changes nothing")
+rc, out = limit("lg", "4G", env={"VRAMCTL_CONFIG": os.path.abspath("share.conf")})
+check(rc == 0 and "cap 256 MiB -> 4 GiB" in out, "a share for a visible card: %d %s" % (rc, out))
+check(a.total() == 4 * GiB, "the cap within the share")
+rc, out = limit("lg", "256M")
+check(rc == 0, "back to 256 MiB: %d %s" % (rc, out))
 
 # 5. Another user is refused.
 if os.environ["NOBODY_OK"] == "1":

@@ -322,6 +322,15 @@ static void test_join(const char *dir)
 	ASSERT_STR_EQ(b.notes, "vramctl: group 'shared' already has a different cap on GPU 0: 1 "
 	                       "GiB, not 2 GiB; the group's cap applies\n");
 	vr_leave(b.member);
+	/* Run with CUDA_VISIBLE_DEVICES, its GPU 0 is not the GPU 0 that status
+	 * and nvidia-smi show (physical GPU 1, say): the line names its UUID. */
+	setenv("CUDA_VISIBLE_DEVICES", "1", 1);
+	ASSERT_EQ(vr_launch_join(&j, &b, err, sizeof(err)), 0);
+	unsetenv("CUDA_VISIBLE_DEVICES");
+	ASSERT_STR_EQ(b.notes, "vramctl: group 'shared' already has a different cap on GPU 0 "
+	                       "(GPU-11111111-2222-3333-4444-555555555555): 1 GiB, not 2 GiB; the "
+	                       "group's cap applies\n");
+	vr_leave(b.member);
 
 	/* The spill budget is the group's too: a member asking another is told. */
 	j.spill = 8ull << 30;

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/hold.h"
 #include "registry/layout.h"
 #include "registry/registry.h"
 
@@ -70,11 +71,7 @@ int main(int argc, char **argv)
 	}
 	if (bits)
 		vr_counting_set(m, bits, 1);
-	printf("ready 1 %d\n", (int)getpid());
-	fflush(stdout);
-	char buf[64];
-	while (read(0, buf, sizeof(buf)) > 0)
-		;
+	hold_ready(1);
 	vr_leave(m);
 	return 0;
 }

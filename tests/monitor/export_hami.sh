@@ -36,20 +36,10 @@ serve() {
 	printf -v "port_$name" '%s' "${line%%/*}"
 }
 
-# get PORT OUT: HTTP/1.0 GET /metrics; the body goes to OUT.
-get() {
-	local fd
-	exec {fd}<>"/dev/tcp/127.0.0.1/$1" || return 1
-	printf 'GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&"$fd"
-	cat <&"$fd" >"$2.raw"
-	exec {fd}<&-
-	awk 'BEGIN { body = 0 } body { print; next } /^\r?$/ { body = 1 }' "$2.raw" >"$2"
-}
-
 serve hami --hami
 serve plain
-get "$port_hami" "$TMPDIR/hami"
-get "$port_plain" "$TMPDIR/plain"
+scrape "$port_hami" "$TMPDIR/hami"
+scrape "$port_plain" "$TMPDIR/plain"
 
 U=GPU-0e0e0e0e-1111-2222-3333-444444444444
 L="namespace=\"ml\",pod=\"train-0\",container=\"trainer\",vdevice_index=\"0\",device_uuid=\"$U\",zone=\"vGPU\""

@@ -2,8 +2,9 @@
 # exporter_manifest - deploy/vramctl-exporter.yaml is a DaemonSet for
 # `vramctl export` with the least privilege that works (#27): host PID
 # namespace but not the host's IPC namespace or network, every capability
-# dropped and only SYS_ADMIN (setns into containers' IPC namespaces) and
-# SYS_PTRACE (other users' /proc/PID/environ and ns/ipc) added, not
+# dropped and only SYS_ADMIN (setns into containers' IPC namespaces),
+# SYS_PTRACE (other users' /proc/PID/environ and ns/ipc) and SETUID, SETGID
+# (the HTTP server leaves root at the start: #37) added, not
 # privileged, no privilege escalation, read-only root filesystem, the books
 # directory a read-only hostPath at VRAMCTL_REGISTRY_DIR, NODE_NAME from the
 # downward API, the port served the port declared and annotated, selector =
@@ -66,8 +67,11 @@ check(sc.get("allowPrivilegeEscalation") is False, "allowPrivilegeEscalation: fa
 check(sc.get("readOnlyRootFilesystem") is True, "readOnlyRootFilesystem: true")
 caps = sc.get("capabilities", {})
 check(caps.get("drop") == ["ALL"], "drops ALL capabilities")
-check(sorted(caps.get("add", [])) == ["SYS_ADMIN", "SYS_PTRACE"],
-      "adds exactly SYS_ADMIN and SYS_PTRACE (got %s)" % caps.get("add"))
+check(sorted(caps.get("add", [])) == ["SETGID", "SETUID", "SYS_ADMIN", "SYS_PTRACE"],
+      "adds exactly SYS_ADMIN, SYS_PTRACE (the collector's) and SETUID, SETGID (the server "
+      "leaving root) (got %s)" % caps.get("add"))
+check(not {"--user"} & set(cmd) or cmd[cmd.index("--user") + 1] != "0",
+      "the server does not serve as root")
 check(sc.get("seccompProfile", {}).get("type") == "RuntimeDefault", "seccomp RuntimeDefault")
 vols = {v["name"]: v for v in ps.get("volumes", [])}
 mounts = [m for m in c.get("volumeMounts", []) if m.get("mountPath") == books]

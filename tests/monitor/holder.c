@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "tests/gpuprog.h"
+#include "tests/hold.h"
 
 int main(int argc, char **argv)
 {
@@ -55,11 +56,7 @@ int main(int argc, char **argv)
 		if (d.alloc(&p[n], bytes) == CUDA_SUCCESS)
 			n++;
 	}
-	printf("ready %d %d\n", n, (int)getpid());
-	fflush(stdout);
-	char buf[64];
-	while (read(0, buf, sizeof(buf)) > 0)
-		;
+	hold_ready(n);
 	for (int i = 0; i < n; i++)
 		d.mfree(p[i]);
 	return 0;

@@ -161,6 +161,7 @@ status_golden() {
 # closed pipe would end it at its next line). Ends the test when it prints
 # nothing within 20 s.
 start_export() {
+	rm -f "$TMPDIR/exp.out"
 	mkfifo "$TMPDIR/exp.out"
 	(
 		close_holder_fds
@@ -174,4 +175,15 @@ start_export() {
 	}
 	PORT=${LINE##*:}
 	PORT=${PORT%%/*}
+}
+
+# scrape PORT OUT: HTTP/1.0 GET /metrics of the exporter on 127.0.0.1:PORT;
+# the body goes to OUT (the whole answer to OUT.raw). 1 when it cannot connect.
+scrape() {
+	local fd
+	exec {fd}<>"/dev/tcp/127.0.0.1/$1" || return 1
+	printf 'GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&"$fd"
+	cat <&"$fd" >"$2.raw"
+	exec {fd}<&-
+	awk 'BEGIN { body = 0 } body { print; next } /^\r?$/ { body = 1 }' "$2.raw" >"$2"
 }

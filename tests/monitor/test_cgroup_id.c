@@ -2,7 +2,9 @@
  * test_cgroup_id - container IDs and pod UIDs from /proc/PID/cgroup, on a
  * table of the path shapes runtimes and kubelet's two cgroup drivers make
  * (cgroup v1 and v2), the runtimes' monitor scopes that are not containers,
- * and paths that name none.
+ * paths that name none, and a runtime's shape where that runtime never puts
+ * it (a user's own scopes and slices, made with systemd-run --user or in a
+ * delegated subtree): not a container.
  */
 #include <stdio.h>
 #include <string.h>
@@ -53,7 +55,19 @@ static const struct {
     {"podman rootful v2", "0::/machine.slice/libpod-" ID ".scope/container\n", ID, ""},
     {"podman rootless",
      "0::/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" ID ".scope\n", ID, ""},
+    {"docker rootless",
+     "0::/user.slice/user-1001.slice/user@1001.service/user.slice/docker-" ID ".scope\n", ID, ""},
     {"podman cgroupfs", "0::/libpod_parent/libpod-" ID "\n", ID, ""},
+    /* A podman pod's container: in the pod's cgroup (cgroupfs, systemd,
+     * rootless); the pod's own ID is not a container's. */
+    {"podman pod cgroupfs", "0::/libpod_parent/" ID2 "/libpod-" ID "\n", ID, ""},
+    {"podman pod systemd",
+     "0::/machine.slice/machine-libpod_pod_" ID2 ".slice/libpod-" ID ".scope\n", ID, ""},
+    {"podman pod rootless",
+     "0::/user.slice/user-1000.slice/user@1000.service/user.slice/user-libpod_pod_" ID2
+     ".slice/libpod-" ID ".scope\n",
+     ID, ""},
+    {"podman pod's own cgroup", "0::/libpod_parent/" ID2 "\n", "", ""},
     {"podman conmon", "0::/machine.slice/libpod-conmon-" ID ".scope\n", "", ""},
     /* A container in a container: the inner one is the process's. */
     {"nested", "0::/system.slice/docker-" ID2 ".scope/docker/" ID "\n", ID, ""},
@@ -68,9 +82,49 @@ static const struct {
     {"upper case", "0::/docker/9EC39B91F3D70E1BEFF50A308F77067065EA6BE0D91A3378375056CD4422CF3D\n",
      "", ""},
     {"a word before the id", "0::/system.slice/notanid" ID ".scope\n", "", ""},
+    /* A malformed pod directory is not kubelet's: nothing below it is placed. */
     {"pod UID malformed",
-     "0::/kubepods/burstable/pod74c13223-5a00-11e9-b385-42010a80018dz/" ID "\n", ID, ""},
+     "0::/kubepods/burstable/pod74c13223-5a00-11e9-b385-42010a80018dz/" ID "\n", "", ""},
     {"pod slice outside kubepods", "0::/system.slice/foo-pod" UID_ ".slice\n", "", ""},
+    /* A runtime's shape where no runtime puts it: a user's own scope in
+     * their systemd manager (systemd-run --user --unit docker-<id>), a
+     * delegated subtree imitating kubelet's, a service's own children. */
+    {"user's own docker scope",
+     "0::/user.slice/user-1001.slice/user@1001.service/docker-" ID ".scope\n", "", ""},
+    {"user's own scope in app.slice",
+     "0::/user.slice/user-1001.slice/user@1001.service/app.slice/libpod-" ID ".scope\n", "", ""},
+    {"user's own kubepods",
+     "0::/user.slice/user-1001.slice/user@1001.service/kubepods.slice/kubepods-pod" UID_
+     ".slice/cri-containerd-" ID ".scope\n",
+     "", ""},
+    {"user's own cgroupfs docker",
+     "0::/user.slice/user-1001.slice/user@1001.service/docker/" ID "\n", "", ""},
+    {"rootless under another user's manager",
+     "0::/user.slice/user-1000.slice/user@1001.service/user.slice/libpod-" ID ".scope\n", "", ""},
+    {"a delegated service's child", "0::/system.slice/app.service/docker-" ID ".scope\n", "", ""},
+    {"docker scope at the root", "0::/docker-" ID ".scope\n", "", ""},
+    {"crio scope outside a pod", "0::/system.slice/crio-" ID ".scope\n", "", ""},
+    {"a pod slice in a wrong QoS",
+     "0::/kubepods.slice/kubepods-burstable.slice/kubepods-besteffort-pod" UID_ ".slice/crio-" ID
+     ".scope\n",
+     "", ""},
+    /* Inside a container its runtime's placements count from its cgroup:
+     * kind's node is a docker container; a user's scope inside it is not. */
+    {"kind node in docker",
+     "0::/system.slice/docker-" ID2 ".scope/kubelet.slice/kubelet-kubepods.slice/"
+     "kubelet-kubepods-pod" UID_ ".slice/cri-containerd-" ID ".scope\n",
+     ID, UID},
+    {"user's scope inside a container",
+     "0::/machine.slice/libpod-" ID2 ".scope/container/user.slice/user-0.slice/"
+     "user@0.service/docker-" ID ".scope\n",
+     ID2, ""},
+    /* Seen from below a cgroup namespace root, the first level shown. */
+    {"relative docker", "0::/../docker-" ID ".scope\n", ID, ""},
+    {"relative cgroupfs pod", "0::/../pod" UID "/" ID "\n", ID, UID},
+    {"relative guaranteed pod",
+     "0::/../../kubepods-pod" UID_ ".slice/cri-containerd-" ID ".scope\n", ID, UID},
+    {"relative user's scope",
+     "0::/../../user.slice/user-1001.slice/user@1001.service/docker-" ID ".scope\n", "", ""},
     {"no newline at the end", "0::/docker/" ID, ID, ""},
     {"empty", "", "", ""},
     {"garbage", "::::\n\n:\n/docker/" ID "\n", "", ""},

@@ -17,13 +17,29 @@ done
 [ "$(id -u)" = 0 ] || { echo "skip: installing into a fresh root needs root"; exit 77; }
 git -C "$VR_SRC" rev-parse --git-dir >/dev/null 2>&1 || { echo "skip: not a git tree"; exit 77; }
 
+# debian/rules takes one job count from DEB_BUILD_OPTIONS, the last
+# parallel= of the list (dpkg's rule), whatever else it holds.
+for opts in "parallel=2" "parallel=2 parallel=2" "parallel=8 nocheck parallel=3" "nocheck" ""; do
+	want=$(echo " $opts" | sed -n 's/.* parallel=\([0-9]*\).*/\1/p')
+	got=$(cd "$VR_SRC/debian" && DEB_BUILD_OPTIONS=$opts make -s -n -f rules override_dh_auto_build 2>/dev/null |
+		head -n 1 | awk '{ print $2, $3 }')
+	case $got in
+	"-j${want:-1} BUILD=debian/build") ;;
+	*) fail "DEB_BUILD_OPTIONS='$opts': debian/rules runs 'make $got ...', not 'make -j${want:-1} BUILD=...'" ;;
+	esac
+done
+
 # As on a build machine with no driver: neither the simulated driver nor any
-# other libcuda.so.1 on the library path.
-env -u LD_LIBRARY_PATH -u LD_PRELOAD make -s -C "$VR_SRC" deb BUILD="$TMPDIR/build" >build.log 2>&1 || {
+# other libcuda.so.1 on the library path; as a build daemon (and
+# dpkg-buildpackage -j2) does, with DEB_BUILD_OPTIONS=parallel=2.
+DEB_BUILD_OPTIONS=parallel=2 env -u LD_LIBRARY_PATH -u LD_PRELOAD \
+	make -s -C "$VR_SRC" deb BUILD="$TMPDIR/build" >build.log 2>&1 || {
 	tail -n 30 build.log
-	fail "make deb failed"
+	fail "make deb failed (DEB_BUILD_OPTIONS=parallel=2)"
 	finish
 }
+grep -q -- "make -j2 BUILD=debian/build" build.log ||
+	fail "make deb with DEB_BUILD_OPTIONS=parallel=2 did not build with -j2: $(grep -m1 -- ' -j' build.log)"
 deb=$TMPDIR/build/deb
 version=$(awk 'NR == 1 { gsub(/[()]/, "", $2); print $2 }' "$VR_SRC/debian/changelog")
 for p in vramctl vramctl-slurm; do

@@ -201,6 +201,19 @@ static void test_damage_door(void)
 	ASSERT_EQ(pread(fd, &mine, sizeof(mine), 0), (ssize_t)sizeof(mine));
 	ASSERT_EQ(pwrite(fd, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
 	expect_door(u, -EBADMSG, "another device");
+	/* Or naming a segment that is not there (another IPC namespace's id,
+	 * or one overwritten): the lines held say a segment exists, so the
+	 * message never calls it gone. */
+	h->shm_id = 0x7ffffff0;
+	ASSERT_EQ(pwrite(fd, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	expect_door(u, -EBADMSG, "processes hold lines in it, but the segment it names cannot");
+	{
+		struct vr_devbook *j = NULL;
+		char e2[512] = "";
+		ASSERT_EQ(vr_devbook_open(dir, u, CAP, &j, e2, sizeof(e2)), -EBADMSG);
+		if (strstr(e2, "gone"))
+			TEST_FAILF("a book whose lines are held is called gone: %s", e2);
+	}
 	/* Or naming its own segment under another key. */
 	h->shm_id = mine.shm_id;
 	h->shm_key = mine.shm_key ^ 2;

@@ -13,7 +13,7 @@
 
 int main(void)
 {
-	ASSERT_EQ(VR_LAYOUT_VERSION, 8);
+	ASSERT_EQ(VR_LAYOUT_VERSION, 9);
 	ASSERT_UEQ(VR_LAYOUT_MAGIC, 0x3147524c54434d56ULL);
 	ASSERT_EQ(VR_SLOTS, 1024);
 	ASSERT_EQ(VR_MAX_DEVICES, 64);
@@ -78,17 +78,31 @@ int main(void)
 	ASSERT_UEQ(VR_COUNTS_OFFSET, 4096 + 1024 * 704);
 	ASSERT_UEQ(VR_COUNTS_OFFSET % 64, 0);
 	/* The cap changes (`vramctl limit`), after them. */
-	ASSERT_EQ(sizeof(struct vr_change), 48);
+	ASSERT_EQ(sizeof(struct vr_change), 56);
 	OFF(vr_change, when, 0);
 	OFF(vr_change, uid, 8);
 	OFF(vr_change, pid, 12);
 	OFF(vr_change, uuid, 16);
 	OFF(vr_change, old_cap, 32);
 	OFF(vr_change, new_cap, 40);
+	OFF(vr_change, check, 48);
 	OFF(vr_changes, count, 0);
+	OFF(vr_changes, count_check, 8);
 	OFF(vr_changes, c, 64);
 	ASSERT_UEQ(VR_CHANGES_OFFSET, 4096 + 1024 * 704 + 64 * 1024 * 64);
-	ASSERT_UEQ(VR_SEGMENT_SIZE, 4096 + 1024 * 704 + 64 * 1024 * 64 + 64 + 16 * 48);
+	/* The members' identity records (version 9), a cache line apart. */
+	ASSERT_EQ(sizeof(struct vr_ident), 896);
+	OFF(vr_ident, pid, 0);
+	OFF(vr_ident, start_time, 8);
+	OFF(vr_ident, cgns, 16);
+	OFF(vr_ident, check, 24);
+	OFF(vr_ident, cgroup, 32);
+	OFF(vr_ident, pod_name, 480);
+	OFF(vr_ident, pod_namespace, 734);
+	OFF(vr_ident, container_name, 798);
+	ASSERT_UEQ(VR_IDENT_OFFSET, 4096 + 1024 * 704 + 64 * 1024 * 64 + 64 + 16 * 56);
+	ASSERT_UEQ(VR_IDENT_OFFSET % 64, 0);
+	ASSERT_UEQ(VR_SEGMENT_SIZE, 4096 + 1024 * 704 + 64 * 1024 * 64 + 64 + 16 * 56 + 1024 * 896);
 
 	/* Books in a memfd: the door says so, and members say where theirs is. */
 	ASSERT_EQ(VR_SHM_ID_MEMFD, -2);

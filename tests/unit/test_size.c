@@ -269,8 +269,29 @@ static void test_format(void)
 	ASSERT_EQ(vr_parse_uuid("GPU-zz112233-4455-6677-8899-aabbccddeeff", back), -EINVAL);
 }
 
+/* Specs compared as amounts (a joiner's "5120M" is a group's "5G"). */
+static void test_same(void)
+{
+	ASSERT(vr_limits_same("5G", "5120M"));
+	ASSERT(vr_limits_same("5G", "5368709120"));
+	ASSERT(vr_limits_same("1G,1=2G", "1=2048M,1024M"));
+	ASSERT(vr_limits_same("GPU-11111111-2222-3333-4444-555555555555=1G",
+	                      "gpu-11111111222233334444555555555555=1024MiB"));
+	ASSERT(vr_limits_same("50%", "50.0%"));
+	ASSERT(!vr_limits_same("5G", "5121M"));
+	ASSERT(!vr_limits_same("5G", "0=5G"));
+	ASSERT(!vr_limits_same("50%", "4G"));
+	ASSERT(!vr_limits_same("1G,1=2G", "1G"));
+	ASSERT(!vr_limits_same("", "1G"));
+	ASSERT(vr_limits_same("", ""));
+	/* Not specs: their texts. */
+	ASSERT(vr_limits_same("zz", "zz"));
+	ASSERT(!vr_limits_same("zz", "1G"));
+}
+
 int main(void)
 {
+	test_same();
 	test_sizes();
 	test_limits();
 	test_format();
