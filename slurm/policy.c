@@ -131,7 +131,8 @@ int vr_slurm_parse_args(int argc, char *const argv[], struct vr_slurm_conf *conf
 	 * (/usr/lib/<triplet>/vramctl/libvramctl.so: /usr/bin/vramctl). */
 	const char *lib = strstr(c.lib, "/lib/");
 	if (!c.watcher[0] && lib)
-		snprintf(c.watcher, sizeof(c.watcher), "%.*s/bin/vramctl", (int)(lib - c.lib), c.lib);
+		snprintf(c.watcher, sizeof(c.watcher), "%.*s/bin/vramctl", (int)(lib - c.lib),
+		         c.lib);
 	*conf = c;
 	return 0;
 }

@@ -24,8 +24,8 @@ static const unsigned char uuid[VR_UUID_LEN] = {7, 7, 7};
 
 /* As the user, in a child: joins group in dir and reserves bytes on the
  * device (1 GiB cap); writes the result to fd and holds until fd2 closes. */
-static pid_t user_member(uid_t uid, gid_t gid, const char *dir, const char *group,
-                         uint64_t bytes, int out, const int hold[2])
+static pid_t user_member(uid_t uid, gid_t gid, const char *dir, const char *group, uint64_t bytes,
+                         int out, const int hold[2])
 {
 	pid_t pid = fork();
 	if (pid != 0)
@@ -60,11 +60,8 @@ int main(void)
 	snprintf(dir, sizeof dir, "%s/books-%u", base, (unsigned)pw->pw_uid);
 
 	/* 1. Root first: what it makes is the user's. */
-	struct vr_join_opts o = {.dir = dir,
-	                         .group = "job",
-	                         .limit_spec = "1G",
-	                         .as_owner = 1,
-	                         .owner = pw->pw_uid};
+	struct vr_join_opts o = {
+	    .dir = dir, .group = "job", .limit_spec = "1G", .as_owner = 1, .owner = pw->pw_uid};
 	vr_member *root = join_or_fail(&o);
 	uint64_t cap = 0;
 	int d = vr_device(root, uuid, 1ull << 30, &cap);
