@@ -18,5 +18,6 @@ int cmd_kernel(int argc, char **argv);     /* kernel.c */
 int cmd_completion(int argc, char **argv); /* completion.c */
 int cmd_plot(int argc, char **argv);       /* plot.c */
 int cmd_limit(int argc, char **argv);      /* limit.c */
+int cmd_guard(int argc, char **argv);      /* guard.c */
 
 #endif /* VRAMCTL_CLI_COMMANDS_H */

@@ -117,7 +117,7 @@ static CUresult graph_settle(const uint64_t need[VR_MAX_DEVICES], CUresult rc,
 			return CUDA_ERROR_OUT_OF_MEMORY;                                           \
 		}                                                                                  \
 		CUresult vr__rc;                                                                   \
-		VR_OWN(vr__rc = call);                                                             \
+		VR_DRIVER(vr__rc = call);                                                          \
 		return graph_settle(vr__need, vr__rc, phGraphExec);                                \
 	} while (0)
 

@@ -275,6 +275,7 @@ int mon_nvml_read(struct mon_nvml *nv, struct mon_model *m)
 			d->total = m2.total;
 			d->used = m2.used;
 			d->free = m2.free;
+			d->reserved = m2.reserved <= m2.total ? m2.reserved : 0;
 			d->valid |= MON_DEV_MEMORY;
 		} else if (nv->mem_v1 && nv->mem_v1(h, &m1) == NVML_SUCCESS) {
 			d->total = m1.total;
