@@ -111,6 +111,28 @@ static int wr_lock(struct wr *w, char *err, size_t errlen)
 	return rc;
 }
 
+/* A book about to be replaced (damaged: its header): the semaphores its
+ * entries name, where they still are root's sets for those entries, go
+ * first (they would outlive it). */
+static void forget_sets(struct wr *w, const char *name)
+{
+	int fd = openat(w->dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 &&
+	    st.st_size == (off_t)VR_DEVBOOK_SIZE) {
+		struct vr_devfile *f = mmap(NULL, VR_DEVBOOK_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+		if (f != MAP_FAILED) {
+			for (int i = 0; i < VR_DEVBOOK_GROUPS; i++)
+				if (f->e[i].used == 1)
+					vr__held_remove(&f->e[i]);
+			munmap(f, VR_DEVBOOK_SIZE);
+		}
+	}
+	close(fd);
+}
+
 /* Writes a new book (capacity) under a temporary name and renames it into
  * place: over a file that is not a usable book (only root can have put it
  * there). 0 or -errno. */
@@ -185,6 +207,8 @@ static int wr_book(struct wr *w, const unsigned char uuid[16], uint64_t capacity
 			vr_seterr(err, errlen, "%s", why[0] ? why : strerror(-rc));
 			return rc;
 		}
+		if (rc == -EBADMSG)
+			forget_sets(w, name);
 		rc = wr_create(w, name, uuid, capacity, err, errlen);
 		if (rc < 0)
 			return rc;

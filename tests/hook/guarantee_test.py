@@ -91,8 +91,45 @@ class Group:
             self.held = False  # it ends with the group's last member
 
 
+class Attacker:
+    """Another user (attacker.py as $ATTACKER) holding read locks on every
+    byte of the device book and on the board's first byte, and now and
+    then churning locks and trying to write the book."""
+
+    def __init__(self, user, script):
+        self.p = subprocess.Popen(["runuser", "-u", user, "--", "python3", script],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        check(self.p.stdout.readline().startswith("ready"), "the attacker starts")
+        self.book = None
+
+    def ask(self, cmd):
+        self.p.stdin.write(cmd + "\n")
+        self.p.stdin.flush()
+        return self.p.stdout.readline().strip()
+
+    def attack(self):
+        d = os.environ["VRAMCTL_DEVICE_DIR"]
+        if not self.book:
+            names = [n for n in os.listdir(d) if n.startswith("vramctl-dev-") and
+                     not n.endswith(".lock")]
+            if not names:
+                return
+            self.book = os.path.join(d, names[0])
+            for start, length in ((0, 4096 + 64 * 320), (1, 1), (1 << 40, 1)):
+                check(self.ask("lock %s %d %d" % (self.book, start, length)) == "ok",
+                      "the attacker locks the book")
+        r = self.ask("churn %s 5" % self.book)
+        check(r == "ok", "the attacker never writes the book: %s" % r)
+
+    def end(self):
+        self.p.stdin.close()
+        self.p.wait(timeout=20)
+
+
 def randomized(steps):
     rng = random.Random(int(os.environ.get("GUARANTEE_SEED", "2612")))
+    attacker = Attacker(os.environ["ATTACKER"], os.environ["ATTACKER_PY"]) \
+        if os.environ.get("ATTACKER") else None
     groups = [Group("r1", 6 * GiB, 4 * GiB), Group("r2", 8 * GiB, 3 * GiB),
               Group("r3", 10 * GiB, 0), Group("r4", 12 * GiB, 0)]
     k = 0
@@ -102,6 +139,8 @@ def randomized(steps):
             g.start(k)
             k += 1
     for step in range(steps):
+        if attacker and step % 10 == 0:
+            attacker.attack()
         g = rng.choice(groups)
         if not g.procs:
             g.start(k)
@@ -138,6 +177,9 @@ def randomized(steps):
         for p in g.procs:
             p.end()
     seen["guarantees not admitted (the card full)"] = sum(g.refused for g in groups)
+    if attacker:
+        attacker.end()
+        seen["attacked"] = True
     print("randomized: %d steps: %s" % (steps, seen))
     # The test means something only if the card was full at times.
     check(seen["oom"] > steps // 20, "the card was rarely full: %s" % seen)
@@ -157,10 +199,14 @@ def damaged():
              f.endswith(".lock")]
     check(len(books) == 1, "one device book: %s" % books)
     with open(os.path.join(d, books[0]), "r+b") as f:
+        magic = f.read(8)
+        f.seek(0)
         f.write(b"garbage!")
     check(b.alloc(64) == "oom", "a borrow from a damaged book is refused")
     check("the device book cannot be read" in b.stderr(), "and said: %s" % b.stderr()[-400:])
     check(g.alloc(64) == "ok", "a group within its guarantee goes on")
+    with open(os.path.join(d, books[0]), "r+b") as f:
+        f.write(magic)  # root puts it right: what it holds is ended as usual
     for p in (g, b):
         check(p.end() == 0, "%s ends normally" % p.name)
 
