@@ -94,7 +94,7 @@ static void make_book(struct vr_dev *d)
 /* Opens d's book, making it first when there is none. 0, 1 (no book: no
  * guarantee on the GPU), or -1 after one line (a book not used, or one
  * that cannot be read: d->gt.word set accordingly). */
-static int open_book(struct vr_dev *d, uint64_t asked, struct vr_devbook **b)
+static int open_book(struct vr_dev *d, int asked, struct vr_devbook **b)
 {
 	char err[512] = "";
 	int rc = vr_devbook_open(NULL, d->uuid, b, err, sizeof err);
@@ -102,17 +102,13 @@ static int open_book(struct vr_dev *d, uint64_t asked, struct vr_devbook **b)
 		make_book(d);
 		rc = vr_devbook_open(NULL, d->uuid, b, err, sizeof err);
 	}
-	if (rc == -ENOENT && !asked)
-		return 1;
-	if (rc == 0)
-		return 0;
-	if (rc == -ENOENT)
-		snprintf(err, sizeof err, "the GPU has no device book (%s)", VR_GUARD_HOWTO);
+	if (rc == 0 || rc == -ENOENT)
+		return rc == 0 ? 0 : 1;
 	/* Not root's, or writable by another user: whatever it says is not
 	 * a guarantee; this process goes on as on a GPU without a book. A
 	 * book of root's that cannot be read leaves borrowing unchecked only
 	 * if it is allowed: it is not. */
-	int untrusted = rc == -EPERM || rc == -EINVAL || rc == -ENOENT;
+	int untrusted = rc == -EPERM || rc == -EINVAL;
 	vr_log(asked ? VR_LOG_ERROR : VR_LOG_WARN, "GPU %d: the device book (guarantees) %s: %s; %s%s",
 	       d->ordinal, untrusted ? "is not used" : "cannot be read", err[0] ? err : strerror(-rc),
 	       asked ? "this process's guarantee cannot be given; " : "",
@@ -131,7 +127,8 @@ void vr_gt_setup(struct vr_dev *d)
 	uint64_t asked = vr_config_guarantee(d->ordinal, d->uuid_text, d->phys_total, d->cap);
 	char err[512] = "", a[32];
 	struct vr_devbook *b = NULL;
-	if (open_book(d, asked, &b) != 0)
+	int rc = open_book(d, asked != 0, &b);
+	if (rc < 0)
 		return;
 	uint64_t key = vr_books_group_key(), ident = key ? vr_devbook_ident(key) : 0;
 	struct vr_devholder self = self_holder();
@@ -149,6 +146,10 @@ void vr_gt_setup(struct vr_dev *d)
 		       "GPU %d: the guarantee of %s cannot be given: %s; this process borrows "
 		       "like a group without one",
 		       d->ordinal, vr_format_size(asked, a, sizeof a), err);
+	else if (asked && !b && open_book(d, 1, &b) != 0)
+		return; /* made by whoever admitted it, and still not there */
+	if (!b)
+		return; /* no book: nobody holds a guarantee on the GPU */
 	int64_t g = ident ? vr_devbook_find(b, (uint32_t)getuid(), ident, &self, 1) : 0;
 	if (g < 0) {
 		vr_log(VR_LOG_WARN,
