@@ -105,8 +105,9 @@ int vr_slurm_parse_args(int argc, char *const argv[], struct vr_slurm_conf *conf
 				return -EINVAL;
 			}
 		} else if ((klen == 11 && !strncmp(a, "cgroup_root", 11)) ||
-		           (klen == 4 && !strncmp(a, "nvml", 4))) {
-			char *dst = klen == 4 ? c.nvml : c.cgroup_root;
+		           (klen == 4 && !strncmp(a, "nvml", 4)) ||
+		           (klen == 10 && !strncmp(a, "device_dir", 10))) {
+			char *dst = klen == 4 ? c.nvml : klen == 10 ? c.device_dir : c.cgroup_root;
 			if (v[0] != '/' || vr_text_copy(dst, VR_SLURM_TEXT_MAX, v)) {
 				vr_seterr(err, errlen, "%.*s=%s: need an absolute path", (int)klen,
 				          a, v);
@@ -117,7 +118,7 @@ int vr_slurm_parse_args(int argc, char *const argv[], struct vr_slurm_conf *conf
 			    err, errlen,
 			    "unknown argument '%s' (known: lib, default, bytes_per_shard, "
 			    "allow_optout, allow_spill, allow_guarantee, registry_dir, enforce, "
-			    "cgroup_root, nvml)",
+			    "cgroup_root, nvml, device_dir)",
 			    a);
 			return -EINVAL;
 		}

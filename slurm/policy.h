@@ -33,6 +33,9 @@ struct vr_slurm_conf {
 	enum vr_enforce enforce;              /* enforce=library|driver|both (library) */
 	char cgroup_root[VR_SLURM_TEXT_MAX];  /* cgroup_root=DIR (/sys/fs/cgroup) */
 	char nvml[VR_SLURM_TEXT_MAX]; /* nvml=PATH of libnvidia-ml.so.1 ("": the loader's) */
+	/* device_dir=DIR: root's directory of the device books, where the
+	 * plugin gives the step's guarantee ("": /run/vramctl) */
+	char device_dir[VR_SLURM_TEXT_MAX];
 };
 
 /*

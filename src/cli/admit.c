@@ -11,7 +11,6 @@
 #include "cli/admit.h"
 #include "common/size.h"
 #include "common/text.h"
-#include "monitor/model.h"
 #include "monitor/nvml.h"
 #include "registry/devbook.h"
 #include "registry/devguard.h"
@@ -20,22 +19,15 @@
 /* NVML's free memory of the device with this UUID text: 0, or -EIO. */
 static int card_free(void *arg, uint64_t *free_b)
 {
-	const char *uuid = arg;
 	struct mon_nvml *nv = NULL;
-	struct mon_model m;
 	char err[256];
-	int rc = -EIO;
-	memset(&m, 0, sizeof m);
-	if (mon_nvml_open(NULL, &nv, err, sizeof err) == 0 && mon_nvml_read(nv, &m) == 0)
-		for (int i = 0; i < m.ndevs; i++)
-			if (!strcasecmp(m.devs[i].uuid, uuid) && (m.devs[i].valid & MON_DEV_MEMORY)) {
-				*free_b = m.devs[i].free;
-				rc = 0;
-			}
-	mon_model_clear(&m);
+	uint64_t usable;
+	int rc = mon_nvml_open(NULL, &nv, err, sizeof err) == 0
+	             ? mon_nvml_card(nv, arg, -1, NULL, free_b, &usable)
+	             : -EIO;
 	if (nv)
 		mon_nvml_close(nv);
-	return rc;
+	return rc == 0 ? 0 : -EIO;
 }
 
 /* Root: the book itself. */

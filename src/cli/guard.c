@@ -25,7 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -37,7 +36,6 @@
 #include "common/exit.h"
 #include "common/size.h"
 #include "common/text.h"
-#include "monitor/model.h"
 #include "monitor/nvml.h"
 #include "registry/devbook.h"
 #include "registry/devguard.h"
@@ -151,18 +149,7 @@ static int card(const unsigned char uuid[16], uint64_t *free_b, uint64_t *total)
 	vr_format_uuid(uuid, text, sizeof text);
 	if (!g.nv && mon_nvml_open(NULL, &g.nv, err, sizeof err) != 0)
 		return -EIO;
-	struct mon_model m;
-	memset(&m, 0, sizeof m);
-	int rc = -EIO;
-	if (mon_nvml_read(g.nv, &m) == 0)
-		for (int i = 0; i < m.ndevs; i++)
-			if (!strcasecmp(m.devs[i].uuid, text) && (m.devs[i].valid & MON_DEV_MEMORY)) {
-				*free_b = m.devs[i].free;
-				*total = m.devs[i].total - m.devs[i].reserved;
-				rc = 0;
-			}
-	mon_model_clear(&m);
-	return rc;
+	return mon_nvml_card(g.nv, text, -1, NULL, free_b, total) == 0 ? 0 : -EIO;
 }
 
 static int card_free(void *arg, uint64_t *free_b)

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/contract.h"
 #include "common/text.h"
 #include "hook/books.h"
 #include "hook/config.h"
@@ -119,6 +120,23 @@ static int open_book(struct vr_dev *d, int asked, struct vr_devbook **b)
 	return -1;
 }
 
+/* The group's name in the book: the hash of the token a root launcher gave
+ * it (VRAMCTL_GUARANTEE_TOKEN), else of its books' key; 0: none (no group). */
+static uint64_t group_ident(void)
+{
+	const char *t = getenv(VR_ENV_GUARANTEE_TOKEN);
+	char *end;
+	if (t && *t) {
+		uint64_t v = strtoull(t, &end, 16);
+		if (!*end && v)
+			return vr_devbook_ident(v);
+		vr_log(VR_LOG_WARN, VR_ENV_GUARANTEE_TOKEN " is not 16 hex digits: the group is "
+		                    "named by its books instead");
+	}
+	uint64_t key = vr_books_group_key();
+	return key ? vr_devbook_ident(key) : 0;
+}
+
 void vr_gt_setup(struct vr_dev *d)
 {
 	d->gt.word = &vr_gt_none;
@@ -127,30 +145,33 @@ void vr_gt_setup(struct vr_dev *d)
 	uint64_t asked = vr_config_guarantee(d->ordinal, d->uuid_text, d->phys_total, d->cap);
 	char err[512] = "", a[32];
 	struct vr_devbook *b = NULL;
-	int rc = open_book(d, asked != 0, &b);
-	if (rc < 0)
+	if (open_book(d, asked != 0, &b) < 0)
 		return;
-	uint64_t key = vr_books_group_key(), ident = key ? vr_devbook_ident(key) : 0;
+	uint64_t ident = group_ident();
 	struct vr_devholder self = self_holder();
-	if (asked && !key) {
+	uint32_t uid = (uint32_t)getuid();
+	if (asked && !ident) {
 		vr_log(VR_LOG_ERROR,
 		       "GPU %d: a guarantee of %s needs the group's books, which this process "
 		       "could not join: it borrows like a process without one",
 		       d->ordinal, vr_format_size(asked, a, sizeof a));
 		asked = 0;
 	}
+	int64_t g = b && ident ? vr_devbook_find(b, uid, ident, &self, 0) : 0;
 	/* With VRAMCTL_GUARANTEE, this process asks for the guarantee: it is
-	 * admitted, or joined (the group's lives while one of them does). */
-	if (asked && admit(d, asked, ident, err, sizeof err) != 0)
+	 * admitted, or joined as one of the processes it lives for. One a
+	 * launcher gave (found above) needs nothing more: its launcher holds it,
+	 * so a join that cannot be had (no service) goes unsaid. */
+	if (asked && admit(d, asked, ident, err, sizeof err) != 0 && g <= 0)
 		vr_log(VR_LOG_ERROR,
 		       "GPU %d: the guarantee of %s cannot be given: %s; this process borrows "
 		       "like a group without one",
 		       d->ordinal, vr_format_size(asked, a, sizeof a), err);
-	else if (asked && !b && open_book(d, 1, &b) != 0)
-		return; /* made by whoever admitted it, and still not there */
+	if (asked && !b && open_book(d, 1, &b) != 0)
+		return;
 	if (!b)
 		return; /* no book: nobody holds a guarantee on the GPU */
-	int64_t g = ident ? vr_devbook_find(b, (uint32_t)getuid(), ident, &self, 1) : 0;
+	g = ident ? vr_devbook_find(b, uid, ident, &self, 1) : 0;
 	if (g < 0) {
 		vr_log(VR_LOG_WARN,
 		       "GPU %d: the device book (guarantees) cannot be read; allocations past the "

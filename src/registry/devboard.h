@@ -19,7 +19,7 @@
 
 /* The most locks a reader asks about before it gives up (-E2BIG): borrows
  * in flight at one instant, plus anyone's stray locks. */
-#define VR_BOARD_PROBES 64
+#define VR_BOARD_PROBES 512
 
 /* This process's lock on the board: its region's start (-1: none) and
  * length. */

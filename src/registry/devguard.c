@@ -11,13 +11,14 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "common/contract.h"
 #include "common/text.h"
 #include "registry/devguard.h"
 #include "registry/util.h"
 
 int vr_guard_socket(char *buf, size_t len)
 {
-	const char *e = getenv("VRAMCTL_GUARD_SOCKET");
+	const char *e = getenv(VR_ENV_GUARD_SOCKET);
 	int n = snprintf(buf, len, "%s", e && *e ? e : VR_GUARD_SOCKET);
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
