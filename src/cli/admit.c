@@ -53,7 +53,7 @@ static int admit_one(const struct vr_launch_dev *dv, uint64_t g, const char *gro
 {
 	char err[512] = "";
 	uint64_t given = 0, ident = vr_devbook_ident(vr_group_key(member));
-	int direct = geteuid() == 0, rc;
+	int direct = geteuid() == 0 && vr_devbook_host_pids(), rc;
 	if (direct) {
 		rc = admit_direct(dv, g, ident, group, &given, err, sizeof err);
 	} else {

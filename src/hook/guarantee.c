@@ -52,6 +52,15 @@ static int card_free(void *arg, uint64_t *free_b)
 	return vr_nvml_free(d->uuid_text, free_b) == NV_READY ? 0 : -EIO;
 }
 
+/* This process writes the book itself: root, seeing host PIDs (a root in
+ * a container of its own names itself by a PID the host does not know,
+ * and may see root's directory read-only: it asks the service, which the
+ * kernel tells the host's PID). */
+static int writes_itself(void)
+{
+	return geteuid() == 0 && vr_devbook_host_pids();
+}
+
 /* Has the group's guarantee of asked bytes admitted, or joins it as one
  * of the processes it lives for: as root in the book itself, else through
  * the guard service. 0, or -1 with the reason in err. */
@@ -59,7 +68,7 @@ static int admit(struct vr_dev *d, uint64_t asked, uint64_t ident, char *err, si
 {
 	uint64_t given = 0;
 	const char *group = vr_books_group();
-	if (geteuid() == 0) {
+	if (writes_itself()) {
 		struct vr_devbook_ask a = {.capacity = d->phys_total, /* the driver's */
 		                           .uid = (uint32_t)getuid(),
 		                           .ident = ident,
@@ -83,7 +92,7 @@ static void make_book(struct vr_dev *d)
 {
 	char err[512];
 	uint64_t given;
-	if (geteuid() == 0) {
+	if (writes_itself()) {
 		vr_devbook_make(NULL, d->uuid, d->phys_total, err, sizeof err);
 		return;
 	}

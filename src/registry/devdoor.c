@@ -197,17 +197,22 @@ int vr__devbook_snap(const struct vr_devfile *f, struct vr_devsnap *s)
  * before it was asked. */
 static int host_pids = -1;
 
-int vr__devholder_alive(const struct vr_devholder *h, int exact)
+int vr_devbook_host_pids(void)
 {
-	if (h->pid <= 0)
-		return 0;
 	int hp = __atomic_load_n(&host_pids, __ATOMIC_RELAXED);
 	if (hp < 0) {
 		struct stat ns;
 		hp = stat("/proc/self/ns/pid", &ns) == 0 && ns.st_ino == VR_PID_INIT_INO;
 		__atomic_store_n(&host_pids, hp, __ATOMIC_RELAXED);
 	}
-	if (!hp)
+	return hp;
+}
+
+int vr__devholder_alive(const struct vr_devholder *h, int exact)
+{
+	if (h->pid <= 0)
+		return 0;
+	if (!vr_devbook_host_pids())
 		return 1;
 	if (kill(h->pid, 0) != 0 && errno == ESRCH)
 		return 0;

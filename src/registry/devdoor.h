@@ -149,6 +149,10 @@ struct vr_devsnap {
  * change), -EBADMSG when what was copied is out of range. */
 int vr__devbook_snap(const struct vr_devfile *f, struct vr_devsnap *s);
 
+/* 1 when this process sees host PIDs (the initial PID namespace): the
+ * PIDs in the book are host PIDs (what SO_PEERCRED tells the service). */
+int vr_devbook_host_pids(void);
+
 /* 1 when a holder is alive: kill(pid, 0) finds it (a reused PID counts
  * as alive), and with exact its start time is the recorded one; 1 as well
  * when this process cannot tell (a PID namespace of its own, where host
