@@ -132,6 +132,7 @@ programs: $(VRAMCTL) $(CLI_HELPER_BINS) $(HOOK_LIB) $(HOOK_PRELOAD) $(SIM_CUDA) 
 install: programs
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR)/sim $(DESTDIR)$(LIBEXECDIR) \
 		$(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
+		$(DESTDIR)$(PREFIX)/share/man/man8 \
 		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(SYSCONFDIR)/vramctl
 	install -m 0755 $(VRAMCTL) $(DESTDIR)$(PREFIX)/bin/vramctl
 	install -m 0644 $(HOOK_LIB) $(DESTDIR)$(LIBDIR)/libvramctl.so
@@ -140,6 +141,7 @@ install: programs
 	install -m 0755 $(DEMO_APP) $(DOCTOR_PROBE) $(CLI_HELPER_BINS) $(DESTDIR)$(LIBEXECDIR)/
 	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 man/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
+	install -m 0644 man/*.8 $(DESTDIR)$(PREFIX)/share/man/man8/
 	$(VRAMCTL) completion bash >$(DESTDIR)$(BASHCOMPDIR)/vramctl
 	$(VRAMCTL) completion zsh >$(DESTDIR)$(ZSHCOMPDIR)/_vramctl
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/vramctl/vramctl.conf ]; then \

@@ -124,6 +124,18 @@ if command -v systemd-socket-activate >/dev/null; then
 else
 	echo "note: no systemd-socket-activate: socket activation not tried"
 fi
+# The units the package ships, as systemd reads them (the binary: this one).
+if command -v systemd-analyze >/dev/null; then
+	mkdir "$W/units"
+	cp "$VR_SRC/debian/vramctl.vramctl-guard.socket" "$W/units/vramctl-guard.socket"
+	sed "s|^ExecStart=/usr/bin/vramctl|ExecStart=$V|" "$VR_SRC/debian/vramctl.vramctl-guard.service" \
+		>"$W/units/vramctl-guard.service"
+	(cd "$W/units" && systemd-analyze verify --man=no ./vramctl-guard.socket \
+		./vramctl-guard.service) >"$W/verify" 2>&1 || fail "the units: $(cat "$W/verify")"
+	[ -s "$W/verify" ] && fail "systemd-analyze on the units: $(cat "$W/verify")"
+else
+	echo "note: no systemd-analyze: the units not checked"
+fi
 start_guard
 [ "$(stat -c %U:%a "$W/devices")" = root:755 ] || fail "the books' directory: $(stat -c %U:%a "$W/devices")"
 
