@@ -36,8 +36,7 @@ static int card_free(void *arg, uint64_t *free_b)
 }
 
 int vr_slurm_guarantee_give(spank_t sp, const struct vr_slurm_conf *conf, const char *spec,
-                            const char *gspec, uid_t uid, const char *group, char *msg,
-                            size_t len)
+                            const char *gspec, uid_t uid, const char *group, char *msg, size_t len)
 {
 	struct vr_limits lim, guar;
 	unsigned idx[VR_SLURM_GPUS_MAX];
@@ -81,8 +80,8 @@ int vr_slurm_guarantee_give(spank_t sp, const struct vr_slurm_conf *conf, const 
 		                           .holder = stepd,
 		                           .card_free = card_free,
 		                           .arg = &c};
-		if (vr_devbook_admit(conf->device_dir[0] ? conf->device_dir : NULL, raw, &a, &given, err,
-		                     sizeof err) < 0) {
+		if (vr_devbook_admit(conf->device_dir[0] ? conf->device_dir : NULL, raw, &a, &given,
+		                     err, sizeof err) < 0) {
 			snprintf(msg, len, "GPU %u: %s", idx[k], err);
 			ok = 0;
 		}

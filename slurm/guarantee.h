@@ -31,7 +31,6 @@ uint64_t vr_slurm_guarantee_token(const char *group);
  * the job's output in msg.
  */
 int vr_slurm_guarantee_give(spank_t sp, const struct vr_slurm_conf *conf, const char *spec,
-                            const char *gspec, uid_t uid, const char *group, char *msg,
-                            size_t len);
+                            const char *gspec, uid_t uid, const char *group, char *msg, size_t len);
 
 #endif /* VRAMCTL_SLURM_GUARANTEE_H */

@@ -453,7 +453,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 	}
 	struct vr_contract c = {.limit = d.spec,
 	                        .guarantee = gspec[0] ? gspec : NULL,
-	                        .guarantee_token = token[0] ? token : NULL,
+	                        .token = token[0] ? token : NULL,
 	                        .group = group,
 	                        .registry_dir = dir,
 	                        .growth = user_growth,

@@ -63,8 +63,8 @@ static int admit_one(const struct vr_launch_dev *dv, uint64_t g, const char *gro
 		rc = vr_guard_ask(&r, &given, err, sizeof err);
 	}
 	if (rc < 0) {
-		fprintf(stderr, "vramctl: --guarantee: GPU %d (%s): %s; nothing started\n", dv->index,
-		        dv->uuid, err[0] ? err : strerror(-rc));
+		fprintf(stderr, "vramctl: --guarantee: GPU %d (%s): %s; nothing started\n",
+		        dv->index, dv->uuid, err[0] ? err : strerror(-rc));
 		return -1;
 	}
 	int k = out->n++;
@@ -73,11 +73,12 @@ static int admit_one(const struct vr_launch_dev *dv, uint64_t g, const char *gro
 	out->dev[k].direct = direct;
 	if (given != g) {
 		char a[32], b[32];
-		fprintf(stderr,
-		        "vramctl: --guarantee: GPU %d: group %s already holds a guarantee of %s there "
-		        "(its first member's); it stays, not %s\n",
-		        dv->index, group, vr_format_size(given, a, sizeof a),
-		        vr_format_size(g, b, sizeof b));
+		fprintf(
+		    stderr,
+		    "vramctl: --guarantee: GPU %d: group %s already holds a guarantee of %s there "
+		    "(its first member's); it stays, not %s\n",
+		    dv->index, group, vr_format_size(given, a, sizeof a),
+		    vr_format_size(g, b, sizeof b));
 	}
 	return 0;
 }

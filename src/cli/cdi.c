@@ -635,16 +635,17 @@ static int cdi_generate(int argc, char **argv)
 	s.mounts[1] = (struct mount){preload, "/etc/ld.so.preload", "ro"};
 	s.mounts[2] = (struct mount){books, books, "rw"};
 	s.nmounts = 3;
-	if (gua_text[0]) {
+	if (gua_text[0] && strcmp(books, VR_DEVBOOK_DEFAULT_DIR) != 0) {
 		struct stat st;
 		s.mounts[s.nmounts++] =
 		    (struct mount){VR_DEVBOOK_DEFAULT_DIR, VR_DEVBOOK_DEFAULT_DIR, "ro"};
 		if (stat(VR_DEVBOOK_DEFAULT_DIR, &st) != 0)
-			fprintf(stderr,
-			        "vramctl: note: %s is not here yet: containers with this spec start "
-			        "once it is (the guard service's socket unit makes it: systemctl "
-			        "enable --now vramctl-guard.socket)\n",
-			        VR_DEVBOOK_DEFAULT_DIR);
+			fprintf(
+			    stderr,
+			    "vramctl: note: %s is not here yet: containers with this spec start "
+			    "once it is (the guard service's socket unit makes it: systemctl "
+			    "enable --now vramctl-guard.socket)\n",
+			    VR_DEVBOOK_DEFAULT_DIR);
 	}
 	struct vr_contract c = {
 	    .limit = spec_text,

@@ -49,11 +49,11 @@
 /* Clients served at once (more wait in the listen queue), the longest a
  * client may take to send its line, holders kept, entries per user and
  * device. */
-#define CLIENTS_MAX   32
-#define CLIENT_MS     2000
-#define HOLDERS_MAX   4096
-#define PER_USER_MAX  8
-#define DEFAULT_IDLE  60
+#define CLIENTS_MAX  32
+#define CLIENT_MS    2000
+#define HOLDERS_MAX  4096
+#define PER_USER_MAX 8
+#define DEFAULT_IDLE 60
 
 struct client {
 	int fd;
@@ -207,8 +207,9 @@ static void serve(struct client *c, const struct vr_guard_req *r, char *out, siz
 	char err[512] = "";
 	uint64_t free_b = 0, total = 0, given = 0;
 	if (card(r->uuid, &free_b, &total) < 0) {
-		snprintf(out, len, "no the GPU is not one NVML lists here, or NVML cannot tell its "
-		                   "memory\n");
+		snprintf(out, len,
+		         "no the GPU is not one NVML lists here, or NVML cannot tell its "
+		         "memory\n");
 		return;
 	}
 	if (r->verb == VR_GUARD_BOOK) {
@@ -313,7 +314,8 @@ static void gone(int i)
 	g.h[i] = g.h[--g.nh];
 	int other = -1;
 	for (int k = 0; k < g.nh && other < 0; k++)
-		if (!memcmp(g.h[k].uuid, x.uuid, 16) && g.h[k].uid == x.uid && g.h[k].ident == x.ident)
+		if (!memcmp(g.h[k].uuid, x.uuid, 16) && g.h[k].uid == x.uid &&
+		    g.h[k].ident == x.ident)
 			other = k;
 	if (other < 0) {
 		vr_devbook_end(g.dir, x.uuid, x.uid, x.ident);
@@ -324,10 +326,8 @@ static void gone(int i)
 	 * reader, and for a service that starts after this one). */
 	char err[128];
 	uint64_t given;
-	struct vr_devbook_ask a = {.uid = x.uid,
-	                           .ident = x.ident,
-	                           .holder = g.h[other].h,
-	                           .manager = g.self};
+	struct vr_devbook_ask a = {
+	    .uid = x.uid, .ident = x.ident, .holder = g.h[other].h, .manager = g.self};
 	vr_devbook_admit(g.dir, x.uuid, &a, &given, err, sizeof err);
 }
 
@@ -408,12 +408,10 @@ static int loop(int lfd, int idle)
 
 int cmd_guard(int argc, char **argv)
 {
-	static const struct option opts[] = {{"socket", required_argument, NULL, 's'},
-	                                     {"device-dir", required_argument, NULL, 'd'},
-	                                     {"idle", required_argument, NULL, 'i'},
-	                                     {"reclaim", no_argument, NULL, 'r'},
-	                                     {"help", no_argument, NULL, 'h'},
-	                                     {NULL, 0, NULL, 0}};
+	static const struct option opts[] = {
+	    {"socket", required_argument, NULL, 's'}, {"device-dir", required_argument, NULL, 'd'},
+	    {"idle", required_argument, NULL, 'i'},   {"reclaim", no_argument, NULL, 'r'},
+	    {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
 	const char *path = NULL;
 	int idle = DEFAULT_IDLE, opt, reclaim = 0;
 	optind = 1;

@@ -37,7 +37,7 @@
 #define VR_ENV_GUARANTEE_TOKEN "VRAMCTL_GUARANTEE_TOKEN"
 /* The guard service's socket (registry/devguard.h); default
  * /run/vramctl/guard.sock. */
-#define VR_ENV_GUARD_SOCKET "VRAMCTL_GUARD_SOCKET"
+#define VR_ENV_GUARD_SOCKET   "VRAMCTL_GUARD_SOCKET"
 #define VR_DEFAULT_DIR_PREFIX "/tmp/vramctl-"
 /* Path of the real driver library; default: found as the loader would. */
 #define VR_ENV_DRIVER "VRAMCTL_DRIVER"

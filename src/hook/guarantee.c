@@ -119,8 +119,9 @@ static int open_book(struct vr_dev *d, int asked, struct vr_devbook **b)
 	 * book of root's that cannot be read leaves borrowing unchecked only
 	 * if it is allowed: it is not. */
 	int untrusted = rc == -EPERM || rc == -EINVAL;
-	vr_log(asked ? VR_LOG_ERROR : VR_LOG_WARN, "GPU %d: the device book (guarantees) %s: %s; %s%s",
-	       d->ordinal, untrusted ? "is not used" : "cannot be read", err[0] ? err : strerror(-rc),
+	vr_log(asked ? VR_LOG_ERROR : VR_LOG_WARN,
+	       "GPU %d: the device book (guarantees) %s: %s; %s%s", d->ordinal,
+	       untrusted ? "is not used" : "cannot be read", err[0] ? err : strerror(-rc),
 	       asked ? "this process's guarantee cannot be given; " : "",
 	       untrusted ? "other groups' guarantees are not seen by this process (its cap holds)"
 	                 : "allocations past the group's guarantee are refused (its cap holds)");
@@ -140,7 +141,7 @@ static uint64_t group_ident(void)
 		if (!*end && v)
 			return vr_devbook_ident(v);
 		vr_log(VR_LOG_WARN, VR_ENV_GUARANTEE_TOKEN " is not 16 hex digits: the group is "
-		                    "named by its books instead");
+		                                           "named by its books instead");
 	}
 	uint64_t key = vr_books_group_key();
 	return key ? vr_devbook_ident(key) : 0;
@@ -272,8 +273,9 @@ int vr__gt_borrow(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
 	 * (or it had published its own before we read the board below). */
 	int rc = vr_devbook_pending_add(b, bytes);
 	if (rc < 0) {
-		r.why = rc == -EBUSY ? "the board of borrows in flight is full of others' locks"
-		                     : "this borrow cannot be put on the board of borrows in flight";
+		r.why = rc == -EBUSY
+		            ? "the board of borrows in flight is full of others' locks"
+		            : "this borrow cannot be put on the board of borrows in flight";
 		return refuse(d, bytes, &r);
 	}
 	struct vr_devbook_state st;
@@ -377,8 +379,9 @@ void vr_gt_say_denied(const struct vr_dev *d, uint64_t bytes)
 	 * before they were given). */
 	char pend[96] = "";
 	if (r.pending)
-		snprintf(pend, sizeof pend, ", and %s was granted to other borrowers and is not on "
-		                            "the card yet",
+		snprintf(pend, sizeof pend,
+		         ", and %s was granted to other borrowers and is not on "
+		         "the card yet",
 		         vr_format_size_digits(r.pending, dg, a, sizeof a));
 	vr__log(VR_LOG_WARN,
 	        "denied %s on GPU %d: the card's free memory is guaranteed to other groups: %s; "

@@ -89,7 +89,8 @@ int vr_devbook_open(const char *dir, const unsigned char uuid[16], struct vr_dev
 		if (e == ENOENT)
 			return -ENOENT; /* no books: nobody holds a guarantee */
 		vr_seterr(err, errlen, "device book directory %s: %s", dir,
-		          e == ELOOP || e == ENOTDIR ? "not a directory (a symlink?)" : strerror(e));
+		          e == ELOOP || e == ENOTDIR ? "not a directory (a symlink?)"
+		                                     : strerror(e));
 		return e == ELOOP || e == ENOTDIR ? -EPERM : -e;
 	}
 	const char *why = "";
@@ -146,17 +147,26 @@ static int find_in(const struct vr_devsnap *s, uint32_t uid, uint64_t ident)
 	return -1;
 }
 
+/* A copy of the book's used entries (malloc'ed: 20 KiB), or NULL with
+ * *rc the reason (-ENOMEM, or vr__devbook_snap's). */
+static struct vr_devsnap *snap(const struct vr_devbook *b, int *rc)
+{
+	struct vr_devsnap *s = malloc(sizeof *s);
+	*rc = s ? vr__devbook_snap(b->f, s) : -ENOMEM;
+	if (*rc < 0) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
 int64_t vr_devbook_find(struct vr_devbook *b, uint32_t uid, uint64_t ident,
                         const struct vr_devholder *self, int publish)
 {
-	struct vr_devsnap *s = malloc(sizeof *s);
+	int rc;
+	struct vr_devsnap *s = snap(b, &rc);
 	if (!s)
-		return -ENOMEM;
-	int rc = vr__devbook_snap(b->f, s);
-	if (rc < 0) {
-		free(s);
 		return rc;
-	}
 	b->uid = uid;
 	b->ident = ident;
 	b->self = *self;
@@ -191,7 +201,8 @@ uint64_t vr_devbook_own(struct vr_devbook *b)
 		    mine = 0;
 		uint64_t g = e->guarantee;
 		for (int k = 0; k < VR_DEVBOOK_HOLDERS && same && !mine; k++)
-			mine = e->holder[k].pid == b->self.pid && e->holder[k].start == b->self.start;
+			mine =
+			    e->holder[k].pid == b->self.pid && e->holder[k].start == b->self.start;
 		atomic_thread_fence(memory_order_acquire);
 		if (atomic_load_explicit(&b->f->h.seq, memory_order_relaxed) != s1)
 			continue;
@@ -214,15 +225,11 @@ uint64_t vr_devbook_own(struct vr_devbook *b)
 
 int vr_devbook_state(struct vr_devbook *b, struct vr_devbook_state *st)
 {
-	struct vr_devsnap *s = malloc(sizeof *s);
+	int rc;
 	memset(st, 0, sizeof *st);
+	struct vr_devsnap *s = snap(b, &rc);
 	if (!s)
-		return -ENOMEM;
-	int rc = vr__devbook_snap(b->f, s);
-	if (rc < 0) {
-		free(s);
 		return rc;
-	}
 	uint64_t most = 0;
 	for (int k = 0; k < s->n; k++) {
 		const struct vr_deventry *e = &s->e[k];
@@ -234,7 +241,8 @@ int vr_devbook_state(struct vr_devbook *b, struct vr_devbook_state *st)
 			st->own = e->guarantee;
 			continue;
 		}
-		uint64_t held = vr__held_read(e), unused = e->guarantee > held ? e->guarantee - held : 0;
+		uint64_t held = vr__held_read(e),
+		         unused = e->guarantee > held ? e->guarantee - held : 0;
 		st->unused = vr__sat_add(st->unused, unused);
 		if (unused > most) {
 			most = unused;

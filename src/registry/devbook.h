@@ -95,8 +95,8 @@ struct vr_devbook_holder {
 };
 /* What a borrow is checked against, read without a lock. */
 struct vr_devbook_state {
-	uint64_t own;    /* this process's group's guarantee now (0: none, or ended) */
-	uint64_t unused; /* other live groups' unused guarantees: guarantee - held */
+	uint64_t own;                 /* this process's group's guarantee now (0: none, or ended) */
+	uint64_t unused;              /* other live groups' unused guarantees: guarantee - held */
 	struct vr_devbook_holder top; /* the one with the most unused (zeroed: none) */
 };
 /* 0, or -EAGAIN (the book kept changing), -EBADMSG (out of range). */
@@ -183,7 +183,8 @@ int vr_devbook_end(const char *dir, const unsigned char uuid[16], uint32_t uid, 
  * alone keep it) while one of its holders lives (each live holder passed
  * to adopt), and ended otherwise; then every entry whose processes are
  * all gone ends. The number of entries adopted, or a negative errno. */
-int vr_devbook_adopt(const char *dir, const unsigned char uuid[16], const struct vr_devholder *manager,
+int vr_devbook_adopt(const char *dir, const unsigned char uuid[16],
+                     const struct vr_devholder *manager,
                      void (*adopt)(void *arg, const unsigned char uuid[16], uint32_t uid,
                                    uint64_t ident, const struct vr_devholder *h),
                      void *arg);

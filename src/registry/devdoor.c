@@ -139,7 +139,8 @@ int vr__devbook_map(int dfd, const char *dir, const unsigned char uuid[16], int 
 		rc = -EBADMSG;
 	}
 	void *p = MAP_FAILED;
-	if (rc == 0 && (p = mmap(NULL, VR_DEVBOOK_SIZE, PROT_READ, MAP_SHARED, fd, 0)) == MAP_FAILED)
+	if (rc == 0 &&
+	    (p = mmap(NULL, VR_DEVBOOK_SIZE, PROT_READ, MAP_SHARED, fd, 0)) == MAP_FAILED)
 		rc = -errno;
 	if (rc == 0 && (rc = hdr_check(p, uuid, &why)) != 0)
 		munmap(p, VR_DEVBOOK_SIZE);

@@ -56,7 +56,8 @@ int vr_guard_parse(const char *line, struct vr_guard_req *r)
 	char verb[8], u[40], group[80] = "";
 	uint64_t bytes = 0, ident = 0;
 	memset(r, 0, sizeof *r);
-	int n = sscanf(line, "%7s %39s %" SCNu64 " %" SCNx64 " %79s", verb, u, &bytes, &ident, group);
+	int n =
+	    sscanf(line, "%7s %39s %" SCNu64 " %" SCNx64 " %79s", verb, u, &bytes, &ident, group);
 	if (n >= 2 && !strcmp(verb, "book") && parse_uuid(u, r->uuid) == 0) {
 		r->verb = VR_GUARD_BOOK;
 		return n == 2 ? 0 : -EINVAL;
@@ -134,7 +135,8 @@ int vr_guard_ask(const struct vr_guard_req *r, uint64_t *bytes, char *err, size_
 	}
 	int rc = send(fd, line, (size_t)n, MSG_NOSIGNAL) == n ? 0 : -errno;
 	if (rc == 0)
-		rc = read_line(fd, reply, sizeof reply, vr_now_ns() + VR_GUARD_WAIT_MS * 1000000ull);
+		rc =
+		    read_line(fd, reply, sizeof reply, vr_now_ns() + VR_GUARD_WAIT_MS * 1000000ull);
 	close(fd);
 	if (rc < 0) {
 		vr_seterr(err, errlen, "the guard service at %s %s", path,
@@ -145,7 +147,7 @@ int vr_guard_ask(const struct vr_guard_req *r, uint64_t *bytes, char *err, size_
 		*bytes = strtoull(reply + 3, NULL, 10);
 		return 0;
 	}
-	vr_seterr(err, errlen, "%s", strncmp(reply, "no ", 3) ? "the guard service's answer is garbled"
-	                                                      : reply + 3);
+	vr_seterr(err, errlen, "%s",
+	          strncmp(reply, "no ", 3) ? "the guard service's answer is garbled" : reply + 3);
 	return -EACCES;
 }

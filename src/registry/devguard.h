@@ -23,7 +23,7 @@
 #define VR_GUARD_SOCKET "/run/vramctl/guard.sock"
 /* What a refusal for want of the service says how to fix. */
 #define VR_GUARD_HOWTO                                                                             \
-	"guarantees for users other than root need the vramctl guard service "                   \
+	"guarantees for users other than root need the vramctl guard service "                     \
 	"(systemctl enable --now vramctl-guard.socket; vramctl-guard(8))"
 
 /* The longest a client waits for the service's answer. */

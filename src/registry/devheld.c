@@ -118,9 +118,8 @@ void vr__held_start(struct vr_heldpub *p, const struct vr_deventry *e)
  * waiting: 0 or -errno. */
 static int op(int id, uint32_t j, int n)
 {
-	struct sembuf s = {.sem_num = (unsigned short)j,
-	                   .sem_op = (short)n,
-	                   .sem_flg = SEM_UNDO | IPC_NOWAIT};
+	struct sembuf s = {
+	    .sem_num = (unsigned short)j, .sem_op = (short)n, .sem_flg = SEM_UNDO | IPC_NOWAIT};
 	return semop(id, &s, 1) == 0 ? 0 : -errno;
 }
 

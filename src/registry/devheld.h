@@ -36,8 +36,8 @@ struct vr_heldpub {
 	int semid; /* -1: not publishing */
 	uint32_t nsems;
 	uint64_t unit;
-	uint64_t bytes;              /* this process's bytes on the card */
-	uint32_t pub[VR_HELD_SEMS];  /* units it added to each semaphore */
+	uint64_t bytes;             /* this process's bytes on the card */
+	uint32_t pub[VR_HELD_SEMS]; /* units it added to each semaphore */
 };
 void vr__held_init(struct vr_heldpub *p);
 /* Starts publishing into the entry's set (this process's user owns it). */

@@ -436,8 +436,10 @@ int vr_devbook_make(const char *dir, const unsigned char uuid[16], uint64_t capa
 	return rc;
 }
 
-int vr_devbook_leave(const char *dir, const unsigned char uuid[16], uint32_t uid, uint64_t ident,
-                     int32_t pid)
+/* pid leaves the entry of (uid, ident), which ends when none of its
+ * processes is alive (or at once, with end). */
+static int leave(const char *dir, const unsigned char uuid[16], uint32_t uid, uint64_t ident,
+                 int32_t pid, int end)
 {
 	struct wr w;
 	char err[256];
@@ -446,36 +448,30 @@ int vr_devbook_leave(const char *dir, const unsigned char uuid[16], uint32_t uid
 		return rc;
 	struct vr_devfile *f = w.f;
 	int i = find(f, uid, ident);
-	if (i < 0) {
-		rc = -ENOENT;
-	} else {
+	if (i >= 0) {
 		struct vr_deventry *e = &f->e[i];
 		wbegin(f);
 		for (int k = 0; k < VR_DEVBOOK_HOLDERS; k++)
 			if (e->holder[k].pid == pid)
 				memset(&e->holder[k], 0, sizeof e->holder[k]);
 		wend(f);
-		if (!vr__deventry_alive(e, 1))
+		if (end || !vr__deventry_alive(e, 1))
 			end_entry(f, i);
 	}
 	reclaim(f);
 	wr_close(&w);
-	return rc;
+	return i >= 0 ? 0 : -ENOENT;
+}
+
+int vr_devbook_leave(const char *dir, const unsigned char uuid[16], uint32_t uid, uint64_t ident,
+                     int32_t pid)
+{
+	return leave(dir, uuid, uid, ident, pid, 0);
 }
 
 int vr_devbook_end(const char *dir, const unsigned char uuid[16], uint32_t uid, uint64_t ident)
 {
-	struct wr w;
-	char err[256];
-	int rc = wr_open(&w, dir, uuid, 0, err, sizeof err);
-	if (rc < 0)
-		return rc;
-	int i = find(w.f, uid, ident);
-	if (i >= 0)
-		end_entry(w.f, i);
-	reclaim(w.f);
-	wr_close(&w);
-	return i >= 0 ? 0 : -ENOENT;
+	return leave(dir, uuid, uid, ident, 0, 1);
 }
 
 int vr_devbook_adopt(const char *dir, const unsigned char uuid[16],

@@ -13,6 +13,7 @@
 #   not list are refused; it refuses to run as anyone but root, and exits
 #   when idle (--idle).
 . "$VR_SRC/tests/cli/common.bash"
+. "$VR_SRC/tests/shared_card.bash"
 sim_only || { echo "skip: needs the simulated driver"; exit 77; }
 has_cap || { echo "skip: the library is a stand-in here"; exit 77; }
 [ "$(id -u)" = 0 ] || { echo "skip: needs root (the service is root's; a user is made)"; exit 77; }
@@ -38,12 +39,8 @@ cleanup() {
 }
 trap cleanup EXIT
 useradd -M -d /nonexistent -s /bin/sh "$user" || { echo "skip: useradd failed"; exit 77; }
-B=$W/build
-mkdir -p "$B/sim" "$W/devices" "$W/sim" "$W/reg"
-cp -a "$VR_BUILD/vramctl" "$VR_BUILD/libvramctl.so" "$VR_BUILD/ld.so.preload" "$VR_BUILD/libexec" "$B/"
-cp -a "$VR_BUILD"/sim/lib*.so* "$B/sim/"
-cp "$MEMCTL" "$B/"
-chmod 1777 "$W/sim"
+shared_card "$W"
+mkdir -p "$W/reg"
 chmod 0700 "$W/reg"
 chown "$user" "$W/reg"
 V=$B/vramctl
@@ -128,10 +125,11 @@ fi
 if command -v systemd-analyze >/dev/null; then
 	mkdir "$W/units"
 	cp "$VR_SRC/debian/vramctl.vramctl-guard.socket" "$W/units/vramctl-guard.socket"
-	sed "s|^ExecStart=/usr/bin/vramctl|ExecStart=$V|" "$VR_SRC/debian/vramctl.vramctl-guard.service" \
-		>"$W/units/vramctl-guard.service"
+	sed "s|^ExecStart=/usr/bin/vramctl|ExecStart=$V|" "$VR_SRC/debian/vramctl.vramctl-guard@.service" \
+		>"$W/units/vramctl-guard@.service"
+	ln -s vramctl-guard@.service "$W/units/vramctl-guard@main.service"
 	(cd "$W/units" && systemd-analyze verify --man=no ./vramctl-guard.socket \
-		./vramctl-guard.service) >"$W/verify" 2>&1 || fail "the units: $(cat "$W/verify")"
+		./vramctl-guard@main.service) >"$W/verify" 2>&1 || fail "the units: $(cat "$W/verify")"
 	[ -s "$W/verify" ] && fail "systemd-analyze on the units: $(cat "$W/verify")"
 else
 	echo "note: no systemd-analyze: the units not checked"

@@ -22,11 +22,11 @@ PASS = ("PATH", "LD_LIBRARY_PATH", "VRAMSIM_DEVICES", "VRAMSIM_CONTEXT_BYTES",
         "UBSAN_OPTIONS", "LSAN_OPTIONS")
 
 
-class Proc:
+class Proc(memctl.Prog):
     """A program driven line by line (memctl, attacker.py), as user (None:
-    root, this test's own)."""
+    root, this test's own); memctl.Prog's questions, each one timed."""
 
-    def __init__(self, name, user, argv, env=None):
+    def __init__(self, name, user, argv, env=None):  # pylint: disable=super-init-not-called
         e = {k: os.environ[k] for k in PASS if k in os.environ}
         e["VRAMCTL_COUNT"] = "allocations"
         e.update(env or {})
@@ -40,6 +40,7 @@ class Proc:
         line = self.p.stdout.readline().split()
         if not line or line[0] != "ready":
             raise RuntimeError("%s did not start: %s %s" % (name, line, self.stderr()))
+        self.pid = int(line[1])
         self.blocks = []
         self.took = 0.0
 
@@ -52,33 +53,9 @@ class Proc:
 
     def ask(self, cmd):
         t = time.monotonic()
-        self.send(cmd)
-        r = self.answer()
+        r = super().ask(cmd)
         self.took = time.monotonic() - t
         return r
-
-    def alloc(self, mib):
-        r = self.ask("a %d" % mib)
-        if r == "ok":
-            self.blocks.append(mib << 20)
-        return r
-
-    def free_all(self):
-        self.ask("F")
-        self.blocks = []
-
-    def held(self):
-        return sum(self.blocks)
-
-    def stderr(self):
-        try:
-            return open(self.err).read()
-        except OSError:
-            return ""
-
-    def end(self):
-        self.p.stdin.close()
-        return self.p.wait(timeout=30)
 
 
 def guaranteed(name, limit="8G", guarantee="4G"):

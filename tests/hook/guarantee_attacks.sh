@@ -10,6 +10,7 @@
 # lock the attacker holds (each answers within a second; before #38 they
 # waited 2 s and were refused). The checks: guarantee_attacks.py.
 . "$VR_SRC/tests/cli/common.bash"
+. "$VR_SRC/tests/shared_card.bash"
 sim_only || { echo "skip: needs the simulated driver (the card's figures exact)"; exit 77; }
 has_cap || { echo "skip: the library is a stand-in here"; exit 77; }
 [ "$(id -u)" = 0 ] || { echo "skip: needs root (the device book is root's; users are made)"; exit 77; }
@@ -35,12 +36,10 @@ cleanup() {
 }
 trap cleanup EXIT
 useradd -M -d /nonexistent -s /bin/sh "$victim" || { echo "skip: useradd failed"; exit 77; }
-B=$W/build
-mkdir -p "$B/sim" "$W/devices" "$W/sim" "$W/reg-victim" "$W/reg-root" "$W/shared"
-cp -a "$VR_BUILD/vramctl" "$VR_BUILD/libvramctl.so" "$VR_BUILD/ld.so.preload" "$VR_BUILD/libexec" "$B/"
-cp -a "$VR_BUILD"/sim/lib*.so* "$B/sim/"
-cp "$MEMCTL" "$VR_SRC/tests/hook/attacker.py" "$B/"
-chmod 1777 "$W/sim" "$W/shared"
+shared_card "$W"
+mkdir -p "$W/reg-victim" "$W/reg-root" "$W/shared"
+cp "$VR_SRC/tests/hook/attacker.py" "$B/"
+chmod 1777 "$W/shared"
 chmod 0700 "$W/reg-victim" "$W/reg-root"
 chown "$victim" "$W/reg-victim"
 runuser -u "$victim" -- test -x "$B/memctl" || fail "the victim cannot reach $B"

@@ -201,8 +201,7 @@ static void test_admit(void)
 
 /* A child that opens the book, finds group ident (publishing) and puts
  * bytes on the card, then says so on fd `done`. */
-static pid_t member_holding(const unsigned char u[16], uint64_t ident, uint64_t bytes,
-                            int pending)
+static pid_t member_holding(const unsigned char u[16], uint64_t ident, uint64_t bytes, int pending)
 {
 	int p[2];
 	ASSERT_EQ(pipe(p), 0);
