@@ -218,6 +218,7 @@ VR_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t 
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	record(d, VR_KIND_LINEAR, *dptr, actual);
+	vr_gt_answered(); /* a wider pitch's grant: its bytes are on the card */
 	return rc;
 }
 

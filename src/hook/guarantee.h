@@ -50,9 +50,12 @@ static inline int vr_gt_check(struct vr_dev *d, uint64_t bytes, uint64_t *in_use
 /* This thread's borrows in flight (granted, the driver not answered yet). */
 extern __thread int vr__gt_inflight __attribute__((tls_model("initial-exec")));
 void vr__gt_settle(void);
-/* The driver answered this thread's allocation (placed it or failed):
- * what its borrows hold on the board ends. Called after every driver call
- * that follows a grant (wrap.h, alloc.c, pools.c, graph.c). */
+/* The driver answered this thread's allocation (placed it or failed), or
+ * the grant was undone without it: what its borrows hold on the board
+ * ends. Called after every driver call that follows a grant (VR_DRIVER,
+ * wrap.h; pools.c) and where a grant made after the driver's call (a
+ * pitch or an array wider than charged) or before a refusal (a graph's
+ * devices) is settled (alloc.c, array.c, graph.c). */
 static inline void vr_gt_answered(void)
 {
 	if (VR_UNLIKELY(vr__gt_inflight))
@@ -72,7 +75,6 @@ void vr__gt_placed(struct vr_dev *d, uint64_t bytes);
 void vr__gt_leaving(struct vr_dev *d, uint64_t bytes);
 static inline void vr_gt_placed(struct vr_dev *d, uint64_t bytes)
 {
-	vr_gt_answered();
 	if (VR_UNLIKELY(atomic_load_explicit(&d->gt.flags, memory_order_relaxed) & VR_GT_MIRROR))
 		vr__gt_placed(d, bytes);
 }

@@ -186,9 +186,6 @@ static inline int vr_policy_reserve(struct vr_dev *d, uint64_t bytes)
 
 static inline void vr_policy_release(struct vr_dev *d, uint64_t bytes)
 {
-	/* A grant undone (the driver failed, or another part of the request
-	 * was refused): none of this thread's borrows is still to be placed. */
-	vr_gt_answered();
 	if (VR_LIKELY(d != NULL)) {
 		vr_rec_charge(d, -(int64_t)bytes);
 		vr_books_release(d, bytes);

@@ -45,23 +45,31 @@ int vr__board_grow(int fd, struct vr_board *b, uint64_t add)
 		return -EOVERFLOW;
 	if (b->base >= 0)
 		return setlk(fd, F_RDLCK, b->base, (long long)(b->len + add));
+	/* A region of our own: whether another lock starts at it too is
+	 * found by the count that follows (vr__board_others). */
+	long long base = region();
+	int rc = setlk(fd, F_RDLCK, base, (long long)add);
+	if (rc == 0) {
+		b->base = base;
+		b->len = add;
+	}
+	return rc;
+}
+
+int vr__board_move(int fd, struct vr_board *b)
+{
 	for (int t = 0; t < CLAIM_TRIES; t++) {
 		long long base = region();
-		int rc = setlk(fd, F_RDLCK, base, (long long)add);
-		if (rc < 0)
-			return rc;
+		if (setlk(fd, F_RDLCK, base, (long long)b->len) != 0)
+			continue;
 		struct flock fl;
-		rc = getlk(fd, base, base + 1, &fl);
-		if (rc == 0 && (fl.l_type == F_UNLCK || fl.l_start != base)) {
-			/* Nobody else's lock starts here: ours is the only one
-			 * a reader can take for this region's borrower. */
+		if (getlk(fd, base, base + 1, &fl) == 0 &&
+		    (fl.l_type == F_UNLCK || fl.l_start != base)) {
+			setlk(fd, F_UNLCK, b->base, (long long)b->len); /* after: never uncounted */
 			b->base = base;
-			b->len = add;
 			return 0;
 		}
-		setlk(fd, F_UNLCK, base, (long long)add);
-		if (rc < 0)
-			return rc;
+		setlk(fd, F_UNLCK, base, (long long)b->len);
 	}
 	return -EBUSY;
 }
@@ -80,7 +88,7 @@ void vr__board_shrink(int fd, struct vr_board *b, uint64_t less)
 	b->len -= less;
 }
 
-int vr__board_others(int fd, uint64_t *sum)
+int vr__board_others(int fd, const struct vr_board *mine, uint64_t *sum)
 {
 	/* Ranges still to ask about: each answer splits one in at most two
 	 * (what lies before the lock found and after it). */
@@ -102,6 +110,8 @@ int vr__board_others(int fd, uint64_t *sum)
 			continue;
 		if (fl.l_len <= 0)
 			return -EOVERFLOW; /* to the end of the file, and beyond */
+		if (mine && mine->base >= 0 && fl.l_start == mine->base)
+			return -EADDRINUSE; /* another lock starts where ours does */
 		*sum = vr__sat_add(*sum, (uint64_t)fl.l_len);
 		long long s = fl.l_start, e = fl.l_start + fl.l_len;
 		if (s > a && n <= VR_BOARD_PROBES) {

@@ -28,15 +28,21 @@ struct vr_board {
 	uint64_t len;
 };
 
-/* Lengthens this process's lock by add bytes, taking a region first when
- * it has none (one whose start no other lock has; a few tries, then
- * -EBUSY). 0 or a negative errno (b unchanged). */
+/* Lengthens this process's lock by add bytes, taking a region at random
+ * first when it has none (vr__board_others then says whether another lock
+ * starts there too). 0 or a negative errno (b unchanged). */
 int vr__board_grow(int fd, struct vr_board *b, uint64_t add);
+/* Moves this process's lock to another region whose start no other lock
+ * has (the new one taken before the old one is dropped: its bytes are
+ * never uncounted); a few tries, then -EBUSY. */
+int vr__board_move(int fd, struct vr_board *b);
 /* Shortens it by less bytes (dropping it, and the region, at 0). */
 void vr__board_shrink(int fd, struct vr_board *b, uint64_t less);
 /* The sum of the lengths of every other open file description's locks on
  * the board: 0, -E2BIG (more than VR_BOARD_PROBES questions), -EOVERFLOW
- * (a lock to the end of the file), or another negative errno. */
-int vr__board_others(int fd, uint64_t *sum);
+ * (a lock to the end of the file), -EADDRINUSE (another lock starts where
+ * mine, when not NULL, does: a reader could take one for the other), or
+ * another negative errno. */
+int vr__board_others(int fd, const struct vr_board *mine, uint64_t *sum);
 
 #endif /* VRAMCTL_REGISTRY_DEVBOARD_H */

@@ -7,6 +7,7 @@
  * F_OFD_GETLK, this process's own threads share a mutex.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -43,6 +44,13 @@ struct vr_devbook {
 	pthread_mutex_t mu; /* the board lock's length, between this process's threads */
 	struct vr_board board;
 	struct vr_heldpub held;
+	/* What this process learned of the other entries, each for one
+	 * generation of it: its semaphore set checked (1) or found not the
+	 * entry's (-1). */
+	struct seen {
+		_Atomic uint64_t gen;
+		atomic_int set;
+	} seen[VR_DEVBOOK_GROUPS];
 };
 
 int vr_devbook_dir(char *buf, size_t len)
@@ -223,6 +231,20 @@ uint64_t vr_devbook_own(struct vr_devbook *b)
 	return 0;
 }
 
+/* Whether entry k of the copy s has its set, checked once per generation
+ * of the entry (vr__held_valid). */
+static int set_ok(struct vr_devbook *b, const struct vr_devsnap *s, int k)
+{
+	struct seen *x = &b->seen[s->idx[k]];
+	const struct vr_deventry *e = &s->e[k];
+	if (atomic_load_explicit(&x->gen, memory_order_acquire) != e->gen ||
+	    !atomic_load_explicit(&x->set, memory_order_relaxed)) {
+		atomic_store_explicit(&x->set, vr__held_valid(e) ? 1 : -1, memory_order_relaxed);
+		atomic_store_explicit(&x->gen, e->gen, memory_order_release);
+	}
+	return atomic_load_explicit(&x->set, memory_order_relaxed) > 0;
+}
+
 int vr_devbook_state(struct vr_devbook *b, struct vr_devbook_state *st)
 {
 	int rc;
@@ -241,7 +263,7 @@ int vr_devbook_state(struct vr_devbook *b, struct vr_devbook_state *st)
 			st->own = e->guarantee;
 			continue;
 		}
-		uint64_t held = vr__held_read(e),
+		uint64_t held = set_ok(b, s, k) ? vr__held_sum(e) : 0,
 		         unused = e->guarantee > held ? e->guarantee - held : 0;
 		st->unused = vr__sat_add(st->unused, unused);
 		if (unused > most) {
@@ -286,8 +308,22 @@ void vr_devbook_pending_sub(struct vr_devbook *b, uint64_t bytes)
 
 int vr_devbook_pending_others(struct vr_devbook *b, uint64_t *sum)
 {
-	*sum = 0;
-	return still_ours(b) ? vr__board_others(b->fd, sum) : -EBADF;
+	/* Our descriptor was checked when our bytes went on the board. A
+	 * region another lock starts at too is left for one that none does. */
+	for (int t = 0;; t++) {
+		*sum = 0;
+		pthread_mutex_lock(&b->mu);
+		struct vr_board mine = b->board;
+		pthread_mutex_unlock(&b->mu);
+		int rc = vr__board_others(b->fd, &mine, sum);
+		if (rc != -EADDRINUSE)
+			return rc;
+		pthread_mutex_lock(&b->mu);
+		rc = b->board.base == mine.base ? vr__board_move(b->fd, &b->board) : 0;
+		pthread_mutex_unlock(&b->mu);
+		if (rc < 0 || t == 8)
+			return -EBUSY;
+	}
 }
 
 void vr_devbook_held(struct vr_devbook *b, int64_t delta)

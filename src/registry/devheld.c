@@ -64,9 +64,7 @@ int vr__held_create(struct vr_deventry *e, uint32_t uid, uint64_t capacity)
 	return -EEXIST;
 }
 
-/* The set is the one root made for e: its key, maker, owner, mode and
- * size. */
-static int is_entrys(const struct vr_deventry *e)
+int vr__held_valid(const struct vr_deventry *e)
 {
 	struct semid_ds ds;
 	union semun a = {.buf = &ds};
@@ -79,15 +77,20 @@ static int is_entrys(const struct vr_deventry *e)
 
 void vr__held_remove(const struct vr_deventry *e)
 {
-	if (is_entrys(e))
+	if (vr__held_valid(e))
 		semctl(e->semid, 0, IPC_RMID);
 }
 
 uint64_t vr__held_read(const struct vr_deventry *e)
 {
+	return vr__held_valid(e) ? vr__held_sum(e) : 0;
+}
+
+uint64_t vr__held_sum(const struct vr_deventry *e)
+{
 	unsigned short v[VR_HELD_SEMS];
 	union semun a = {.array = v};
-	if (!is_entrys(e) || semctl(e->semid, 0, GETALL, a) != 0)
+	if (e->unit == 0 || semctl(e->semid, 0, GETALL, a) != 0)
 		return 0;
 	uint64_t units = 0;
 	for (int i = 0; i < VR_HELD_SEMS; i++)
@@ -105,7 +108,7 @@ void vr__held_init(struct vr_heldpub *p)
 void vr__held_start(struct vr_heldpub *p, const struct vr_deventry *e)
 {
 	pthread_mutex_lock(&p->mu);
-	if (p->semid < 0 && is_entrys(e) && e->unit) {
+	if (p->semid < 0 && vr__held_valid(e) && e->unit) {
 		p->semid = e->semid;
 		p->nsems = e->nsems;
 		p->unit = e->unit;

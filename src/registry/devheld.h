@@ -29,6 +29,13 @@ void vr__held_remove(const struct vr_deventry *e);
  * rounded down per member: never more than they hold); 0 when the set is
  * not one root made for this entry. */
 uint64_t vr__held_read(const struct vr_deventry *e);
+/* The two halves of it: 1 when the set is the one root made for e (its
+ * key, maker, owner, mode and size: one semctl), and the sum (one semctl;
+ * 0 when the set is gone). A set's identity changes only when it is
+ * removed, and its id comes back only after the kernel's sequence has
+ * wrapped: a reader may check it once per entry. */
+int vr__held_valid(const struct vr_deventry *e);
+uint64_t vr__held_sum(const struct vr_deventry *e);
 
 /* A member's part, in this process. */
 struct vr_heldpub {

@@ -377,7 +377,7 @@ static int admit_new(struct wr *w, const struct vr_devbook_ask *a, char *err, si
 	 * checked before has its pending on the board, read now. Then the
 	 * card, where what was placed meanwhile shows. */
 	uint64_t pending = 0, card_free = 0, unused = unused_others(f, i);
-	rc = vr__board_others(w->fd, &pending);
+	rc = vr__board_others(w->fd, NULL, &pending);
 	if (rc < 0) {
 		vr_seterr(err, errlen, "the borrows in flight cannot be counted (%s)",
 		          rc == -E2BIG ? "too many locks on the board" : strerror(-rc));
