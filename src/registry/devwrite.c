@@ -234,6 +234,13 @@ static int wr_open(struct wr *w, const char *dir, const unsigned char uuid[16], 
 	return rc;
 }
 
+/* An existing book, for the writes that make none. */
+static int wr_existing(struct wr *w, const char *dir, const unsigned char uuid[16])
+{
+	char err[256];
+	return wr_open(w, dir, uuid, 0, err, sizeof err);
+}
+
 /* The seqlock: begin (odd), end (even, the header's words recomputed). */
 static void wbegin(struct vr_devfile *f)
 {
@@ -442,8 +449,7 @@ static int leave(const char *dir, const unsigned char uuid[16], uint32_t uid, ui
                  int32_t pid, int end)
 {
 	struct wr w;
-	char err[256];
-	int rc = wr_open(&w, dir, uuid, 0, err, sizeof err);
+	int rc = wr_existing(&w, dir, uuid);
 	if (rc < 0)
 		return rc;
 	struct vr_devfile *f = w.f;
@@ -481,8 +487,7 @@ int vr_devbook_adopt(const char *dir, const unsigned char uuid[16],
                      void *arg)
 {
 	struct wr w;
-	char err[256];
-	int rc = wr_open(&w, dir, uuid, 0, err, sizeof err);
+	int rc = wr_existing(&w, dir, uuid);
 	if (rc < 0)
 		return rc;
 	struct vr_devfile *f = w.f;

@@ -14,14 +14,7 @@
 #   when idle (--idle).
 . "$VR_SRC/tests/cli/common.bash"
 . "$VR_SRC/tests/shared_card.bash"
-sim_only || { echo "skip: needs the simulated driver"; exit 77; }
-has_cap || { echo "skip: the library is a stand-in here"; exit 77; }
-[ "$(id -u)" = 0 ] || { echo "skip: needs root (the service is root's; a user is made)"; exit 77; }
-for c in useradd userdel runuser python3; do
-	command -v "$c" >/dev/null || { echo "skip: no $c"; exit 77; }
-done
-MEMCTL=$VR_BUILD/tests/hook/memctl
-[ -x "$MEMCTL" ] || { echo "skip: $MEMCTL is not built"; exit 77; }
+shared_card_needs "the service is root's; a user is made"
 
 W=$(mktemp -d /tmp/vramctl-guard.XXXXXX)
 chmod 0755 "$W"

@@ -11,15 +11,8 @@
 # waited 2 s and were refused). The checks: guarantee_attacks.py.
 . "$VR_SRC/tests/cli/common.bash"
 . "$VR_SRC/tests/shared_card.bash"
-sim_only || { echo "skip: needs the simulated driver (the card's figures exact)"; exit 77; }
-has_cap || { echo "skip: the library is a stand-in here"; exit 77; }
-[ "$(id -u)" = 0 ] || { echo "skip: needs root (the device book is root's; users are made)"; exit 77; }
-for c in useradd userdel runuser python3; do
-	command -v "$c" >/dev/null || { echo "skip: no $c"; exit 77; }
-done
+shared_card_needs "the device book is root's; users are made"
 id vrslurm >/dev/null 2>&1 || { echo "skip: no user vrslurm (the suite's)"; exit 77; }
-MEMCTL=$VR_BUILD/tests/hook/memctl
-[ -x "$MEMCTL" ] || { echo "skip: $MEMCTL is not built"; exit 77; }
 
 # Everything the users run, in a directory they can reach (the build may be
 # in a home of root's, mode 0700), with the card's state shared (1777), the
