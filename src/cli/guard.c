@@ -351,16 +351,20 @@ static void forget_holder(void *arg, const unsigned char uuid[16], uint32_t uid,
 static int reclaim_all(void)
 {
 	unsigned char uuids[64][16];
-	int n = vr_devbook_list(g.dir, uuids, 64);
+	int n = vr_devbook_list(g.dir, uuids, 64), left = 0;
 	if (n < 0 && n != -ENOENT) {
 		say("cannot list the device books: %s", strerror(-n));
 		return VR_EXIT_ERROR;
 	}
 	/* Entries a live service keeps are left to it; the rest whose
 	 * processes are gone end (vr_devbook_adopt reclaims as it goes). */
-	for (int i = 0; i < n && i < 64; i++)
+	for (int i = 0; i < n && i < 64; i++) {
+		struct vr_devbook_view v;
 		vr_devbook_adopt(g.dir, uuids[i], NULL, forget_holder, NULL);
-	return 0;
+		if (vr_devbook_read(g.dir, uuids[i], &v) == 0)
+			left += v.n;
+	}
+	return left ? 1 : 0;
 }
 
 static int loop(int lfd, int idle)

@@ -147,6 +147,9 @@ for _ in $(seq 100); do [ -z "$(guarantees)" ] && break; sleep 0.05; done
 hold "admit $hex 1073741824 00000000000000aa raw"
 [ "$HANS" = "ok 1073741824" ] || fail "the raw client: $HANS"
 [ "$(guarantees)" = "raw:$uid:$((1 << 30))" ] || fail "raw's guarantee: $(guarantees)"
+"$V" guard --reclaim --device-dir "$W/devices"
+expect_rc 1 $? "--reclaim while a guarantee's process lives (it stays)"
+[ "$(guarantees)" = "raw:$uid:$((1 << 30))" ] || fail "--reclaim ended a live one: $(guarantees)"
 # The service dies (upgrade, crash): the entry stays while its holder lives;
 # the next service adopts it, and ends it with its holder.
 stop_guard
@@ -182,6 +185,8 @@ kill -9 "${pids[@]}" 2>/dev/null
 for _ in $(seq 100); do [ -z "$(guarantees)" ] && break; sleep 0.05; done
 [ -z "$(guarantees)" ] || fail "guarantees outlived their holders: $(guarantees)"
 kill -0 "$guard" || fail "the service died"
+"$V" guard --reclaim --device-dir "$W/devices"
+expect_rc 0 $? "--reclaim with no guarantee left"
 
 # --- what it refuses
 case $(ask "admit $hex 0 00000000000000ab x") in "no a request this service does not know") ;; *) fail "0 bytes accepted" ;; esac
