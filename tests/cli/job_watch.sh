@@ -6,13 +6,7 @@
 # back when it exits; status (table, JSON, Prometheus) lists it under its
 # group as `escaped`, and --report lists it. In a private mount namespace
 # (tests/machine_ns.bash): the jobs directory is the test's own.
-. "$VR_SRC/tests/cli/common.bash"
-sim_only || skip "needs the simulator's sizes"
-has_cap || skip "needs the real library"
-. "$VR_SRC/tests/machine_ns.bash"
-export VRAMSIM_DEVICES=16G
-HOLDER=$VR_BUILD/tests/monitor/holder
-mapfile -t KEEP < <(keep_env)
+. "$VR_SRC/tests/cli/jobs.bash"
 
 # until_grep PATTERN FILE: waits (at most 10 s) for a line.
 until_grep() {
