@@ -324,6 +324,21 @@ static void test_cgroup(void)
 	}
 	vr_job_withdraw(path);
 	rmdir(cg);
+
+	/* A run's own cgroup (vramctl-job-PID) left empty: the next publish
+	 * removes it and its record; one with a process stays. */
+	snprintf(cg, sizeof cg, "%s%s/vramctl-job-%d", root, self, (int)getpid());
+	ASSERT_EQ(mkdir(cg, 0755), 0);
+	snprintf(j.cgroup, sizeof j.cgroup, "%s/vramctl-job-%d", self, (int)getpid());
+	j.uid = 0;
+	publish(&j, path, sizeof path);
+	struct vr_job k = tree_job(getpid(), "sweeper");
+	char kpath[1024];
+	publish(&k, kpath, sizeof kpath);
+	struct stat st;
+	ASSERT_EQ(stat(cg, &st), -1);
+	ASSERT_EQ(stat(path, &st), -1);
+	vr_job_withdraw(kpath);
 }
 
 static void test_dir(void)
