@@ -332,9 +332,9 @@ static void test_cgroup(void)
 	snprintf(j.cgroup, sizeof j.cgroup, "%s/vramctl-job-%d", self, (int)getpid());
 	j.uid = 0;
 	publish(&j, path, sizeof path);
-	struct vr_job k = tree_job(getpid(), "sweeper");
+	struct vr_job sw = tree_job(getpid(), "sweeper");
 	char kpath[1024];
-	publish(&k, kpath, sizeof kpath);
+	publish(&sw, kpath, sizeof kpath);
 	struct stat st;
 	ASSERT_EQ(stat(cg, &st), -1);
 	ASSERT_EQ(stat(path, &st), -1);
