@@ -77,4 +77,17 @@ until_grep "runs outside the cap" run2.err || fail "env -i: the escapee was neve
 expect_grep "(LD_PRELOAD removed, VRAMCTL_LIMIT too)" run2.err "env -i: why"
 echo go >go
 wait $run
+
+# Where the driver's own limits answer (R615 and later), the line says
+# that they would stop it.
+VRAMSIM_DRIVER_RELEASE=615.10 "$V" run --limit 1G --group escd -- sh -c "
+	exec 3<>held
+	env -u LD_PRELOAD '$HOLDER' 300 <held 3>&- >escapee3.out &
+	read -r _ <go; exec 3>&-; wait" 2>run3.err &
+run=$!
+until_grep "runs outside the cap" run3.err || fail "R615: the escapee was never said: $(cat run3.err)"
+expect_grep "; the driver's own limit would stop it (vramctl run --enforce both)" run3.err \
+	"R615: the line names the driver's limit"
+echo go >go
+wait $run
 finish
