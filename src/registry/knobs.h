@@ -20,10 +20,7 @@ extern uint64_t vr_test_lane_quantum;
 /* Test-only: the largest block every device's lanes serve
  * (VRAMCTL_TEST_LANE_REACH, at least the quantum), 0: by the cap. */
 extern uint64_t vr_test_lane_reach;
-/* Test-only: every new group's books are made as if the kernel's table of
- * System V segments were full (VRAMCTL_TEST_SHM_ENOSPC=1): in a memfd. */
-extern int vr_test_shm_enospc;
-/* Reads the five from the environment (at the first join). */
+/* Reads the four from the environment (at the first join). */
 void vr_read_test_env(void);
 
 /*

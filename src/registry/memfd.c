@@ -1,16 +1,18 @@
 /*
- * memfd.c - a group's books in a sealed memfd (memfd.h), the fallback for
- * when no System V segment can be made: the kernel's table of segments is
- * shared by all users (kernel.shmmni, 4,096 ids by default), and another
- * user who fills it must not deny a user's groups nor split them.
+ * memfd.c - a group's books in a sealed memfd (memfd.h): making them,
+ * mapping a memfd checked, and the second way to them, through a live
+ * member's /proc/PID/fd.
  *
- * A memfd has no name any other process can open: each member keeps its
- * descriptor open (close-on-exec) and writes its PID and descriptor number
- * in the door, at its slot's reference (layout.h); a joiner opens
- * /proc/PID/fd/FD of a live member, which the kernel allows to the same
- * user (its ptrace read check) and to root. Sealed against shrinking and
- * growing, then against any further seal, it cannot be truncated under its
- * mappers: no access to it ever faults, as with a segment.
+ * A memfd has no name any other process can open. The first way to the
+ * books is the group's socket (handover.c), which passes the memfd itself.
+ * The second: each member keeps its descriptor open (close-on-exec) and
+ * writes its PID and descriptor number in the door, at its slot's
+ * reference (layout.h); a joiner opens /proc/PID/fd/FD of a live member,
+ * which the kernel allows to the same user (its ptrace read check) and to
+ * root, when the member is in its PID namespace and kept the descriptor.
+ * Sealed against shrinking and growing, then against any further seal, the
+ * memfd cannot be truncated under its mappers: no access to it ever
+ * faults.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,13 +31,11 @@
 /* Live members asked for the books, at most, per attach. */
 #define VR_MEMFD_TRIES 8
 
-int vr_memfd_fallback(int e)
-{
-	return e == ENOSPC || e == ENOMEM || e == ENOSYS;
-}
-
 int vr_memfd_make(struct vr_hdr **out, int *mfd)
 {
+	/* Growing it past the file size limit would raise SIGXFSZ. */
+	if (vr_fsize_below(VR_SEGMENT_SIZE))
+		return -EFBIG;
 	int fd = memfd_create(VR_MEMFD_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return -errno;
@@ -56,9 +56,7 @@ int vr_memfd_make(struct vr_hdr **out, int *mfd)
 	return 0;
 }
 
-/* Maps the memfd fd if it is the door's books (every check of
- * vr_memfd_attach). NULL otherwise. */
-static struct vr_hdr *map_checked(int fd, const struct vr_hdr *door, int rdonly)
+struct vr_hdr *vr_memfd_map(int fd, const struct vr_hdr *door, int rdonly)
 {
 	struct stat st;
 	int seals = fcntl(fd, F_GET_SEALS);
@@ -95,7 +93,7 @@ static struct vr_hdr *open_books(int pid, int fdnum, const struct vr_hdr *door, 
 	int fd = open(path, (rdonly ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return NULL;
-	struct vr_hdr *h = map_checked(fd, door, rdonly);
+	struct vr_hdr *h = vr_memfd_map(fd, door, rdonly);
 	if (h && mfd)
 		*mfd = fd;
 	else

@@ -1,0 +1,559 @@
+/*
+ * serve.c - the thread that answers on a group's socket for a member
+ * (serve.h).
+ *
+ * Every member answers: each has one thread, in the injected library too,
+ * accepting on the group's one listening socket (the kernel gives each
+ * connection to one of them), so the books can be handed over while any
+ * member lives, and a member that dies or stops takes nothing with it.
+ * What the thread may never do to the program it runs in:
+ *
+ *   - signals: it is started with every signal blocked, so none of the
+ *     program's is ever delivered to it;
+ *   - descriptors: all are close-on-exec. Where the kernel allows it
+ *     (close_range(CLOSE_RANGE_UNSHARE), Linux 5.9, not filtered by the
+ *     container runtimes' seccomp profiles; else unshare(CLONE_FILES)) the
+ *     thread keeps them in a descriptor table of its own: a program that
+ *     closes all its descriptors (daemons, subprocess helpers) neither takes
+ *     them from it nor finds one of its own numbers answered by it, and the
+ *     thread holds no file of the program's open (it closes its copy of
+ *     every other one at once: a pipe's reader still sees its end). Where
+ *     neither is allowed it works in the program's table, at numbers from
+ *     100 up, and checks before every use that each number still names its
+ *     file (device and inode): when one does not, the program has closed it,
+ *     and the thread ends without touching it;
+ *   - hangs: every call on a connection is non-blocking, one message is
+ *     written and nothing is read from the asker; the thread waits only in
+ *     poll, and looks at the socket's name every VR_SERVE_CHECK_MS;
+ *   - fork: a child has no such thread; the library's fork handler
+ *     (vr_forget) closes the child's copies; the thread takes no lock and
+ *     allocates nothing while it serves;
+ *   - the member's memory: the thread has its own copy of what it needs,
+ *     so it can outlive the member's struct (vr_leave) until it reads the
+ *     stop byte.
+ *
+ * The socket's name removed (rm, a tmp cleaner) while the group lives: the
+ * first thread to look makes a new socket at the name; the others find
+ * another file there, ask it, and take its listening socket when it hands
+ * over the very books they serve (same memfd). When it hands over other
+ * books, a new group has taken the name: said once, through the notice.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/contract.h"
+#include "registry/serve.h"
+#include "registry/sys.h"
+#include "registry/util.h"
+
+#ifndef CLOSE_RANGE_UNSHARE
+#define CLOSE_RANGE_UNSHARE (1U << 1)
+#endif
+
+#define VR_SERVE_CHECK_MS  2000 /* how often the socket's name is looked at */
+#define VR_SERVE_FD_BASE   100  /* the thread's numbers in the program's table */
+#define VR_SERVE_START_MS  2000 /* how long vr_serve_start waits for the thread */
+#define VR_SERVE_ACCEPTS   64   /* connections answered per wake-up, at most */
+#define VR_SERVE_ADOPT_MS  500  /* how long a look at another socket waits */
+#define VR_SERVE_STACK     (256u << 10)
+
+/* The thread's descriptors, in one array: which is which. */
+enum { T_BOOKS, T_DOOR, T_LISTEN, T_STOP, T_DIR, T_N };
+
+struct fd_id {
+	int fd;
+	dev_t dev;
+	ino_t ino;
+};
+
+/* The member's side. */
+struct vr_serve {
+	struct fd_id stop_w; /* the stop pipe's write end */
+	int shared;          /* the thread works in the program's table: */
+	struct fd_id t[T_N]; /* its descriptors there */
+};
+
+/* Started, with the answer to "which table": freed by the last of the two. */
+struct start {
+	sem_t ready;
+	_Atomic int refs;
+	int private_table;
+};
+
+/* The thread's own state (freed by the thread). */
+struct serve_thread {
+	struct start *st;
+	struct fd_id t[T_N];
+	uint64_t key;
+	int private_table;
+	dev_t name_dev; /* the file at the socket's name, as last seen (0: none) */
+	ino_t name_ino;
+	int said;
+	void (*notice)(const char *line);
+	char group[VR_GROUP_NAME_MAX + 1];
+	char dir[PATH_MAX];
+};
+
+static void start_put(struct start *st)
+{
+	if (atomic_fetch_sub(&st->refs, 1) == 1) {
+		sem_destroy(&st->ready);
+		free(st);
+	}
+}
+
+/* 1 when fd still names the file it was taken for. */
+static int fd_ok(const struct fd_id *f)
+{
+	struct stat st;
+	return f->fd >= 0 && vr_sys_fstat(f->fd, &st) == 0 && st.st_dev == f->dev &&
+	       st.st_ino == f->ino;
+}
+
+static int fd_take(struct fd_id *f, int fd)
+{
+	struct stat st;
+	f->fd = fd;
+	if (fd < 0 || vr_sys_fstat(fd, &st) != 0)
+		return -1;
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
+	return 0;
+}
+
+/* Closes f's descriptor if it still names its file (or always, when the
+ * table is the thread's own). */
+static void fd_drop(struct fd_id *f, int own_table)
+{
+	if (f->fd >= 0 && (own_table || fd_ok(f)))
+		vr_sys_close(f->fd);
+	f->fd = -1;
+}
+
+/* A copy of fd at VR_SERVE_FD_BASE or above (else the lowest), close-on-exec. */
+static int high_dup(int fd)
+{
+	int n = vr_sys_fcntl(fd, F_DUPFD_CLOEXEC, VR_SERVE_FD_BASE);
+	return n >= 0 ? n : vr_sys_fcntl(fd, F_DUPFD_CLOEXEC, 3);
+}
+
+/* ---- the thread */
+
+/* Closes [lo, hi] of the thread's own table. */
+static void close_gap(unsigned lo, unsigned hi)
+{
+	if (lo > hi || vr_sys_close_range(lo, hi, 0) == 0)
+		return;
+	/* Before Linux 5.9: the open ones, from /proc, else every number. */
+	DIR *d = opendir("/proc/thread-self/fd");
+	if (d) {
+		int self = dirfd(d), fds[256], n = 0;
+		struct dirent *e;
+		while ((e = readdir(d)) && n < 256) {
+			long v = strtol(e->d_name, NULL, 10);
+			if (e->d_name[0] >= '0' && e->d_name[0] <= '9' && v != self &&
+			    (unsigned long)v >= lo && (unsigned long)v <= hi)
+				fds[n++] = (int)v;
+		}
+		closedir(d);
+		for (int i = 0; i < n; i++)
+			vr_sys_close(fds[i]);
+		if (n < 256)
+			return;
+	}
+	struct rlimit rl;
+	unsigned top = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (1u << 20)
+	                   ? (unsigned)rl.rlim_cur
+	                   : (1u << 20);
+	for (unsigned fd = lo; fd <= hi && fd < top; fd++)
+		vr_sys_close((int)fd);
+}
+
+/* Takes a descriptor table of its own and closes every number in it but
+ * the thread's. 1 when it has one, 0 when it works in the program's. */
+static int own_table(struct serve_thread *t)
+{
+	if (vr_sys_close_range(~0u, ~0u, CLOSE_RANGE_UNSHARE) != 0 && unshare(CLONE_FILES) != 0)
+		return 0;
+	int keep[T_N];
+	for (int i = 0; i < T_N; i++)
+		keep[i] = t->t[i].fd;
+	for (int i = 1; i < T_N; i++) /* sorted, few */
+		for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int x = keep[j];
+			keep[j] = keep[j - 1];
+			keep[j - 1] = x;
+		}
+	unsigned lo = 0;
+	for (int i = 0; i < T_N; i++) {
+		if (keep[i] < 0)
+			continue;
+		if ((unsigned)keep[i] > lo)
+			close_gap(lo, (unsigned)keep[i] - 1);
+		lo = (unsigned)keep[i] + 1;
+	}
+	close_gap(lo, ~0u);
+	return 1;
+}
+
+/* Says line once, through the notice, on the program's standard error. */
+static void say(struct serve_thread *t, const char *fmt, ...)
+{
+	if (t->said || !t->notice)
+		return;
+	t->said = 1;
+	char line[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (!t->private_table) {
+		t->notice(line);
+		return;
+	}
+	/* Our table has no standard error: the program's, for the moment of
+	 * one write (never blocking the thread on a full pipe). */
+	int e = vr_sys_openat(AT_FDCWD, "/proc/self/fd/2",
+	                      O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_APPEND, 0);
+	if (e < 0)
+		return;
+	if (e == 2 || syscall(SYS_dup3, e, 2, O_CLOEXEC) == 2)
+		t->notice(line);
+	vr_sys_close(2);
+	if (e != 2)
+		vr_sys_close(e);
+}
+
+/* The file at the socket's name: 1 with its id, 0 none, -1 cannot tell. */
+static int name_id(struct serve_thread *t, dev_t *dev, ino_t *ino)
+{
+	char name[VR_HO_NAME_MAX];
+	struct stat st;
+	vr_ho_name(t->group, name, sizeof(name));
+	if (vr_sys_fstatat(t->t[T_DIR].fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		return errno == ENOENT ? 0 : -1;
+	*dev = st.st_dev;
+	*ino = st.st_ino;
+	return 1;
+}
+
+/* Answers on the listening socket s from now on (it replaces the old one). */
+static void switch_to(struct serve_thread *t, int s)
+{
+	if (!t->private_table) {
+		int h = high_dup(s);
+		vr_sys_close(s);
+		s = h;
+	}
+	struct fd_id n;
+	if (fd_take(&n, s) != 0) {
+		if (s >= 0)
+			vr_sys_close(s);
+		return;
+	}
+	fd_drop(&t->t[T_LISTEN], t->private_table);
+	t->t[T_LISTEN] = n;
+}
+
+/* Another file at the socket's name: ask it. Its listening socket is taken
+ * when it hands over these very books; a socket nobody listens on is
+ * replaced by a new one of ours. */
+static void adopt(struct serve_thread *t, dev_t dev, ino_t ino)
+{
+	struct vr_ho_fds f;
+	uint64_t end = vr_now_ns() + (uint64_t)VR_SERVE_ADOPT_MS * 1000000u;
+	int rc = vr_ho_fetch(t->t[T_DIR].fd, t->dir, t->group, geteuid(), end, &f);
+	if (rc == -ECONNREFUSED) {
+		int s = vr_ho_listen(t->t[T_DIR].fd, t->dir, t->group, 1);
+		if (s >= 0 && name_id(t, &t->name_dev, &t->name_ino) == 1)
+			switch_to(t, s);
+		else if (s >= 0)
+			vr_sys_close(s);
+		return;
+	}
+	if (rc != 0)
+		return; /* looked at again later */
+	t->name_dev = dev;
+	t->name_ino = ino;
+	struct stat a, b;
+	if (vr_sys_fstat(f.books, &a) == 0 && vr_sys_fstat(t->t[T_BOOKS].fd, &b) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+		switch_to(t, f.listen);
+		f.listen = -1;
+	} else {
+		say(t,
+		    "the group's socket %s/.%s.vrg.sock now hands over another group's books: "
+		    "its files were removed while this group lives, and processes that join "
+		    "it now keep books apart from this process's",
+		    t->dir, t->group);
+	}
+	vr_ho_close(&f);
+}
+
+/* Looks at the socket's name: ours, gone (made again), or another file. */
+static void check_name(struct serve_thread *t)
+{
+	dev_t dev = 0;
+	ino_t ino = 0;
+	int r = name_id(t, &dev, &ino);
+	if (r < 0 || (r == 1 && dev == t->name_dev && ino == t->name_ino))
+		return;
+	if (r == 1) {
+		adopt(t, dev, ino);
+		return;
+	}
+	int s = vr_ho_listen(t->t[T_DIR].fd, t->dir, t->group, 0);
+	if (s < 0)
+		return; /* -EEXIST: another member's, taken at the next look */
+	if (name_id(t, &t->name_dev, &t->name_ino) == 1)
+		switch_to(t, s);
+	else
+		vr_sys_close(s);
+}
+
+/* 1 while every descriptor the thread answers with is still its own. */
+static int fds_ok(const struct serve_thread *t)
+{
+	if (t->private_table)
+		return 1;
+	return fd_ok(&t->t[T_BOOKS]) && fd_ok(&t->t[T_DOOR]) && fd_ok(&t->t[T_DIR]) &&
+	       (t->t[T_LISTEN].fd < 0 || fd_ok(&t->t[T_LISTEN]));
+}
+
+static void answer(struct serve_thread *t)
+{
+	struct vr_ho_fds f = {.books = t->t[T_BOOKS].fd,
+	                      .door = t->t[T_DOOR].fd,
+	                      .listen = t->t[T_LISTEN].fd,
+	                      .key = t->key};
+	for (int i = 0; i < VR_SERVE_ACCEPTS && f.listen >= 0; i++) {
+		int c = vr_sys_accept4(f.listen, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (c < 0)
+			return;
+		if (fds_ok(t))
+			(void)vr_ho_answer_one(c, &f);
+		vr_sys_close(c);
+	}
+}
+
+/* Serves until the stop byte, or (in the program's table) until one of the
+ * thread's descriptors is no longer its own. */
+static void serve_loop(struct serve_thread *t)
+{
+	uint64_t next = vr_now_ns();
+	if (t->t[T_LISTEN].fd >= 0)
+		next += (uint64_t)VR_SERVE_CHECK_MS * 1000000u;
+	for (;;) {
+		if (!fds_ok(t))
+			return;
+		int nstop = t->t[T_STOP].fd >= 0 && (t->private_table || fd_ok(&t->t[T_STOP]));
+		struct pollfd p[2] = {{.fd = t->t[T_LISTEN].fd, .events = POLLIN},
+		                      {.fd = t->t[T_STOP].fd, .events = POLLIN}};
+		uint64_t now = vr_now_ns();
+		int ms = now >= next ? 0 : (int)((next - now) / 1000000u) + 1;
+		int n = vr_sys_poll(p, nstop ? 2 : 1, ms);
+		if (n < 0 && errno != EINTR)
+			return;
+		if (n > 0 && (p[0].revents & POLLNVAL))
+			return;
+		if (n > 0 && nstop && p[1].revents) {
+			char c;
+			ssize_t r = vr_sys_read(t->t[T_STOP].fd, &c, 1);
+			if (r == 1)
+				return;
+			/* The program closed its end of the pipe (it closes all its
+			 * descriptors): the member lives on, and so does the thread. */
+			if (r == 0 || (p[1].revents & (POLLERR | POLLNVAL)))
+				fd_drop(&t->t[T_STOP], t->private_table);
+		}
+		if (n > 0 && (p[0].revents & POLLIN))
+			answer(t);
+		if (vr_now_ns() >= next) {
+			check_name(t);
+			next = vr_now_ns() + (uint64_t)VR_SERVE_CHECK_MS * 1000000u;
+		}
+	}
+}
+
+static void *serve_main(void *arg)
+{
+	struct serve_thread *t = arg;
+	t->private_table = own_table(t);
+	struct start *st = t->st;
+	st->private_table = t->private_table;
+	sem_post(&st->ready);
+	start_put(st);
+	t->st = NULL;
+	/* The file at the name is the socket it was handed or made, as far as
+	 * it knows; without one, the first look asks whatever is there. */
+	if (t->t[T_LISTEN].fd < 0 || name_id(t, &t->name_dev, &t->name_ino) != 1)
+		t->name_dev = 0, t->name_ino = 0;
+	serve_loop(t);
+	for (int i = 0; i < T_N; i++)
+		fd_drop(&t->t[i], t->private_table);
+	free(t);
+	return NULL;
+}
+
+/* ---- the member's side */
+
+/* A read-only open file of the door of its own (no locks of the member's
+ * open file ride on it), at the descriptor's file. */
+static int reopen_door(const struct vr_serve_args *a)
+{
+	char path[64];
+	struct stat want, got;
+	if (fstat(a->door, &want) != 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", a->door);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0 && a->door_name)
+		fd = openat(a->dfd, a->door_name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
+	if (fd >= 0 && (fstat(fd, &got) != 0 || got.st_dev != want.st_dev || got.st_ino != want.st_ino)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* The thread's descriptors, copied from a's (and the pipe's read end). */
+static int thread_fds(struct serve_thread *t, const struct vr_serve_args *a, int stop_r)
+{
+	int door = reopen_door(a);
+	int src[T_N] = {a->books, door, a->listen, stop_r, a->dfd};
+	int rc = 0;
+	for (int i = 0; i < T_N; i++) {
+		int fd = src[i] >= 0 ? high_dup(src[i]) : -1;
+		/* Without a listening socket the thread looks for the group's. */
+		if (fd_take(&t->t[i], fd) != 0 && !(i == T_LISTEN && src[i] < 0))
+			rc = -1;
+	}
+	if (door >= 0)
+		close(door);
+	return rc;
+}
+
+static void drop_all(struct fd_id *t)
+{
+	for (int i = 0; i < T_N; i++)
+		if (t[i].fd >= 0)
+			close(t[i].fd);
+}
+
+int vr_serve_start(struct vr_serve **out, const struct vr_serve_args *a)
+{
+	*out = NULL;
+	struct vr_serve *s = calloc(1, sizeof(*s));
+	struct serve_thread *t = calloc(1, sizeof(*t));
+	struct start *st = calloc(1, sizeof(*st));
+	int p[2] = {-1, -1};
+	if (!s || !t || !st || pipe2(p, O_CLOEXEC) != 0) {
+		free(s);
+		free(t);
+		free(st);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < T_N; i++)
+		t->t[i].fd = -1;
+	int rc = thread_fds(t, a, p[0]);
+	close(p[0]);
+	if (rc != 0 || fd_take(&s->stop_w, p[1]) != 0) {
+		drop_all(t->t);
+		close(p[1]);
+		free(s);
+		free(t);
+		free(st);
+		return -EMFILE;
+	}
+	t->key = a->key;
+	t->notice = a->notice;
+	snprintf(t->group, sizeof(t->group), "%s", a->group);
+	snprintf(t->dir, sizeof(t->dir), "%s", a->dir ? a->dir : "");
+	memcpy(s->t, t->t, sizeof(s->t));
+	sem_init(&st->ready, 0, 0);
+	atomic_store(&st->refs, 2);
+	t->st = st;
+
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, VR_SERVE_STACK);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_t th;
+	rc = pthread_create(&th, &attr, serve_main, t);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	if (rc != 0) {
+		drop_all(t->t);
+		close(s->stop_w.fd);
+		sem_destroy(&st->ready);
+		free(st);
+		free(t);
+		free(s);
+		return -rc;
+	}
+	(void)pthread_setname_np(th, "vramctl-books");
+	/* Bounded: past it, the thread is taken to share the program's table. */
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += VR_SERVE_START_MS / 1000;
+	int up;
+	while ((up = sem_timedwait(&st->ready, &until)) != 0 && errno == EINTR)
+		;
+	s->shared = up != 0 || !st->private_table;
+	start_put(st);
+	/* A thread with a table of its own has its copies: ours go. */
+	if (!s->shared)
+		for (int i = 0; i < T_N; i++) {
+			fd_drop(&s->t[i], 0);
+		}
+	*out = s;
+	return 0;
+}
+
+int vr_serve_private(const struct vr_serve *s)
+{
+	return s && !s->shared;
+}
+
+void vr_serve_stop(struct vr_serve *s)
+{
+	if (!s)
+		return;
+	if (fd_ok(&s->stop_w)) {
+		char c = 1;
+		(void)!write(s->stop_w.fd, &c, 1);
+		close(s->stop_w.fd);
+	}
+	free(s);
+}
+
+void vr_serve_forget(struct vr_serve *s)
+{
+	if (!s)
+		return;
+	if (fd_ok(&s->stop_w))
+		close(s->stop_w.fd);
+	if (s->shared)
+		for (int i = 0; i < T_N; i++)
+			if (fd_ok(&s->t[i]))
+				close(s->t[i].fd);
+	free(s);
+}
