@@ -290,7 +290,8 @@ int vr_group_remove(const char *dir, const char *group)
 	 * again (serve.c), and a group lives while they do. */
 	char sock[VR_HO_NAME_MAX];
 	vr_ho_name(group, sock, sizeof(sock));
-	unlinkat(dfd, sock, 0);
+	if (unlinkat(dfd, sock, 0) == 0 && rc == -ENOENT)
+		rc = 0;
 	close(dfd);
 	return rc;
 }

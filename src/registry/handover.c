@@ -138,8 +138,10 @@ static int receive(int s, struct vr_ho_fds *out)
 		struct cmsghdr align;
 	} u;
 	struct iovec iov = {.iov_base = &a, .iov_len = sizeof(a)};
-	struct msghdr msg = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+	struct msghdr msg = {.msg_iov = &iov,
+	                     .msg_iovlen = 1,
+	                     .msg_control = u.buf,
+	                     .msg_controllen = sizeof(u.buf)};
 	ssize_t n = vr_sys_recvmsg(s, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 	if (n < 0)
 		return -errno;
@@ -158,8 +160,8 @@ static int receive(int s, struct vr_ho_fds *out)
 		}
 	}
 	int ok = n == (ssize_t)sizeof(a) && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) &&
-	         a.magic == VR_HO_MAGIC && a.version == VR_LAYOUT_VERSION &&
-	         a.nfds == VR_HO_FDS && nfds == VR_HO_FDS;
+	         a.magic == VR_HO_MAGIC && a.version == VR_LAYOUT_VERSION && a.nfds == VR_HO_FDS &&
+	         nfds == VR_HO_FDS;
 	if (!ok) {
 		for (int i = 0; i < nfds; i++)
 			vr_sys_close(fds[i]);
@@ -191,8 +193,8 @@ int vr_ho_fetch(int dfd, const char *dir, const char *group, uid_t owner, uint64
 	struct ucred cr;
 	socklen_t crlen = sizeof(cr);
 	/* Whoever made the listener: a socket of another user is not asked. */
-	if (rc == 0 && (vr_sys_getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) < 0 ||
-	                cr.uid != owner))
+	if (rc == 0 &&
+	    (vr_sys_getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) < 0 || cr.uid != owner))
 		rc = -EPERM;
 	if (rc == 0) {
 		rc = wait_readable(s, end);
@@ -219,12 +221,15 @@ int vr_ho_answer_one(int c, const struct vr_ho_fds *f)
 	} u;
 	memset(&u, 0, sizeof(u));
 	struct iovec iov = {.iov_base = &a, .iov_len = sizeof(a)};
-	struct msghdr msg = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+	struct msghdr msg = {.msg_iov = &iov,
+	                     .msg_iovlen = 1,
+	                     .msg_control = u.buf,
+	                     .msg_controllen = sizeof(u.buf)};
 	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(sizeof(fds));
 	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
-	return vr_sys_sendmsg(c, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(a) ? 0 : -errno;
+	return vr_sys_sendmsg(c, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(a) ? 0
+	                                                                                  : -errno;
 }

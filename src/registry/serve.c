@@ -65,12 +65,12 @@
 #define CLOSE_RANGE_UNSHARE (1U << 1)
 #endif
 
-#define VR_SERVE_CHECK_MS  2000 /* how often the socket's name is looked at */
-#define VR_SERVE_FD_BASE   100  /* the thread's numbers in the program's table */
-#define VR_SERVE_START_MS  2000 /* how long vr_serve_start waits for the thread */
-#define VR_SERVE_ACCEPTS   64   /* connections answered per wake-up, at most */
-#define VR_SERVE_ADOPT_MS  500  /* how long a look at another socket waits */
-#define VR_SERVE_STACK     (256u << 10)
+#define VR_SERVE_CHECK_MS 2000 /* how often the socket's name is looked at */
+#define VR_SERVE_FD_BASE  100  /* the thread's numbers in the program's table */
+#define VR_SERVE_START_MS 2000 /* how long vr_serve_start waits for the thread */
+#define VR_SERVE_ACCEPTS  64   /* connections answered per wake-up, at most */
+#define VR_SERVE_ADOPT_MS 500  /* how long a look at another socket waits */
+#define VR_SERVE_STACK    (256u << 10)
 
 /* The thread's descriptors, in one array: which is which. */
 enum { T_BOOKS, T_DOOR, T_LISTEN, T_STOP, T_DIR, T_N };
@@ -423,8 +423,10 @@ static int reopen_door(const struct vr_serve_args *a)
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", a->door);
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0 && a->door_name)
-		fd = openat(a->dfd, a->door_name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
-	if (fd >= 0 && (fstat(fd, &got) != 0 || got.st_dev != want.st_dev || got.st_ino != want.st_ino)) {
+		fd = openat(a->dfd, a->door_name,
+		            O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
+	if (fd >= 0 &&
+	    (fstat(fd, &got) != 0 || got.st_dev != want.st_dev || got.st_ino != want.st_ino)) {
 		close(fd);
 		fd = -1;
 	}

@@ -14,12 +14,12 @@ struct vr_serve; /* the member's side of its thread */
 /* What the thread is started with. Its own descriptors are taken from
  * these (the caller keeps and closes what it passed). */
 struct vr_serve_args {
-	int books;         /* the memfd */
-	int door;          /* the member's descriptor of the door (reopened read-only) */
+	int books;             /* the memfd */
+	int door;              /* the member's descriptor of the door (reopened read-only) */
 	const char *door_name; /* the door's name in dir (where /proc cannot reopen it) */
-	int listen;        /* the group's listening socket */
-	int dfd;           /* the registry directory */
-	const char *dir;   /* its path */
+	int listen;            /* the group's listening socket */
+	int dfd;               /* the registry directory */
+	const char *dir;       /* its path */
 	const char *group;
 	uint64_t key; /* the books' shm_key */
 	/* Said once, from the thread, when the socket's name comes to name
