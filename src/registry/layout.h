@@ -202,6 +202,14 @@ static inline struct vramctl_counts *vr_counts_at(struct vr_hdr *h, uint32_t i, 
 	return &l[(size_t)d * VR_SLOTS + i].c;
 }
 
+/* Slot i's phantom mark on device d (struct vr_counts_line, lock.c). */
+static inline _Atomic uint64_t *vr_phantom_at(struct vr_hdr *h, uint32_t i, uint32_t d)
+{
+	struct vr_counts_line *l =
+	    (struct vr_counts_line *)(void *)((unsigned char *)h + VR_COUNTS_OFFSET);
+	return (_Atomic uint64_t *)&l[(size_t)d * VR_SLOTS + i].phantom;
+}
+
 /* Byte ranges locked by a member for its life: the OFD lock (liveness) and
  * the classic POSIX lock (lets a reader learn the holder's PID in its own
  * namespace). Distinct bytes, since the two kinds conflict with each other.

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "common/fsize.h"
+#include "registry/alive.h"
 #include "registry/door.h"
 #include "registry/memfd.h"
 
@@ -111,11 +112,7 @@ static struct vr_hdr *from_slot(int doorfd, const struct vr_hdr *door, uint32_t 
 		return NULL;
 	/* Its PID in our namespace: its classic lock names it (best effort;
 	 * a lock of our own process reads as none), else its own view. */
-	int pids[2] = {0, ref.pid};
-	struct flock pl = {
-	    .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = vr_slot_pid_byte(i), .l_len = 1};
-	if (fcntl(doorfd, F_GETLK, &pl) == 0 && pl.l_type != F_UNLCK && pl.l_pid > 0)
-		pids[0] = pl.l_pid;
+	int pids[2] = {vr_slot_pid(doorfd, i), ref.pid};
 	for (int k = 0; k < 2; k++) {
 		if (pids[k] <= 0 || (k == 1 && pids[1] == pids[0]))
 			continue;

@@ -4,10 +4,12 @@
  * bound, silently, when live slots showed phantom operations in flight).
  *
  * The group: an observer (this process), a live member whose slot word
- * shows an operation in flight that never ends, and a dead member whose
- * slot word shows one too. A join then waits for the live one twice: in
- * its audit of the books, and when it reclaims the dead one. With a 2 s
- * bound it must end within 3 s, and say once that it waits.
+ * shows an operation in flight that never ends, stopped (SIGSTOP: a
+ * member that runs with such a count is damage, said at once:
+ * test_phantom), and a dead member whose slot word shows one too. A join
+ * then waits for the live one twice: in its audit of the books, and when
+ * it reclaims the dead one. With a 2 s bound it must end within 3 s, and
+ * say once that it waits.
  */
 #include <errno.h>
 #include <signal.h>
@@ -91,6 +93,9 @@ static void phantom_join(void)
 	 * one in a dead member's. */
 	atomic_fetch_add(vr_slot_word(obs->hdr, slot_of(obs, live), 0), 1);
 	atomic_fetch_add(vr_slot_word(obs->hdr, slot_of(obs, dead), 0), 1);
+	ASSERT_EQ(kill(live, SIGSTOP), 0);
+	ASSERT_EQ(waitpid(live, &st, WUNTRACED), live);
+	ASSERT(WIFSTOPPED(st));
 
 	uint64_t t0 = vr_now_ns();
 	vr_member *late = member("phantom");
