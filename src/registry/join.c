@@ -210,14 +210,17 @@ static int check_args(const struct vr_join_opts *opts, vr_member **out, const ch
 	return rc;
 }
 
-/* How long a hand-over may take: a live member answers at once; one that
- * does not within this is stopped, or none answers at all. */
+/* How long one hand-over may take before the joiner looks elsewhere (then
+ * asks again): a live member answers at once, unless the machine is busy
+ * or every member is stopped. With the door's lock held, a shorter look. */
 #define VR_HANDOVER_WAIT_NS 1000000000ull
+#define VR_HANDOVER_LOOK_NS 100000000ull
 
-static uint64_t handover_deadline(void)
+/* The sooner of now + ns and end. */
+static uint64_t within(uint64_t ns, uint64_t end)
 {
-	uint64_t now = vr_now_ns(), end = vr_wait_deadline(now);
-	return end < now + VR_HANDOVER_WAIT_NS ? end : now + VR_HANDOVER_WAIT_NS;
+	uint64_t t = vr_now_ns() + ns;
+	return t < end ? t : end;
 }
 
 /*
@@ -229,7 +232,8 @@ static uint64_t handover_deadline(void)
  */
 static int door_from_socket(int dfd, const char *dir, const char *group, struct vr_ho_fds *ho)
 {
-	if (vr_ho_fetch(dfd, dir, group, geteuid(), handover_deadline(), ho) != 0)
+	if (vr_ho_fetch(dfd, dir, group, geteuid(),
+	                within(VR_HANDOVER_WAIT_NS, vr_wait_deadline(vr_now_ns())), ho) != 0)
 		return -1;
 	char path[64];
 	struct stat got, want;
@@ -311,36 +315,54 @@ static int new_member(int fd, const struct vr_join_opts *opts, vr_member **out, 
 	return 0;
 }
 
-/* The books handed over in *ho (asked of the group's socket when it holds
- * none yet), if they are the ones the door names: then they are the
- * member's. 0, or -1 (*ho emptied). */
+/* The books handed over in *ho (asked of the group's socket until `end`
+ * when it holds none yet), if they are the ones the door names: then they
+ * are the member's. 0, the hand-over's negative errno (vr_ho_fetch:
+ * -ENOENT or -ECONNREFUSED when nobody listens, -ETIMEDOUT when nobody
+ * answered), or -EBADMSG (other books; *ho emptied). */
 static int take_handed(vr_member *m, const struct vr_hdr *door, int dfd, const char *dir,
-                       const char *group, struct vr_ho_fds *ho)
+                       const char *group, struct vr_ho_fds *ho, uint64_t end)
 {
-	if (ho->books < 0 && vr_ho_fetch(dfd, dir, group, geteuid(), handover_deadline(), ho) != 0)
-		return -1;
+	int rc = ho->books < 0 ? vr_ho_fetch(dfd, dir, group, geteuid(), end, ho) : 0;
+	if (rc < 0)
+		return rc;
 	if (ho->key != door->shm_key || !(m->hdr = vr_memfd_map(ho->books, door, 0))) {
 		vr_ho_close(ho);
-		return -1;
+		return -EBADMSG;
 	}
 	m->books_fd = ho->books;
 	ho->books = -1;
 	return 0;
 }
 
-/* The door's books, with its lock held: from the socket, else through a
- * live member's /proc/PID/fd. Live members that do not answer yet (their
- * socket's name was removed: one of them makes it again within
- * VR_SERVE_CHECK_MS; or the one that has just made the books has not
- * started answering) are asked again until the call's bound. */
-static void books_locked(vr_member *m, const struct vr_hdr *door, int dfd, const char *dir,
-                         const char *group, struct vr_ho_fds *ho)
+/* The door's books without its lock: from the socket and, while its live
+ * members are slow to answer (a busy machine), through /proc; asked again
+ * until `end`, unless nobody listens on the socket. 1 when the member has
+ * them. */
+static int books_unlocked(vr_member *m, const struct vr_hdr *door, int dfd, const char *dir,
+                          const char *group, struct vr_ho_fds *ho, uint64_t end)
 {
-	uint64_t end = vr_wait_deadline(vr_now_ns());
 	for (;;) {
-		if (take_handed(m, door, dfd, dir, group, ho) == 0)
-			return;
-		if ((m->hdr = vr_memfd_attach(m->fd, door, 0, &m->books_fd)) != NULL)
+		int rc =
+		    take_handed(m, door, dfd, dir, group, ho, within(VR_HANDOVER_WAIT_NS, end));
+		if (rc == 0 || (m->hdr = vr_memfd_attach(m->fd, door, 0, &m->books_fd)) != NULL)
+			return 1;
+		if (rc != -ETIMEDOUT || vr_now_ns() >= end)
+			return 0;
+	}
+}
+
+/* The door's books, with its lock held: through a live member's
+ * /proc/PID/fd, else a short look at the socket. Live members that hand
+ * nothing over yet (their socket's name was removed: one of them makes it
+ * again within VR_SERVE_CHECK_MS) are asked again until `end`. */
+static void books_locked(vr_member *m, const struct vr_hdr *door, int dfd, const char *dir,
+                         const char *group, struct vr_ho_fds *ho, uint64_t end)
+{
+	for (;;) {
+		if ((m->hdr = vr_memfd_attach(m->fd, door, 0, &m->books_fd)) != NULL ||
+		    take_handed(m, door, dfd, dir, group, ho, within(VR_HANDOVER_LOOK_NS, end)) ==
+		        0)
 			return;
 		if (!vr_others_alive(m->fd, VR_SLOTS) || vr_now_ns() >= end)
 			return;
@@ -375,6 +397,7 @@ static int attach_segment(vr_member *m, const struct vr_join_opts *opts, int dfd
 {
 	struct vr_hdr door;
 	struct stat st;
+	uint64_t end = vr_wait_deadline(vr_now_ns());
 	uint64_t tried = 0; /* the key of books the socket did not hand over */
 	int rc;
 	for (int attempt = 0;; attempt++) {
@@ -383,7 +406,7 @@ static int attach_segment(vr_member *m, const struct vr_join_opts *opts, int dfd
 		if (got && door.shm_id >= 0 && (m->hdr = vr_segment_attach(&door, 0)) != NULL)
 			return 0;
 		if (got && door.shm_id == VR_SHM_ID_MEMFD && door.shm_key != tried &&
-		    take_handed(m, &door, dfd, dir, opts->group, ho) == 0 &&
+		    books_unlocked(m, &door, dfd, dir, opts->group, ho, end) &&
 		    fstat(m->books_fd, &st) == 0) {
 			m->books_dev = st.st_dev;
 			m->books_ino = st.st_ino;
@@ -409,7 +432,7 @@ static int attach_segment(vr_member *m, const struct vr_join_opts *opts, int dfd
 		vr_door_lock(m->fd, 0);
 	}
 	if (door.shm_id == VR_SHM_ID_MEMFD)
-		books_locked(m, &door, dfd, dir, opts->group, ho);
+		books_locked(m, &door, dfd, dir, opts->group, ho, end);
 	else if (door.shm_id >= 0)
 		m->hdr = vr_segment_attach(&door, 0);
 	rc = 0;

@@ -67,7 +67,7 @@
 
 #define VR_SERVE_CHECK_MS 2000 /* how often the socket's name is looked at */
 #define VR_SERVE_FD_BASE  100  /* the thread's numbers in the program's table */
-#define VR_SERVE_START_MS 2000 /* how long vr_serve_start waits for the thread */
+#define VR_SERVE_START_US 5000 /* how long vr_serve_start waits for the thread's table */
 #define VR_SERVE_ACCEPTS  64   /* connections answered per wake-up, at most */
 #define VR_SERVE_ADOPT_MS 500  /* how long a look at another socket waits */
 #define VR_SERVE_STACK    (256u << 10)
@@ -81,18 +81,21 @@ struct fd_id {
 	ino_t ino;
 };
 
-/* The member's side. */
-struct vr_serve {
-	struct fd_id stop_w; /* the stop pipe's write end */
-	int shared;          /* the thread works in the program's table: */
-	struct fd_id t[T_N]; /* its descriptors there */
-};
-
-/* Started, with the answer to "which table": freed by the last of the two. */
+/* Started, with the answer to "which table" (TABLE_*): freed by the last
+ * of the three that hold it (the thread, vr_serve_start, the member's side). */
+enum { TABLE_UNSAID, TABLE_OWN, TABLE_SHARED };
 struct start {
 	sem_t ready;
 	_Atomic int refs;
-	int private_table;
+	_Atomic int table;
+};
+
+/* The member's side. */
+struct vr_serve {
+	struct fd_id stop_w; /* the stop pipe's write end */
+	struct start *st;
+	int copies;          /* our copies of the thread's descriptors are open: */
+	struct fd_id t[T_N]; /* (in the program's table) */
 };
 
 /* The thread's own state (freed by the thread). */
@@ -101,6 +104,7 @@ struct serve_thread {
 	struct fd_id t[T_N];
 	uint64_t key;
 	int private_table;
+	int ep;         /* its epoll set, in a table of its own (-1: it polls) */
 	dev_t name_dev; /* the file at the socket's name, as last seen (0: none) */
 	ino_t name_ino;
 	int said;
@@ -252,6 +256,18 @@ static int name_id(struct serve_thread *t, dev_t *dev, ino_t *ino)
 	return 1;
 }
 
+/* Adds descriptor k to the thread's epoll set: the listening socket
+ * EPOLLEXCLUSIVE, so that each connection wakes one member's thread, not
+ * every member's (with poll, 1,000 members joining at once made a million
+ * wake-ups). */
+static void watch(struct serve_thread *t, int k)
+{
+	struct epoll_event e = {.events = EPOLLIN | (k == T_LISTEN ? EPOLLEXCLUSIVE : 0u),
+	                        .data.u32 = (uint32_t)k};
+	if (t->ep >= 0 && t->t[k].fd >= 0)
+		vr_sys_epoll_ctl(t->ep, EPOLL_CTL_ADD, t->t[k].fd, &e);
+}
+
 /* Answers on the listening socket s from now on (it replaces the old one). */
 static void switch_to(struct serve_thread *t, int s)
 {
@@ -266,8 +282,11 @@ static void switch_to(struct serve_thread *t, int s)
 			vr_sys_close(s);
 		return;
 	}
+	if (t->ep >= 0 && t->t[T_LISTEN].fd >= 0)
+		vr_sys_epoll_ctl(t->ep, EPOLL_CTL_DEL, t->t[T_LISTEN].fd, NULL);
 	fd_drop(&t->t[T_LISTEN], t->private_table);
 	t->t[T_LISTEN] = n;
+	watch(t, T_LISTEN);
 }
 
 /* Another file at the socket's name: ask it. Its listening socket is taken
@@ -351,6 +370,39 @@ static void answer(struct serve_thread *t)
 	}
 }
 
+/* What woke the thread. */
+enum { W_LISTEN = 1, W_STOP = 2 };
+
+/* Waits at most ms for a connection or the stop pipe: W_* bits, or -1 when
+ * the thread must end (a descriptor of it is no longer its own). In a table
+ * of its own the thread waits in its epoll set; in the program's it polls
+ * (an epoll descriptor cannot be told from one of the program's by its
+ * inode, so it is not kept there). */
+static int wait_events(struct serve_thread *t, int ms)
+{
+	int got = 0;
+	if (t->ep >= 0) {
+		struct epoll_event e[2];
+		int n = vr_sys_epoll_wait(t->ep, e, 2, ms);
+		if (n < 0 && errno != EINTR)
+			return -1;
+		for (int i = 0; i < n; i++)
+			got |= e[i].data.u32 == T_LISTEN ? W_LISTEN : W_STOP;
+		return got;
+	}
+	int nstop = t->t[T_STOP].fd >= 0 && (t->private_table || fd_ok(&t->t[T_STOP]));
+	struct pollfd p[2] = {{.fd = t->t[T_LISTEN].fd, .events = POLLIN},
+	                      {.fd = t->t[T_STOP].fd, .events = POLLIN}};
+	int n = vr_sys_poll(p, nstop ? 2 : 1, ms);
+	if ((n < 0 && errno != EINTR) || (n > 0 && (p[0].revents & POLLNVAL)))
+		return -1;
+	if (n > 0 && (p[0].revents & POLLIN))
+		got |= W_LISTEN;
+	if (n > 0 && nstop && p[1].revents)
+		got |= W_STOP;
+	return got;
+}
+
 /* Serves until the stop byte, or (in the program's table) until one of the
  * thread's descriptors is no longer its own. */
 static void serve_loop(struct serve_thread *t)
@@ -361,27 +413,22 @@ static void serve_loop(struct serve_thread *t)
 	for (;;) {
 		if (!fds_ok(t))
 			return;
-		int nstop = t->t[T_STOP].fd >= 0 && (t->private_table || fd_ok(&t->t[T_STOP]));
-		struct pollfd p[2] = {{.fd = t->t[T_LISTEN].fd, .events = POLLIN},
-		                      {.fd = t->t[T_STOP].fd, .events = POLLIN}};
 		uint64_t now = vr_now_ns();
 		int ms = now >= next ? 0 : (int)((next - now) / 1000000u) + 1;
-		int n = vr_sys_poll(p, nstop ? 2 : 1, ms);
-		if (n < 0 && errno != EINTR)
+		int got = wait_events(t, ms);
+		if (got < 0)
 			return;
-		if (n > 0 && (p[0].revents & POLLNVAL))
-			return;
-		if (n > 0 && nstop && p[1].revents) {
+		if (got & W_STOP) {
 			char c;
 			ssize_t r = vr_sys_read(t->t[T_STOP].fd, &c, 1);
 			if (r == 1)
 				return;
 			/* The program closed its end of the pipe (it closes all its
 			 * descriptors): the member lives on, and so does the thread. */
-			if (r == 0 || (p[1].revents & (POLLERR | POLLNVAL)))
+			if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
 				fd_drop(&t->t[T_STOP], t->private_table);
 		}
-		if (n > 0 && (p[0].revents & POLLIN))
+		if (got & W_LISTEN)
 			answer(t);
 		if (vr_now_ns() >= next) {
 			check_name(t);
@@ -395,7 +442,7 @@ static void *serve_main(void *arg)
 	struct serve_thread *t = arg;
 	t->private_table = own_table(t);
 	struct start *st = t->st;
-	st->private_table = t->private_table;
+	atomic_store(&st->table, t->private_table ? TABLE_OWN : TABLE_SHARED);
 	sem_post(&st->ready);
 	start_put(st);
 	t->st = NULL;
@@ -403,9 +450,14 @@ static void *serve_main(void *arg)
 	 * it knows; without one, the first look asks whatever is there. */
 	if (t->t[T_LISTEN].fd < 0 || name_id(t, &t->name_dev, &t->name_ino) != 1)
 		t->name_dev = 0, t->name_ino = 0;
+	t->ep = t->private_table ? vr_sys_epoll_create() : -1;
+	watch(t, T_LISTEN);
+	watch(t, T_STOP);
 	serve_loop(t);
 	for (int i = 0; i < T_N; i++)
 		fd_drop(&t->t[i], t->private_table);
+	if (t->ep >= 0)
+		vr_sys_close(t->ep);
 	free(t);
 	return NULL;
 }
@@ -431,6 +483,16 @@ static int reopen_door(const struct vr_serve_args *a)
 		fd = -1;
 	}
 	return fd;
+}
+
+/* Closes our copies of the thread's descriptors once it has its own. */
+static void drop_copies(struct vr_serve *s)
+{
+	if (!s->copies || atomic_load(&s->st->table) != TABLE_OWN)
+		return;
+	for (int i = 0; i < T_N; i++)
+		fd_drop(&s->t[i], 0);
+	s->copies = 0;
 }
 
 /* The thread's descriptors, copied from a's (and the pipe's read end). */
@@ -488,8 +550,9 @@ int vr_serve_start(struct vr_serve **out, const struct vr_serve_args *a)
 	snprintf(t->dir, sizeof(t->dir), "%s", a->dir ? a->dir : "");
 	memcpy(s->t, t->t, sizeof(s->t));
 	sem_init(&st->ready, 0, 0);
-	atomic_store(&st->refs, 2);
+	atomic_store(&st->refs, 3);
 	t->st = st;
+	s->st = st;
 
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
@@ -512,38 +575,40 @@ int vr_serve_start(struct vr_serve **out, const struct vr_serve_args *a)
 		return -rc;
 	}
 	(void)pthread_setname_np(th, "vramctl-books");
-	/* Bounded: past it, the thread is taken to share the program's table. */
+	/* Our copies go once the thread says it has its own: it says so at
+	 * once unless the machine is busy, and a join does not wait for a busy
+	 * scheduler; else they go at vr_serve_stop. */
 	struct timespec until;
 	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += VR_SERVE_START_MS / 1000;
-	int up;
-	while ((up = sem_timedwait(&st->ready, &until)) != 0 && errno == EINTR)
+	until.tv_nsec += VR_SERVE_START_US * 1000L;
+	until.tv_sec += until.tv_nsec / 1000000000L;
+	until.tv_nsec %= 1000000000L;
+	while (sem_timedwait(&st->ready, &until) != 0 && errno == EINTR)
 		;
-	s->shared = up != 0 || !st->private_table;
 	start_put(st);
-	/* A thread with a table of its own has its copies: ours go. */
-	if (!s->shared)
-		for (int i = 0; i < T_N; i++) {
-			fd_drop(&s->t[i], 0);
-		}
+	s->copies = 1;
+	drop_copies(s);
 	*out = s;
 	return 0;
 }
 
 int vr_serve_private(const struct vr_serve *s)
 {
-	return s && !s->shared;
+	return s && atomic_load(&s->st->table) == TABLE_OWN;
 }
 
 void vr_serve_stop(struct vr_serve *s)
 {
 	if (!s)
 		return;
+	/* In the program's table the thread closes them itself. */
+	drop_copies(s);
 	if (fd_ok(&s->stop_w)) {
 		char c = 1;
 		(void)!write(s->stop_w.fd, &c, 1);
 		close(s->stop_w.fd);
 	}
+	start_put(s->st);
 	free(s);
 }
 
@@ -551,11 +616,13 @@ void vr_serve_forget(struct vr_serve *s)
 {
 	if (!s)
 		return;
+	/* This child has no thread: every copy of ours goes. */
 	if (fd_ok(&s->stop_w))
 		close(s->stop_w.fd);
-	if (s->shared)
+	if (s->copies)
 		for (int i = 0; i < T_N; i++)
 			if (fd_ok(&s->t[i]))
 				close(s->t[i].fd);
+	start_put(s->st);
 	free(s);
 }

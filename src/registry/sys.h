@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -114,6 +115,20 @@ static inline int vr_sys_poll(struct pollfd *p, nfds_t n, int ms)
 {
 	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
 	return (int)syscall(SYS_ppoll, p, n, ms < 0 ? NULL : &ts, NULL, (size_t)(_NSIG / 8));
+}
+
+static inline int vr_sys_epoll_create(void)
+{
+	return (int)syscall(SYS_epoll_create1, EPOLL_CLOEXEC);
+}
+static inline int vr_sys_epoll_ctl(int ep, int op, int fd, struct epoll_event *e)
+{
+	return (int)syscall(SYS_epoll_ctl, ep, op, fd, e);
+}
+/* epoll_wait(2), through epoll_pwait. */
+static inline int vr_sys_epoll_wait(int ep, struct epoll_event *e, int n, int ms)
+{
+	return (int)syscall(SYS_epoll_pwait, ep, e, n, ms, NULL, (size_t)(_NSIG / 8));
 }
 
 #endif /* VRAMCTL_REGISTRY_SYS_H */
