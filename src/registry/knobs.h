@@ -20,7 +20,11 @@ extern uint64_t vr_test_lane_quantum;
 /* Test-only: the largest block every device's lanes serve
  * (VRAMCTL_TEST_LANE_REACH, at least the quantum), 0: by the cap. */
 extern uint64_t vr_test_lane_reach;
-/* Reads the four from the environment (at the first join). */
+/* Test-only: each member's serving thread works in its program's
+ * descriptor table (VRAMCTL_TEST_SERVE_SHARED=1), as where the kernel
+ * gives it none of its own (serve.c). */
+extern int vr_test_serve_shared;
+/* Reads the five from the environment (at the first join). */
 void vr_read_test_env(void);
 
 /*

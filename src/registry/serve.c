@@ -57,6 +57,7 @@
 #include <unistd.h>
 
 #include "common/contract.h"
+#include "registry/knobs.h"
 #include "registry/serve.h"
 #include "registry/sys.h"
 #include "registry/util.h"
@@ -192,7 +193,8 @@ static void close_gap(unsigned lo, unsigned hi)
  * the thread's. 1 when it has one, 0 when it works in the program's. */
 static int own_table(struct serve_thread *t)
 {
-	if (vr_sys_close_range(~0u, ~0u, CLOSE_RANGE_UNSHARE) != 0 && unshare(CLONE_FILES) != 0)
+	if (vr_test_serve_shared ||
+	    (vr_sys_close_range(~0u, ~0u, CLOSE_RANGE_UNSHARE) != 0 && unshare(CLONE_FILES) != 0))
 		return 0;
 	int keep[T_N];
 	for (int i = 0; i < T_N; i++)
@@ -360,7 +362,9 @@ static void answer(struct serve_thread *t)
 	                      .door = t->t[T_DOOR].fd,
 	                      .listen = t->t[T_LISTEN].fd,
 	                      .key = t->key};
-	for (int i = 0; i < VR_SERVE_ACCEPTS && f.listen >= 0; i++) {
+	/* In the program's table, each number is checked before it is used:
+	 * one the program closed and reused is never accepted on nor sent. */
+	for (int i = 0; i < VR_SERVE_ACCEPTS && f.listen >= 0 && fds_ok(t); i++) {
 		int c = vr_sys_accept4(f.listen, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (c < 0)
 			return;

@@ -19,10 +19,17 @@
  *     cap for two members.
  *   exhausted: as root, in a fresh IPC namespace whose table of System V
  *     segments is full, the same one cap.
+ *   shared: serving threads in their programs' descriptor tables
+ *     (VRAMCTL_TEST_SERVE_SHARED=1, as where the kernel gives them none of
+ *     their own): the books are handed over all the same; a member whose
+ *     program closes its descriptors then hands nothing over (its thread
+ *     ends), and the next joiner is refused with a message, never a second
+ *     group.
  *
  * VRAMCTL_TEST_SHM_ENOSPC=1 is set for layout version 8, whose books were a
  * System V segment unless it was set; this version has no such knob.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -379,12 +386,58 @@ static int exhausted(void)
 	return 0;
 }
 
+/* The number of threads of pid. */
+static int threads_of(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	ASSERT(d != NULL);
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* Run as `test_memfd shared`, with VRAMCTL_TEST_SERVE_SHARED=1. */
+static int shared(void)
+{
+	/* Handed over by a thread in its program's table. */
+	vr_member *a = member("mfdshared");
+	ASSERT_EQ(vr_reserve(a, 0, 700, NULL), 0);
+	pid_t b = joiner("mfdshared", 700, 700, 300, a);
+	reap(b);
+	vr_release(a, 0, 700);
+	vr_leave(a);
+
+	/* Its program closes all its descriptors: the thread ends, touching
+	 * none of them, and nobody hands the books over. */
+	pid_t c = closer("mfdshared2", 600);
+	for (int i = 0; i < 200 && threads_of(c) > 1; i++)
+		usleep(50000);
+	ASSERT_EQ(threads_of(c), 1);
+	struct vr_join_opts o = {.dir = dir, .group = "mfdshared2", .limit_spec = "1000"};
+	vr_member *d = NULL;
+	char err[256];
+	ASSERT_EQ(vr_join(&o, &d, NULL, err, sizeof(err)), -EBADMSG);
+	printf("refused: %s\n", err);
+	ASSERT(strstr(err, "live members") != NULL);
+	reap(c);
+	ASSERT_EQ(vr_group_remove(dir, "mfdshared"), 0);
+	ASSERT_EQ(vr_group_remove(dir, "mfdshared2"), 0);
+	return 0;
+}
+
 /* Runs this test again as `argv0 mode`: its exit status. */
 static int run_self(const char *argv0, const char *mode)
 {
 	pid_t x = fork();
 	ASSERT(x >= 0);
 	if (x == 0) {
+		if (!strcmp(mode, "shared"))
+			setenv("VRAMCTL_TEST_SERVE_SHARED", "1", 1);
 		execl("/proc/self/exe", argv0, mode, (char *)NULL);
 		_exit(127);
 	}
@@ -402,11 +455,14 @@ int main(int argc, char **argv)
 	setenv("VRAMCTL_TEST_SHM_ENOSPC", "1", 1); /* layout 8's: see above */
 	if (argc > 1 && !strcmp(argv[1], "exhausted"))
 		return exhausted();
+	if (argc > 1 && !strcmp(argv[1], "shared"))
+		return shared();
 	one_cap();
 	crowd();
 	closed();
 	nosocket();
 	fsize();
+	ASSERT_EQ(run_self(argv[0], "shared"), 0);
 
 	/* Real exhaustion, where it is cheap: as root, in a fresh namespace. */
 	int rc = geteuid() == 0 ? run_self(argv[0], "exhausted") : 77;

@@ -58,8 +58,9 @@ static void refused_joiner(const char *group)
 		int rc = vr_join(&o, &m, NULL, err, sizeof(err));
 		printf("joiner: %d: %s\n", rc, err);
 		fflush(stdout);
-		_exit(rc == -EBADMSG && strstr(err, "operations in flight stays while it runs") ? 0
-		                                                                                 : 1);
+		_exit(rc == -EBADMSG && strstr(err, "operations in flight stays while it runs")
+		          ? 0
+		          : 1);
 	}
 	int st;
 	ASSERT_EQ(waitpid(pid, &st, 0), pid);
