@@ -129,43 +129,78 @@ static int connect_until(int s, const struct sockaddr_un *sa, socklen_t salen, u
 	return 0;
 }
 
-/* Receives the answer on s into *out. 0 or a negative errno. */
-static int receive(int s, struct vr_ho_fds *out)
+#define VR_HO_MAXFDS 8
+
+int vr_ho_sendfds(int s, const void *buf, size_t len, const int *fds, int n)
 {
-	struct vr_ho_answer a;
+	if (n < 1 || n > VR_HO_MAXFDS)
+		return -EINVAL;
 	union {
-		char buf[CMSG_SPACE(sizeof(int) * VR_HO_FDS)];
+		char buf[CMSG_SPACE(sizeof(int) * VR_HO_MAXFDS)];
 		struct cmsghdr align;
 	} u;
-	struct iovec iov = {.iov_base = &a, .iov_len = sizeof(a)};
+	memset(&u, 0, sizeof(u));
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+	struct msghdr msg = {.msg_iov = &iov,
+	                     .msg_iovlen = 1,
+	                     .msg_control = u.buf,
+	                     .msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n)};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
+	memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)n);
+	return vr_sys_sendmsg(s, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)len ? 0 : -errno;
+}
+
+int vr_ho_recvfds(int s, void *buf, size_t len, int *fds, int n)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * VR_HO_MAXFDS)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {.iov_base = buf, .iov_len = len};
 	struct msghdr msg = {.msg_iov = &iov,
 	                     .msg_iovlen = 1,
 	                     .msg_control = u.buf,
 	                     .msg_controllen = sizeof(u.buf)};
-	ssize_t n = vr_sys_recvmsg(s, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-	if (n < 0)
+	ssize_t got = vr_sys_recvmsg(s, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	if (got < 0)
 		return -errno;
-	int fds[VR_HO_FDS], nfds = 0;
+	int k = 0;
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
 			continue;
-		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < k; i++) {
+		size_t m = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < m; i++) {
 			int fd;
 			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(fd));
-			if (nfds < VR_HO_FDS)
-				fds[nfds++] = fd;
+			if (k < n)
+				fds[k++] = fd;
 			else
 				vr_sys_close(fd);
 		}
 	}
-	int ok = n == (ssize_t)sizeof(a) && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) &&
-	         a.magic == VR_HO_MAGIC && a.version == VR_LAYOUT_VERSION && a.nfds == VR_HO_FDS &&
-	         nfds == VR_HO_FDS;
-	if (!ok) {
-		for (int i = 0; i < nfds; i++)
+	if (got == (ssize_t)len && k > 0 && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+		return k;
+	for (int i = 0; i < k; i++)
+		vr_sys_close(fds[i]);
+	return got == 0 ? -ECONNRESET : -EPROTO;
+}
+
+/* Receives the answer on s into *out. 0 or a negative errno. */
+static int receive(int s, struct vr_ho_fds *out)
+{
+	struct vr_ho_answer a;
+	int fds[VR_HO_FDS];
+	int rc = vr_ho_recvfds(s, &a, sizeof(a), fds, VR_HO_FDS);
+	if (rc < 0)
+		return rc;
+	if (rc != VR_HO_FDS || a.magic != VR_HO_MAGIC || a.version != VR_LAYOUT_VERSION ||
+	    a.nfds != VR_HO_FDS) {
+		for (int i = 0; i < rc; i++)
 			vr_sys_close(fds[i]);
-		return n == 0 ? -ECONNRESET : -EPROTO;
+		return -EPROTO;
 	}
 	out->books = fds[0];
 	out->door = fds[1];
@@ -215,21 +250,5 @@ int vr_ho_answer_one(int c, const struct vr_ho_fds *f)
 	struct vr_ho_answer a = {
 	    .magic = VR_HO_MAGIC, .version = VR_LAYOUT_VERSION, .key = f->key, .nfds = VR_HO_FDS};
 	int fds[VR_HO_FDS] = {f->books, f->door, f->listen};
-	union {
-		char buf[CMSG_SPACE(sizeof(fds))];
-		struct cmsghdr align;
-	} u;
-	memset(&u, 0, sizeof(u));
-	struct iovec iov = {.iov_base = &a, .iov_len = sizeof(a)};
-	struct msghdr msg = {.msg_iov = &iov,
-	                     .msg_iovlen = 1,
-	                     .msg_control = u.buf,
-	                     .msg_controllen = sizeof(u.buf)};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(fds));
-	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
-	return vr_sys_sendmsg(c, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(a) ? 0
-	                                                                                  : -errno;
+	return vr_ho_sendfds(c, &a, sizeof(a), fds, VR_HO_FDS);
 }

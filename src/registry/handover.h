@@ -68,6 +68,16 @@ int vr_ho_listen(int dfd, const char *dir, const char *group, int replace);
 int vr_ho_fetch(int dfd, const char *dir, const char *group, uid_t owner, uint64_t end,
                 struct vr_ho_fds *out);
 
+/* One message of len bytes from buf with the n descriptors fds (SCM_RIGHTS,
+ * at most 8), sent without blocking and without SIGPIPE. 0 or a negative
+ * errno. */
+int vr_ho_sendfds(int s, const void *buf, size_t len, const int *fds, int n);
+/* Receives, without blocking, one message of exactly len bytes into buf
+ * with one to n descriptors (close-on-exec) into fds: how many, or a
+ * negative errno (-EAGAIN: none yet; -EPROTO: another message; nothing
+ * kept). */
+int vr_ho_recvfds(int s, void *buf, size_t len, int *fds, int n);
+
 /*
  * Answers one accepted connection c: the peer must run as our effective uid
  * or as root (SO_PEERCRED); then one message with what f holds, sent

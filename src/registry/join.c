@@ -227,14 +227,23 @@ static uint64_t within(uint64_t ns, uint64_t end)
  * The door of a group whose door's two names were removed while it lives,
  * from its socket: our own read-write open file of it (the descriptor
  * handed over is the server's open file, and liveness locks belong to an
- * open file), checked as any door is. The books come with it in *ho. An fd,
- * or -1 (nothing kept).
+ * open file), checked as any door is. The books come with it in *ho. An fd;
+ * -ENOENT when nobody listens on the socket (no such group: a new door may
+ * be made); -EBADMSG when something listens but hands over no door of this
+ * group before the call's bound (a new door would split the group).
  */
 static int door_from_socket(int dfd, const char *dir, const char *group, struct vr_ho_fds *ho)
 {
-	if (vr_ho_fetch(dfd, dir, group, geteuid(),
-	                within(VR_HANDOVER_WAIT_NS, vr_wait_deadline(vr_now_ns())), ho) != 0)
-		return -1;
+	uint64_t end = vr_wait_deadline(vr_now_ns());
+	int rc;
+	while ((rc = vr_ho_fetch(dfd, dir, group, geteuid(), within(VR_HANDOVER_WAIT_NS, end),
+	                         ho)) == -ETIMEDOUT &&
+	       vr_now_ns() < end)
+		;
+	if (rc == -ENOENT || rc == -ECONNREFUSED || rc == -ECONNRESET)
+		return -ENOENT; /* nobody listens, or the last one just left */
+	if (rc < 0)
+		return -EBADMSG;
 	char path[64];
 	struct stat got, want;
 	struct vr_hdr hdr;
@@ -251,7 +260,7 @@ static int door_from_socket(int dfd, const char *dir, const char *group, struct 
 	}
 	if (fd < 0)
 		vr_ho_close(ho);
-	return fd;
+	return fd < 0 ? -EBADMSG : fd;
 }
 
 /* Opens the group's door, creating it if there is none. Returns an fd. */
@@ -271,6 +280,15 @@ static int open_or_create(const struct vr_join_opts *opts, int dfd, const char *
 			int got = door_from_socket(dfd, dir, opts->group, ho);
 			if (got >= 0)
 				return got;
+			if (got == -EBADMSG) {
+				vr_seterr(
+				    err, errlen,
+				    "group %s: its door %s/%s was removed, and its socket hands "
+				    "nothing over (its members stopped?): not starting a second "
+				    "group of that name",
+				    opts->group, dir, name);
+				return -EBADMSG;
+			}
 		}
 		if (fd == -ENOENT && opts->existing) {
 			vr_seterr(err, errlen, "no group %s in %s", opts->group, dir);

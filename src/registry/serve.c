@@ -17,20 +17,26 @@
  *     closes all its descriptors (daemons, subprocess helpers) neither takes
  *     them from it nor finds one of its own numbers answered by it, and the
  *     thread holds no file of the program's open (it closes its copy of
- *     every other one at once: a pipe's reader still sees its end). Where
- *     neither is allowed it works in the program's table, at numbers from
- *     100 up, and checks before every use that each number still names its
- *     file (device and inode): when one does not, the program has closed it,
- *     and the thread ends without touching it;
+ *     every other one at once: a pipe's reader still sees its end). Its
+ *     descriptors reach it in flight on a socket pair, taken once it has
+ *     its table: none is left in the program's, where a fork child that
+ *     does not forget the member would keep the group's listening socket
+ *     open, answering nobody. Where neither call is allowed it works in the
+ *     program's table, at numbers from 100 up, and checks before every use
+ *     that each number still names its file (device and inode): when one
+ *     does not, the program has closed it, and the thread ends without
+ *     touching it;
  *   - hangs: every call on a connection is non-blocking, one message is
  *     written and nothing is read from the asker; the thread waits only in
- *     poll, and looks at the socket's name every VR_SERVE_CHECK_MS;
+ *     epoll_wait (poll in the program's table), and looks at the socket's
+ *     name every VR_SERVE_CHECK_MS;
  *   - fork: a child has no such thread; the library's fork handler
  *     (vr_forget) closes the child's copies; the thread takes no lock and
  *     allocates nothing while it serves;
- *   - the member's memory: the thread has its own copy of what it needs,
- *     so it can outlive the member's struct (vr_leave) until it reads the
- *     stop byte.
+ *   - the member's memory: the thread has its own copy of what it needs;
+ *     vr_leave writes it a stop byte and waits (at most VR_SERVE_WAIT_S)
+ *     for its end, so a member that left answers no more, and a join
+ *     returns once the thread holds its descriptors (at most as long).
  *
  * The socket's name removed (rm, a tmp cleaner) while the group lives: the
  * first thread to look makes a new socket at the name; the others find
@@ -68,7 +74,7 @@
 
 #define VR_SERVE_CHECK_MS 2000 /* how often the socket's name is looked at */
 #define VR_SERVE_FD_BASE  100  /* the thread's numbers in the program's table */
-#define VR_SERVE_START_US 5000 /* how long vr_serve_start waits for the thread's table */
+#define VR_SERVE_WAIT_S   1    /* how long a join or a leave waits for the thread */
 #define VR_SERVE_ACCEPTS  64   /* connections answered per wake-up, at most */
 #define VR_SERVE_ADOPT_MS 500  /* how long a look at another socket waits */
 #define VR_SERVE_STACK    (256u << 10)
@@ -82,26 +88,29 @@ struct fd_id {
 	ino_t ino;
 };
 
-/* Started, with the answer to "which table" (TABLE_*): freed by the last
- * of the three that hold it (the thread, vr_serve_start, the member's side). */
+/* What both sides know: which table the thread works in (TABLE_*) and, in
+ * the program's, its descriptors there (for a fork child to close its
+ * copies). Freed by the last of the two sides. */
 enum { TABLE_UNSAID, TABLE_OWN, TABLE_SHARED };
-struct start {
-	sem_t ready;
+struct shared {
+	sem_t taken; /* posted once the thread has its descriptors */
+	sem_t ended; /* posted once it has closed them, at its end */
 	_Atomic int refs;
 	_Atomic int table;
+	struct fd_id t[T_N]; /* written before table is TABLE_SHARED */
 };
 
 /* The member's side. */
 struct vr_serve {
-	struct fd_id stop_w; /* the stop pipe's write end */
-	struct start *st;
-	int copies;          /* our copies of the thread's descriptors are open: */
-	struct fd_id t[T_N]; /* (in the program's table) */
+	struct fd_id stop_w;  /* the stop pipe's write end */
+	struct fd_id handoff; /* where the thread took its descriptors from */
+	struct shared *sh;
 };
 
 /* The thread's own state (freed by the thread). */
 struct serve_thread {
-	struct start *st;
+	struct shared *sh;
+	int handoff; /* the socket its descriptors come through */
 	struct fd_id t[T_N];
 	uint64_t key;
 	int private_table;
@@ -114,11 +123,12 @@ struct serve_thread {
 	char dir[PATH_MAX];
 };
 
-static void start_put(struct start *st)
+static void shared_put(struct shared *sh)
 {
-	if (atomic_fetch_sub(&st->refs, 1) == 1) {
-		sem_destroy(&st->ready);
-		free(st);
+	if (atomic_fetch_sub(&sh->refs, 1) == 1) {
+		sem_destroy(&sh->taken);
+		sem_destroy(&sh->ended);
+		free(sh);
 	}
 }
 
@@ -196,25 +206,41 @@ static int own_table(struct serve_thread *t)
 	if (vr_test_serve_shared ||
 	    (vr_sys_close_range(~0u, ~0u, CLOSE_RANGE_UNSHARE) != 0 && unshare(CLONE_FILES) != 0))
 		return 0;
-	int keep[T_N];
-	for (int i = 0; i < T_N; i++)
-		keep[i] = t->t[i].fd;
-	for (int i = 1; i < T_N; i++) /* sorted, few */
-		for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
-			int x = keep[j];
-			keep[j] = keep[j - 1];
-			keep[j - 1] = x;
-		}
-	unsigned lo = 0;
-	for (int i = 0; i < T_N; i++) {
-		if (keep[i] < 0)
-			continue;
-		if ((unsigned)keep[i] > lo)
-			close_gap(lo, (unsigned)keep[i] - 1);
-		lo = (unsigned)keep[i] + 1;
-	}
-	close_gap(lo, ~0u);
+	if (t->handoff > 0)
+		close_gap(0, (unsigned)t->handoff - 1);
+	close_gap((unsigned)t->handoff + 1, ~0u);
 	return 1;
+}
+
+/* What the member's side sent through the hand-off socket. */
+struct handoff_msg {
+	uint32_t listen; /* 1: a listening socket is the last descriptor */
+};
+
+/* Takes the thread's descriptors from the hand-off socket (in flight there:
+ * they were never in its table, nor left in the program's), at numbers from
+ * VR_SERVE_FD_BASE up in the program's table. 0 or -1. */
+static int take_fds(struct serve_thread *t)
+{
+	struct handoff_msg msg;
+	int fds[T_N], order[T_N] = {T_BOOKS, T_DOOR, T_STOP, T_DIR, T_LISTEN};
+	int n = vr_ho_recvfds(t->handoff, &msg, sizeof(msg), fds, T_N);
+	vr_sys_close(t->handoff);
+	t->handoff = -1;
+	if (n < T_N - 1 || n != T_N - 1 + (msg.listen == 1)) {
+		for (int i = 0; i < n; i++)
+			vr_sys_close(fds[i]);
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		if (!t->private_table) {
+			int h = high_dup(fds[i]);
+			vr_sys_close(fds[i]);
+			fds[i] = h;
+		}
+		fd_take(&t->t[order[i]], fds[i]);
+	}
+	return 0;
 }
 
 /* Says line once, through the notice, on the program's standard error. */
@@ -444,12 +470,15 @@ static void serve_loop(struct serve_thread *t)
 static void *serve_main(void *arg)
 {
 	struct serve_thread *t = arg;
+	for (int i = 0; i < T_N; i++)
+		t->t[i].fd = -1;
 	t->private_table = own_table(t);
-	struct start *st = t->st;
-	atomic_store(&st->table, t->private_table ? TABLE_OWN : TABLE_SHARED);
-	sem_post(&st->ready);
-	start_put(st);
-	t->st = NULL;
+	int ok = take_fds(t) == 0;
+	/* In the program's table a fork child must know our numbers there. */
+	if (!t->private_table)
+		memcpy(t->sh->t, t->t, sizeof(t->t));
+	atomic_store(&t->sh->table, t->private_table ? TABLE_OWN : TABLE_SHARED);
+	sem_post(&t->sh->taken);
 	/* The file at the name is the socket it was handed or made, as far as
 	 * it knows; without one, the first look asks whatever is there. */
 	if (t->t[T_LISTEN].fd < 0 || name_id(t, &t->name_dev, &t->name_ino) != 1)
@@ -457,16 +486,29 @@ static void *serve_main(void *arg)
 	t->ep = t->private_table ? vr_sys_epoll_create() : -1;
 	watch(t, T_LISTEN);
 	watch(t, T_STOP);
-	serve_loop(t);
+	if (ok)
+		serve_loop(t);
 	for (int i = 0; i < T_N; i++)
 		fd_drop(&t->t[i], t->private_table);
 	if (t->ep >= 0)
 		vr_sys_close(t->ep);
+	sem_post(&t->sh->ended);
+	shared_put(t->sh);
 	free(t);
 	return NULL;
 }
 
 /* ---- the member's side */
+
+/* Waits for sem, VR_SERVE_WAIT_S at most. */
+static void wait_for(sem_t *sem)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += VR_SERVE_WAIT_S;
+	while (sem_timedwait(sem, &until) != 0 && errno == EINTR)
+		;
+}
 
 /* A read-only open file of the door of its own (no locks of the member's
  * open file ride on it), at the descriptor's file. */
@@ -489,38 +531,29 @@ static int reopen_door(const struct vr_serve_args *a)
 	return fd;
 }
 
-/* Closes our copies of the thread's descriptors once it has its own. */
-static void drop_copies(struct vr_serve *s)
+/* Puts the thread's descriptors in flight on a socket pair: the thread
+ * takes them from its end once it has its own table, and none is ever left
+ * in the program's (a fork child that does not forget the member would
+ * keep the group's listening socket open, answering nobody). Returns the
+ * thread's end, or -1. */
+static int hand_off(const struct vr_serve_args *a, int stop_r)
 {
-	if (!s->copies || atomic_load(&s->st->table) != TABLE_OWN)
-		return;
-	for (int i = 0; i < T_N; i++)
-		fd_drop(&s->t[i], 0);
-	s->copies = 0;
-}
-
-/* The thread's descriptors, copied from a's (and the pipe's read end). */
-static int thread_fds(struct serve_thread *t, const struct vr_serve_args *a, int stop_r)
-{
+	int sp[2];
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp) != 0)
+		return -1;
 	int door = reopen_door(a);
-	int src[T_N] = {a->books, door, a->listen, stop_r, a->dfd};
-	int rc = 0;
-	for (int i = 0; i < T_N; i++) {
-		int fd = src[i] >= 0 ? high_dup(src[i]) : -1;
-		/* Without a listening socket the thread looks for the group's. */
-		if (fd_take(&t->t[i], fd) != 0 && !(i == T_LISTEN && src[i] < 0))
-			rc = -1;
-	}
+	struct handoff_msg msg = {.listen = a->listen >= 0};
+	int fds[T_N] = {a->books, door, stop_r, a->dfd, a->listen};
+	int rc =
+	    door < 0 ? -EBADF : vr_ho_sendfds(sp[0], &msg, sizeof(msg), fds, T_N - !msg.listen);
 	if (door >= 0)
 		close(door);
-	return rc;
-}
-
-static void drop_all(struct fd_id *t)
-{
-	for (int i = 0; i < T_N; i++)
-		if (t[i].fd >= 0)
-			close(t[i].fd);
+	close(sp[0]);
+	if (rc < 0) {
+		close(sp[1]);
+		return -1;
+	}
+	return sp[1];
 }
 
 int vr_serve_start(struct vr_serve **out, const struct vr_serve_args *a)
@@ -528,35 +561,29 @@ int vr_serve_start(struct vr_serve **out, const struct vr_serve_args *a)
 	*out = NULL;
 	struct vr_serve *s = calloc(1, sizeof(*s));
 	struct serve_thread *t = calloc(1, sizeof(*t));
-	struct start *st = calloc(1, sizeof(*st));
-	int p[2] = {-1, -1};
-	if (!s || !t || !st || pipe2(p, O_CLOEXEC) != 0) {
+	struct shared *sh = calloc(1, sizeof(*sh));
+	int p[2] = {-1, -1}, h = -1;
+	if (!s || !t || !sh || pipe2(p, O_CLOEXEC) != 0 || (h = hand_off(a, p[0])) < 0 ||
+	    fd_take(&s->stop_w, p[1]) != 0 || fd_take(&s->handoff, h) != 0) {
+		if (p[0] >= 0)
+			close(p[0]), close(p[1]);
+		if (h >= 0)
+			close(h);
 		free(s);
 		free(t);
-		free(st);
-		return -ENOMEM;
-	}
-	for (int i = 0; i < T_N; i++)
-		t->t[i].fd = -1;
-	int rc = thread_fds(t, a, p[0]);
-	close(p[0]);
-	if (rc != 0 || fd_take(&s->stop_w, p[1]) != 0) {
-		drop_all(t->t);
-		close(p[1]);
-		free(s);
-		free(t);
-		free(st);
+		free(sh);
 		return -EMFILE;
 	}
+	close(p[0]); /* the thread's copy is in flight */
+	t->handoff = h;
 	t->key = a->key;
 	t->notice = a->notice;
 	snprintf(t->group, sizeof(t->group), "%s", a->group);
 	snprintf(t->dir, sizeof(t->dir), "%s", a->dir ? a->dir : "");
-	memcpy(s->t, t->t, sizeof(s->t));
-	sem_init(&st->ready, 0, 0);
-	atomic_store(&st->refs, 3);
-	t->st = st;
-	s->st = st;
+	sem_init(&sh->taken, 0, 0);
+	sem_init(&sh->ended, 0, 0);
+	atomic_store(&sh->refs, 2);
+	t->sh = s->sh = sh;
 
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
@@ -566,67 +593,63 @@ int vr_serve_start(struct vr_serve **out, const struct vr_serve_args *a)
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_t th;
-	rc = pthread_create(&th, &attr, serve_main, t);
+	int rc = pthread_create(&th, &attr, serve_main, t);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	if (rc != 0) {
-		drop_all(t->t);
-		close(s->stop_w.fd);
-		sem_destroy(&st->ready);
-		free(st);
+		close(h);
+		close(p[1]);
+		sem_destroy(&sh->taken);
+		sem_destroy(&sh->ended);
+		free(sh);
 		free(t);
 		free(s);
 		return -rc;
 	}
 	(void)pthread_setname_np(th, "vramctl-books");
-	/* Our copies go once the thread says it has its own: it says so at
-	 * once unless the machine is busy, and a join does not wait for a busy
-	 * scheduler; else they go at vr_serve_stop. */
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_nsec += VR_SERVE_START_US * 1000L;
-	until.tv_sec += until.tv_nsec / 1000000000L;
-	until.tv_nsec %= 1000000000L;
-	while (sem_timedwait(&st->ready, &until) != 0 && errno == EINTR)
-		;
-	start_put(st);
-	s->copies = 1;
-	drop_copies(s);
+	/* The join returns once the thread holds its descriptors: a program
+	 * that closes all of its own after its first allocation leaves it
+	 * answering. Bounded: a thread that has not run by then takes them
+	 * later (its hand-off stays open until the member leaves). */
+	wait_for(&sh->taken);
 	*out = s;
 	return 0;
 }
 
-int vr_serve_private(const struct vr_serve *s)
+/* Closes what the member's side holds in this process's table: the stop
+ * pipe's write end, its copy of the hand-off socket, and, in a fork child
+ * of a thread that works in the program's table, the child's copies of the
+ * thread's descriptors. */
+static void drop_side(struct vr_serve *s, int child)
 {
-	return s && atomic_load(&s->st->table) == TABLE_OWN;
+	if (fd_ok(&s->stop_w))
+		close(s->stop_w.fd);
+	if (fd_ok(&s->handoff))
+		close(s->handoff.fd);
+	if (child && atomic_load(&s->sh->table) == TABLE_SHARED)
+		for (int i = 0; i < T_N; i++)
+			if (fd_ok(&s->sh->t[i]))
+				close(s->sh->t[i].fd);
+	shared_put(s->sh);
+	free(s);
 }
 
 void vr_serve_stop(struct vr_serve *s)
 {
 	if (!s)
 		return;
-	/* In the program's table the thread closes them itself. */
-	drop_copies(s);
+	/* Once it has ended, a member that left answers no more: the next
+	 * joiner of a group it was the last of finds nobody listening. */
 	if (fd_ok(&s->stop_w)) {
 		char c = 1;
-		(void)!write(s->stop_w.fd, &c, 1);
-		close(s->stop_w.fd);
+		if (write(s->stop_w.fd, &c, 1) == 1)
+			wait_for(&s->sh->ended);
 	}
-	start_put(s->st);
-	free(s);
+	drop_side(s, 0);
 }
 
 void vr_serve_forget(struct vr_serve *s)
 {
-	if (!s)
-		return;
-	/* This child has no thread: every copy of ours goes. */
-	if (fd_ok(&s->stop_w))
-		close(s->stop_w.fd);
-	if (s->copies)
-		for (int i = 0; i < T_N; i++)
-			if (fd_ok(&s->t[i]))
-				close(s->t[i].fd);
-	start_put(s->st);
-	free(s);
+	if (s)
+		drop_side(s, 1);
 }

@@ -12,7 +12,8 @@
 struct vr_serve; /* the member's side of its thread */
 
 /* What the thread is started with. Its own descriptors are taken from
- * these (the caller keeps and closes what it passed). */
+ * these (the caller keeps and closes what it passed): copies put in flight
+ * on a socket pair, which the thread takes once it has a table of its own. */
 struct vr_serve_args {
 	int books;             /* the memfd */
 	int door;              /* the member's descriptor of the door (reopened read-only) */
@@ -35,15 +36,15 @@ struct vr_serve_args {
  * program that closes all its descriptors cannot take them from it, nor
  * have them kept open by it), makes the socket again when its name is
  * removed (and takes one another member made), and never touches the
- * member's memory. Returns 0 with *out, or a negative errno (no thread).
+ * member's memory. Returns, with 0 and *out, once the thread holds its
+ * descriptors (at most a second), or a negative errno (no thread).
  */
 int vr_serve_start(struct vr_serve **out, const struct vr_serve_args *a);
-/* Tells the thread to end (it closes its descriptors) and frees s. */
+/* Tells the thread to end, waits (at most a second) until it has closed
+ * its descriptors, and frees s. */
 void vr_serve_stop(struct vr_serve *s);
 /* In a fork child (which has no such thread): closes the child's copies
  * of what the parent's thread uses, and frees s. */
 void vr_serve_forget(struct vr_serve *s);
-/* 1 when the thread keeps its descriptors in a table of its own. */
-int vr_serve_private(const struct vr_serve *s);
 
 #endif /* VRAMCTL_REGISTRY_SERVE_H */
