@@ -62,6 +62,18 @@ static int addr_of(int dfd, const char *dir, const char *name, struct sockaddr_u
 	return 0;
 }
 
+/* A new socket of the hand-over's kind, and the address of `name` in the
+ * directory dfd: the socket, or a negative errno. */
+static int socket_for(int dfd, const char *dir, const char *name, struct sockaddr_un *sa,
+                      socklen_t *salen)
+{
+	int rc = addr_of(dfd, dir, name, sa, salen);
+	if (rc < 0)
+		return rc;
+	int s = vr_sys_socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	return s < 0 ? -errno : s;
+}
+
 int vr_ho_listen(int dfd, const char *dir, const char *group, int replace)
 {
 	static _Atomic unsigned counter;
@@ -71,12 +83,9 @@ int vr_ho_listen(int dfd, const char *dir, const char *group, int replace)
 	         atomic_fetch_add(&counter, 1));
 	struct sockaddr_un sa;
 	socklen_t salen;
-	int rc = addr_of(dfd, dir, tmp, &sa, &salen);
-	if (rc < 0)
-		return rc;
-	int s = vr_sys_socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int rc, s = socket_for(dfd, dir, tmp, &sa, &salen);
 	if (s < 0)
-		return -errno;
+		return s;
 	if (vr_sys_bind(s, (struct sockaddr *)&sa, salen) < 0) {
 		rc = -errno;
 		vr_sys_close(s);
@@ -218,13 +227,10 @@ int vr_ho_fetch(int dfd, const char *dir, const char *group, uid_t owner, uint64
 	vr_ho_name(group, name, sizeof(name));
 	struct sockaddr_un sa;
 	socklen_t salen;
-	int rc = addr_of(dfd, dir, name, &sa, &salen);
-	if (rc < 0)
-		return rc;
-	int s = vr_sys_socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int s = socket_for(dfd, dir, name, &sa, &salen);
 	if (s < 0)
-		return -errno;
-	rc = connect_until(s, &sa, salen, end);
+		return s;
+	int rc = connect_until(s, &sa, salen, end);
 	struct ucred cr;
 	socklen_t crlen = sizeof(cr);
 	/* Whoever made the listener: a socket of another user is not asked. */

@@ -35,17 +35,6 @@ static vr_member *member(const char *group)
 	return join_device_or_fail(&o, uuid0, CAP);
 }
 
-/* The slot of the member with this pid, or fails. */
-static uint32_t slot_of(vr_member *obs, pid_t pid)
-{
-	for (uint32_t i = 0; i < vr_hdr_hw(obs->hdr); i++)
-		if (vr_slot_at(obs->hdr, i)->state == VR_SLOT_USED &&
-		    vr_slot_at(obs->hdr, i)->pid == (int32_t)pid)
-			return i;
-	TEST_FAILF("no slot for pid %d", (int)pid);
-	return 0;
-}
-
 /* A joiner in a child: refused, with the phantom said in its message. */
 static void refused_joiner(const char *group)
 {
