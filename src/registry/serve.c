@@ -62,6 +62,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/compiler.h"
 #include "common/contract.h"
 #include "registry/knobs.h"
 #include "registry/serve.h"
@@ -244,6 +245,7 @@ static int take_fds(struct serve_thread *t)
 }
 
 /* Says line once, through the notice, on the program's standard error. */
+static void say(struct serve_thread *t, const char *fmt, ...) VR_PRINTF(2, 3);
 static void say(struct serve_thread *t, const char *fmt, ...)
 {
 	if (t->said || !t->notice)
