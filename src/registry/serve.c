@@ -632,7 +632,13 @@ static void drop_side(struct vr_serve *s, int child)
 		for (int i = 0; i < T_N; i++)
 			if (fd_ok(&s->sh->t[i]))
 				close(s->sh->t[i].fd);
-	shared_put(s->sh);
+	if (child) { /* its copy of the shared part: no thread here holds it */
+		sem_destroy(&s->sh->taken);
+		sem_destroy(&s->sh->ended);
+		free(s->sh);
+	} else {
+		shared_put(s->sh);
+	}
 	free(s);
 }
 
