@@ -305,8 +305,7 @@ static int stale_tree(const char *name)
 	return vr_proc_start_time(NULL, pid, &now) != 0 || now != start;
 }
 
-static int read_record(int dfd, const char *dir, const char *name, struct vr_job *j,
-                       uid_t *owner);
+static int read_record(int dfd, const char *dir, const char *name, struct vr_job *j, uid_t *owner);
 static const char *v2_root(const char *given);
 
 /* A cgroup record whose cgroup is gone, or is a run's own
