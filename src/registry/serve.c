@@ -106,6 +106,7 @@ struct vr_serve {
 	struct fd_id stop_w;  /* the stop pipe's write end */
 	struct fd_id handoff; /* where the thread took its descriptors from */
 	struct shared *sh;
+	pthread_t th; /* joined by vr_serve_stop, else detached */
 };
 
 /* The thread's own state (freed by the thread). */
@@ -503,14 +504,16 @@ static void *serve_main(void *arg)
 
 /* ---- the member's side */
 
-/* Waits for sem, VR_SERVE_WAIT_S at most. */
-static void wait_for(sem_t *sem)
+/* Waits for sem, VR_SERVE_WAIT_S at most: 0 once posted, else -1. */
+static int wait_for(sem_t *sem)
 {
 	struct timespec until;
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += VR_SERVE_WAIT_S;
-	while (sem_timedwait(sem, &until) != 0 && errno == EINTR)
+	int rc;
+	while ((rc = sem_timedwait(sem, &until)) != 0 && errno == EINTR)
 		;
+	return rc == 0 ? 0 : -1;
 }
 
 /* A read-only open file of the door of its own (no locks of the member's
@@ -591,7 +594,6 @@ int vr_serve_start(struct vr_serve **out, const struct vr_serve_args *a)
 
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, VR_SERVE_STACK);
 	sigset_t all, old;
 	sigfillset(&all);
@@ -610,12 +612,13 @@ int vr_serve_start(struct vr_serve **out, const struct vr_serve_args *a)
 		free(s);
 		return -rc;
 	}
+	s->th = th;
 	(void)pthread_setname_np(th, "vramctl-books");
 	/* The join returns once the thread holds its descriptors: a program
 	 * that closes all of its own after its first allocation leaves it
 	 * answering. Bounded: a thread that has not run by then takes them
 	 * later (its hand-off stays open until the member leaves). */
-	wait_for(&sh->taken);
+	(void)wait_for(&sh->taken);
 	*out = s;
 	return 0;
 }
@@ -650,11 +653,20 @@ void vr_serve_stop(struct vr_serve *s)
 		return;
 	/* Once it has ended, a member that left answers no more: the next
 	 * joiner of a group it was the last of finds nobody listening. */
+	int ended = 0;
 	if (fd_ok(&s->stop_w)) {
 		char c = 1;
-		if (write(s->stop_w.fd, &c, 1) == 1)
-			wait_for(&s->sh->ended);
+		ended = write(s->stop_w.fd, &c, 1) == 1 && wait_for(&s->sh->ended) == 0;
 	}
+	/* Joined once it has ended (it only frees its state then): no thread
+	 * of ours is still on its way out when the program next forks, where
+	 * an allocator without fork handlers (a sanitizer's) could be left
+	 * locked in the child. Else detached: its end frees it. */
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += VR_SERVE_WAIT_S;
+	if (!ended || pthread_timedjoin_np(s->th, NULL, &until) != 0)
+		pthread_detach(s->th);
 	drop_side(s, 0);
 }
 
