@@ -48,6 +48,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <link.h>
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
@@ -57,6 +58,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -107,6 +109,8 @@ struct vr_serve {
 	struct fd_id handoff; /* where the thread took its descriptors from */
 	struct shared *sh;
 	pthread_t th; /* joined by vr_serve_stop, else detached */
+	void *stack;  /* the thread's stack and its guard page (stack_start) */
+	size_t stack_len;
 };
 
 /* The thread's own state (freed by the thread). */
@@ -562,6 +566,58 @@ static int hand_off(const struct vr_serve_args *a, int stop_r)
 	return sp[1];
 }
 
+/* The thread's stack, VR_SERVE_STACK and the TLS the C library puts on it
+ * (tls_room), above a guard page, mapped here rather
+ * than by the C library: a fork child keeps its copy of it mapped (the
+ * thread is not there, and the child never unmaps it), so no thread the
+ * child starts later has the same stack, nor the same pthread_t, as a
+ * thread its parent had at the fork (a sanitizer that keeps the parent's
+ * threads on its books after a fork takes that for a duplicate and ends
+ * the program; the C library hands a child its parent's stacks again). */
+static int tls_add(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_TLS)
+			*(size_t *)arg += info->dlpi_phdr[i].p_memsz + info->dlpi_phdr[i].p_align;
+	return 0;
+}
+
+/* The C library puts a thread's static TLS on the stack it is given: the
+ * loaded modules' TLS blocks (a sanitizer's runtime has one of 900 KB)
+ * and 64 KiB for what is loaded later, once per process. */
+static size_t tls_room(void)
+{
+	static _Atomic size_t room;
+	size_t r = atomic_load_explicit(&room, memory_order_relaxed);
+	if (r == 0) {
+		r = 64u << 10;
+		dl_iterate_phdr(tls_add, &r);
+		atomic_store_explicit(&room, r, memory_order_relaxed);
+	}
+	return r;
+}
+
+static int stack_start(struct vr_serve *s, pthread_attr_t *attr)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t size = (VR_SERVE_STACK + tls_room() + page - 1) / page * page;
+	s->stack_len = size + page;
+	s->stack = mmap(NULL, s->stack_len, PROT_READ | PROT_WRITE,
+	                MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (s->stack == MAP_FAILED) {
+		s->stack = NULL;
+		return -1;
+	}
+	if (mprotect(s->stack, page, PROT_NONE) != 0 ||
+	    pthread_attr_setstack(attr, (char *)s->stack + page, size) != 0) {
+		munmap(s->stack, s->stack_len);
+		s->stack = NULL;
+		return -1;
+	}
+	return 0;
+}
+
 int vr_serve_start(struct vr_serve **out, const struct vr_serve_args *a)
 {
 	*out = NULL;
@@ -594,13 +650,17 @@ int vr_serve_start(struct vr_serve **out, const struct vr_serve_args *a)
 
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, VR_SERVE_STACK);
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = EAGAIN;
 	pthread_t th;
-	int rc = pthread_create(&th, &attr, serve_main, t);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (stack_start(s, &attr) == 0) {
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		rc = pthread_create(&th, &attr, serve_main, t);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (rc != 0)
+			munmap(s->stack, s->stack_len);
+	}
 	pthread_attr_destroy(&attr);
 	if (rc != 0) {
 		close(h);
@@ -665,7 +725,9 @@ void vr_serve_stop(struct vr_serve *s)
 	struct timespec until;
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += VR_SERVE_WAIT_S;
-	if (!ended || pthread_timedjoin_np(s->th, NULL, &until) != 0)
+	if (ended && pthread_timedjoin_np(s->th, NULL, &until) == 0)
+		munmap(s->stack, s->stack_len);
+	else /* its stack stays mapped: it may still be on it */
 		pthread_detach(s->th);
 	drop_side(s, 0);
 }
