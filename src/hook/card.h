@@ -122,6 +122,11 @@ uint64_t vr_card_listed(struct vr_dev *d);
 int vr_card_context(struct vr_dev *d, uint64_t listed, uint64_t *was);
 void vr_card_context_gone(struct vr_dev *d, uint64_t was);
 
+/* The ordinal of the device whose new context this process was refused
+ * last (vr_card_context: counted as a denial, said), or -1: a driver call
+ * that then finds no context fails as the consequence of that refusal. */
+int vr_card_refused_context(void);
+
 /* Does d's cap count the card (1) or allocations only (0)? */
 int vr_card_counts(const struct vr_dev *d);
 

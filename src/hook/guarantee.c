@@ -137,11 +137,19 @@ static int refuse(struct vr_dev *d, uint64_t bytes, const struct refusal *r)
 	return -1;
 }
 
+/* The group's guarantee on d as its book holds it now (`vramctl limit`
+ * may have lowered or raised it since the setup). */
+static uint64_t guarantee_now(const struct vr_dev *d)
+{
+	return d->gt.book ? vr_devbook_guarantee_now(d->gt.book) : d->gt.guarantee;
+}
+
 int vr__gt_borrow(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
 {
 	struct vr_devbook *b = d->gt.book;
 	uint64_t use = *in_use ? *in_use : vr_books_in_use(d);
-	if (!b || (d->gt.guarantee && use <= d->gt.guarantee))
+	uint64_t g = guarantee_now(d);
+	if (!b || (g && use <= g))
 		return 0;
 	struct refusal r = {.use = use};
 	int rc = vr_devbook_lock(b);
@@ -175,6 +183,37 @@ int vr__gt_borrow(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
 	}
 	vr_devbook_unlock(b);
 	return refuse(d, bytes, &r);
+}
+
+int vr_gt_view(struct vr_dev *d, uint64_t *freep)
+{
+	struct vr_devbook *b = d->gt.book;
+	if (!b || atomic_load_explicit(d->gt.word, memory_order_relaxed) == 0)
+		return 0;
+	uint64_t use = vr_books_in_use(d), room = 0, unused, card_free, pending;
+	uint64_t g = guarantee_now(d), own = g > use ? g - use : 0;
+	struct vr_devbook_holder top;
+	if (own >= *freep)
+		return 1;
+	if (vr_devbook_lock(b) != 0) {
+		*freep = own; /* a borrow would be refused: the lock stays held */
+		return 1;
+	}
+	unused = vr_devbook_unused_others(b, &top);
+	int known = unused != UINT64_MAX && vr_nvml_free(d->uuid_text, &card_free) == NV_READY;
+	pending = known ? vr_devbook_pending_others(b) : 0;
+	vr_devbook_unlock(b);
+	if (unused == 0)
+		return 1;
+	if (known) {
+		uint64_t held = unused + pending < unused ? UINT64_MAX : unused + pending;
+		room = card_free > held ? card_free - held : 0;
+	}
+	if (own > room)
+		room = own;
+	if (room < *freep)
+		*freep = room;
+	return 1;
 }
 
 void vr__gt_placed(struct vr_dev *d, uint64_t bytes)
@@ -226,14 +265,15 @@ void vr_gt_say_denied(const struct vr_dev *d, uint64_t bytes)
 	/* What the group holds without the request (r.use counts it: the
 	 * books had granted it when it was checked). */
 	uint64_t held = r.use > bytes ? r.use - bytes : 0;
-	const uint64_t sizes[] = {bytes,       held,     cap,       d->gt.guarantee,
+	uint64_t mine_g = guarantee_now(d);
+	const uint64_t sizes[] = {bytes,       held,     cap,       mine_g,
 	                          r.card_free, r.unused, r.pending, r.top.guarantee,
 	                          r.top.held};
 	int dg = vr_size_digits(sizes, 9, 0);
 	char mine[160];
 	snprintf(mine, sizeof mine, "this group: cap %s, %s guaranteed, %s in use",
 	         vr_dev_capped(d) ? vr_format_size_digits(cap, dg, a, sizeof a) : "none",
-	         vr_format_size_digits(d->gt.guarantee, dg, b, sizeof b),
+	         vr_format_size_digits(mine_g, dg, b, sizeof b),
 	         vr_format_size_digits(held, dg, c, sizeof c));
 	if (r.why) {
 		vr__log(VR_LOG_WARN,

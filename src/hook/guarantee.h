@@ -44,6 +44,14 @@ static inline int vr_gt_check(struct vr_dev *d, uint64_t bytes, uint64_t *in_use
 	return vr__gt_borrow(d, bytes, in_use);
 }
 
+/* What the program is shown free on d (policy.c's view), under other
+ * groups' guarantees: at most what it can have, the larger of its group's
+ * unused guarantee and what a borrow may take (the card's free memory
+ * less the other groups' unused guarantees and pending borrows); where a
+ * borrow cannot be checked, its unused guarantee. Nothing while no group
+ * holds a guarantee on d. 1 when a guarantee is held on d (by any group). */
+int vr_gt_view(struct vr_dev *d, uint64_t *freep);
+
 /* 1 when this thread's last refusal on d was a borrow's: then
  * vr_gt_say_denied says it (and forgets it). */
 int vr_gt_refused(const struct vr_dev *d);

@@ -117,7 +117,8 @@ void vr_policy_check_devices(void)
 			       "(it has %d GPU%s%s); every device allocation is refused (fail "
 			       "closed)",
 			       it->dev, count, count == 1 ? "" : "s",
-			       secure_getenv("CUDA_VISIBLE_DEVICES") ? " after CUDA_VISIBLE_DEVICES" : "");
+			       secure_getenv("CUDA_VISIBLE_DEVICES") ? " after CUDA_VISIBLE_DEVICES"
+			                                             : "");
 	}
 	atomic_store_explicit(&devices_checked, 1, memory_order_release);
 }
@@ -251,15 +252,16 @@ static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t asked, u
 		         wl ? w : "?");
 		vr_text_escape(shown, sizeof shown, name);
 		/* A watcher's charge: the job's processes outside the cap. */
-		int k = h[i].outside
-		            ? snprintf(others + used, sizeof others - used,
-		                       "%sprocesses of the job outside the cap (vramctl status lists "
-		                       "them) %s",
-		                       i ? ", " : "; largest others: ",
-		                       vr_format_size_digits(h[i].bytes, dg, sz, sizeof sz))
-		            : snprintf(others + used, sizeof others - used, "%s%s (pid %d) %s",
-		                       i ? ", " : "; largest others: ", shown, h[i].pid,
-		                       vr_format_size_digits(h[i].bytes, dg, sz, sizeof sz));
+		int k =
+		    h[i].outside
+		        ? snprintf(others + used, sizeof others - used,
+		                   "%sprocesses of the job outside the cap (vramctl status lists "
+		                   "them) %s",
+		                   i ? ", " : "; largest others: ",
+		                   vr_format_size_digits(h[i].bytes, dg, sz, sizeof sz))
+		        : snprintf(others + used, sizeof others - used, "%s%s (pid %d) %s",
+		                   i ? ", " : "; largest others: ", shown, h[i].pid,
+		                   vr_format_size_digits(h[i].bytes, dg, sz, sizeof sz));
 		if (k < 0)
 			break;
 		used += (size_t)k;
@@ -286,10 +288,13 @@ static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t asked, u
 /* A refusal of bytes (asked: see say_denied) recorded and said. */
 static void refused(struct vr_dev *d, uint64_t bytes, uint64_t asked, uint64_t in_use)
 {
-	vr_rec_denied(d, bytes, in_use);
-	if (vr_gt_refused(d))
+	if (vr_gt_refused(d)) {
+		vr_rec_denied(d, bytes, in_use, VR_DENY_GUARANTEE);
 		vr_gt_say_denied(d, bytes);
-	else if (!vr_outer_say_refused(d, bytes, in_use))
+		return;
+	}
+	vr_rec_denied(d, bytes, in_use, VR_DENY_CAP);
+	if (!vr_outer_say_refused(d, bytes, in_use))
 		say_denied(d, bytes, asked, in_use);
 }
 
@@ -313,20 +318,22 @@ int vr__policy_card(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
 	    vr_card_grant(d, bytes, *in_use) == 0)
 		return 0;
 	vr_books_release(d, bytes);
+	vr_unpeak(); /* refused: never held */
 	*in_use = vr_card_use(d, NULL);
 	return -1;
 }
 
 /* Before a refusal the card is asked again: this process's overhead may
  * have gone down (a context's limits lowered, modules unloaded). 1 when
- * the request was granted on the second try. */
-static int second_try(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int quiet)
+ * the request was granted on the second try (quiet: the first counted its
+ * refusal already, where it was to be counted). */
+static int second_try(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
 {
 	cap_sync(d); /* a refusal says the cap in force */
 	if (!vr_card_before_refusal(d))
 		return 0;
 	*in_use = 0;
-	if (vr__policy_take(d, bytes, in_use, quiet) != 0)
+	if (vr__policy_take(d, bytes, in_use, 1) != 0)
 		return 0;
 	vr_rec_charge(d, (int64_t)bytes);
 	return 1;
@@ -336,7 +343,7 @@ int vr__policy_refused(struct vr_dev *d, uint64_t bytes, uint64_t in_use, int re
 {
 	if (VR_UNLIKELY(!d)) /* no device known: nothing to hold it against */
 		return 0;
-	if (second_try(d, bytes, &in_use, !report))
+	if (second_try(d, bytes, &in_use))
 		return 0;
 	if (report)
 		refused(d, bytes, bytes, in_use);
@@ -348,7 +355,7 @@ int vr__policy_reserve_pages(struct vr_dev *d, uint64_t bytes, uint64_t page, in
 {
 	uint64_t in_use = 0;
 	*charged = page;
-	if (vr__policy_take(d, page, &in_use, 1) == 0 || second_try(d, page, &in_use, 1)) {
+	if (vr__policy_take(d, page, &in_use, 1) == 0 || second_try(d, page, &in_use)) {
 		vr_rec_charge(d, (int64_t)page);
 		return 0;
 	}
@@ -393,7 +400,7 @@ int vr__policy_spillable(struct vr_dev *d, uint64_t bytes)
 	uint64_t in_use = 0;
 	if (!d)
 		return 0;
-	if (vr__policy_take(d, bytes, &in_use, 1) != 0 && !second_try(d, bytes, &in_use, 1))
+	if (vr__policy_take(d, bytes, &in_use, 1) != 0 && !second_try(d, bytes, &in_use))
 		return 1;
 	vr_rec_charge(d, (int64_t)bytes);
 	return 0;
@@ -403,7 +410,7 @@ void vr_policy_deny(struct vr_dev *d, uint64_t bytes, const char *why)
 {
 	uint64_t in_use = vr_books_in_use(d);
 	vr_books_denied(d, bytes);
-	vr_rec_denied(d, bytes, in_use);
+	vr_rec_denied(d, bytes, in_use, VR_DENY_CAP);
 	vr_log_denied_why(d->ordinal, bytes, d->cap, in_use, why);
 }
 
@@ -420,6 +427,7 @@ void vr_policy_view(struct vr_dev *d, uint64_t *freep, uint64_t *totalp)
 		*freep = *totalp;
 	if (d->nouter)
 		vr_outer_view(d, freep, totalp);
+	vr_gt_view(d, freep); /* under others' guarantees: what can be had */
 }
 
 uint64_t vr_policy_total(struct vr_dev *d, uint64_t total)

@@ -159,7 +159,8 @@ static inline int vr__policy_granted(struct vr_dev *d, uint64_t bytes, uint64_t 
 	    vr__policy_card(d, bytes, in_use) != 0)
 		return -1;
 	if (VR_UNLIKELY(vr_gt_check(d, bytes, in_use) != 0)) {
-		vr_card_landed(); /* refused after all: never with the driver */
+		vr_card_landed(); /* refused after all: never with the driver, */
+		vr_unpeak();      /* nor held (its bytes given back: guarantee.h) */
 		return -1;
 	}
 	return 0;
@@ -170,10 +171,14 @@ static inline int vr__policy_granted(struct vr_dev *d, uint64_t bytes, uint64_t 
  * yet; -1 with *in_use the figure that did not leave room. */
 static inline int vr__policy_take(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int quiet)
 {
-	return VR_LIKELY(vr__books_reserve(d, bytes, in_use, quiet) == 0) &&
-	               VR_LIKELY(vr__policy_granted(d, bytes, in_use) == 0)
-	           ? 0
-	           : -1;
+	if (VR_UNLIKELY(vr__books_reserve(d, bytes, in_use, quiet) != 0))
+		return -1; /* the books counted it, when not quiet */
+	if (VR_UNLIKELY(vr__policy_granted(d, bytes, in_use) != 0)) {
+		if (!quiet) /* refused after the books: counted here (status's DENIED) */
+			vr_books_denied(d, bytes);
+		return -1;
+	}
+	return 0;
 }
 
 static inline int vr__policy_reserve(struct vr_dev *d, uint64_t bytes, int report)

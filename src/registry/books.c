@@ -348,10 +348,17 @@ static inline int fast_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t s
 	atomic_fetch_add_explicit(&p->mine, bytes, memory_order_relaxed);
 	uint64_t sv =
 	    atomic_fetch_add_explicit(sw, (bytes << VR_W_SHIFT) - 1, memory_order_release);
-	/* The peaks are of what was handed out: a lane's spare is not. */
-	vr_peak_raise(&g->peak, v + bytes - spare);
-	vr_peak_raise(&vr_counts_at(m->hdr, m->slot_idx, (uint32_t)dev)->peak,
-	              vr_w_bytes(sv) + bytes - spare);
+	/* The peaks are of what was handed out: a lane's spare is not. A
+	 * reserve's raise is noted, so that its caller can take it back
+	 * (vr_unpeak); an overhead charge (force) is on the card already. */
+	uint64_t *sp = &vr_counts_at(m->hdr, m->slot_idx, (uint32_t)dev)->peak;
+	if (force) {
+		vr_peak_raise(&g->peak, v + bytes - spare);
+		vr_peak_raise(sp, vr_w_bytes(sv) + bytes - spare);
+	} else {
+		vr_peak_raise_noted(&g->peak, v + bytes - spare);
+		vr_peak_raise_noted(sp, vr_w_bytes(sv) + bytes - spare);
+	}
 	*cur = v + bytes;
 	return FAST_OK;
 }

@@ -172,8 +172,8 @@ static int lane_take(vr_member *m, struct lane *l)
 static inline void lane_peaks(const struct lane *l, uint64_t total)
 {
 	uint64_t held = vr_w_bytes(atomic_load_explicit(l->held, memory_order_relaxed));
-	vr_peak_raise(l->slot_peak, held > l->spare ? held - l->spare : 0);
-	vr_peak_raise(l->group_peak, total > l->spare ? total - l->spare : 0);
+	vr_peak_raise_noted(l->slot_peak, held > l->spare ? held - l->spare : 0);
+	vr_peak_raise_noted(l->group_peak, total > l->spare ? total - l->spare : 0);
 }
 
 /* A reserve the lane could not serve from its spare. */
@@ -213,6 +213,18 @@ static int reserve_slow(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use,
 	}
 	flush(m, l);
 	return vr_reg_take(m, dev, bytes, 0, in_use, how);
+}
+
+__thread struct vr_peak_note vr__peak_note __attribute__((tls_model("initial-exec")));
+
+void vr_unpeak(void)
+{
+	struct vr_peak_note *n = &vr__peak_note;
+	for (int i = 0; i < n->n; i++) {
+		uint64_t expect = n->now[i];
+		atomic_compare_exchange_strong((_Atomic uint64_t *)n->field[i], &expect, n->was[i]);
+	}
+	n->n = 0;
 }
 
 static inline int reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use, enum vr_take how)
