@@ -81,11 +81,21 @@ json_object *rep_json_report(const struct rep_view *r, const struct devsum *ds, 
 		                       card ? ju(ds[d].overhead_peak) : NULL);
 		json_object_object_add(o, "overhead_at_end_bytes",
 		                       card ? ju(ds[d].overhead_end) : NULL);
-		json_object_object_add(o, "right_size_bytes",
+		/* Without spill: what it used and spilled (exact, or at most);
+		 * with spill, the cap that held what it used. */
+		int exact;
+		uint64_t need = rep_needed(&ds[d], &exact);
+		json_object_object_add(o, "right_size_bytes", ju(rep_right_size(need)));
+		json_object_object_add(o, "right_size_is_exact", json_object_new_boolean(exact));
+		json_object_object_add(o, "right_size_with_spill_bytes",
 		                       ju(rep_right_size(rep_counted_peak(&ds[d]))));
 		json_object_object_add(o, "denials", ju(ds[d].denials));
 		json_object_object_add(o, "largest_denied_bytes", ju(ds[d].denied_max));
 		json_object_object_add(o, "denied_need_bytes", ju(ds[d].denied_need));
+		json_object_object_add(o, "context_denials", ju(ds[d].ctx_denials));
+		json_object_object_add(o, "guarantee_denials", ju(ds[d].gt_denials));
+		json_object_object_add(o, "largest_guarantee_denied_bytes",
+		                       ju(ds[d].gt_denied_max));
 		json_object_object_add(o, "spilled_peak_bytes", ju(ds[d].spilled_peak));
 		json_object_array_add(devs, o);
 	}
@@ -161,6 +171,9 @@ json_object *rep_json_report(const struct rep_view *r, const struct devsum *ds, 
 			json_object_object_add(o, "frees", ju(x->frees));
 			json_object_object_add(o, "denials", ju(x->denials));
 			json_object_object_add(o, "largest_denied_bytes", ju(x->denied_max));
+			json_object_object_add(o, "context_denials", ju(x->ctx_denials));
+			json_object_object_add(o, "guarantee_denials", ju(x->gt_denials));
+			json_object_object_add(o, "needed_peak_bytes", ju(x->need_peak));
 			json_object_object_add(o, "in_use_at_end_bytes", ju(x->in_use));
 			json_object_object_add(o, "held_in_blocks_bytes", ju(listed));
 			json_object_object_add(o, "held_in_pools_bytes",
