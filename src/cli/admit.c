@@ -15,8 +15,7 @@
 #include "monitor/nvml.h"
 #include "registry/devbook.h"
 
-/* NVML's processes on the device with this UUID text, or NULL (*n -1). */
-static struct vr_devbook_proc *procs_on(const struct mon_model *m, const char *uuid, int *n)
+struct vr_devbook_proc *cli_admit_procs(const struct mon_model *m, const char *uuid, int *n)
 {
 	*n = -1;
 	if (!(m->valid & MON_M_NVML))
@@ -51,7 +50,7 @@ static int admit_one(const struct vr_launch_dev *dv, uint64_t g, const char *gro
 		return -1;
 	}
 	int n;
-	struct vr_devbook_proc *procs = procs_on(m, dv->uuid, &n);
+	struct vr_devbook_proc *procs = cli_admit_procs(m, dv->uuid, &n);
 	struct vr_devbook_who who = {.group = group,
 	                             .group_key = vr_group_key(member),
 	                             .uid = (uint32_t)getuid(),

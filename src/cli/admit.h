@@ -11,6 +11,13 @@
 #include "registry/registry.h"
 
 struct vr_devbook;
+struct vr_devbook_proc;
+struct mon_model;
+
+/* NVML's processes on the device with this UUID text (what the card holds
+ * for each, for admission: registry/devbook.h), malloc'ed; NULL with *n -1
+ * when the model has no NVML figures. */
+struct vr_devbook_proc *cli_admit_procs(const struct mon_model *m, const char *uuid, int *n);
 
 struct cli_admit {
 	int n;

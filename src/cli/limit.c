@@ -23,6 +23,7 @@
 
 #include "cli/commands.h"
 #include "cli/devices.h"
+#include "cli/limit_guarantee.h"
 #include "cli/options.h"
 #include "cli/site.h"
 #include "common/contract.h"
@@ -34,14 +35,17 @@
 
 static void limit_usage(FILE *f)
 {
-	fprintf(f, "usage: vramctl limit [--registry-dir DIR] TARGET SPEC\n"
+	fprintf(f, "usage: vramctl limit [--registry-dir DIR] [--guarantee SPEC] TARGET [SPEC]\n"
 	           "\n"
 	           "Changes the cap of a running group: TARGET is the group's name, or the PID\n"
 	           "of a capped process (its group). SPEC is --limit's: '12G', '50%%',\n"
 	           "'0=8G,1=50%%' (DEV as the driver numbers it here, or a UUID). Raising is\n"
 	           "usable at once; lowering below what the group holds frees nothing: its new\n"
-	           "allocations are refused until it is under the new cap.\n"
+	           "allocations are refused until it is under the new cap. A cap lowered below\n"
+	           "the group's guarantee lowers the guarantee with it.\n"
 	           "\n"
+	           "  --guarantee SPEC    the group's guarantee (it must hold one already): a\n"
+	           "                      raise only where it fits beside the others'\n"
 	           "  --registry-dir DIR  where the group's books are (default: yours)\n"
 	           "  -h, --help          this help\n");
 }
@@ -224,9 +228,10 @@ static void say(const char *group, const struct vr_cap_new *c, int n, const uint
 	}
 }
 
-/* Joins the live group as a launcher, sets the caps, leaves. */
+/* Joins the live group as a launcher, sets the caps (lim NULL: kept) and
+ * the guarantees (gua NULL: kept, lowered to a cap below them), leaves. */
 static int apply(const char *dir, const char *group, const struct vr_limits *lim, const char *spec,
-                 const struct vr_launch_dev *devs, int ndev)
+                 const struct vr_limits *gua, const struct vr_launch_dev *devs, int ndev)
 {
 	struct vr_join_opts o = {.dir = dir, .group = group, .launcher = 1, .existing = 1};
 	vr_member *m = NULL;
@@ -242,8 +247,8 @@ static int apply(const char *dir, const char *group, const struct vr_limits *lim
 	int nd = vr_caps_devices(m, uuids, caps, held, VR_MAX_DEVICES), n = 0;
 	for (int i = 0; i < nd; i++) {
 		const struct vr_launch_dev *dv = dev_by_uuid(devs, ndev, uuids[i]);
-		uint64_t cap;
-		int r = new_cap(lim, uuids[i], dv, &cap);
+		uint64_t cap = caps[i];
+		int r = lim ? new_cap(lim, uuids[i], dv, &cap) : 1;
 		if (r < 0)
 			goto fail;
 		if (r == 0)
@@ -254,7 +259,7 @@ static int apply(const char *dir, const char *group, const struct vr_limits *lim
 		n++;
 	}
 	/* Devices the spec names that the group has not used: added. */
-	for (int i = 0; i < ndev && n < VR_MAX_DEVICES; i++) {
+	for (int i = 0; lim && i < ndev && n < VR_MAX_DEVICES; i++) {
 		uint64_t cap;
 		int r;
 		if (!named(lim, &devs[i]))
@@ -277,15 +282,23 @@ static int apply(const char *dir, const char *group, const struct vr_limits *lim
 		        group);
 		goto fail;
 	}
+	/* The guarantees first (a raise may be refused: then nothing changed),
+	 * each within its device's new cap. */
+	struct cli_regrant rg;
+	if (cli_regrant(group, m, (uint32_t)geteuid(), c, n, gua, devs, ndev, &rg) != 0)
+		goto fail;
 	/* The group keeps the spec for the devices it uses later: only whole. */
-	int keep = strlen(spec) < VR_GROUP_SPEC_MAX;
-	rc = vr_caps_set(m, c, n, keep ? spec : NULL, err, sizeof err);
+	int keep = !lim || strlen(spec) < VR_GROUP_SPEC_MAX;
+	rc = lim ? vr_caps_set(m, c, n, keep ? spec : NULL, err, sizeof err) : 0;
 	vr_leave(m);
 	if (rc < 0) {
+		cli_regrant_undo(&rg);
 		fprintf(stderr, "vramctl: limit: group %s: %s; nothing changed\n", group, err);
 		return VR_EXIT_ERROR;
 	}
-	say(group, c, n, held);
+	if (lim)
+		say(group, c, n, held);
+	cli_regrant_say(&rg);
 	if (!keep)
 		fprintf(stderr,
 		        "vramctl: limit: '%s' is too long for the group to keep: a device it uses "
@@ -297,23 +310,40 @@ fail:
 	return VR_EXIT_ERROR;
 }
 
+/* A spec with its DEVs as UUIDs (the group's members may number devices
+ * otherwise), parsed again into l. 0, or -1 after a message. */
+static int normalise(struct vr_limits *l, const struct vr_launch_dev *devs, int ndev,
+                     const char *why, char *spec, size_t len)
+{
+	char err[512];
+	if (vr_launch_normalise(l, devs, ndev, why, spec, len, err, sizeof err) < 0 ||
+	    vr_parse_limits(spec, l, err, sizeof err) < 0) {
+		fprintf(stderr, "vramctl: limit: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
 int cmd_limit(int argc, char **argv)
 {
 	static const struct option opts[] = {
 	    {"registry-dir", required_argument, NULL, 'd'},
+	    {"guarantee", required_argument, NULL, 'g'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	const char *word = "", *dir_opt = NULL, *args[2] = {NULL, NULL};
+	const char *word = "", *dir_opt = NULL, *gua_opt = NULL, *args[2] = {NULL, NULL};
 	int c, nargs = 0;
 	optind = 1;
-	while ((c = cli_getopt(argc, argv, "-:d:h", opts, &word)) != -1) {
+	while ((c = cli_getopt(argc, argv, "-:d:g:h", opts, &word)) != -1) {
 		if (c == 'h') {
 			limit_usage(stdout);
 			return VR_EXIT_OK;
 		}
 		if (c == 'd')
 			dir_opt = optarg;
+		else if (c == 'g')
+			gua_opt = optarg;
 		else if (c == ':' || c == '?')
 			return cli_option_error("limit", c, word);
 		else if (nargs < 2)
@@ -323,15 +353,17 @@ int cmd_limit(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage_error("limit", "unknown option '%s'", argv[optind - 1]);
-	if (nargs < 2)
+	if (nargs < 2 && !(nargs == 1 && gua_opt))
 		return cli_usage_error("limit", nargs ? "no SPEC given" : "no TARGET given");
 	if (cli_site_check("vramctl limit") < 0)
 		return VR_EXIT_ERROR;
 
-	struct vr_limits lim;
+	struct vr_limits lim, gua;
 	char why[256] = "", err[512];
-	if (vr_parse_limits(args[1], &lim, err, sizeof err) < 0)
+	if (args[1] && vr_parse_limits(args[1], &lim, err, sizeof err) < 0)
 		return cli_usage_error("limit", "SPEC: %s", err);
+	if (gua_opt && vr_parse_limits(gua_opt, &gua, err, sizeof err) < 0)
+		return cli_usage_error("limit", "--guarantee: %s", err);
 
 	char dir[PATH_MAX], group[VR_GROUP_NAME_MAX + 8];
 	const char *t = args[0];
@@ -359,16 +391,13 @@ int cmd_limit(int argc, char **argv)
 	/* The devices, for DEVs, percentages and the site's maximum. */
 	struct vr_launch_dev devs[VR_MAX_DEVICES];
 	int ndev = cli_devices(devs, VR_MAX_DEVICES, why, sizeof why);
-	char spec[4096];
-	if (vr_launch_normalise(&lim, devs, ndev, why, spec, sizeof spec, err, sizeof err) < 0) {
-		fprintf(stderr, "vramctl: limit: %s\n", err);
+	char spec[4096] = "", gspec[4096];
+	if (args[1] && normalise(&lim, devs, ndev, why, spec, sizeof spec) < 0)
 		return VR_EXIT_ERROR;
-	}
-	if (vr_parse_limits(spec, &lim, err, sizeof err) < 0) {
-		fprintf(stderr, "vramctl: limit: %s\n", err);
+	if (gua_opt && normalise(&gua, devs, ndev, why, gspec, sizeof gspec) < 0)
 		return VR_EXIT_ERROR;
-	}
 	if (become_owner(dir, group) < 0)
 		return VR_EXIT_ERROR;
-	return apply(dir, group, &lim, spec, devs, ndev < 0 ? 0 : ndev);
+	return apply(dir, group, args[1] ? &lim : NULL, spec, gua_opt ? &gua : NULL, devs,
+	             ndev < 0 ? 0 : ndev);
 }

@@ -269,6 +269,27 @@ static uint64_t outside_bytes(const struct vr_devseg *s, const struct vr_devbook
 	return sum;
 }
 
+/* Lock held: does who's guarantee fit beside the others' (given), what
+ * processes outside the book hold, within the capacity? 0 with the
+ * numbers in err when it does not. */
+static int fits(struct vr_devbook *b, const struct vr_devbook_who *who, uint64_t given, char *err,
+                size_t errlen)
+{
+	uint64_t cap = b->door.capacity, out = outside_bytes(b->s, who);
+	if (vr__sat_add(vr__sat_add(given, who->guarantee), out) <= cap)
+		return 1;
+	uint64_t v[4] = {given, out, who->guarantee, cap};
+	char t[4][32];
+	int d = vr_size_digits(v, 4, 0);
+	for (int k = 0; k < 4; k++)
+		vr_format_size_digits(v[k], d, t[k], sizeof(t[k]));
+	vr_seterr(err, errlen,
+	          "the guarantee of %s does not fit on the device: guarantees given %s, "
+	          "held outside vramctl %s, asked %s, capacity %s",
+	          who->group && *who->group ? who->group : "this process", t[0], t[1], t[2], t[3]);
+	return 0;
+}
+
 /* Lock held, our line taken: joins the group's entry or admits a new one. */
 static int take_entry(struct vr_devbook *b, const struct vr_devbook_who *who, char *err,
                       size_t errlen)
@@ -288,20 +309,8 @@ static int take_entry(struct vr_devbook *b, const struct vr_devbook_who *who, ch
 	}
 	if (who->guarantee == 0)
 		return 0; /* a group without a guarantee here */
-	uint64_t cap = b->door.capacity, given = regive(s), out = outside_bytes(s, who);
-	if (vr__sat_add(vr__sat_add(given, who->guarantee), out) > cap) {
-		uint64_t v[4] = {given, out, who->guarantee, cap};
-		char t[4][32];
-		int d = vr_size_digits(v, 4, 0);
-		for (int k = 0; k < 4; k++)
-			vr_format_size_digits(v[k], d, t[k], sizeof(t[k]));
-		vr_seterr(err, errlen,
-		          "the guarantee of %s does not fit on the device: guarantees given %s, "
-		          "held outside vramctl %s, asked %s, capacity %s",
-		          who->group && *who->group ? who->group : "this process", t[0], t[1], t[2],
-		          t[3]);
+	if (!fits(b, who, regive(s), err, errlen))
 		return -ENOSPC;
-	}
 	if (free_e < 0) {
 		vr_seterr(err, errlen,
 		          "device book %s: %d groups already hold a guarantee on the device",
@@ -359,6 +368,55 @@ int vr_devbook_join(struct vr_devbook *b, const struct vr_devbook_who *who, char
 		drop_line(b);
 	vr_devbook_unlock(b);
 	return rc;
+}
+
+int vr_devbook_regrant(struct vr_devbook *b, const struct vr_devbook_who *who, uint64_t *old,
+                       char *err, size_t errlen)
+{
+	int rc = vr_devbook_lock(b);
+	*old = 0;
+	if (rc < 0) {
+		vr_seterr(err, errlen, "%s",
+		          rc == -ETIMEDOUT
+		              ? "the device book's lock is held by a process that does "
+		                "not let go (stopped?)"
+		          : b->why ? b->why
+		                   : strerror(-rc));
+		return rc;
+	}
+	struct vr_devseg *s = b->s;
+	reclaim(b);
+	int e = 0;
+	while (e < VR_DEVBOOK_GROUPS && !(s->e[e].used == 1 && s->e[e].uid == who->uid &&
+	                                  s->e[e].group_key == who->group_key))
+		e++;
+	if (e == VR_DEVBOOK_GROUPS) {
+		vr_devbook_unlock(b);
+		vr_seterr(err, errlen,
+		          "group %s holds no guarantee on the device: one is given as the group "
+		          "starts (vramctl run --guarantee)",
+		          who->group ? who->group : "?");
+		return -ENOENT;
+	}
+	*old = s->e[e].guarantee;
+	uint64_t others = regive(s) - *old;
+	if (who->guarantee > *old && !fits(b, who, others, err, errlen)) {
+		vr_devbook_unlock(b);
+		return -ENOSPC;
+	}
+	atomic_store_explicit((_Atomic uint64_t *)&s->e[e].guarantee, who->guarantee,
+	                      memory_order_relaxed);
+	regive(s);
+	vr_devbook_unlock(b);
+	return 0;
+}
+
+uint64_t vr_devbook_guarantee_now(const struct vr_devbook *b)
+{
+	if (b->entry < 0 || b->entry >= VR_DEVBOOK_GROUPS)
+		return 0;
+	return atomic_load_explicit((_Atomic uint64_t *)&b->s->e[b->entry].guarantee,
+	                            memory_order_relaxed);
 }
 
 uint64_t vr_devbook_unused_others(struct vr_devbook *b, struct vr_devbook_holder *top)

@@ -79,6 +79,21 @@ const _Atomic uint64_t *vr_devbook_guaranteed_word(const struct vr_devbook *b);
 /* This process's group's guarantee on the device (0: none). */
 uint64_t vr_devbook_guarantee(const struct vr_devbook *b);
 
+/*
+ * `vramctl limit` (#35): the guarantee of group who->group_key's live entry
+ * (of who->uid) becomes who->guarantee: lowered at once; raised only when
+ * it fits, as admission checks (the other entries' guarantees, what
+ * processes with no live line hold: who->procs; within the capacity),
+ * else -ENOSPC with the numbers in err. *old: the guarantee before.
+ * -ENOENT: the group holds no guarantee here (an entry lives only while a
+ * member's line points to it, so none is made here). No line is taken.
+ * The group's members see the new figure at once (vr_devbook_guarantee_now).
+ */
+int vr_devbook_regrant(struct vr_devbook *b, const struct vr_devbook_who *who, uint64_t *old,
+                       char *err, size_t errlen);
+/* This process's group's guarantee as the book holds it now. */
+uint64_t vr_devbook_guarantee_now(const struct vr_devbook *b);
+
 /* Takes the book's lock (threads of this process one at a time too), then
  * checks the book: bounded wait: 0, -ETIMEDOUT, -EBADMSG (damage, said by
  * vr_devbook_why; the lock is not held). */
