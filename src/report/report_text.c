@@ -117,13 +117,17 @@ static void denials_line(FILE *f, int d, const struct devsum *x)
 		        "granting %s needed %s, within the cap in force at the end (%s): the "
 		        "cap was as low as %s while the run ran (vramctl limit: see the cap "
 		        "changes below)\n",
-		        x->denials == 1 ? "it" : "them",
+		        n == 1 ? "it" : "them",
 		        size_apart(x->denied_need, x->cap_lowest, b, sizeof b), c,
 		        size_apart(x->cap_lowest, x->denied_need, a, sizeof a));
 		return;
 	}
-	fprintf(f, "to grant %s too, the cap must be at least %s (--limit %d=%" PRIu64 "M)",
-	        x->denials == 1 ? "it" : "them", size_apart(x->denied_need, x->cap, c, sizeof c), d,
+	/* A need is said in whole MiB, rounded up: a rounded "1 GiB" for 1028
+	 * MiB would name a cap that does not grant it. */
+	fprintf(f,
+	        "to grant %s too, the cap must be at least %" PRIu64 " MiB (--limit %d=%" PRIu64
+	        "M)",
+	        n == 1 ? "it" : "them", rep_right_size(x->denied_need) >> 20, d,
 	        rep_right_size(x->denied_need) >> 20);
 	if (x->cap_changed)
 		fprintf(f, "; the cap changed while the run ran (as low as %s, %s at the end)",
