@@ -81,8 +81,8 @@ void cli_regrant_undo(const struct cli_regrant *r)
 			        err);
 }
 
-int cli_regrant(const char *group, vr_member *m, uint32_t uid, const struct vr_cap_new *caps,
-                int n, const struct vr_limits *gua, const struct vr_launch_dev *devs, int ndev,
+int cli_regrant(const char *group, vr_member *m, uint32_t uid, const struct vr_cap_new *caps, int n,
+                const struct vr_limits *gua, const struct vr_launch_dev *devs, int ndev,
                 struct cli_regrant *out)
 {
 	struct mon_model model;
@@ -124,8 +124,8 @@ int cli_regrant(const char *group, vr_member *m, uint32_t uid, const struct vr_c
 		}
 		if (set_one(out, caps[i].uuid, capacity, g, have_model ? &model : NULL, err,
 		            sizeof err) != 0) {
-			fprintf(stderr, "vramctl: limit: group %s: %s: %s; nothing changed\n", group,
-			        text, err);
+			fprintf(stderr, "vramctl: limit: group %s: %s: %s; nothing changed\n",
+			        group, text, err);
 			rc = -1;
 			break;
 		}

@@ -35,8 +35,8 @@ struct cli_regrant {
  * member (`vramctl limit` joins as a launcher), uid: the group's owner.
  * 0 with out filled, or -1 after one message with nothing changed.
  */
-int cli_regrant(const char *group, vr_member *m, uint32_t uid, const struct vr_cap_new *caps,
-                int n, const struct vr_limits *gua, const struct vr_launch_dev *devs, int ndev,
+int cli_regrant(const char *group, vr_member *m, uint32_t uid, const struct vr_cap_new *caps, int n,
+                const struct vr_limits *gua, const struct vr_launch_dev *devs, int ndev,
                 struct cli_regrant *out);
 /* Says each change on stdout ("group G: GPU-...: guarantee A -> B"). */
 void cli_regrant_say(const struct cli_regrant *r);
