@@ -64,38 +64,39 @@
 
 static void cdi_usage(FILE *f)
 {
-	fprintf(f, "usage: vramctl cdi generate --limit SPEC [--guarantee SPEC] [--growth]\n"
-	           "                            [--group NAME] [--name NAME] [--format json|yaml]\n"
-	           "                            [--output FILE] [--books DIR]\n"
-	           "                            [--enforce library|driver|both]\n"
-	           "\n"
-	           "Writes a CDI spec (kind " CDI_KIND ") whose device gives a container a\n"
-	           "GPU memory cap: podman run --device nvidia.com/gpu=0 --device " CDI_KIND
-	           "=NAME ...\n"
-	           "\n"
-	           "  -l, --limit SPEC  the cap, as for vramctl run (DEV: the container's device\n"
-	           "                    index or a GPU UUID); comma-separated or repeated\n"
-	           "  --guarantee SPEC  memory the container's group can always reach on each\n"
-	           "                    device it names (same grammar, at most the cap there)\n"
-	           "  --growth          frameworks that preallocate grow on demand instead\n"
-	           "  --group NAME      one cap shared by every container with this device\n"
-	           "                    (default: one group per container)\n"
-	           "  --name NAME       the device's name (default: from SPEC, 4G -> 4g)\n"
-	           "  --format FMT      json (default) or yaml\n"
-	           "  -o, --output FILE write FILE (replaced whole) instead of standard output\n"
-	           "  --books DIR       the host's books directory to share (default:\n"
-	           "                    $VRAMCTL_REGISTRY_DIR, else vramctl.conf's registry_dir,\n"
-	           "                    else /run/vramctl for root, else vramctl status's)\n"
-	           "  --contract-dir DIR  where the contract file the spec mounts at\n"
-	           "                    " VR_CONTRACT_FILE " is written (default: /etc/vramctl/cdi\n"
-	           "                    for root, else ~/.config/vramctl/cdi)\n"
-	           "  --enforce WHO     library (default: the injected library), driver (NVIDIA's\n"
-	           "                    own per-cgroup limit: NVIDIA_GPU_MEMORY_LIMIT, applied by\n"
-	           "                    NVIDIA's CDI hook; R615+, cgroup v2; one amount for all\n"
-	           "                    GPUs, whole MiB) or both\n"
-	           "  -h, --help        this text\n"
-	           "\n"
-	           "Exit status: 0, or 125 with one message. See vramctl-cdi(1).\n");
+	fprintf(f,
+	        "usage: vramctl cdi generate --limit SPEC [--guarantee SPEC] [--growth]\n"
+	        "                            [--group NAME] [--name NAME] [--format json|yaml]\n"
+	        "                            [--output FILE] [--books DIR]\n"
+	        "                            [--enforce library|driver|both]\n"
+	        "\n"
+	        "Writes a CDI spec (kind " CDI_KIND ") whose device gives a container a\n"
+	        "GPU memory cap: podman run --device nvidia.com/gpu=0 --device " CDI_KIND
+	        "=NAME ...\n"
+	        "\n"
+	        "  -l, --limit SPEC  the cap, as for vramctl run (DEV: the container's device\n"
+	        "                    index or a GPU UUID); comma-separated or repeated\n"
+	        "  --guarantee SPEC  memory the container's group can always reach on each\n"
+	        "                    device it names (same grammar, at most the cap there)\n"
+	        "  --growth          frameworks that preallocate grow on demand instead\n"
+	        "  --group NAME      one cap shared by every container with this device\n"
+	        "                    (default: one group per container)\n"
+	        "  --name NAME       the device's name (default: from SPEC, 4G -> 4g)\n"
+	        "  --format FMT      json (default) or yaml\n"
+	        "  -o, --output FILE write FILE (replaced whole) instead of standard output\n"
+	        "  --books DIR       the host's books directory to share (default:\n"
+	        "                    $VRAMCTL_REGISTRY_DIR, else vramctl.conf's registry_dir,\n"
+	        "                    else /run/vramctl for root, else vramctl status's)\n"
+	        "  --contract-dir DIR  where the contract file the spec mounts at\n"
+	        "                    " VR_CONTRACT_FILE " is written (default: /etc/vramctl/cdi\n"
+	        "                    for root, else ~/.config/vramctl/cdi)\n"
+	        "  --enforce WHO     library (default: the injected library), driver (NVIDIA's\n"
+	        "                    own per-cgroup limit: NVIDIA_GPU_MEMORY_LIMIT, applied by\n"
+	        "                    NVIDIA's CDI hook; R615+, cgroup v2; one amount for all\n"
+	        "                    GPUs, whole MiB) or both\n"
+	        "  -h, --help        this text\n"
+	        "\n"
+	        "Exit status: 0, or 125 with one message. See vramctl-cdi(1).\n");
 }
 
 static int is_alnum(int c)
@@ -628,8 +629,9 @@ static int write_contract(const char *opt, const char *name, const struct spec *
 			close(fd);
 		return -1;
 	}
-	fprintf(f, "# vramctl's contract for the CDI device %s (vramctl-cdi(1)); the spec mounts "
-	           "it read-only at %s\n",
+	fprintf(f,
+	        "# vramctl's contract for the CDI device %s (vramctl-cdi(1)); the spec mounts "
+	        "it read-only at %s\n",
 	        name, VR_CONTRACT_FILE);
 	for (int i = 0; i < s->nenv; i++)
 		if (!strncmp(s->env[i], "VRAMCTL_", 8))
@@ -656,9 +658,9 @@ static int cdi_generate(int argc, char **argv)
 	enum vr_enforce enforce;
 
 	const struct str_opt opts[] = {
-	    {OPT_GROUP, &group, check_group},    {OPT_NAME, &name_opt, check_name},
-	    {OPT_FORMAT, &format, check_format}, {'o', &output, check_output},
-	    {OPT_BOOKS, &books_opt, NULL},       {OPT_ENFORCE, &enforce_opt, check_enforce},
+	    {OPT_GROUP, &group, check_group},      {OPT_NAME, &name_opt, check_name},
+	    {OPT_FORMAT, &format, check_format},   {'o', &output, check_output},
+	    {OPT_BOOKS, &books_opt, NULL},         {OPT_ENFORCE, &enforce_opt, check_enforce},
 	    {OPT_CONTRACTS, &contracts_opt, NULL},
 	};
 	const char *word = "";

@@ -546,6 +546,7 @@ int cmd_doctor(int argc, char **argv)
 		} else {
 			dr_check_books(&d, &m);
 			dr_check_picture(&d, &m);
+			dr_check_guarantees(&d, &m);
 		}
 		mon_model_clear(&m);
 		dr_check_kernels(&d);

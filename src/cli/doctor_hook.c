@@ -109,8 +109,8 @@ static void check_machine(struct doc *d, const char *file, const char *text)
 	int on = d->lib[0] && strstr(text, d->lib) != NULL;
 	int other = !on && base && strstr(text, base);
 	dr_add(&d->rep, "hook.machine", -1, DR_OK, NULL,
-	       on ? "%s names the library: every program that uses the driver loads it; a "
-	            "process of a capped job that clears its environment stays capped"
+	       on      ? "%s names the library: every program that uses the driver loads it; a "
+	                 "process of a capped job that clears its environment stays capped"
 	       : other ? "%s names another vramctl library than %s: vramctl preload enable "
 	                 "replaces it"
 	               : "%s does not name the library: a process of a capped job that clears "
@@ -129,9 +129,10 @@ static void check_machine(struct doc *d, const char *file, const char *text)
 		       "then a user's run is watched, not recorded",
 		       vr_jobs_dir(NULL));
 	else
-		dr_add(&d->rep, "jobs.dir", -1, DR_WARN,
-		       "remove it (root); vramctl preload enable or the next root run makes it anew",
-		       "%s", err);
+		dr_add(
+		    &d->rep, "jobs.dir", -1, DR_WARN,
+		    "remove it (root); vramctl preload enable or the next root run makes it anew",
+		    "%s", err);
 }
 
 void dr_check_preload(struct doc *d)
@@ -185,9 +186,9 @@ void dr_check_library(struct doc *d)
  * environment just around the fork and put back right after, so the child
  * only has to exec (the driver's threads may hold locks at the fork).
  */
-static const char *const probe_vars[] = {VR_ENV_LIMIT, VR_ENV_REGISTRY_DIR, VR_ENV_GROUP,
-                                         VR_ENV_LOG,   VR_ENV_GROWTH,       VR_ENV_COUNT,
-                                         "LD_PRELOAD"};
+static const char *const probe_vars[] = {VR_ENV_LIMIT, VR_ENV_REGISTRY_DIR, VR_ENV_DEVICE_DIR,
+                                         VR_ENV_GROUP, VR_ENV_LOG,          VR_ENV_GROWTH,
+                                         VR_ENV_COUNT, "LD_PRELOAD"};
 #define NPROBE_VARS (sizeof(probe_vars) / sizeof(probe_vars[0]))
 
 /* Saves the variables (NULL: unset). 0, or -1 when memory ran out. */
@@ -229,8 +230,12 @@ static int env_probe(const char *lib, int dev, const char *dir)
 	                        .cur_preload = getenv("LD_PRELOAD")};
 	unsetenv(VR_ENV_GROWTH);
 	/* The probe's cap is small (a real context is larger): it checks that
-	 * allocations are intercepted, so it counts allocations only. */
+	 * allocations are intercepted, so it counts allocations only. Its
+	 * device book is its own too: other groups' guarantees (which may hold
+	 * the whole card, or need NVML to borrow against) are not what it
+	 * tests; the guarantees check says what they do. */
 	if (setenv(VR_ENV_LOG, "error", 1) < 0 || setenv(VR_ENV_COUNT, "allocations", 1) < 0 ||
+	    setenv(VR_ENV_DEVICE_DIR, dir, 1) < 0 ||
 	    vr_contract_apply(&c, cli_set_own_env, NULL, err, sizeof(err)) < 0)
 		return -1;
 	return 0;
@@ -354,6 +359,16 @@ static void probe_results(struct doc *d, int dev, const char *out, int status)
 			continue;
 		}
 		l += strncmp(l, "fail ", 5) ? 0 : 5;
+		/* Refused inside the cap: the call was intercepted (and refused
+		 * too much), not passed by: the card had no room for the test. */
+		if (strstr(l, "inside the cap was refused")) {
+			dr_add(&d->rep, id, dev, DR_FAIL,
+			       "the GPU's free memory may be held by other processes (see "
+			       "gpu.uncapped); run the test program by hand: VRAMCTL_LOG=debug "
+			       "vramctl run --limit 64M -- " PROBE_NAME " 0 67108864",
+			       "%s: intercepted, but %.*s", way_text[w], (int)strcspn(l, "\n"), l);
+			continue;
+		}
 		dr_add(
 		    &d->rep, id, dev, DR_FAIL,
 		    "another library that replaces dlsym or the driver's entry points gets there "
