@@ -86,7 +86,8 @@ int main(int argc, char **argv)
 				int st;
 				double t0 = now_ns();
 				if (posix_spawn(&pid, prog, NULL, NULL, args, environ) != 0 ||
-				    waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) {
+				    waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+				    WEXITSTATUS(st)) {
 					fprintf(stderr, "preload_bench: %s failed\n", prog);
 					return 1;
 				}
@@ -105,7 +106,8 @@ int main(int argc, char **argv)
 	printf("%s, %d starts each, preloaded through %s\n", prog, BATCHES * PER,
 	       file ? "/etc/ld.so.preload" : "LD_PRELOAD");
 	for (int m = 0; m < MODES; m++)
-		printf("  %-8s best %7.3f ms  median %7.3f ms  x%.3f direct  x%.3f empty (median)\n",
-		       name[m], best[m] / 1e6, med[m] / 1e6, med[m] / med[0], med[m] / med[1]);
+		printf(
+		    "  %-8s best %7.3f ms  median %7.3f ms  x%.3f direct  x%.3f empty (median)\n",
+		    name[m], best[m] / 1e6, med[m] / 1e6, med[m] / med[0], med[m] / med[1]);
 	return 0;
 }

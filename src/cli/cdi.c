@@ -22,6 +22,11 @@
  *           Written under --contract-dir (default /etc/vramctl/cdi for
  *           root, else $XDG_CONFIG_HOME/vramctl/cdi), never inside the
  *           books directory, which the container may write.
+ *           with --guarantee, root's device-book directory (/run/vramctl:
+ *           the books and the guard service's socket), read-only: the
+ *           container's processes read the host's guarantees and ask the
+ *           guard service for theirs, which the kernel tells it are the
+ *           container's (SO_PEERCRED: host PIDs and uids).
  *
  * Preloading through /etc/ld.so.preload rather than LD_PRELOAD: a CDI env
  * edit replaces a variable the image sets, and ld.so loads both lists, so
@@ -46,6 +51,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "registry/devbook.h"
 #include "cli/options.h"
 #include "cli/paths.h"
 #include "common/compiler.h"
@@ -740,6 +746,18 @@ static int cdi_generate(int argc, char **argv)
 	s.mounts[1] = (struct mount){preload, "/etc/ld.so.preload", "ro"};
 	s.mounts[2] = (struct mount){books, books, "rw"};
 	s.nmounts = 3;
+	if (gua_text[0] && strcmp(books, VR_DEVBOOK_DEFAULT_DIR) != 0) {
+		struct stat st;
+		s.mounts[s.nmounts++] =
+		    (struct mount){VR_DEVBOOK_DEFAULT_DIR, VR_DEVBOOK_DEFAULT_DIR, "ro"};
+		if (stat(VR_DEVBOOK_DEFAULT_DIR, &st) != 0)
+			fprintf(
+			    stderr,
+			    "vramctl: note: %s is not here yet: containers with this spec start "
+			    "once it is (the guard service's socket unit makes it: systemctl "
+			    "enable --now vramctl-guard.socket)\n",
+			    VR_DEVBOOK_DEFAULT_DIR);
+	}
 	struct vr_contract c = {
 	    .limit = spec_text,
 	    .guarantee = gua_text[0] ? gua_text : NULL,

@@ -18,11 +18,11 @@ struct cli_regrant {
 	int n;
 	struct {
 		unsigned char uuid[VR_UUID_LEN];
-		uint64_t old, now, capacity;
+		uint64_t old, now;
 		int with_cap; /* lowered to a cap below it */
 	} d[VR_MAX_DEVICES];
 	const char *group;
-	uint64_t key;
+	uint64_t ident; /* the group's name in the books (vr_devbook_ident) */
 	uint32_t uid;
 };
 

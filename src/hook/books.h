@@ -88,7 +88,8 @@ void vr_books_unspill(struct vr_dev *d, uint64_t bytes);
  * refused there, its own group's is given back. */
 int vr__books_reserve_outer(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int quiet);
 
-static inline int vr__books_reserve(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int quiet)
+static inline __attribute__((always_inline)) int vr__books_reserve(struct vr_dev *d, uint64_t bytes,
+                                                                   uint64_t *in_use, int quiet)
 {
 	vr_peak_note_start(); /* what it raises, taken back if refused after all */
 	int rc = d->reg < 0 ? 0

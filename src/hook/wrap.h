@@ -77,12 +77,21 @@ static inline __attribute__((always_inline)) void record(struct vr_dev *d, int k
 	}
 }
 
+/* The driver's call for an allocation a grant went before: once it has
+ * answered (placed the block or failed), what a borrow put on the board of
+ * borrows in flight ends (guarantee.h). */
+#define VR_DRIVER(stmt)                                                                            \
+	do {                                                                                       \
+		VR_OWN(stmt);                                                                      \
+		vr_gt_answered();                                                                  \
+	} while (0)
+
 /* Calls the driver for an allocation already charged at bytes on d; if it
  * fails, releases the charge and returns the driver's code. */
 #define VR_CALL(d, bytes, call)                                                                    \
 	do {                                                                                       \
 		CUresult vr__rc;                                                                   \
-		VR_OWN(vr__rc = call);                                                             \
+		VR_DRIVER(vr__rc = call);                                                          \
 		if (vr__rc != CUDA_SUCCESS) {                                                      \
 			vr_card_landed();                                                          \
 			vr_policy_release(d, bytes);                                               \

@@ -57,6 +57,10 @@ struct mon_device {
 	char uuid[MON_UUID_MAX];
 	char name[MON_NAME_MAX];
 	uint64_t total, used, free;
+	/* What the driver keeps for itself (NVML's memory info v2; 0 from
+	 * v1): total less it is what programs can have (the device book's
+	 * capacity). */
+	uint64_t reserved;
 	uint64_t caps_sum; /* sum of the finite caps of groups on this device */
 	int ncapped;       /* groups with a finite cap on it */
 	int overcommitted; /* caps_sum > total; only meaningful with MON_DEV_MEMORY */

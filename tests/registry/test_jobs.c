@@ -258,7 +258,8 @@ static void test_cgroup(void)
 			root = roots[i];
 	}
 	if (!root) {
-		printf("note: no cgroup v2 directory can be made here: cgroup records not checked\n");
+		printf(
+		    "note: no cgroup v2 directory can be made here: cgroup records not checked\n");
 		return;
 	}
 	int p[2], go[2];
