@@ -31,8 +31,7 @@ static const struct vr_launch_dev *visible(const struct vr_launch_dev *devs, int
 
 /* The group's live guarantee on the device (its owner's, its name in the
  * book): 1 with *g, 0 when it holds none there. */
-static int held_guarantee(const unsigned char *uuid, const char *group, uint32_t uid,
-                          uint64_t *g)
+static int held_guarantee(const unsigned char *uuid, const char *group, uint32_t uid, uint64_t *g)
 {
 	struct vr_devbook_view *v = malloc(sizeof *v);
 	int found = 0;
@@ -59,7 +58,8 @@ static int set_one(const struct cli_regrant *r, const unsigned char *uuid, uint6
 	if (getuid() == 0 && vr_devbook_host_pids()) {
 		uid_t as = geteuid();
 		if (as != 0 && seteuid(0) != 0) {
-			vr_seterr(err, errlen, "cannot take root's rights back: %s", strerror(errno));
+			vr_seterr(err, errlen, "cannot take root's rights back: %s",
+			          strerror(errno));
 			return -1;
 		}
 		struct vr_devbook_ask a = {.uid = r->uid,
@@ -89,8 +89,8 @@ void cli_regrant_undo(const struct cli_regrant *r)
 			        err);
 }
 
-int cli_regrant(const char *group, vr_member *m, uint32_t uid, const struct vr_cap_new *caps,
-                int n, const struct vr_limits *gua, const struct vr_launch_dev *devs, int ndev,
+int cli_regrant(const char *group, vr_member *m, uint32_t uid, const struct vr_cap_new *caps, int n,
+                const struct vr_limits *gua, const struct vr_launch_dev *devs, int ndev,
                 struct cli_regrant *out)
 {
 	char err[512], text[48];
@@ -123,8 +123,8 @@ int cli_regrant(const char *group, vr_member *m, uint32_t uid, const struct vr_c
 		if (!has || g == old)
 			continue;
 		if (set_one(out, caps[i].uuid, g, err, sizeof err) != 0) {
-			fprintf(stderr, "vramctl: limit: group %s: %s: %s; nothing changed\n", group,
-			        text, err);
+			fprintf(stderr, "vramctl: limit: group %s: %s: %s; nothing changed\n",
+			        group, text, err);
 			rc = -1;
 			break;
 		}

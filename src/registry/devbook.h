@@ -176,8 +176,8 @@ int vr_devbook_admit(const char *dir, const unsigned char uuid[16], const struct
  * the group starts. The group's members read the new figure at their next
  * borrow (vr_devbook_own).
  */
-int vr_devbook_regrant(const char *dir, const unsigned char uuid[16], const struct vr_devbook_ask *a,
-                       uint64_t *old, char *err, size_t errlen);
+int vr_devbook_regrant(const char *dir, const unsigned char uuid[16],
+                       const struct vr_devbook_ask *a, uint64_t *old, char *err, size_t errlen);
 
 /* Makes the book of a GPU (root only) when there is none: 0 (made, or it
  * was there), or a negative errno with err. */

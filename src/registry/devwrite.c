@@ -427,8 +427,8 @@ int vr_devbook_admit(const char *dir, const unsigned char uuid[16], const struct
 	return rc;
 }
 
-int vr_devbook_regrant(const char *dir, const unsigned char uuid[16], const struct vr_devbook_ask *a,
-                       uint64_t *old, char *err, size_t errlen)
+int vr_devbook_regrant(const char *dir, const unsigned char uuid[16],
+                       const struct vr_devbook_ask *a, uint64_t *old, char *err, size_t errlen)
 {
 	struct wr w;
 	*old = 0;
