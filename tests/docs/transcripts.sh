@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# tests/docs/transcripts.sh - every transcript the documentation quotes of
+# `vramctl demo` is what the demo prints now (#35: README, usage.md and
+# architecture.md quoted a demo from before the cap counted the card: 1 GiB
+# free, 920 MiB, where it shows 960 and 864 MiB). Each quoted line of the
+# program and of vramctl (the [app] lines, the act headers, the command
+# lines, the denial line) must be the demo's own line, in the demo's order;
+# a line "..." stands for lines left out. And README's claim of what a cap
+# of 1 GiB refuses of 512 MiB blocks is run.
+. "$VR_SRC/tests/cli/common.bash"
+has_cap || { echo "skip: the demo needs the real library"; exit 77; }
+sim_only || { echo "skip: the demo's figures are the simulator's"; exit 77; }
+unset VRAMCTL_COUNT # as users run it: the cap counts the card
+export VRAMSIM_DEVICES=4G
+P=$VR_BUILD/tests/report/memprog
+"$V" demo >demo.out 2>&1 || fail "vramctl demo failed: $(cat demo.out)"
+# The lines a quote may hold, from the demo.
+grep -E '^(  \[app\]|vramctl: denied|=== Act|\$ vramctl)' demo.out >demo.lines
+
+# quoted FILE START: the quote's lines (a fenced block starting with START,
+# or an indented block's denial line) compared with the demo's, in order.
+check_quote() { # check_quote WHAT < quoted lines
+	local what=$1 line at=0 n
+	while IFS= read -r line; do
+		[ "$line" = "..." ] && continue
+		case $line in "  [app]"* | "vramctl: denied"* | "=== Act"* | '$ vramctl'*) ;; *) continue ;; esac
+		n=$(awk -v from="$at" -v l="$line" 'NR > from && $0 == l { print NR; exit }' demo.lines)
+		if [ -z "$n" ]; then
+			fail "$what quotes a line the demo does not print (in this order): '$line'"
+			return
+		fi
+		at=$n
+	done
+}
+fenced() { # fenced FILE FIRST-LINE: the fenced block that starts with it
+	awk -v first="$2" '/^```/ { if (on) exit; fence = 1; next } fence && $0 == first { on = 1 } on { print } { fence = 0 }' "$1"
+}
+for f in README.md docs/architecture.md; do
+	q=$(fenced "$VR_SRC/$f" "=== Act 2: vramctl run --limit 1G ===")
+	[ -n "$q" ] || fail "$f: no quoted act 2"
+	check_quote "$f" <<<"$q"
+done
+# usage.md quotes the demo's denial line (indented).
+grep -E '^    vramctl: denied 256 MiB on GPU 0: cap 1 GiB' "$VR_SRC/docs/usage.md" | sed 's/^    //' >usage.quote
+[ -s usage.quote ] || fail "usage.md: the demo's denial line is not quoted"
+check_quote docs/usage.md <usage.quote
+
+# The denial line with holders (vramctl-run(1), architecture.md, report.md,
+# usage.md), as users run it: three processes of one group under 1 GiB
+# (300, 200, then 100 MiB and 600 more), each with its 64 MiB context. Its
+# PIDs are quoted as 4242 and 4243.
+mkfifo h4 h5 r4 r5
+"$V" run --limit 1G --group denials -- "$P" keep 300 ready wait <h4 >r4 2>/dev/null &
+a=$!
+exec 7>h4
+read -r _ pa <r4
+"$V" run --limit 1G --group denials -- "$P" keep 200 ready wait <h5 >r5 2>/dev/null &
+b=$!
+exec 8>h5
+read -r _ pb <r5
+"$V" run --limit 1G --group denials -- "$P" keep 100 deny 600 2>err
+grep "vramctl: denied" err | sed "s/(pid $pa)/(pid 4242)/; s/(pid $pb)/(pid 4243)/" >holders.line
+exec 7>&- 8>&-
+wait $a $b
+[ -s holders.line ] || fail "no denial line with holders: $(cat err)"
+for f in docs/architecture.md docs/report.md docs/usage.md man/vramctl-run.1; do
+	grep -E '^ *vramctl: denied 600 MiB on GPU 0: cap 1 GiB, [0-9]+ MiB in use .*largest others' \
+		"$VR_SRC/$f" | sed 's/^ *//; s/\\-/-/g' >quote
+	[ -s quote ] || fail "$f: the denial line with holders is not quoted"
+	while IFS= read -r q; do
+		[ "$q" = "$(cat holders.line)" ] || fail "$f quotes '$q'; the line is '$(cat holders.line)'"
+	done <quote
+done
+
+# README: under --limit 1G a program's second 512 MiB block is refused (its
+# context, 64 MiB on the simulator, counts: 512 + 512 + 64 > 1 GiB).
+"$V" run --limit 1G -- "$P" keep 512 deny 512 2>err
+expect_rc 0 $? "the second 512 MiB block refused under 1 GiB: $(cat err)"
+grep -q "second .cuMemAlloc. of 512 MiB" "$VR_SRC/README.md" ||
+	fail "README does not say the second 512 MiB block is refused"
+finish
