@@ -714,6 +714,8 @@ static int cdi_generate(int argc, char **argv)
 		fprintf(stderr, "vramctl: --guarantee: %s\n", gerr);
 		return VR_EXIT_ERROR;
 	}
+	if (vr_launch_small_cap(&lim, getenv(VR_ENV_COUNT), gerr, sizeof gerr))
+		fprintf(stderr, "vramctl: --limit: %s\n", gerr);
 	if (name_opt)
 		snprintf(name, sizeof name, "%s", name_opt);
 	else if (name_from_spec(spec_text, name, sizeof name) < 0) {

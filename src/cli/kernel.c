@@ -357,6 +357,9 @@ static int do_install(const struct install *in)
 		fprintf(stderr, "vramctl: kernel install: --limit '%s': %s\n", in->limit, cap);
 		return VR_EXIT_ERROR;
 	}
+	char small[400];
+	if (vr_launch_small_cap(&lim, getenv(VR_ENV_COUNT), small, sizeof small))
+		fprintf(stderr, "vramctl: kernel install: --limit: %s\n", small);
 	/* The guarantee against the cap item by item (the devices are the
 	 * kernel's, each time it starts: `vramctl run` checks them then). */
 	if (in->guarantee) {

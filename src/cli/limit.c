@@ -362,6 +362,9 @@ int cmd_limit(int argc, char **argv)
 	char why[256] = "", err[512];
 	if (args[1] && vr_parse_limits(args[1], &lim, err, sizeof err) < 0)
 		return cli_usage_error("limit", "SPEC: %s", err);
+	/* The group's members count as they do: a small cap is said anyway. */
+	if (args[1] && vr_launch_small_cap(&lim, NULL, err, sizeof err))
+		fprintf(stderr, "vramctl: limit: %s\n", err);
 	if (gua_opt && vr_parse_limits(gua_opt, &gua, err, sizeof err) < 0)
 		return cli_usage_error("limit", "--guarantee: %s", err);
 

@@ -425,6 +425,9 @@ static int settle_caps(struct run_req *r, struct vr_launch_dev *devs, int *ndev,
 	}
 	if (cli_site_clamp(&r->lim, devs, *ndev, spec, len) < 0)
 		return -1;
+	if (vr_launch_small_cap(&r->lim, r->count ? r->count : getenv(VR_ENV_COUNT), err,
+	                        sizeof(err)))
+		fprintf(stderr, "vramctl: --limit: %s\n", err);
 	/* The guarantee against the caps as they will hold (after the site's
 	 * maximum), then written with UUIDs as the cap is. */
 	if (r->have_guarantee &&

@@ -104,6 +104,19 @@ int vr_launch_normalise(const struct vr_limits *l, const struct vr_launch_dev *d
                         size_t errlen);
 
 /*
+ * A cap below what a CUDA context takes on the card (VR_CONTEXT_SMALL: the
+ * least measured, the simulator's; real ones are hundreds of MiB) refuses
+ * every program's start-up, since the cap counts the card (#35: `--limit
+ * 4096` was accepted and every program then failed). 1 with a note for
+ * the user (no newline) when a size item of l is that small and count
+ * (the --count or VRAMCTL_COUNT in force, NULL: the default) counts the
+ * card; 0 otherwise. Percentages are not judged: their size is the
+ * device's to tell.
+ */
+#define VR_CONTEXT_SMALL ((uint64_t)64 << 20)
+int vr_launch_small_cap(const struct vr_limits *l, const char *count, char *note, size_t len);
+
+/*
  * A guarantee (--guarantee, parsed in g) within the cap (l) on every device
  * it names: each of the ndev devices the guarantee gives something must
  * have a cap, at least as large (percentages taken of the device's total,
