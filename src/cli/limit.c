@@ -201,11 +201,23 @@ static int new_cap(const struct vr_limits *l, const unsigned char *uuid,
 	return 1;
 }
 
-/* What changed, a line per device. */
-static void say(const char *group, const struct vr_cap_new *c, int n, const uint64_t *held)
+/* What changed, a line per device; a cap above the card (as the driver
+ * here tells its size) is said to be bounded by it, as vramctl run says. */
+static void say(const char *group, const struct vr_cap_new *c, int n, const uint64_t *held,
+                const struct vr_launch_dev *devs, int ndev)
 {
 	for (int i = 0; i < n; i++) {
 		char text[64], a[32], b[32], h[32];
+		const struct vr_launch_dev *dv = dev_by_uuid(devs, ndev, c[i].uuid);
+		if (dv && dv->total && c[i].cap != UINT64_MAX && c[i].cap > dv->total) {
+			int dg = vr_size_digits((uint64_t[]){c[i].cap, dv->total}, 2, 0);
+			fprintf(
+			    stderr,
+			    "vramctl: limit: %s: the cap (%s) is more than the card holds (%s): "
+			    "the card's size is what bounds the group\n",
+			    dv->uuid, vr_format_size_digits(c[i].cap, dg, a, sizeof a),
+			    vr_format_size_digits(dv->total, dg, b, sizeof b));
+		}
 		vr_format_uuid(c[i].uuid, text, sizeof text);
 		if (c[i].added) {
 			printf("group %s: %s: cap %s (a device it had not used)\n", group, text,
@@ -297,7 +309,7 @@ static int apply(const char *dir, const char *group, const struct vr_limits *lim
 		return VR_EXIT_ERROR;
 	}
 	if (lim)
-		say(group, c, n, held);
+		say(group, c, n, held, devs, ndev);
 	cli_regrant_say(&rg);
 	if (!keep)
 		fprintf(stderr,

@@ -287,6 +287,42 @@ int main(void)
 
 	ASSERT_EQ(m.nprocs, 12);
 
+	/* Overcommit needs two groups (#35): one job under --limit 10T is
+	 * bounded by the card, and nobody can take from it; a second group's
+	 * 1 GiB beside it is an overcommit (each cap bounded by the card). */
+	struct mon_model o = {0};
+	o.valid = MON_M_NVML;
+	o.devs = calloc(1, sizeof(*o.devs));
+	o.ndevs = 1;
+	o.devs[0].valid = MON_DEV_INDEX | MON_DEV_MEMORY;
+	strcpy(o.devs[0].uuid, U0);
+	o.devs[0].total = 16 * GiB;
+	struct vramctl_group og[2];
+	memset(og, 0, sizeof(og));
+	struct vramctl_snapshot os = {.groups = og, .ngroups = 1};
+	strcpy(og[0].name, "big");
+	og[0].nmembers = 1;
+	og[0].ndev = 1;
+	strcpy(og[0].dev[0].uuid, U0);
+	og[0].dev[0].cap = 10240 * GiB;
+	ASSERT_EQ(mon_merge_registry(&o, &os, 0, root), 0);
+	ASSERT_EQ(o.devs[0].overcommitted, 0);
+	mon_model_clear(&o);
+	memset(&o, 0, sizeof(o));
+	o.valid = MON_M_NVML;
+	o.devs = calloc(1, sizeof(*o.devs));
+	o.ndevs = 1;
+	o.devs[0].valid = MON_DEV_INDEX | MON_DEV_MEMORY;
+	strcpy(o.devs[0].uuid, U0);
+	o.devs[0].total = 16 * GiB;
+	og[1] = og[0];
+	strcpy(og[1].name, "small");
+	og[1].dev[0].cap = 1 * GiB;
+	os.ngroups = 2;
+	ASSERT_EQ(mon_merge_registry(&o, &os, 0, root), 0);
+	ASSERT_EQ(o.devs[0].overcommitted, 1);
+	mon_model_clear(&o);
+
 	/* A registry that cannot be read is a note, not a failure. */
 	struct mon_model e = {0};
 	ASSERT_EQ(mon_merge_registry(&e, NULL, -EACCES, root), 0);

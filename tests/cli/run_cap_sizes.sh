@@ -1,10 +1,13 @@
-# run_small_caps.sh - caps too small for a CUDA context, and sizes that are
+# run_cap_sizes.sh - caps too small for a CUDA context, sizes that are
 # not whole bytes (#35): `--limit 4096` was accepted by run, cdi and kernel
 # and every program's start-up then failed; `--limit 1.5` was kept as 1 B
 # and shown so. A cap below a context's size (VR_CONTEXT_SMALL, 64 MiB) is
 # said at parse time by each launcher and by `vramctl limit` (nothing
 # refused: --count allocations makes it a real cap); a fraction of a byte
-# is refused (125), naming the unit that was probably meant.
+# is refused (125), naming the unit that was probably meant. And caps past
+# the card: one job under --limit 10T is bounded by the card, never called
+# OVERCOMMITTED (status, export, doctor); `limit GROUP 10T` says the card
+# bounds it, as run does.
 . "$VR_SRC/tests/cli/common.bash"
 unset VRAMCTL_COUNT # as users run it: the cap counts the card
 export HOME=$TMPDIR/home JUPYTER_DATA_DIR=$TMPDIR/jupyter JUPYTER_PATH=$TMPDIR/jpath
@@ -49,4 +52,26 @@ expect_rc 0 $? "limit small 4K: $(cat err)"
 expect_grep "vramctl: limit: a cap of 4096 B $note" err "limit: said"
 exec 3>&-
 wait $run
+
+# 10T: one job, bounded by the card; a member holds the group's device.
+export VRAMSIM_DEVICES=16G
+mkfifo hold2
+LD_PRELOAD=$LIB VRAMCTL_GROUP=big VRAMCTL_LIMIT=10T "$VR_BUILD/tests/hook/memctl" <hold2 >ready 2>err &
+m=$!
+exec 4>hold2
+for _ in $(seq 200); do grep -q ready ready 2>/dev/null && break; sleep 0.05; done
+"$V" status --json >st.json
+expect_rc 0 $? "status"
+[ "$(jq '.devices[0].overcommitted' st.json)" = false ] ||
+	fail "one job under 10T called overcommitted: $(jq -c '.devices[0]' st.json)"
+"$V" status >st.txt
+grep -q OVERCOMMITTED st.txt && fail "status: OVERCOMMITTED for one job: $(cat st.txt)"
+"$V" doctor >doc.txt 2>&1
+grep -E '^OK +gpu.overcommit' doc.txt >/dev/null || fail "doctor: $(grep overcommit doc.txt)"
+"$V" limit big 11T >out 2>err
+expect_rc 0 $? "limit big 11T"
+expect_grep "the cap (11 TiB) is more than the card holds (16 GiB): the card's size is what bounds the group" \
+	err "limit: the card bounds it, said"
+exec 4>&-
+wait $m
 finish
