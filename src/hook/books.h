@@ -43,6 +43,9 @@ void vr_books_own(struct vr_dev *d);
  * (said once per change): 1 when it did. Not on the allocation path:
  * memory queries and refusals call it (policy.c). */
 int vr_books_cap_sync(struct vr_dev *d);
+/* The cap d had before `vramctl limit` last lowered it, or 0 (not
+ * lowered since this process took it, or raised since). */
+uint64_t vr_books_cap_lowered(const struct vr_dev *d);
 /* 1 when `vramctl limit` changed the group's caps since it started: its
  * spec now into spec (a device used from now on takes its cap from it). */
 int vr_books_changed_spec(char *spec, size_t len);

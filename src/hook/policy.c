@@ -188,12 +188,31 @@ void vr_policy_device(struct vr_dev *d)
 static void hint(const struct vr_dev *d, uint64_t bytes, uint64_t in_use, uint64_t peak,
                  uint64_t first, int dg, char *out, size_t len)
 {
-	char a[32];
-	if (!vr_g.growth && vr_dev_capped(d) && first && first >= d->cap / 2)
+	char a[32], b[32];
+	uint64_t before = vr_books_cap_lowered(d);
+	/* The cap was lowered while it ran and the request fits the old one:
+	 * that is the reason, not its context or its start-up (#35). */
+	if (before && in_use + bytes <= before)
+		snprintf(out, len,
+		         "hint: vramctl limit lowered the group's cap from %s to %s while it ran: "
+		         "the group must free memory, or the cap be raised again (vramctl limit)",
+		         vr_format_size_digits(before, dg, a, sizeof a),
+		         vr_format_size_digits(d->cap, dg, b, sizeof b));
+	/* Preallocating is the reason only for a request the cap could hold. */
+	else if (!vr_g.growth && vr_dev_capped(d) && first && first >= d->cap / 2 &&
+	         bytes <= d->cap)
 		snprintf(out, len,
 		         "hint: this process took %s in one block at start-up (a framework "
 		         "preallocating?): vramctl run --growth lets it grow on demand",
 		         vr_format_size_digits(first, dg, a, sizeof a));
+	else if (bytes > d->cap)
+		snprintf(out, len,
+		         "hint: the request alone is more than the cap; granting it needs a cap "
+		         "of at least %llu MiB%s",
+		         (unsigned long long)((in_use + bytes + (1 << 20) - 1) >> 20),
+		         vr_books_spill_budget() ? ""
+		                                 : ", or vramctl run --spill to serve what does "
+		                                   "not fit from host memory (slower)");
 	else
 		snprintf(out, len,
 		         "hint: the group's peak so far is %s; granting this request needs a "
@@ -219,6 +238,17 @@ static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t asked, u
 	char a[32], b[32], c[32], s[32], more[64], others[256] = "", tip[200], pages[96] = "";
 	if (!vr_log_denial_gate(more, sizeof more))
 		return;
+	/* A cap of 0 is a cap that could not be read (fail closed: said when
+	 * it was read); no size of cap is the reason (#35). */
+	if (d->cap == 0) {
+		vr__log(VR_LOG_WARN,
+		        "denied %s on GPU %d: the cap could not be read (said above: a malformed "
+		        "VRAMCTL_LIMIT, a device it names that this process does not have, or an "
+		        "unusable configuration file), so every allocation is refused (fail "
+		        "closed): fix that and start the program again%s",
+		        vr_format_size(bytes, a, sizeof a), d->ordinal, more);
+		return;
+	}
 	struct vr_holder h[DENY_HOLDERS];
 	uint64_t self = 0, peak = 0;
 	int nh = vr_books_holders(d, &self, &peak, h, DENY_HOLDERS);
