@@ -39,7 +39,8 @@ static void limit_usage(FILE *f)
 	           "\n"
 	           "Changes the cap of a running group: TARGET is the group's name, or the PID\n"
 	           "of a capped process (its group). SPEC is --limit's: '12G', '50%%',\n"
-	           "'0=8G,1=50%%' (DEV as the driver numbers it here, or a UUID). Raising is\n"
+	           "'0=8G,1=50%%' (DEV as the driver numbers it here, or a UUID: a GPU the\n"
+	           "group has not used is given to it by UUID only). Raising is\n"
 	           "usable at once; lowering below what the group holds frees nothing: its new\n"
 	           "allocations are refused until it is under the new cap. A cap lowered below\n"
 	           "the group's guarantee lowers the guarantee with it.\n"
@@ -243,7 +244,8 @@ static void say(const char *group, const struct vr_cap_new *c, int n, const uint
 /* Joins the live group as a launcher, sets the caps (lim NULL: kept) and
  * the guarantees (gua NULL: kept, lowered to a cap below them), leaves. */
 static int apply(const char *dir, const char *group, const struct vr_limits *lim, const char *spec,
-                 const struct vr_limits *gua, const struct vr_launch_dev *devs, int ndev)
+                 int by_index, const struct vr_limits *gua, const struct vr_launch_dev *devs,
+                 int ndev)
 {
 	struct vr_join_opts o = {.dir = dir, .group = group, .launcher = 1, .existing = 1};
 	vr_member *m = NULL;
@@ -270,7 +272,11 @@ static int apply(const char *dir, const char *group, const struct vr_limits *lim
 		held[n] = held[i];
 		n++;
 	}
-	/* Devices the spec names that the group has not used: added. */
+	/* Devices the spec names that the group has not used: added, when
+	 * named by UUID. An index is this shell's numbering, which may not be
+	 * the members' (CUDA_VISIBLE_DEVICES): a device none of them uses is
+	 * not guessed at (#35: `limit g 0=4G` under CUDA_VISIBLE_DEVICES=1
+	 * capped a GPU the members could not see, and said nothing). */
 	for (int i = 0; lim && i < ndev && n < VR_MAX_DEVICES; i++) {
 		uint64_t cap;
 		int r;
@@ -281,6 +287,18 @@ static int apply(const char *dir, const char *group, const struct vr_limits *lim
 			have |= memcmp(uuids[k], devs[i].raw, VR_UUID_LEN) == 0;
 		if (have)
 			continue;
+		if (by_index) {
+			const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+			fprintf(
+			    stderr,
+			    "vramctl: limit: GPU %d as this shell numbers it%s%s%s is %s, which no "
+			    "member of group %s uses: its members may number GPUs otherwise "
+			    "(CUDA_VISIBLE_DEVICES); give the device by its UUID (vramctl status "
+			    "lists the group's) to give the group a new one; nothing changed\n",
+			    devs[i].index, cvd ? " (CUDA_VISIBLE_DEVICES=" : "", cvd ? cvd : "",
+			    cvd ? ")" : "", devs[i].uuid, group);
+			goto fail;
+		}
 		if ((r = new_cap(lim, devs[i].raw, &devs[i], &cap)) < 0)
 			goto fail;
 		memcpy(c[n].uuid, devs[i].raw, VR_UUID_LEN);
@@ -374,6 +392,9 @@ int cmd_limit(int argc, char **argv)
 	char why[256] = "", err[512];
 	if (args[1] && vr_parse_limits(args[1], &lim, err, sizeof err) < 0)
 		return cli_usage_error("limit", "SPEC: %s", err);
+	int by_index = 0; /* an item names a device by this shell's index */
+	for (int k = 0; args[1] && k < lim.count; k++)
+		by_index |= lim.item[k].dev[0] >= '0' && lim.item[k].dev[0] <= '9';
 	/* The group's members count as they do: a small cap is said anyway. */
 	if (args[1] && vr_launch_small_cap(&lim, NULL, err, sizeof err))
 		fprintf(stderr, "vramctl: limit: %s\n", err);
@@ -413,6 +434,6 @@ int cmd_limit(int argc, char **argv)
 		return VR_EXIT_ERROR;
 	if (become_owner(dir, group) < 0)
 		return VR_EXIT_ERROR;
-	return apply(dir, group, args[1] ? &lim : NULL, spec, gua_opt ? &gua : NULL, devs,
+	return apply(dir, group, args[1] ? &lim : NULL, spec, by_index, gua_opt ? &gua : NULL, devs,
 	             ndev < 0 ? 0 : ndev);
 }
