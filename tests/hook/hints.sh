@@ -4,7 +4,8 @@
 # which cannot help it); in a fail-closed state (a cap that cannot be read)
 # no size of cap is blamed; after `vramctl limit` lowered the cap below
 # what the group held, the change is said at once and the denial names it
-# (not the context, not --growth).
+# (not the context, not --growth). Denials the rate limit held back are
+# counted at exit.
 . "$VR_SRC/tests/cli/common.bash"
 sim_only || { echo "skip: needs the simulated driver's figures"; exit 77; }
 has_cap || { echo "skip: the library is a stand-in here"; exit 77; }
@@ -21,6 +22,16 @@ grep -q -- "--growth" err && fail "--growth cannot grant a request larger than t
 # A preallocation, then a request the cap could hold: --growth is the tip.
 "$V" run --limit 1G -- "$P" keep 600 deny 400 2>err
 expect_grep "vramctl run --growth lets it grow on demand" err "a preallocation's hint"
+
+# Denials held back by the rate limit (5 lines a second) are counted when
+# the program exits before another line gets through: shown + held back is
+# every denial.
+"$V" run --limit 1G -- "$P" keep 900 deny 200 deny 200 deny 200 deny 200 deny 200 deny 200 \
+	deny 200 deny 200 2>err
+expect_rc 0 $? "eight denials"
+shown=$(grep -c "vramctl: denied 200 MiB" err)
+held=$(sed -n 's/^vramctl: \([0-9]*\) more denials\{0,1\} not shown.*/\1/p' err)
+[ $((shown + ${held:-0})) = 8 ] || fail "denials shown ($shown) and held back (${held:-none}): $(cat err)"
 
 # Fail closed: no size of cap is blamed.
 VRAMCTL_LIMIT=0=1G,0=2G LD_PRELOAD=$LIB "$P" deny 10 2>err
