@@ -318,19 +318,22 @@ void draw(struct ui *u, const struct mon_model *m)
 		snprintf(cells[C_CTR], cl, "%.12s", p->container_id[0] ? p->container_id : "-");
 		int escaped = !!(p->valid & MON_P_ESCAPED);
 		vr_text_escape(cells[C_GROUP], cl, capped || escaped ? p->group : "(uncapped)");
-		int oncard = !!(p->valid & MON_P_ON_CARD);
+		int oncard = !!(p->valid & MON_P_ON_CARD), dg = mon_proc_digits(p);
 		snprintf(cells[C_ALLOC], cl, "%s",
-		         capped && oncard ? vr_format_size(p->allocated, a, sizeof(a)) : "-");
+		         capped && oncard ? vr_format_size_digits(p->allocated, dg, a, sizeof(a))
+		                          : "-");
 		snprintf(cells[C_CARD], cl, "%s",
-		         oncard ? vr_format_size(p->on_card, a, sizeof(a)) : "-");
+		         oncard ? vr_format_size_digits(p->on_card, dg, a, sizeof(a)) : "-");
 		snprintf(cells[C_OVER], cl, "%s",
-		         capped && oncard ? vr_format_size(p->card_overhead, a, sizeof(a)) : "-");
+		         capped && oncard
+		             ? vr_format_size_digits(p->card_overhead, dg, a, sizeof(a))
+		             : "-");
 		snprintf(cells[C_CAP], cl, "%s",
 		         !capped                ? "-"
 		         : p->cap == MON_NO_CAP ? "none"
-		                                : vr_format_size(p->cap, a, sizeof(a)));
+		                                : vr_format_size_digits(p->cap, dg, a, sizeof(a)));
 		snprintf(cells[C_PEAK], cl, "%s",
-		         capped ? vr_format_size(p->peak, a, sizeof(a)) : "-");
+		         capped ? vr_format_size_digits(p->peak, dg, a, sizeof(a)) : "-");
 		snprintf(cells[C_SPILL], cl, "%s",
 		         capped ? vr_format_size(p->spilled, a, sizeof(a)) : "-");
 		snprintf(cells[C_NVML], cl, "%s",

@@ -30,6 +30,12 @@ const char *mon_counting_name(enum vramctl_counting c);
  * (no driver figure)". */
 const char *mon_counting_text(enum vramctl_counting c);
 
+/* The decimals with which a row's sizes (allocated, on the card, overhead,
+ * peak, cap) read apart: figures that differ never print the same (#35;
+ * vr_size_digits). For status's and top's rows alike. */
+int mon_proc_digits(const struct mon_proc *p);
+int mon_group_digits(const struct mon_group_dev *gd);
+
 /* Why a group's device is over its cap on the card (gd->over_cap > 0), one
  * clause: "over cap on the card by X: members' overhead (contexts, modules,
  * driver use) Y, allocations Z (H held, cap C)". Returns buf; "" when it is

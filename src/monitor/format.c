@@ -119,22 +119,29 @@ static void grid_free(struct grid *g)
 	memset(g, 0, sizeof(*g));
 }
 
-static char *fmt_size_or(uint64_t v, int known, char *buf, size_t len)
+/* v in the decimals dg (vr_size_digits: a row's sizes that differ never
+ * read the same, #35), or "-" when not known. */
+static char *fmt_size_dg(uint64_t v, int known, int dg, char *buf, size_t len)
 {
 	if (!known) {
 		snprintf(buf, len, "-");
 		return buf;
 	}
-	return vr_format_size(v, buf, len);
+	return vr_format_size_digits(v, dg, buf, len);
 }
 
-static char *fmt_cap(uint64_t cap, char *buf, size_t len)
+static char *fmt_size_or(uint64_t v, int known, char *buf, size_t len)
+{
+	return fmt_size_dg(v, known, 1, buf, len);
+}
+
+static char *fmt_cap_dg(uint64_t cap, int dg, char *buf, size_t len)
 {
 	if (cap == MON_NO_CAP) {
 		snprintf(buf, len, "none");
 		return buf;
 	}
-	return vr_format_size(cap, buf, len);
+	return vr_format_size_digits(cap, dg, buf, len);
 }
 
 static const char *proc_state_text(const struct mon_proc *p)
@@ -292,14 +299,17 @@ static void table_proc_row(struct grid *t, const struct mon_model *m, const stru
 		nvml = "unknown";
 	else
 		nvml = "-";
+	/* ALLOCATED + OVERHEAD is ON CARD: enough decimals that none of them,
+	 * the cap and the peak read as another (rounding aside). */
+	int dg = mon_proc_digits(p);
 	grid_row(t, pid, nspid,
 	         gpu_text(m, p->device, !!(p->valid & MON_P_DEVICE), "-", h, sizeof(h)),
 	         proc_state_text(p), capped || escaped ? p->group : "-",
-	         capped || escaped ? fmt_cap(p->cap, a, sizeof(a)) : "-",
-	         fmt_size_or(p->allocated, capped && oncard, b, sizeof(b)),
-	         fmt_size_or(p->on_card, oncard, k, sizeof(k)),
-	         fmt_size_or(p->card_overhead, capped && oncard, g, sizeof(g)),
-	         fmt_size_or(p->peak, capped, c, sizeof(c)),
+	         capped || escaped ? fmt_cap_dg(p->cap, dg, a, sizeof(a)) : "-",
+	         fmt_size_dg(p->allocated, capped && oncard, dg, b, sizeof(b)),
+	         fmt_size_dg(p->on_card, oncard, dg, k, sizeof(k)),
+	         fmt_size_dg(p->card_overhead, capped && oncard, dg, g, sizeof(g)),
+	         fmt_size_dg(p->peak, capped, dg, c, sizeof(c)),
 	         fmt_size_or(p->spilled, capped, sp, sizeof(sp)), nvml, denied,
 	         fmt_size_or(p->host_pinned, capped, e, sizeof(e)),
 	         capped ? mon_counting_text(p->counting) : "-", mon_enforcer_name(p),
@@ -365,18 +375,20 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 				         "-", mem, dead, gr->limit_spec);
 			for (int j = 0; j < gr->ndev; j++) {
 				const struct mon_group_dev *gd = &gr->dev[j];
-				grid_row(
-				    &t, gr->name, gpu_text(m, gd->device, 1, "-", h, sizeof(h)),
-				    fmt_cap(gd->cap, a, sizeof(a)),
-				    mon_guarantee_text(m, gd, gu, 0),
-				    mon_guarantee_text(m, gd, bo, 1),
-				    vr_format_size(gd->on_card - gd->card_overhead, b, sizeof(b)),
-				    vr_format_size(gd->on_card, c, sizeof(c)),
-				    vr_format_size(gd->card_overhead, e, sizeof(e)),
-				    vr_format_size(gd->peak, g, sizeof(g)),
-				    vr_format_size(gd->dead_in_use, d, sizeof(d)),
-				    vr_format_size(gd->spilled, sp, sizeof(sp)), mem, dead,
-				    gr->limit_spec);
+				uint64_t alloc = gd->on_card - gd->card_overhead;
+				int dg = mon_group_digits(gd);
+				grid_row(&t, gr->name,
+				         gpu_text(m, gd->device, 1, "-", h, sizeof(h)),
+				         fmt_cap_dg(gd->cap, dg, a, sizeof(a)),
+				         mon_guarantee_text(m, gd, gu, 0),
+				         mon_guarantee_text(m, gd, bo, 1),
+				         vr_format_size_digits(alloc, dg, b, sizeof(b)),
+				         vr_format_size_digits(gd->on_card, dg, c, sizeof(c)),
+				         vr_format_size_digits(gd->card_overhead, dg, e, sizeof(e)),
+				         vr_format_size_digits(gd->peak, dg, g, sizeof(g)),
+				         vr_format_size(gd->dead_in_use, d, sizeof(d)),
+				         vr_format_size(gd->spilled, sp, sizeof(sp)), mem, dead,
+				         gr->limit_spec);
 			}
 		}
 		grid_print(f, &t, "");

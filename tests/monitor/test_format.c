@@ -578,6 +578,15 @@ static void test_on_card_flags(void)
 	ASSERT(strstr(t, "group solo on GPU 0: over cap on the card by 236 MiB") != NULL);
 	ASSERT(strstr(t, "(1.8 GiB held, cap 1.6 GiB); its books are still under the cap") != NULL);
 	free(t);
+	/* Figures that differ never read the same (#35: "1 GiB held, cap 1
+	 * GiB" for a group over its cap by 10 MiB). */
+	struct mon_group_dev over = {.cap = 1024 * MiB,
+	                             .on_card = 1034 * MiB,
+	                             .card_overhead = 64 * MiB,
+	                             .over_cap = 10 * MiB};
+	char why[256];
+	mon_over_cap_reason(&over, why, sizeof why);
+	ASSERT(strstr(why, "(1.01 GiB held, cap 1 GiB)") != NULL);
 	s_on_card(&m);
 	char *j = render(&m, 1, &len);
 	ASSERT(strstr(j, "\"over_cap\": true") != NULL);
