@@ -352,6 +352,20 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 		}
 		grid_print(f, &t, "");
 		grid_free(&t);
+		for (int i = 0; i < m->ndevs; i++) {
+			const struct mon_device *v = &m->devs[i];
+			if (!(v->valid & MON_DEV_MEMORY) || !v->reserved)
+				continue;
+			int dg =
+			    vr_size_digits((uint64_t[]){v->total, v->total + v->reserved}, 2, 0);
+			fprintf(
+			    f,
+			    "GPU %s: TOTAL is what programs can have: NVML's total, %s, less %s "
+			    "the driver keeps for itself\n",
+			    gpu_text(m, i, 1, "-", h, sizeof(h)),
+			    vr_format_size_digits(v->total + v->reserved, dg, a, sizeof(a)),
+			    vr_format_size(v->reserved, b, sizeof(b)));
+		}
 	}
 
 	/* Groups. */
@@ -601,7 +615,7 @@ int mon_format_prom(FILE *f, const struct mon_model *m)
 		}
 	}
 	prom_devices(f, m, DM_TOTAL, "vramctl_device_memory_total_bytes",
-	             "GPU memory in all, as NVML reports it.");
+	             "GPU memory programs can have: NVML's total less what the driver keeps.");
 	prom_devices(f, m, DM_USED, "vramctl_device_memory_used_bytes",
 	             "GPU memory in use by all processes, as NVML reports it.");
 	prom_devices(f, m, DM_FREE, "vramctl_device_memory_free_bytes",

@@ -40,6 +40,7 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 		jw_u64(&w, "total_bytes", d->total, mem);
 		jw_u64(&w, "used_bytes", d->used, mem);
 		jw_u64(&w, "free_bytes", d->free, mem);
+		jw_u64(&w, "reserved_bytes", d->reserved, mem);
 		jw_u64(&w, "caps_sum_bytes", d->caps_sum, 1);
 		jw_int(&w, "capped_groups", d->ncapped, 1);
 		jw_u64(&w, "spilled_bytes", d->spilled, 1);

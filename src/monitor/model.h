@@ -56,10 +56,12 @@ struct mon_device {
 	int index;
 	char uuid[MON_UUID_MAX];
 	char name[MON_NAME_MAX];
+	/* total: the card's usable size, what programs can have (NVML's
+	 * total less what the driver keeps for itself: the figure
+	 * cuMemGetInfo, percentages, admission and every view use), so used +
+	 * free = total; reserved: what the driver keeps (NVML's memory info
+	 * v2; 0 from v1). */
 	uint64_t total, used, free;
-	/* What the driver keeps for itself (NVML's memory info v2; 0 from
-	 * v1): total less it is what programs can have (the device book's
-	 * capacity). */
 	uint64_t reserved;
 	uint64_t caps_sum; /* sum of the finite caps of groups on this device */
 	int ncapped;       /* groups with a finite cap on it */

@@ -38,7 +38,7 @@ get() {
 code=$(get /metrics "$TMPDIR/metrics")
 [ "$code" = 200 ] || fail "/metrics: HTTP $code"
 grep -qi '^Content-Type: text/plain; version=0.0.4' "$TMPDIR/metrics.raw" || fail "/metrics: wrong Content-Type"
-for want in 'vramctl_build_info{version="' 'vramctl_nvml_up 1' 'vramctl_device_memory_total_bytes{gpu="0",uuid="GPU-0e0e0e0e-1111-2222-3333-444444444444"} 17246978048' \
+for want in 'vramctl_build_info{version="' 'vramctl_nvml_up 1' 'vramctl_device_memory_total_bytes{gpu="0",uuid="GPU-0e0e0e0e-1111-2222-3333-444444444444"} 17179869184' \
 	'vramctl_group_limit_bytes{group="train",gpu="0",uuid="GPU-0e0e0e0e-1111-2222-3333-444444444444"} 1073741824' \
 	"vramctl_process_used_bytes{pid=\"$HPID_a\"" "vramctl_process_nvml_used_bytes{pid=\"$HPID_free\"" \
 	'# TYPE vramctl_process_denied_total counter'; do
