@@ -564,7 +564,8 @@ static void prom_procs(FILE *f, const struct mon_model *m, enum proc_metric whic
 		fmt_int_or(p->ns_pid, !!(p->valid & MON_P_NS_PID), "", nspid, sizeof(nspid));
 		gpu_text(m, p->device, !!(p->valid & MON_P_DEVICE), "", gpu, sizeof(gpu));
 		/* Identity labels (#27) are one per container, as the pid is one
-		 * per process: they add no series. Unknown ones are left out. */
+		 * per process, and the user one per process (#35): they add no
+		 * series. Unknown ones are left out. */
 		const char *labels[] = {"pid",
 		                        pid,
 		                        "ns_pid",
@@ -575,6 +576,8 @@ static void prom_procs(FILE *f, const struct mon_model *m, enum proc_metric whic
 		                        p->uuid,
 		                        "group",
 		                        (p->valid & (MON_P_CAPPED | MON_P_ESCAPED)) ? p->group : "",
+		                        "user",
+		                        (p->valid & MON_P_USER) ? p->user : "",
 		                        "container_id",
 		                        p->container_id,
 		                        "pod_uid",
