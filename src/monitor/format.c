@@ -219,6 +219,22 @@ static void prom_cap_changes(FILE *f, const struct mon_model *m)
 	}
 }
 
+/* vramctl_group_denied_total, per group (#35): refusals since the group
+ * started, its members' gone ones included (a process's own counter goes
+ * with it). */
+static void prom_group_denials(FILE *f, const struct mon_model *m)
+{
+	for (int i = 0; i < m->ngroups; i++) {
+		if (!i)
+			mon_prom_head(
+			    f, "vramctl_group_denied_total", "counter",
+			    "Allocations refused to the group's members since it started, "
+			    "members gone included.");
+		const char *labels[] = {"group", m->groups[i].name, NULL};
+		mon_prom_sample(f, "vramctl_group_denied_total", labels, m->groups[i].denials);
+	}
+}
+
 /* 1 when some group spills (or did): the tables then show SPILLED columns. */
 static int model_spills(const struct mon_model *m)
 {
@@ -665,6 +681,7 @@ int mon_format_prom(FILE *f, const struct mon_model *m)
 	            "Host memory the group holds past its cap on the GPU (spill; groups with a "
 	            "spill budget).");
 	prom_cap_changes(f, m);
+	prom_group_denials(f, m);
 	mon_guarantee_prom(f, m);
 	int any_budget = 0;
 	for (int i = 0; i < m->ngroups; i++) {

@@ -65,6 +65,7 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 		jw_int(&w, "exiting_members", g->nexiting, 1);
 		jw_bool(&w, "consistent", g->consistent);
 		jw_u64(&w, "spill_budget_bytes", g->spill_budget, 1);
+		jw_u64(&w, "denied_count", g->denials, 1);
 		jw_u64(&w, "spilled_bytes", g->spilled, 1);
 		jw_str(&w, "enforcer", g->ndriver ? "both" : "library");
 		mon_elastic_json(&w, m, g);

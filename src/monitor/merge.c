@@ -249,6 +249,7 @@ static int merge_groups(struct mon_model *m, const struct vramctl_snapshot *s)
 		g->consistent = sg->consistent;
 		g->spill_budget = sg->spill_budget;
 		g->spilled = sg->spilled;
+		g->denials = sg->denials;
 		g->changes_total = sg->changes_total;
 		g->nchanges = sg->nchanges;
 		memcpy(g->changes, sg->changes, sizeof(g->changes));

@@ -207,7 +207,8 @@ struct mon_group {
 	int nexiting;                   /* of those, dead ones NVML still lists (exiting) */
 	int consistent;                 /* the registry's copy was taken between writes */
 	uint64_t spill_budget, spilled; /* the group's host budget (0: no spill), all devices */
-	int ndriver;                    /* rows (member, GPU) a driver limit also holds */
+	uint64_t denials; /* refusals since the group started, gone members' included */
+	int ndriver;      /* rows (member, GPU) a driver limit also holds */
 	int ndev;
 	struct mon_group_dev dev[MON_MAX_GROUP_DEVS];
 	/* Its caps' changes while it ran (`vramctl limit`), oldest first. */

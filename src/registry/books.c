@@ -451,6 +451,7 @@ static int reserve_denied(vr_member *m, int dev, uint64_t bytes, uint64_t *in_us
 		vr_seq_begin(m->hdr);
 		c->denied_count++;
 		c->last_denied = bytes;
+		m->hdr->denials++;
 		vr_seq_end(m->hdr);
 	}
 	if (in_use && (r == FAST_DENIED || r == FAST_OK))

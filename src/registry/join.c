@@ -427,6 +427,7 @@ static void start_group_locked(vr_member *m, const struct vr_join_opts *opts,
 	h->ndev = 0;
 	memset(h->dev, 0, sizeof(h->dev));
 	h->spilled = 0;
+	h->denials = 0;
 	memset(vr_changes_at(h), 0, sizeof(struct vr_changes));
 	h->spill_budget = opts->spill_budget;
 	h->growth = opts->growth ? 1 : 0;

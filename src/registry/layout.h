@@ -124,7 +124,11 @@ struct vr_hdr {
 	uint32_t pad1a;
 	uint64_t spill_budget; /* host bytes the whole group may spill (0: no spill) */
 	uint64_t spilled;      /* sum of the USED slots' dev[].spilled, held against it */
-	uint64_t pad1;
+	/* Refusals counted by every member on every device since the group
+	 * started (under the lock, as each slot's denied_count): a count that
+	 * outlives the members (#35). A pad word before: members of a layout
+	 * that did not write it leave it 0, so no version change. */
+	uint64_t denials;
 	struct vr_hdr_dev dev[VR_MAX_DEVICES];
 	/* In the books: members of the books before these that may still be
 	 * on the card (vr_ghost, below); zero in a door, and where none. */

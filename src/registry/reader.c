@@ -395,6 +395,7 @@ static struct vramctl_group *add_group(struct reader *r, const struct stat *st, 
 	snprintf(g->limit_spec, sizeof(g->limit_spec), "%s", c->spec);
 	g->growth = (int)c->growth;
 	g->spill_budget = c->spill_budget;
+	g->denials = c->denials;
 	g->spilled = c->spilled;
 	g->owner = st->st_uid;
 	g->ndev = (int)c->ndev;
