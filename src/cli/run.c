@@ -362,6 +362,25 @@ static int settle_options(struct run_req *r, char **argv)
 		        vr_enforce_name(r->enforce));
 		return VR_EXIT_ERROR;
 	}
+	/* The driver alone holds the cap: the library is not in the program,
+	 * and what only it does cannot be had; said, never dropped (#35). */
+	if (r->enforce == VR_ENFORCE_DRIVER) {
+		const char *lib_only = r->have_spill      ? "--spill"
+		                       : r->group_opt     ? "--group"
+		                       : r->ro.report     ? "--report"
+		                       : r->ro.trace_path ? "--trace"
+		                       : r->count         ? "--count"
+		                                          : NULL;
+		if (lib_only) {
+			fprintf(
+			    stderr,
+			    "vramctl: run: %s needs the injected library, which --enforce driver "
+			    "leaves out of the program (the driver's limit alone holds the cap): "
+			    "use --enforce both\n",
+			    lib_only);
+			return VR_EXIT_ERROR;
+		}
+	}
 	if (r->ro.stacks && !r->ro.report) {
 		fprintf(stderr, "vramctl: --stacks goes with --report\n");
 		return VR_EXIT_ERROR;

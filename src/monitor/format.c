@@ -148,8 +148,10 @@ static const char *proc_state_text(const struct mon_proc *p)
 {
 	if (p->valid & MON_P_ESCAPED)
 		return "escaped";
+	/* Held by the driver's limit alone (--enforce driver): not uncapped,
+	 * though the library is not in it (#35). */
 	if (!(p->valid & MON_P_CAPPED))
-		return "uncapped";
+		return (p->valid & MON_P_DRVLIMIT) ? "driver" : "uncapped";
 	if (p->valid & MON_P_ALONE)
 		return "alone";
 	return mon_state_name(p->state);
