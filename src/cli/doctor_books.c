@@ -200,9 +200,11 @@ void dr_check_picture(struct doc *d, const struct mon_model *m)
 	}
 	for (int i = 0; i < m->nprocs; i++) {
 		const struct mon_proc *p = &m->procs[i];
-		/* A driver's limit caps it too (--enforce driver): not uncapped. */
-		if (!(p->valid & MON_P_NVML) || (p->valid & (MON_P_CAPPED | MON_P_DRVLIMIT)) ||
-		    is_self(d, p))
+		/* A driver's limit caps it too (--enforce driver), or books this
+		 * doctor does not read (another registry directory): not
+		 * uncapped (#35). */
+		if (!(p->valid & MON_P_NVML) ||
+		    (p->valid & (MON_P_CAPPED | MON_P_DRVLIMIT | MON_P_ELSEWHERE)) || is_self(d, p))
 			continue;
 		size_t used = strlen(list);
 		if (n < 5)

@@ -151,7 +151,9 @@ static const char *proc_state_text(const struct mon_proc *p)
 	/* Held by the driver's limit alone (--enforce driver): not uncapped,
 	 * though the library is not in it (#35). */
 	if (!(p->valid & MON_P_CAPPED))
-		return (p->valid & MON_P_DRVLIMIT) ? "driver" : "uncapped";
+		return (p->valid & MON_P_DRVLIMIT)    ? "driver"
+		       : (p->valid & MON_P_ELSEWHERE) ? "elsewhere"
+		                                      : "uncapped";
 	if (p->valid & MON_P_ALONE)
 		return "alone";
 	return mon_state_name(p->state);

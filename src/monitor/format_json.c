@@ -111,10 +111,13 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 		/* A capped job's process outside its cap: its job's group. */
 		int escaped = !!(p->valid & MON_P_ESCAPED);
 		jw_str(&w, "state",
-		       capped                        ? mon_state_name(p->state)
-		       : escaped                     ? "escaped"
-		       : (p->valid & MON_P_DRVLIMIT) ? "driver"
-		                                     : "uncapped");
+		       capped                         ? mon_state_name(p->state)
+		       : escaped                      ? "escaped"
+		       : (p->valid & MON_P_DRVLIMIT)  ? "driver"
+		       : (p->valid & MON_P_ELSEWHERE) ? "capped_elsewhere"
+		                                      : "uncapped");
+		jw_str(&w, "books_dir",
+		       (p->valid & MON_P_ELSEWHERE) && p->books_dir[0] ? p->books_dir : NULL);
 		jw_str(&w, "group", capped || escaped ? p->group : NULL);
 		jw_u64(&w, "cap_bytes", p->cap, (capped || escaped) && p->cap != MON_NO_CAP);
 		jw_u64(&w, "in_use_bytes", p->in_use, capped);

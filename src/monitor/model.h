@@ -108,6 +108,11 @@ enum {
 	 * outside its job's cap; group is the job's group, cap its cap on
 	 * this GPU (MON_NO_CAP when the group is not in the model). */
 	MON_P_ESCAPED = 1u << 13,
+	/* Not in the books this reader reads, but capped elsewhere (#35): its
+	 * environment preloads vramctl's library with a cap, so its books
+	 * are in another registry directory (books_dir: its
+	 * VRAMCTL_REGISTRY_DIR, "" unsaid) or a container's. */
+	MON_P_ELSEWHERE = 1u << 14,
 };
 
 /* The NVIDIA driver's own memory limit over a process (R615, per cgroup),
@@ -165,7 +170,8 @@ struct mon_proc {
 	/* While the join runs (merge.c), the snapshot record a capped row came
 	 * from (its identity record: identity.c), else -1; meaningless after. */
 	int rec;
-	int alone; /* MON_P_ALONE: 1 + its entry in mon_model.alone */
+	int alone;           /* MON_P_ALONE: 1 + its entry in mon_model.alone */
+	char books_dir[128]; /* MON_P_ELSEWHERE */
 };
 
 /* A process that keeps books of its own under a cap, and why (its words). */
