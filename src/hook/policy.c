@@ -244,8 +244,8 @@ static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t asked, u
 		vr__log(VR_LOG_WARN,
 		        "denied %s on GPU %d: the cap could not be read (said above: a malformed "
 		        "VRAMCTL_LIMIT, a device it names that this process does not have, or an "
-		        "unusable configuration file), so every allocation is refused (fail "
-		        "closed): fix that and start the program again%s",
+		        "unusable configuration file), so every allocation is refused: fix that "
+		        "and start the program again%s",
 		        vr_format_size(bytes, a, sizeof a), d->ordinal, more);
 		return;
 	}

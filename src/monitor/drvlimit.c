@@ -128,8 +128,14 @@ static int visit(const char *ns, void *ctx)
 	struct walk *w = ctx;
 	struct mon_drvlimit l;
 	char err[160];
-	if (mon_drvlimit_get(w->nv, w->uuid, ns, &l, err, sizeof(err)) != NVML_SUCCESS)
-		return 1; /* no limits on this driver or GPU: no need to go on */
+	int r = mon_drvlimit_get(w->nv, w->uuid, ns, &l, err, sizeof(err));
+	/* NOT_SUPPORTED: no limit on this cgroup (R615 answers so where none
+	 * is set, as where it cannot limit at all): its parent's may hold.
+	 * Any other answer: no limits to read on this driver or GPU. */
+	if (r == NVML_ERROR_NOT_SUPPORTED)
+		return 0;
+	if (r != NVML_SUCCESS)
+		return 1;
 	if (mon_drvlimit_is_set(&l) && (!w->found || l.hard < w->out->hard)) {
 		w->found = 1;
 		w->out->hard = l.hard;
