@@ -58,6 +58,10 @@ static int door_of_pid(const char *pidtext, char *dir, size_t dlen, char *group,
 	char path[64], link[PATH_MAX];
 	snprintf(path, sizeof path, "/proc/%s/fd", pidtext);
 	DIR *d = opendir(path);
+	if (!d && errno == ENOENT) {
+		fprintf(stderr, "vramctl: limit: no process %s\n", pidtext);
+		return -1;
+	}
 	if (!d) {
 		fprintf(stderr, "vramctl: limit: cannot see process %s's files: %s%s\n", pidtext,
 		        strerror(errno),
