@@ -235,7 +235,7 @@ static int open_or_create(const struct vr_join_opts *opts, const char *dir, cons
 	}
 	close(dfd);
 	if (fd == -EEXIST || (fd == -ENOENT && !opts->existing))
-		vr_seterr(err, errlen, "region %s/%s keeps changing while being opened", dir, name);
+		vr_seterr(err, errlen, "books %s/%s keeps changing while being opened", dir, name);
 	return fd;
 }
 
@@ -252,7 +252,7 @@ static int new_member(int fd, const struct vr_join_opts *opts, vr_member **out, 
 		int e = m ? errno : ENOMEM;
 		free(m);
 		close(fd);
-		vr_seterr(err, errlen, "cannot map region: %s", strerror(e));
+		vr_seterr(err, errlen, "cannot map the books: %s", strerror(e));
 		return -e;
 	}
 	m->pin = pin;
@@ -296,12 +296,12 @@ static int attach_segment(vr_member *m, const struct vr_join_opts *opts, const c
 		return 0;
 	int rc = vr_door_lock(m->fd, 1);
 	if (rc < 0) {
-		vr_seterr(err, errlen, "cannot lock region %s/%s: %s", dir, name, strerror(-rc));
+		vr_seterr(err, errlen, "cannot lock books %s/%s: %s", dir, name, strerror(-rc));
 		return rc;
 	}
 	if (pread(m->fd, &door, sizeof(door), 0) != (ssize_t)sizeof(door)) {
 		vr_door_lock(m->fd, 0);
-		vr_seterr(err, errlen, "region %s/%s: truncated while being opened", dir, name);
+		vr_seterr(err, errlen, "books %s/%s: truncated while being opened", dir, name);
 		return -EBADMSG;
 	}
 	if (door.shm_id == VR_SHM_ID_MEMFD)
@@ -312,7 +312,7 @@ static int attach_segment(vr_member *m, const struct vr_join_opts *opts, const c
 		if (vr_others_alive(m->fd, VR_SLOTS)) {
 			vr_door_lock(m->fd, 0);
 			vr_seterr(err, errlen,
-			          "region %s/%s: the group has live members but their books cannot "
+			          "books %s/%s: the group has live members but their books cannot "
 			          "be read (gone, in another IPC namespace, or overwritten)",
 			          dir, name);
 			return -EBADMSG;
@@ -495,7 +495,7 @@ static int enter_group(vr_member *m, const struct vr_join_opts *opts, const stru
 	vr_segment_prefault(h, m->slot_idx + 1, 1);
 	int rc = vr_group_lock(m);
 	if (rc < 0) {
-		vr_seterr(err, errlen, "cannot lock region %s/%s: %s (held by a live member)", dir,
+		vr_seterr(err, errlen, "cannot lock books %s/%s: %s (held by a live member)", dir,
 		          name, strerror(-rc));
 		return rc;
 	}
@@ -524,7 +524,7 @@ static int enter_group(vr_member *m, const struct vr_join_opts *opts, const stru
 		if (bad) {
 			rc = -EBADMSG;
 			vr_seterr(err, errlen,
-			          "region %s/%s: the books of group %s are damaged (%s) and it has "
+			          "books %s/%s: the books of group %s are damaged (%s) and it has "
 			          "live members: not joining them",
 			          dir, name, opts->group, bad);
 		} else if (spec_differs) {
