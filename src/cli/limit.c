@@ -35,7 +35,7 @@
 
 static void limit_usage(FILE *f)
 {
-	fprintf(f, "usage: vramctl limit [--registry-dir DIR] [--guarantee SPEC] TARGET [SPEC]\n"
+	fprintf(f, "usage: vramctl limit [--registry DIR] [--guarantee SPEC] TARGET [SPEC]\n"
 	           "\n"
 	           "Changes the cap of a running group: TARGET is the group's name, or the PID\n"
 	           "of a capped process (its group). SPEC is --limit's: '12G', '50%%',\n"
@@ -47,7 +47,8 @@ static void limit_usage(FILE *f)
 	           "\n"
 	           "  --guarantee SPEC    the group's guarantee (it must hold one already): a\n"
 	           "                      raise only where it fits beside the others'\n"
-	           "  --registry-dir DIR  where the group's books are (default: yours)\n"
+	           "  --registry DIR      where the group's books are (default: yours;\n"
+	           "                      --registry-dir DIR: the same)\n"
 	           "  -h, --help          this help\n");
 }
 
@@ -361,7 +362,8 @@ static int normalise(struct vr_limits *l, const struct vr_launch_dev *devs, int 
 int cmd_limit(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"registry-dir", required_argument, NULL, 'd'},
+	    {"registry", required_argument, NULL, 'd'},
+	    {"registry-dir", required_argument, NULL, 'd'}, /* its name before #35 */
 	    {"guarantee", required_argument, NULL, 'g'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -411,8 +413,7 @@ int cmd_limit(int argc, char **argv)
 	for (const char *p = t; *p; p++)
 		is_pid &= isdigit((unsigned char)*p) != 0;
 	if (is_pid && dir_opt)
-		return cli_usage_error("limit",
-		                       "--registry-dir goes with a group's name, not a PID");
+		return cli_usage_error("limit", "--registry goes with a group's name, not a PID");
 	if (is_pid) {
 		if (door_of_pid(t, dir, sizeof dir, group, sizeof group) < 0)
 			return VR_EXIT_ERROR;

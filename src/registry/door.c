@@ -138,8 +138,8 @@ int vr_door_open(int dfd, const char *dir, const char *group, const char *name, 
 		close(ro);
 		if (rc == -EPERM && st.st_uid != vr_owner())
 			vr_seterr(err, errlen,
-			          "books %s/%s is owned by uid %u, not uid %u: refusing", dir,
-			          name, (unsigned)st.st_uid, (unsigned)vr_owner());
+			          "books %s/%s is owned by uid %u, not uid %u: refusing", dir, name,
+			          (unsigned)st.st_uid, (unsigned)vr_owner());
 		else
 			vr_seterr(err, errlen, "books %s/%s: %s; remove it to start afresh", dir,
 			          name, why);
