@@ -215,18 +215,6 @@ static int reserve_slow(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use,
 	return vr_reg_take(m, dev, bytes, 0, in_use, how);
 }
 
-__thread struct vr_peak_note vr__peak_note __attribute__((tls_model("initial-exec")));
-
-void vr_unpeak(void)
-{
-	struct vr_peak_note *n = &vr__peak_note;
-	for (int i = 0; i < n->n; i++) {
-		uint64_t expect = n->now[i];
-		atomic_compare_exchange_strong((_Atomic uint64_t *)n->field[i], &expect, n->was[i]);
-	}
-	n->n = 0;
-}
-
 static inline int reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *in_use, enum vr_take how)
 {
 	struct lane *l = &me;
