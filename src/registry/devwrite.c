@@ -338,6 +338,34 @@ static void say_nofit(const struct vr_devbook_ask *a, uint64_t capacity, uint64_
 	          a->group && *a->group ? a->group : "this group", t[3], t[4], t[0], t[1], t[2]);
 }
 
+/* Entry i, published (a borrower checking from now on counts it; one that
+ * checked before has its pending on the board, read now), against the card
+ * now, where what was placed meanwhile shows: `want` bytes of it not on the
+ * card yet must fit in the card's free memory beside the other groups'
+ * unused guarantees and the borrows in flight. 0, or a negative errno with
+ * err (-ENOSPC: the numbers). */
+static int fits_now(struct wr *w, int i, const struct vr_devbook_ask *a, uint64_t want, char *err,
+                    size_t errlen)
+{
+	struct vr_devfile *f = w->f;
+	uint64_t pending = 0, card_free = 0, unused = unused_others(f, i);
+	int rc = vr__board_others(w->fd, NULL, &pending);
+	if (rc < 0) {
+		vr_seterr(err, errlen, "the borrows in flight cannot be counted (%s)",
+		          rc == -E2BIG ? "too many locks on the board" : strerror(-rc));
+		return rc;
+	}
+	if ((rc = a->card_free ? a->card_free(a->arg, &card_free) : -ENOSYS) < 0) {
+		vr_seterr(err, errlen, "the card's free memory cannot be read");
+		return -EIO;
+	}
+	if (vr__sat_add(vr__sat_add(unused, pending), want) > card_free) {
+		say_nofit(a, f->h.capacity, card_free, unused, pending, err, errlen);
+		return -ENOSPC;
+	}
+	return 0;
+}
+
 /* A new entry for a, checked against the card once published. */
 static int admit_new(struct wr *w, const struct vr_devbook_ask *a, char *err, size_t errlen)
 {
@@ -380,21 +408,7 @@ static int admit_new(struct wr *w, const struct vr_devbook_ask *a, char *err, si
 	wbegin(f);
 	f->e[i] = e;
 	wend(f);
-	/* Published: a borrower checking from now on counts it; one that
-	 * checked before has its pending on the board, read now. Then the
-	 * card, where what was placed meanwhile shows. */
-	uint64_t pending = 0, card_free = 0, unused = unused_others(f, i);
-	rc = vr__board_others(w->fd, NULL, &pending);
-	if (rc < 0) {
-		vr_seterr(err, errlen, "the borrows in flight cannot be counted (%s)",
-		          rc == -E2BIG ? "too many locks on the board" : strerror(-rc));
-	} else if ((rc = a->card_free ? a->card_free(a->arg, &card_free) : -ENOSYS) < 0) {
-		vr_seterr(err, errlen, "the card's free memory cannot be read");
-		rc = -EIO;
-	} else if (vr__sat_add(vr__sat_add(unused, pending), a->guarantee) > card_free) {
-		say_nofit(a, f->h.capacity, card_free, unused, pending, err, errlen);
-		rc = -ENOSPC;
-	}
+	rc = fits_now(w, i, a, a->guarantee, err, errlen);
 	if (rc < 0)
 		end_entry(f, i);
 	return rc;
@@ -461,20 +475,8 @@ int vr_devbook_regrant(const char *dir, const unsigned char uuid[16],
 	 * it must be free beside the others' unused guarantees and the
 	 * borrows in flight; else taken back. */
 	if (a->guarantee > *old) {
-		uint64_t held = vr__held_read(&f->e[i]), pending = 0, card_free = 0;
-		uint64_t mine = a->guarantee > held ? a->guarantee - held : 0;
-		uint64_t unused = unused_others(f, i);
-		rc = vr__board_others(w.fd, NULL, &pending);
-		if (rc < 0) {
-			vr_seterr(err, errlen, "the borrows in flight cannot be counted (%s)",
-			          rc == -E2BIG ? "too many locks on the board" : strerror(-rc));
-		} else if ((rc = a->card_free ? a->card_free(a->arg, &card_free) : -ENOSYS) < 0) {
-			vr_seterr(err, errlen, "the card's free memory cannot be read");
-			rc = -EIO;
-		} else if (vr__sat_add(vr__sat_add(unused, pending), mine) > card_free) {
-			say_nofit(a, f->h.capacity, card_free, unused, pending, err, errlen);
-			rc = -ENOSPC;
-		}
+		uint64_t held = vr__held_read(&f->e[i]);
+		rc = fits_now(&w, i, a, a->guarantee > held ? a->guarantee - held : 0, err, errlen);
 		if (rc < 0) {
 			wbegin(f);
 			f->e[i].guarantee = *old;

@@ -7,12 +7,10 @@
 # lines, the denial line) must be the demo's own line, in the demo's order;
 # a line "..." stands for lines left out. And README's claim of what a cap
 # of 1 GiB refuses of 512 MiB blocks is run.
-. "$VR_SRC/tests/cli/common.bash"
+. "$VR_SRC/tests/report/lib.bash"
 has_cap || { echo "skip: the demo needs the real library"; exit 77; }
 sim_only || { echo "skip: the demo's figures are the simulator's"; exit 77; }
 unset VRAMCTL_COUNT # as users run it: the cap counts the card
-export VRAMSIM_DEVICES=4G
-P=$VR_BUILD/tests/report/memprog
 "$V" demo >demo.out 2>&1 || fail "vramctl demo failed: $(cat demo.out)"
 # The lines a quote may hold, from the demo.
 grep -E '^(  \[app\]|vramctl: denied|=== Act|\$ vramctl)' demo.out >demo.lines
@@ -49,19 +47,8 @@ check_quote docs/usage.md <usage.quote
 # usage.md), as users run it: three processes of one group under 1 GiB
 # (300, 200, then 100 MiB and 600 more), each with its 64 MiB context. Its
 # PIDs are quoted as 4242 and 4243.
-mkfifo h4 h5 r4 r5
-"$V" run --limit 1G --group denials -- "$P" keep 300 ready wait <h4 >r4 2>/dev/null &
-a=$!
-exec 7>h4
-read -r _ pa <r4
-"$V" run --limit 1G --group denials -- "$P" keep 200 ready wait <h5 >r5 2>/dev/null &
-b=$!
-exec 8>h5
-read -r _ pb <r5
-"$V" run --limit 1G --group denials -- "$P" keep 100 deny 600 2>err
+denial_with_holders err
 grep "vramctl: denied" err | sed "s/(pid $pa)/(pid 4242)/; s/(pid $pb)/(pid 4243)/" >holders.line
-exec 7>&- 8>&-
-wait $a $b
 [ -s holders.line ] || fail "no denial line with holders: $(cat err)"
 for f in docs/architecture.md docs/report.md docs/usage.md man/vramctl-run.1; do
 	grep -E '^ *vramctl: denied 600 MiB on GPU 0: cap 1 GiB, [0-9]+ MiB in use .*largest others' \

@@ -8,20 +8,12 @@
 # and never held: the group's and the process's PEAK stay 4 GiB, the
 # report's right size holds 4 GiB, and the report says the guarantees
 # refused it, not the cap (which was 16 GiB).
-. "$VR_SRC/tests/cli/common.bash"
-sim_only || { echo "skip: needs the simulated driver (the card's figures exact)"; exit 77; }
-has_cap || { echo "skip: the library is a stand-in here"; exit 77; }
-export VRAMSIM_DEVICES=16G VRAMSIM_CONTEXT_BYTES=0
-export MEMCTL=$VR_BUILD/tests/hook/memctl V LIB
-[ -x "$MEMCTL" ] || { echo "skip: $MEMCTL is not built"; exit 77; }
+. "$VR_SRC/tests/hook/memctl.bash"
 python3 - <<'PY' || fail "see above"
 import json, os, subprocess, sys
 sys.path.insert(0, os.path.join(os.environ["VR_SRC"], "tests/hook"))
 import memctl
-from memctl import Prog, check
-
-GiB, MiB = 1 << 30, 1 << 20
-V = os.environ["V"]
+from memctl import GiB, MiB, V, Prog, check
 a = Prog("a", {"VRAMCTL_GROUP": "ga", "VRAMCTL_LIMIT": "12G", "VRAMCTL_GUARANTEE": "10G"})
 check(a.alloc(100) == "ok", "ga takes 100 MiB of its guarantee")
 b = Prog("b", {}, wrap=[V, "run", "--group", "gb", "--limit", "16G", "--report=r.json", "--"])

@@ -5,17 +5,13 @@
 # member of the group uses is refused, said, and nothing changes (it capped
 # a GPU the members could not see and exited 0); an index naming one of the
 # group's GPUs changes it; a UUID gives the group a new GPU.
-. "$VR_SRC/tests/cli/common.bash"
-sim_only || { echo "skip: needs the simulated driver's two GPUs"; exit 77; }
-has_cap || { echo "skip: the library is a stand-in here"; exit 77; }
-export VRAMSIM_DEVICES=16G,16G VRAMSIM_CONTEXT_BYTES=0 MEMCTL=$VR_BUILD/tests/hook/memctl V LIB
+export VRAMSIM_DEVICES=16G,16G
+. "$VR_SRC/tests/hook/memctl.bash"
 python3 - <<'PY' || fail "see above"
 import json, os, subprocess, sys
 sys.path.insert(0, os.path.join(os.environ["VR_SRC"], "tests/hook"))
 import memctl
-from memctl import Prog, check
-V = os.environ["V"]
-GiB = 1 << 30
+from memctl import GiB, V, Prog, check
 st = json.loads(subprocess.run([V, "status", "--json"], capture_output=True, text=True).stdout)
 u0, u1 = (d["uuid"] for d in st["devices"])
 a = Prog("a", {"VRAMCTL_GROUP": "cvd", "VRAMCTL_LIMIT": "8G", "CUDA_VISIBLE_DEVICES": "1"})

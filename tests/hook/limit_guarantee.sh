@@ -12,20 +12,12 @@
 #      holds no guarantee is told how one is given.
 # As root, vramctl limit writes the device book itself; another user's
 # asks the guard service (tests/cli/guard.sh runs one), the same call.
-. "$VR_SRC/tests/cli/common.bash"
-sim_only || { echo "skip: needs the simulated driver (the card's figures exact)"; exit 77; }
-has_cap || { echo "skip: the library is a stand-in here"; exit 77; }
-export VRAMSIM_DEVICES=16G VRAMSIM_CONTEXT_BYTES=0
-export MEMCTL=$VR_BUILD/tests/hook/memctl V LIB
-[ -x "$MEMCTL" ] || { echo "skip: $MEMCTL is not built"; exit 77; }
+. "$VR_SRC/tests/hook/memctl.bash"
 python3 - <<'PY' || fail "see above"
 import json, os, subprocess, sys
 sys.path.insert(0, os.path.join(os.environ["VR_SRC"], "tests/hook"))
 import memctl
-from memctl import Prog, check
-
-GiB, MiB = 1 << 30, 1 << 20
-V = os.environ["V"]
+from memctl import GiB, MiB, V, Prog, check
 
 
 def limit(*args):
