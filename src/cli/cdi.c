@@ -167,7 +167,7 @@ struct spec {
 	const char *version, *name;
 	char env[8][PATH_MAX + 64]; /* "NAME=value" */
 	int nenv;
-	struct mount mounts[4];
+	struct mount mounts[6];
 	int nmounts;
 };
 

@@ -146,7 +146,7 @@ struct mon_proc {
 	};
 	uint64_t host_pinned;           /* per process, repeated on each of its rows */
 	enum vramctl_counting counting; /* what its cap counts (MON_P_CAPPED) */
-	uint64_t ipc_ns; /* its books' IPC namespace when not the reader's (vramctl_proc) */
+	uint64_t ipc_ns;                /* its IPC namespace when not the reader's (vramctl_proc) */
 	/* MON_P_NVML_USED: */
 	uint64_t nvml_used;
 	/* MON_P_ON_CARD (mon_card_figures): what the card holds for it, the

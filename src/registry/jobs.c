@@ -305,9 +305,33 @@ static int stale_tree(const char *name)
 	return vr_proc_start_time(NULL, pid, &now) != 0 || now != start;
 }
 
+static int read_record(int dfd, const char *dir, const char *name, struct vr_job *j, uid_t *owner);
+static const char *v2_root(const char *given);
+
+/* A cgroup record whose cgroup is gone, or is a run's own
+ * (`vramctl-job-PID`, made by `vramctl run` as root) that nobody is in any
+ * more: that cgroup is removed (rmdir refuses one with a process or a
+ * child cgroup) and the record is stale. Other cgroup records are removed
+ * by their publishers (the Slurm epilog). */
+static int stale_cgroup(int dfd, const char *name)
+{
+	struct vr_job j;
+	uid_t owner;
+	char p[VR_JOB_TEXT + 128];
+	struct stat st;
+	if (read_record(dfd, "", name, &j, &owner) != 0 || j.kind != VR_JOB_CGROUP ||
+	    strcmp(j.hier, "v2") != 0)
+		return 0;
+	snprintf(p, sizeof p, "%s%s", v2_root(NULL), j.cgroup);
+	if (stat(p, &st) != 0)
+		return errno == ENOENT;
+	const char *base = strrchr(j.cgroup, '/');
+	return base && !strncmp(base + 1, "vramctl-job-", 12) && rmdir(p) == 0;
+}
+
 /* Removes the stale records of dfd the caller may remove (at most
- * SWEEP_MAX looked at): a dead root's tree records. Cgroup records are
- * removed by their publishers (the Slurm epilog, `vramctl run`). */
+ * SWEEP_MAX looked at): a dead root's tree records, and cgroup records of
+ * cgroups that are gone or were a run's own and are empty. */
 static void sweep(int dfd)
 {
 	int fd = dup(dfd);
@@ -320,11 +344,12 @@ static void sweep(int dfd)
 	struct dirent *e;
 	for (int seen = 0; seen < SWEEP_MAX && (e = readdir(d)) != NULL; seen++) {
 		struct stat st;
-		if (strncmp(e->d_name, "tree-", 5) || !stale_tree(e->d_name) ||
-		    fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+		if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
 		    (st.st_uid != geteuid() && geteuid() != 0))
 			continue;
-		(void)unlinkat(dfd, e->d_name, 0);
+		if ((!strncmp(e->d_name, "tree-", 5) && stale_tree(e->d_name)) ||
+		    (!strncmp(e->d_name, "cg-", 3) && stale_cgroup(dfd, e->d_name)))
+			(void)unlinkat(dfd, e->d_name, 0);
 	}
 	closedir(d);
 }
