@@ -172,8 +172,7 @@ void dr_check_books(struct doc *d, const struct mon_model *m)
 		snprintf(ended, sizeof(ended),
 		         "%s%d door%s of groups that ended (%s%s): normal, a door with no member "
 		         "holds no memory and the next run of that name reuses it",
-		         m->ngroups ? "; " : "", nended, nended == 1 ? "" : "s", list,
-		         nended > 4 ? ", ..." : "");
+		         "; ", nended, nended == 1 ? "" : "s", list, nended > 4 ? ", ..." : "");
 	if (m->ngroups == 0)
 		dr_add(&d->rep, "books.groups", -1, DR_OK, NULL, "no live group in the registry%s",
 		       ended);

@@ -6,6 +6,7 @@
 #include "monitor/drvlimit.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/cgroup2.h"
@@ -77,6 +78,22 @@ int mon_drvlimit_set(struct mon_nvml *nv, const char *uuid, const char *ns, unsi
 int mon_drvlimit_is_set(const struct mon_drvlimit *l)
 {
 	return l->hard != NVML_DEVICE_MEMORY_LIMIT_MAX;
+}
+
+int mon_drvlimit_can(struct mon_nvml *nv, const char *uuid, const char *ns)
+{
+	struct mon_drvlimit l;
+	char err[160], release[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = "";
+	int r = mon_drvlimit_get(nv, uuid, ns, &l, err, sizeof(err));
+	if (r == NVML_SUCCESS)
+		return 1;
+	if (r != NVML_ERROR_NOT_SUPPORTED)
+		return 0;
+	vr_pfn_nvmlSystemGetDriverVersion version =
+	    (vr_pfn_nvmlSystemGetDriverVersion)mon_nvml_sym(nv, "nvmlSystemGetDriverVersion");
+	if (!version || version(release, sizeof(release)) != NVML_SUCCESS)
+		return 0;
+	return atoi(release) >= MON_DRVLIMIT_RELEASE;
 }
 
 int mon_drvlimit_clear(struct mon_nvml *nv, const char *uuid, const char *ns, char *err,
