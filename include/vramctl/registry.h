@@ -166,7 +166,7 @@ struct vramctl_group {
 	uint64_t changes_total;
 	int nchanges;
 	struct vramctl_cap_change changes[VRAMCTL_CAP_CHANGES];
-	/* Addition (#35): refusals counted by all its members on every device
+	/* Addition: refusals counted by all its members on every device
 	 * since the group started, those of members gone included. */
 	uint64_t denials;
 };

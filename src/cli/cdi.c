@@ -385,7 +385,7 @@ static const struct option generate_opts[] = {
     {"format", required_argument, NULL, OPT_FORMAT},
     {"output", required_argument, NULL, 'o'},
     {"registry", required_argument, NULL, OPT_BOOKS},
-    {"books", required_argument, NULL, OPT_BOOKS}, /* its name before #35 */
+    {"books", required_argument, NULL, OPT_BOOKS}, /* its name before --registry */
     {"contract-dir", required_argument, NULL, OPT_CONTRACTS},
     {"enforce", required_argument, NULL, OPT_ENFORCE},
     {"help", no_argument, NULL, 'h'},

@@ -315,7 +315,7 @@ static void check_site(struct doc *d)
 	}
 }
 
-/* A default cap above the enforced maximum (#35: it passed): every run
+/* A default cap above the enforced maximum (it passed): every run
  * that takes the default is lowered to the maximum, said at each run. */
 static void check_site_caps(struct doc *d)
 {

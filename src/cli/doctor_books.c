@@ -201,7 +201,7 @@ void dr_check_picture(struct doc *d, const struct mon_model *m)
 		const struct mon_proc *p = &m->procs[i];
 		/* A driver's limit caps it too (--enforce driver), or books this
 		 * doctor does not read (another registry directory): not
-		 * uncapped (#35). */
+		 * uncapped. */
 		if (!(p->valid & MON_P_NVML) ||
 		    (p->valid & (MON_P_CAPPED | MON_P_DRVLIMIT | MON_P_ELSEWHERE)) || is_self(d, p))
 			continue;

@@ -111,7 +111,7 @@ static void check_driver_limits(struct doc *d)
 	struct mon_drvlimit l;
 	int r = mon_drvlimit_get(d->nv, d->devs[probe].uuid, ns, &l, err, sizeof(err));
 	/* R615 answers NOT_SUPPORTED for a cgroup with no limit set, as it
-	 * does where it cannot limit (#35): the driver's release tells which
+	 * does where it cannot limit: the driver's release tells which
 	 * (doctor's own cgroup has none, as a rule). */
 	int can = atoi(release) >= MON_DRVLIMIT_RELEASE;
 	if (r == NVML_ERROR_NOT_SUPPORTED && can)

@@ -280,7 +280,7 @@ static int apply(const char *dir, const char *group, const struct vr_limits *lim
 	/* Devices the spec names that the group has not used: added, when
 	 * named by UUID. An index is this shell's numbering, which may not be
 	 * the members' (CUDA_VISIBLE_DEVICES): a device none of them uses is
-	 * not guessed at (#35: `limit g 0=4G` under CUDA_VISIBLE_DEVICES=1
+	 * not guessed at (`limit g 0=4G` under CUDA_VISIBLE_DEVICES=1
 	 * capped a GPU the members could not see, and said nothing). */
 	for (int i = 0; lim && i < ndev && n < VR_MAX_DEVICES; i++) {
 		uint64_t cap;
@@ -363,7 +363,7 @@ int cmd_limit(int argc, char **argv)
 {
 	static const struct option opts[] = {
 	    {"registry", required_argument, NULL, 'd'},
-	    {"registry-dir", required_argument, NULL, 'd'}, /* its name before #35 */
+	    {"registry-dir", required_argument, NULL, 'd'}, /* its name before --registry */
 	    {"guarantee", required_argument, NULL, 'g'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},

@@ -1,6 +1,6 @@
 /*
  * limit_guarantee.h - `vramctl limit` and the group's guarantees
- * (limit_guarantee.c, #35): a cap lowered below the group's guarantee on a
+ * (limit_guarantee.c): a cap lowered below the group's guarantee on a
  * device lowers the guarantee with it (a guarantee above the cap is memory
  * held from every other group and usable by none), and `--guarantee SPEC`
  * changes a running group's guarantee, a raise only with admission.

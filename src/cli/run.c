@@ -365,7 +365,7 @@ static int settle_options(struct run_req *r, char **argv)
 		return VR_EXIT_ERROR;
 	}
 	/* The driver alone holds the cap: the library is not in the program,
-	 * and what only it does cannot be had; said, never dropped (#35). */
+	 * and what only it does cannot be had; said, never dropped. */
 	if (r->enforce == VR_ENFORCE_DRIVER) {
 		const char *lib_only = r->have_spill      ? "--spill"
 		                       : r->group_opt     ? "--group"

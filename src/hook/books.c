@@ -180,7 +180,7 @@ int vr_books_cap_sync(struct vr_dev *d)
 	if (d->ordinal >= 0 && d->ordinal < VR_MAX_DEVICES)
 		atomic_store(&cap_before[d->ordinal], cap < was ? was : 0);
 	/* A lower cap refuses what the program may count on: said at the
-	 * default level (#35); a raise only where asked. */
+	 * default level; a raise only where asked. */
 	vr_log(cap < was ? VR_LOG_WARN : VR_LOG_INFO,
 	       "GPU %d: the group's cap was changed from %s to %s (vramctl limit)", d->ordinal,
 	       was == UINT64_MAX ? "none" : vr_format_size_digits(was, dg, a, sizeof a),

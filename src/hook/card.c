@@ -215,7 +215,7 @@ static void say_over(struct vr_dev *d, uint64_t card, uint64_t overhead)
 		       d->ordinal, vr_format_size_digits(own, dg, a, sizeof a),
 		       vr_format_size_digits(d->cap, dg, b, sizeof b), then);
 	else if (vr_books_cap_lowered(d) && card <= vr_books_cap_lowered(d))
-		/* The cap came down below what it held: that is why (#35). */
+		/* The cap came down below what it held: that is why. */
 		vr_log(VR_LOG_WARN,
 		       "GPU %d: the group holds %s on the card, over its cap (%s), which vramctl "
 		       "limit lowered from %s while it ran; %s until it is back under the cap",

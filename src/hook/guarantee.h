@@ -63,7 +63,7 @@ static inline void vr_gt_answered(void)
 }
 
 /* What the program is shown free on d (policy.c's view), under other
- * groups' guarantees (#35): at most what it can have, the larger of its
+ * groups' guarantees: at most what it can have, the larger of its
  * group's unused guarantee and what a borrow may take (the card's free
  * memory less the other groups' unused guarantees and the borrows in
  * flight); where a borrow cannot be checked, its unused guarantee.

@@ -66,7 +66,7 @@ int vr_log_denial_gate(char *more, size_t len)
 
 /* At exit, the denials held back since the last line that got through:
  * a program that ends before another line would carry them counted them
- * nowhere (#35). */
+ * nowhere. */
 __attribute__((destructor)) static void denials_at_exit(void)
 {
 	int sup = atomic_exchange(&deny_suppressed, 0);

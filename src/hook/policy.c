@@ -191,7 +191,7 @@ static void hint(const struct vr_dev *d, uint64_t bytes, uint64_t in_use, uint64
 	char a[32], b[32];
 	uint64_t before = vr_books_cap_lowered(d);
 	/* The cap was lowered while it ran and the request fits the old one:
-	 * that is the reason, not its context or its start-up (#35). */
+	 * that is the reason, not its context or its start-up. */
 	if (before && in_use + bytes <= before)
 		snprintf(out, len,
 		         "hint: vramctl limit lowered the group's cap from %s to %s while it ran: "
@@ -239,7 +239,7 @@ static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t asked, u
 	if (!vr_log_denial_gate(more, sizeof more))
 		return;
 	/* A cap of 0 is a cap that could not be read (fail closed: said when
-	 * it was read); no size of cap is the reason (#35). */
+	 * it was read); no size of cap is the reason. */
 	if (d->cap == 0) {
 		vr__log(VR_LOG_WARN,
 		        "denied %s on GPU %d: the cap could not be read (said above: a malformed "

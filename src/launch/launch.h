@@ -106,7 +106,7 @@ int vr_launch_normalise(const struct vr_limits *l, const struct vr_launch_dev *d
 /*
  * A cap below what a CUDA context takes on the card (VR_CONTEXT_SMALL: the
  * least measured, the simulator's; real ones are hundreds of MiB) refuses
- * every program's start-up, since the cap counts the card (#35: `--limit
+ * every program's start-up, since the cap counts the card (`--limit
  * 4096` was accepted and every program then failed). 1 with a note for
  * the user (no newline) when a size item of l is that small and count
  * (the --count or VRAMCTL_COUNT in force, NULL: the default) counts the

@@ -162,7 +162,7 @@ char *mon_over_cap_reason(const struct mon_group_dev *gd, char *buf, size_t len)
 		return buf;
 	}
 	/* The figures read apart: "1 GiB held, cap 1 GiB" said over the cap
-	 * of a group that held 1.01 GiB (#35). */
+	 * of a group that held 1.01 GiB. */
 	int dg = vr_size_digits((uint64_t[]){gd->on_card, gd->cap, gd->over_cap, gd->card_overhead,
 	                                     gd->on_card - gd->card_overhead, gd->lowered_from},
 	                        6, 0);

@@ -31,8 +31,8 @@ const char *mon_counting_name(enum vramctl_counting c);
 const char *mon_counting_text(enum vramctl_counting c);
 
 /* The decimals with which a row's sizes (allocated, on the card, overhead,
- * peak, cap) read apart: figures that differ never print the same (#35;
- * vr_size_digits). For status's and top's rows alike. */
+ * peak, cap) read apart: figures that differ never print the same
+ * (vr_size_digits). For status's and top's rows alike. */
 int mon_proc_digits(const struct mon_proc *p);
 int mon_group_digits(const struct mon_group_dev *gd);
 

@@ -120,7 +120,7 @@ static void grid_free(struct grid *g)
 }
 
 /* v in the decimals dg (vr_size_digits: a row's sizes that differ never
- * read the same, #35), or "-" when not known. */
+ * read the same), or "-" when not known. */
 static char *fmt_size_dg(uint64_t v, int known, int dg, char *buf, size_t len)
 {
 	if (!known) {
@@ -149,7 +149,7 @@ static const char *proc_state_text(const struct mon_proc *p)
 	if (p->valid & MON_P_ESCAPED)
 		return "escaped";
 	/* Held by the driver's limit alone (--enforce driver): not uncapped,
-	 * though the library is not in it (#35). */
+	 * though the library is not in it. */
 	if (!(p->valid & MON_P_CAPPED))
 		return (p->valid & MON_P_DRVLIMIT)    ? "driver"
 		       : (p->valid & MON_P_ELSEWHERE) ? "elsewhere"
@@ -223,7 +223,7 @@ static void prom_cap_changes(FILE *f, const struct mon_model *m)
 	}
 }
 
-/* vramctl_group_denied_total, per group (#35): refusals since the group
+/* vramctl_group_denied_total, per group: refusals since the group
  * started, its members' gone ones included (a process's own counter goes
  * with it). */
 static void prom_group_denials(FILE *f, const struct mon_model *m)
@@ -584,7 +584,7 @@ static void prom_procs(FILE *f, const struct mon_model *m, enum proc_metric whic
 		fmt_int_or(p->ns_pid, !!(p->valid & MON_P_NS_PID), "", nspid, sizeof(nspid));
 		gpu_text(m, p->device, !!(p->valid & MON_P_DEVICE), "", gpu, sizeof(gpu));
 		/* Identity labels (#27) are one per container, as the pid is one
-		 * per process, and the user one per process (#35): they add no
+		 * per process, and the user one per process: they add no
 		 * series. Unknown ones are left out. */
 		const char *labels[] = {"pid",
 		                        pid,

@@ -523,7 +523,7 @@ static int add_uncapped(struct merge *g)
 
 /* Per-device sums of caps and of spilled bytes, and overcommitment: at
  * least two groups whose caps, each bounded by the card (a cap above it is
- * the card's size), add up to more than the card holds (#35: one job
+ * the card's size), add up to more than the card holds (one job
  * under --limit 10T was called OVERCOMMITTED; no other group could take
  * from it). */
 static void sum_devices(struct mon_model *m)

@@ -108,7 +108,7 @@ enum {
 	 * outside its job's cap; group is the job's group, cap its cap on
 	 * this GPU (MON_NO_CAP when the group is not in the model). */
 	MON_P_ESCAPED = 1u << 13,
-	/* Not in the books this reader reads, but capped elsewhere (#35): its
+	/* Not in the books this reader reads, but capped elsewhere: its
 	 * environment preloads vramctl's library with a cap, so its books
 	 * are in another registry directory (books_dir: its
 	 * VRAMCTL_REGISTRY_DIR, "" unsaid) or a container's. */

@@ -274,7 +274,7 @@ int mon_nvml_read(struct mon_nvml *nv, struct mon_model *m)
 		nvmlMemory_t m1;
 		if (nv->mem_v2 && nv->mem_v2(h, &m2) == NVML_SUCCESS) {
 			/* The card's usable size: what the driver keeps for
-			 * itself is apart (#35: status said 16.1 GiB where
+			 * itself is apart (status said 16.1 GiB where
 			 * cuMemGetInfo, percentages and admission say 16 GiB,
 			 * and USED + FREE was not TOTAL). */
 			d->reserved = m2.reserved <= m2.total ? m2.reserved : 0;

@@ -165,7 +165,7 @@ int vr_devbook_admit(const char *dir, const unsigned char uuid[16], const struct
                      uint64_t *given, char *err, size_t errlen);
 
 /*
- * `vramctl limit` (#35, root only; the guard service for a group's owner):
+ * `vramctl limit` (root only; the guard service for a group's owner):
  * the guarantee of the live entry of (a->uid, a->ident) becomes
  * a->guarantee. Lowered at once; a raise is published, then checked as an
  * admission is (what the group has not placed of it, beside the other

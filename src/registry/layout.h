@@ -129,7 +129,7 @@ struct vr_hdr {
 	uint64_t spilled;      /* sum of the USED slots' dev[].spilled, held against it */
 	/* Refusals counted by every member on every device since the group
 	 * started (under the lock, as each slot's denied_count): a count that
-	 * outlives the members (#35). A pad word before: members of a layout
+	 * outlives the members. A pad word before: members of a layout
 	 * that did not write it leave it 0, so no version change. */
 	uint64_t denials;
 	struct vr_hdr_dev dev[VR_MAX_DEVICES];

@@ -150,7 +150,7 @@ void vr_release(vr_member *m, int dev, uint64_t bytes);
  * the books granted, then a check of the caller's refused after all (the
  * card, other groups' guarantees), is never memory held: once it is
  * released, vr_unpeak lowers those peaks back where no reserve raised
- * them since (#35). A thread's reserves after VR_PEAK_NOTES raises are not
+ * them since. A thread's reserves after VR_PEAK_NOTES raises are not
  * noted.
  */
 #define VR_PEAK_NOTES 8
