@@ -2,7 +2,8 @@
  * contract.h - the environment contract between whoever launches a program
  * under vramctl (the CLI, the Slurm plugin, a Kubernetes spec, a user) and
  * the injected library. The library reads these once, at its first use; the
- * README and vramctl(1) document each one. Nothing else configures policy.
+ * table in docs/usage.md ("The environment contract") and vramctl(1)
+ * document each one. Nothing else configures policy.
  */
 #ifndef VRAMCTL_CONTRACT_H
 #define VRAMCTL_CONTRACT_H

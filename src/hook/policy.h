@@ -105,8 +105,9 @@ static inline uint64_t vr_on_card(uint64_t bytes)
  * gets all it is shown free. Such a "short" block is one at a time per
  * device (d->short_block): while it lives, the exception is not made again,
  * so over any sequence of requests the card holds less than a page more
- * than the cap (README, "What is counted"; issue #29: frees of small blocks
- * made room for one more short block after another, a page each).
+ * than the cap (docs/usage.md, "What is counted"; without that rule,
+ * frees of small blocks made room for one more short block after another,
+ * a page each).
  *
  * When *charged is less than vr_on_card(bytes) the caller holds the short
  * block: it calls vr_policy_short_settle with the block's address once the

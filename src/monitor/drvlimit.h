@@ -2,8 +2,8 @@
  * drvlimit.h - the NVIDIA driver's own memory limits per cgroup (R615,
  * "MPS v3 memory partitioning": nvmlDeviceSetMemoryLimits_v1, root only,
  * and nvmlDeviceGetMemoryLimits_v1, anyone), through the monitor's NVML.
- * vramctl's second enforcer beside the injected library: docs/enforcers.md
- * in README's "Enforcers".
+ * vramctl's second enforcer beside the injected library (docs/usage.md,
+ * "Two enforcers").
  */
 #ifndef VRAMCTL_MONITOR_DRVLIMIT_H
 #define VRAMCTL_MONITOR_DRVLIMIT_H

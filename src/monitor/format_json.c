@@ -140,7 +140,7 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 		jw_int(&w, "uid", (long long)p->uid, !!(p->valid & MON_P_USER));
 		jw_str(&w, "user", (p->valid & MON_P_USER) ? p->user : NULL);
 		jw_str(&w, "command", (p->valid & MON_P_COMMAND) ? p->command : NULL);
-		/* The enforcers (README): the library's cap, the driver's limit. */
+		/* The enforcers (docs/usage.md): the library's cap, the driver's limit. */
 		jw_str(&w, "enforcer", mon_enforcer_name(p));
 		if (p->valid & MON_P_DRVLIMIT) {
 			jw_open(&w, "driver_limit", '{');

@@ -5,7 +5,8 @@
 # free, 920 MiB, where it shows 960 and 864 MiB). Each quoted line of the
 # program and of vramctl (the [app] lines, the act headers, the command
 # lines, the denial line) must be the demo's own line, in the demo's order;
-# a line "..." stands for lines left out. And README's claim of what a cap
+# a line "..." stands for lines left out. README's opening list quotes the
+# start of the demo's denial line. And README's claim of what a cap
 # of 1 GiB refuses of 512 MiB blocks is run.
 . "$VR_SRC/tests/report/lib.bash"
 has_cap || { echo "skip: the demo needs the real library"; exit 77; }
@@ -38,6 +39,12 @@ for f in README.md docs/architecture.md; do
 	[ -n "$q" ] || fail "$f: no quoted act 2"
 	check_quote "$f" <<<"$q"
 done
+# README's opening list quotes the start of the demo's denial line (over a
+# line break, up to its "...").
+intro=$(awk '/^- out-of-memory errors that say why/ { on = 1 } on { print } on && /, \.\.\.`/ { exit }' \
+	"$VR_SRC/README.md" | tr '\n' ' ' | sed 's/  */ /g; s/.*(`//; s/, \.\.\.`.*//')
+[ -n "$intro" ] || fail "README: the opening list quotes no denial line"
+awk -v q="$intro" 'index($0, q) == 1 { f = 1 } END { exit !f }' demo.lines || fail "README's opening list quotes '$intro', which no line of the demo starts with"
 # usage.md quotes the demo's denial line (indented).
 grep -E '^    vramctl: denied 256 MiB on GPU 0: cap 1 GiB' "$VR_SRC/docs/usage.md" | sed 's/^    //' >usage.quote
 [ -s usage.quote ] || fail "usage.md: the demo's denial line is not quoted"
