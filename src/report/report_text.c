@@ -84,6 +84,17 @@ static int device_digits(const struct devsum *d)
 	return vr_size_digits(v, (int)(sizeof v / sizeof v[0]), 0);
 }
 
+/* The decimals with which a member's figures on a device read apart: a
+ * peak of allocations of 1.25 GiB never reads "1.3 GiB" beside a peak on
+ * the card of 1.31 GiB. */
+static int member_digits(const struct vr_rec_dev *x)
+{
+	uint64_t v[] = {x->peak,          x->card_known ? x->card_peak : 0,
+	                x->overhead_peak, x->overhead,
+	                x->spilled_peak,  x->spilled};
+	return vr_size_digits(v, (int)(sizeof v / sizeof v[0]), 0);
+}
+
 /* The denials on a device, said against the cap: where the cap changed
  * while the run ran, a need the cap at the end holds is said to have met a
  * lower cap, never explained against the cap at the end alone. */
@@ -274,10 +285,12 @@ void rep_text_report(const struct rep_view *r, FILE *f, const struct devsum *ds,
 			const struct vr_rec_dev *x = &h->dev[d];
 			if (!x->used)
 				continue;
+			int dg = member_digits(x);
 			fprintf(f,
 			        "  GPU %d: peak of allocations %s at %.2f s; %" PRIu64
 			        " allocation%s, %" PRIu64 " free%s",
-			        d, vr_format_size(x->peak, a, sizeof a), rep_secs(r, x->peak_ns),
+			        d, vr_format_size_digits(x->peak, dg, a, sizeof a),
+			        rep_secs(r, x->peak_ns),
 			        x->allocs, x->allocs == 1 ? "" : "s", x->frees,
 			        x->frees == 1 ? "" : "s");
 			member_denials(f, x);
@@ -286,15 +299,15 @@ void rep_text_report(const struct rep_view *r, FILE *f, const struct devsum *ds,
 				fprintf(f,
 				        "    on the card: peak %s at %.2f s; overhead: peak %s, %s "
 				        "at %s\n",
-				        vr_format_size(x->card_peak, a, sizeof a),
+				        vr_format_size_digits(x->card_peak, dg, a, sizeof a),
 				        rep_secs(r, x->card_peak_ns),
-				        vr_format_size(x->overhead_peak, b, sizeof b),
-				        vr_format_size(x->overhead, c, sizeof c),
+				        vr_format_size_digits(x->overhead_peak, dg, b, sizeof b),
+				        vr_format_size_digits(x->overhead, dg, c, sizeof c),
 				        h->end == VR_REC_EXITED ? "exit" : "the end");
 			if (x->spilled_peak)
 				fprintf(f, "    spilled to host memory: peak %s, %s at the end\n",
-				        vr_format_size(x->spilled_peak, a, sizeof a),
-				        vr_format_size(x->spilled, b, sizeof b));
+				        vr_format_size_digits(x->spilled_peak, dg, a, sizeof a),
+				        vr_format_size_digits(x->spilled, dg, b, sizeof b));
 			if (h->end != VR_REC_EXITED) {
 				if (x->in_use)
 					fprintf(f,

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# tests/docs/transcripts.sh - every transcript the documentation quotes of
-# `vramctl demo` is what the demo prints now (#35: README, usage.md and
-# architecture.md quoted a demo from before the cap counted the card: 1 GiB
-# free, 920 MiB, where it shows 960 and 864 MiB). Each quoted line of the
-# program and of vramctl (the [app] lines, the act headers, the command
-# lines, the denial line) must be the demo's own line, in the demo's order;
-# a line "..." stands for lines left out. README's opening list quotes the
-# start of the demo's denial line. And README's claim of what a cap
-# of 1 GiB refuses of 512 MiB blocks is run.
+# tests/docs/transcripts.sh - every transcript the documentation quotes is
+# what vramctl prints now (README, usage.md and architecture.md once quoted
+# a demo from before the cap counted the card: 1 GiB free, 920 MiB, where
+# it shows 960 and 864 MiB). Each quoted line of the demo's program and of
+# vramctl (the [app] lines, the act headers, the command lines, the denial
+# line) must be the demo's own line, in the demo's order; a line "..."
+# stands for lines left out. README's opening list quotes the start of the
+# demo's denial line; README's claim of what a cap of 1 GiB refuses of
+# 512 MiB blocks is run; the denial line with holders is run as the pages
+# quoting it say; usage.md's report is its job.sh run by its command.
 . "$VR_SRC/tests/report/lib.bash"
 has_cap || { echo "skip: the demo needs the real library"; exit 77; }
 sim_only || { echo "skip: the demo's figures are the simulator's"; exit 77; }
@@ -72,4 +73,26 @@ done
 expect_rc 0 $? "the second 512 MiB block refused under 1 GiB: $(cat err)"
 grep -q "second .cuMemAlloc. of 512 MiB" "$VR_SRC/README.md" ||
 	fail "README does not say the second 512 MiB block is refused"
+# usage.md's report: the job.sh it shows, run by the command it shows,
+# prints every line it quotes, the PIDs, times, memprog.c's line numbers and
+# the C library's frames aside (they are the build's and the machine's).
+fenced "$VR_SRC/docs/usage.md" '#!/bin/bash' >job.sh
+grep -q '^\./train ' job.sh || fail "usage.md: no job.sh quoted"
+chmod +x job.sh
+cp "$P" train && cp "$P" loader
+fenced "$VR_SRC/docs/usage.md" '$ vramctl run --limit 2G --report --stacks --trace trace.json -- ./job.sh' >report.quote
+[ -s report.quote ] || fail "usage.md: the report's transcript is not quoted"
+read -r _ _ cmd <report.quote
+[ "${cmd% -- ./job.sh}" != "$cmd" ] || fail "usage.md: the report's command is not job.sh's: $cmd"
+# shellcheck disable=SC2086 # the options as the document writes them
+"$V" ${cmd% -- ./job.sh} -- ./job.sh 2>report.out
+expect_rc 0 $? "job.sh under the report: $(cat report.out)"
+report_lines() { # the lines compared, with what varies from run to run masked
+	sed -E 's/\(pid [0-9]+\)/(pid PID)/g; s/^process [0-9]+ /process PID /
+		s/ (ran|at) [0-9]+\.[0-9]+ s/ \1 T s/g; s/memprog\.c:[0-9]+/memprog.c:N/g' |
+		grep -v '^ *by __libc_start'
+}
+tail -n +2 report.quote | report_lines >want
+report_lines <report.out >got
+diff want got >report.diff || fail "usage.md's report transcript is not what the run prints: $(cat report.diff)"
 finish
