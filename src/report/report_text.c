@@ -290,9 +290,8 @@ void rep_text_report(const struct rep_view *r, FILE *f, const struct devsum *ds,
 			        "  GPU %d: peak of allocations %s at %.2f s; %" PRIu64
 			        " allocation%s, %" PRIu64 " free%s",
 			        d, vr_format_size_digits(x->peak, dg, a, sizeof a),
-			        rep_secs(r, x->peak_ns),
-			        x->allocs, x->allocs == 1 ? "" : "s", x->frees,
-			        x->frees == 1 ? "" : "s");
+			        rep_secs(r, x->peak_ns), x->allocs, x->allocs == 1 ? "" : "s",
+			        x->frees, x->frees == 1 ? "" : "s");
 			member_denials(f, x);
 			fputc('\n', f);
 			if (x->card_known)
