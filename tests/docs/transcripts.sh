@@ -8,7 +8,8 @@
 # stands for lines left out. README's opening list quotes the start of the
 # demo's denial line; README's claim of what a cap of 1 GiB refuses of
 # 512 MiB blocks is run; the denial line with holders is run as the pages
-# quoting it say; usage.md's report is its job.sh run by its command.
+# quoting it say; the spill's lines are a spill's run; usage.md's report
+# is its job.sh run by its command.
 . "$VR_SRC/tests/report/lib.bash"
 has_cap || { echo "skip: the demo needs the real library"; exit 77; }
 sim_only || { echo "skip: the demo's figures are the simulator's"; exit 77; }
@@ -73,6 +74,21 @@ done
 expect_rc 0 $? "the second 512 MiB block refused under 1 GiB: $(cat err)"
 grep -q "second .cuMemAlloc. of 512 MiB" "$VR_SRC/README.md" ||
 	fail "README does not say the second 512 MiB block is refused"
+# The spill's lines (usage.md, spill.md, vramctl-run(1)): under --limit 4G
+# --spill=16G on a 16 GiB card, a program that fills the cap on the card
+# (4032 MiB and its 64 MiB context), then 256 MiB (the first spill), then
+# 15.25 GiB more, is refused 1 GiB.
+VRAMSIM_DEVICES=16G "$V" run --limit 4G --spill=16G -- "$P" keep 4032 keep 256 keep 15616 deny 1024 2>spill.out
+expect_rc 0 $? "the spill's run: $(cat spill.out)"
+for f in docs/usage.md docs/spill.md man/vramctl-run.1; do
+	grep -E '^ *vramctl: (GPU 0 is at its cap|denied [^;]*; spill: host budget)' "$VR_SRC/$f" |
+		sed 's/^ *//; s/\\-/-/g' >quote
+	[ -s quote ] || fail "$f: no spill line quoted"
+	while IFS= read -r q; do
+		grep -qxF -- "$q" spill.out || fail "$f quotes '$q'; the run printed: $(cat spill.out)"
+	done <quote
+done
+
 # usage.md's report: the job.sh it shows, run by the command it shows,
 # prints every line it quotes, the PIDs, times, memprog.c's line numbers and
 # the C library's frames aside (they are the build's and the machine's).
