@@ -8,8 +8,9 @@
 # stands for lines left out. README's opening list quotes the start of the
 # demo's denial line; README's claim of what a cap of 1 GiB refuses of
 # 512 MiB blocks is run; the denial line with holders is run as the pages
-# quoting it say; the spill's lines are a spill's run; usage.md's report
-# is its job.sh run by its command.
+# quoting it say; the spill's lines are a spill's run; usage.md's status
+# and export examples are their scenario's; usage.md's report is its
+# job.sh run by its command.
 . "$VR_SRC/tests/report/lib.bash"
 has_cap || { echo "skip: the demo needs the real library"; exit 77; }
 sim_only || { echo "skip: the demo's figures are the simulator's"; exit 77; }
@@ -88,6 +89,51 @@ for f in docs/usage.md docs/spill.md man/vramctl-run.1; do
 		grep -qxF -- "$q" spill.out || fail "$f quotes '$q'; the run printed: $(cat spill.out)"
 	done <quote
 done
+
+# usage.md's `vramctl status` and `export` examples: on two 80 GiB cards
+# whose contexts take 512 MiB, an uncapped program holding 30000 MiB, two
+# runs of group train under 20G (9000 MiB; 6000 MiB, then 8000 MiB
+# refused) and a run of its own under 10G (4000 MiB). Its own books and
+# card; PIDs, NSPIDs, the run's group name and the columns' widths aside.
+status_example() {
+	local n
+	mkdir -m 700 reg80 sim80 dev80
+	cp "$VR_BUILD/tests/monitor/holder" holder
+	export VRAMCTL_REGISTRY_DIR=$PWD/reg80 VRAMCTL_DEVICE_DIR=$PWD/dev80 VRAMSIM_STATE_DIR=$PWD/sim80
+	export VRAMSIM_DEVICES=80G,80G VRAMSIM_NAME="NVIDIA H100 80GB HBM3" VRAMSIM_CONTEXT_BYTES=512M
+	for n in u a b c; do mkfifo in.$n out.$n; done
+	./holder 30000 <in.u >out.u 2>/dev/null &
+	exec 5>in.u
+	read -r _ _ _ <out.u
+	"$V" run --group train --limit 20G -- ./holder 9000 <in.a >out.a 2>/dev/null &
+	exec 6>in.a
+	read -r _ _ _ <out.a
+	"$V" run --group train --limit 20G -- ./holder 6000 8000 <in.b >out.b 2>/dev/null &
+	exec 7>in.b
+	read -r _ _ _ <out.b
+	"$V" run --limit 10G -- ./holder 4000 <in.c >out.c 2>/dev/null &
+	exec 8>in.c
+	read -r _ _ _ <out.c
+	"$V" status >status.out 2>&1 || fail "vramctl status: $(cat status.out)"
+	"$V" status --format prom >prom.out 2>&1 || fail "vramctl status --format prom: $(cat prom.out)"
+	exec 5>&- 6>&- 7>&- 8>&-
+	wait
+}
+(status_example) || fail "the status example's run failed"
+status_lines() { # the table's lines, what varies from run to run masked
+	sed -E 's/run-[0-9]+-[0-9a-f]+/run-G/g; s/^[0-9]+ +[0-9]+ /PID NSPID /; s/ +/ /g; s/ $//'
+}
+fenced "$VR_SRC/docs/usage.md" '$ vramctl status' | tail -n +2 | status_lines >want
+[ -s want ] || fail "usage.md: the status example is not quoted"
+status_lines <status.out >got
+diff want got >status.diff || fail "usage.md's status example is not what status prints: $(cat status.diff)"
+grep -E '^vramctl_[a-z_]+\{' "$VR_SRC/docs/usage.md" | sed 's/GPU-…/GPU-fd315375-11e4-4c80-8d70-78d01a0b326e/' >quote
+[ -s quote ] || fail "usage.md: no export series quoted"
+sed -E 's/pid="[0-9]+",ns_pid="[0-9]+"/pid="P",ns_pid="P"/' prom.out >prom.masked
+while IFS= read -r q; do
+	q=$(sed -E 's/pid="[0-9]+",ns_pid="[0-9]+"/pid="P",ns_pid="P"/' <<<"$q")
+	grep -qxF -- "$q" prom.masked || fail "usage.md quotes the series '$q', which export does not write"
+done <quote
 
 # usage.md's report: the job.sh it shows, run by the command it shows,
 # prints every line it quotes, the PIDs, times, memprog.c's line numbers and
