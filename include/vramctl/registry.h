@@ -161,8 +161,9 @@ struct vramctl_group {
 	 * its members have spilled on every device, counted against it. */
 	uint64_t spill_budget;
 	uint64_t spilled;
-	/* Addition (elastic caps): the last nchanges cap changes, oldest
-	 * first, of changes_total made since the group started. */
+	/* Addition (caps changed by vramctl limit): the last nchanges cap
+	 * changes, oldest first, of changes_total made since the group
+	 * started. */
 	uint64_t changes_total;
 	int nchanges;
 	struct vramctl_cap_change changes[VRAMCTL_CAP_CHANGES];

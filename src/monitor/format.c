@@ -11,7 +11,7 @@
 
 #include "common/text.h"
 #include "monitor/card.h"
-#include "monitor/elastic.h"
+#include "monitor/cap_changes.h"
 #include "monitor/format.h"
 #include "monitor/guarantee.h"
 
@@ -428,7 +428,7 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 		grid_print(f, &t, "");
 		grid_free(&t);
 		table_over_cap(f, m);
-		mon_elastic_table(f, m);
+		mon_cap_changes_table(f, m);
 		mon_guarantee_table(f, m);
 	}
 

@@ -6,7 +6,7 @@
 
 #include "common/json.h"
 #include "monitor/card.h"
-#include "monitor/elastic.h"
+#include "monitor/cap_changes.h"
 #include "monitor/format.h"
 #include "monitor/guarantee.h"
 
@@ -68,7 +68,7 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 		jw_u64(&w, "denied_count", g->denials, 1);
 		jw_u64(&w, "spilled_bytes", g->spilled, 1);
 		jw_str(&w, "enforcer", g->ndriver ? "both" : "library");
-		mon_elastic_json(&w, m, g);
+		mon_cap_changes_json(&w, m, g);
 		jw_open(&w, "devices", '[');
 		for (int j = 0; j < g->ndev; j++) {
 			const struct mon_group_dev *gd = &g->dev[j];

@@ -16,7 +16,7 @@
 #include "common/size.h"
 #include "common/text.h"
 #include "monitor/card.h"
-#include "monitor/elastic.h"
+#include "monitor/cap_changes.h"
 #include "monitor/identity.h"
 #include "monitor/merge.h"
 #include "registry/own.h"
@@ -603,7 +603,7 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 	m->nprocs = g.out.n;
 	mon_card_figures(m);
 	for (int i = 0; i < m->ngroups; i++)
-		mon_elastic_lowered(&m->groups[i]);
+		mon_cap_changes_lowered(&m->groups[i]);
 	mon_identity_fill(m, g.proc_root, s);
 	free(g.by_pid);
 	free(g.nvr);

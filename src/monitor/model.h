@@ -195,7 +195,7 @@ struct mon_group_dev {
 	 * how much it passes the cap (0: not over, or no cap). */
 	uint64_t on_card, card_overhead, over_cap;
 	/* The last change of its cap lowered it to the cap in force (`vramctl
-	 * limit`): from what, when, by whom (elastic.c). 0: not so. */
+	 * limit`): from what, when, by whom (cap_changes.c). 0: not so. */
 	uint64_t lowered_from, lowered_at;
 	uint32_t lowered_by;
 	/* Its guarantee on the device (0: none; guarantee.c) and what the card

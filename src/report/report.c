@@ -376,7 +376,7 @@ int rep_finish(struct rep_run *r, pid_t child, int wstatus, int exit_rc, vr_memb
 		struct devsum ds[VR_REC_DEVS];
 		collect_devices(r, reg, ds);
 		struct rep_symbols *sy = r->o.stacks ? rep_symbols_new() : NULL;
-		struct vr_cap_change ch[VR_CAP_CHANGES_KEPT];
+		struct vramctl_cap_change ch[VR_CAP_CHANGES_KEPT];
 		struct rep_view v = {.command = r->command,
 		                     .t0 = r->t0,
 		                     .ms = r->ms,

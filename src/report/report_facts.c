@@ -117,10 +117,11 @@ void rep_sum_devices(const struct rep_members *ms, struct devsum *ds)
 	}
 }
 
-int rep_device_index(const struct devsum *ds, const unsigned char *uuid)
+int rep_device_index(const struct devsum *ds, const char *uuid)
 {
+	char uu[VRAMCTL_UUID_TEXT_LEN];
 	for (int d = 0; d < VR_REC_DEVS; d++)
-		if (ds[d].used && !memcmp(ds[d].uuid, uuid, 16))
+		if (ds[d].used && !strcmp(vr_format_uuid(ds[d].uuid, uu, sizeof uu), uuid))
 			return d;
 	return -1;
 }
@@ -132,7 +133,7 @@ void rep_cap_history(const struct rep_view *r, struct devsum *ds)
 		ds[d].cap_lowest = ds[d].cap;
 	}
 	for (int k = 0; k < r->nchanges; k++) {
-		const struct vr_cap_change *c = &r->changes[k];
+		const struct vramctl_cap_change *c = &r->changes[k];
 		int d = rep_device_index(ds, c->uuid);
 		if (d < 0)
 			continue;

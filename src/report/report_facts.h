@@ -38,7 +38,7 @@ struct rep_view {
 	 * not kept by the group's books). */
 	uint64_t changes_total;
 	int nchanges;
-	const struct vr_cap_change *changes;
+	const struct vramctl_cap_change *changes;
 	int changes_damaged; /* the group's record of them was overwritten: none shown */
 	/* Processes of the run that ran outside the cap (report.h). */
 	int nescaped;
@@ -99,9 +99,10 @@ void rep_sum_devices(const struct rep_members *ms, struct devsum *ds);
 /* Marks the devices whose cap changed while the run ran (cap_changed,
  * cap_lowest) from the view's changes. */
 void rep_cap_history(const struct rep_view *r, struct devsum *ds);
-/* The report's index of the device with this UUID (ds: VR_REC_DEVS
- * entries), or -1 when no member of the run used it. */
-int rep_device_index(const struct devsum *ds, const unsigned char *uuid);
+/* The report's index of the device with this UUID ("GPU-...", as the
+ * books' changes have it; ds: VR_REC_DEVS entries), or -1 when no member
+ * of the run used it. */
+int rep_device_index(const struct devsum *ds, const char *uuid);
 /* The peak the cap counted on a device: on the card where it was measured,
  * else of the allocations. */
 uint64_t rep_counted_peak(const struct devsum *d);

@@ -185,12 +185,12 @@ static void changes_section(FILE *f, const struct rep_view *r, const struct devs
 		fprintf(f, "  (%" PRIu64 " earlier not kept: the group keeps its last %d)\n",
 		        r->changes_total - (uint64_t)r->nchanges, VR_CAP_CHANGES_KEPT);
 	for (int k = 0; k < r->nchanges; k++) {
-		const struct vr_cap_change *c = &r->changes[k];
+		const struct vramctl_cap_change *c = &r->changes[k];
 		int d = rep_device_index(ds, c->uuid);
 		if (d >= 0)
 			snprintf(gpu, sizeof gpu, "GPU %d", d);
 		else
-			rep_uuid_text(c->uuid, gpu, sizeof gpu);
+			snprintf(gpu, sizeof gpu, "%s", c->uuid);
 		fprintf(f, "  %s %s %s -> %s by uid %u (pid %d)\n",
 		        vr_format_utc(c->when, when, sizeof when), gpu,
 		        cap_text(c->old_cap, a, sizeof a), cap_text(c->new_cap, b, sizeof b),

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "../test.h"
-#include "monitor/elastic.h"
+#include "monitor/cap_changes.h"
 #include "monitor/card.h"
 #include "monitor/format.h"
 #include "monitor/guarantee.h"
@@ -382,7 +382,7 @@ static char *render(const struct mon_model *m, int which, size_t *len)
 	/* As mon_merge_registry does after the join. */
 	mon_card_figures((struct mon_model *)m);
 	for (int i = 0; i < m->ngroups; i++)
-		mon_elastic_lowered(&((struct mon_model *)m)->groups[i]);
+		mon_cap_changes_lowered(&((struct mon_model *)m)->groups[i]);
 	mon_guarantee_derive((struct mon_model *)m);
 	int rc = which == 0   ? mon_format_table(f, m)
 	         : which == 1 ? mon_format_json(f, m, 0)
