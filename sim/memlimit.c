@@ -8,7 +8,7 @@
  * modules, allocations), as sim_card_charge counts it. The soft limit (the
  * guarantee) is stored and read back; nothing reclaims under pressure.
  *
- * As R615's open kernel modules and NVIDIA's own tests show them (#35):
+ * As R615's open kernel modules and NVIDIA's own tests show them:
  * "get" answers NOT_SUPPORTED for a cgroup with no limit set, as it does
  * where the driver cannot limit at all (before R615, MIG); the root cgroup
  * cannot be limited (NOT_SUPPORTED); a hard limit below what the cgroup's

@@ -1,6 +1,6 @@
 /*
- * admit.h - a launcher's admission of its group's guarantees (admit.c,
- * #26, #38): `vramctl run --guarantee` has the group's guarantee given on
+ * admit.h - a launcher's admission of its group's guarantees (admit.c):
+ * `vramctl run --guarantee` has the group's guarantee given on
  * each device before the command starts, and held while it runs, or the
  * run is refused with the numbers. As root it writes the device book
  * itself (vr_devbook_admit, the one place that decides); as anyone else it

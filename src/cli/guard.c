@@ -1,7 +1,7 @@
 /*
  * guard.c - `vramctl guard`: the guard service, root's program that writes
- * guarantees into the device books for users who are not root (#38;
- * vramctl-guard(8), docs/threat-model.md).
+ * guarantees into the device books for users who are not root
+ * (vramctl-guard(8), docs/threat-model.md).
  *
  * systemd starts it on the first connection to /run/vramctl/guard.sock
  * (vramctl-guard.socket, mode 0666: every user may ask); it can also be

@@ -162,7 +162,7 @@ static const struct option run_opts[] = {
 };
 
 /* A spill budget past the host's available memory cannot all be served:
- * said once, with what really holds (issue #25). */
+ * said once, with what really holds. */
 static void spill_note(uint64_t budget, const char *v)
 {
 	uint64_t avail = vr_host_available();

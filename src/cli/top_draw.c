@@ -236,7 +236,7 @@ void draw(struct ui *u, const struct mon_model *m)
 			draw_bar(u, y, x, bw, frac, cap, pair);
 		}
 		y++;
-		/* Its guarantees (#26), cut at the screen's edge. */
+		/* Its guarantees, cut at the screen's edge. */
 		if (y < LINES - 1 && mon_guarantee_line(m, i, line, sizeof(line)))
 			put(y++, 2, line);
 	}

@@ -27,7 +27,7 @@
 #define VR_REC_SOCKET "r.sock"
 
 #define VR_REC_MAGIC 0x3130434552525256ULL /* "VRRREC01" little-endian */
-/* 2: overhead and the peak on the card per device (#24). 3: refusals by
+/* 2: overhead and the peak on the card per device. 3: refusals by
  * cause (contexts, other groups' guarantees), the peak of what the run
  * needed at once (on the card + spilled), the on-card and spill events. */
 #define VR_REC_VERSION 3u
@@ -106,7 +106,7 @@ struct vr_rec_dev {
 	/* Trace: sums folded in the current interval, not yet written. */
 	uint64_t pend_allocs, pend_alloc_bytes, pend_frees, pend_free_bytes;
 	uint64_t pend_max; /* the highest in-use among the folded events */
-	/* What the card holds for the member (#24): its overhead (context,
+	/* What the card holds for the member: its overhead (context,
 	 * modules, the driver's own use: NVML's per-process figure less its
 	 * blocks), now and at most, and the most it held on the card at once
 	 * (blocks as charged + overhead). Valid where card_known is 1: the

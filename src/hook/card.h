@@ -1,6 +1,6 @@
 /*
- * card.h - what the card holds (card.c; issues #24, #37,
- * docs/architecture.md, "What the card holds"). The cap counts, for each
+ * card.h - what the card holds (card.c; docs/architecture.md, "What the
+ * card holds"). The cap counts, for each
  * member on each device, the larger of what it allocated and what the
  * driver says the card holds for it (NVML's per-process figure): the
  * difference, its overhead (context, modules, local memory, the pages the

@@ -1,5 +1,5 @@
 /*
- * guarantee.h - guarantees on the card (guarantee.c, #26, #38): memory a
+ * guarantee.h - guarantees on the card (guarantee.c): memory a
  * group can always reach up to its guarantee, whatever other groups do.
  *
  * The rule, per device: an allocation of x by group g that its cap allows

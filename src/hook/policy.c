@@ -266,7 +266,7 @@ static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t asked, u
 	if (peak < in_use)
 		peak = in_use;
 	/* Enough digits that the numbers never seem to contradict the denial
-	 * or each other (#25: "cap 1.5 GiB, 1.4 GiB in use" for 32 MiB under
+	 * or each other (never "cap 1.5 GiB, 1.4 GiB in use" for 32 MiB under
 	 * 1500 MiB): in use + asked over the cap reads so. */
 	uint64_t first =
 	    atomic_load_explicit(&((struct vr_dev *)d)->first_block, memory_order_relaxed);

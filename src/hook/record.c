@@ -473,7 +473,7 @@ void vr__rec_context_refused(const struct vr_dev *d, uint64_t cost, uint64_t car
  * the bytes it serves from host memory (+) or gives back (-). A spilled
  * block is one of the program's allocations and its release one of its
  * frees: counted as such, so that allocations - frees is what is still
- * held (issue #25: "5 allocations, 1 free", then 5 blocks at exit). */
+ * held (never "5 allocations, 1 free", then 5 blocks at exit). */
 void vr__rec_spilled(const struct vr_dev *d, int64_t delta)
 {
 	struct vr_rec_dev *r = rdev(d->ordinal);

@@ -1,5 +1,5 @@
 /*
- * card.h - what the card holds, beside what was allocated (#24): the
+ * card.h - what the card holds, beside what was allocated: the
  * on-card, allocated and overhead figures of each process row and each
  * group's device, and the words the formatters use for them.
  *

@@ -206,7 +206,7 @@ static const char *gpu_text(const struct mon_model *m, int device, int known, co
 	return fmt_int_or(idx, idx >= 0, none, buf, len);
 }
 
-/* vramctl_group_cap_changes_total, per group that has had one (#26). */
+/* vramctl_group_cap_changes_total, per group that has had one. */
 static void prom_cap_changes(FILE *f, const struct mon_model *m)
 {
 	int any = 0;
@@ -394,7 +394,7 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 		fprintf(f, "No vramctl group%s.\n",
 		        (m->valid & MON_M_REGISTRY) ? "" : " (registry not readable)");
 	} else {
-		/* GUARANTEE and BORROWED where some GPU holds a guarantee (#26). */
+		/* GUARANTEE and BORROWED where some GPU holds a guarantee. */
 		struct grid t =
 		    grid_make(14, (spills ? 0 : 1u << 10) | (mon_guarantee_any(m) ? 0 : 3u << 3));
 		grid_row(&t, "GROUP", "GPU", "CAP", "GUARANTEE", "BORROWED", "ALLOCATED", "ON CARD",
@@ -583,7 +583,7 @@ static void prom_procs(FILE *f, const struct mon_model *m, enum proc_metric whic
 		fmt_int_or(p->host_pid, !!(p->valid & MON_P_HOST_PID), "", pid, sizeof(pid));
 		fmt_int_or(p->ns_pid, !!(p->valid & MON_P_NS_PID), "", nspid, sizeof(nspid));
 		gpu_text(m, p->device, !!(p->valid & MON_P_DEVICE), "", gpu, sizeof(gpu));
-		/* Identity labels (#27) are one per container, as the pid is one
+		/* Identity labels are one per container, as the pid is one
 		 * per process, and the user one per process: they add no
 		 * series. Unknown ones are left out. */
 		const char *labels[] = {"pid",

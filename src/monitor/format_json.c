@@ -132,7 +132,7 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 		       capped && (p->valid & MON_P_ON_CARD));
 		jw_str(&w, "counting", capped ? mon_counting_name(p->counting) : NULL);
 		jw_u64(&w, "ipc_ns", p->ipc_ns, capped && p->ipc_ns);
-		/* Capped by books of its own: its cap holds for it alone (#37). */
+		/* Capped by books of its own: its cap holds for it alone. */
 		jw_bool(&w, "own_books", !!(p->valid & MON_P_ALONE));
 		jw_str(&w, "own_books_reason", mon_alone_why(m, p));
 		jw_bool(&w, "nvml_listed", !!(p->valid & MON_P_NVML));
@@ -153,7 +153,7 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 			jw_key(&w, "driver_limit");
 			jb_puts(&w, "null");
 		}
-		/* Identity (#27): "" is unknown, written null. */
+		/* Identity: "" is unknown, written null. */
 		jw_str(&w, "container_id", p->container_id[0] ? p->container_id : NULL);
 		jw_str(&w, "pod_uid", p->pod_uid[0] ? p->pod_uid : NULL);
 		jw_str(&w, "pod_name", p->pod_name[0] ? p->pod_name : NULL);

@@ -20,7 +20,7 @@
 #include "monitor/cgroup_id.h"
 #include "vramctl/registry.h"
 
-/* 2 (#24): in_use and peak count each member's overhead on the card; the
+/* 2: in_use and peak count each member's overhead on the card; the
  * allocated, on-card and overhead figures, counting and over_cap are new. */
 #define MON_SCHEMA_VERSION 2
 #define MON_UUID_MAX       96 /* NVML_DEVICE_UUID_V2_BUFFER_SIZE */
@@ -39,7 +39,7 @@ enum {
 	MON_DEV_GUAR = 1u << 4,   /* its device book read, or none there (guarantee.c) */
 };
 
-/* A group holding a guarantee on a device, as the device book has it (#26):
+/* A group holding a guarantee on a device, as the device book has it:
  * any user's group, in this registry or not. */
 #define MON_MAX_GUARANTEES 16
 struct mon_guarantee {

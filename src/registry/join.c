@@ -277,11 +277,11 @@ static int open_or_create(const struct vr_join_opts *opts, int dfd, const char *
 	for (int attempt = 0; attempt < 8 && fd < 0; attempt++) {
 		fd = vr_door_open(dfd, dir, opts->group, name, err, errlen);
 		/* A door removed under live members comes back: a new one would
-		 * start a second group of the same name (issue 29). */
+		 * start a second group of the same name. */
 		if (fd == -ENOENT && vr_door_restore(dfd, opts->group, name) == 1)
 			continue;
 		/* Both its names removed: the group, if it lives, still answers
-		 * on its socket, with its door (issue 37). */
+		 * on its socket, with its door. */
 		if (fd == -ENOENT) {
 			int got = door_from_socket(dfd, dir, opts->group, ho);
 			if (got >= 0)

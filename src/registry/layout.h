@@ -72,7 +72,7 @@ enum { VR_SLOT_F_LAUNCHER = 1u << 0 };
 /* VR_SLOT_F_ALLOCATIONS and VR_SLOT_F_NO_FIGURES: registry.h. */
 
 /*
- * A ghost (#37): a member of the group's books before these, dead, whose
+ * A ghost: a member of the group's books before these, dead, whose
  * memory the driver may still hold while it tears its contexts down. The
  * books go with their last member (segment.c) and a joiner then starts the
  * group afresh; it finds who was a member in the door (vr_member_ref,

@@ -265,7 +265,7 @@ struct vr_gpu_probe {
 void vr_gpu_probe_set(const struct vr_gpu_probe *p);
 
 /*
- * The group's ghosts (#37): members of its books before these, gone with
+ * The group's ghosts: members of its books before these, gone with
  * their last member, whose memory the driver may still hold while it tears
  * them down. Their host PIDs (none that a live process has now) into pids,
  * at most n, for 30 s after the group started (the teardown bound above);

@@ -18,7 +18,7 @@
  * v in the one human form, unless that reads the same as other's while the
  * two differ ("the cap must be at least 1.5 GiB" for a cap of 1.5 GiB): then
  * in MiB (two decimals where not whole), and in bytes if even that ties. A
- * message never shows numbers that seem to contradict it (issue #25).
+ * message never shows numbers that seem to contradict it.
  */
 static char *size_apart(uint64_t v, uint64_t other, char *buf, size_t len)
 {
