@@ -120,8 +120,9 @@ status_example() {
 	wait
 }
 (status_example) || fail "the status example's run failed"
-status_lines() { # the table's lines, what varies from run to run masked
-	sed -E 's/run-[0-9]+-[0-9a-f]+/run-G/g; s/^[0-9]+ +[0-9]+ /PID NSPID /; s/ +/ /g; s/ $//'
+status_lines() { # the table's lines, what varies from run to run masked;
+	# sorted, as the groups come in the books directory's order
+	sed -E 's/run-[0-9]+-[0-9a-f]+/run-G/g; s/^[0-9]+ +[0-9]+ /PID NSPID /; s/ +/ /g; s/ $//' | sort
 }
 fenced "$VR_SRC/docs/usage.md" '$ vramctl status' | tail -n +2 | status_lines >want
 [ -s want ] || fail "usage.md: the status example is not quoted"
