@@ -136,6 +136,32 @@ while IFS= read -r q; do
 	grep -qxF -- "$q" prom.masked || fail "usage.md quotes the series '$q', which export does not write"
 done <quote
 
+# usage.md's doctor examples: a healthy machine (the simulator, nothing
+# registered yet) and a broken one (persistence off, CUDA_VISIBLE_DEVICES
+# naming a GPU that does not exist, a group left behind, a preloaded
+# library replacing dlsym: the tests' stand-in for HAMi-core's), every
+# line as doctor prints it, the install's paths, the kernel's release and
+# the books directory aside.
+doctor_lines() { # doctor_lines LIBDIR BOOKS: the lines compared, masked
+	sed -E "s|$1/|LIB/|g; s|$2|BOOKS|g; s|Linux [^ ]+\$|Linux RELEASE|"
+}
+doc_lines() { # the document's quote, its paths masked as doctor_lines does
+	sed -E 's|/tmp/vramctl/lib/vramctl/|LIB/|g; s|/tmp/vgpu/libvgpu.so|LIB/tests/cli/libfakevgpu.so|g
+		s|/tmp/run-[0-9]+/vramctl|BOOKS|g; s|Linux [^ ]+$|Linux RELEASE|'
+}
+(
+	export VRAMCTL_REGISTRY_DIR=$PWD/doctor-books VRAMSIM_STATE_DIR=$PWD/doctor-sim
+	unset VRAMSIM_DEVICES
+	"$V" doctor >doctor.out 2>&1
+	echo "\$ echo \$?" >>doctor.out
+	echo $? >>doctor.out
+)
+fenced "$VR_SRC/docs/usage.md" '$ LD_LIBRARY_PATH=/tmp/vramctl/lib/vramctl/sim vramctl doctor' |
+	tail -n +2 | doc_lines >want
+[ -s want ] || fail "usage.md: the healthy doctor is not quoted"
+doctor_lines "$VR_BUILD" "$PWD/doctor-books" <doctor.out >got
+diff want got >doctor.diff || fail "usage.md's healthy doctor is not what doctor prints: $(cat doctor.diff)"
+
 # usage.md's report: the job.sh it shows, run by the command it shows,
 # prints every line it quotes, the PIDs, times, memprog.c's line numbers and
 # the C library's frames aside (they are the build's and the machine's).
