@@ -153,14 +153,27 @@ doc_lines() { # the document's quote, its paths masked as doctor_lines does
 	export VRAMCTL_REGISTRY_DIR=$PWD/doctor-books VRAMSIM_STATE_DIR=$PWD/doctor-sim
 	unset VRAMSIM_DEVICES
 	"$V" doctor >doctor.out 2>&1
-	echo "\$ echo \$?" >>doctor.out
-	echo $? >>doctor.out
+	printf '$ echo $?\n%d\n' $? >>doctor.out
 )
 fenced "$VR_SRC/docs/usage.md" '$ LD_LIBRARY_PATH=/tmp/vramctl/lib/vramctl/sim vramctl doctor' |
 	tail -n +2 | doc_lines >want
 [ -s want ] || fail "usage.md: the healthy doctor is not quoted"
 doctor_lines "$VR_BUILD" "$PWD/doctor-books" <doctor.out >got
 diff want got >doctor.diff || fail "usage.md's healthy doctor is not what doctor prints: $(cat doctor.diff)"
+
+(
+	export VRAMCTL_REGISTRY_DIR=$PWD/doctor-books2 VRAMSIM_STATE_DIR=$PWD/doctor-sim2
+	unset VRAMSIM_DEVICES
+	"$V" run --group notebook --limit 4G -- true || exit 1
+	VRAMSIM_PERSISTENCE=0 LD_PRELOAD=$VR_BUILD/tests/cli/libfakevgpu.so CUDA_VISIBLE_DEVICES=0,1 \
+		"$V" doctor >doctor2.out 2>&1
+	printf '$ echo $?\n%d\n' $? >>doctor2.out
+) || fail "the broken doctor's run failed"
+fenced "$VR_SRC/docs/usage.md" '$ export LD_LIBRARY_PATH=/tmp/vramctl/lib/vramctl/sim' |
+	sed -n '/ vramctl doctor$/,$p' | tail -n +2 | doc_lines >want
+[ -s want ] || fail "usage.md: the broken doctor is not quoted"
+doctor_lines "$VR_BUILD" "$PWD/doctor-books2" <doctor2.out >got
+diff want got >doctor.diff || fail "usage.md's broken doctor is not what doctor prints: $(cat doctor.diff)"
 
 # usage.md's report: the job.sh it shows, run by the command it shows,
 # prints every line it quotes, the PIDs, times, memprog.c's line numbers and
