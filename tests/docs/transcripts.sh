@@ -9,8 +9,9 @@
 # demo's denial line; README's claim of what a cap of 1 GiB refuses of
 # 512 MiB blocks is run; the denial line with holders is run as the pages
 # quoting it say; the spill's lines are a spill's run; usage.md's status
-# and export examples are their scenario's; usage.md's report is its
-# job.sh run by its command.
+# and export examples and vramctl-status(1)'s are their scenarios', as are
+# usage.md's doctor examples; usage.md's report is its job.sh run by its
+# command.
 . "$VR_SRC/tests/report/lib.bash"
 has_cap || { echo "skip: the demo needs the real library"; exit 77; }
 sim_only || { echo "skip: the demo's figures are the simulator's"; exit 77; }
@@ -135,6 +136,37 @@ while IFS= read -r q; do
 	q=$(sed -E 's/pid="[0-9]+",ns_pid="[0-9]+"/pid="P",ns_pid="P"/' <<<"$q")
 	grep -qxF -- "$q" prom.masked || fail "usage.md quotes the series '$q', which export does not write"
 done <quote
+
+# vramctl-status(1)'s example: on the simulator's 16 GiB card, an uncapped
+# program holding 1500 MiB and two of group train under 4G (1024 + 1024
+# MiB; 1024 MiB, then 2048 MiB refused), all named train.py.
+status_man() {
+	local n
+	mkdir -m 700 regm simm devm
+	cp "$VR_BUILD/tests/monitor/holder" train.py
+	export VRAMCTL_REGISTRY_DIR=$PWD/regm VRAMCTL_DEVICE_DIR=$PWD/devm VRAMSIM_STATE_DIR=$PWD/simm
+	export VRAMSIM_UUIDS=GPU-0e0e0e0e-1111-2222-3333-444444444444
+	unset VRAMSIM_DEVICES
+	for n in mu ma mb; do mkfifo in.$n out.$n; done
+	"$PWD/train.py" 1500 <in.mu >out.mu 2>/dev/null &
+	exec 5>in.mu
+	read -r _ _ _ <out.mu
+	"$V" run --group train --limit 4G -- "$PWD/train.py" 1024 1024 <in.ma >out.ma 2>/dev/null &
+	exec 6>in.ma
+	read -r _ _ _ <out.ma
+	"$V" run --group train --limit 4G -- "$PWD/train.py" 1024 2048 <in.mb >out.mb 2>/dev/null &
+	exec 7>in.mb
+	read -r _ _ _ <out.mb
+	"$V" status >status_man.out 2>&1 || fail "vramctl status: $(cat status_man.out)"
+	exec 5>&- 6>&- 7>&-
+	wait
+}
+(status_man) || fail "the status page's example failed"
+sed -n '/^\$ vramctl status$/,/^\.EE$/p' "$VR_SRC/man/vramctl-status.1" | sed '1d;$d' |
+	sed -E 's|/[^ ]*/train\.py|DIR/train.py|' | status_lines >want
+[ -s want ] || fail "vramctl-status(1): the example is not quoted"
+sed -E 's|/[^ ]*/train\.py|DIR/train.py|' status_man.out | status_lines >got
+diff want got >status.diff || fail "vramctl-status(1)'s example is not what status prints: $(cat status.diff)"
 
 # usage.md's doctor examples: a healthy machine (the simulator, nothing
 # registered yet) and a broken one (persistence off, CUDA_VISIBLE_DEVICES
