@@ -91,13 +91,49 @@ for f in docs/usage.md docs/spill.md man/vramctl-run.1; do
 	done <quote
 done
 
+# top_screen COLUMNS WANT OUT: `vramctl top` (NO_COLOR) in a tmux pane of
+# COLUMNS x 30 under this environment, polled (at most 10 s: NVML is read
+# in the background) until its first lines, masked as top_lines does, are
+# WANT's; the last screen in OUT. 1 when they never were.
+top_lines() { # PIDs, column widths and the HISTORY glyphs aside
+	sed -E 's/^[0-9]+ /PID /; s/run-[0-9]+-?[0-9a-f]*~/run-G~/; s/\] [^ ]*$/]/; s/ +/ /g; s/ $//' | sed '/^$/d'
+}
+top_screen() {
+	local i n sock=$PWD/tmux.sock
+	command -v tmux >/dev/null || return 2
+	cat >run-top <<EOF2
+#!/bin/sh
+export LD_LIBRARY_PATH='$LD_LIBRARY_PATH' VRAMSIM_STATE_DIR='$VRAMSIM_STATE_DIR'
+export VRAMSIM_DEVICES='${VRAMSIM_DEVICES:-}' VRAMSIM_UUIDS='${VRAMSIM_UUIDS:-}' VRAMSIM_NAME='${VRAMSIM_NAME:-}'
+export VRAMSIM_CONTEXT_BYTES='${VRAMSIM_CONTEXT_BYTES:-}' VRAMCTL_REGISTRY_DIR='$VRAMCTL_REGISTRY_DIR'
+export VRAMCTL_DEVICE_DIR='$VRAMCTL_DEVICE_DIR'
+[ -n "\$VRAMSIM_DEVICES" ] || unset VRAMSIM_DEVICES
+[ -n "\$VRAMSIM_UUIDS" ] || unset VRAMSIM_UUIDS
+[ -n "\$VRAMSIM_NAME" ] || unset VRAMSIM_NAME
+[ -n "\$VRAMSIM_CONTEXT_BYTES" ] || unset VRAMSIM_CONTEXT_BYTES
+export NO_COLOR=1 LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=screen
+exec '$V' top -d 0.2
+EOF2
+	chmod +x run-top
+	tmux -S "$sock" -f /dev/null new-session -d -s top -x "$1" -y 30 "$PWD/run-top" || return 2
+	n=$(top_lines <"$2" | wc -l)
+	top_lines <"$2" >top.want
+	for ((i = 0; i < 200; i++)); do
+		tmux -S "$sock" capture-pane -p -t top >"$3" 2>/dev/null
+		top_lines <"$3" | head -n "$n" | cmp -s - top.want && break
+		sleep 0.05
+	done
+	tmux -S "$sock" kill-server 2>/dev/null
+	top_lines <"$3" | head -n "$n" | cmp -s - top.want
+}
+
 # usage.md's `vramctl status` and `export` examples: on two 80 GiB cards
 # whose contexts take 512 MiB, an uncapped program holding 30000 MiB, two
 # runs of group train under 20G (9000 MiB; 6000 MiB, then 8000 MiB
 # refused) and a run of its own under 10G (4000 MiB). Its own books and
 # card; PIDs, NSPIDs, the run's group name and the columns' widths aside.
 status_example() {
-	local n
+	local n f0=$fails
 	mkdir -m 700 reg80 sim80 dev80
 	cp "$VR_BUILD/tests/monitor/holder" holder
 	export VRAMCTL_REGISTRY_DIR=$PWD/reg80 VRAMCTL_DEVICE_DIR=$PWD/dev80 VRAMSIM_STATE_DIR=$PWD/sim80
@@ -117,8 +153,16 @@ status_example() {
 	read -r _ _ _ <out.c
 	"$V" status >status.out 2>&1 || fail "vramctl status: $(cat status.out)"
 	"$V" status --format prom >prom.out 2>&1 || fail "vramctl status --format prom: $(cat prom.out)"
+	fenced "$VR_SRC/docs/usage.md" 'vramctl top  2 GPUs  4 process rows  sort: ON CARD    h: help' >top.quote
+	[ -s top.quote ] || fail "usage.md: the top example is not quoted"
+	top_screen 120 top.quote top.out
+	case $? in
+	1) fail "usage.md's top example is not what top shows: $(top_lines <top.out | diff top.want -)" ;;
+	2) echo "tmux cannot run here: usage.md's top example not checked" ;;
+	esac
 	exec 5>&- 6>&- 7>&- 8>&-
 	wait
+	[ "$fails" -eq "$f0" ] # a subshell: its failures reach the test by its status
 }
 (status_example) || fail "the status example's run failed"
 status_lines() { # the table's lines, what varies from run to run masked;
@@ -141,25 +185,33 @@ done <quote
 # program holding 1500 MiB and two of group train under 4G (1024 + 1024
 # MiB; 1024 MiB, then 2048 MiB refused), all named train.py.
 status_man() {
-	local n
+	local n f0=$fails
 	mkdir -m 700 regm simm devm
 	cp "$VR_BUILD/tests/monitor/holder" train.py
 	export VRAMCTL_REGISTRY_DIR=$PWD/regm VRAMCTL_DEVICE_DIR=$PWD/devm VRAMSIM_STATE_DIR=$PWD/simm
 	export VRAMSIM_UUIDS=GPU-0e0e0e0e-1111-2222-3333-444444444444
 	unset VRAMSIM_DEVICES
 	for n in mu ma mb; do mkfifo in.$n out.$n; done
-	"$PWD/train.py" 1500 <in.mu >out.mu 2>/dev/null &
+	./train.py 1500 <in.mu >out.mu 2>/dev/null &
 	exec 5>in.mu
 	read -r _ _ _ <out.mu
-	"$V" run --group train --limit 4G -- "$PWD/train.py" 1024 1024 <in.ma >out.ma 2>/dev/null &
+	"$V" run --group train --limit 4G -- ./train.py 1024 1024 <in.ma >out.ma 2>/dev/null &
 	exec 6>in.ma
 	read -r _ _ _ <out.ma
-	"$V" run --group train --limit 4G -- "$PWD/train.py" 1024 2048 <in.mb >out.mb 2>/dev/null &
+	"$V" run --group train --limit 4G -- ./train.py 1024 2048 <in.mb >out.mb 2>/dev/null &
 	exec 7>in.mb
 	read -r _ _ _ <out.mb
 	"$V" status >status_man.out 2>&1 || fail "vramctl status: $(cat status_man.out)"
+	sed -n '/^vramctl top  1 GPU/,/^\.EE$/p' "$VR_SRC/man/vramctl-top.1" | sed '$d' >top_man.quote
+	[ -s top_man.quote ] || fail "vramctl-top(1): the example is not quoted"
+	top_screen 110 top_man.quote top_man.out
+	case $? in
+	1) fail "vramctl-top(1)'s example is not what top shows: $(top_lines <top_man.out | diff top.want -)" ;;
+	2) echo "tmux cannot run here: vramctl-top(1)'s example not checked" ;;
+	esac
 	exec 5>&- 6>&- 7>&-
 	wait
+	[ "$fails" -eq "$f0" ] # a subshell: its failures reach the test by its status
 }
 (status_man) || fail "the status page's example failed"
 sed -n '/^\$ vramctl status$/,/^\.EE$/p' "$VR_SRC/man/vramctl-status.1" | sed '1d;$d' |
