@@ -220,6 +220,13 @@ sed -n '/^\$ vramctl status$/,/^\.EE$/p' "$VR_SRC/man/vramctl-status.1" | sed '1
 sed -E 's|/[^ ]*/train\.py|DIR/train.py|' status_man.out | status_lines >got
 diff want got >status.diff || fail "vramctl-status(1)'s example is not what status prints: $(cat status.diff)"
 
+# usage.md's over-cap line is the formatter's, as its golden pins it
+# (tests/monitor/test_format checks the table against it).
+q=$(grep -E '^group g1 on GPU 0: over cap on the card by' "$VR_SRC/docs/usage.md")
+[ -n "$q" ] || fail "usage.md: the over-cap line is not quoted"
+grep -qxF -- "$q" "$VR_SRC/tests/monitor/golden/on_card.table" ||
+	fail "usage.md quotes '$q', which is not the formatter's line (tests/monitor/golden/on_card.table)"
+
 # usage.md's doctor examples: a healthy machine (the simulator, nothing
 # registered yet) and a broken one (persistence off, CUDA_VISIBLE_DEVICES
 # naming a GPU that does not exist, a group left behind, a preloaded
