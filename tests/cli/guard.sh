@@ -92,6 +92,7 @@ as_user "$V" run --limit 8G --guarantee 4G -- true >out 2>err
 expect_rc 125 $? "a user's run --guarantee without the service"
 expect_grep "systemctl enable --now vramctl-guard.socket" err "how to get the service"
 [ "$(grep -c . err)" = 1 ] || fail "one line: $(cat err)"
+doc_form docs/usage.md ": no guard service at" err "a user's run --guarantee without the service"
 as_user env LD_PRELOAD="$B/libvramctl.so" VRAMCTL_LIMIT=2G VRAMCTL_GUARANTEE=1G \
 	VRAMCTL_GROUP=lib "$B/memctl" <<<"a 1536
 a 1024" >out 2>err
