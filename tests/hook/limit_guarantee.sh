@@ -14,7 +14,7 @@
 # asks the guard service (tests/cli/guard.sh runs one), the same call.
 . "$VR_SRC/tests/hook/memctl.bash"
 python3 - <<'PY' || fail "see above"
-import json, os, subprocess, sys
+import json, os, re, subprocess, sys
 sys.path.insert(0, os.path.join(os.environ["VR_SRC"], "tests/hook"))
 import memctl
 from memctl import GiB, MiB, V, Prog, check
@@ -23,6 +23,24 @@ from memctl import GiB, MiB, V, Prog, check
 def limit(*args):
     r = subprocess.run([V, "limit", *args], capture_output=True, text=True)
     return r.returncode, r.stdout + r.stderr
+
+
+def man_example(cmd):
+    """The lines vramctl-limit(1)'s EXAMPLES show after '$ vramctl limit CMD',
+    its UUIDs as GPU-U."""
+    man = open(os.path.join(os.environ["VR_SRC"], "man/vramctl-limit.1")).read()
+    ex = man[man.index(".SH EXAMPLES"):].replace("\\-", "-").split("\n")
+    i = ex.index("$ vramctl limit " + cmd)
+    out = []
+    for line in ex[i + 1:]:
+        if line.startswith("$ ") or line.startswith("."):
+            break
+        out.append(re.sub(r"GPU-[0-9a-f.-]+", "GPU-U", line))
+    return out
+
+
+def as_man(out):
+    return [re.sub(r"GPU-[0-9a-f.-]+", "GPU-U", l) for l in out.strip().split("\n")]
 
 
 def group(name):
@@ -44,6 +62,7 @@ rc, out = limit("ga2", "1G")
 check(rc == 0, "limit ga2 1G: %d %s" % (rc, out))
 check("cap 4 GiB -> 1 GiB" in out and "guarantee 3 GiB -> 1 GiB (lowered with the cap" in out,
       "the guarantee goes down with the cap, said: %s" % out)
+check(man_example("ga2 1G") == as_man(out), "vramctl-limit(1)'s example is this run's: %s" % out)
 g = group("ga2")
 check(g["cap_bytes"] == 1 * GiB and g["guarantee_bytes"] == 1 * GiB,
       "status: cap and guarantee 1 GiB: %s" % g)
@@ -54,6 +73,8 @@ c.free()
 rc, out = limit("--guarantee", "3G", "ga2", "4G")
 check(rc == 0 and "cap 1 GiB -> 4 GiB" in out and "guarantee 1 GiB -> 3 GiB" in out,
       "a raise that fits is given: %d %s" % (rc, out))
+check(man_example("--guarantee 3G ga2 4G") == as_man(out),
+      "vramctl-limit(1)'s example is this run's: %s" % out)
 check(group("ga2")["guarantee_bytes"] == 3 * GiB, "status: 3 GiB guaranteed again")
 check(c.alloc(4500) == "oom", "and held from borrowers again")
 rc, out = limit("--guarantee", "8G", "ga2", "12G")
