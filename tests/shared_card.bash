@@ -6,6 +6,10 @@
 # makes DIR/sim the state directory of one simulated card every user
 # shares (sticky and writable by all, as sim/card.c takes it), DIR/devices
 # root's directory of the device books (0755); sets B to DIR/build.
+# shared_card_with_user NAME USER: all of that in a new DIR (W, under
+# /tmp/NAME.*), with USER made (skip where useradd fails) and, at exit, the
+# guard service of $guard stopped, its guarantees reclaimed, USER and W
+# removed; stop_guard stops the service alone.
 # shared_card_needs WHY: exits 77 (skip) where these tests cannot run (WHY:
 # why they need root).
 shared_card_needs() {
@@ -28,4 +32,23 @@ shared_card() {
 	cp "$VR_BUILD/tests/hook/memctl" "$B/"
 	chmod 1777 "$1/sim"
 	chmod 0755 "$1" "$1/devices"
+}
+
+stop_guard() {
+	[ -n "$guard" ] && kill -9 "$guard" 2>/dev/null && wait "$guard" 2>/dev/null
+	guard=
+}
+
+shared_card_with_user() {
+	W=$(mktemp -d "/tmp/$1.XXXXXX")
+	chmod 0755 "$W"
+	_shared_card_user=$2
+	guard=
+	trap '
+		stop_guard
+		"$W/build/vramctl" guard --reclaim --device-dir "$W/devices" 2>/dev/null
+		userdel "$_shared_card_user" 2>/dev/null
+		rm -rf "$W"' EXIT
+	useradd -M -d /nonexistent -s /bin/sh "$2" || { echo "skip: useradd failed"; exit 77; }
+	shared_card "$W"
 }

@@ -214,6 +214,12 @@ static inline void vr_peak_raise_noted(uint64_t *field, uint64_t v)
 	}
 }
 
+/* A peak raised by vr_peak_raise outside the group's lock, read whole. */
+static inline uint64_t vr_peak_read(const uint64_t *field)
+{
+	return atomic_load_explicit((const _Atomic uint64_t *)field, memory_order_relaxed);
+}
+
 /*
  * The slot word of a device (vr_counts_at(h, i, d)->in_use): the bytes the
  * member holds << VR_W_SHIFT, plus the number of its operations on the

@@ -106,7 +106,7 @@ static int vr_sample_call(vr_member *m, int dev, struct vr_reg_sample *out)
 	}
 	out->cap = h->dev[dev].cap;
 	out->in_use = vr_dev_total(&h->dev[dev]);
-	out->peak = h->dev[dev].peak;
+	out->peak = vr_peak_read(&h->dev[dev].peak);
 	uint32_t hw = vr_hdr_hw(h);
 	for (uint32_t i = 0; i < hw; i++) {
 		struct vr_slot *s = vr_slot_at(h, i);
@@ -141,7 +141,7 @@ int vr_holders(vr_member *m, int dev, uint64_t *self, uint64_t *peak, struct vr_
 	struct vr_hdr *h = m->hdr;
 	int got = 0;
 	if ((uint32_t)dev < vr_hdr_ndev(h)) {
-		*peak = h->dev[dev].peak;
+		*peak = vr_peak_read(&h->dev[dev].peak);
 		*self = vr_slot_used(h, m->slot_idx, (uint32_t)dev);
 		uint32_t hw = vr_hdr_hw(h);
 		for (uint32_t i = 0; i < hw; i++) {

@@ -48,6 +48,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <link.h>
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
@@ -57,6 +58,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -106,6 +108,9 @@ struct vr_serve {
 	struct fd_id stop_w;  /* the stop pipe's write end */
 	struct fd_id handoff; /* where the thread took its descriptors from */
 	struct shared *sh;
+	pthread_t th; /* joined by vr_serve_stop, else detached */
+	void *stack;  /* the thread's stack and its guard page (stack_start) */
+	size_t stack_len;
 };
 
 /* The thread's own state (freed by the thread). */
@@ -503,14 +508,16 @@ static void *serve_main(void *arg)
 
 /* ---- the member's side */
 
-/* Waits for sem, VR_SERVE_WAIT_S at most. */
-static void wait_for(sem_t *sem)
+/* Waits for sem, VR_SERVE_WAIT_S at most: 0 once posted, else -1. */
+static int wait_for(sem_t *sem)
 {
 	struct timespec until;
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += VR_SERVE_WAIT_S;
-	while (sem_timedwait(sem, &until) != 0 && errno == EINTR)
+	int rc;
+	while ((rc = sem_timedwait(sem, &until)) != 0 && errno == EINTR)
 		;
+	return rc == 0 ? 0 : -1;
 }
 
 /* A read-only open file of the door of its own (no locks of the member's
@@ -559,6 +566,58 @@ static int hand_off(const struct vr_serve_args *a, int stop_r)
 	return sp[1];
 }
 
+/* The thread's stack, VR_SERVE_STACK and the TLS the C library puts on it
+ * (tls_room), above a guard page, mapped here rather
+ * than by the C library: a fork child keeps its copy of it mapped (the
+ * thread is not there, and the child never unmaps it), so no thread the
+ * child starts later has the same stack, nor the same pthread_t, as a
+ * thread its parent had at the fork (a sanitizer that keeps the parent's
+ * threads on its books after a fork takes that for a duplicate and ends
+ * the program; the C library hands a child its parent's stacks again). */
+static int tls_add(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_TLS)
+			*(size_t *)arg += info->dlpi_phdr[i].p_memsz + info->dlpi_phdr[i].p_align;
+	return 0;
+}
+
+/* The C library puts a thread's static TLS on the stack it is given: the
+ * loaded modules' TLS blocks (a sanitizer's runtime has one of 900 KB)
+ * and 64 KiB for what is loaded later, once per process. */
+static size_t tls_room(void)
+{
+	static _Atomic size_t room;
+	size_t r = atomic_load_explicit(&room, memory_order_relaxed);
+	if (r == 0) {
+		r = 64u << 10;
+		dl_iterate_phdr(tls_add, &r);
+		atomic_store_explicit(&room, r, memory_order_relaxed);
+	}
+	return r;
+}
+
+static int stack_start(struct vr_serve *s, pthread_attr_t *attr)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t size = (VR_SERVE_STACK + tls_room() + page - 1) / page * page;
+	s->stack_len = size + page;
+	s->stack = mmap(NULL, s->stack_len, PROT_READ | PROT_WRITE,
+	                MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (s->stack == MAP_FAILED) {
+		s->stack = NULL;
+		return -1;
+	}
+	if (mprotect(s->stack, page, PROT_NONE) != 0 ||
+	    pthread_attr_setstack(attr, (char *)s->stack + page, size) != 0) {
+		munmap(s->stack, s->stack_len);
+		s->stack = NULL;
+		return -1;
+	}
+	return 0;
+}
+
 int vr_serve_start(struct vr_serve **out, const struct vr_serve_args *a)
 {
 	*out = NULL;
@@ -591,14 +650,17 @@ int vr_serve_start(struct vr_serve **out, const struct vr_serve_args *a)
 
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, VR_SERVE_STACK);
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = EAGAIN;
 	pthread_t th;
-	int rc = pthread_create(&th, &attr, serve_main, t);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (stack_start(s, &attr) == 0) {
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		rc = pthread_create(&th, &attr, serve_main, t);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (rc != 0)
+			munmap(s->stack, s->stack_len);
+	}
 	pthread_attr_destroy(&attr);
 	if (rc != 0) {
 		close(h);
@@ -610,12 +672,13 @@ int vr_serve_start(struct vr_serve **out, const struct vr_serve_args *a)
 		free(s);
 		return -rc;
 	}
+	s->th = th;
 	(void)pthread_setname_np(th, "vramctl-books");
 	/* The join returns once the thread holds its descriptors: a program
 	 * that closes all of its own after its first allocation leaves it
 	 * answering. Bounded: a thread that has not run by then takes them
 	 * later (its hand-off stays open until the member leaves). */
-	wait_for(&sh->taken);
+	(void)wait_for(&sh->taken);
 	*out = s;
 	return 0;
 }
@@ -650,11 +713,22 @@ void vr_serve_stop(struct vr_serve *s)
 		return;
 	/* Once it has ended, a member that left answers no more: the next
 	 * joiner of a group it was the last of finds nobody listening. */
+	int ended = 0;
 	if (fd_ok(&s->stop_w)) {
 		char c = 1;
-		if (write(s->stop_w.fd, &c, 1) == 1)
-			wait_for(&s->sh->ended);
+		ended = write(s->stop_w.fd, &c, 1) == 1 && wait_for(&s->sh->ended) == 0;
 	}
+	/* Joined once it has ended (it only frees its state then): no thread
+	 * of ours is still on its way out when the program next forks, where
+	 * an allocator without fork handlers (a sanitizer's) could be left
+	 * locked in the child. Else detached: its end frees it. */
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += VR_SERVE_WAIT_S;
+	if (ended && pthread_timedjoin_np(s->th, NULL, &until) == 0)
+		munmap(s->stack, s->stack_len);
+	else /* its stack stays mapped: it may still be on it */
+		pthread_detach(s->th);
 	drop_side(s, 0);
 }
 

@@ -16,23 +16,8 @@
 . "$VR_SRC/tests/shared_card.bash"
 shared_card_needs "the service is root's; a user is made"
 
-W=$(mktemp -d /tmp/vramctl-guard.XXXXXX)
-chmod 0755 "$W"
 user=vrgu$$
-guard=
-stop_guard() {
-	[ -n "$guard" ] && kill -9 "$guard" 2>/dev/null && wait "$guard" 2>/dev/null
-	guard=
-}
-cleanup() {
-	stop_guard
-	"$W/build/vramctl" guard --reclaim --device-dir "$W/devices" 2>/dev/null
-	userdel "$user" 2>/dev/null
-	rm -rf "$W"
-}
-trap cleanup EXIT
-useradd -M -d /nonexistent -s /bin/sh "$user" || { echo "skip: useradd failed"; exit 77; }
-shared_card "$W"
+shared_card_with_user vramctl-guard "$user"
 mkdir -p "$W/reg"
 chmod 0700 "$W/reg"
 chown "$user" "$W/reg"

@@ -17,19 +17,8 @@ id vrslurm >/dev/null 2>&1 || { echo "skip: no user vrslurm (the suite's)"; exit
 # Everything the users run, in a directory they can reach (the build may be
 # in a home of root's, mode 0700), with the card's state shared (1777), the
 # device books root's (0755) and a registry of each user's own.
-W=$(mktemp -d /tmp/vramctl-attacks.XXXXXX)
-chmod 0755 "$W"
 victim=vrgv$$
-guard=
-cleanup() {
-	[ -n "$guard" ] && kill "$guard" 2>/dev/null && wait "$guard" 2>/dev/null
-	"$W/build/vramctl" guard --reclaim --device-dir "$W/devices" 2>/dev/null
-	userdel "$victim" 2>/dev/null
-	rm -rf "$W"
-}
-trap cleanup EXIT
-useradd -M -d /nonexistent -s /bin/sh "$victim" || { echo "skip: useradd failed"; exit 77; }
-shared_card "$W"
+shared_card_with_user vramctl-attacks "$victim"
 mkdir -p "$W/reg-victim" "$W/reg-root" "$W/shared"
 cp "$VR_SRC/tests/hook/attacker.py" "$B/"
 chmod 1777 "$W/shared"
