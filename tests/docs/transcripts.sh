@@ -127,41 +127,56 @@ EOF2
 	top_lines <"$3" | head -n "$n" | cmp -s - top.want
 }
 
+# held NAME CMD...: CMD in the background, its stdin a pipe this shell
+# holds open (the holders' "wait until stdin closes"), its stdout read
+# until its "ready" line; release_held closes every such pipe and waits.
+HELD=()
+held() {
+	local name=$1 fd
+	shift
+	mkfifo "in.$name" "out.$name"
+	"$@" <"in.$name" >"out.$name" 2>/dev/null &
+	exec {fd}>"in.$name"
+	HELD+=("$fd")
+	read -r _ _ _ <"out.$name"
+}
+release_held() {
+	local fd
+	for fd in "${HELD[@]}"; do exec {fd}>&-; done
+	HELD=()
+	wait
+}
+
+# top_check COLUMNS QUOTE WHAT: top's screen against the quoted lines.
+top_check() {
+	top_screen "$1" "$2" "$2.screen"
+	case $? in
+	1) fail "$3 is not what top shows: $(top_lines <"$2.screen" | diff top.want -)" ;;
+	2) echo "tmux cannot run here: $3 not checked" ;;
+	esac
+}
+
 # usage.md's `vramctl status` and `export` examples: on two 80 GiB cards
 # whose contexts take 512 MiB, an uncapped program holding 30000 MiB, two
 # runs of group train under 20G (9000 MiB; 6000 MiB, then 8000 MiB
 # refused) and a run of its own under 10G (4000 MiB). Its own books and
 # card; PIDs, NSPIDs, the run's group name and the columns' widths aside.
 status_example() {
-	local n f0=$fails
+	local f0=$fails
 	mkdir -m 700 reg80 sim80 dev80
 	cp "$VR_BUILD/tests/monitor/holder" holder
 	export VRAMCTL_REGISTRY_DIR=$PWD/reg80 VRAMCTL_DEVICE_DIR=$PWD/dev80 VRAMSIM_STATE_DIR=$PWD/sim80
 	export VRAMSIM_DEVICES=80G,80G VRAMSIM_NAME="NVIDIA H100 80GB HBM3" VRAMSIM_CONTEXT_BYTES=512M
-	for n in u a b c; do mkfifo in.$n out.$n; done
-	./holder 30000 <in.u >out.u 2>/dev/null &
-	exec 5>in.u
-	read -r _ _ _ <out.u
-	"$V" run --group train --limit 20G -- ./holder 9000 <in.a >out.a 2>/dev/null &
-	exec 6>in.a
-	read -r _ _ _ <out.a
-	"$V" run --group train --limit 20G -- ./holder 6000 8000 <in.b >out.b 2>/dev/null &
-	exec 7>in.b
-	read -r _ _ _ <out.b
-	"$V" run --limit 10G -- ./holder 4000 <in.c >out.c 2>/dev/null &
-	exec 8>in.c
-	read -r _ _ _ <out.c
+	held u ./holder 30000
+	held a "$V" run --group train --limit 20G -- ./holder 9000
+	held b "$V" run --group train --limit 20G -- ./holder 6000 8000
+	held c "$V" run --limit 10G -- ./holder 4000
 	"$V" status >status.out 2>&1 || fail "vramctl status: $(cat status.out)"
 	"$V" status --format prom >prom.out 2>&1 || fail "vramctl status --format prom: $(cat prom.out)"
 	fenced "$VR_SRC/docs/usage.md" 'vramctl top  2 GPUs  4 process rows  sort: ON CARD    h: help' >top.quote
 	[ -s top.quote ] || fail "usage.md: the top example is not quoted"
-	top_screen 120 top.quote top.out
-	case $? in
-	1) fail "usage.md's top example is not what top shows: $(top_lines <top.out | diff top.want -)" ;;
-	2) echo "tmux cannot run here: usage.md's top example not checked" ;;
-	esac
-	exec 5>&- 6>&- 7>&- 8>&-
-	wait
+	top_check 120 top.quote "usage.md's top example"
+	release_held
 	[ "$fails" -eq "$f0" ] # a subshell: its failures reach the test by its status
 }
 (status_example) || fail "the status example's run failed"
@@ -185,32 +200,20 @@ done <quote
 # program holding 1500 MiB and two of group train under 4G (1024 + 1024
 # MiB; 1024 MiB, then 2048 MiB refused), all named train.py.
 status_man() {
-	local n f0=$fails
+	local f0=$fails
 	mkdir -m 700 regm simm devm
 	cp "$VR_BUILD/tests/monitor/holder" train.py
 	export VRAMCTL_REGISTRY_DIR=$PWD/regm VRAMCTL_DEVICE_DIR=$PWD/devm VRAMSIM_STATE_DIR=$PWD/simm
 	export VRAMSIM_UUIDS=GPU-0e0e0e0e-1111-2222-3333-444444444444
 	unset VRAMSIM_DEVICES
-	for n in mu ma mb; do mkfifo in.$n out.$n; done
-	./train.py 1500 <in.mu >out.mu 2>/dev/null &
-	exec 5>in.mu
-	read -r _ _ _ <out.mu
-	"$V" run --group train --limit 4G -- ./train.py 1024 1024 <in.ma >out.ma 2>/dev/null &
-	exec 6>in.ma
-	read -r _ _ _ <out.ma
-	"$V" run --group train --limit 4G -- ./train.py 1024 2048 <in.mb >out.mb 2>/dev/null &
-	exec 7>in.mb
-	read -r _ _ _ <out.mb
+	held mu ./train.py 1500
+	held ma "$V" run --group train --limit 4G -- ./train.py 1024 1024
+	held mb "$V" run --group train --limit 4G -- ./train.py 1024 2048
 	"$V" status >status_man.out 2>&1 || fail "vramctl status: $(cat status_man.out)"
 	sed -n '/^vramctl top  1 GPU/,/^\.EE$/p' "$VR_SRC/man/vramctl-top.1" | sed '$d' >top_man.quote
 	[ -s top_man.quote ] || fail "vramctl-top(1): the example is not quoted"
-	top_screen 110 top_man.quote top_man.out
-	case $? in
-	1) fail "vramctl-top(1)'s example is not what top shows: $(top_lines <top_man.out | diff top.want -)" ;;
-	2) echo "tmux cannot run here: vramctl-top(1)'s example not checked" ;;
-	esac
-	exec 5>&- 6>&- 7>&-
-	wait
+	top_check 110 top_man.quote "vramctl-top(1)'s example"
+	release_held
 	[ "$fails" -eq "$f0" ] # a subshell: its failures reach the test by its status
 }
 (status_man) || fail "the status page's example failed"
