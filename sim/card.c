@@ -316,7 +316,9 @@ void sim_limit_room(struct sim_card *c, const char *cg, uint64_t *limit, uint64_
 			continue;
 		uint64_t used = sim_card_cgroup_used(c, l->path);
 		uint64_t left = used >= l->hard ? 0 : l->hard - used;
-		if (l->hard < *limit)
+		/* Shown as the device's size: the process's own cgroup's limit
+		 * only; its ancestors' hold it all the same (room). */
+		if (!strcmp(l->path, cg) && l->hard < *limit)
 			*limit = l->hard;
 		if (left < *room)
 			*room = left;

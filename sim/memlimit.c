@@ -8,6 +8,15 @@
  * modules, allocations), as sim_card_charge counts it. The soft limit (the
  * guarantee) is stored and read back; nothing reclaims under pressure.
  *
+ * As R615's open kernel modules and NVIDIA's own tests show them:
+ * "get" answers NOT_SUPPORTED for a cgroup with no limit set, as it does
+ * where the driver cannot limit at all (before R615, MIG); the root cgroup
+ * cannot be limited (NOT_SUPPORTED); a hard limit below what the cgroup's
+ * subtree holds now is refused (the simulator answers INVALID_ARGUMENT:
+ * which code R615 gives was not seen); a limit on a parent cgroup holds
+ * its whole subtree, but a program is shown its own cgroup's limit only as
+ * its device's size (sim_limit_room).
+ *
  * Each process's cgroup is recorded in its slot when it takes one, and
  * sim_card_charge holds the hard limits (card.c); VRAMSIM_CGROUP stands in
  * for /proc/self/cgroup in tests (config.c).
@@ -61,6 +70,10 @@ int sim_limit_set(struct sim_card *c, const char *ns, uint64_t soft, uint64_t ha
 			memset(l, 0, sizeof(*l));
 		return NVML_SUCCESS;
 	}
+	if (!strcmp(path, "/"))
+		return NVML_ERROR_NOT_SUPPORTED; /* the root cgroup cannot be limited */
+	if (hard < sim_card_cgroup_used(c, path))
+		return NVML_ERROR_INVALID_ARGUMENT; /* below what it holds now */
 	for (int i = 0; !l && i < SIM_MAX_LIMITS; i++)
 		if (!c->file->limits[i].in_use)
 			l = &c->file->limits[i];
@@ -80,8 +93,10 @@ int sim_limit_get(struct sim_card *c, const char *ns, uint64_t *soft, uint64_t *
 	if (ns_path(ns, path, sizeof(path)) != 0)
 		return NVML_ERROR_INVALID_ARGUMENT;
 	const struct sim_limit *l = find(c, path);
-	*soft = l ? l->soft : 0;
-	*hard = l ? l->hard : NVML_DEVICE_MEMORY_LIMIT_MAX;
+	if (!l)
+		return NVML_ERROR_NOT_SUPPORTED; /* no limit set here */
+	*soft = l->soft;
+	*hard = l->hard;
 	*used = sim_card_cgroup_used(c, path);
 	return NVML_SUCCESS;
 }

@@ -488,6 +488,9 @@ static nvmlReturn_t simn_nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMem
 		memory->reserved = 0;
 		memory->free = room < memory->free ? room : memory->free;
 		memory->used = limit - memory->free;
+	} else if (room < memory->free) { /* a parent's limit: the card's total */
+		memory->free = room;
+		memory->used = total - room;
 	}
 	return NVML_SUCCESS;
 }

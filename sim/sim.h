@@ -234,8 +234,10 @@ uint64_t sim_card_cgroup_used(struct sim_card *c, const char *top);
 int sim_limit_get(struct sim_card *c, const char *ns, uint64_t *soft, uint64_t *hard,
                   uint64_t *used);
 /*
- * With the card locked: the tightest hard limit over cgroup cg and its
- * ancestors, and the room left under it (UINT64_MAX for both when none).
+ * With the card locked: cgroup cg's own hard limit (what a program in it
+ * is shown as its device's size; a parent's is not), and the room left
+ * under the tightest limit over it and its ancestors (UINT64_MAX for both
+ * when none).
  */
 void sim_limit_room(struct sim_card *c, const char *cg, uint64_t *limit, uint64_t *room);
 

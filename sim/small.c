@@ -6,7 +6,7 @@
  * 580 on an H200: bench/gpu/driver_facts, docs/real-gpu.md); a block that
  * fits in no hole of the pages kept takes a new page, so frees and
  * allocations of other sizes can leave the card holding more pages than
- * the live blocks need (fragmentation, issue #37).
+ * the live blocks need (fragmentation).
  *
  * A page is a bitmap of 512-byte granules, first fit in page order: a
  * simple allocator, not NVIDIA's, with the two properties that matter to

@@ -1,5 +1,5 @@
 /*
- * guarantee.h - the Slurm plugin's guarantees (--gpu-mem-guarantee, #38):
+ * guarantee.h - the Slurm plugin's guarantees (--gpu-mem-guarantee):
  * slurmstepd's root half writes the step's guarantee into the device book
  * of each of its GPUs itself (vr_devbook_admit, the one place that
  * decides), held by slurmstepd for the step; the tasks find it by the

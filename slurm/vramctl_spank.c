@@ -408,7 +408,7 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 		slurm_error("vramctl: cannot record the job on this node (%s): a task that clears "
 		            "its environment is not found by the library",
 		            err);
-	/* The guarantee, written into the device books by root (#38): the
+	/* The guarantee, written into the device books by root: the
 	 * library holds it, so only where the library enforces. */
 	char gspec[VR_SLURM_TEXT_MAX];
 	guarantee_given = 0;

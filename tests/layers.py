@@ -2,9 +2,11 @@
 """tests/layers.py - fails when a dependency between vramctl's files goes up
 or round in a circle.
 
-A dependency is an `#include "..."` line or a call (a symbol that one object
-file of the build uses and another defines, read with nm). A node is a file
-stem: foo.c and foo.h are one node "foo" of their directory.
+A dependency is an `#include "..."` line, an `#include <...>` that names a
+file of the tree (`<vramctl/registry.h>`, `<hook/hook.h>`: the compiler finds
+them as it finds quoted ones, through -I), or a call (a symbol that one
+object file of the build uses and another defines, read with nm). A node is
+a file stem: foo.c and foo.h are one node "foo" of their directory.
 
 The rules, written once:
   * src/LAYERS orders the modules (src/<name>/, and sim/ and slurm/ at the
@@ -15,6 +17,9 @@ The rules, written once:
     A node may depend on nodes of its own line or lower lines; every node of
     the directory is listed once.
   * No directory's nodes form a cycle, whether it has a LAYERS file or not.
+  * tests/ and bench/ are read too (their includes), as the tree's top
+    (above every module of src/LAYERS): they may use any module, and
+    nothing of src/, sim/ or slurm/ may include them.
 
 Usage: tests/layers.py [--root DIR] [--objs BUILD_DIR]
 Without --objs (or where an object is missing) only the includes are read.
@@ -26,9 +31,12 @@ import re
 import subprocess
 import sys
 
-SOURCE_DIRS = ("src", "sim", "slurm", "include")
+SOURCE_DIRS = ("src", "sim", "slurm", "include", "tests", "bench")
 INCLUDE_PATHS = (".", "src", "include")
-INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+# Quoted, or in angle brackets (a system header resolves to no file here).
+INCLUDE_RE = re.compile(r'^\s*#\s*include\s+["<]([^">]+)[">]', re.M)
+# Above every module of src/LAYERS: they use the tree, nothing uses them.
+TOP_MODULES = ["tests", "bench"]
 
 
 def read_layers(path):
@@ -66,7 +74,8 @@ def source_files(root):
 
 def resolve_include(root, rel, target):
     candidates = [os.path.join(os.path.dirname(rel), target)]
-    candidates += [os.path.join(p, target) for p in INCLUDE_PATHS]
+    # tests/ and bench/ also reach the tree's root (-I. and -Itests).
+    candidates += [os.path.join(p, target) for p in INCLUDE_PATHS + ("tests",)]
     for c in candidates:
         c = os.path.normpath(c)
         if os.path.isfile(os.path.join(root, c)):
@@ -173,12 +182,16 @@ def check(root, objs):
     files = list(source_files(root))
     edges = include_edges(root, files)
     if objs:
-        for k, v in call_edges(root, objs, files).items():
+        # Calls within the product only: test programs define stand-ins
+        # (fcntl, vr__log) that the product's objects "use" by name.
+        product = [f for f in files if module_of(f) not in TOP_MODULES]
+        for k, v in call_edges(root, objs, product).items():
             edges.setdefault(k, v)
     errors = []
 
     # Modules.
     mod_layers = read_layers(os.path.join(root, "src", "LAYERS"))
+    mod_layers = [TOP_MODULES] + [l for l in mod_layers if l != TOP_MODULES]
     mod_rank = rank_map(mod_layers, "src/LAYERS", errors)
     for rel in files:
         m = module_of(rel)

@@ -83,7 +83,7 @@ struct vramctl_proc_dev {
 	};
 };
 
-/* Addition (#37): who a member is, as it recorded at its join (its own
+/* Addition: who a member is, as it recorded at its join (its own
  * reading of /proc/self/cgroup and of its environment). */
 struct vramctl_proc_ident {
 	uint64_t cgns;              /* the inode of its cgroup namespace (0: unknown) */
@@ -115,10 +115,10 @@ struct vramctl_proc {
 	 * members too: NVML may still list that PID while the driver tears
 	 * the process's contexts down. */
 	pid_t outer_pid;
-	enum vramctl_counting counting; /* Addition (#24) */
-	/* Addition (#27): the inode of the member's IPC namespace (N in
+	enum vramctl_counting counting; /* Addition */
+	/* Addition: the inode of the member's IPC namespace (N in
 	 * "ipc:[N]", the link /proc/PID/ns/ipc), as it recorded it at its join
-	 * (#37: its books are handed over whatever its namespace), when that is
+	 * (its books are handed over whatever its namespace), when that is
 	 * not the reader's own: a container's. 0 when it is the reader's own. */
 	uint64_t ipc_ns;
 	int ndev;
@@ -126,7 +126,7 @@ struct vramctl_proc {
 	 * ndev is 0. A pointer, not a fixed array of 64: a thousand members'
 	 * records would otherwise be 5.6 MB of fresh memory to fault in. */
 	struct vramctl_proc_dev *dev;
-	/* Addition (#37): its identity record, for a live member that wrote
+	/* Addition: its identity record, for a live member that wrote
 	 * one (NULL otherwise: dead, or a member of an older build). The
 	 * cgroups are its claim until checked against the kernel's (the
 	 * monitor does: identity.c); the names are its claim, as its
@@ -161,11 +161,15 @@ struct vramctl_group {
 	 * its members have spilled on every device, counted against it. */
 	uint64_t spill_budget;
 	uint64_t spilled;
-	/* Addition (elastic caps): the last nchanges cap changes, oldest
-	 * first, of changes_total made since the group started. */
+	/* Addition (caps changed by vramctl limit): the last nchanges cap
+	 * changes, oldest first, of changes_total made since the group
+	 * started. */
 	uint64_t changes_total;
 	int nchanges;
 	struct vramctl_cap_change changes[VRAMCTL_CAP_CHANGES];
+	/* Addition: refusals counted by all its members on every device
+	 * since the group started, those of members gone included. */
+	uint64_t denials;
 };
 
 struct vramctl_snapshot {

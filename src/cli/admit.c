@@ -16,8 +16,7 @@
 #include "registry/devguard.h"
 #include "registry/proc.h"
 
-/* NVML's free memory of the device with this UUID text: 0, or -EIO. */
-static int card_free(void *arg, uint64_t *free_b)
+int cli_admit_card_free(void *arg, uint64_t *free_b)
 {
 	struct mon_nvml *nv = NULL;
 	char err[256];
@@ -40,7 +39,7 @@ static int admit_direct(const struct vr_launch_dev *dv, uint64_t g, uint64_t ide
 	                           .guarantee = g,
 	                           .group = group,
 	                           .holder = {.pid = (int32_t)getpid()},
-	                           .card_free = card_free,
+	                           .card_free = cli_admit_card_free,
 	                           .arg = (void *)dv->uuid};
 	if (vr_proc_start_time(NULL, 0, &a.holder.start) != 0)
 		a.holder.start = 0;

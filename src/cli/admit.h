@@ -1,6 +1,6 @@
 /*
- * admit.h - a launcher's admission of its group's guarantees (admit.c,
- * #26, #38): `vramctl run --guarantee` has the group's guarantee given on
+ * admit.h - a launcher's admission of its group's guarantees (admit.c):
+ * `vramctl run --guarantee` has the group's guarantee given on
  * each device before the command starts, and held while it runs, or the
  * run is refused with the numbers. As root it writes the device book
  * itself (vr_devbook_admit, the one place that decides); as anyone else it
@@ -32,6 +32,9 @@ struct cli_admit {
 int cli_admit(const struct vr_limits *gua, const struct vr_limits *lim,
               const struct vr_launch_dev *devs, int ndev, const char *group, vr_member *member,
               struct cli_admit *out);
+/* NVML's free memory of the device with this UUID text (arg): 0, or -EIO
+ * (vr_devbook_ask.card_free, for admission and `vramctl limit`). */
+int cli_admit_card_free(void *arg, uint64_t *free_b);
 /* Gives back what this process holds (a guarantee ends with the last of
  * the processes it lives for). */
 void cli_admit_release(struct cli_admit *a);

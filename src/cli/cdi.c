@@ -73,7 +73,7 @@ static void cdi_usage(FILE *f)
 	fprintf(f,
 	        "usage: vramctl cdi generate --limit SPEC [--guarantee SPEC] [--growth]\n"
 	        "                            [--group NAME] [--name NAME] [--format json|yaml]\n"
-	        "                            [--output FILE] [--books DIR]\n"
+	        "                            [--output FILE] [--registry DIR]\n"
 	        "                            [--enforce library|driver|both]\n"
 	        "\n"
 	        "Writes a CDI spec (kind " CDI_KIND ") whose device gives a container a\n"
@@ -90,7 +90,8 @@ static void cdi_usage(FILE *f)
 	        "  --name NAME       the device's name (default: from SPEC, 4G -> 4g)\n"
 	        "  --format FMT      json (default) or yaml\n"
 	        "  -o, --output FILE write FILE (replaced whole) instead of standard output\n"
-	        "  --books DIR       the host's books directory to share (default:\n"
+	        "  --registry DIR    the host's registry directory (the books) to share\n"
+	        "                    (--books DIR: the same; default:\n"
 	        "                    $VRAMCTL_REGISTRY_DIR, else vramctl.conf's registry_dir,\n"
 	        "                    else /run/vramctl for root, else vramctl status's)\n"
 	        "  --contract-dir DIR  where the contract file the spec mounts at\n"
@@ -282,10 +283,11 @@ static int books_dir(const char *opt, char *out, size_t len)
 		/* A directory named for vramctl: by the caller, or the site. */
 		if (vr_default_dir(out, len) < 0) {
 			fprintf(stderr,
-			        "vramctl: cannot tell the books directory; give --books DIR\n");
+			        "vramctl: cannot tell the books directory; give --registry DIR\n");
 			return -1;
 		}
-		fprintf(stderr, "vramctl: cdi: books directory %s (%s; --books to choose)\n", out,
+		fprintf(stderr, "vramctl: cdi: books directory %s (%s; --registry to choose)\n",
+		        out,
 		        env && *env ? "VRAMCTL_REGISTRY_DIR" : "registry_dir, vramctl.conf(5)");
 	} else if (geteuid() == 0) {
 		/*
@@ -295,21 +297,21 @@ static int books_dir(const char *opt, char *out, size_t len)
 		 */
 		snprintf(out, len, "%s", sys && *sys ? sys : CDI_SYSTEM_BOOKS);
 		fprintf(stderr,
-		        "vramctl: cdi: books directory %s (the system's default; --books to "
+		        "vramctl: cdi: books directory %s (the system's default; --registry to "
 		        "choose); the host's views read it with registry_dir = %s in "
 		        "vramctl.conf(5), or VRAMCTL_REGISTRY_DIR=%s\n",
 		        out, out, out);
 	} else if (vr_default_dir(out, len) < 0) {
-		fprintf(stderr, "vramctl: cannot tell the books directory; give --books DIR\n");
+		fprintf(stderr, "vramctl: cannot tell the books directory; give --registry DIR\n");
 		return -1;
 	} else {
 		fprintf(stderr,
 		        "vramctl: cdi: books directory %s (yours, as vramctl status reads it; "
-		        "--books to choose)\n",
+		        "--registry to choose)\n",
 		        out);
 	}
 	if (out[0] != '/') {
-		fprintf(stderr, "vramctl: --books '%s': an absolute path is needed\n", out);
+		fprintf(stderr, "vramctl: --registry '%s': an absolute path is needed\n", out);
 		return -1;
 	}
 	/* mkdir's mode can only lose bits to the umask: 0700 stays 0700. */
@@ -382,7 +384,8 @@ static const struct option generate_opts[] = {
     {"name", required_argument, NULL, OPT_NAME},
     {"format", required_argument, NULL, OPT_FORMAT},
     {"output", required_argument, NULL, 'o'},
-    {"books", required_argument, NULL, OPT_BOOKS},
+    {"registry", required_argument, NULL, OPT_BOOKS},
+    {"books", required_argument, NULL, OPT_BOOKS}, /* its name before --registry */
     {"contract-dir", required_argument, NULL, OPT_CONTRACTS},
     {"enforce", required_argument, NULL, OPT_ENFORCE},
     {"help", no_argument, NULL, 'h'},
@@ -714,6 +717,8 @@ static int cdi_generate(int argc, char **argv)
 		fprintf(stderr, "vramctl: --guarantee: %s\n", gerr);
 		return VR_EXIT_ERROR;
 	}
+	if (vr_launch_small_cap(&lim, getenv(VR_ENV_COUNT), gerr, sizeof gerr))
+		fprintf(stderr, "vramctl: --limit: %s\n", gerr);
 	if (name_opt)
 		snprintf(name, sizeof name, "%s", name_opt);
 	else if (name_from_spec(spec_text, name, sizeof name) < 0) {

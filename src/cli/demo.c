@@ -129,7 +129,12 @@ int cmd_demo(int argc, char **argv)
 	mkdir(path, 0700);
 	setenv(VR_ENV_REGISTRY_DIR, path, 1);
 
-	if (real) {
+	if (real && cli_driver_is_sim()) {
+		/* The loader found vramctl's simulator as libcuda.so.1 (an
+		 * LD_LIBRARY_PATH or VRAMCTL_DRIVER naming sim/): it is no GPU. */
+		printf("vramctl demo on the CUDA driver found (GPU 0), which is vramctl's "
+		       "simulator,\nnot NVIDIA's: nothing is allocated on a real GPU.\n");
+	} else if (real) {
 		printf("vramctl demo on the system's CUDA driver (GPU 0): the program really "
 		       "allocates GPU memory.\n");
 	} else {

@@ -82,3 +82,14 @@ int cli_devices(struct vr_launch_dev *devs, int max, char *err, size_t errlen)
 	}
 	return count;
 }
+
+int cli_driver_is_sim(void)
+{
+	const char *path = getenv(VR_ENV_DRIVER);
+	void *h = dlopen(path && *path ? path : "libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	int sim = h && dlsym(h, "vramsim_take") != NULL;
+
+	if (h)
+		dlclose(h);
+	return sim;
+}

@@ -17,4 +17,8 @@
  */
 int cli_devices(struct vr_launch_dev *devs, int max, char *err, size_t errlen);
 
+/* 1 when the driver cli_devices loaded is vramctl's simulator (sim/: it
+ * exports vramsim_take, which no NVIDIA driver has), else 0. */
+int cli_driver_is_sim(void);
+
 #endif /* VRAMCTL_CLI_DEVICES_H */

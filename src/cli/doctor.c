@@ -315,6 +315,32 @@ static void check_site(struct doc *d)
 	}
 }
 
+/* A default cap above the enforced maximum (it passed): every run
+ * that takes the default is lowered to the maximum, said at each run. */
+static void check_site_caps(struct doc *d)
+{
+	const struct vr_site *site = vr_site_get();
+	const char *def = VR_SITE_TEXT_OF(site, default_limit);
+	struct vr_limits l;
+	if (site->bad || !def || vr_parse_limits(def, &l, NULL, 0) < 0)
+		return;
+	for (int i = 0; i < d->ndev; i++) {
+		uint64_t cap, max;
+		char a[32], b[32];
+		const struct vr_launch_dev *dv = &d->devs[i];
+		if (!vr_limits_cap_for(&l, dv->index, dv->uuid, dv->total, &cap) ||
+		    !vr_site_max_for(site, dv->index, dv->uuid, dv->total, &max) || cap <= max)
+			continue;
+		dr_add(&d->rep, "config.site", dv->index, DR_WARN,
+		       "lower default_limit to the maximum, or raise max_limit (vramctl.conf(5))",
+		       "GPU %d: default_limit (%s) is above the enforced max_limit (%s): every run "
+		       "that takes the default is lowered to the maximum",
+		       dv->index, vr_format_size(cap, a, sizeof a),
+		       vr_format_size(max, b, sizeof b));
+		return;
+	}
+}
+
 /* ---- the devices ---- */
 
 static void check_modes(struct doc *d, int i)
@@ -533,6 +559,7 @@ int cmd_doctor(int argc, char **argv)
 	check_site(&d);
 	int rc = check_devices(&d);
 	if (rc == 0) {
+		check_site_caps(&d);
 		check_visible(&d);
 		dr_check_library(&d);
 		dr_check_preload(&d);
@@ -546,6 +573,7 @@ int cmd_doctor(int argc, char **argv)
 		} else {
 			dr_check_books(&d, &m);
 			dr_check_picture(&d, &m);
+			dr_check_guarantees(&d, &m);
 		}
 		mon_model_clear(&m);
 		dr_check_kernels(&d);

@@ -172,8 +172,7 @@ void dr_check_books(struct doc *d, const struct mon_model *m)
 		snprintf(ended, sizeof(ended),
 		         "%s%d door%s of groups that ended (%s%s): normal, a door with no member "
 		         "holds no memory and the next run of that name reuses it",
-		         m->ngroups ? "; " : "", nended, nended == 1 ? "" : "s", list,
-		         nended > 4 ? ", ..." : "");
+		         "; ", nended, nended == 1 ? "" : "s", list, nended > 4 ? ", ..." : "");
 	if (m->ngroups == 0)
 		dr_add(&d->rep, "books.groups", -1, DR_OK, NULL, "no live group in the registry%s",
 		       ended);
@@ -200,7 +199,11 @@ void dr_check_picture(struct doc *d, const struct mon_model *m)
 	}
 	for (int i = 0; i < m->nprocs; i++) {
 		const struct mon_proc *p = &m->procs[i];
-		if (!(p->valid & MON_P_NVML) || (p->valid & MON_P_CAPPED) || is_self(d, p))
+		/* A driver's limit caps it too (--enforce driver), or books this
+		 * doctor does not read (another registry directory): not
+		 * uncapped. */
+		if (!(p->valid & MON_P_NVML) ||
+		    (p->valid & (MON_P_CAPPED | MON_P_DRVLIMIT | MON_P_ELSEWHERE)) || is_self(d, p))
 			continue;
 		size_t used = strlen(list);
 		if (n < 5)
@@ -241,6 +244,68 @@ void dr_check_picture(struct doc *d, const struct mon_model *m)
 	else
 		dr_add(&d->rep, "gpu.overcommit", -1, DR_OK, NULL,
 		       "the caps on each GPU fit in it");
+}
+
+/* ---- guarantees ---- */
+
+void dr_check_guarantees(struct doc *d, const struct mon_model *m)
+{
+	char a[32], b[32], c[32], line[900] = "", pinch[600] = "";
+	int n = 0, npinch = 0;
+	for (int i = 0; i < m->ndevs; i++) {
+		const struct mon_device *dv = &m->devs[i];
+		if (!(dv->valid & MON_DEV_GUAR) || !dv->nguar_all)
+			continue;
+		char gpu[MON_UUID_MAX + 8];
+		if (dv->valid & MON_DEV_INDEX)
+			snprintf(gpu, sizeof(gpu), "GPU %d", dv->index);
+		else /* no NVML: the book's UUID */
+			snprintf(gpu, sizeof(gpu), "%s", dv->uuid);
+		size_t used = strlen(line);
+		int mem = (dv->valid & MON_DEV_MEMORY) != 0;
+		int dg = vr_size_digits(
+		    (uint64_t[]){dv->guaranteed, dv->unused_guarantee, dv->unguaranteed_free}, 3,
+		    0);
+		snprintf(line + used, sizeof(line) - used,
+		         "%s%s: %s guaranteed to %d group%s (%s of it unused)%s%s", n ? "; " : "",
+		         gpu, vr_format_size_digits(dv->guaranteed, dg, a, sizeof(a)),
+		         dv->nguar_all, dv->nguar_all == 1 ? "" : "s",
+		         vr_format_size_digits(dv->unused_guarantee, dg, b, sizeof(b)),
+		         mem ? ", unguaranteed free " : "",
+		         mem ? vr_format_size_digits(dv->unguaranteed_free, dg, c, sizeof(c)) : "");
+		n++;
+		if (mem && !dv->unguaranteed_free) {
+			used = strlen(pinch);
+			snprintf(pinch + used, sizeof(pinch) - used, "%s%s", npinch ? ", " : "",
+			         gpu);
+			npinch++;
+		}
+	}
+	if (!n) {
+		dr_add(&d->rep, "guarantees", -1, DR_OK, NULL,
+		       "no group holds a guarantee: every group allocates up to its cap");
+		return;
+	}
+	/* Borrowing (an allocation past a group's own guarantee, or by a group
+	 * without one) is checked against the card's free memory, which only
+	 * NVML tells: without it every borrow is refused. */
+	if (!(m->valid & MON_M_NVML))
+		dr_add(&d->rep, "guarantees", -1, DR_WARN,
+		       "install the driver's NVML (libnvidia-ml.so.1) where the programs run",
+		       "%s; NVML is not available, so borrowing cannot be checked: an allocation "
+		       "past a group's own guarantee, or by a group without one, is refused (caps "
+		       "and guarantees hold)",
+		       line);
+	else if (npinch)
+		dr_add(
+		    &d->rep, "guarantees", -1, DR_WARN,
+		    "lower a guarantee (vramctl limit --guarantee), or wait for its group to end",
+		    "%s; on %s the guarantees hold all the free memory: groups without a "
+		    "guarantee, and groups past theirs, are refused there until a guaranteed "
+		    "group uses or gives back its share (nothing is wrong with the node)",
+		    line, pinch);
+	else
+		dr_add(&d->rep, "guarantees", -1, DR_OK, NULL, "%s; borrowing works", line);
 }
 
 /* ---- Jupyter kernels ---- */

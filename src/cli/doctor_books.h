@@ -13,6 +13,9 @@
 void dr_check_books(struct doc *d, const struct mon_model *m);
 /* Who holds memory on each GPU outside any cap. */
 void dr_check_picture(struct doc *d, const struct mon_model *m);
+/* The guarantees on each GPU (guarantees): their sum, the free memory
+ * nobody is guaranteed, and whether borrowing can be checked (NVML). */
+void dr_check_guarantees(struct doc *d, const struct mon_model *m);
 /* Kernels vramctl installed whose program is gone (kernel.stale). */
 void dr_check_kernels(struct doc *d);
 

@@ -110,6 +110,12 @@ static void check_driver_limits(struct doc *d)
 	vr_cgroup2_ns(cg, ns, sizeof(ns));
 	struct mon_drvlimit l;
 	int r = mon_drvlimit_get(d->nv, d->devs[probe].uuid, ns, &l, err, sizeof(err));
+	/* R615 answers NOT_SUPPORTED for a cgroup with no limit set, as it
+	 * does where it cannot limit: the driver's release tells which
+	 * (doctor's own cgroup has none, as a rule). */
+	int can = atoi(release) >= MON_DRVLIMIT_RELEASE;
+	if (r == NVML_ERROR_NOT_SUPPORTED && can)
+		r = NVML_SUCCESS;
 	if (r == NVML_ERROR_FUNCTION_NOT_FOUND || r == NVML_ERROR_NOT_SUPPORTED) {
 		/* Not a fault: most drivers (535 to 580) lack them; the library holds. */
 		dr_add(&d->rep, "enforce.driver", -1, DR_OK, NULL,
@@ -153,7 +159,11 @@ static void check_driver_limits(struct doc *d)
 	    &d->rep, "enforce.driver", -1, DR_OK, NULL,
 	    "the driver's memory limits: available (driver %s, nvmlDevice{Set,Get}MemoryLimits_v1 "
 	    "answer, cgroup v2 at %s, kept by %s); setting them needs root: "
-	    "vramctl run --enforce driver, the Slurm plugin's enforce=, cdi generate --enforce",
+	    "vramctl run --enforce driver, the Slurm plugin's enforce=, cdi generate --enforce. "
+	    "As R615 has them: a limit holds its cgroup's whole subtree, but a program is shown "
+	    "only its own cgroup's limit as its device's size; the root cgroup cannot be "
+	    "limited; a limit is never lowered below what its cgroup holds; a cgroup without a "
+	    "limit answers NOT_SUPPORTED, as a driver without them does",
 	    release, root, how);
 }
 

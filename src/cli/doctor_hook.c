@@ -186,9 +186,9 @@ void dr_check_library(struct doc *d)
  * environment just around the fork and put back right after, so the child
  * only has to exec (the driver's threads may hold locks at the fork).
  */
-static const char *const probe_vars[] = {VR_ENV_LIMIT, VR_ENV_REGISTRY_DIR, VR_ENV_GROUP,
-                                         VR_ENV_LOG,   VR_ENV_GROWTH,       VR_ENV_COUNT,
-                                         "LD_PRELOAD"};
+static const char *const probe_vars[] = {VR_ENV_LIMIT, VR_ENV_REGISTRY_DIR, VR_ENV_DEVICE_DIR,
+                                         VR_ENV_GROUP, VR_ENV_LOG,          VR_ENV_GROWTH,
+                                         VR_ENV_COUNT, "LD_PRELOAD"};
 #define NPROBE_VARS (sizeof(probe_vars) / sizeof(probe_vars[0]))
 
 /* Saves the variables (NULL: unset). 0, or -1 when memory ran out. */
@@ -230,8 +230,12 @@ static int env_probe(const char *lib, int dev, const char *dir)
 	                        .cur_preload = getenv("LD_PRELOAD")};
 	unsetenv(VR_ENV_GROWTH);
 	/* The probe's cap is small (a real context is larger): it checks that
-	 * allocations are intercepted, so it counts allocations only. */
+	 * allocations are intercepted, so it counts allocations only. Its
+	 * device book is its own too: other groups' guarantees (which may hold
+	 * the whole card, or need NVML to borrow against) are not what it
+	 * tests; the guarantees check says what they do. */
 	if (setenv(VR_ENV_LOG, "error", 1) < 0 || setenv(VR_ENV_COUNT, "allocations", 1) < 0 ||
+	    setenv(VR_ENV_DEVICE_DIR, dir, 1) < 0 ||
 	    vr_contract_apply(&c, cli_set_own_env, NULL, err, sizeof(err)) < 0)
 		return -1;
 	return 0;
@@ -355,6 +359,16 @@ static void probe_results(struct doc *d, int dev, const char *out, int status)
 			continue;
 		}
 		l += strncmp(l, "fail ", 5) ? 0 : 5;
+		/* Refused inside the cap: the call was intercepted (and refused
+		 * too much), not passed by: the card had no room for the test. */
+		if (strstr(l, "inside the cap was refused")) {
+			dr_add(&d->rep, id, dev, DR_FAIL,
+			       "the GPU's free memory may be held by other processes (see "
+			       "gpu.uncapped); run the test program by hand: VRAMCTL_LOG=debug "
+			       "vramctl run --limit 64M -- " PROBE_NAME " 0 67108864",
+			       "%s: intercepted, but %.*s", way_text[w], (int)strcspn(l, "\n"), l);
+			continue;
+		}
 		dr_add(
 		    &d->rep, id, dev, DR_FAIL,
 		    "another library that replaces dlsym or the driver's entry points gets there "

@@ -110,11 +110,10 @@ static int gpu_of(const struct cli_watch *j, const struct mon_model *m, int dev)
 /* Would the driver's own limit stop it (R615+: vramctl run --enforce)? */
 static int driver_could(const struct cli_watch *j, const char *uuid, pid_t pid)
 {
-	char cg[VR_CGROUP2_LEN], ns[VR_CGROUP2_LEN + 32], err[128];
-	struct mon_drvlimit l;
+	char cg[VR_CGROUP2_LEN], ns[VR_CGROUP2_LEN + 32];
 	if (vr_cgroup2_read(NULL, pid, cg, sizeof cg) != 0 || vr_cgroup2_ns(cg, ns, sizeof ns) != 0)
 		return 0;
-	return mon_drvlimit_get(j->nv, uuid, ns, &l, err, sizeof err) == NVML_SUCCESS;
+	return mon_drvlimit_can(j->nv, uuid, ns);
 }
 
 /* The escapee's entry (remembered: the report lists them), new or not. */

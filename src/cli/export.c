@@ -206,11 +206,16 @@ static mhd_result handle(void *cls, struct MHD_Connection *c, const char *url, c
 	(void)upload_size;
 	(void)state;
 	static char not_found[] = "not found: vramctl serves /metrics\n";
+	/* The root answers, as exporters' do, with where the metrics are. */
+	static char root[] = "vramctl export: Prometheus metrics at /metrics\n";
 	answered(x, c);
 	static char bad_method[] = "method not allowed\n";
 	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
 		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8",
 		             bad_method, strlen(bad_method), MHD_RESPMEM_PERSISTENT);
+	if (strcmp(url, "/") == 0)
+		return reply(c, MHD_HTTP_OK, "text/plain; charset=utf-8", root, strlen(root),
+		             MHD_RESPMEM_PERSISTENT);
 	if (strcmp(url, "/metrics") != 0)
 		return reply(c, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8", not_found,
 		             strlen(not_found), MHD_RESPMEM_PERSISTENT);
@@ -386,10 +391,12 @@ int cmd_export(int argc, char **argv)
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	struct MHD_Daemon *d =
-	    MHD_start_daemon(flags, 0, NULL, NULL, handle, &x, MHD_OPTION_LISTEN_SOCKET, fd,
-	                     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-	                     MHD_OPTION_CONNECTION_TIMEOUT, IDLE_S, MHD_OPTION_CONNECTION_LIMIT,
-	                     x.limit, MHD_OPTION_NOTIFY_CONNECTION, notify, &x, MHD_OPTION_END);
+	    /* The logger first: libmicrohttpd warns on stderr, at every start,
+	     * of one given after other options. */
+	    MHD_start_daemon(flags, 0, NULL, NULL, handle, &x, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
+	                     NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_TIMEOUT,
+	                     IDLE_S, MHD_OPTION_CONNECTION_LIMIT, x.limit,
+	                     MHD_OPTION_NOTIFY_CONNECTION, notify, &x, MHD_OPTION_END);
 	if (!d) {
 		fprintf(stderr, "vramctl: export: cannot serve on %s: %s\n", listen,
 		        strerror(errno ? errno : EINVAL));

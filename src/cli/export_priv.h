@@ -1,6 +1,6 @@
 /*
- * export_priv.h - `vramctl export` in two processes (privilege separation,
- * issue 37): a collector that keeps the capabilities the node's reads need
+ * export_priv.h - `vramctl export` in two processes (privilege
+ * separation): a collector that keeps the capabilities the node's reads need
  * (CAP_SYS_ADMIN to enter containers' IPC namespaces, CAP_SYS_PTRACE,
  * CAP_IPC_OWNER, CAP_DAC_READ_SEARCH, where the exporter holds them) and
  * never touches the network, and the server, which answers HTTP and holds

@@ -1,7 +1,7 @@
 /*
  * guard.c - `vramctl guard`: the guard service, root's program that writes
- * guarantees into the device books for users who are not root (#38;
- * vramctl-guard(8), docs/threat-model.md).
+ * guarantees into the device books for users who are not root
+ * (vramctl-guard(8), docs/threat-model.md).
  *
  * systemd starts it on the first connection to /run/vramctl/guard.sock
  * (vramctl-guard.socket, mode 0666: every user may ask); it can also be
@@ -215,6 +215,22 @@ static void serve(struct client *c, const struct vr_guard_req *r, char *out, siz
 	if (r->verb == VR_GUARD_BOOK) {
 		int rc = vr_devbook_make(g.dir, r->uuid, total, err, sizeof err);
 		snprintf(out, len, rc < 0 ? "no %s\n" : "ok 0\n", err);
+		return;
+	}
+	if (r->verb == VR_GUARD_REGRANT) {
+		/* The caller's user's entry only: its uid is the kernel's. */
+		struct vr_devbook_ask a = {.uid = c->cred.uid,
+		                           .ident = r->ident,
+		                           .guarantee = r->bytes,
+		                           .group = r->group,
+		                           .card_free = card_free,
+		                           .arg = (void *)r->uuid};
+		uint64_t old = 0;
+		int rc = vr_devbook_regrant(g.dir, r->uuid, &a, &old, err, sizeof err);
+		if (rc < 0)
+			snprintf(out, len, "no %s\n", err);
+		else
+			snprintf(out, len, "ok %llu\n", (unsigned long long)old);
 		return;
 	}
 	struct vr_devholder h = {.pid = c->cred.pid};

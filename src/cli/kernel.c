@@ -204,9 +204,11 @@ static int kernel_name(const struct install *in, char *name, size_t len)
 }
 
 /* The name Jupyter shows: --display-name, else the wrapped kernel's with
- * the cap ("Python 3 (GPU, 8 GiB cap)"). */
+ * the cap ("Python 3 (GPU, 8 GiB cap)"), and its group where --name or
+ * --group chose one ("..., group team)"): two kernels of one wrapped
+ * kernel and cap in two groups never show the same name. */
 static void kernel_display(const struct install *in, const struct vr_limits *lim, const char *src,
-                           size_t got, char *display, size_t len)
+                           size_t got, const char *group, char *display, size_t len)
 {
 	char base[256], cap[96];
 	struct vr_json_span f;
@@ -223,7 +225,10 @@ static void kernel_display(const struct install *in, const struct vr_limits *lim
 		vr_format_size(lim->item[0].bytes, cap, sizeof cap);
 	else
 		snprintf(cap, sizeof cap, "%s", in->limit);
-	snprintf(display, len, "%s (GPU, %s cap)", base, cap);
+	if (in->name || in->group)
+		snprintf(display, len, "%s (GPU, %s cap, group %s)", base, cap, group);
+	else
+		snprintf(display, len, "%s (GPU, %s cap)", base, cap);
 }
 
 /* Never take the name of a kernel that is not ours, here (kdir, whose
@@ -357,6 +362,9 @@ static int do_install(const struct install *in)
 		fprintf(stderr, "vramctl: kernel install: --limit '%s': %s\n", in->limit, cap);
 		return VR_EXIT_ERROR;
 	}
+	char small[400];
+	if (vr_launch_small_cap(&lim, getenv(VR_ENV_COUNT), small, sizeof small))
+		fprintf(stderr, "vramctl: kernel install: --limit: %s\n", small);
 	/* The guarantee against the cap item by item (the devices are the
 	 * kernel's, each time it starts: `vramctl run` checks them then). */
 	if (in->guarantee) {
@@ -397,7 +405,7 @@ static int do_install(const struct install *in)
 		        name);
 		return VR_EXIT_ERROR;
 	}
-	kernel_display(in, &lim, src, got, display, sizeof display);
+	kernel_display(in, &lim, src, got, group, display, sizeof display);
 	if (self_path(self, sizeof self) < 0 ||
 	    cli_kspec_target_dir(in->where, dir, sizeof dir) < 0)
 		return VR_EXIT_ERROR;

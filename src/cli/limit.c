@@ -23,6 +23,7 @@
 
 #include "cli/commands.h"
 #include "cli/devices.h"
+#include "cli/limit_guarantee.h"
 #include "cli/options.h"
 #include "cli/site.h"
 #include "common/contract.h"
@@ -34,15 +35,20 @@
 
 static void limit_usage(FILE *f)
 {
-	fprintf(f, "usage: vramctl limit [--registry-dir DIR] TARGET SPEC\n"
+	fprintf(f, "usage: vramctl limit [--registry DIR] [--guarantee SPEC] TARGET [SPEC]\n"
 	           "\n"
 	           "Changes the cap of a running group: TARGET is the group's name, or the PID\n"
 	           "of a capped process (its group). SPEC is --limit's: '12G', '50%%',\n"
-	           "'0=8G,1=50%%' (DEV as the driver numbers it here, or a UUID). Raising is\n"
+	           "'0=8G,1=50%%' (DEV as the driver numbers it here, or a UUID: a GPU the\n"
+	           "group has not used is given to it by UUID only). Raising is\n"
 	           "usable at once; lowering below what the group holds frees nothing: its new\n"
-	           "allocations are refused until it is under the new cap.\n"
+	           "allocations are refused until it is under the new cap. A cap lowered below\n"
+	           "the group's guarantee lowers the guarantee with it.\n"
 	           "\n"
-	           "  --registry-dir DIR  where the group's books are (default: yours)\n"
+	           "  --guarantee SPEC    the group's guarantee (it must hold one already): a\n"
+	           "                      raise only where it fits beside the others'\n"
+	           "  --registry DIR      where the group's books are (default: yours;\n"
+	           "                      --registry-dir DIR: the same)\n"
 	           "  -h, --help          this help\n");
 }
 
@@ -53,6 +59,10 @@ static int door_of_pid(const char *pidtext, char *dir, size_t dlen, char *group,
 	char path[64], link[PATH_MAX];
 	snprintf(path, sizeof path, "/proc/%s/fd", pidtext);
 	DIR *d = opendir(path);
+	if (!d && errno == ENOENT) {
+		fprintf(stderr, "vramctl: limit: no process %s\n", pidtext);
+		return -1;
+	}
 	if (!d) {
 		fprintf(stderr, "vramctl: limit: cannot see process %s's files: %s%s\n", pidtext,
 		        strerror(errno),
@@ -197,11 +207,23 @@ static int new_cap(const struct vr_limits *l, const unsigned char *uuid,
 	return 1;
 }
 
-/* What changed, a line per device. */
-static void say(const char *group, const struct vr_cap_new *c, int n, const uint64_t *held)
+/* What changed, a line per device; a cap above the card (as the driver
+ * here tells its size) is said to be bounded by it, as vramctl run says. */
+static void say(const char *group, const struct vr_cap_new *c, int n, const uint64_t *held,
+                const struct vr_launch_dev *devs, int ndev)
 {
 	for (int i = 0; i < n; i++) {
 		char text[64], a[32], b[32], h[32];
+		const struct vr_launch_dev *dv = dev_by_uuid(devs, ndev, c[i].uuid);
+		if (dv && dv->total && c[i].cap != UINT64_MAX && c[i].cap > dv->total) {
+			int dg = vr_size_digits((uint64_t[]){c[i].cap, dv->total}, 2, 0);
+			fprintf(
+			    stderr,
+			    "vramctl: limit: %s: the cap (%s) is more than the card holds (%s): "
+			    "the card's size is what bounds the group\n",
+			    dv->uuid, vr_format_size_digits(c[i].cap, dg, a, sizeof a),
+			    vr_format_size_digits(dv->total, dg, b, sizeof b));
+		}
 		vr_format_uuid(c[i].uuid, text, sizeof text);
 		if (c[i].added) {
 			printf("group %s: %s: cap %s (a device it had not used)\n", group, text,
@@ -224,9 +246,11 @@ static void say(const char *group, const struct vr_cap_new *c, int n, const uint
 	}
 }
 
-/* Joins the live group as a launcher, sets the caps, leaves. */
+/* Joins the live group as a launcher, sets the caps (lim NULL: kept) and
+ * the guarantees (gua NULL: kept, lowered to a cap below them), leaves. */
 static int apply(const char *dir, const char *group, const struct vr_limits *lim, const char *spec,
-                 const struct vr_launch_dev *devs, int ndev)
+                 int by_index, const struct vr_limits *gua, const struct vr_launch_dev *devs,
+                 int ndev)
 {
 	struct vr_join_opts o = {.dir = dir, .group = group, .launcher = 1, .existing = 1};
 	vr_member *m = NULL;
@@ -242,8 +266,8 @@ static int apply(const char *dir, const char *group, const struct vr_limits *lim
 	int nd = vr_caps_devices(m, uuids, caps, held, VR_MAX_DEVICES), n = 0;
 	for (int i = 0; i < nd; i++) {
 		const struct vr_launch_dev *dv = dev_by_uuid(devs, ndev, uuids[i]);
-		uint64_t cap;
-		int r = new_cap(lim, uuids[i], dv, &cap);
+		uint64_t cap = caps[i];
+		int r = lim ? new_cap(lim, uuids[i], dv, &cap) : 1;
 		if (r < 0)
 			goto fail;
 		if (r == 0)
@@ -253,8 +277,12 @@ static int apply(const char *dir, const char *group, const struct vr_limits *lim
 		held[n] = held[i];
 		n++;
 	}
-	/* Devices the spec names that the group has not used: added. */
-	for (int i = 0; i < ndev && n < VR_MAX_DEVICES; i++) {
+	/* Devices the spec names that the group has not used: added, when
+	 * named by UUID. An index is this shell's numbering, which may not be
+	 * the members' (CUDA_VISIBLE_DEVICES): a device none of them uses is
+	 * not guessed at (`limit g 0=4G` under CUDA_VISIBLE_DEVICES=1
+	 * capped a GPU the members could not see, and said nothing). */
+	for (int i = 0; lim && i < ndev && n < VR_MAX_DEVICES; i++) {
 		uint64_t cap;
 		int r;
 		if (!named(lim, &devs[i]))
@@ -264,6 +292,18 @@ static int apply(const char *dir, const char *group, const struct vr_limits *lim
 			have |= memcmp(uuids[k], devs[i].raw, VR_UUID_LEN) == 0;
 		if (have)
 			continue;
+		if (by_index) {
+			const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+			fprintf(
+			    stderr,
+			    "vramctl: limit: GPU %d as this shell numbers it%s%s%s is %s, which no "
+			    "member of group %s uses: its members may number GPUs otherwise "
+			    "(CUDA_VISIBLE_DEVICES); give the device by its UUID (vramctl status "
+			    "lists the group's) to give the group a new one; nothing changed\n",
+			    devs[i].index, cvd ? " (CUDA_VISIBLE_DEVICES=" : "", cvd ? cvd : "",
+			    cvd ? ")" : "", devs[i].uuid, group);
+			goto fail;
+		}
 		if ((r = new_cap(lim, devs[i].raw, &devs[i], &cap)) < 0)
 			goto fail;
 		memcpy(c[n].uuid, devs[i].raw, VR_UUID_LEN);
@@ -277,15 +317,23 @@ static int apply(const char *dir, const char *group, const struct vr_limits *lim
 		        group);
 		goto fail;
 	}
+	/* The guarantees first (a raise may be refused: then nothing changed),
+	 * each within its device's new cap. */
+	struct cli_regrant rg;
+	if (cli_regrant(group, m, (uint32_t)geteuid(), c, n, gua, devs, ndev, &rg) != 0)
+		goto fail;
 	/* The group keeps the spec for the devices it uses later: only whole. */
-	int keep = strlen(spec) < VR_GROUP_SPEC_MAX;
-	rc = vr_caps_set(m, c, n, keep ? spec : NULL, err, sizeof err);
+	int keep = !lim || strlen(spec) < VR_GROUP_SPEC_MAX;
+	rc = lim ? vr_caps_set(m, c, n, keep ? spec : NULL, err, sizeof err) : 0;
 	vr_leave(m);
 	if (rc < 0) {
+		cli_regrant_undo(&rg);
 		fprintf(stderr, "vramctl: limit: group %s: %s; nothing changed\n", group, err);
 		return VR_EXIT_ERROR;
 	}
-	say(group, c, n, held);
+	if (lim)
+		say(group, c, n, held, devs, ndev);
+	cli_regrant_say(&rg);
 	if (!keep)
 		fprintf(stderr,
 		        "vramctl: limit: '%s' is too long for the group to keep: a device it uses "
@@ -297,23 +345,41 @@ fail:
 	return VR_EXIT_ERROR;
 }
 
+/* A spec with its DEVs as UUIDs (the group's members may number devices
+ * otherwise), parsed again into l. 0, or -1 after a message. */
+static int normalise(struct vr_limits *l, const struct vr_launch_dev *devs, int ndev,
+                     const char *why, char *spec, size_t len)
+{
+	char err[512];
+	if (vr_launch_normalise(l, devs, ndev, why, spec, len, err, sizeof err) < 0 ||
+	    vr_parse_limits(spec, l, err, sizeof err) < 0) {
+		fprintf(stderr, "vramctl: limit: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
 int cmd_limit(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"registry-dir", required_argument, NULL, 'd'},
+	    {"registry", required_argument, NULL, 'd'},
+	    {"registry-dir", required_argument, NULL, 'd'}, /* its name before --registry */
+	    {"guarantee", required_argument, NULL, 'g'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	const char *word = "", *dir_opt = NULL, *args[2] = {NULL, NULL};
+	const char *word = "", *dir_opt = NULL, *gua_opt = NULL, *args[2] = {NULL, NULL};
 	int c, nargs = 0;
 	optind = 1;
-	while ((c = cli_getopt(argc, argv, "-:d:h", opts, &word)) != -1) {
+	while ((c = cli_getopt(argc, argv, "-:d:g:h", opts, &word)) != -1) {
 		if (c == 'h') {
 			limit_usage(stdout);
 			return VR_EXIT_OK;
 		}
 		if (c == 'd')
 			dir_opt = optarg;
+		else if (c == 'g')
+			gua_opt = optarg;
 		else if (c == ':' || c == '?')
 			return cli_option_error("limit", c, word);
 		else if (nargs < 2)
@@ -323,15 +389,23 @@ int cmd_limit(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage_error("limit", "unknown option '%s'", argv[optind - 1]);
-	if (nargs < 2)
+	if (nargs < 2 && !(nargs == 1 && gua_opt))
 		return cli_usage_error("limit", nargs ? "no SPEC given" : "no TARGET given");
 	if (cli_site_check("vramctl limit") < 0)
 		return VR_EXIT_ERROR;
 
-	struct vr_limits lim;
+	struct vr_limits lim, gua;
 	char why[256] = "", err[512];
-	if (vr_parse_limits(args[1], &lim, err, sizeof err) < 0)
+	if (args[1] && vr_parse_limits(args[1], &lim, err, sizeof err) < 0)
 		return cli_usage_error("limit", "SPEC: %s", err);
+	int by_index = 0; /* an item names a device by this shell's index */
+	for (int k = 0; args[1] && k < lim.count; k++)
+		by_index |= lim.item[k].dev[0] >= '0' && lim.item[k].dev[0] <= '9';
+	/* The group's members count as they do: a small cap is said anyway. */
+	if (args[1] && vr_launch_small_cap(&lim, NULL, err, sizeof err))
+		fprintf(stderr, "vramctl: limit: %s\n", err);
+	if (gua_opt && vr_parse_limits(gua_opt, &gua, err, sizeof err) < 0)
+		return cli_usage_error("limit", "--guarantee: %s", err);
 
 	char dir[PATH_MAX], group[VR_GROUP_NAME_MAX + 8];
 	const char *t = args[0];
@@ -339,8 +413,7 @@ int cmd_limit(int argc, char **argv)
 	for (const char *p = t; *p; p++)
 		is_pid &= isdigit((unsigned char)*p) != 0;
 	if (is_pid && dir_opt)
-		return cli_usage_error("limit",
-		                       "--registry-dir goes with a group's name, not a PID");
+		return cli_usage_error("limit", "--registry goes with a group's name, not a PID");
 	if (is_pid) {
 		if (door_of_pid(t, dir, sizeof dir, group, sizeof group) < 0)
 			return VR_EXIT_ERROR;
@@ -359,16 +432,13 @@ int cmd_limit(int argc, char **argv)
 	/* The devices, for DEVs, percentages and the site's maximum. */
 	struct vr_launch_dev devs[VR_MAX_DEVICES];
 	int ndev = cli_devices(devs, VR_MAX_DEVICES, why, sizeof why);
-	char spec[4096];
-	if (vr_launch_normalise(&lim, devs, ndev, why, spec, sizeof spec, err, sizeof err) < 0) {
-		fprintf(stderr, "vramctl: limit: %s\n", err);
+	char spec[4096] = "", gspec[4096];
+	if (args[1] && normalise(&lim, devs, ndev, why, spec, sizeof spec) < 0)
 		return VR_EXIT_ERROR;
-	}
-	if (vr_parse_limits(spec, &lim, err, sizeof err) < 0) {
-		fprintf(stderr, "vramctl: limit: %s\n", err);
+	if (gua_opt && normalise(&gua, devs, ndev, why, gspec, sizeof gspec) < 0)
 		return VR_EXIT_ERROR;
-	}
 	if (become_owner(dir, group) < 0)
 		return VR_EXIT_ERROR;
-	return apply(dir, group, &lim, spec, devs, ndev < 0 ? 0 : ndev);
+	return apply(dir, group, args[1] ? &lim : NULL, spec, by_index, gua_opt ? &gua : NULL, devs,
+	             ndev < 0 ? 0 : ndev);
 }

@@ -35,13 +35,20 @@ $(VRAMCTL): $(CLI_MAIN_SRCS:%.c=$(O)/%.o) $(REGISTRY_LIB) $(COMMON_LIB)
 		-Wl,--start-group $(filter %.a,$^) -Wl,--end-group $(CLI_LDLIBS)
 ALL_TARGETS += $(VRAMCTL)
 
+# The commands' objects as an archive for the helpers, so that each takes
+# only the files it uses (vramctl-top carried cdi, doctor and kernel). self.o,
+# the mark the injected library looks for, is linked whole into each.
+CLI_LIB := $(O)/libvr_cli.a
+$(CLI_LIB): $(filter-out $(O)/src/cli/main.o $(O)/src/cli/self.o,$(CLI_MAIN_SRCS:%.c=$(O)/%.o))
+	@mkdir -p $(dir $@)
+	rm -f $@ && $(AR) rcs $@ $^
+
 define CLI_HELPER_RULES
 $(O)/src/cli/helper/main-$(1).o: src/cli/helper/helper_main.c
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(BASE_CFLAGS) -DVR_HELPER_CMD=cmd_$(1) -c $$< -o $$@
 $(O)/libexec/vramctl-$(1): $(O)/src/cli/helper/main-$(1).o $(CLI_SRCS_$(1):%.c=$(O)/%.o) \
-		$(filter-out $(O)/src/cli/main.o,$(CLI_MAIN_SRCS:%.c=$(O)/%.o)) \
-		$(REGISTRY_LIB) $(COMMON_LIB)
+		$(O)/src/cli/self.o $(CLI_LIB) $(REGISTRY_LIB) $(COMMON_LIB)
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(BASE_LDFLAGS) -o $$@ $$(filter %.o,$$^) \
 		-Wl,--start-group $$(filter %.a,$$^) -Wl,--end-group $$(CLI_LIBS_$(1)) $$(CLI_LDLIBS)

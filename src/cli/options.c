@@ -60,6 +60,11 @@ int cli_add_spec(struct vr_limits *all, const char *opt, const char *arg)
 		snprintf(prefix, sizeof(prefix), "'%s': ", arg);
 		if (!strncmp(err, prefix, strlen(prefix)))
 			msg = err + strlen(prefix);
+		/* The grammar's words are a cap's; a guarantee is said as one. */
+		if (!strcmp(opt, "--guarantee") &&
+		    !strcmp(msg, "a cap must be more than zero bytes"))
+			msg = "a guarantee must be more than zero bytes (leave --guarantee out for "
+			      "none)";
 		fprintf(stderr, "vramctl: %s '%s': %s\n", opt, arg, msg);
 		return -1;
 	}

@@ -52,50 +52,52 @@
 
 static void run_usage(FILE *f)
 {
-	fprintf(f,
-	        "usage: vramctl run [--limit SPEC]... [--guarantee SPEC]... [--spill[=SIZE]]\n"
-	        "                   [--growth] [--group NAME] [--count card|allocations]\n"
-	        "                   [--exec] [--] COMMAND [ARG...]\n"
-	        "\n"
-	        "Runs COMMAND, and every process it starts, under a GPU memory cap.\n"
-	        "\n"
-	        "  -l, --limit SPEC  the cap: SIZE or PCT%% for every device, or DEV=SIZE|PCT%%\n"
-	        "                    for one (DEV: the program's device index or a GPU UUID);\n"
-	        "                    comma-separated or repeated: --limit 0=4G,1=50%%\n"
-	        "                    SIZE units: B, K, M, G, T (also KB/KiB...), powers of 1024\n"
-	        "  --guarantee SPEC  memory the group can always reach on each device it names,\n"
-	        "                    whatever other groups do (same grammar; at most the cap\n"
-	        "                    there); needs --limit\n"
-	        "  --spill[=SIZE]    past the cap, allocations that can (cuMemAlloc, pitch,\n"
-	        "                    cuMemCreate) go to host memory the GPU reads in place,\n"
-	        "                    slower, up to SIZE for the whole group (default auto: a\n"
-	        "                    quarter of the host's available memory); needs --limit\n"
-	        "  --growth          frameworks that preallocate (TensorFlow, JAX) grow on\n"
-	        "                    demand instead\n"
-	        "  --count WHAT      what the cap counts: card (default: all the card holds\n"
-	        "                    for each process, its context and the driver's use\n"
-	        "                    included, as nvidia-smi counts it) or allocations (only\n"
-	        "                    what the program allocates)\n"
-	        "  --enforce WHO     who holds the cap: library (default: the injected\n"
-	        "                    library), driver (the NVIDIA driver's own per-cgroup\n"
-	        "                    limit, R615+, cgroup v2, root: the command runs in a\n"
-	        "                    cgroup of its own) or both\n"
-	        "  --group NAME      share one cap per device with every process run with the\n"
-	        "                    same NAME (default: a new group for this run)\n"
-	        "  --exec            become COMMAND instead of waiting for it (needs --group;\n"
-	        "                    the group's books stay for its next members)\n"
-	        "  --report[=FILE]   when the command ends: peaks, counts, denials, memory\n"
-	        "                    still allocated at exit (leaks) per device and process;\n"
-	        "                    text on stderr, or into FILE (JSON if FILE ends .json)\n"
-	        "  --stacks          --report with the call site of each leaked block\n"
-	        "  --trace FILE      a memory timeline in Chrome trace-event JSON (Perfetto,\n"
-	        "                    chrome://tracing, vramctl plot)\n"
-	        "  --trace-max SIZE  bound on the trace's disk use (default 1G): FILE rotates\n"
-	        "                    to FILE.1 at half of it\n"
-	        "  -h, --help        this text\n"
-	        "\n"
-	        "Exit status: COMMAND's own; 125 vramctl's error; 126 not executable;\n"
-	        "127 not found; 128+N if COMMAND died of signal N. See vramctl-run(1).\n");
+	fprintf(
+	    f,
+	    "usage: vramctl run [--limit SPEC]... [--guarantee SPEC]... [--spill[=SIZE]]\n"
+	    "                   [--growth] [--group NAME] [--count card|allocations]\n"
+	    "                   [--enforce library|driver|both] [--report[=FILE]] [--stacks]\n"
+	    "                   [--trace FILE] [--trace-max SIZE] [--exec] [--] COMMAND [ARG...]\n"
+	    "\n"
+	    "Runs COMMAND, and every process it starts, under a GPU memory cap.\n"
+	    "\n"
+	    "  -l, --limit SPEC  the cap: SIZE or PCT%% for every device, or DEV=SIZE|PCT%%\n"
+	    "                    for one (DEV: the program's device index or a GPU UUID);\n"
+	    "                    comma-separated or repeated: --limit 0=4G,1=50%%\n"
+	    "                    SIZE units: B, K, M, G, T (also KB/KiB...), powers of 1024\n"
+	    "  --guarantee SPEC  memory the group can always reach on each device it names,\n"
+	    "                    whatever other groups do (same grammar; at most the cap\n"
+	    "                    there); needs --limit\n"
+	    "  --spill[=SIZE]    past the cap, allocations that can (cuMemAlloc, pitch,\n"
+	    "                    cuMemCreate) go to host memory the GPU reads in place,\n"
+	    "                    slower, up to SIZE for the whole group (default auto: a\n"
+	    "                    quarter of the host's available memory); needs --limit\n"
+	    "  --growth          frameworks that preallocate (TensorFlow, JAX) grow on\n"
+	    "                    demand instead\n"
+	    "  --count WHAT      what the cap counts: card (default: all the card holds\n"
+	    "                    for each process, its context and the driver's use\n"
+	    "                    included, as nvidia-smi counts it) or allocations (only\n"
+	    "                    what the program allocates)\n"
+	    "  --enforce WHO     who holds the cap: library (default: the injected\n"
+	    "                    library), driver (the NVIDIA driver's own per-cgroup\n"
+	    "                    limit, R615+, cgroup v2, root: the command runs in a\n"
+	    "                    cgroup of its own) or both\n"
+	    "  --group NAME      share one cap per device with every process run with the\n"
+	    "                    same NAME (default: a new group for this run)\n"
+	    "  --exec            become COMMAND instead of waiting for it (needs --group;\n"
+	    "                    the group's books stay for its next members)\n"
+	    "  --report[=FILE]   when the command ends: peaks, counts, denials, memory\n"
+	    "                    still allocated at exit (leaks) per device and process;\n"
+	    "                    text on stderr, or into FILE (JSON if FILE ends .json)\n"
+	    "  --stacks          --report with the call site of each leaked block\n"
+	    "  --trace FILE      a memory timeline in Chrome trace-event JSON (Perfetto,\n"
+	    "                    chrome://tracing, vramctl plot)\n"
+	    "  --trace-max SIZE  bound on the trace's disk use (default 1G): FILE rotates\n"
+	    "                    to FILE.1 at half of it\n"
+	    "  -h, --help        this text\n"
+	    "\n"
+	    "Exit status: COMMAND's own; 125 vramctl's error; 126 not executable;\n"
+	    "127 not found; 128+N if COMMAND died of signal N. See vramctl-run(1).\n");
 }
 
 static void unique_group(char *buf, size_t len)
@@ -160,7 +162,7 @@ static const struct option run_opts[] = {
 };
 
 /* A spill budget past the host's available memory cannot all be served:
- * said once, with what really holds (issue #25). */
+ * said once, with what really holds. */
 static void spill_note(uint64_t budget, const char *v)
 {
 	uint64_t avail = vr_host_available();
@@ -362,6 +364,25 @@ static int settle_options(struct run_req *r, char **argv)
 		        vr_enforce_name(r->enforce));
 		return VR_EXIT_ERROR;
 	}
+	/* The driver alone holds the cap: the library is not in the program,
+	 * and what only it does cannot be had; said, never dropped. */
+	if (r->enforce == VR_ENFORCE_DRIVER) {
+		const char *lib_only = r->have_spill      ? "--spill"
+		                       : r->group_opt     ? "--group"
+		                       : r->ro.report     ? "--report"
+		                       : r->ro.trace_path ? "--trace"
+		                       : r->count         ? "--count"
+		                                          : NULL;
+		if (lib_only) {
+			fprintf(
+			    stderr,
+			    "vramctl: run: %s needs the injected library, which --enforce driver "
+			    "leaves out of the program (the driver's limit alone holds the cap): "
+			    "use --enforce both\n",
+			    lib_only);
+			return VR_EXIT_ERROR;
+		}
+	}
 	if (r->ro.stacks && !r->ro.report) {
 		fprintf(stderr, "vramctl: --stacks goes with --report\n");
 		return VR_EXIT_ERROR;
@@ -425,6 +446,9 @@ static int settle_caps(struct run_req *r, struct vr_launch_dev *devs, int *ndev,
 	}
 	if (cli_site_clamp(&r->lim, devs, *ndev, spec, len) < 0)
 		return -1;
+	if (vr_launch_small_cap(&r->lim, r->count ? r->count : getenv(VR_ENV_COUNT), err,
+	                        sizeof(err)))
+		fprintf(stderr, "vramctl: --limit: %s\n", err);
 	/* The guarantee against the caps as they will hold (after the site's
 	 * maximum), then written with UUIDs as the cap is. */
 	if (r->have_guarantee &&

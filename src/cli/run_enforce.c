@@ -98,7 +98,8 @@ int run_drv_enter(struct run_drv *rd, const struct vr_limits *lim, const struct 
 			         r == NVML_ERROR_NO_PERMISSION ? " (setting it needs root)"
 			         : r == NVML_ERROR_NOT_SUPPORTED ||
 			                 r == NVML_ERROR_FUNCTION_NOT_FOUND
-			             ? " (needs a driver of R615 or later, not in MIG mode)"
+			             ? " (needs a driver of R615 or later, not in MIG mode, and a "
+			               "cgroup other than the root one)"
 			             : "");
 			clear_limits(rd, rd->n);
 			rmdir(rd->dir);

@@ -1,6 +1,7 @@
 /*
  * status.c - `vramctl status`: every GPU and GPU process against its cap,
- * once (table, JSON or Prometheus text) or streamed (--watch, JSON lines).
+ * once (table, JSON or Prometheus text) or again and again (--watch: a
+ * table redrawn on a terminal, as `nvidia-smi -l`; JSON lines in a pipe).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -8,10 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "common/exit.h"
+#include "common/text.h"
 #include "monitor/collect.h"
 #include "monitor/format.h"
 
@@ -32,8 +35,9 @@ static void status_usage(FILE *f)
 	           "\n"
 	           "  --json             JSON (schema in vramctl-status(1))\n"
 	           "  --format FMT       table (default), json, or prom (Prometheus text)\n"
-	           "  --watch [SECONDS]  print one JSON object per line every SECONDS "
-	           "(default 1)\n"
+	           "  --watch [SECONDS]  again every SECONDS (default 1): the table redrawn on a\n"
+	           "                     terminal, else one JSON object per line (--format\n"
+	           "                     table or json to choose)\n"
 	           "  --registry DIR     registry directory (default "
 	           "$VRAMCTL_REGISTRY_DIR,\n"
 	           "                     $XDG_RUNTIME_DIR/vramctl, /tmp/vramctl-UID)\n"
@@ -122,12 +126,16 @@ int cmd_status(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage_error("status", "unexpected argument '%s'", argv[optind]);
-	if (watch && fmt_given && fmt != FMT_JSON) {
-		fprintf(stderr, "vramctl: status: --watch streams JSON lines; drop --format\n");
+	if (watch && fmt == FMT_PROM) {
+		fprintf(stderr, "vramctl: status: --watch shows a table or JSON lines; for "
+		                "Prometheus, vramctl export serves the metrics\n");
 		return VR_EXIT_ERROR;
 	}
-	if (watch)
-		fmt = FMT_JSON;
+	/* --watch: the table a terminal's user expects, redrawn in place;
+	 * JSON lines for a program reading a pipe (as before the table). */
+	if (watch && !fmt_given)
+		fmt = isatty(STDOUT_FILENO) ? FMT_TABLE : FMT_JSON;
+	int redraw = watch && fmt == FMT_TABLE && isatty(STDOUT_FILENO);
 
 	char nverr[256] = "";
 	struct mon_nvml *nv = NULL;
@@ -141,7 +149,17 @@ int cmd_status(int argc, char **argv)
 			rc = VR_EXIT_ERROR;
 			break;
 		}
+		if (watch && fmt == FMT_TABLE) {
+			/* Each table under the time it was read: on a terminal in
+			 * place of the last (cursor home, clear), else after it. */
+			char when[40];
+			vr_format_utc((uint64_t)time(NULL), when, sizeof(when));
+			printf("%svramctl status --watch %g s  %s\n", redraw ? "\033[H\033[2J" : "",
+			       interval, when);
+		}
 		int w = emit(stdout, &m, fmt, watch);
+		if (w >= 0 && watch && fmt == FMT_TABLE && !redraw)
+			putchar('\n');
 		mon_model_clear(&m);
 		if (fflush(stdout) != 0 || w < 0) {
 			/* A reader that went away (| head) ends a watch quietly. */

@@ -48,10 +48,11 @@ enum { PAIR_OK = 1, PAIR_WARN, PAIR_BAD, PAIR_HEAD, PAIR_DIM };
  * lines, from the books and from /proc). */
 static void put(int y, int x, const char *s)
 {
-	char safe[1024];
+	char safe[1024], cut[1024];
 	if (y < 0 || y >= LINES || x >= COLS)
 		return;
-	mvaddnstr(y, x, vr_text_escape(safe, sizeof(safe), s), COLS - x);
+	/* Cut at the screen's edge with the cells' mark, never silently. */
+	mvaddstr(y, x, top_cut(vr_text_escape(safe, sizeof(safe), s), COLS - x, cut, sizeof(cut)));
 }
 
 static void ui_attr_on(struct ui *u, int pair, int extra)
@@ -164,11 +165,23 @@ void draw(struct ui *u, const struct mon_model *m)
 		return;
 	}
 	int y = 0;
+	/* Process rows, filtered and sorted: the header counts the ones shown
+	 * (of how many, under a filter). */
+	const struct mon_proc **rows = malloc(sizeof(*rows) * (size_t)(m->nprocs + 1));
+	int n = 0;
+	for (int i = 0; rows && i < m->nprocs; i++)
+		if (row_matches(u, &m->procs[i]))
+			rows[n++] = &m->procs[i];
+	if (rows)
+		sort_rows(rows, n, u->sort_col, u->reverse);
+	char of[32] = "";
+	if (u->filter[0])
+		snprintf(of, sizeof(of), " of %d", m->nprocs);
 	snprintf(line, sizeof(line),
-	         "vramctl top  %d GPU%s  %d process row%s  sort: %s%s  %s%s%s  h: help", m->ndevs,
-	         m->ndevs == 1 ? "" : "s", m->nprocs, m->nprocs == 1 ? "" : "s",
+	         "vramctl top  %d GPU%s  %d%s process row%s  sort: %s%s  %s%s  h: help", m->ndevs,
+	         m->ndevs == 1 ? "" : "s", n, of, (u->filter[0] ? m->nprocs : n) == 1 ? "" : "s",
 	         top_cols[u->sort_col].title, u->reverse ? " (reversed)" : "",
-	         u->filter[0] ? "filter: " : "", u->filter, u->filter[0] ? "" : "");
+	         u->filter[0] ? "filter: " : "", u->filter);
 	ui_attr_on(u, PAIR_HEAD, A_BOLD);
 	put(y++, 0, line);
 	ui_attr_off(u, PAIR_HEAD, A_BOLD);
@@ -180,6 +193,7 @@ void draw(struct ui *u, const struct mon_model *m)
 	}
 	if (u->help) {
 		draw_help();
+		free(rows);
 		return;
 	}
 
@@ -222,7 +236,7 @@ void draw(struct ui *u, const struct mon_model *m)
 			draw_bar(u, y, x, bw, frac, cap, pair);
 		}
 		y++;
-		/* Its guarantees (#26), cut at the screen's edge. */
+		/* Its guarantees, cut at the screen's edge. */
 		if (y < LINES - 1 && mon_guarantee_line(m, i, line, sizeof(line)))
 			put(y++, 2, line);
 	}
@@ -249,15 +263,6 @@ void draw(struct ui *u, const struct mon_model *m)
 			ui_attr_off(u, PAIR_BAD, A_BOLD);
 		}
 	y++;
-
-	/* Process rows, filtered and sorted. */
-	const struct mon_proc **rows = malloc(sizeof(*rows) * (size_t)(m->nprocs + 1));
-	int n = 0;
-	for (int i = 0; rows && i < m->nprocs; i++)
-		if (row_matches(u, &m->procs[i]))
-			rows[n++] = &m->procs[i];
-	if (rows)
-		sort_rows(rows, n, u->sort_col, u->reverse);
 
 	/* The process columns, with the bar and the sparkline after DENIED. */
 	enum { L_BAR = C_DENIED + 1, L_SPARK, L_CMD, NL };
@@ -318,19 +323,22 @@ void draw(struct ui *u, const struct mon_model *m)
 		snprintf(cells[C_CTR], cl, "%.12s", p->container_id[0] ? p->container_id : "-");
 		int escaped = !!(p->valid & MON_P_ESCAPED);
 		vr_text_escape(cells[C_GROUP], cl, capped || escaped ? p->group : "(uncapped)");
-		int oncard = !!(p->valid & MON_P_ON_CARD);
+		int oncard = !!(p->valid & MON_P_ON_CARD), dg = mon_proc_digits(p);
 		snprintf(cells[C_ALLOC], cl, "%s",
-		         capped && oncard ? vr_format_size(p->allocated, a, sizeof(a)) : "-");
+		         capped && oncard ? vr_format_size_digits(p->allocated, dg, a, sizeof(a))
+		                          : "-");
 		snprintf(cells[C_CARD], cl, "%s",
-		         oncard ? vr_format_size(p->on_card, a, sizeof(a)) : "-");
+		         oncard ? vr_format_size_digits(p->on_card, dg, a, sizeof(a)) : "-");
 		snprintf(cells[C_OVER], cl, "%s",
-		         capped && oncard ? vr_format_size(p->card_overhead, a, sizeof(a)) : "-");
+		         capped && oncard
+		             ? vr_format_size_digits(p->card_overhead, dg, a, sizeof(a))
+		             : "-");
 		snprintf(cells[C_CAP], cl, "%s",
 		         !capped                ? "-"
 		         : p->cap == MON_NO_CAP ? "none"
-		                                : vr_format_size(p->cap, a, sizeof(a)));
+		                                : vr_format_size_digits(p->cap, dg, a, sizeof(a)));
 		snprintf(cells[C_PEAK], cl, "%s",
-		         capped ? vr_format_size(p->peak, a, sizeof(a)) : "-");
+		         capped ? vr_format_size_digits(p->peak, dg, a, sizeof(a)) : "-");
 		snprintf(cells[C_SPILL], cl, "%s",
 		         capped ? vr_format_size(p->spilled, a, sizeof(a)) : "-");
 		snprintf(cells[C_NVML], cl, "%s",

@@ -2,6 +2,7 @@
  * top_layout.c - fixed-width columns for `vramctl top` (see top_layout.h). Pure:
  * no terminal, so it is tested on fixed input (tests/cli/test_top_layout).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "cli/top_layout.h"
@@ -79,4 +80,20 @@ size_t top_layout(const int *widths, int n, const char *const *cells, char *out,
 #undef PUT
 	out[o] = '\0';
 	return o;
+}
+
+char *top_cut(const char *s, int max, char *out, size_t len)
+{
+	int chars;
+	size_t b = fit(s, max, &chars);
+
+	if (len == 0)
+		return out;
+	if (!s[b]) {
+		snprintf(out, len, "%s", s);
+		return out;
+	}
+	b = fit(s, max - 1, &chars);
+	snprintf(out, len, "%.*s%c", (int)b, s, CUT_MARK);
+	return out;
 }

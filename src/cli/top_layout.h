@@ -18,4 +18,12 @@
 size_t top_layout(const int *widths, int n, const char *const *cells, char *out, size_t len,
                   int *x);
 
+/*
+ * s cut to the screen's max characters (max > 0): unchanged when it fits,
+ * else its first max - 1 characters and '~', as a cell is cut, so a line
+ * cut at the screen's edge says so. Writes at most len - 1 bytes and a NUL;
+ * returns out.
+ */
+char *top_cut(const char *s, int max, char *out, size_t len);
+
 #endif /* VRAMCTL_CLI_TOP_LAYOUT_H */

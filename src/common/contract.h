@@ -2,7 +2,8 @@
  * contract.h - the environment contract between whoever launches a program
  * under vramctl (the CLI, the Slurm plugin, a Kubernetes spec, a user) and
  * the injected library. The library reads these once, at its first use; the
- * README and vramctl(1) document each one. Nothing else configures policy.
+ * table in docs/usage.md ("The environment contract") and vramctl(1)
+ * document each one. Nothing else configures policy.
  */
 #ifndef VRAMCTL_CONTRACT_H
 #define VRAMCTL_CONTRACT_H
@@ -13,7 +14,7 @@
 #define VR_ENV_LIMIT "VRAMCTL_LIMIT"
 /* Guarantee spec (size.h grammar, percentages of the device's total, as the
  * cap's): memory the group can always reach on each device, up to its cap
- * there (issue #26). Read only under a cap; malformed: fails closed as a
+ * there. Read only under a cap; malformed: fails closed as a
  * malformed cap does. Unset: no guarantee. */
 #define VR_ENV_GUARANTEE "VRAMCTL_GUARANTEE"
 /* Spill past the cap to host memory the GPU reads in place (docs/spill.md):
@@ -35,7 +36,7 @@
  * VR_DEFAULT_DIR_PREFIX followed by the effective uid, or a directory in the
  * home when another user took that name: vr_default_dir). */
 #define VR_ENV_REGISTRY_DIR "VRAMCTL_REGISTRY_DIR"
-/* Where the device books (guarantees, #26, #38) live: root's directory, an
+/* Where the device books (guarantees) live: root's directory, an
  * absolute path; default /run/vramctl (registry/devbook.h). */
 #define VR_ENV_DEVICE_DIR "VRAMCTL_DEVICE_DIR"
 /* The name of the group's guarantee in the device book, set by a root
@@ -68,7 +69,8 @@
 /* What the cap counts: "card" (default: all the card holds for the
  * process, as NVML counts it per process: its allocations plus its context,
  * modules and the driver's own use) or "allocations" (only what the
- * program allocates: the meaning before #24). vramctl run --count. */
+ * program allocates, as the cap counted before it counted the card).
+ * vramctl run --count. */
 #define VR_ENV_COUNT "VRAMCTL_COUNT"
 
 /*

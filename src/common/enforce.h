@@ -2,7 +2,7 @@
  * enforce.h - vramctl's two enforcers, one word for each front-end's
  * setting (`vramctl run --enforce`, `vramctl cdi generate --enforce`, the
  * Slurm plugin's enforce=): the injected library, the NVIDIA driver's own
- * per-cgroup limits (R615), or both. README's "Enforcers".
+ * per-cgroup limits (R615), or both. docs/usage.md, "Two enforcers".
  */
 #ifndef VRAMCTL_COMMON_ENFORCE_H
 #define VRAMCTL_COMMON_ENFORCE_H

@@ -27,8 +27,10 @@
 #define VR_REC_SOCKET "r.sock"
 
 #define VR_REC_MAGIC 0x3130434552525256ULL /* "VRRREC01" little-endian */
-/* 2: overhead and the peak on the card per device (#24). */
-#define VR_REC_VERSION 2u
+/* 2: overhead and the peak on the card per device. 3: refusals by
+ * cause (contexts, other groups' guarantees), the peak of what the run
+ * needed at once (on the card + spilled), the on-card and spill events. */
+#define VR_REC_VERSION 3u
 
 #define VR_REC_DEVS         16          /* devices by the program's ordinal */
 #define VR_REC_FRAMES       14          /* frames kept per call site */
@@ -67,7 +69,12 @@ enum vr_rec_type {
 	VR_EV_SUM_ALLOC, /* count allocations of bytes in all, folded over an interval;
 	                    in_use: the highest in-use the folded events reached */
 	VR_EV_SUM_FREE,  /* count frees of bytes in all */
+	VR_EV_OVERHEAD,  /* the member's overhead on the card is now bytes; in_use: its
+	                    blocks, as for ALLOC (blocks + overhead: what the cap counts) */
+	VR_EV_UNSPILL,   /* bytes of spilled memory given back */
 };
+/* VR_EV_SPILL and VR_EV_UNSPILL carry in in_use the member's spilled bytes
+ * on dev after the event (host memory, not its blocks on the card). */
 
 struct vr_rec_ev {
 	uint64_t t_ns; /* CLOCK_MONOTONIC */
@@ -85,12 +92,13 @@ struct vr_rec_ev {
 struct vr_rec_dev {
 	uint64_t in_use;
 	uint64_t peak;
-	uint64_t peak_ns; /* CLOCK_MONOTONIC of the peak */
-	uint64_t allocs;  /* successful allocation calls */
-	uint64_t frees;   /* successful frees of counted memory */
-	uint64_t denials;
-	uint64_t denied_max;  /* the largest refused request */
-	uint64_t denied_need; /* the most a refusal needed: the group's in-use + request */
+	uint64_t peak_ns;     /* CLOCK_MONOTONIC of the peak */
+	uint64_t allocs;      /* successful allocation calls */
+	uint64_t frees;       /* successful frees of counted memory */
+	uint64_t denials;     /* every refusal: allocations and contexts, whatever the cause */
+	uint64_t denied_max;  /* the largest request refused at the cap */
+	uint64_t denied_need; /* the most a refusal at the cap needed: the group's in-use
+	                         + request (a refused context: the card's figure with it) */
 	uint64_t cap;         /* the cap in force (UINT64_MAX: none) */
 	uint64_t first_block; /* the first allocation's size */
 	uint64_t spilled;     /* bytes served from host memory now (spill) */
@@ -98,7 +106,7 @@ struct vr_rec_dev {
 	/* Trace: sums folded in the current interval, not yet written. */
 	uint64_t pend_allocs, pend_alloc_bytes, pend_frees, pend_free_bytes;
 	uint64_t pend_max; /* the highest in-use among the folded events */
-	/* What the card holds for the member (#24): its overhead (context,
+	/* What the card holds for the member: its overhead (context,
 	 * modules, the driver's own use: NVML's per-process figure less its
 	 * blocks), now and at most, and the most it held on the card at once
 	 * (blocks as charged + overhead). Valid where card_known is 1: the
@@ -108,6 +116,14 @@ struct vr_rec_dev {
 	uint64_t overhead_peak;
 	uint64_t card_peak;
 	uint64_t card_peak_ns; /* CLOCK_MONOTONIC of card_peak */
+	/* Refusals that a larger cap would not have granted: for other
+	 * groups' guarantees (the card's free memory was theirs); and the new
+	 * contexts the cap refused (counted in denials, denied_need too). */
+	uint64_t gt_denials, gt_denied_max;
+	uint64_t ctx_denials, ctx_denied_max;
+	/* The most the member needed at once: on the card (card_peak's figure)
+	 * plus what it had spilled to host memory. */
+	uint64_t need_peak;
 	unsigned char uuid[16];
 	uint32_t used;       /* 1 once the device was seen */
 	uint32_t card_known; /* 1 once the overhead was measured */

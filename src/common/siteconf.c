@@ -207,7 +207,7 @@ static int load_file(struct vr_site *site, const char *path, int admin)
 	if (fd < 0) {
 		/* The admin file is optional; a file named in VRAMCTL_CONFIG was
 		 * asked for, and may have held a maximum: missing, it is an
-		 * error like any other (fail closed, issue #25). */
+		 * error like any other (fail closed). */
 		if (errno == ENOENT && admin)
 			return 0;
 		vr_seterr(site->err, sizeof site->err, "%s: cannot open: %s%s", path,

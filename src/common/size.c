@@ -183,6 +183,18 @@ static int parse_size_n(const char *s, size_t n, uint64_t *out, char *err, size_
 		          (int)(n - start), s + start);
 		return -EINVAL;
 	}
+	/* A fraction of a byte cannot be kept: "1.5" would be 1 B, shown so
+	 * where 1.5 was asked (a unit was meant, most likely). */
+	if (shift == 0 && frac && whole) {
+		if (start == n) /* no unit at all */
+			vr_seterr(err, errlen,
+			          "'%s': a size in bytes must be whole (a unit is missing? '%sG' "
+			          "is %s GiB)",
+			          text, text, text);
+		else
+			vr_seterr(err, errlen, "'%s': a size in bytes must be whole", text);
+		return -EINVAL;
+	}
 	if (scale_bytes(whole, frac, shift, &bytes) < 0) {
 		vr_seterr(err, errlen, "'%s': too large", text);
 		return -ERANGE;

@@ -108,7 +108,7 @@ VR_EXPORT CUresult cuMemExportToShareableHandle(void *shareableHandle,
 /* The driver's answer; where it has none for a pointer inside a spilled
  * block (a driver that knows the block only as mapped host memory answers
  * CUDA_ERROR_NOT_FOUND), the block's base and size from vramctl's own map,
- * as a program that called cuMemAlloc expects (#25). The 32-bit form
+ * as a program that called cuMemAlloc expects. The 32-bit form
  * cannot name a spilled block (cuMemAlloc never spills). */
 VR_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
 {
@@ -176,7 +176,7 @@ VR_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t 
 	 * bytes, on host memory. An element size the driver documents as
 	 * invalid (only 4, 8 and 16) is refused as it would be: passed on with
 	 * nothing reserved, a driver that took it would hold an uncapped block
-	 * (#29). */
+	 *. */
 	int r = vr_policy_reserve_linear(d, host, 1, &bound);
 	if (r > 0 && ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16)
 		return CUDA_ERROR_INVALID_VALUE;

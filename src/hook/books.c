@@ -161,6 +161,11 @@ void vr_books_device(struct vr_dev *d, uint64_t cap_if_new)
 	vr_outer_device(d);
 }
 
+/* Per device (by ordinal): the cap before `vramctl limit` last lowered it
+ * (0: not lowered since this process took it), for what the program is
+ * told when it meets the lower cap (vr_books_cap_lowered). */
+static _Atomic uint64_t cap_before[VR_MAX_DEVICES];
+
 int vr_books_cap_sync(struct vr_dev *d)
 {
 	if (d->reg < 0 || !vr__books_member)
@@ -172,11 +177,22 @@ int vr_books_cap_sync(struct vr_dev *d)
 		return 0;
 	char a[32], b[32];
 	int dg = vr_size_digits((uint64_t[]){was, cap}, 2, 0);
-	vr_log(VR_LOG_INFO, "GPU %d: the group's cap was changed from %s to %s (vramctl limit)",
-	       d->ordinal, was == UINT64_MAX ? "none" : vr_format_size_digits(was, dg, a, sizeof a),
+	if (d->ordinal >= 0 && d->ordinal < VR_MAX_DEVICES)
+		atomic_store(&cap_before[d->ordinal], cap < was ? was : 0);
+	/* A lower cap refuses what the program may count on: said at the
+	 * default level; a raise only where asked. */
+	vr_log(cap < was ? VR_LOG_WARN : VR_LOG_INFO,
+	       "GPU %d: the group's cap was changed from %s to %s (vramctl limit)", d->ordinal,
+	       was == UINT64_MAX ? "none" : vr_format_size_digits(was, dg, a, sizeof a),
 	       vr_format_size_digits(cap, dg, b, sizeof b));
 	vr_rec_device(d); /* the report's cap in force */
 	return 1;
+}
+
+uint64_t vr_books_cap_lowered(const struct vr_dev *d)
+{
+	return d->ordinal >= 0 && d->ordinal < VR_MAX_DEVICES ? atomic_load(&cap_before[d->ordinal])
+	                                                      : 0;
 }
 
 const char *vr_books_group(void)

@@ -43,6 +43,9 @@ void vr_books_own(struct vr_dev *d);
  * (said once per change): 1 when it did. Not on the allocation path:
  * memory queries and refusals call it (policy.c). */
 int vr_books_cap_sync(struct vr_dev *d);
+/* The cap d had before `vramctl limit` last lowered it, or 0 (not
+ * lowered since this process took it, or raised since). */
+uint64_t vr_books_cap_lowered(const struct vr_dev *d);
 /* 1 when `vramctl limit` changed the group's caps since it started: its
  * spec now into spec (a device used from now on takes its cap from it). */
 int vr_books_changed_spec(char *spec, size_t len);
@@ -91,6 +94,7 @@ int vr__books_reserve_outer(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, 
 static inline __attribute__((always_inline)) int vr__books_reserve(struct vr_dev *d, uint64_t bytes,
                                                                    uint64_t *in_use, int quiet)
 {
+	vr_peak_note_start(); /* what it raises, taken back if refused after all */
 	int rc = d->reg < 0 ? 0
 	         : quiet    ? vr_reserve_quiet(vr__books_member, d->reg, bytes, in_use)
 	                    : vr_reserve(vr__books_member, d->reg, bytes, in_use);

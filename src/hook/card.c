@@ -70,6 +70,19 @@ static struct {
 	_Atomic uint64_t holes, landed;
 } drv_seen[VR_MAX_DEVICES];
 
+/* A new context's check (vr_card_context) looks without charging: the
+ * overhead the look finds is kept here, and charged only once the context
+ * stands, so that a refused context never counts as memory the group held
+ * (its books' peaks, the record's, the status's PEAK). */
+static __thread struct {
+	int on, seen;
+	uint64_t want, booked;
+} dry;
+
+/* The ordinal + 1 of the device whose new context was refused last, 0 none
+ * (card.h, vr_card_refused_context). */
+static atomic_int ctx_refused;
+
 /* This thread's grant of 1 MiB or less near the cap whose driver call has
  * not returned (card.h, vr_card_landed), and its bytes. */
 __thread struct vr_dev *vr__card_flight __attribute__((tls_model("initial-exec")));
@@ -201,6 +214,14 @@ static void say_over(struct vr_dev *d, uint64_t card, uint64_t overhead)
 		       "the program allocates)",
 		       d->ordinal, vr_format_size_digits(own, dg, a, sizeof a),
 		       vr_format_size_digits(d->cap, dg, b, sizeof b), then);
+	else if (vr_books_cap_lowered(d) && card <= vr_books_cap_lowered(d))
+		/* The cap came down below what it held: that is why. */
+		vr_log(VR_LOG_WARN,
+		       "GPU %d: the group holds %s on the card, over its cap (%s), which vramctl "
+		       "limit lowered from %s while it ran; %s until it is back under the cap",
+		       d->ordinal, vr_format_size_digits(card, dg, a, sizeof a),
+		       vr_format_size_digits(d->cap, dg, b, sizeof b),
+		       vr_format_size_digits(vr_books_cap_lowered(d), dg, c, sizeof c), then);
 	else
 		vr_log(
 		    VR_LOG_WARN,
@@ -238,6 +259,12 @@ static void own_overhead(struct vr_dev *d, uint64_t used, uint64_t pending, uint
 	 * of another thread still with the driver reads as overhead gone. */
 	if (want < oh && !(fresh && t - c->stable_ns >= CARD_SETTLE_MS * MS))
 		want = oh;
+	if (dry.on) { /* a new context's check: charged once it stands */
+		dry.seen = 1;
+		dry.want = want;
+		dry.booked = booked;
+		return;
+	}
 	if (want != oh)
 		charge_overhead(d, want);
 	vr_rec_overhead(d, want, booked + want); /* measured, even when 0 */
@@ -638,16 +665,35 @@ int vr_card_context(struct vr_dev *d, uint64_t listed, uint64_t *was)
 		     i++)
 			sleep_us(10000);
 	atomic_fetch_or(&d->card.flags, VR_CARD_STALE);
+	dry.on = 1;
+	dry.seen = 0;
 	refresh(d, 0, CARD_WAIT_MS, NULL);
-	uint64_t card = card_figure(d), own = atomic_load(&d->card.overhead);
-	set_watch(d, card);
-	if (card <= d->cap || own <= *was)
-		return 0;
-	uint64_t cost = own - *was;
-	int dg = vr_size_digits((uint64_t[]){cost, card, d->cap}, 3, 1);
+	dry.on = 0;
+	/* The overhead with the context (another thread's look may have
+	 * charged it already), and the card's figure with it. */
+	uint64_t cur = atomic_load(&d->card.overhead), own = dry.seen ? dry.want : cur;
+	uint64_t card = card_figure(d) - cur + own;
 	/* Spill is "slower, not dead": with it the context stays, over the
 	 * cap, and what the program allocates past it goes to host memory. */
 	int stays = vr_books_spill_budget() != 0;
+	if (card <= d->cap || own <= *was || stays) {
+		if (own != cur)
+			charge_overhead(d, own);
+		if (dry.seen)
+			vr_rec_overhead(d, own, dry.booked + own);
+		set_watch(d, card);
+		if (card <= d->cap || own <= *was)
+			return 0;
+	}
+	uint64_t cost = own - *was;
+	int dg = vr_size_digits((uint64_t[]){cost, card, d->cap}, 3, 1);
+	if (!stays) {
+		/* A refusal like an allocation's: counted (the group's DENIED,
+		 * the report, the trace), never held. */
+		vr_books_denied(d, cost);
+		vr_rec_context_refused(d, cost, card);
+		atomic_store(&ctx_refused, d->ordinal + 1);
+	}
 	char with[96] = "";
 	if (cost <= d->cap)
 		snprintf(with, sizeof with, "; with it the group would hold %s",
@@ -667,4 +713,9 @@ void vr_card_context_gone(struct vr_dev *d, uint64_t was)
 {
 	charge_overhead(d, was);
 	atomic_store(&d->card.seen_ns, 0); /* the next grant looks again */
+}
+
+int vr_card_refused_context(void)
+{
+	return atomic_load_explicit(&ctx_refused, memory_order_relaxed) - 1;
 }

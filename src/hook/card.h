@@ -1,6 +1,6 @@
 /*
- * card.h - what the card holds (card.c; issues #24, #37,
- * docs/architecture.md, "What the card holds"). The cap counts, for each
+ * card.h - what the card holds (card.c; docs/architecture.md, "What the
+ * card holds"). The cap counts, for each
  * member on each device, the larger of what it allocated and what the
  * driver says the card holds for it (NVML's per-process figure): the
  * difference, its overhead (context, modules, local memory, the pages the
@@ -121,6 +121,11 @@ void vr_card_event(struct vr_dev *d);
 uint64_t vr_card_listed(struct vr_dev *d);
 int vr_card_context(struct vr_dev *d, uint64_t listed, uint64_t *was);
 void vr_card_context_gone(struct vr_dev *d, uint64_t was);
+
+/* The ordinal of the device whose new context this process was refused
+ * last (vr_card_context: counted as a denial, said), or -1: a driver call
+ * that then finds no context fails as the consequence of that refusal. */
+int vr_card_refused_context(void);
 
 /* Does d's cap count the card (1) or allocations only (0)? */
 int vr_card_counts(const struct vr_dev *d);

@@ -16,7 +16,7 @@
  * Every refusal compares against vr_dev.cap, or the registry's copy of it
  * for the group; the run's report gets a copy too (record.c).
  *
- * The guarantee (VRAMCTL_GUARANTEE, issue #26) is read the same way, only
+ * The guarantee (VRAMCTL_GUARANTEE) is read the same way, only
  * under a cap: guarantee_text as given, guarantees parsed, and
  * vr_config_guarantee for one device. A malformed or too long one sets
  * limit_bad (fail closed, as a malformed cap); one without any cap in force

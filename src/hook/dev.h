@@ -63,7 +63,7 @@ struct vr_dev {
 		 * the process. */
 		uint64_t booked, stable_ns, absent_ns;
 	} card;
-	/* Guarantees on the card (guarantee.c, #26, #38): the device book
+	/* Guarantees on the card (guarantee.c): the device book
 	 * all groups on this GPU share, which root writes. */
 	struct vr_gt {
 		/* The book's sum of live guarantees, or a word that stays 0

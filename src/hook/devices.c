@@ -74,6 +74,18 @@ void vr_dev_say_failed(const char *call, CUresult rc)
 		return;
 	if (vr_real.cuGetErrorName)
 		VR_OWN(vr_real.cuGetErrorName(rc, &name));
+	/* No context because the cap refused this process's: the consequence
+	 * of that refusal (said above it), not a fault of the driver's. */
+	int refused = vr_card_refused_context();
+	if (rc == CUDA_ERROR_INVALID_CONTEXT && refused >= 0) {
+		vr__log(VR_LOG_ERROR,
+		        "a CUDA call needs a context, and this process has none: its context on "
+		        "GPU %d was refused at the cap (said above), so the call fails with the "
+		        "driver's %s; the program cannot use the GPU under this cap (a larger cap, "
+		        "or vramctl run --count allocations to cap what it allocates only)%s",
+		        refused, name ? name : "CUDA_ERROR_INVALID_CONTEXT", more);
+		return;
+	}
 	/* A program on another copy of the driver: its contexts are not the
 	 * ones vramctl's driver sees. */
 	if (vr_g.driver_path[0] &&

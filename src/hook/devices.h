@@ -28,7 +28,7 @@ CUresult vr_dev_for_uuid_text(const char *uuid, struct vr_dev **out);
 int vr_dev_count(void);
 /* Says that the look-up `call` failed with rc, so the call that needed it
  * is refused with that error (fail closed): one line, rate limited with the
- * denials (#25: these refusals were silent). */
+ * denials (such a refusal is never silent). */
 void vr_dev_say_failed(const char *call, CUresult rc);
 
 /* ---- the look-ups of every allocation and free, inline */

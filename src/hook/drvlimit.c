@@ -26,8 +26,10 @@ static int visit(const char *ns, void *ctx)
 	nvmlGetMemoryLimits_v1_t l = {.nameSpace = ns};
 	nvmlReturn_t r;
 	VR_OWN(r = vr_real.nvmlDeviceGetMemoryLimits_v1(w->h, &l));
+	/* NOT_SUPPORTED: no limit on this cgroup (R615 answers so where none
+	 * is set, as where it cannot limit): its parent's may hold. */
 	if (r != NVML_SUCCESS)
-		return 1; /* NOT_SUPPORTED: an older driver, MIG; no need to go on */
+		return r == NVML_ERROR_NOT_SUPPORTED ? 0 : 1;
 	if (l.hardLimit != NVML_DEVICE_MEMORY_LIMIT_MAX && (!w->found || l.hardLimit < w->limit)) {
 		w->found = 1;
 		w->limit = l.hardLimit;

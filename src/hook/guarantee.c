@@ -305,6 +305,30 @@ int vr__gt_borrow(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
 	return refuse(d, bytes, &r);
 }
 
+void vr_gt_view(struct vr_dev *d, uint64_t *freep)
+{
+	struct vr_devbook *b = d->gt.book;
+	if (!b || atomic_load_explicit(d->gt.word, memory_order_relaxed) == 0)
+		return;
+	uint64_t use = vr_books_in_use(d), g = own_now(d), pending = 0, card_free = 0;
+	uint64_t own = g > use ? g - use : 0, room = 0;
+	struct vr_devbook_state st;
+	if (own >= *freep)
+		return;
+	int known = vr_devbook_state(b, &st) == 0;
+	if (known && st.unused == 0)
+		return; /* nothing kept from borrowers: the driver's figure stands */
+	if (known && vr_devbook_pending_others(b, &pending) == 0 &&
+	    vr_nvml_free(d->uuid_text, &card_free) == NV_READY) {
+		uint64_t held = st.unused + pending < st.unused ? UINT64_MAX : st.unused + pending;
+		room = card_free > held ? card_free - held : 0;
+	}
+	if (own > room)
+		room = own;
+	if (room < *freep)
+		*freep = room;
+}
+
 void vr__gt_placed(struct vr_dev *d, uint64_t bytes)
 {
 	if (d->gt.book)

@@ -1,5 +1,5 @@
 /*
- * guarantee.h - guarantees on the card (guarantee.c, #26, #38): memory a
+ * guarantee.h - guarantees on the card (guarantee.c): memory a
  * group can always reach up to its guarantee, whatever other groups do.
  *
  * The rule, per device: an allocation of x by group g that its cap allows
@@ -61,6 +61,14 @@ static inline void vr_gt_answered(void)
 	if (VR_UNLIKELY(vr__gt_inflight))
 		vr__gt_settle();
 }
+
+/* What the program is shown free on d (policy.c's view), under other
+ * groups' guarantees: at most what it can have, the larger of its
+ * group's unused guarantee and what a borrow may take (the card's free
+ * memory less the other groups' unused guarantees and the borrows in
+ * flight); where a borrow cannot be checked, its unused guarantee.
+ * Nothing while no group holds a guarantee on d. */
+void vr_gt_view(struct vr_dev *d, uint64_t *freep);
 
 /* 1 when this thread's last refusal on d was a borrow's: then
  * vr_gt_say_denied says it (and forgets it). */

@@ -3,9 +3,10 @@
  * the core includes. Nothing here is exported except the wrappers and
  * dlsym (exports.lds.in, from hooks.def).
  *
- * Layers, top first (LAYERS; calls and includes only go down):
+ * Layers, top first (src/hook/LAYERS, which `make layers` checks; calls
+ * and includes only go down):
  *   lifecycle   the constructor: may start every module;
- *   ways in     dlsym (dlsym.c) and cuGetProcAddress (lookup.c) hand the
+ *   ways in     dlsym (dlsym.c), then cuGetProcAddress (lookup.c) hand the
  *               program a wrapper;
  *   wrappers    the exported entry points of the driver and NVML: memory
  *               (alloc.c, array.c, graph.c), contexts (context.c), pools
@@ -17,16 +18,24 @@
  *   policy.h    does it fit? reserve or deny, the cap of each device and
  *               the numbers the program is shown (the reserve path, top to
  *               bottom, is laid out there);
+ *   card.h      what the card holds for the process beyond its blocks
+ *               (NVML's figure); drvlimit.h, the driver's own per-cgroup
+ *               limit over it;
+ *   guarantee.h guarantees: the device book every group on a GPU shares;
  *   books.h     where the bytes are held: the group's registry or this
- *               process's own books;
- *   teardown.h  the registry's probe for dead members still on a GPU;
- *   record.h    what this member hands to --report/--trace;
- *   ptrmap.h    what each allocation was charged, until it is freed;
- *   dev.h       struct vr_dev, one device as every layer above sees it;
- *   core        this header's own: real.h (the real driver and NVML, the
- *               re-entry guard), config.h (the environment, once),
- *               atfork.h (the one fork handler, which runs the handler
- *               each module registers), dlreal.h (the real dlsym), log.h.
+ *               process's own books; outer.h, the groups of the runs this
+ *               one is nested in;
+ *   record.h    what this member hands to --report/--trace; teardown.h,
+ *               the registry's probe for dead members still on a GPU;
+ *   nvmlproc.h  NVML's per-process list;
+ *   ptrmap.h    what each allocation was charged, until it is freed
+ *               (ptrmap_table.h); dev.h, struct vr_dev, one device as every
+ *               layer above sees it;
+ *   core        this header, then real.h (the real driver and NVML, the
+ *               re-entry guard), job.h (the job a process belongs to),
+ *               config.h (the environment, once), and atfork.h (the one
+ *               fork handler, which runs the handler each module
+ *               registers), dlreal.h (the real dlsym), hooks.def, log.h.
  */
 #ifndef VRAMCTL_HOOK_H
 #define VRAMCTL_HOOK_H

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/size.h"
+#include "hook/atfork.h"
 #include "hook/log.h"
 
 int vr_log_verbosity = VR_LOG_WARN;
@@ -62,6 +63,24 @@ int vr_log_denial_gate(char *more, size_t len)
 		snprintf(more, len, " (%d more denials not shown)", sup);
 	return 1;
 }
+
+/* At exit, the denials held back since the last line that got through:
+ * a program that ends before another line would carry them counted them
+ * nowhere. */
+__attribute__((destructor)) static void denials_at_exit(void)
+{
+	int sup = atomic_exchange(&deny_suppressed, 0);
+	if (sup > 0 && vr_log_verbosity >= VR_LOG_WARN)
+		vr__log(VR_LOG_WARN, "%d more denial%s not shown (at most %d lines a second)", sup,
+		        sup == 1 ? "" : "s", VR_DENY_BURST);
+}
+
+/* A child's denials are its own: the parent says its held-back ones. */
+static void log_atfork_child(void)
+{
+	atomic_store(&deny_suppressed, 0);
+}
+VR_ATFORK_CHILD(log_atfork_child);
 
 void vr_log_denied_why(int ordinal, uint64_t bytes, uint64_t cap, uint64_t in_use, const char *why)
 {

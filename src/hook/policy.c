@@ -188,12 +188,31 @@ void vr_policy_device(struct vr_dev *d)
 static void hint(const struct vr_dev *d, uint64_t bytes, uint64_t in_use, uint64_t peak,
                  uint64_t first, int dg, char *out, size_t len)
 {
-	char a[32];
-	if (!vr_g.growth && vr_dev_capped(d) && first && first >= d->cap / 2)
+	char a[32], b[32];
+	uint64_t before = vr_books_cap_lowered(d);
+	/* The cap was lowered while it ran and the request fits the old one:
+	 * that is the reason, not its context or its start-up. */
+	if (before && in_use + bytes <= before)
+		snprintf(out, len,
+		         "hint: vramctl limit lowered the group's cap from %s to %s while it ran: "
+		         "the group must free memory, or the cap be raised again (vramctl limit)",
+		         vr_format_size_digits(before, dg, a, sizeof a),
+		         vr_format_size_digits(d->cap, dg, b, sizeof b));
+	/* Preallocating is the reason only for a request the cap could hold. */
+	else if (!vr_g.growth && vr_dev_capped(d) && first && first >= d->cap / 2 &&
+	         bytes <= d->cap)
 		snprintf(out, len,
 		         "hint: this process took %s in one block at start-up (a framework "
 		         "preallocating?): vramctl run --growth lets it grow on demand",
 		         vr_format_size_digits(first, dg, a, sizeof a));
+	else if (bytes > d->cap)
+		snprintf(out, len,
+		         "hint: the request alone is more than the cap; granting it needs a cap "
+		         "of at least %llu MiB%s",
+		         (unsigned long long)((in_use + bytes + (1 << 20) - 1) >> 20),
+		         vr_books_spill_budget() ? ""
+		                                 : ", or vramctl run --spill to serve what does "
+		                                   "not fit from host memory (slower)");
 	else
 		snprintf(out, len,
 		         "hint: the group's peak so far is %s; granting this request needs a "
@@ -219,6 +238,17 @@ static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t asked, u
 	char a[32], b[32], c[32], s[32], more[64], others[256] = "", tip[200], pages[96] = "";
 	if (!vr_log_denial_gate(more, sizeof more))
 		return;
+	/* A cap of 0 is a cap that could not be read (fail closed: said when
+	 * it was read); no size of cap is the reason. */
+	if (d->cap == 0) {
+		vr__log(VR_LOG_WARN,
+		        "denied %s on GPU %d: the cap could not be read (said above: a malformed "
+		        "VRAMCTL_LIMIT, a device it names that this process does not have, or an "
+		        "unusable configuration file), so every allocation is refused: fix that "
+		        "and start the program again%s",
+		        vr_format_size(bytes, a, sizeof a), d->ordinal, more);
+		return;
+	}
 	struct vr_holder h[DENY_HOLDERS];
 	uint64_t self = 0, peak = 0;
 	int nh = vr_books_holders(d, &self, &peak, h, DENY_HOLDERS);
@@ -236,7 +266,7 @@ static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t asked, u
 	if (peak < in_use)
 		peak = in_use;
 	/* Enough digits that the numbers never seem to contradict the denial
-	 * or each other (#25: "cap 1.5 GiB, 1.4 GiB in use" for 32 MiB under
+	 * or each other (never "cap 1.5 GiB, 1.4 GiB in use" for 32 MiB under
 	 * 1500 MiB): in use + asked over the cap reads so. */
 	uint64_t first =
 	    atomic_load_explicit(&((struct vr_dev *)d)->first_block, memory_order_relaxed);
@@ -288,10 +318,13 @@ static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t asked, u
 /* A refusal of bytes (asked: see say_denied) recorded and said. */
 static void refused(struct vr_dev *d, uint64_t bytes, uint64_t asked, uint64_t in_use)
 {
-	vr_rec_denied(d, bytes, in_use);
-	if (vr_gt_refused(d))
+	if (vr_gt_refused(d)) {
+		vr_rec_denied(d, bytes, in_use, VR_DENY_GUARANTEE);
 		vr_gt_say_denied(d, bytes);
-	else if (!vr_outer_say_refused(d, bytes, in_use))
+		return;
+	}
+	vr_rec_denied(d, bytes, in_use, VR_DENY_CAP);
+	if (!vr_outer_say_refused(d, bytes, in_use))
 		say_denied(d, bytes, asked, in_use);
 }
 
@@ -315,20 +348,22 @@ int vr__policy_card(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
 	    vr_card_grant(d, bytes, *in_use) == 0)
 		return 0;
 	vr_books_release(d, bytes);
+	vr_unpeak(); /* refused: never held */
 	*in_use = vr_card_use(d, NULL);
 	return -1;
 }
 
 /* Before a refusal the card is asked again: this process's overhead may
  * have gone down (a context's limits lowered, modules unloaded). 1 when
- * the request was granted on the second try. */
-static int second_try(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int quiet)
+ * the request was granted on the second try (quiet: the first counted its
+ * refusal already, where it was to be counted). */
+static int second_try(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
 {
 	cap_sync(d); /* a refusal says the cap in force */
 	if (!vr_card_before_refusal(d))
 		return 0;
 	*in_use = 0;
-	if (vr__policy_take(d, bytes, in_use, quiet) != 0)
+	if (vr__policy_take(d, bytes, in_use, 1) != 0)
 		return 0;
 	vr_rec_charge(d, (int64_t)bytes);
 	return 1;
@@ -338,7 +373,7 @@ int vr__policy_refused(struct vr_dev *d, uint64_t bytes, uint64_t in_use, int re
 {
 	if (VR_UNLIKELY(!d)) /* no device known: nothing to hold it against */
 		return 0;
-	if (second_try(d, bytes, &in_use, !report))
+	if (second_try(d, bytes, &in_use))
 		return 0;
 	if (report)
 		refused(d, bytes, bytes, in_use);
@@ -350,7 +385,7 @@ int vr__policy_reserve_pages(struct vr_dev *d, uint64_t bytes, uint64_t page, in
 {
 	uint64_t in_use = 0;
 	*charged = page;
-	if (vr__policy_take(d, page, &in_use, 1) == 0 || second_try(d, page, &in_use, 1)) {
+	if (vr__policy_take(d, page, &in_use, 1) == 0 || second_try(d, page, &in_use)) {
 		vr_rec_charge(d, (int64_t)page);
 		return 0;
 	}
@@ -395,7 +430,7 @@ int vr__policy_spillable(struct vr_dev *d, uint64_t bytes)
 	uint64_t in_use = 0;
 	if (!d)
 		return 0;
-	if (vr__policy_take(d, bytes, &in_use, 1) != 0 && !second_try(d, bytes, &in_use, 1))
+	if (vr__policy_take(d, bytes, &in_use, 1) != 0 && !second_try(d, bytes, &in_use))
 		return 1;
 	vr_rec_charge(d, (int64_t)bytes);
 	return 0;
@@ -405,7 +440,7 @@ void vr_policy_deny(struct vr_dev *d, uint64_t bytes, const char *why)
 {
 	uint64_t in_use = vr_books_in_use(d);
 	vr_books_denied(d, bytes);
-	vr_rec_denied(d, bytes, in_use);
+	vr_rec_denied(d, bytes, in_use, VR_DENY_CAP);
 	vr_log_denied_why(d->ordinal, bytes, d->cap, in_use, why);
 }
 
@@ -422,6 +457,7 @@ void vr_policy_view(struct vr_dev *d, uint64_t *freep, uint64_t *totalp)
 		*freep = *totalp;
 	if (d->nouter)
 		vr_outer_view(d, freep, totalp);
+	vr_gt_view(d, freep); /* under others' guarantees: what can be had */
 }
 
 uint64_t vr_policy_total(struct vr_dev *d, uint64_t total)

@@ -105,8 +105,9 @@ static inline uint64_t vr_on_card(uint64_t bytes)
  * gets all it is shown free. Such a "short" block is one at a time per
  * device (d->short_block): while it lives, the exception is not made again,
  * so over any sequence of requests the card holds less than a page more
- * than the cap (README, "What is counted"; issue #29: frees of small blocks
- * made room for one more short block after another, a page each).
+ * than the cap (docs/usage.md, "What is counted"; without that rule,
+ * frees of small blocks made room for one more short block after another,
+ * a page each).
  *
  * When *charged is less than vr_on_card(bytes) the caller holds the short
  * block: it calls vr_policy_short_settle with the block's address once the
@@ -161,7 +162,8 @@ vr__policy_granted(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
 	    vr__policy_card(d, bytes, in_use) != 0)
 		return -1;
 	if (VR_UNLIKELY(vr_gt_check(d, bytes, in_use) != 0)) {
-		vr_card_landed(); /* refused after all: never with the driver */
+		vr_card_landed(); /* refused after all: never with the driver, */
+		vr_unpeak();      /* nor held (its bytes given back: guarantee.h) */
 		return -1;
 	}
 	return 0;
@@ -173,10 +175,14 @@ vr__policy_granted(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
 static inline __attribute__((always_inline)) int vr__policy_take(struct vr_dev *d, uint64_t bytes,
                                                                  uint64_t *in_use, int quiet)
 {
-	return VR_LIKELY(vr__books_reserve(d, bytes, in_use, quiet) == 0) &&
-	               VR_LIKELY(vr__policy_granted(d, bytes, in_use) == 0)
-	           ? 0
-	           : -1;
+	if (VR_UNLIKELY(vr__books_reserve(d, bytes, in_use, quiet) != 0))
+		return -1; /* the books counted it, when not quiet */
+	if (VR_UNLIKELY(vr__policy_granted(d, bytes, in_use) != 0)) {
+		if (!quiet) /* refused after the books: counted here (status's DENIED) */
+			vr_books_denied(d, bytes);
+		return -1;
+	}
+	return 0;
 }
 
 static inline __attribute__((always_inline)) int vr__policy_reserve(struct vr_dev *d,

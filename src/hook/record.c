@@ -398,8 +398,10 @@ void vr__rec_charge(const struct vr_dev *d, int64_t delta)
 		uint64_t tp = raise_peak(&r->peak, &r->peak_ns, now, t);
 		/* On the card: the blocks plus the overhead as last measured (0
 		 * until it is), so card_peak is never below peak. */
-		raise_peak(&r->card_peak, &r->card_peak_ns,
-		           now + atomic_load_explicit(A(r->overhead), memory_order_relaxed), tp);
+		uint64_t card = now + atomic_load_explicit(A(r->overhead), memory_order_relaxed);
+		raise_peak(&r->card_peak, &r->card_peak_ns, card, tp);
+		store_max(&r->need_peak,
+		          card + atomic_load_explicit(A(r->spilled), memory_order_relaxed));
 	} else {
 		now = atomic_fetch_sub(A(r->in_use), (uint64_t)-delta) - (uint64_t)-delta;
 	}
@@ -416,30 +418,62 @@ void vr__rec_overhead(const struct vr_dev *d, uint64_t overhead, uint64_t card)
 	struct vr_rec_dev *r = rdev(d->ordinal);
 	if (!r)
 		return;
-	atomic_store_explicit(A(r->overhead), overhead, memory_order_relaxed);
+	uint64_t was = atomic_exchange_explicit(A(r->overhead), overhead, memory_order_relaxed);
 	store_max(&r->overhead_peak, overhead);
 	raise_peak(&r->card_peak, &r->card_peak_ns, card, 0);
+	store_max(&r->need_peak, card + atomic_load_explicit(A(r->spilled), memory_order_relaxed));
+	int first = !atomic_load_explicit(A32(r->card_known), memory_order_relaxed);
 	atomic_store_explicit(A32(r->card_known), 1, memory_order_release);
+	/* The trace's on-card counters: the overhead as it moves (not each
+	 * look that finds it where it was). */
+	if ((rec_flags & VR_REC_F_TRACE) && (first || was != overhead))
+		trace(VR_EV_OVERHEAD, d->ordinal, overhead, card > overhead ? card - overhead : 0,
+		      now_mono());
 }
 
-void vr__rec_denied(const struct vr_dev *d, uint64_t bytes, uint64_t group_in_use)
+/* A refusal counted: every cause in denials and the trace's marker; the
+ * cap's in denied_max and denied_need (what a larger cap would grant),
+ * other groups' guarantees apart. */
+static void denied(struct vr_rec_dev *r, int ordinal, uint64_t bytes, uint64_t need,
+                   enum vr_rec_cause why)
+{
+	atomic_fetch_add(A(r->denials), 1);
+	if (why == VR_DENY_GUARANTEE) {
+		atomic_fetch_add(A(r->gt_denials), 1);
+		store_max(&r->gt_denied_max, bytes);
+	} else {
+		store_max(&r->denied_max, bytes);
+		store_max(&r->denied_need, need);
+	}
+	if (rec_flags & VR_REC_F_TRACE)
+		trace(VR_EV_DENY, ordinal, bytes, atomic_load(A(r->in_use)), now_mono());
+}
+
+void vr__rec_denied(const struct vr_dev *d, uint64_t bytes, uint64_t group_in_use,
+                    enum vr_rec_cause why)
+{
+	struct vr_rec_dev *r = rdev(d->ordinal);
+	if (r)
+		denied(r, d->ordinal, bytes,
+		       group_in_use + bytes > group_in_use ? group_in_use + bytes : UINT64_MAX,
+		       why);
+}
+
+void vr__rec_context_refused(const struct vr_dev *d, uint64_t cost, uint64_t card)
 {
 	struct vr_rec_dev *r = rdev(d->ordinal);
 	if (!r)
 		return;
-	atomic_fetch_add(A(r->denials), 1);
-	store_max(&r->denied_max, bytes);
-	store_max(&r->denied_need,
-	          group_in_use + bytes > group_in_use ? group_in_use + bytes : UINT64_MAX);
-	if (rec_flags & VR_REC_F_TRACE)
-		trace(VR_EV_DENY, d->ordinal, bytes, atomic_load(A(r->in_use)), now_mono());
+	atomic_fetch_add(A(r->ctx_denials), 1);
+	store_max(&r->ctx_denied_max, cost);
+	denied(r, d->ordinal, cost, card, VR_DENY_CAP);
 }
 
 /* Spill (docs/report.md): the spill engine calls this once per block, with
  * the bytes it serves from host memory (+) or gives back (-). A spilled
  * block is one of the program's allocations and its release one of its
  * frees: counted as such, so that allocations - frees is what is still
- * held (issue #25: "5 allocations, 1 free", then 5 blocks at exit). */
+ * held (never "5 allocations, 1 free", then 5 blocks at exit). */
 void vr__rec_spilled(const struct vr_dev *d, int64_t delta)
 {
 	struct vr_rec_dev *r = rdev(d->ordinal);
@@ -447,13 +481,15 @@ void vr__rec_spilled(const struct vr_dev *d, int64_t delta)
 		return;
 	atomic_fetch_add(delta > 0 ? A(r->allocs) : A(r->frees), 1);
 	uint64_t now = atomic_fetch_add(A(r->spilled), (uint64_t)delta) + (uint64_t)delta;
-	uint64_t peak = atomic_load(A(r->spilled_peak));
-	while (now > peak && now < (1ull << 63) &&
-	       !atomic_compare_exchange_weak(A(r->spilled_peak), &peak, now))
-		;
-	if (delta > 0 && (rec_flags & VR_REC_F_TRACE))
-		trace(VR_EV_SPILL, d->ordinal, (uint64_t)delta, atomic_load(A(r->in_use)),
-		      now_mono());
+	if (now >= (1ull << 63))
+		return;
+	store_max(&r->spilled_peak, now);
+	if (delta > 0)
+		store_max(&r->need_peak,
+		          now + atomic_load(A(r->in_use)) + atomic_load(A(r->overhead)));
+	if (rec_flags & VR_REC_F_TRACE)
+		trace(delta > 0 ? VR_EV_SPILL : VR_EV_UNSPILL, d->ordinal,
+		      delta > 0 ? (uint64_t)delta : (uint64_t)-delta, now, now_mono());
 }
 
 void vr__rec_pinned(int64_t delta)

@@ -20,7 +20,14 @@ void vr_rec_open(void);
 /* When a device joins the books. */
 void vr_rec_device(const struct vr_dev *d);
 void vr__rec_charge(const struct vr_dev *d, int64_t delta);
-void vr__rec_denied(const struct vr_dev *d, uint64_t bytes, uint64_t group_in_use);
+/* Why a request was refused (vr_rec_denied). */
+enum vr_rec_cause {
+	VR_DENY_CAP,       /* the cap (a larger one would grant it) */
+	VR_DENY_GUARANTEE, /* other groups' guarantees (guarantee.h) */
+};
+void vr__rec_denied(const struct vr_dev *d, uint64_t bytes, uint64_t group_in_use,
+                    enum vr_rec_cause why);
+void vr__rec_context_refused(const struct vr_dev *d, uint64_t cost, uint64_t card);
 void vr__rec_spilled(const struct vr_dev *d, int64_t delta);
 void vr__rec_pinned(int64_t delta);
 void vr__rec_freed(int ordinal);
@@ -34,11 +41,20 @@ static inline void vr_rec_charge(const struct vr_dev *d, int64_t delta)
 	if (VR_REC_ON())
 		vr__rec_charge(d, delta);
 }
-/* A refusal of bytes while the group held group_in_use. */
-static inline void vr_rec_denied(const struct vr_dev *d, uint64_t bytes, uint64_t group_in_use)
+/* A refusal of bytes while the group held group_in_use (the request not
+ * counted), for why. */
+static inline void vr_rec_denied(const struct vr_dev *d, uint64_t bytes, uint64_t group_in_use,
+                                 enum vr_rec_cause why)
 {
 	if (VR_REC_ON())
-		vr__rec_denied(d, bytes, group_in_use);
+		vr__rec_denied(d, bytes, group_in_use, why);
+}
+/* A new context of cost bytes refused at the cap (card.h), with which the
+ * group would have held card on the card: a refusal, never memory held. */
+static inline void vr_rec_context_refused(const struct vr_dev *d, uint64_t cost, uint64_t card)
+{
+	if (VR_REC_ON())
+		vr__rec_context_refused(d, cost, card);
 }
 /* For the spill engine, once per block: bytes served from host memory (+),
  * counted as an allocation, or returned (-), counted as a free. */

@@ -284,6 +284,27 @@ static int check_items(const struct vr_limits *l, const struct vr_limits *g, cha
 	return 0;
 }
 
+int vr_launch_small_cap(const struct vr_limits *l, const char *count, char *note, size_t len)
+{
+	char a[32], b[32];
+	if (count && !strcmp(count, "allocations"))
+		return 0;
+	for (int k = 0; k < l->count; k++) {
+		const struct vr_limit *it = &l->item[k];
+		if (it->is_percent || it->bytes >= VR_CONTEXT_SMALL)
+			continue;
+		snprintf(note, len,
+		         "a cap of %s is less than a CUDA context takes on the card (%s and more; "
+		         "hundreds of MiB on most GPUs), and the cap counts the card: every "
+		         "program's CUDA start-up will be refused (--count allocations caps only "
+		         "what it allocates)",
+		         vr_format_size_digits(it->bytes, VR_SIZE_DIGITS_MAX + 1, a, sizeof a),
+		         vr_format_size(VR_CONTEXT_SMALL, b, sizeof b));
+		return 1;
+	}
+	return 0;
+}
+
 int vr_launch_guarantee_check(const struct vr_limits *l, const struct vr_limits *g,
                               const struct vr_launch_dev *devs, int ndev, char *err, size_t errlen)
 {

@@ -57,7 +57,7 @@ typedef int (*vr_setenv_fn)(void *ctx, const char *name, const char *value, int 
 struct vr_contract {
 	const char *limit;        /* VRAMCTL_LIMIT: the normalised spec */
 	const char *guarantee;    /* VRAMCTL_GUARANTEE (normalised) with a limit; NULL: unset */
-	const char *token;        /* VRAMCTL_GUARANTEE_TOKEN with a limit (#38); NULL: unset */
+	const char *token;        /* VRAMCTL_GUARANTEE_TOKEN with a limit; NULL: unset */
 	const char *group;        /* VRAMCTL_GROUP; NULL: the library's group of one */
 	const char *registry_dir; /* VRAMCTL_REGISTRY_DIR; NULL: the library's default */
 	int growth;               /* VRAMCTL_GROWTH=1 and the frameworks' switches */
@@ -102,6 +102,19 @@ int vr_contract_undo(const char *lib, const char *cur_preload, vr_setenv_fn set,
 int vr_launch_normalise(const struct vr_limits *l, const struct vr_launch_dev *devs, int ndev,
                         const char *why_no_driver, char *out, size_t outlen, char *err,
                         size_t errlen);
+
+/*
+ * A cap below what a CUDA context takes on the card (VR_CONTEXT_SMALL: the
+ * least measured, the simulator's; real ones are hundreds of MiB) refuses
+ * every program's start-up, since the cap counts the card (`--limit
+ * 4096` was accepted and every program then failed). 1 with a note for
+ * the user (no newline) when a size item of l is that small and count
+ * (the --count or VRAMCTL_COUNT in force, NULL: the default) counts the
+ * card; 0 otherwise. Percentages are not judged: their size is the
+ * device's to tell.
+ */
+#define VR_CONTEXT_SMALL ((uint64_t)64 << 20)
+int vr_launch_small_cap(const struct vr_limits *l, const char *count, char *note, size_t len);
 
 /*
  * A guarantee (--guarantee, parsed in g) within the cap (l) on every device

@@ -139,6 +139,21 @@ const char *mon_counting_text(enum vramctl_counting c)
 	return "unknown";
 }
 
+int mon_proc_digits(const struct mon_proc *p)
+{
+	return vr_size_digits((uint64_t[]){p->allocated, p->on_card, p->card_overhead, p->peak,
+	                                   p->cap == MON_NO_CAP ? 0 : p->cap},
+	                      5, 0);
+}
+
+int mon_group_digits(const struct mon_group_dev *gd)
+{
+	return vr_size_digits((uint64_t[]){gd->on_card - gd->card_overhead, gd->on_card,
+	                                   gd->card_overhead, gd->peak,
+	                                   gd->cap == MON_NO_CAP ? 0 : gd->cap},
+	                      5, 0);
+}
+
 char *mon_over_cap_reason(const struct mon_group_dev *gd, char *buf, size_t len)
 {
 	char by[32], ov[32], al[32], held[32], cap[32];
@@ -146,26 +161,32 @@ char *mon_over_cap_reason(const struct mon_group_dev *gd, char *buf, size_t len)
 		snprintf(buf, len, "%s", "");
 		return buf;
 	}
+	/* The figures read apart: "1 GiB held, cap 1 GiB" said over the cap
+	 * of a group that held 1.01 GiB. */
+	int dg = vr_size_digits((uint64_t[]){gd->on_card, gd->cap, gd->over_cap, gd->card_overhead,
+	                                     gd->on_card - gd->card_overhead, gd->lowered_from},
+	                        6, 0);
 	if (gd->lowered_from) {
 		char from[32];
 		snprintf(buf, len,
 		         "over cap on the card by %s: its cap was lowered from %s to %s (vramctl "
 		         "limit, uid %u) below what it held; %s held, %s of it overhead",
-		         vr_format_size(gd->over_cap, by, sizeof(by)),
-		         vr_format_size(gd->lowered_from, from, sizeof(from)),
-		         vr_format_size(gd->cap, cap, sizeof(cap)), (unsigned)gd->lowered_by,
-		         vr_format_size(gd->on_card, held, sizeof(held)),
-		         vr_format_size(gd->card_overhead, ov, sizeof(ov)));
+		         vr_format_size_digits(gd->over_cap, dg, by, sizeof(by)),
+		         vr_format_size_digits(gd->lowered_from, dg, from, sizeof(from)),
+		         vr_format_size_digits(gd->cap, dg, cap, sizeof(cap)),
+		         (unsigned)gd->lowered_by,
+		         vr_format_size_digits(gd->on_card, dg, held, sizeof(held)),
+		         vr_format_size_digits(gd->card_overhead, dg, ov, sizeof(ov)));
 		return buf;
 	}
 	snprintf(buf, len,
 	         "over cap on the card by %s: members' overhead (contexts, modules, driver use) "
 	         "%s, allocations %s (%s held, cap %s)",
-	         vr_format_size(gd->over_cap, by, sizeof(by)),
-	         vr_format_size(gd->card_overhead, ov, sizeof(ov)),
-	         vr_format_size(gd->on_card - gd->card_overhead, al, sizeof(al)),
-	         vr_format_size(gd->on_card, held, sizeof(held)),
-	         vr_format_size(gd->cap, cap, sizeof(cap)));
+	         vr_format_size_digits(gd->over_cap, dg, by, sizeof(by)),
+	         vr_format_size_digits(gd->card_overhead, dg, ov, sizeof(ov)),
+	         vr_format_size_digits(gd->on_card - gd->card_overhead, dg, al, sizeof(al)),
+	         vr_format_size_digits(gd->on_card, dg, held, sizeof(held)),
+	         vr_format_size_digits(gd->cap, dg, cap, sizeof(cap)));
 	return buf;
 }
 

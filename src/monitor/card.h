@@ -1,5 +1,5 @@
 /*
- * card.h - what the card holds, beside what was allocated (#24): the
+ * card.h - what the card holds, beside what was allocated: the
  * on-card, allocated and overhead figures of each process row and each
  * group's device, and the words the formatters use for them.
  *
@@ -29,6 +29,12 @@ const char *mon_counting_name(enum vramctl_counting c);
 /* The same for people: "card", "allocations only (asked)", "allocations only
  * (no driver figure)". */
 const char *mon_counting_text(enum vramctl_counting c);
+
+/* The decimals with which a row's sizes (allocated, on the card, overhead,
+ * peak, cap) read apart: figures that differ never print the same
+ * (vr_size_digits). For status's and top's rows alike. */
+int mon_proc_digits(const struct mon_proc *p);
+int mon_group_digits(const struct mon_group_dev *gd);
 
 /* Why a group's device is over its cap on the card (gd->over_cap > 0), one
  * clause: "over cap on the card by X: members' overhead (contexts, modules,

@@ -47,7 +47,7 @@ int mon_collect_registry(const struct mon_sources *src, struct mon_model *m)
 	if (rc == 0)
 		mon_escape_mark(m, src->proc_root, NULL); /* a job's processes outside its cap */
 	if (rc == 0)
-		rc = mon_guarantee_read(m, NULL); /* the device books (#26) */
+		rc = mon_guarantee_read(m, NULL); /* the device books */
 	if (rc < 0)
 		mon_model_clear(m);
 	else

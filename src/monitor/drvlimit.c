@@ -6,6 +6,7 @@
 #include "monitor/drvlimit.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/cgroup2.h"
@@ -79,6 +80,22 @@ int mon_drvlimit_is_set(const struct mon_drvlimit *l)
 	return l->hard != NVML_DEVICE_MEMORY_LIMIT_MAX;
 }
 
+int mon_drvlimit_can(struct mon_nvml *nv, const char *uuid, const char *ns)
+{
+	struct mon_drvlimit l;
+	char err[160], release[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = "";
+	int r = mon_drvlimit_get(nv, uuid, ns, &l, err, sizeof(err));
+	if (r == NVML_SUCCESS)
+		return 1;
+	if (r != NVML_ERROR_NOT_SUPPORTED)
+		return 0;
+	vr_pfn_nvmlSystemGetDriverVersion version =
+	    (vr_pfn_nvmlSystemGetDriverVersion)mon_nvml_sym(nv, "nvmlSystemGetDriverVersion");
+	if (!version || version(release, sizeof(release)) != NVML_SUCCESS)
+		return 0;
+	return atoi(release) >= MON_DRVLIMIT_RELEASE;
+}
+
 int mon_drvlimit_clear(struct mon_nvml *nv, const char *uuid, const char *ns, char *err,
                        size_t errlen)
 {
@@ -128,8 +145,14 @@ static int visit(const char *ns, void *ctx)
 	struct walk *w = ctx;
 	struct mon_drvlimit l;
 	char err[160];
-	if (mon_drvlimit_get(w->nv, w->uuid, ns, &l, err, sizeof(err)) != NVML_SUCCESS)
-		return 1; /* no limits on this driver or GPU: no need to go on */
+	int r = mon_drvlimit_get(w->nv, w->uuid, ns, &l, err, sizeof(err));
+	/* NOT_SUPPORTED: no limit on this cgroup (R615 answers so where none
+	 * is set, as where it cannot limit at all): its parent's may hold.
+	 * Any other answer: no limits to read on this driver or GPU. */
+	if (r == NVML_ERROR_NOT_SUPPORTED)
+		return 0;
+	if (r != NVML_SUCCESS)
+		return 1;
 	if (mon_drvlimit_is_set(&l) && (!w->found || l.hard < w->out->hard)) {
 		w->found = 1;
 		w->out->hard = l.hard;

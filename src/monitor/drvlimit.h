@@ -2,8 +2,8 @@
  * drvlimit.h - the NVIDIA driver's own memory limits per cgroup (R615,
  * "MPS v3 memory partitioning": nvmlDeviceSetMemoryLimits_v1, root only,
  * and nvmlDeviceGetMemoryLimits_v1, anyone), through the monitor's NVML.
- * vramctl's second enforcer beside the injected library: docs/enforcers.md
- * in README's "Enforcers".
+ * vramctl's second enforcer beside the injected library (docs/usage.md,
+ * "Two enforcers").
  */
 #ifndef VRAMCTL_MONITOR_DRVLIMIT_H
 #define VRAMCTL_MONITOR_DRVLIMIT_H
@@ -67,6 +67,15 @@ int mon_drvlimit_device(struct mon_nvml *nv, unsigned index, char *uuid, size_t 
  * the driver has no limits (most drivers): the fields stay clear.
  */
 void mon_drvlimit_fill(struct mon_nvml *nv, struct mon_model *m, const char *proc_root);
+
+/*
+ * 1 when the driver can limit ns on the device with this UUID: its "get
+ * limits" answers, or answers NOT_SUPPORTED from a driver of release
+ * MON_DRVLIMIT_RELEASE or later, which answers so for a cgroup with no
+ * limit set as where it cannot limit (so it is read by the release, never
+ * as "cannot"). 0 otherwise (an older driver, NVML without the entry).
+ */
+int mon_drvlimit_can(struct mon_nvml *nv, const char *uuid, const char *ns);
 
 /* 1 when hard is a limit (not NVML_DEVICE_MEMORY_LIMIT_MAX). */
 int mon_drvlimit_is_set(const struct mon_drvlimit *l);

@@ -11,7 +11,7 @@
 
 #include "common/text.h"
 #include "monitor/card.h"
-#include "monitor/elastic.h"
+#include "monitor/cap_changes.h"
 #include "monitor/format.h"
 #include "monitor/guarantee.h"
 
@@ -119,30 +119,41 @@ static void grid_free(struct grid *g)
 	memset(g, 0, sizeof(*g));
 }
 
-static char *fmt_size_or(uint64_t v, int known, char *buf, size_t len)
+/* v in the decimals dg (vr_size_digits: a row's sizes that differ never
+ * read the same), or "-" when not known. */
+static char *fmt_size_dg(uint64_t v, int known, int dg, char *buf, size_t len)
 {
 	if (!known) {
 		snprintf(buf, len, "-");
 		return buf;
 	}
-	return vr_format_size(v, buf, len);
+	return vr_format_size_digits(v, dg, buf, len);
 }
 
-static char *fmt_cap(uint64_t cap, char *buf, size_t len)
+static char *fmt_size_or(uint64_t v, int known, char *buf, size_t len)
+{
+	return fmt_size_dg(v, known, 1, buf, len);
+}
+
+static char *fmt_cap_dg(uint64_t cap, int dg, char *buf, size_t len)
 {
 	if (cap == MON_NO_CAP) {
 		snprintf(buf, len, "none");
 		return buf;
 	}
-	return vr_format_size(cap, buf, len);
+	return vr_format_size_digits(cap, dg, buf, len);
 }
 
 static const char *proc_state_text(const struct mon_proc *p)
 {
 	if (p->valid & MON_P_ESCAPED)
 		return "escaped";
+	/* Held by the driver's limit alone (--enforce driver): not uncapped,
+	 * though the library is not in it. */
 	if (!(p->valid & MON_P_CAPPED))
-		return "uncapped";
+		return (p->valid & MON_P_DRVLIMIT)    ? "driver"
+		       : (p->valid & MON_P_ELSEWHERE) ? "elsewhere"
+		                                      : "uncapped";
 	if (p->valid & MON_P_ALONE)
 		return "alone";
 	return mon_state_name(p->state);
@@ -195,7 +206,7 @@ static const char *gpu_text(const struct mon_model *m, int device, int known, co
 	return fmt_int_or(idx, idx >= 0, none, buf, len);
 }
 
-/* vramctl_group_cap_changes_total, per group that has had one (#26). */
+/* vramctl_group_cap_changes_total, per group that has had one. */
 static void prom_cap_changes(FILE *f, const struct mon_model *m)
 {
 	int any = 0;
@@ -209,6 +220,22 @@ static void prom_cap_changes(FILE *f, const struct mon_model *m)
 		const char *labels[] = {"group", m->groups[i].name, NULL};
 		mon_prom_sample(f, "vramctl_group_cap_changes_total", labels,
 		                m->groups[i].changes_total);
+	}
+}
+
+/* vramctl_group_denied_total, per group: refusals since the group
+ * started, its members' gone ones included (a process's own counter goes
+ * with it). */
+static void prom_group_denials(FILE *f, const struct mon_model *m)
+{
+	for (int i = 0; i < m->ngroups; i++) {
+		if (!i)
+			mon_prom_head(
+			    f, "vramctl_group_denied_total", "counter",
+			    "Allocations refused to the group's members since it started, "
+			    "members gone included.");
+		const char *labels[] = {"group", m->groups[i].name, NULL};
+		mon_prom_sample(f, "vramctl_group_denied_total", labels, m->groups[i].denials);
 	}
 }
 
@@ -292,14 +319,17 @@ static void table_proc_row(struct grid *t, const struct mon_model *m, const stru
 		nvml = "unknown";
 	else
 		nvml = "-";
+	/* ALLOCATED + OVERHEAD is ON CARD: enough decimals that none of them,
+	 * the cap and the peak read as another (rounding aside). */
+	int dg = mon_proc_digits(p);
 	grid_row(t, pid, nspid,
 	         gpu_text(m, p->device, !!(p->valid & MON_P_DEVICE), "-", h, sizeof(h)),
 	         proc_state_text(p), capped || escaped ? p->group : "-",
-	         capped || escaped ? fmt_cap(p->cap, a, sizeof(a)) : "-",
-	         fmt_size_or(p->allocated, capped && oncard, b, sizeof(b)),
-	         fmt_size_or(p->on_card, oncard, k, sizeof(k)),
-	         fmt_size_or(p->card_overhead, capped && oncard, g, sizeof(g)),
-	         fmt_size_or(p->peak, capped, c, sizeof(c)),
+	         capped || escaped ? fmt_cap_dg(p->cap, dg, a, sizeof(a)) : "-",
+	         fmt_size_dg(p->allocated, capped && oncard, dg, b, sizeof(b)),
+	         fmt_size_dg(p->on_card, oncard, dg, k, sizeof(k)),
+	         fmt_size_dg(p->card_overhead, capped && oncard, dg, g, sizeof(g)),
+	         fmt_size_dg(p->peak, capped, dg, c, sizeof(c)),
 	         fmt_size_or(p->spilled, capped, sp, sizeof(sp)), nvml, denied,
 	         fmt_size_or(p->host_pinned, capped, e, sizeof(e)),
 	         capped ? mon_counting_text(p->counting) : "-", mon_enforcer_name(p),
@@ -342,6 +372,20 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 		}
 		grid_print(f, &t, "");
 		grid_free(&t);
+		for (int i = 0; i < m->ndevs; i++) {
+			const struct mon_device *v = &m->devs[i];
+			if (!(v->valid & MON_DEV_MEMORY) || !v->reserved)
+				continue;
+			int dg =
+			    vr_size_digits((uint64_t[]){v->total, v->total + v->reserved}, 2, 0);
+			fprintf(
+			    f,
+			    "GPU %s: TOTAL is what programs can have: NVML's total, %s, less %s "
+			    "the driver keeps for itself\n",
+			    gpu_text(m, i, 1, "-", h, sizeof(h)),
+			    vr_format_size_digits(v->total + v->reserved, dg, a, sizeof(a)),
+			    vr_format_size(v->reserved, b, sizeof(b)));
+		}
 	}
 
 	/* Groups. */
@@ -350,7 +394,7 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 		fprintf(f, "No vramctl group%s.\n",
 		        (m->valid & MON_M_REGISTRY) ? "" : " (registry not readable)");
 	} else {
-		/* GUARANTEE and BORROWED where some GPU holds a guarantee (#26). */
+		/* GUARANTEE and BORROWED where some GPU holds a guarantee. */
 		struct grid t =
 		    grid_make(14, (spills ? 0 : 1u << 10) | (mon_guarantee_any(m) ? 0 : 3u << 3));
 		grid_row(&t, "GROUP", "GPU", "CAP", "GUARANTEE", "BORROWED", "ALLOCATED", "ON CARD",
@@ -365,24 +409,26 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 				         "-", mem, dead, gr->limit_spec);
 			for (int j = 0; j < gr->ndev; j++) {
 				const struct mon_group_dev *gd = &gr->dev[j];
-				grid_row(
-				    &t, gr->name, gpu_text(m, gd->device, 1, "-", h, sizeof(h)),
-				    fmt_cap(gd->cap, a, sizeof(a)),
-				    mon_guarantee_text(m, gd, gu, 0),
-				    mon_guarantee_text(m, gd, bo, 1),
-				    vr_format_size(gd->on_card - gd->card_overhead, b, sizeof(b)),
-				    vr_format_size(gd->on_card, c, sizeof(c)),
-				    vr_format_size(gd->card_overhead, e, sizeof(e)),
-				    vr_format_size(gd->peak, g, sizeof(g)),
-				    vr_format_size(gd->dead_in_use, d, sizeof(d)),
-				    vr_format_size(gd->spilled, sp, sizeof(sp)), mem, dead,
-				    gr->limit_spec);
+				uint64_t alloc = gd->on_card - gd->card_overhead;
+				int dg = mon_group_digits(gd);
+				grid_row(&t, gr->name,
+				         gpu_text(m, gd->device, 1, "-", h, sizeof(h)),
+				         fmt_cap_dg(gd->cap, dg, a, sizeof(a)),
+				         mon_guarantee_text(m, gd, gu, 0),
+				         mon_guarantee_text(m, gd, bo, 1),
+				         vr_format_size_digits(alloc, dg, b, sizeof(b)),
+				         vr_format_size_digits(gd->on_card, dg, c, sizeof(c)),
+				         vr_format_size_digits(gd->card_overhead, dg, e, sizeof(e)),
+				         vr_format_size_digits(gd->peak, dg, g, sizeof(g)),
+				         vr_format_size(gd->dead_in_use, d, sizeof(d)),
+				         vr_format_size(gd->spilled, sp, sizeof(sp)), mem, dead,
+				         gr->limit_spec);
 			}
 		}
 		grid_print(f, &t, "");
 		grid_free(&t);
 		table_over_cap(f, m);
-		mon_elastic_table(f, m);
+		mon_cap_changes_table(f, m);
 		mon_guarantee_table(f, m);
 	}
 
@@ -537,8 +583,9 @@ static void prom_procs(FILE *f, const struct mon_model *m, enum proc_metric whic
 		fmt_int_or(p->host_pid, !!(p->valid & MON_P_HOST_PID), "", pid, sizeof(pid));
 		fmt_int_or(p->ns_pid, !!(p->valid & MON_P_NS_PID), "", nspid, sizeof(nspid));
 		gpu_text(m, p->device, !!(p->valid & MON_P_DEVICE), "", gpu, sizeof(gpu));
-		/* Identity labels (#27) are one per container, as the pid is one
-		 * per process: they add no series. Unknown ones are left out. */
+		/* Identity labels are one per container, as the pid is one
+		 * per process, and the user one per process: they add no
+		 * series. Unknown ones are left out. */
 		const char *labels[] = {"pid",
 		                        pid,
 		                        "ns_pid",
@@ -549,6 +596,8 @@ static void prom_procs(FILE *f, const struct mon_model *m, enum proc_metric whic
 		                        p->uuid,
 		                        "group",
 		                        (p->valid & (MON_P_CAPPED | MON_P_ESCAPED)) ? p->group : "",
+		                        "user",
+		                        (p->valid & MON_P_USER) ? p->user : "",
 		                        "container_id",
 		                        p->container_id,
 		                        "pod_uid",
@@ -589,7 +638,7 @@ int mon_format_prom(FILE *f, const struct mon_model *m)
 		}
 	}
 	prom_devices(f, m, DM_TOTAL, "vramctl_device_memory_total_bytes",
-	             "GPU memory in all, as NVML reports it.");
+	             "GPU memory programs can have: NVML's total less what the driver keeps.");
 	prom_devices(f, m, DM_USED, "vramctl_device_memory_used_bytes",
 	             "GPU memory in use by all processes, as NVML reports it.");
 	prom_devices(f, m, DM_FREE, "vramctl_device_memory_free_bytes",
@@ -636,6 +685,7 @@ int mon_format_prom(FILE *f, const struct mon_model *m)
 	            "Host memory the group holds past its cap on the GPU (spill; groups with a "
 	            "spill budget).");
 	prom_cap_changes(f, m);
+	prom_group_denials(f, m);
 	mon_guarantee_prom(f, m);
 	int any_budget = 0;
 	for (int i = 0; i < m->ngroups; i++) {

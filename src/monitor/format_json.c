@@ -6,7 +6,7 @@
 
 #include "common/json.h"
 #include "monitor/card.h"
-#include "monitor/elastic.h"
+#include "monitor/cap_changes.h"
 #include "monitor/format.h"
 #include "monitor/guarantee.h"
 
@@ -40,6 +40,7 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 		jw_u64(&w, "total_bytes", d->total, mem);
 		jw_u64(&w, "used_bytes", d->used, mem);
 		jw_u64(&w, "free_bytes", d->free, mem);
+		jw_u64(&w, "reserved_bytes", d->reserved, mem);
 		jw_u64(&w, "caps_sum_bytes", d->caps_sum, 1);
 		jw_int(&w, "capped_groups", d->ncapped, 1);
 		jw_u64(&w, "spilled_bytes", d->spilled, 1);
@@ -64,9 +65,10 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 		jw_int(&w, "exiting_members", g->nexiting, 1);
 		jw_bool(&w, "consistent", g->consistent);
 		jw_u64(&w, "spill_budget_bytes", g->spill_budget, 1);
+		jw_u64(&w, "denied_count", g->denials, 1);
 		jw_u64(&w, "spilled_bytes", g->spilled, 1);
 		jw_str(&w, "enforcer", g->ndriver ? "both" : "library");
-		mon_elastic_json(&w, m, g);
+		mon_cap_changes_json(&w, m, g);
 		jw_open(&w, "devices", '[');
 		for (int j = 0; j < g->ndev; j++) {
 			const struct mon_group_dev *gd = &g->dev[j];
@@ -109,9 +111,13 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 		/* A capped job's process outside its cap: its job's group. */
 		int escaped = !!(p->valid & MON_P_ESCAPED);
 		jw_str(&w, "state",
-		       capped    ? mon_state_name(p->state)
-		       : escaped ? "escaped"
-		                 : "uncapped");
+		       capped                         ? mon_state_name(p->state)
+		       : escaped                      ? "escaped"
+		       : (p->valid & MON_P_DRVLIMIT)  ? "driver"
+		       : (p->valid & MON_P_ELSEWHERE) ? "capped_elsewhere"
+		                                      : "uncapped");
+		jw_str(&w, "books_dir",
+		       (p->valid & MON_P_ELSEWHERE) && p->books_dir[0] ? p->books_dir : NULL);
 		jw_str(&w, "group", capped || escaped ? p->group : NULL);
 		jw_u64(&w, "cap_bytes", p->cap, (capped || escaped) && p->cap != MON_NO_CAP);
 		jw_u64(&w, "in_use_bytes", p->in_use, capped);
@@ -126,7 +132,7 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 		       capped && (p->valid & MON_P_ON_CARD));
 		jw_str(&w, "counting", capped ? mon_counting_name(p->counting) : NULL);
 		jw_u64(&w, "ipc_ns", p->ipc_ns, capped && p->ipc_ns);
-		/* Capped by books of its own: its cap holds for it alone (#37). */
+		/* Capped by books of its own: its cap holds for it alone. */
 		jw_bool(&w, "own_books", !!(p->valid & MON_P_ALONE));
 		jw_str(&w, "own_books_reason", mon_alone_why(m, p));
 		jw_bool(&w, "nvml_listed", !!(p->valid & MON_P_NVML));
@@ -134,7 +140,7 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 		jw_int(&w, "uid", (long long)p->uid, !!(p->valid & MON_P_USER));
 		jw_str(&w, "user", (p->valid & MON_P_USER) ? p->user : NULL);
 		jw_str(&w, "command", (p->valid & MON_P_COMMAND) ? p->command : NULL);
-		/* The enforcers (README): the library's cap, the driver's limit. */
+		/* The enforcers (docs/usage.md): the library's cap, the driver's limit. */
 		jw_str(&w, "enforcer", mon_enforcer_name(p));
 		if (p->valid & MON_P_DRVLIMIT) {
 			jw_open(&w, "driver_limit", '{');
@@ -147,7 +153,7 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 			jw_key(&w, "driver_limit");
 			jb_puts(&w, "null");
 		}
-		/* Identity (#27): "" is unknown, written null. */
+		/* Identity: "" is unknown, written null. */
 		jw_str(&w, "container_id", p->container_id[0] ? p->container_id : NULL);
 		jw_str(&w, "pod_uid", p->pod_uid[0] ? p->pod_uid : NULL);
 		jw_str(&w, "pod_name", p->pod_name[0] ? p->pod_name : NULL);

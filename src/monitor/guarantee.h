@@ -1,5 +1,5 @@
 /*
- * guarantee.h - guarantees on the card as the monitor shows them (#26):
+ * guarantee.h - guarantees on the card as the monitor shows them:
  * per group and device its guarantee and what it borrows past it, per
  * device the guarantees its book holds (any user's groups), their unused
  * part and the free memory nobody is guaranteed. guarantee_read.c fills

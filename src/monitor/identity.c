@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/contract.h"
 #include "common/text.h"
 #include "monitor/cgcheck.h"
 #include "monitor/cgroup_id.h"
@@ -33,6 +34,11 @@ struct ident {
 	char container_name[MON_K8S_LABEL_MAX];
 	char cgroup2[VR_CGROUP2_LEN];
 	int found;
+	/* Its environment preloads vramctl's library with a cap: capped in
+	 * books of a registry directory (books_dir, "" unsaid) this reader
+	 * may not read. */
+	int preloaded, limited;
+	char books_dir[128];
 };
 
 /* Copies the value of entry e ("NAME=value") into out when e is NAME's and
@@ -73,6 +79,11 @@ static void ident_environ(const char *root, pid_t pid, char *buf, struct ident *
 		size_t elen = strnlen(e, (size_t)n - off);
 		if (off + elen >= (size_t)n && (size_t)n == ENVIRON_MAX - 1)
 			break;
+		if (elen > 11 && !memcmp(e, "LD_PRELOAD=", 11) && memmem(e, elen, "libvramctl", 10))
+			id->preloaded = 1;
+		if (elen > 14 && !memcmp(e, VR_ENV_LIMIT "=", 14))
+			id->limited = 1;
+		env_take(e, elen, VR_ENV_REGISTRY_DIR, id->books_dir, sizeof(id->books_dir));
 		if (elen > 8 && !memcmp(e, "VRAMCTL_", 8)) {
 			env_take(e, elen, MON_ENV_POD_NAME, id->pod_name, sizeof(id->pod_name));
 			env_take(e, elen, MON_ENV_POD_NAMESPACE, id->pod_namespace,
@@ -121,6 +132,10 @@ static void ident_put(struct mon_proc *p, const struct ident *id)
 	if (id->cgroup2[0]) {
 		memcpy(p->cgroup2, id->cgroup2, sizeof(p->cgroup2));
 		p->valid |= MON_P_CGROUP2;
+	}
+	if (id->preloaded && id->limited && !(p->valid & MON_P_CAPPED)) {
+		p->valid |= MON_P_ELSEWHERE;
+		memcpy(p->books_dir, id->books_dir, sizeof(p->books_dir));
 	}
 }
 

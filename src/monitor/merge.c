@@ -16,7 +16,7 @@
 #include "common/size.h"
 #include "common/text.h"
 #include "monitor/card.h"
-#include "monitor/elastic.h"
+#include "monitor/cap_changes.h"
 #include "monitor/identity.h"
 #include "monitor/merge.h"
 #include "registry/own.h"
@@ -249,6 +249,7 @@ static int merge_groups(struct mon_model *m, const struct vramctl_snapshot *s)
 		g->consistent = sg->consistent;
 		g->spill_budget = sg->spill_budget;
 		g->spilled = sg->spilled;
+		g->denials = sg->denials;
 		g->changes_total = sg->changes_total;
 		g->nchanges = sg->nchanges;
 		memcpy(g->changes, sg->changes, sizeof(g->changes));
@@ -520,13 +521,18 @@ static int add_uncapped(struct merge *g)
 	return 0;
 }
 
-/* Per-device sums of caps and of spilled bytes, and overcommitment. */
+/* Per-device sums of caps and of spilled bytes, and overcommitment: at
+ * least two groups whose caps, each bounded by the card (a cap above it is
+ * the card's size), add up to more than the card holds (one job
+ * under --limit 10T was called OVERCOMMITTED; no other group could take
+ * from it). */
 static void sum_devices(struct mon_model *m)
 {
 	for (int i = 0; i < m->ndevs; i++) {
 		m->devs[i].caps_sum = 0;
 		m->devs[i].ncapped = 0;
 		m->devs[i].spilled = 0;
+		m->devs[i].overcommitted = 0;
 	}
 	/* Only groups with live members hold a claim on a device: a named
 	 * group that everyone has left caps nothing until someone joins. */
@@ -537,12 +543,21 @@ static void sum_devices(struct mon_model *m)
 				m->devs[gd->device].spilled += gd->spilled;
 			if (gd->cap == MON_NO_CAP || gd->device < 0)
 				continue;
-			m->devs[gd->device].caps_sum += gd->cap;
-			m->devs[gd->device].ncapped++;
+			struct mon_device *d = &m->devs[gd->device];
+			d->caps_sum += gd->cap;
+			d->ncapped++;
 		}
 	for (int i = 0; i < m->ndevs; i++) {
 		struct mon_device *d = &m->devs[i];
-		d->overcommitted = (d->valid & MON_DEV_MEMORY) && d->caps_sum > d->total;
+		uint64_t bound = 0;
+		for (int g = 0; g < m->ngroups; g++)
+			for (int j = 0; j < m->groups[g].ndev && m->groups[g].nmembers > 0; j++) {
+				const struct mon_group_dev *gd = &m->groups[g].dev[j];
+				if (gd->device == i && gd->cap != MON_NO_CAP)
+					bound += gd->cap < d->total ? gd->cap : d->total;
+			}
+		d->overcommitted =
+		    (d->valid & MON_DEV_MEMORY) && d->ncapped >= 2 && bound > d->total;
 	}
 }
 
@@ -588,7 +603,7 @@ int mon_merge_registry(struct mon_model *m, const struct vramctl_snapshot *s, in
 	m->nprocs = g.out.n;
 	mon_card_figures(m);
 	for (int i = 0; i < m->ngroups; i++)
-		mon_elastic_lowered(&m->groups[i]);
+		mon_cap_changes_lowered(&m->groups[i]);
 	mon_identity_fill(m, g.proc_root, s);
 	free(g.by_pid);
 	free(g.nvr);

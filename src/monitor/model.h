@@ -20,7 +20,7 @@
 #include "monitor/cgroup_id.h"
 #include "vramctl/registry.h"
 
-/* 2 (#24): in_use and peak count each member's overhead on the card; the
+/* 2: in_use and peak count each member's overhead on the card; the
  * allocated, on-card and overhead figures, counting and over_cap are new. */
 #define MON_SCHEMA_VERSION 2
 #define MON_UUID_MAX       96 /* NVML_DEVICE_UUID_V2_BUFFER_SIZE */
@@ -39,7 +39,7 @@ enum {
 	MON_DEV_GUAR = 1u << 4,   /* its device book read, or none there (guarantee.c) */
 };
 
-/* A group holding a guarantee on a device, as the device book has it (#26):
+/* A group holding a guarantee on a device, as the device book has it:
  * any user's group, in this registry or not. */
 #define MON_MAX_GUARANTEES 16
 struct mon_guarantee {
@@ -56,10 +56,12 @@ struct mon_device {
 	int index;
 	char uuid[MON_UUID_MAX];
 	char name[MON_NAME_MAX];
+	/* total: the card's usable size, what programs can have (NVML's
+	 * total less what the driver keeps for itself: the figure
+	 * cuMemGetInfo, percentages, admission and every view use), so used +
+	 * free = total; reserved: what the driver keeps (NVML's memory info
+	 * v2; 0 from v1). */
 	uint64_t total, used, free;
-	/* What the driver keeps for itself (NVML's memory info v2; 0 from
-	 * v1): total less it is what programs can have (the device book's
-	 * capacity). */
 	uint64_t reserved;
 	uint64_t caps_sum; /* sum of the finite caps of groups on this device */
 	int ncapped;       /* groups with a finite cap on it */
@@ -106,6 +108,11 @@ enum {
 	 * outside its job's cap; group is the job's group, cap its cap on
 	 * this GPU (MON_NO_CAP when the group is not in the model). */
 	MON_P_ESCAPED = 1u << 13,
+	/* Not in the books this reader reads, but capped elsewhere: its
+	 * environment preloads vramctl's library with a cap, so its books
+	 * are in another registry directory (books_dir: its
+	 * VRAMCTL_REGISTRY_DIR, "" unsaid) or a container's. */
+	MON_P_ELSEWHERE = 1u << 14,
 };
 
 /* The NVIDIA driver's own memory limit over a process (R615, per cgroup),
@@ -163,7 +170,8 @@ struct mon_proc {
 	/* While the join runs (merge.c), the snapshot record a capped row came
 	 * from (its identity record: identity.c), else -1; meaningless after. */
 	int rec;
-	int alone; /* MON_P_ALONE: 1 + its entry in mon_model.alone */
+	int alone;           /* MON_P_ALONE: 1 + its entry in mon_model.alone */
+	char books_dir[128]; /* MON_P_ELSEWHERE */
 };
 
 /* A process that keeps books of its own under a cap, and why (its words). */
@@ -187,7 +195,7 @@ struct mon_group_dev {
 	 * how much it passes the cap (0: not over, or no cap). */
 	uint64_t on_card, card_overhead, over_cap;
 	/* The last change of its cap lowered it to the cap in force (`vramctl
-	 * limit`): from what, when, by whom (elastic.c). 0: not so. */
+	 * limit`): from what, when, by whom (cap_changes.c). 0: not so. */
 	uint64_t lowered_from, lowered_at;
 	uint32_t lowered_by;
 	/* Its guarantee on the device (0: none; guarantee.c) and what the card
@@ -205,7 +213,8 @@ struct mon_group {
 	int nexiting;                   /* of those, dead ones NVML still lists (exiting) */
 	int consistent;                 /* the registry's copy was taken between writes */
 	uint64_t spill_budget, spilled; /* the group's host budget (0: no spill), all devices */
-	int ndriver;                    /* rows (member, GPU) a driver limit also holds */
+	uint64_t denials; /* refusals since the group started, gone members' included */
+	int ndriver;      /* rows (member, GPU) a driver limit also holds */
 	int ndev;
 	struct mon_group_dev dev[MON_MAX_GROUP_DEVS];
 	/* Its caps' changes while it ran (`vramctl limit`), oldest first. */

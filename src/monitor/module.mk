@@ -39,7 +39,8 @@ TEST_SCRIPTS += tests/monitor/status_sim.sh tests/monitor/top_tmux.sh tests/moni
 	tests/monitor/status_registry.sh tests/monitor/status_dead.sh tests/monitor/status_card.sh \
 	tests/monitor/status_drvlimit.sh tests/monitor/status_guarantee.sh \
 	tests/monitor/export_hami.sh tests/monitor/export_privs.sh tests/monitor/exporter_manifest.sh \
-	tests/monitor/status_identity.sh tests/monitor/status_users.sh
+	tests/monitor/status_identity.sh tests/monitor/status_users.sh tests/monitor/status_denials.sh \
+	tests/monitor/status_elsewhere.sh
 test: $(O)/tests/monitor/holder
 
 # A GPU program for the integration tests: allocates, says "ready", holds

@@ -273,10 +273,14 @@ int mon_nvml_read(struct mon_nvml *nv, struct mon_model *m)
 		nvmlMemory_v2_t m2 = {.version = nvmlMemory_v2};
 		nvmlMemory_t m1;
 		if (nv->mem_v2 && nv->mem_v2(h, &m2) == NVML_SUCCESS) {
-			d->total = m2.total;
+			/* The card's usable size: what the driver keeps for
+			 * itself is apart (status said 16.1 GiB where
+			 * cuMemGetInfo, percentages and admission say 16 GiB,
+			 * and USED + FREE was not TOTAL). */
+			d->reserved = m2.reserved <= m2.total ? m2.reserved : 0;
+			d->total = m2.total - d->reserved;
 			d->used = m2.used;
 			d->free = m2.free;
-			d->reserved = m2.reserved <= m2.total ? m2.reserved : 0;
 			d->valid |= MON_DEV_MEMORY;
 		} else if (nv->mem_v1 && nv->mem_v1(h, &m1) == NVML_SUCCESS) {
 			d->total = m1.total;
@@ -358,7 +362,7 @@ int mon_nvml_card(struct mon_nvml *nv, const char *uuid, int index, char *uuid_o
 		if (uuid_out)
 			snprintf(uuid_out, MON_UUID_MAX, "%s", d->uuid);
 		*free_b = d->free;
-		*usable = d->total - d->reserved;
+		*usable = d->total;
 		rc = 0;
 	}
 	mon_model_clear(&m);

@@ -62,7 +62,7 @@ const char *mon_nvml_error(struct mon_nvml *nv, int r);
  * when uuid is NULL: its UUID text (uuid_out, MON_UUID_MAX bytes, may be
  * NULL), free memory and usable size (total less what the driver keeps,
  * NVML's memory info v2; v1's total) for the device book's admission
- * (#38). 0, or -ENODEV (NVML does not list it, or not its memory), -EIO. */
+ *. 0, or -ENODEV (NVML does not list it, or not its memory), -EIO. */
 int mon_nvml_card(struct mon_nvml *nv, const char *uuid, int index, char *uuid_out,
                   uint64_t *free_b, uint64_t *usable);
 

@@ -348,10 +348,17 @@ static inline int fast_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t s
 	atomic_fetch_add_explicit(&p->mine, bytes, memory_order_relaxed);
 	uint64_t sv =
 	    atomic_fetch_add_explicit(sw, (bytes << VR_W_SHIFT) - 1, memory_order_release);
-	/* The peaks are of what was handed out: a lane's spare is not. */
-	vr_peak_raise(&g->peak, v + bytes - spare);
-	vr_peak_raise(&vr_counts_at(m->hdr, m->slot_idx, (uint32_t)dev)->peak,
-	              vr_w_bytes(sv) + bytes - spare);
+	/* The peaks are of what was handed out: a lane's spare is not. A
+	 * reserve's raise is noted, so that its caller can take it back
+	 * (vr_unpeak); an overhead charge (force) is on the card already. */
+	uint64_t *sp = &vr_counts_at(m->hdr, m->slot_idx, (uint32_t)dev)->peak;
+	if (force) {
+		vr_peak_raise(&g->peak, v + bytes - spare);
+		vr_peak_raise(sp, vr_w_bytes(sv) + bytes - spare);
+	} else {
+		vr_peak_raise_noted(&g->peak, v + bytes - spare);
+		vr_peak_raise_noted(sp, vr_w_bytes(sv) + bytes - spare);
+	}
 	*cur = v + bytes;
 	return FAST_OK;
 }
@@ -444,6 +451,7 @@ static int reserve_denied(vr_member *m, int dev, uint64_t bytes, uint64_t *in_us
 		vr_seq_begin(m->hdr);
 		c->denied_count++;
 		c->last_denied = bytes;
+		m->hdr->denials++;
 		vr_seq_end(m->hdr);
 	}
 	if (in_use && (r == FAST_DENIED || r == FAST_OK))
@@ -469,6 +477,19 @@ static __attribute__((noinline)) int take_slow(vr_member *m, int dev, uint64_t b
 	int rc = take_loop(m, dev, bytes, spare, in_use, how);
 	vr_call_end(call);
 	return rc;
+}
+
+/* The peaks a thread's reserves raised (registry.h, vr_unpeak). */
+__thread struct vr_peak_note vr__peak_note __attribute__((tls_model("initial-exec")));
+
+void vr_unpeak(void)
+{
+	struct vr_peak_note *n = &vr__peak_note;
+	for (int i = 0; i < n->n; i++) {
+		uint64_t expect = n->now[i];
+		atomic_compare_exchange_strong((_Atomic uint64_t *)n->field[i], &expect, n->was[i]);
+	}
+	n->n = 0;
 }
 
 int vr_reg_take(vr_member *m, int dev, uint64_t bytes, uint64_t spare, uint64_t *in_use,

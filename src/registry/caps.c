@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/size.h"
 #include "registry/caps.h"
 #include "registry/damage.h"
 #include "registry/lock.h"
@@ -98,7 +99,18 @@ int64_t vr_caps_changed(vr_member *m, char *spec, size_t len)
 	return (int64_t)(n > INT64_MAX ? INT64_MAX : n);
 }
 
-int vr_caps_history(vr_member *m, uint64_t from, struct vr_cap_change *out, int n, uint64_t *total)
+void vr_change_public(const struct vr_change *c, struct vramctl_cap_change *out)
+{
+	*out = (struct vramctl_cap_change){.when = c->when,
+	                                   .uid = c->uid,
+	                                   .pid = c->pid,
+	                                   .old_cap = c->old_cap,
+	                                   .new_cap = c->new_cap};
+	vr_format_uuid(c->uuid, out->uuid, sizeof(out->uuid));
+}
+
+int vr_caps_history(vr_member *m, uint64_t from, struct vramctl_cap_change *out, int n,
+                    uint64_t *total)
 {
 	if (!m || !total || n < 0 || (!out && n))
 		return -EINVAL;
@@ -119,13 +131,7 @@ int vr_caps_history(vr_member *m, uint64_t from, struct vr_cap_change *out, int 
 	uint64_t count = ch->count, k = vr_changes_first(count, from);
 	int got = 0;
 	for (; k < count && got < n; k++, got++) {
-		const struct vr_change *c = &ch->c[k % VR_CHANGES];
-		out[got] = (struct vr_cap_change){.when = c->when,
-		                                  .uid = c->uid,
-		                                  .pid = c->pid,
-		                                  .old_cap = c->old_cap,
-		                                  .new_cap = c->new_cap};
-		memcpy(out[got].uuid, c->uuid, VR_UUID_LEN);
+		vr_change_public(&ch->c[k % VR_CHANGES], &out[got]);
 	}
 	vr_group_unlock(m);
 	*total = count;

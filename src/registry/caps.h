@@ -7,7 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "registry/layout.h"
 #include "registry/registry.h"
+#include "vramctl/registry.h"
 
 /* The longest spec text a group keeps, its NUL included (layout.h). */
 #define VR_GROUP_SPEC_MAX 128
@@ -47,15 +49,10 @@ int vr_caps_devices(vr_member *m, unsigned char (*uuids)[VR_UUID_LEN], uint64_t 
  * -EBADMSG when the count was overwritten (it fails its check). */
 int64_t vr_caps_changed(vr_member *m, char *spec, size_t len);
 
-/* One recorded cap change (layout.h, struct vr_change). */
-struct vr_cap_change {
-	uint64_t when; /* CLOCK_REALTIME seconds */
-	uint32_t uid;  /* who made it (real UID) */
-	int32_t pid;   /* the process that did, in its own namespace */
-	unsigned char uuid[VR_UUID_LEN];
-	uint64_t old_cap; /* UINT64_MAX: none (uncapped, or not used yet) */
-	uint64_t new_cap;
-};
+/* One recorded cap change (layout.h, struct vr_change) as every reader
+ * of the books has it: the snapshot's (reader.c) and a member's history
+ * (vr_caps_history) alike. */
+void vr_change_public(const struct vr_change *c, struct vramctl_cap_change *out);
 
 /* The group's changes numbered from on (0: the first since the group
  * started; vr_caps_changed's count before a run: the run's), oldest first,
@@ -65,6 +62,7 @@ struct vr_cap_change {
  * many were copied (0 for damaged books: *total 0), or -errno with out and
  * *total untouched (-EBADMSG: the record of changes was overwritten). */
 #define VR_CAP_CHANGES_KEPT 16
-int vr_caps_history(vr_member *m, uint64_t from, struct vr_cap_change *out, int n, uint64_t *total);
+int vr_caps_history(vr_member *m, uint64_t from, struct vramctl_cap_change *out, int n,
+                    uint64_t *total);
 
 #endif /* VRAMCTL_REGISTRY_CAPS_H */

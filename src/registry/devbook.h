@@ -164,6 +164,21 @@ struct vr_devbook_ask {
 int vr_devbook_admit(const char *dir, const unsigned char uuid[16], const struct vr_devbook_ask *a,
                      uint64_t *given, char *err, size_t errlen);
 
+/*
+ * `vramctl limit` (root only; the guard service for a group's owner):
+ * the guarantee of the live entry of (a->uid, a->ident) becomes
+ * a->guarantee. Lowered at once; a raise is published, then checked as an
+ * admission is (what the group has not placed of it, beside the other
+ * groups' unused guarantees and the borrows in flight, within the card's
+ * free memory: a->card_free) and taken back when it does not fit:
+ * -ENOSPC with the numbers in err. *old: the guarantee before. -ENOENT
+ * (with err): the group holds no guarantee there; one is given only as
+ * the group starts. The group's members read the new figure at their next
+ * borrow (vr_devbook_own).
+ */
+int vr_devbook_regrant(const char *dir, const unsigned char uuid[16],
+                       const struct vr_devbook_ask *a, uint64_t *old, char *err, size_t errlen);
+
 /* Makes the book of a GPU (root only) when there is none: 0 (made, or it
  * was there), or a negative errno with err. */
 int vr_devbook_make(const char *dir, const unsigned char uuid[16], uint64_t capacity, char *err,

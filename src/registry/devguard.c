@@ -35,7 +35,8 @@ int vr_guard_format(const struct vr_guard_req *r, char *buf, size_t len)
 	hex16(r->uuid, u);
 	int n = r->verb == VR_GUARD_BOOK
 	            ? snprintf(buf, len, "book %s\n", u)
-	            : snprintf(buf, len, "admit %s %" PRIu64 " %016" PRIx64 " %s\n", u, r->bytes,
+	            : snprintf(buf, len, "%s %s %" PRIu64 " %016" PRIx64 " %s\n",
+	                       r->verb == VR_GUARD_REGRANT ? "regrant" : "admit", u, r->bytes,
 	                       r->ident, r->group[0] ? r->group : "-");
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : n;
 }
@@ -54,6 +55,7 @@ static int parse_uuid(const char *s, unsigned char u[16])
 int vr_guard_parse(const char *line, struct vr_guard_req *r)
 {
 	char verb[8], u[40], group[80] = "";
+	/* verb: "book", "admit", "regrant" (7 characters at most) */
 	uint64_t bytes = 0, ident = 0;
 	memset(r, 0, sizeof *r);
 	int n =
@@ -62,8 +64,10 @@ int vr_guard_parse(const char *line, struct vr_guard_req *r)
 		r->verb = VR_GUARD_BOOK;
 		return n == 2 ? 0 : -EINVAL;
 	}
-	if (n == 5 && !strcmp(verb, "admit") && parse_uuid(u, r->uuid) == 0 && bytes && ident) {
-		r->verb = VR_GUARD_ADMIT;
+	int regrant = n == 5 && !strcmp(verb, "regrant") && parse_uuid(u, r->uuid) == 0 && ident;
+	if (regrant ||
+	    (n == 5 && !strcmp(verb, "admit") && parse_uuid(u, r->uuid) == 0 && bytes && ident)) {
+		r->verb = regrant ? VR_GUARD_REGRANT : VR_GUARD_ADMIT;
 		r->bytes = bytes;
 		r->ident = ident;
 		if (strcmp(group, "-"))

@@ -6,6 +6,11 @@
  *   book  <uuid: 32 hex>                           makes the GPU's book
  *   admit <uuid> <bytes> <ident: 16 hex> <group>   admits the group's
  *                                                  guarantee, or joins it
+ *   regrant <uuid> <bytes> <ident> <group>         changes the caller's
+ *                                                  group's live guarantee
+ *                                                  (`vramctl limit`: a
+ *                                                  raise admitted as a new
+ *                                                  one is; ok <old bytes>)
  *   reply ok <bytes> | no <one line>
  *
  * The service takes the caller's user and process from the kernel
@@ -29,14 +34,14 @@
 /* The longest a client waits for the service's answer. */
 #define VR_GUARD_WAIT_MS 15000
 
-enum vr_guard_verb { VR_GUARD_BOOK = 1, VR_GUARD_ADMIT };
+enum vr_guard_verb { VR_GUARD_BOOK = 1, VR_GUARD_ADMIT, VR_GUARD_REGRANT };
 
 struct vr_guard_req {
 	enum vr_guard_verb verb;
 	unsigned char uuid[16];
-	uint64_t bytes; /* admit: the guarantee asked */
-	uint64_t ident; /* admit: the group's name in the book */
-	char group[72]; /* admit: its name for the views */
+	uint64_t bytes; /* admit, regrant: the guarantee asked */
+	uint64_t ident; /* admit, regrant: the group's name in the book */
+	char group[72]; /* admit, regrant: its name for the views */
 };
 
 /* The socket's path into buf: 0 or -ENAMETOOLONG. */

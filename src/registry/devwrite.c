@@ -338,6 +338,34 @@ static void say_nofit(const struct vr_devbook_ask *a, uint64_t capacity, uint64_
 	          a->group && *a->group ? a->group : "this group", t[3], t[4], t[0], t[1], t[2]);
 }
 
+/* Entry i, published (a borrower checking from now on counts it; one that
+ * checked before has its pending on the board, read now), against the card
+ * now, where what was placed meanwhile shows: `want` bytes of it not on the
+ * card yet must fit in the card's free memory beside the other groups'
+ * unused guarantees and the borrows in flight. 0, or a negative errno with
+ * err (-ENOSPC: the numbers). */
+static int fits_now(struct wr *w, int i, const struct vr_devbook_ask *a, uint64_t want, char *err,
+                    size_t errlen)
+{
+	struct vr_devfile *f = w->f;
+	uint64_t pending = 0, card_free = 0, unused = unused_others(f, i);
+	int rc = vr__board_others(w->fd, NULL, &pending);
+	if (rc < 0) {
+		vr_seterr(err, errlen, "the borrows in flight cannot be counted (%s)",
+		          rc == -E2BIG ? "too many locks on the board" : strerror(-rc));
+		return rc;
+	}
+	if ((rc = a->card_free ? a->card_free(a->arg, &card_free) : -ENOSYS) < 0) {
+		vr_seterr(err, errlen, "the card's free memory cannot be read");
+		return -EIO;
+	}
+	if (vr__sat_add(vr__sat_add(unused, pending), want) > card_free) {
+		say_nofit(a, f->h.capacity, card_free, unused, pending, err, errlen);
+		return -ENOSPC;
+	}
+	return 0;
+}
+
 /* A new entry for a, checked against the card once published. */
 static int admit_new(struct wr *w, const struct vr_devbook_ask *a, char *err, size_t errlen)
 {
@@ -380,21 +408,7 @@ static int admit_new(struct wr *w, const struct vr_devbook_ask *a, char *err, si
 	wbegin(f);
 	f->e[i] = e;
 	wend(f);
-	/* Published: a borrower checking from now on counts it; one that
-	 * checked before has its pending on the board, read now. Then the
-	 * card, where what was placed meanwhile shows. */
-	uint64_t pending = 0, card_free = 0, unused = unused_others(f, i);
-	rc = vr__board_others(w->fd, NULL, &pending);
-	if (rc < 0) {
-		vr_seterr(err, errlen, "the borrows in flight cannot be counted (%s)",
-		          rc == -E2BIG ? "too many locks on the board" : strerror(-rc));
-	} else if ((rc = a->card_free ? a->card_free(a->arg, &card_free) : -ENOSYS) < 0) {
-		vr_seterr(err, errlen, "the card's free memory cannot be read");
-		rc = -EIO;
-	} else if (vr__sat_add(vr__sat_add(unused, pending), a->guarantee) > card_free) {
-		say_nofit(a, f->h.capacity, card_free, unused, pending, err, errlen);
-		rc = -ENOSPC;
-	}
+	rc = fits_now(w, i, a, a->guarantee, err, errlen);
 	if (rc < 0)
 		end_entry(f, i);
 	return rc;
@@ -425,6 +439,52 @@ int vr_devbook_admit(const char *dir, const unsigned char uuid[16], const struct
 	}
 	wr_close(&w);
 	return rc;
+}
+
+int vr_devbook_regrant(const char *dir, const unsigned char uuid[16],
+                       const struct vr_devbook_ask *a, uint64_t *old, char *err, size_t errlen)
+{
+	struct wr w;
+	*old = 0;
+	int rc = wr_existing(&w, dir, uuid);
+	int i = rc < 0 ? -1 : (reclaim(w.f), find(w.f, a->uid, a->ident));
+	if (i < 0) {
+		vr_seterr(err, errlen,
+		          "group %s holds no guarantee on the device: one is given as the group "
+		          "starts (vramctl run --guarantee)",
+		          a->group && *a->group ? a->group : "?");
+		if (rc == 0)
+			wr_close(&w);
+		return -ENOENT;
+	}
+	struct vr_devfile *f = w.f;
+	*old = f->e[i].guarantee;
+	if (a->guarantee > f->h.capacity) {
+		char g[32], c[32];
+		vr_seterr(err, errlen, "the guarantee %s is above the card's %s",
+		          vr_format_size(a->guarantee, g, sizeof g),
+		          vr_format_size(f->h.capacity, c, sizeof c));
+		wr_close(&w);
+		return -ENOSPC;
+	}
+	wbegin(f);
+	f->e[i].guarantee = a->guarantee;
+	wend(f);
+	/* A raise, published (a borrower that checks from now on counts it),
+	 * then checked as an admission is: what the group has not placed of
+	 * it must be free beside the others' unused guarantees and the
+	 * borrows in flight; else taken back. */
+	if (a->guarantee > *old) {
+		uint64_t held = vr__held_read(&f->e[i]);
+		rc = fits_now(&w, i, a, a->guarantee > held ? a->guarantee - held : 0, err, errlen);
+		if (rc < 0) {
+			wbegin(f);
+			f->e[i].guarantee = *old;
+			wend(f);
+		}
+	}
+	wr_close(&w);
+	return rc < 0 ? rc : 0;
 }
 
 int vr_devbook_make(const char *dir, const unsigned char uuid[16], uint64_t capacity, char *err,

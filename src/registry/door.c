@@ -29,15 +29,15 @@
 int vr__header_check(const struct vr_hdr *h, uint64_t file_size, const char **why)
 {
 	if (file_size < sizeof(*h)) {
-		*why = "truncated (shorter than a region header)";
+		*why = "truncated (shorter than a door's header)";
 		return -EBADMSG;
 	}
 	if (h->magic != VR_LAYOUT_MAGIC) {
-		*why = "not a vramctl region (bad magic)";
+		*why = "not a vramctl group's door (bad magic)";
 		return -EBADMSG;
 	}
 	if (h->version != VR_LAYOUT_VERSION) {
-		*why = "written by another vramctl version (region version differs)";
+		*why = "written by another vramctl version (layout version differs)";
 		return -EPROTONOSUPPORT;
 	}
 	if (h->hdr_size != VR_HDR_SIZE || h->slot_size != sizeof(struct vr_slot) ||
@@ -128,7 +128,7 @@ static int retire_other_version(int dfd, const char *name, int rw, const struct 
 int vr_door_open(int dfd, const char *dir, const char *group, const char *name, char *err,
                  size_t errlen)
 {
-	int ro = vr_door_open_ro(dfd, dir, name, "region", err, errlen);
+	int ro = vr_door_open_ro(dfd, dir, name, "books", err, errlen);
 	if (ro < 0)
 		return ro;
 	struct stat st;
@@ -139,10 +139,10 @@ int vr_door_open(int dfd, const char *dir, const char *group, const char *name, 
 		close(ro);
 		if (rc == -EPERM && st.st_uid != vr_owner())
 			vr_seterr(err, errlen,
-			          "region %s/%s is owned by uid %u, not uid %u: refusing", dir,
-			          name, (unsigned)st.st_uid, (unsigned)vr_owner());
+			          "books %s/%s is owned by uid %u, not uid %u: refusing", dir, name,
+			          (unsigned)st.st_uid, (unsigned)vr_owner());
 		else
-			vr_seterr(err, errlen, "region %s/%s: %s; remove it to start afresh", dir,
+			vr_seterr(err, errlen, "books %s/%s: %s; remove it to start afresh", dir,
 			          name, why);
 		return rc;
 	}
@@ -157,7 +157,7 @@ int vr_door_open(int dfd, const char *dir, const char *group, const char *name, 
 		close(ro);
 		if (e == ENOENT || (got && !same))
 			return -ENOENT; /* removed or replaced meanwhile: look again */
-		vr_seterr(err, errlen, "region %s/%s changed while being opened", dir, name);
+		vr_seterr(err, errlen, "books %s/%s changed while being opened", dir, name);
 		return -e;
 	}
 	close(ro);
@@ -167,8 +167,8 @@ int vr_door_open(int dfd, const char *dir, const char *group, const char *name, 
 	if (retire_other_version(dfd, name, rw, &st) == 0)
 		return -ENOENT;
 	vr_seterr(err, errlen,
-	          "region %s/%s: %s, and a process of that version is in it: the members of a "
-	          "group must run one vramctl version (the region is replaced once none is left)",
+	          "books %s/%s: %s, and a process of that version is in it: the members of a "
+	          "group must run one vramctl version (the books are replaced once none is left)",
 	          dir, name, why);
 	return rc;
 }
@@ -209,7 +209,7 @@ int vr_door_create(int dfd, const char *dir, const char *name, const struct vr_j
 	struct vr_tmp_file f = {.dfd = dfd,
 	                        .dir = dir,
 	                        .name = name,
-	                        .what = "region",
+	                        .what = "books",
 	                        .stem = o->group,
 	                        .mode = 0600,
 	                        .buf = &door,
@@ -222,7 +222,7 @@ int vr_door_create(int dfd, const char *dir, const char *name, const struct vr_j
 		rc = -errno;
 		unlinkat(dfd, tmp, 0);
 		close(fd);
-		vr_seterr(err, errlen, "cannot give region %s/%s to uid %u: %s", dir, name,
+		vr_seterr(err, errlen, "cannot give books %s/%s to uid %u: %s", dir, name,
 		          (unsigned)vr_owner(), strerror(-rc));
 		return rc;
 	}
@@ -231,7 +231,7 @@ int vr_door_create(int dfd, const char *dir, const char *name, const struct vr_j
 		unlinkat(dfd, tmp, 0);
 		close(fd);
 		if (rc != -EEXIST)
-			vr_seterr(err, errlen, "cannot publish region %s/%s: %s", dir, name,
+			vr_seterr(err, errlen, "cannot publish books %s/%s: %s", dir, name,
 			          strerror(-rc));
 		return rc;
 	}

@@ -5,7 +5,7 @@
  * a live member. /proc/PID/fd/FD of a member (memfd.c) needs its PID in
  * our PID namespace and its descriptor still open: a member in another
  * container, or one whose program closed its descriptors, could not hand
- * the books over, and the next joiner split the group (issue 37). A
+ * the books over, and the next joiner split the group. A
  * socket bound in the directory is reached from any mount, PID, IPC or
  * network namespace that sees the directory, and the kernel passes the
  * memfd itself (SCM_RIGHTS).

@@ -277,11 +277,11 @@ static int open_or_create(const struct vr_join_opts *opts, int dfd, const char *
 	for (int attempt = 0; attempt < 8 && fd < 0; attempt++) {
 		fd = vr_door_open(dfd, dir, opts->group, name, err, errlen);
 		/* A door removed under live members comes back: a new one would
-		 * start a second group of the same name (issue 29). */
+		 * start a second group of the same name. */
 		if (fd == -ENOENT && vr_door_restore(dfd, opts->group, name) == 1)
 			continue;
 		/* Both its names removed: the group, if it lives, still answers
-		 * on its socket, with its door (issue 37). */
+		 * on its socket, with its door. */
 		if (fd == -ENOENT) {
 			int got = door_from_socket(dfd, dir, opts->group, ho);
 			if (got >= 0)
@@ -306,7 +306,7 @@ static int open_or_create(const struct vr_join_opts *opts, int dfd, const char *
 			break;
 	}
 	if (fd == -EEXIST || (fd == -ENOENT && !opts->existing))
-		vr_seterr(err, errlen, "region %s/%s keeps changing while being opened", dir, name);
+		vr_seterr(err, errlen, "books %s/%s keeps changing while being opened", dir, name);
 	return fd;
 }
 
@@ -323,7 +323,7 @@ static int new_member(int fd, const struct vr_join_opts *opts, vr_member **out, 
 		int e = m ? errno : ENOMEM;
 		free(m);
 		close(fd);
-		vr_seterr(err, errlen, "cannot map region: %s", strerror(e));
+		vr_seterr(err, errlen, "cannot map the books: %s", strerror(e));
 		return -e;
 	}
 	m->pin = pin;
@@ -439,13 +439,13 @@ static int attach_segment(vr_member *m, const struct vr_join_opts *opts, int dfd
 		tried = door.shm_key;
 		rc = vr_door_lock(m->fd, 1);
 		if (rc < 0) {
-			vr_seterr(err, errlen, "cannot lock region %s/%s: %s", dir, name,
+			vr_seterr(err, errlen, "cannot lock books %s/%s: %s", dir, name,
 			          strerror(-rc));
 			return rc;
 		}
 		if (pread(m->fd, &door, sizeof(door), 0) != (ssize_t)sizeof(door)) {
 			vr_door_lock(m->fd, 0);
-			vr_seterr(err, errlen, "region %s/%s: truncated while being opened", dir,
+			vr_seterr(err, errlen, "books %s/%s: truncated while being opened", dir,
 			          name);
 			return -EBADMSG;
 		}
@@ -465,7 +465,7 @@ static int attach_segment(vr_member *m, const struct vr_join_opts *opts, int dfd
 			vr_door_lock(m->fd, 0);
 			vr_seterr(
 			    err, errlen,
-			    "region %s/%s: the group has live members but their books cannot be "
+			    "books %s/%s: the group has live members but their books cannot be "
 			    "reached (none hands them over: stopped; a segment in another IPC "
 			    "namespace; or the door was overwritten)",
 			    dir, name);
@@ -652,7 +652,7 @@ static int enter_group(vr_member *m, const struct vr_join_opts *opts, const stru
 	vr_segment_prefault(h, m->slot_idx + 1, 1);
 	int rc = vr_group_lock(m);
 	if (rc < 0) {
-		vr_seterr(err, errlen, "cannot lock region %s/%s: %s (held by a live member)", dir,
+		vr_seterr(err, errlen, "cannot lock books %s/%s: %s (held by a live member)", dir,
 		          name, strerror(-rc));
 		return rc;
 	}
@@ -681,7 +681,7 @@ static int enter_group(vr_member *m, const struct vr_join_opts *opts, const stru
 		if (bad) {
 			rc = -EBADMSG;
 			vr_seterr(err, errlen,
-			          "region %s/%s: the books of group %s are damaged (%s) and it has "
+			          "books %s/%s: the books of group %s are damaged (%s) and it has "
 			          "live members: not joining them",
 			          dir, name, opts->group, bad);
 		} else if (spec_differs) {

@@ -28,7 +28,7 @@ extern int vr_test_serve_shared;
 void vr_read_test_env(void);
 
 /*
- * The waits of one call share one bound (issue 29): a join or a denial
+ * The waits of one call share one bound: a join or a denial
  * that waits for the lock, then for a slot's operation in flight, then for
  * the lock again, waits vr_lock_bound_ns in all, not that much each. An
  * entry point that may wait more than once starts the call's clock with

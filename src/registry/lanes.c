@@ -172,8 +172,8 @@ static int lane_take(vr_member *m, struct lane *l)
 static inline void lane_peaks(const struct lane *l, uint64_t total)
 {
 	uint64_t held = vr_w_bytes(atomic_load_explicit(l->held, memory_order_relaxed));
-	vr_peak_raise(l->slot_peak, held > l->spare ? held - l->spare : 0);
-	vr_peak_raise(l->group_peak, total > l->spare ? total - l->spare : 0);
+	vr_peak_raise_noted(l->slot_peak, held > l->spare ? held - l->spare : 0);
+	vr_peak_raise_noted(l->group_peak, total > l->spare ? total - l->spare : 0);
 }
 
 /* A reserve the lane could not serve from its spare. */

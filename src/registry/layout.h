@@ -72,7 +72,7 @@ enum { VR_SLOT_F_LAUNCHER = 1u << 0 };
 /* VR_SLOT_F_ALLOCATIONS and VR_SLOT_F_NO_FIGURES: registry.h. */
 
 /*
- * A ghost (#37): a member of the group's books before these, dead, whose
+ * A ghost: a member of the group's books before these, dead, whose
  * memory the driver may still hold while it tears its contexts down. The
  * books go with their last member (segment.c) and a joiner then starts the
  * group afresh; it finds who was a member in the door (vr_member_ref,
@@ -127,7 +127,11 @@ struct vr_hdr {
 	uint32_t pad1a;
 	uint64_t spill_budget; /* host bytes the whole group may spill (0: no spill) */
 	uint64_t spilled;      /* sum of the USED slots' dev[].spilled, held against it */
-	uint64_t pad1;
+	/* Refusals counted by every member on every device since the group
+	 * started (under the lock, as each slot's denied_count): a count that
+	 * outlives the members. A pad word before: members of a layout
+	 * that did not write it leave it 0, so no version change. */
+	uint64_t denials;
 	struct vr_hdr_dev dev[VR_MAX_DEVICES];
 	/* In the books: members of the books before these that may still be
 	 * on the card (vr_ghost, below); zero in a door, and where none. */

@@ -66,7 +66,7 @@ static void say_waiting(vr_member *m, uint64_t t0, uint64_t now, uint64_t end, i
 #define VR_FREEZE_SPINS 256
 
 /*
- * Phantom operations (issue 37, item 7). A member's operation in flight
+ * Phantom operations. A member's operation in flight
  * lasts a few instructions between its first and last write; with the books
  * frozen, one that starts undoes itself at once. A count in flight that
  * stays while the member's process runs (none of its threads stopped or

@@ -193,6 +193,27 @@ static inline void vr_peak_raise(uint64_t *field, uint64_t v)
 		;
 }
 
+/* vr_peak_raise for a reserve: a raise is noted (registry.h,
+ * vr_peak_note_start, vr_unpeak). */
+static inline void vr_peak_raise_noted(uint64_t *field, uint64_t v)
+{
+	_Atomic uint64_t *a = (_Atomic uint64_t *)field;
+	uint64_t o = atomic_load_explicit(a, memory_order_relaxed);
+	while (VR_UNLIKELY(o < v)) {
+		if (atomic_compare_exchange_weak_explicit(a, &o, v, memory_order_relaxed,
+		                                          memory_order_relaxed)) {
+			struct vr_peak_note *n = &vr__peak_note;
+			if (n->n < VR_PEAK_NOTES) {
+				n->field[n->n] = field;
+				n->was[n->n] = o;
+				n->now[n->n] = v;
+				n->n++;
+			}
+			return;
+		}
+	}
+}
+
 /* A peak raised by vr_peak_raise outside the group's lock, read whole. */
 static inline uint64_t vr_peak_read(const uint64_t *field)
 {

@@ -1,5 +1,5 @@
 /*
- * own.h - a process's own books, shown to monitors (issue 37).
+ * own.h - a process's own books, shown to monitors.
  *
  * A capped process that cannot join its group (the registry directory is
  * another user's, the group's books cannot be handed over, a device the

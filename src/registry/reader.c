@@ -34,6 +34,7 @@
 #include "common/contract.h"
 #include "common/size.h"
 #include "registry/alive.h"
+#include "registry/caps.h"
 #include "registry/dir.h"
 #include "registry/door.h"
 #include "registry/ident.h"
@@ -402,14 +403,7 @@ static int add_changes(struct vramctl_group *g, const struct vr_changes *ch)
 	g->changes_total = total;
 	g->nchanges = (int)(total - first);
 	for (int k = 0; k < g->nchanges; k++) {
-		const struct vr_change *r = &ch->c[(first + (uint64_t)k) % VR_CHANGES];
-		struct vramctl_cap_change *o = &g->changes[k];
-		o->when = r->when;
-		o->uid = r->uid;
-		o->pid = r->pid;
-		vr_format_uuid(r->uuid, o->uuid, sizeof(o->uuid));
-		o->old_cap = r->old_cap;
-		o->new_cap = r->new_cap;
+		vr_change_public(&ch->c[(first + (uint64_t)k) % VR_CHANGES], &g->changes[k]);
 	}
 	return 1;
 }
@@ -427,6 +421,7 @@ static struct vramctl_group *add_group(struct reader *r, const struct stat *st, 
 	snprintf(g->limit_spec, sizeof(g->limit_spec), "%s", c->spec);
 	g->growth = (int)c->growth;
 	g->spill_budget = c->spill_budget;
+	g->denials = c->denials;
 	g->spilled = c->spilled;
 	g->owner = st->st_uid;
 	g->ndev = (int)c->ndev;

@@ -17,7 +17,7 @@ int vr_unreaped_others(struct vr_hdr *h, uint32_t self);
 /* A dead, reaped member other than m whose memory NVML still lists
  * (held.c): its slot + 1 with its incarnation in *inc, or 0 when there is
  * none. A group whose only members are such keeps its books for a joiner,
- * as it does for a survivor (#37). May ask NVML: never with the lock held. */
+ * as it does for a survivor. May ask NVML: never with the lock held. */
 uint32_t vr_dead_held(vr_member *m, uint64_t *inc);
 /* Returns a dead slot's bytes to the group and frees it. Lock held.
  * Returns 0, or -EBADMSG when the slot holds more than the group's total

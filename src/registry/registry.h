@@ -144,6 +144,27 @@ const char *vr_damaged(const vr_member *m);
 
 /* Returns bytes reserved earlier (a driver failure, or a free). */
 void vr_release(vr_member *m, int dev, uint64_t bytes);
+/*
+ * The peaks (the group's, the member's) the calling thread's reserves
+ * raised since it called vr_peak_note_start, and what they were. A request
+ * the books granted, then a check of the caller's refused after all (the
+ * card, other groups' guarantees), is never memory held: once it is
+ * released, vr_unpeak lowers those peaks back where no reserve raised
+ * them since. A thread's reserves after VR_PEAK_NOTES raises are not
+ * noted.
+ */
+#define VR_PEAK_NOTES 8
+struct vr_peak_note {
+	uint64_t *field[VR_PEAK_NOTES];
+	uint64_t was[VR_PEAK_NOTES], now[VR_PEAK_NOTES];
+	int n;
+};
+extern __thread struct vr_peak_note vr__peak_note __attribute__((tls_model("initial-exec")));
+static inline void vr_peak_note_start(void)
+{
+	vr__peak_note.n = 0;
+}
+void vr_unpeak(void);
 
 /* Group-wide in-use and cap of a device, for memory queries. */
 void vr_usage(vr_member *m, int dev, uint64_t *in_use, uint64_t *cap);
@@ -244,7 +265,7 @@ struct vr_gpu_probe {
 void vr_gpu_probe_set(const struct vr_gpu_probe *p);
 
 /*
- * The group's ghosts (#37): members of its books before these, gone with
+ * The group's ghosts: members of its books before these, gone with
  * their last member, whose memory the driver may still hold while it tears
  * them down. Their host PIDs (none that a live process has now) into pids,
  * at most n, for 30 s after the group started (the teardown bound above);

@@ -50,6 +50,7 @@ void vr_note_denied(vr_member *m, int dev, uint64_t bytes)
 		struct vramctl_counts *c = vr_counts_at(m->hdr, m->slot_idx, (uint32_t)dev);
 		c->denied_count++;
 		c->last_denied = bytes;
+		m->hdr->denials++;
 		vr_seq_end(m->hdr);
 	}
 	vr_group_unlock(m);

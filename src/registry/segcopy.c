@@ -36,7 +36,7 @@ int vr__seg_copy(struct vr_seg_copy *c, const struct vr_hdr *h)
 	uint64_t last_sum = 0, last_total = 0;
 	uint32_t ndev = 0;
 	uint32_t growth = 0;
-	uint64_t spill_budget = 0, spilled = 0;
+	uint64_t spill_budget = 0, spilled = 0, denials = 0;
 	for (int t = 0; t < SEQ_TRIES; t++) {
 		uint64_t s1 =
 		    atomic_load_explicit((_Atomic uint64_t *)&h->seq, memory_order_acquire);
@@ -57,6 +57,7 @@ int vr__seg_copy(struct vr_seg_copy *c, const struct vr_hdr *h)
 		growth = h->growth;
 		spill_budget = h->spill_budget;
 		spilled = h->spilled;
+		denials = h->denials;
 		if (!sc)
 			sc = c->sc = malloc((size_t)VR_SLOTS * sizeof(*sc));
 		if (sc && (!sd || ndev > c->sd_ndev)) {
@@ -159,5 +160,6 @@ int vr__seg_copy(struct vr_seg_copy *c, const struct vr_hdr *h)
 	c->growth = growth;
 	c->spill_budget = spill_budget;
 	c->spilled = spilled;
+	c->denials = denials;
 	return 0;
 }

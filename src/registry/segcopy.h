@@ -43,6 +43,7 @@ struct vr_seg_copy {
 	char gname[VR_GROUP_FIELD], spec[VR_SPEC_MAX];
 	uint32_t growth;
 	uint64_t spill_budget, spilled;
+	uint64_t denials;
 	uint32_t lockword;
 	struct vr_changes changes;
 };

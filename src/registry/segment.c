@@ -8,7 +8,7 @@
  * only when none could be made. A segment is named by an id of one IPC
  * namespace: two containers, each with its own (podman's default, a pod
  * without hostIPC), could not share a group, and the second split it
- * (issue 37). A memfd is handed over through the group's socket
+ *. A memfd is handed over through the group's socket
  * (handover.c) to any process that reaches the registry directory, in any
  * namespace; so the books are a memfd, and a segment only where a memfd of
  * their size cannot be made: a file size limit (`ulimit -f`) below it

@@ -40,7 +40,7 @@ uint64_t vr_now_ns(void);
  * 0 or a negative errno. */
 int vr_ofd_lock(int fd, long long byte, int lock, uint64_t end);
 
-/* Opens a door (what, for messages: "region", "device book") read-only,
+/* Opens a door (what, for messages: "books", "device book") read-only,
  * never following a symlink, never blocking on a FIFO: an fd, -ENOENT (no
  * message: there is none), -ELOOP (a symlink) or another negative errno
  * with a line in err. */
@@ -52,7 +52,7 @@ struct vr_tmp_file {
 	int dfd;          /* the directory */
 	const char *dir;  /* its path, for messages */
 	const char *name; /* the file's final name, for messages */
-	const char *what; /* what it is, for messages ("region", "device book") */
+	const char *what; /* what it is, for messages ("books", "device book") */
 	const char *stem; /* the temporary name's: .<stem>.<pid>.<n>.tmp */
 	unsigned mode;    /* exactly this mode (fchmod: the umask is never touched) */
 	const void *buf;

@@ -16,8 +16,11 @@ struct rep_member {
 	/* How it ended, when vramctl reaped it (the command, or an orphan). */
 	int reaped;
 	int wstatus;
-	/* Trace state (trace.c). */
+	/* Trace state (trace.c): its blocks, its overhead on the card (known
+	 * once card[d]: it measured it) and what it spilled, per device. */
 	uint64_t in_use[VR_REC_DEVS];
+	uint64_t overhead[VR_REC_DEVS], spilled[VR_REC_DEVS];
+	unsigned char card[VR_REC_DEVS];
 	int started, ended, released;
 	uint64_t gone_ns; /* when vramctl saw it gone without exit handlers */
 };

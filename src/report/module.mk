@@ -54,7 +54,7 @@ fuzz-plot:
 		$(BUILD)/fuzz/corpus
 TEST_SCRIPTS += $(sort $(wildcard tests/report/*.sh))
 
-# The overhead and the peak on the card (#24) from the library's record to
+# The overhead and the peak on the card from the library's record to
 # the report, without a driver: record.c linked in with stubs.
 $(O)/tests/report/test_record: $(O)/tests/report/test_record.o $(O)/src/hook/record.o \
 		$(REPORT_LIB) $(REGISTRY_LIB) $(COMMON_LIB)
@@ -63,7 +63,7 @@ $(O)/tests/report/test_record: $(O)/tests/report/test_record.o $(O)/src/hook/rec
 $(O)/tests/report/test_record.o: BASE_CFLAGS += $(shell pkg-config --cflags json-c 2>/dev/null)
 TESTS += $(O)/tests/report/test_record
 
-# The report's view of caps changed while the run ran (#26), on fixed inputs.
+# The report's view of caps changed while the run ran, on fixed inputs.
 $(O)/tests/report/test_report_changes: $(O)/tests/report/test_report_changes.o $(REPORT_LIB) \
 		$(REGISTRY_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)

@@ -14,6 +14,8 @@
 struct pl_series {
 	long pid;
 	int dev;
+	int card;   /* a process's on-card counter ("GPU n on card"), else its allocations */
+	int hidden; /* its allocations, where its on-card counter is drawn instead */
 	char label[200];
 	double *t, *v; /* seconds, bytes */
 	size_t n, cap;
@@ -29,7 +31,9 @@ struct pl_mark {
 struct pl_trace {
 	char command[512];
 	double t_max;
-	struct pl_series group[PL_MAX_DEVS]; /* the group's in-use per device */
+	struct pl_series group[PL_MAX_DEVS];   /* the group's allocations per device ("in use") */
+	struct pl_series card[PL_MAX_DEVS];    /* on the card: allocations + overhead ("on card") */
+	struct pl_series spilled[PL_MAX_DEVS]; /* host memory served past the cap */
 	struct pl_series cap[PL_MAX_DEVS];
 	char dev_label[PL_MAX_DEVS][96];
 	struct pl_series *procs; /* per process and device */

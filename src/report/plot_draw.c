@@ -1,10 +1,15 @@
 /*
  * plot_draw.c - draws a trace with cairo: one panel per device, time in
- * seconds across, memory in MiB or GiB up; the group's in-use (thick), each
- * process's (thin, one colour each), the cap (dashed red), the peak (a dot
- * with its value), denials (red triangles) and spills (purple diamonds) on
- * the top edge; a legend on the right; the command in the title. The same
- * drawing code writes PNG (image surface) and SVG (SVG surface).
+ * seconds across, memory in MiB or GiB up. What the cap counted is drawn
+ * thick, and named on the axis: the group's use on the card (allocations +
+ * overhead) where the members measured it, else its allocations; then its
+ * allocations apart (thin, dashed) where the card is drawn, what it
+ * spilled to host memory as a band stacked on the thick line, each
+ * process's (thin, one colour each, on the card where measured), the cap
+ * (dashed red), the peak (a dot with its value), denials (red triangles)
+ * and spills (purple diamonds) on the top edge; a legend on the right;
+ * the command in the title. The same drawing code writes PNG (image
+ * surface) and SVG (SVG surface).
  *
  * A million points are drawn as one pixel column at a time (the value
  * entering the column, its minimum, maximum and last value), so the path
@@ -82,7 +87,7 @@ static void text_at(cairo_t *cr, double x, double y, const char *s, double align
 	cairo_show_text(cr, s);
 }
 
-static void axes(cairo_t *cr, const struct panel *p, const char *label)
+static void axes(cairo_t *cr, const struct panel *p, const char *label, const char *what)
 {
 	char buf[64];
 	cairo_set_line_width(cr, 1);
@@ -116,7 +121,7 @@ static void axes(cairo_t *cr, const struct panel *p, const char *label)
 	cairo_save(cr);
 	cairo_move_to(cr, p->x0 - 58, p->y0 + p->h / 2);
 	cairo_rotate(cr, -M_PI / 2);
-	snprintf(buf, sizeof buf, "in use (%s)", p->unit_name);
+	snprintf(buf, sizeof buf, "%s (%s)", what, p->unit_name);
 	cairo_text_extents_t e;
 	cairo_text_extents(cr, buf, &e);
 	cairo_rel_move_to(cr, -e.x_advance / 2, 0);
@@ -155,6 +160,52 @@ static void step_line(cairo_t *cr, const struct panel *p, const struct pl_series
 	}
 	cairo_line_to(cr, px(p, p->tmax), py(p, prev));
 	cairo_stroke(cr);
+}
+
+/* The value of a step series at time t (0 before its first point). */
+static double value_at(const struct pl_series *s, double t)
+{
+	size_t lo = 0, hi = s->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->t[mid] <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? s->v[lo - 1] : 0;
+}
+
+/* Spilled memory as a band stacked on the line `base`, one pixel column
+ * at a time (its value where the column starts, and at most the largest
+ * spill inside it, so that a short spill stays visible). */
+static void spill_band(cairo_t *cr, const struct panel *p, const struct pl_series *base,
+                       const struct pl_series *sp)
+{
+	int n = (int)p->w;
+	double *top = malloc((size_t)(n + 1) * sizeof *top);
+	if (!top || !sp->n) {
+		free(top);
+		return;
+	}
+	size_t k = 0;
+	for (int i = 0; i <= n; i++) {
+		double t0 = p->tmax * i / n, t1 = p->tmax * (i + 1) / n, v = value_at(sp, t0);
+		while (k < sp->n && sp->t[k] < t0)
+			k++;
+		for (size_t j = k; j < sp->n && sp->t[j] < t1; j++)
+			v = fmax(v, sp->v[j]);
+		top[i] = value_at(base, t0) + v;
+	}
+	cairo_move_to(cr, p->x0, py(p, value_at(base, 0)));
+	for (int i = 0; i <= n; i++)
+		cairo_line_to(cr, p->x0 + i, py(p, top[i]));
+	for (int i = n; i >= 0; i--)
+		cairo_line_to(cr, p->x0 + i, py(p, value_at(base, p->tmax * i / n)));
+	cairo_close_path(cr);
+	cairo_set_source_rgba(cr, c_spill.r, c_spill.g, c_spill.b, 0.35);
+	cairo_fill(cr);
+	free(top);
 }
 
 static void legend_line(cairo_t *cr, double x, double *y, struct rgb c, double width, int dashed,
@@ -232,6 +283,10 @@ static int by_peak(const void *a, const void *b)
 	return x->peak < y->peak ? 1 : x->peak > y->peak ? -1 : (x->k > y->k) - (x->k < y->k);
 }
 
+/* Process series k is one of device d's lines (not allocations drawn on
+ * the card instead). */
+#define ON_DEV(t, k, d) ((t)->procs[k].dev == (d) && !(t)->procs[k].hidden)
+
 /*
  * Marks in drawn[k] (k < t->nprocs) the processes of device d to draw: all
  * of them up to PL_DRAW_PROCS, else the PL_DRAW_PROCS with the highest
@@ -241,19 +296,19 @@ static size_t pick_procs(const struct pl_trace *t, int d, unsigned char *drawn)
 {
 	size_t n = 0;
 	for (size_t k = 0; k < t->nprocs; k++)
-		n += t->procs[k].dev == d;
+		n += ON_DEV(t, k, d);
 	struct ranked *r = n > PL_DRAW_PROCS ? malloc(n * sizeof *r) : NULL;
 	if (!r) {
 		/* Few enough (or no memory to rank them): the first ones. */
 		size_t m = 0;
 		for (size_t k = 0; k < t->nprocs; k++)
-			drawn[k] = t->procs[k].dev == d && m++ < PL_DRAW_PROCS;
+			drawn[k] = ON_DEV(t, k, d) && m++ < PL_DRAW_PROCS;
 		return n;
 	}
 	size_t m = 0;
 	for (size_t k = 0; k < t->nprocs; k++) {
 		drawn[k] = 0;
-		if (t->procs[k].dev == d)
+		if (ON_DEV(t, k, d))
 			r[m++] = (struct ranked){.k = k, .peak = series_peak(&t->procs[k])};
 	}
 	qsort(r, m, sizeof *r, by_peak);
@@ -289,7 +344,11 @@ static void draw_marks(cairo_t *cr, const struct pl_trace *t, int d, const struc
 static void draw_device(cairo_t *cr, const struct pl_trace *t, int d, double top,
                         unsigned char *drawn)
 {
-	const struct pl_series *g = &t->group[d], *cap = &t->cap[d];
+	/* The thick line is what the cap counted: on the card where the
+	 * members measured it, else the allocations. */
+	int on_card = t->card[d].n > 0;
+	const struct pl_series *g = on_card ? &t->card[d] : &t->group[d], *cap = &t->cap[d];
+	const struct pl_series *spl = &t->spilled[d];
 	double capv = cap->n ? cap->v[cap->n - 1] : 0, peak = 0, tpeak = 0, ymax = capv;
 	for (size_t i = 0; i < g->n; i++)
 		if (g->v[i] > peak) {
@@ -300,6 +359,12 @@ static void draw_device(cairo_t *cr, const struct pl_trace *t, int d, double top
 	for (size_t k = 0; k < t->nprocs; k++)
 		if (drawn[k])
 			ymax = fmax(ymax, series_peak(&t->procs[k]));
+	ymax = fmax(ymax, series_peak(&t->group[d]));
+	/* The band: on the thick line, so its top is everything the run held. */
+	double spmax = series_peak(spl);
+	if (spmax > 0)
+		for (size_t i = 0; i < spl->n; i++)
+			ymax = fmax(ymax, value_at(g, spl->t[i]) + spmax);
 	ymax = fmax(fmax(ymax, peak), 1024.0 * 1024) * 1.12;
 	struct panel p = {.x0 = LEFT,
 	                  .y0 = top + TOP_PAD,
@@ -314,15 +379,25 @@ static void draw_device(cairo_t *cr, const struct pl_trace *t, int d, double top
 	snprintf(label, sizeof label, "%s", t->dev_label[d][0] ? t->dev_label[d] : "GPU");
 	if (!t->dev_label[d][0])
 		snprintf(label, sizeof label, "GPU %d", d);
-	axes(cr, &p, label);
+	axes(cr, &p, label, on_card ? "on the card" : "allocated");
 
 	cairo_save(cr);
 	cairo_rectangle(cr, p.x0, p.y0 - 14, p.w, p.h + 14);
 	cairo_clip(cr);
-	/* The group's thick line first, the processes' thin ones over it. */
+	if (spmax > 0)
+		spill_band(cr, &p, g, spl);
+	/* The group's thick line first, its allocations apart (where the card
+	 * is drawn), the processes' thin ones over them. */
 	color(cr, c_group);
 	cairo_set_line_width(cr, 3);
 	step_line(cr, &p, g);
+	if (on_card && t->group[d].n) {
+		double dash[] = {3, 3};
+		cairo_set_line_width(cr, 1.5);
+		cairo_set_dash(cr, dash, 2, 0);
+		step_line(cr, &p, &t->group[d]);
+		cairo_set_dash(cr, NULL, 0, 0);
+	}
 	int pi = 0;
 	for (size_t k = 0; k < t->nprocs; k++) {
 		if (!drawn[k])
@@ -349,8 +424,11 @@ static void draw_device(cairo_t *cr, const struct pl_trace *t, int d, double top
 	char a[32], buf[96];
 	color(cr, c_text);
 	cairo_set_font_size(cr, 12);
-	snprintf(buf, sizeof buf, "peak %s at %.2f s", vr_format_size((uint64_t)peak, a, sizeof a),
-	         tpeak);
+	/* The peak and the cap never read the same unless they are. */
+	int dg = vr_size_digits((uint64_t[]){(uint64_t)peak, (uint64_t)capv}, 2, 0);
+	snprintf(buf, sizeof buf, "peak %s%s at %.2f s",
+	         vr_format_size_digits((uint64_t)peak, dg, a, sizeof a),
+	         on_card ? " on the card" : "", tpeak);
 	double lx = px(&p, tpeak) + 10, ly = py(&p, peak) - 8;
 	if (lx + 150 > p.x0 + p.w)
 		lx = px(&p, tpeak) - 160;
@@ -358,9 +436,31 @@ static void draw_device(cairo_t *cr, const struct pl_trace *t, int d, double top
 
 	/* Legend. */
 	double lxl = p.x0 + p.w + 24, y = p.y0 + 10;
-	legend_line(cr, lxl, &y, c_group, 3, 0, "group in use");
+	legend_line(cr, lxl, &y, c_group, 3, 0, on_card ? "group on the card" : "group allocated");
+	if (on_card && t->group[d].n) {
+		double dash[] = {3, 3};
+		color(cr, c_group);
+		cairo_set_line_width(cr, 1.5);
+		cairo_set_dash(cr, dash, 2, 0);
+		cairo_move_to(cr, lxl, y - 4);
+		cairo_line_to(cr, lxl + 28, y - 4);
+		cairo_stroke(cr);
+		cairo_set_dash(cr, NULL, 0, 0);
+		color(cr, c_text);
+		text_at(cr, lxl + 36, y, "group allocated", 0);
+		y += 20;
+	}
+	if (spmax > 0) {
+		cairo_set_source_rgba(cr, c_spill.r, c_spill.g, c_spill.b, 0.35);
+		cairo_rectangle(cr, lxl, y - 10, 28, 10);
+		cairo_fill(cr);
+		color(cr, c_text);
+		text_at(cr, lxl + 36, y, "spilled to host memory", 0);
+		y += 20;
+	}
 	if (cap->n) {
-		snprintf(buf, sizeof buf, "cap %s", vr_format_size((uint64_t)capv, a, sizeof a));
+		snprintf(buf, sizeof buf, "cap %s",
+		         vr_format_size_digits((uint64_t)capv, dg, a, sizeof a));
 		legend_line(cr, lxl, &y, c_cap, 2, 1, buf);
 	}
 	pi = 0;
@@ -402,7 +502,7 @@ int pl_draw(const struct pl_trace *t, const char *out, char *err, size_t errlen)
 {
 	int ndev = 0, devs[PL_MAX_DEVS];
 	for (int d = 0; d < PL_MAX_DEVS; d++) {
-		int used = t->group[d].n > 0;
+		int used = t->group[d].n > 0 || t->card[d].n > 0;
 		for (size_t k = 0; k < t->nprocs && !used; k++)
 			used = t->procs[k].dev == d;
 		if (used)

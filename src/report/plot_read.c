@@ -3,8 +3,9 @@
  * traces hold one event per line after a header line, so they are parsed a
  * line at a time (a million events never sit in memory as JSON objects);
  * any other trace is parsed whole. Only what the plot needs is kept:
- * counters "in use" and "cap" of the device tracks, "GPU n in use" of the
- * process tracks, the instant events "denied" and "spill", and the names.
+ * counters "in use", "on card", "spilled" and "cap" of the device tracks,
+ * "GPU n in use" and "GPU n on card" of the process tracks, the instant
+ * events "denied" and "spill", and the names.
  *
  * The file may come from anyone, so reading ends in bounded time and memory
  * on any input: an event whose time or size is not finite or is absurd is
@@ -163,10 +164,10 @@ static const char *name_of(struct reader *r, long pid)
 
 /* The series of process pid on device dev; NULL when memory ran out or
  * PL_MAX_PROCS are kept already (then *full is set). */
-static struct pl_series *proc_series(struct reader *r, long pid, int dev, int *full)
+static struct pl_series *proc_series(struct reader *r, long pid, int dev, int card, int *full)
 {
 	struct pl_trace *t = r->t;
-	unsigned long key = (unsigned long)pid * PL_MAX_DEVS + (unsigned long)dev;
+	unsigned long key = ((unsigned long)pid * PL_MAX_DEVS + (unsigned long)dev) * 2 + !!card;
 	long i = map_get(&r->by_proc, key);
 	if (i >= 0)
 		return &t->procs[i];
@@ -181,6 +182,7 @@ static struct pl_series *proc_series(struct reader *r, long pid, int dev, int *f
 	memset(s, 0, sizeof *s);
 	s->pid = pid;
 	s->dev = dev;
+	s->card = card;
 	const char *n = name_of(r, pid);
 	snprintf(s->label, sizeof s->label, "%s", n ? n : "");
 	return s;
@@ -244,13 +246,19 @@ static int take(struct reader *r, json_object *e)
 		}
 		if (is_dev && !strcmp(name, "in use"))
 			return push(&t->group[dev], sec, v);
+		if (is_dev && !strcmp(name, "on card"))
+			return push(&t->card[dev], sec, v);
+		if (is_dev && !strcmp(name, "spilled"))
+			return push(&t->spilled[dev], sec, v);
 		if (is_dev && !strcmp(name, "cap"))
 			return push(&t->cap[dev], sec, v);
-		int d;
-		if (!is_dev && sscanf(name, "GPU %d in use", &d) == 1 && d >= 0 &&
+		int d, at = 0;
+		char what[8] = "";
+		if (!is_dev && sscanf(name, "GPU %d %7[a-z ]%n", &d, what, &at) == 2 && !name[at] &&
+		    (!strcmp(what, "in use") || !strcmp(what, "on card")) && d >= 0 &&
 		    d < PL_MAX_DEVS) {
 			int full = 0;
-			struct pl_series *s = proc_series(r, pid, d, &full);
+			struct pl_series *s = proc_series(r, pid, d, what[0] == 'o', &full);
 			if (full)
 				t->skipped++;
 			return s ? push(s, sec, v) : full ? 0 : -1;
@@ -449,12 +457,24 @@ int pl_read(const char *path, struct pl_trace *t, char *err, size_t errlen)
 	}
 	free(buf);
 	fclose(f);
+	/* A process drawn on the card is not drawn again by its allocations. */
+	for (size_t i = 0; rc == 0 && i < t->nprocs; i++) {
+		const struct pl_series *c = &t->procs[i];
+		long k =
+		    c->card
+		        ? map_get(&r.by_proc,
+		                  ((unsigned long)c->pid * PL_MAX_DEVS + (unsigned long)c->dev) * 2)
+		        : -1;
+		if (k >= 0)
+			t->procs[k].hidden = 1;
+	}
 	free(r.names);
 	map_free(&r.by_name);
 	map_free(&r.by_proc);
 	if (rc == 0) {
 		for (int d = 0; d < PL_MAX_DEVS && rc == 0; d++)
-			rc = sort_series(&t->group[d]) | sort_series(&t->cap[d]);
+			rc = sort_series(&t->group[d]) | sort_series(&t->cap[d]) |
+			     sort_series(&t->card[d]) | sort_series(&t->spilled[d]);
 		for (size_t i = 0; i < t->nprocs && rc == 0; i++)
 			rc = sort_series(&t->procs[i]);
 		if (rc != 0)
@@ -463,7 +483,7 @@ int pl_read(const char *path, struct pl_trace *t, char *err, size_t errlen)
 	if (rc == 0) {
 		int any = 0;
 		for (int d = 0; d < PL_MAX_DEVS; d++)
-			any |= t->group[d].n > 0;
+			any |= t->group[d].n > 0 || t->card[d].n > 0;
 		if (!any && !t->nprocs) {
 			if (t->skipped)
 				vr_seterr(
@@ -539,6 +559,8 @@ void pl_free(struct pl_trace *t)
 {
 	for (int d = 0; d < PL_MAX_DEVS; d++) {
 		series_free(&t->group[d]);
+		series_free(&t->card[d]);
+		series_free(&t->spilled[d]);
 		series_free(&t->cap[d]);
 	}
 	for (size_t i = 0; i < t->nprocs; i++)

@@ -72,6 +72,9 @@ struct rep_run {
 	int changes_known;
 	int nescaped;
 	struct rep_escapee escaped[REP_ESCAPED_MAX];
+	/* The group's peaks as the trace drew them (traced[d]: it saw d). */
+	uint64_t trace_peak[VR_REC_DEVS], trace_card[VR_REC_DEVS];
+	int traced[VR_REC_DEVS];
 };
 
 void rep_escaped(struct rep_run *r, const struct rep_escapee *e)
@@ -291,6 +294,14 @@ static void collect_devices(struct rep_run *r, vr_member *reg, struct devsum *ds
 			ds[d].peak_exact = 1;
 		}
 	}
+	/* The trace added the members' allocations up in time order: the
+	 * group's peak of allocations, the one its picture shows. */
+	for (int d = 0; d < VR_REC_DEVS; d++)
+		if (ds[d].used && !ds[d].peak_exact && r->traced[d] &&
+		    r->trace_peak[d] >= ds[d].peak) {
+			ds[d].peak = r->trace_peak[d];
+			ds[d].peak_exact = 1;
+		}
 }
 
 /* ---- the end of the run ---------------------------------------------------- */
@@ -349,6 +360,9 @@ int rep_finish(struct rep_run *r, pid_t child, int wstatus, int exit_rc, vr_memb
 			if (gone)
 				rep_trace_end(r->trace, m, gone, e.text);
 		}
+		for (int d = 0; d < VR_REC_DEVS; d++)
+			r->traced[d] =
+			    rep_trace_peaks(r->trace, d, &r->trace_peak[d], &r->trace_card[d]);
 		if (rep_trace_close(r->trace) != 0) {
 			fprintf(stderr,
 			        "vramctl: --trace %s: the trace could not be written: %s "
@@ -362,7 +376,7 @@ int rep_finish(struct rep_run *r, pid_t child, int wstatus, int exit_rc, vr_memb
 		struct devsum ds[VR_REC_DEVS];
 		collect_devices(r, reg, ds);
 		struct rep_symbols *sy = r->o.stacks ? rep_symbols_new() : NULL;
-		struct vr_cap_change ch[VR_CAP_CHANGES_KEPT];
+		struct vramctl_cap_change ch[VR_CAP_CHANGES_KEPT];
 		struct rep_view v = {.command = r->command,
 		                     .t0 = r->t0,
 		                     .ms = r->ms,

@@ -78,17 +78,29 @@ void rep_sum_devices(const struct rep_members *ms, struct devsum *ds)
 			}
 			if (x->peak > ds[d].peak)
 				ds[d].peak = x->peak;
+			ds[d].peak_members += x->peak > 0;
 			ds[d].denials += x->denials;
+			ds[d].gt_denials += x->gt_denials;
+			ds[d].ctx_denials += x->ctx_denials;
+			if (x->gt_denied_max > ds[d].gt_denied_max)
+				ds[d].gt_denied_max = x->gt_denied_max;
+			if (x->ctx_denied_max > ds[d].ctx_denied_max)
+				ds[d].ctx_denied_max = x->ctx_denied_max;
+			if (x->need_peak > ds[d].need_peak)
+				ds[d].need_peak = x->need_peak;
 			if (x->denied_max > ds[d].denied_max)
 				ds[d].denied_max = x->denied_max;
 			if (x->denied_need > ds[d].denied_need)
 				ds[d].denied_need = x->denied_need;
 			if (x->spilled_peak > ds[d].spilled_peak)
 				ds[d].spilled_peak = x->spilled_peak;
+			ds[d].spilled_sum += x->spilled_peak;
+			ds[d].spill_members += x->spilled_peak > 0;
 			/* Never below the member's peak (record.c), whether its
 			 * overhead was measured or not. */
 			if (x->card_peak > ds[d].card_peak)
 				ds[d].card_peak = x->card_peak;
+			ds[d].card_holders += x->card_peak > 0;
 			if (x->card_known) {
 				ds[d].card_members++;
 				ds[d].overhead_peak += x->overhead_peak;
@@ -96,12 +108,20 @@ void rep_sum_devices(const struct rep_members *ms, struct devsum *ds)
 			}
 		}
 	}
+	/* One member that held memory there: its peaks are the group's. */
+	for (int d = 0; d < VR_REC_DEVS; d++) {
+		if (ds[d].used && ds[d].peak_members <= 1)
+			ds[d].peak_exact = 1;
+		if (ds[d].used && ds[d].card_holders <= 1)
+			ds[d].card_exact = 1;
+	}
 }
 
-int rep_device_index(const struct devsum *ds, const unsigned char *uuid)
+int rep_device_index(const struct devsum *ds, const char *uuid)
 {
+	char uu[VRAMCTL_UUID_TEXT_LEN];
 	for (int d = 0; d < VR_REC_DEVS; d++)
-		if (ds[d].used && !memcmp(ds[d].uuid, uuid, 16))
+		if (ds[d].used && !strcmp(vr_format_uuid(ds[d].uuid, uu, sizeof uu), uuid))
 			return d;
 	return -1;
 }
@@ -113,7 +133,7 @@ void rep_cap_history(const struct rep_view *r, struct devsum *ds)
 		ds[d].cap_lowest = ds[d].cap;
 	}
 	for (int k = 0; k < r->nchanges; k++) {
-		const struct vr_cap_change *c = &r->changes[k];
+		const struct vramctl_cap_change *c = &r->changes[k];
 		int d = rep_device_index(ds, c->uuid);
 		if (d < 0)
 			continue;
@@ -128,6 +148,20 @@ void rep_cap_history(const struct rep_view *r, struct devsum *ds)
 uint64_t rep_counted_peak(const struct devsum *d)
 {
 	return d->card_members && d->card_peak > d->peak ? d->card_peak : d->peak;
+}
+
+uint64_t rep_needed(const struct devsum *d, int *exact)
+{
+	uint64_t counted = rep_counted_peak(d);
+	*exact = 1;
+	if (!d->spilled_sum)
+		return counted;
+	/* One member held memory there and spilled: its own figure of both
+	 * at once. */
+	if (d->peak_members <= 1 && d->spill_members == 1 && d->need_peak >= counted)
+		return d->need_peak;
+	*exact = 0;
+	return counted + d->spilled_sum;
 }
 
 /* ---- blocks held at exit ------------------------------------------------ */

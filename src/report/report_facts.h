@@ -38,7 +38,7 @@ struct rep_view {
 	 * not kept by the group's books). */
 	uint64_t changes_total;
 	int nchanges;
-	const struct vr_cap_change *changes;
+	const struct vramctl_cap_change *changes;
 	int changes_damaged; /* the group's record of them was overwritten: none shown */
 	/* Processes of the run that ran outside the cap (report.h). */
 	int nescaped;
@@ -61,7 +61,18 @@ struct devsum {
 	int used;
 	unsigned char uuid[16];
 	uint64_t cap, peak, denials, denied_max, denied_need, spilled_peak;
-	int peak_exact;         /* the registry's group peak (else: the largest member peak) */
+	int peak_exact;   /* the group's peak: the registry's, the trace's, or the
+	                     one member's that allocated (else the largest member's) */
+	int peak_members; /* members that allocated on it */
+	int card_holders; /* members that held memory on its card */
+	/* Refusals a larger cap would not grant (other groups' guarantees),
+	 * and the new contexts the cap refused (in denials too). */
+	uint64_t gt_denials, gt_denied_max, ctx_denials, ctx_denied_max;
+	/* The most the run needed at once: on the card + spilled (the
+	 * largest member's, or the group's where one member spilled). */
+	uint64_t need_peak;
+	uint64_t spilled_sum;   /* the members' spilled peaks, summed */
+	int spill_members;      /* members that spilled */
 	uint64_t card_peak;     /* the group's, or the largest member's (card_exact 0) */
 	int card_exact;         /* the registry's group peak on the card */
 	int card_members;       /* members whose overhead was measured */
@@ -88,12 +99,19 @@ void rep_sum_devices(const struct rep_members *ms, struct devsum *ds);
 /* Marks the devices whose cap changed while the run ran (cap_changed,
  * cap_lowest) from the view's changes. */
 void rep_cap_history(const struct rep_view *r, struct devsum *ds);
-/* The report's index of the device with this UUID (ds: VR_REC_DEVS
- * entries), or -1 when no member of the run used it. */
-int rep_device_index(const struct devsum *ds, const unsigned char *uuid);
+/* The report's index of the device with this UUID ("GPU-...", as the
+ * books' changes have it; ds: VR_REC_DEVS entries), or -1 when no member
+ * of the run used it. */
+int rep_device_index(const struct devsum *ds, const char *uuid);
 /* The peak the cap counted on a device: on the card where it was measured,
  * else of the allocations. */
 uint64_t rep_counted_peak(const struct devsum *d);
+
+/* What the run needed at once on a device without spill: the counted peak
+ * plus what it spilled to host memory (exact where one member held memory
+ * there, else the sum of the peaks: at most that); *exact says which. The
+ * counted peak where nothing was spilled. */
+uint64_t rep_needed(const struct devsum *d, int *exact);
 
 /* An allocation kind's name ("linear", "vmm", ...; "?" when unknown). */
 const char *rep_kind_name(int k);

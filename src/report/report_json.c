@@ -7,6 +7,7 @@
 
 #include <json-c/json.h>
 
+#include "common/cap_change.h"
 #include "common/size.h"
 #include "common/text.h"
 #include "report/report_json.h"
@@ -21,27 +22,18 @@ static json_object *jcap(uint64_t cap)
 	return cap == UINT64_MAX ? NULL : ju(cap);
 }
 
-/* The run's "cap_changes", with the fields of status --json's (the
- * gpu_index the report's own). */
+/* The run's "cap_changes": status --json's objects (common/cap_change.c
+ * writes both), the gpu_index the report's own. */
 static json_object *changes_json(const struct rep_view *r, const struct devsum *ds)
 {
-	char uu[48];
-	json_object *a = json_object_new_array();
-	for (int k = 0; k < r->nchanges; k++) {
-		const struct vr_cap_change *c = &r->changes[k];
-		int d = rep_device_index(ds, c->uuid);
-		json_object *o = json_object_new_object();
-		rep_uuid_text(c->uuid, uu, sizeof uu);
-		json_object_object_add(o, "time", ju(c->when));
-		json_object_object_add(o, "uid", json_object_new_int64(c->uid));
-		json_object_object_add(o, "pid", json_object_new_int(c->pid));
-		json_object_object_add(o, "uuid", json_object_new_string(uu));
-		json_object_object_add(o, "gpu_index", d >= 0 ? json_object_new_int(d) : NULL);
-		json_object_object_add(o, "old_cap_bytes", jcap(c->old_cap));
-		json_object_object_add(o, "new_cap_bytes", jcap(c->new_cap));
-		json_object_array_add(a, o);
-	}
-	return a;
+	int idx[VRAMCTL_CAP_CHANGES];
+	int n = r->nchanges < VRAMCTL_CAP_CHANGES ? r->nchanges : VRAMCTL_CAP_CHANGES;
+	for (int k = 0; k < n; k++)
+		idx[k] = rep_device_index(ds, r->changes[k].uuid);
+	char *text = vr_cap_changes_text(r->changes, idx, n);
+	json_object *a = text ? json_tokener_parse(text) : NULL;
+	free(text);
+	return a ? a : json_object_new_array();
 }
 
 json_object *rep_json_report(const struct rep_view *r, const struct devsum *ds, int child_rc,
@@ -81,11 +73,21 @@ json_object *rep_json_report(const struct rep_view *r, const struct devsum *ds, 
 		                       card ? ju(ds[d].overhead_peak) : NULL);
 		json_object_object_add(o, "overhead_at_end_bytes",
 		                       card ? ju(ds[d].overhead_end) : NULL);
-		json_object_object_add(o, "right_size_bytes",
+		/* Without spill: what it used and spilled (exact, or at most);
+		 * with spill, the cap that held what it used. */
+		int exact;
+		uint64_t need = rep_needed(&ds[d], &exact);
+		json_object_object_add(o, "right_size_bytes", ju(rep_right_size(need)));
+		json_object_object_add(o, "right_size_is_exact", json_object_new_boolean(exact));
+		json_object_object_add(o, "right_size_with_spill_bytes",
 		                       ju(rep_right_size(rep_counted_peak(&ds[d]))));
 		json_object_object_add(o, "denials", ju(ds[d].denials));
 		json_object_object_add(o, "largest_denied_bytes", ju(ds[d].denied_max));
 		json_object_object_add(o, "denied_need_bytes", ju(ds[d].denied_need));
+		json_object_object_add(o, "context_denials", ju(ds[d].ctx_denials));
+		json_object_object_add(o, "guarantee_denials", ju(ds[d].gt_denials));
+		json_object_object_add(o, "largest_guarantee_denied_bytes",
+		                       ju(ds[d].gt_denied_max));
 		json_object_object_add(o, "spilled_peak_bytes", ju(ds[d].spilled_peak));
 		json_object_array_add(devs, o);
 	}
@@ -161,6 +163,9 @@ json_object *rep_json_report(const struct rep_view *r, const struct devsum *ds, 
 			json_object_object_add(o, "frees", ju(x->frees));
 			json_object_object_add(o, "denials", ju(x->denials));
 			json_object_object_add(o, "largest_denied_bytes", ju(x->denied_max));
+			json_object_object_add(o, "context_denials", ju(x->ctx_denials));
+			json_object_object_add(o, "guarantee_denials", ju(x->gt_denials));
+			json_object_object_add(o, "needed_peak_bytes", ju(x->need_peak));
 			json_object_object_add(o, "in_use_at_end_bytes", ju(x->in_use));
 			json_object_object_add(o, "held_in_blocks_bytes", ju(listed));
 			json_object_object_add(o, "held_in_pools_bytes",

@@ -18,7 +18,7 @@
  * v in the one human form, unless that reads the same as other's while the
  * two differ ("the cap must be at least 1.5 GiB" for a cap of 1.5 GiB): then
  * in MiB (two decimals where not whole), and in bytes if even that ties. A
- * message never shows numbers that seem to contradict it (issue #25).
+ * message never shows numbers that seem to contradict it.
  */
 static char *size_apart(uint64_t v, uint64_t other, char *buf, size_t len)
 {
@@ -45,7 +45,7 @@ static char *size_apart(uint64_t v, uint64_t other, char *buf, size_t len)
 
 /* A device's use on the card (allocations + overhead: contexts, modules,
  * the driver's own use), or that it was not measured. */
-static void card_line(FILE *f, const struct devsum *d)
+static void card_line(FILE *f, const struct devsum *d, int dg)
 {
 	char a[32], b[32], c[32];
 	if (!d->card_members) {
@@ -55,9 +55,9 @@ static void card_line(FILE *f, const struct devsum *d)
 	fprintf(f,
 	        "  on the card (allocations + overhead: contexts, modules, the driver's own use): "
 	        "peak %s%s; overhead: peak %s, %s at the end",
-	        vr_format_size(d->card_peak, a, sizeof a), d->card_exact ? "" : UNKNOWN,
-	        vr_format_size(d->overhead_peak, b, sizeof b),
-	        vr_format_size(d->overhead_end, c, sizeof c));
+	        vr_format_size_digits(d->card_peak, dg, a, sizeof a), d->card_exact ? "" : UNKNOWN,
+	        vr_format_size_digits(d->overhead_peak, dg, b, sizeof b),
+	        vr_format_size_digits(d->overhead_end, dg, c, sizeof c));
 	if (d->card_members > 1)
 		fprintf(f, " (summed over %d processes)", d->card_members);
 	fputc('\n', f);
@@ -68,14 +68,57 @@ static const char *cap_text(uint64_t cap, char *buf, size_t len)
 	return cap == UINT64_MAX ? "none" : vr_format_size(cap, buf, len);
 }
 
+/* The decimals with which a device's figures read apart: a peak on the
+ * card of 2012 MiB under a cap of 2 GiB never reads "2 GiB" beside it. */
+static int device_digits(const struct devsum *d)
+{
+	int exact;
+	uint64_t v[] = {d->cap == UINT64_MAX ? 0 : d->cap,
+	                d->peak,
+	                d->card_members ? d->card_peak : 0,
+	                d->overhead_peak,
+	                d->overhead_end,
+	                d->spilled_peak,
+	                rep_counted_peak(d),
+	                rep_needed(d, &exact)};
+	return vr_size_digits(v, (int)(sizeof v / sizeof v[0]), 0);
+}
+
+/* The decimals with which a member's figures on a device read apart: a
+ * peak of allocations of 1.25 GiB never reads "1.3 GiB" beside a peak on
+ * the card of 1.31 GiB. */
+static int member_digits(const struct vr_rec_dev *x)
+{
+	uint64_t v[] = {x->peak,          x->card_known ? x->card_peak : 0,
+	                x->overhead_peak, x->overhead,
+	                x->spilled_peak,  x->spilled};
+	return vr_size_digits(v, (int)(sizeof v / sizeof v[0]), 0);
+}
+
 /* The denials on a device, said against the cap: where the cap changed
  * while the run ran, a need the cap at the end holds is said to have met a
  * lower cap, never explained against the cap at the end alone. */
 static void denials_line(FILE *f, int d, const struct devsum *x)
 {
 	char a[32], b[32], c[32];
-	fprintf(f, "  %" PRIu64 " request%s refused (the largest %s); ", x->denials,
-	        x->denials == 1 ? " was" : "s were", vr_format_size(x->denied_max, a, sizeof a));
+	uint64_t n = x->denials - x->gt_denials;
+	if (x->gt_denials)
+		fprintf(
+		    f,
+		    "  %" PRIu64 " request%s refused for other groups' guarantees (the largest "
+		    "%s): the card's free memory was guaranteed to them; a larger cap would not "
+		    "grant %s (vramctl status shows the guarantees)\n",
+		    x->gt_denials, x->gt_denials == 1 ? " was" : "s were",
+		    vr_format_size(x->gt_denied_max, a, sizeof a),
+		    x->gt_denials == 1 ? "it" : "them");
+	if (!n)
+		return;
+	char ctx[96] = "";
+	if (x->ctx_denials)
+		snprintf(ctx, sizeof ctx, "; %" PRIu64 " of them a new CUDA context (%s)",
+		         x->ctx_denials, vr_format_size(x->ctx_denied_max, b, sizeof b));
+	fprintf(f, "  %" PRIu64 " request%s refused (the largest %s%s); ", n,
+	        n == 1 ? " was" : "s were", vr_format_size(x->denied_max, a, sizeof a), ctx);
 	if (x->cap_changed && x->denied_need <= x->cap) {
 		if (x->cap == UINT64_MAX)
 			snprintf(c, sizeof c, "none");
@@ -85,18 +128,45 @@ static void denials_line(FILE *f, int d, const struct devsum *x)
 		        "granting %s needed %s, within the cap in force at the end (%s): the "
 		        "cap was as low as %s while the run ran (vramctl limit: see the cap "
 		        "changes below)\n",
-		        x->denials == 1 ? "it" : "them",
+		        n == 1 ? "it" : "them",
 		        size_apart(x->denied_need, x->cap_lowest, b, sizeof b), c,
 		        size_apart(x->cap_lowest, x->denied_need, a, sizeof a));
 		return;
 	}
-	fprintf(f, "to grant %s too, the cap must be at least %s (--limit %d=%" PRIu64 "M)",
-	        x->denials == 1 ? "it" : "them", size_apart(x->denied_need, x->cap, c, sizeof c), d,
+	/* A need is said in whole MiB, rounded up: a rounded "1 GiB" for 1028
+	 * MiB would name a cap that does not grant it. */
+	fprintf(f,
+	        "to grant %s too, the cap must be at least %" PRIu64 " MiB (--limit %d=%" PRIu64
+	        "M)",
+	        n == 1 ? "it" : "them", rep_right_size(x->denied_need) >> 20, d,
 	        rep_right_size(x->denied_need) >> 20);
 	if (x->cap_changed)
 		fprintf(f, "; the cap changed while the run ran (as low as %s, %s at the end)",
 		        cap_text(x->cap_lowest, a, sizeof a), cap_text(x->cap, b, sizeof b));
 	fputc('\n', f);
+}
+
+/* The cap that would have held the run: what it used on the card (or
+ * allocated), and what it spilled too, which a cap without spill must hold. */
+static void right_size_line(FILE *f, int d, const struct devsum *x, int dg)
+{
+	char a[32], b[32];
+	int exact;
+	uint64_t used = rep_counted_peak(x), need = rep_needed(x, &exact);
+	const char *where = x->card_members ? " on the card" : "";
+	if (need == used) {
+		fprintf(f, "  right size: --limit %d=%" PRIu64 "M holds what this run used%s\n", d,
+		        rep_right_size(used) >> 20, where);
+		return;
+	}
+	fprintf(f,
+	        "  right size: --limit %d=%" PRIu64 "M holds, without spill, what this run used%s "
+	        "(%s) and spilled to host memory (%s%s); with --spill, --limit %d=%" PRIu64
+	        "M held what it used%s\n",
+	        d, rep_right_size(need) >> 20, where, vr_format_size_digits(used, dg, a, sizeof a),
+	        vr_format_size_digits(need - used, dg, b, sizeof b),
+	        exact ? "" : ", the members' peaks summed: at most", d, rep_right_size(used) >> 20,
+	        where);
 }
 
 /* "cap changes while it ran": one line per change the group's books kept. */
@@ -115,12 +185,12 @@ static void changes_section(FILE *f, const struct rep_view *r, const struct devs
 		fprintf(f, "  (%" PRIu64 " earlier not kept: the group keeps its last %d)\n",
 		        r->changes_total - (uint64_t)r->nchanges, VR_CAP_CHANGES_KEPT);
 	for (int k = 0; k < r->nchanges; k++) {
-		const struct vr_cap_change *c = &r->changes[k];
+		const struct vramctl_cap_change *c = &r->changes[k];
 		int d = rep_device_index(ds, c->uuid);
 		if (d >= 0)
 			snprintf(gpu, sizeof gpu, "GPU %d", d);
 		else
-			rep_uuid_text(c->uuid, gpu, sizeof gpu);
+			snprintf(gpu, sizeof gpu, "%s", c->uuid);
 		fprintf(f, "  %s %s %s -> %s by uid %u (pid %d)\n",
 		        vr_format_utc(c->when, when, sizeof when), gpu,
 		        cap_text(c->old_cap, a, sizeof a), cap_text(c->new_cap, b, sizeof b),
@@ -144,6 +214,25 @@ static void escaped_section(FILE *f, const struct rep_view *r)
 	}
 }
 
+/* A member's refusals on a device: at the cap (the largest), of them its
+ * new contexts, and for other groups' guarantees. */
+static void member_denials(FILE *f, const struct vr_rec_dev *x)
+{
+	char a[32], b[32];
+	uint64_t n = x->denials - x->gt_denials;
+	if (n) {
+		fprintf(f, "; %" PRIu64 " denied (the largest %s", n,
+		        vr_format_size(x->denied_max, a, sizeof a));
+		if (x->ctx_denials)
+			fprintf(f, "; %" PRIu64 " a new CUDA context (%s)", x->ctx_denials,
+			        vr_format_size(x->ctx_denied_max, b, sizeof b));
+		fputc(')', f);
+	}
+	if (x->gt_denials)
+		fprintf(f, "; %" PRIu64 " denied for other groups' guarantees (the largest %s)",
+		        x->gt_denials, vr_format_size(x->gt_denied_max, a, sizeof a));
+}
+
 void rep_text_report(const struct rep_view *r, FILE *f, const struct devsum *ds, int child_rc,
                      uint64_t t_end, struct rep_symbols *sy)
 {
@@ -163,14 +252,15 @@ void rep_text_report(const struct rep_view *r, FILE *f, const struct devsum *ds,
 		if (!ds[d].used)
 			continue;
 		rep_uuid_text(ds[d].uuid, uu, sizeof uu);
+		int dg = device_digits(&ds[d]);
 		fprintf(f, "GPU %d (%s): cap %s%s; the group's peak of allocations %s%s\n", d, uu,
-		        cap_text(ds[d].cap, a, sizeof a),
+		        ds[d].cap == UINT64_MAX ? "none"
+		                                : vr_format_size_digits(ds[d].cap, dg, a, sizeof a),
 		        ds[d].cap_changed ? " at the end (changed while it ran)" : "",
-		        vr_format_size(ds[d].peak, b, sizeof b), ds[d].peak_exact ? "" : UNKNOWN);
-		card_line(f, &ds[d]);
-		uint64_t rs = rep_right_size(rep_counted_peak(&ds[d]));
-		fprintf(f, "  right size: --limit %d=%" PRIu64 "M holds what this run used%s\n", d,
-		        rs >> 20, ds[d].card_members ? " on the card" : "");
+		        vr_format_size_digits(ds[d].peak, dg, b, sizeof b),
+		        ds[d].peak_exact ? "" : UNKNOWN);
+		card_line(f, &ds[d], dg);
+		right_size_line(f, d, &ds[d], dg);
 		if (ds[d].denials)
 			denials_line(f, d, &ds[d]);
 		if (ds[d].spilled_peak)
@@ -195,29 +285,28 @@ void rep_text_report(const struct rep_view *r, FILE *f, const struct devsum *ds,
 			const struct vr_rec_dev *x = &h->dev[d];
 			if (!x->used)
 				continue;
+			int dg = member_digits(x);
 			fprintf(f,
 			        "  GPU %d: peak of allocations %s at %.2f s; %" PRIu64
 			        " allocation%s, %" PRIu64 " free%s",
-			        d, vr_format_size(x->peak, a, sizeof a), rep_secs(r, x->peak_ns),
-			        x->allocs, x->allocs == 1 ? "" : "s", x->frees,
-			        x->frees == 1 ? "" : "s");
-			if (x->denials)
-				fprintf(f, "; %" PRIu64 " denied (the largest %s)", x->denials,
-				        vr_format_size(x->denied_max, b, sizeof b));
+			        d, vr_format_size_digits(x->peak, dg, a, sizeof a),
+			        rep_secs(r, x->peak_ns), x->allocs, x->allocs == 1 ? "" : "s",
+			        x->frees, x->frees == 1 ? "" : "s");
+			member_denials(f, x);
 			fputc('\n', f);
 			if (x->card_known)
 				fprintf(f,
 				        "    on the card: peak %s at %.2f s; overhead: peak %s, %s "
 				        "at %s\n",
-				        vr_format_size(x->card_peak, a, sizeof a),
+				        vr_format_size_digits(x->card_peak, dg, a, sizeof a),
 				        rep_secs(r, x->card_peak_ns),
-				        vr_format_size(x->overhead_peak, b, sizeof b),
-				        vr_format_size(x->overhead, c, sizeof c),
+				        vr_format_size_digits(x->overhead_peak, dg, b, sizeof b),
+				        vr_format_size_digits(x->overhead, dg, c, sizeof c),
 				        h->end == VR_REC_EXITED ? "exit" : "the end");
 			if (x->spilled_peak)
 				fprintf(f, "    spilled to host memory: peak %s, %s at the end\n",
-				        vr_format_size(x->spilled_peak, a, sizeof a),
-				        vr_format_size(x->spilled, b, sizeof b));
+				        vr_format_size_digits(x->spilled_peak, dg, a, sizeof a),
+				        vr_format_size_digits(x->spilled, dg, b, sizeof b));
 			if (h->end != VR_REC_EXITED) {
 				if (x->in_use)
 					fprintf(f,

@@ -6,10 +6,15 @@
  * (vramctl plot does) while viewers read it as plain JSON. Events:
  *
  *   per device (Chrome "process" VR_TRACE_DEV_PID + ordinal, named "GPU n"):
- *     counters "in use" (the group's, summed over members) and "cap";
- *     instant events "denied" and "spill" (args: bytes, pid);
+ *     counters "in use" (the group's allocations, summed over members),
+ *     "on card" (what the cap counts: allocations + overhead, where the
+ *     members measured their overhead), "spilled" (host memory served past
+ *     the cap, where any was) and "cap"; instant events "denied" (a
+ *     refusal: an allocation's, or a new context's) and "spill" (args:
+ *     bytes, pid);
  *   per member (its own pid, named "PID command"):
- *     counter "GPU n in use" (its bytes after each allocation or free),
+ *     counters "GPU n in use" (its bytes after each allocation or free)
+ *     and "GPU n on card" (with its overhead, once measured),
  *     instant events "process start", "process exit" (args: how it ended),
  *     and "allocations summed" / "frees summed" where more than
  *     VR_REC_PER_INTERVAL events fell in one VR_REC_INTERVAL (args: count,
@@ -47,8 +52,13 @@ struct rep_trace {
 	dev_t file_dev; /* the file rotation may rename: this one, no other */
 	ino_t file_ino;
 	uint64_t group[VR_REC_DEVS];
+	uint64_t overhead[VR_REC_DEVS]; /* the members' overheads, summed */
+	uint64_t spilled[VR_REC_DEVS];
 	uint64_t cap[VR_REC_DEVS];
+	uint64_t peak[VR_REC_DEVS], card_peak[VR_REC_DEVS];
 	int dev_seen[VR_REC_DEVS];
+	int card[VR_REC_DEVS]; /* a member measured its overhead: "on card" drawn */
+	int spill[VR_REC_DEVS];
 	struct rep_members *ms; /* for re-naming after a rotation */
 	uint64_t last_ts;
 };
@@ -150,7 +160,8 @@ static void header(struct rep_trace *t)
 	json_object_object_add(o, "displayTimeUnit", json_object_new_string("ms"));
 	json_object *od = json_object_new_object();
 	json_object_object_add(od, "generator", json_object_new_string("vramctl"));
-	json_object_object_add(od, "trace_format", json_object_new_int(1));
+	/* 2: the "on card" and "spilled" counters. */
+	json_object_object_add(od, "trace_format", json_object_new_int(2));
 	json_object_object_add(od, "command", json_object_new_string(t->command));
 	json_object_object_add(od, "interval_ns", json_object_new_uint64(VR_REC_INTERVAL));
 	json_object_object_add(od, "single_events_per_interval",
@@ -243,6 +254,11 @@ static void rotate(struct rep_trace *t)
 				break;
 			}
 		counter(t, "in use", VR_TRACE_DEV_PID + d, t->last_ts, t->group[d]);
+		if (t->card[d])
+			counter(t, "on card", VR_TRACE_DEV_PID + d, t->last_ts,
+			        t->group[d] + t->overhead[d]);
+		if (t->spill[d])
+			counter(t, "spilled", VR_TRACE_DEV_PID + d, t->last_ts, t->spilled[d]);
 		if (t->cap[d] != UINT64_MAX)
 			counter(t, "cap", VR_TRACE_DEV_PID + d, t->last_ts, t->cap[d]);
 	}
@@ -303,20 +319,51 @@ static void device_seen(struct rep_trace *t, struct rep_member *m, int d, uint64
 		counter(t, "cap", VR_TRACE_DEV_PID + d, when, t->cap[d]);
 }
 
+/* The counters of member m and of the group on device d at `when`:
+ * allocations, and on the card where overhead was measured. */
+static void counters(struct rep_trace *t, struct rep_member *m, int d, uint64_t when)
+{
+	char name[32];
+	snprintf(name, sizeof name, "GPU %d in use", d);
+	counter(t, name, m->h->pid, when, m->in_use[d]);
+	counter(t, "in use", VR_TRACE_DEV_PID + d, when, t->group[d]);
+	if (t->group[d] > t->peak[d])
+		t->peak[d] = t->group[d];
+	if (!t->card[d])
+		return;
+	if (m->card[d]) {
+		snprintf(name, sizeof name, "GPU %d on card", d);
+		counter(t, name, m->h->pid, when, m->in_use[d] + m->overhead[d]);
+	}
+	uint64_t card = t->group[d] + t->overhead[d];
+	counter(t, "on card", VR_TRACE_DEV_PID + d, when, card);
+	if (card > t->card_peak[d])
+		t->card_peak[d] = card;
+}
+
+static void spill_counter(struct rep_trace *t, int d, uint64_t when)
+{
+	t->spill[d] = 1;
+	counter(t, "spilled", VR_TRACE_DEV_PID + d, when, t->spilled[d]);
+}
+
 /* Whatever a gone member held goes with it (the driver tears its contexts
  * down): its counters drop to 0 at `when`. */
 static void release(struct rep_trace *t, struct rep_member *m, uint64_t when)
 {
 	m->released = 1;
 	for (int d = 0; d < VR_REC_DEVS; d++) {
-		if (!m->in_use[d])
+		if (m->spilled[d]) {
+			t->spilled[d] -= m->spilled[d];
+			m->spilled[d] = 0;
+			spill_counter(t, d, when);
+		}
+		if (!m->in_use[d] && !m->overhead[d])
 			continue;
-		char name[32];
-		snprintf(name, sizeof name, "GPU %d in use", d);
 		t->group[d] -= m->in_use[d];
-		m->in_use[d] = 0;
-		counter(t, name, m->h->pid, when, 0);
-		counter(t, "in use", VR_TRACE_DEV_PID + d, when, t->group[d]);
+		t->overhead[d] -= m->overhead[d];
+		m->in_use[d] = m->overhead[d] = 0;
+		counters(t, m, d, when);
 	}
 }
 
@@ -330,7 +377,6 @@ static void emit(struct rep_trace *t, struct rep_member *m, const struct vr_rec_
 	if (d >= VR_REC_DEVS)
 		return;
 	device_seen(t, m, d, e->t_ns);
-	char name[32];
 	json_object *o, *a;
 	switch (e->type) {
 	case VR_EV_SUM_ALLOC:
@@ -347,12 +393,26 @@ static void emit(struct rep_trace *t, struct rep_member *m, const struct vr_rec_
 	case VR_EV_FREE:
 		t->group[d] += e->in_use - m->in_use[d];
 		m->in_use[d] = e->in_use;
-		snprintf(name, sizeof name, "GPU %d in use", d);
-		counter(t, name, m->h->pid, e->t_ns, e->in_use);
-		counter(t, "in use", VR_TRACE_DEV_PID + d, e->t_ns, t->group[d]);
+		counters(t, m, d, e->t_ns);
 		break;
-	case VR_EV_DENY:
+	case VR_EV_OVERHEAD:
+		t->card[d] = 1;
+		m->card[d] = 1;
+		t->overhead[d] += e->bytes - m->overhead[d];
+		m->overhead[d] = e->bytes;
+		counters(t, m, d, e->t_ns);
+		break;
+	case VR_EV_UNSPILL:
+		t->spilled[d] += e->in_use - m->spilled[d];
+		m->spilled[d] = e->in_use;
+		spill_counter(t, d, e->t_ns);
+		break;
 	case VR_EV_SPILL:
+		t->spilled[d] += e->in_use - m->spilled[d];
+		m->spilled[d] = e->in_use;
+		spill_counter(t, d, e->t_ns);
+		__attribute__((fallthrough)); /* and its mark */
+	case VR_EV_DENY:
 		o = event(t, e->type == VR_EV_DENY ? "denied" : "spill", "i", VR_TRACE_DEV_PID + d,
 		          e->t_ns);
 		a = args1("bytes", e->bytes);
@@ -444,6 +504,15 @@ void rep_trace_end(struct rep_trace *t, struct rep_member *m, uint64_t when, con
 	put(t, o);
 	if (!m->released)
 		release(t, m, when);
+}
+
+int rep_trace_peaks(const struct rep_trace *t, int d, uint64_t *alloc, uint64_t *card)
+{
+	if (d < 0 || d >= VR_REC_DEVS || !t->dev_seen[d])
+		return 0;
+	*alloc = t->peak[d];
+	*card = t->card[d] ? t->card_peak[d] : 0;
+	return 1;
 }
 
 int rep_trace_close(struct rep_trace *t)

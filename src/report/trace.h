@@ -28,6 +28,10 @@ struct rep_trace *rep_trace_new(int fd, const char *path, uint64_t max, uint64_t
 int rep_trace_drain(struct rep_trace *t, struct rep_members *ms, uint64_t now);
 /* A member's end: its "process exit" event, with how it ended in words. */
 void rep_trace_end(struct rep_trace *t, struct rep_member *m, uint64_t when, const char *how);
+/* The group's peaks on device d as the trace drew them, in time order
+ * across members: of allocations (*alloc) and on the card (*card: 0 when no
+ * member measured its overhead). 0 when the trace never saw d. */
+int rep_trace_peaks(const struct rep_trace *t, int d, uint64_t *alloc, uint64_t *card);
 /* Writes the end of the document and closes. Returns 0 or -1. Frees t. */
 int rep_trace_close(struct rep_trace *t);
 

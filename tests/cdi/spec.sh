@@ -143,7 +143,8 @@ bad "--name 'a/b'" generate --limit 1G --name a/b
 bad "--format 'xml'" generate --limit 1G --format xml
 bad "unknown option '--frob'" generate --limit 1G --frob
 bad "give --name" generate --limit '4 G'
-bad "--books 'rel'" generate --limit 1G --books rel
+bad "--registry 'rel': an absolute path is needed" generate --limit 1G --books rel
+bad "--registry 'rel': an absolute path is needed" generate --limit 1G --registry rel
 mkdir -m 0777 "$TMPDIR/open"
 chmod 0777 "$TMPDIR/open"
 bad "mode 0777" generate --limit 1G --books "$TMPDIR/open"

@@ -338,7 +338,7 @@ HOLD_PREFIX="$V run --group big-a --limit 10G --" start_holder a -- 100
 HOLD_PREFIX="$V run --group big-b --limit 10G --" start_holder b -- 100
 doctor
 expect_rc 0 "$rc" "overcommitted caps"
-line WARN gpu.overcommit "GPU 0: 2 caps add up to 20 GiB of 16.1 GiB" "overcommit"
+line WARN gpu.overcommit "GPU 0: 2 caps add up to 20 GiB of 16 GiB" "overcommit"
 line OK gpu.uncapped "no process holds GPU memory outside a cap" "capped holders are not uncapped"
 stop_holder a
 stop_holder b

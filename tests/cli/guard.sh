@@ -77,6 +77,7 @@ as_user "$V" run --limit 8G --guarantee 4G -- true >out 2>err
 expect_rc 125 $? "a user's run --guarantee without the service"
 expect_grep "systemctl enable --now vramctl-guard.socket" err "how to get the service"
 [ "$(grep -c . err)" = 1 ] || fail "one line: $(cat err)"
+doc_form docs/usage.md ": no guard service at" err "a user's run --guarantee without the service"
 as_user env LD_PRELOAD="$B/libvramctl.so" VRAMCTL_LIMIT=2G VRAMCTL_GUARANTEE=1G \
 	VRAMCTL_GROUP=lib "$B/memctl" <<<"a 1536
 a 1024" >out 2>err
@@ -127,6 +128,30 @@ wait "$run"
 expect_rc 0 $? "the run"
 for _ in $(seq 100); do [ -z "$(guarantees)" ] && break; sleep 0.05; done
 [ -z "$(guarantees)" ] || fail "the guarantee outlived its run: $(guarantees)"
+
+# --- vramctl limit as the group's owner changes its guarantee through the
+# service (#35): lowered with a cap below it, raised with --guarantee; a
+# request from another user (root, here) finds no entry of its own to change
+# (the entry's uid is the kernel's word for the caller).
+as_user "$V" run --group lim --limit 8G --guarantee 4G -- sh -c "read -r _ <$W/go" 2>err &
+run=$!
+for _ in $(seq 100); do [ -n "$(guarantees)" ] && break; sleep 0.05; done
+[ "$(guarantees)" = "lim:$uid:$((4 << 30))" ] || fail "lim's guarantee: $(guarantees) $(cat err)"
+as_user "$V" limit lim 2G >out 2>err
+expect_rc 0 $? "limit below the guarantee, as its owner: $(cat err)"
+expect_grep "guarantee 4 GiB -> 2 GiB (lowered with the cap" out "said"
+[ "$(guarantees)" = "lim:$uid:$((2 << 30))" ] || fail "lowered with the cap: $(guarantees)"
+as_user "$V" limit --guarantee 3G lim 8G >out 2>err
+expect_rc 0 $? "limit --guarantee, as its owner: $(cat err)"
+[ "$(guarantees)" = "lim:$uid:$((3 << 30))" ] || fail "raised: $(guarantees)"
+case $(python3 -c "$CLIENT" "$S" "regrant $hex 1073741824 $(printf '%016x' 1) lim" </dev/null | cut -d' ' -f2-) in
+"no group lim holds no guarantee"*) ;;
+*) fail "root's request changed an entry that is not root's" ;;
+esac
+[ "$(guarantees)" = "lim:$uid:$((3 << 30))" ] || fail "another user's request changed it: $(guarantees)"
+echo >"$W/go"
+wait "$run"
+for _ in $(seq 100); do [ -z "$(guarantees)" ] && break; sleep 0.05; done
 
 # --- a raw client: its uid is the kernel's; killed, its guarantee ends
 hold "admit $hex 1073741824 00000000000000aa raw"

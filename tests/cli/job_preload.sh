@@ -29,6 +29,7 @@ pid=$(awk '/^ready/ { print $3 }' envi.out)
 expect_grep "pid $pid: VRAMCTL_LIMIT is not set (its environment was changed); capped as part of group envi" \
 	envi.err "env -i: the process says why it is capped"
 [ "$(grep -c 'VRAMCTL_LIMIT is not set' envi.err)" = 1 ] || fail "env -i: said more than once: $(cat envi.err)"
+doc_form docs/usage.md "VRAMCTL_LIMIT is not set (its environment was changed)" envi.err "env -i"
 
 escape unset sh -c "unset VRAMCTL_LIMIT VRAMCTL_GROUP VRAMCTL_REGISTRY_DIR LD_PRELOAD; exec '$HOLDER' 1500"
 grep -q '^ready 0 ' unset.out || fail "sh -c unset: 1.5 GiB granted under 1 GiB: $(cat unset.out unset.err)"
@@ -74,6 +75,7 @@ expect_grep "this process is inside group outer (job, cap 1 GiB there): the cap 
 	nested.err "nested run: the narrower job cap is said"
 expect_grep "the job this process is in holds it (group outer: cap 1 GiB" nested.err \
 	"nested run: the denial names the job's group"
+doc_form docs/usage.md "this process is inside group" nested.err "nested run"
 
 # A process moved into the run's cgroup from outside, as pam_slurm_adopt
 # moves an ssh session: not a descendant, its environment cleared.

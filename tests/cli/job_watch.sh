@@ -36,6 +36,9 @@ expect_grep "vramctl: pid $epid (" run.err "the line names the escapee's PID"
 expect_grep "runs outside the cap (LD_PRELOAD removed): 2 GiB on GPU 0, counted against group esc" \
 	run.err "the line says why, how much and where"
 [ "$(grep -c 'runs outside the cap' run.err)" = 1 ] || fail "said more than once: $(cat run.err)"
+for doc in docs/usage.md man/vramctl-watch.1; do
+	doc_form "$doc" "runs outside the cap (LD_PRELOAD removed)" run.err "the escapee's line"
+done
 
 # Every view lists it under its group.
 "$V" status --format json >status.json

@@ -1,7 +1,7 @@
 # kernel_files.sh - `vramctl kernel` on kernelspec files alone (no Jupyter
 # needed): a wrapped kernel with an empty argv is refused rather than
 # written as invalid JSON (#29); `kernel list` keeps its columns in line
-# with long names (#25); a kernel vramctl installed whose program is gone
+# with long names (#25); two kernels in two groups show two names; a kernel vramctl installed whose program is gone
 # (vramctl removed, `apt remove`) is named by doctor (#25).
 . "$VR_SRC/tests/cli/common.bash"
 export HOME=$TMPDIR/home JUPYTER_DATA_DIR=$TMPDIR/jupyter JUPYTER_PATH=$TMPDIR/jpath
@@ -30,6 +30,18 @@ for l in lines[1:]:
     for s in starts:
         assert l[s - 1] == " " and l[s] != " ", (l, s)
 PY
+
+# Two kernels of one wrapped kernel and cap in two groups show two names
+# (both showed "t (GPU, 2 GiB cap)") (#35, Low).
+"$V" kernel install --limit 2G --from py --name twin >/dev/null 2>&1 || fail "install twin"
+dn() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["display_name"])' "$1"; }
+d1=$(dn "$JUPYTER_DATA_DIR/kernels/twin/kernel.json")
+d2=$(dn "$JUPYTER_DATA_DIR/kernels/$long/kernel.json")
+[ "$d1" = "t (GPU, 2 GiB cap, group jupyter-twin)" ] || fail "twin's display name: $d1"
+[ "$d2" = "t (GPU, 2 GiB cap, group $long-group)" ] || fail "the long one's display name: $d2"
+[ "$(dn "$JUPYTER_DATA_DIR/kernels/py-gpu-1g/kernel.json")" = "t (GPU, 1 GiB cap)" ] ||
+	fail "the default display name changed: $(dn "$JUPYTER_DATA_DIR/kernels/py-gpu-1g/kernel.json")"
+"$V" kernel remove twin >/dev/null 2>&1
 
 # The kernel's program removed: doctor names the kernel and how to remove it.
 spec=$JUPYTER_DATA_DIR/kernels/py-gpu-1g/kernel.json

@@ -1,7 +1,8 @@
 # The commands every job starts with load no heavy library: `vramctl`
 # itself needs none of ncurses, libmicrohttpd or gnutls; the commands that
 # do (top, export) are their own programs in libexec, exec'd by vramctl,
-# with their arguments and exit statuses passed through.
+# with their arguments and exit statuses passed through, each with only the
+# files it uses.
 . "$VR_SRC/tests/cli/common.bash"
 
 heavy='ncurses|microhttpd|gnutls|json-c|cairo|libdw'
@@ -17,6 +18,19 @@ for cmd in top export; do
 	"$V" "$cmd" --no-such-option >out 2>&1
 	expect_rc 125 $? "vramctl $cmd with a bad option"
 done
+
+# Each helper carries the files it uses, not every command's (vramctl-top
+# carried cdi, doctor and kernel), and the mark the library looks for
+# (#35, the house).
+if command -v nm >/dev/null; then
+	for cmd in top export plot run; do
+		nm "$VR_BUILD/libexec/vramctl-$cmd" >syms 2>/dev/null || continue
+		grep -qw vramctl_cli_v1 syms || fail "vramctl-$cmd lacks vramctl_cli_v1"
+		for other in cmd_cdi cmd_doctor cmd_kernel cmd_limit cmd_status; do
+			grep -qw "$other" syms && fail "vramctl-$cmd carries $other"
+		done
+	done
+fi
 
 # A copy of vramctl without its libexec says what is missing, status 125.
 mkdir -p alone

@@ -4,7 +4,8 @@
  * NVML (never needed on a real machine: nvidia-smi does it there).
  *
  *   nvmllimit set NAMESPACE SOFT HARD   (bytes; HARD "max": no limit)
- *   nvmllimit get NAMESPACE             prints "soft S hard H used U"
+ *   nvmllimit get NAMESPACE             prints "soft S hard H used U", or "none"
+ *                                       (no limit set: NOT_SUPPORTED)
  *
  * Exit status 0, or 1 with NVML's error on stderr.
  */
@@ -48,6 +49,11 @@ int main(int argc, char **argv)
 		if (r == NVML_SUCCESS)
 			printf("soft %llu hard %llu used %llu\n", l.softLimit, l.hardLimit,
 			       l.currentUsed);
+		/* R615 answers NOT_SUPPORTED for a cgroup with no limit set. */
+		if (r == NVML_ERROR_NOT_SUPPORTED) {
+			printf("none\n");
+			r = NVML_SUCCESS;
+		}
 	} else if (r == NVML_SUCCESS) {
 		fprintf(stderr, "nvmllimit: bad arguments\n");
 		return 2;

@@ -57,9 +57,24 @@ static void test_row(void)
 	ASSERT_STR_EQ(small, "1067 ");
 }
 
+/* A line cut at the screen's edge ends in the cells' mark, never silently
+ * (#35, Low): "h: help" cut to "h:" read as whole. */
+static void test_cut(void)
+{
+	char out[64];
+	ASSERT_STR_EQ(top_cut("sort: ON CARD  h: help", 22, out, sizeof(out)),
+	              "sort: ON CARD  h: help");
+	ASSERT_STR_EQ(top_cut("sort: ON CARD  h: help", 17, out, sizeof(out)), "sort: ON CARD  h~");
+	ASSERT_STR_EQ(top_cut("\xc3\xa9l\xc3\xa8ve", 3, out, sizeof(out)), "\xc3\xa9l~");
+	ASSERT_STR_EQ(top_cut("ab", 1, out, sizeof(out)), "~");
+	char small[4];
+	ASSERT_STR_EQ(top_cut("abcdef", 5, small, sizeof(small)), "abc");
+}
+
 int main(void)
 {
 	test_row();
+	test_cut();
 	printf("ok\n");
 	return 0;
 }

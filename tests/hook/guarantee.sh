@@ -14,12 +14,7 @@
 #      guarantee is ever refused. As root, with vrslurm (the suite's user)
 #      there, another user attacks the device book all along (#38: its
 #      locks on every byte of the book and on the board, writes tried).
-. "$VR_SRC/tests/cli/common.bash"
-sim_only || { echo "skip: needs the simulated driver (the card's figures exact)"; exit 77; }
-has_cap || { echo "skip: the library is a stand-in here"; exit 77; }
-export VRAMSIM_DEVICES=16G VRAMSIM_CONTEXT_BYTES=0
-export MEMCTL=$VR_BUILD/tests/hook/memctl V LIB
-[ -x "$MEMCTL" ] || { echo "skip: $MEMCTL is not built"; exit 77; }
+. "$VR_SRC/tests/hook/memctl.bash"
 if [ "$(id -u)" = 0 ] && id vrslurm >/dev/null 2>&1 && command -v runuser >/dev/null; then
 	# The books where the attacker can reach them (the test's own
 	# directory is root's 0700).

@@ -1,6 +1,7 @@
 """guarantee_test.py - the checks of guarantee.sh (read it first)."""
 import os
 import random
+import re
 import subprocess
 import sys
 
@@ -18,6 +19,39 @@ def member(name, group, limit, guarantee=None):
     return Prog(name, env)
 
 
+def shape(line):
+    """A message with what varies masked: sizes, quoted names, UUIDs, the
+    group a guarantee is given to, numbers."""
+    line = re.sub(r"GPU-[0-9a-f.-]+", "GPU-U", line)
+    line = re.sub(r"\d+(\.\d+)? (B|KiB|MiB|GiB|TiB)\b", "SIZE", line)
+    line = re.sub(r"'[^']*'", "'G'", line)
+    line = re.sub(r"guarantee of \S+ does", "guarantee of G does", line)
+    return re.sub(r"\d+", "N", line)
+
+
+def quoted(start):
+    """The lines usage.md and vramctl-run(1) quote that start so (the man
+    page's as one line, its escapes undone)."""
+    src = os.environ["VR_SRC"]
+    out = [l.strip() for l in open(os.path.join(src, "docs/usage.md")) if l.strip().startswith(start)]
+    man = open(os.path.join(src, "man/vramctl-run.1")).read().replace("\\-", "-")
+    for m in re.finditer(r"^(%s.*?)\n\.EE" % re.escape(start), man, re.M | re.S):
+        out.append(" ".join(m.group(1).split()))
+    return out
+
+
+def same_shape(err, start, what, holds=""):
+    """Every quoted line that starts so (and holds that) has the shape of
+    the one the run printed (the documents quote it with other figures)."""
+    said = [l for l in err.splitlines() if l.startswith(start) and holds in l]
+    check(said, "%s: no line said: %s" % (what, err[-600:]))
+    qs = [q for q in quoted(start) if holds in q]
+    check(len(qs) >= 1, "%s: the documents quote no such line" % what)
+    for q in qs:
+        check(shape(q) == shape(said[-1]),
+              "%s: the documents quote '%s'; the line is '%s'" % (what, q, said[-1]))
+
+
 def scripted():
     a = member("a", "ga", "12G", "4G")
     check(a.alloc(6 * 1024) == "ok", "no guarantee elsewhere: a borrows 2 GiB past its own")
@@ -32,6 +66,8 @@ def scripted():
     check("the card has 5 GiB free, other groups' unused guarantees are 5 GiB" in err and
           "this group: cap 12 GiB, 4 GiB guaranteed, 10 GiB in use" in err,
           "the denial's figures (the request not counted as held): %s" % err[-600:])
+    same_shape(err, "vramctl: denied 1 GiB on GPU 0: the card's free memory is guaranteed",
+               "the guarantee's denial as usage.md quotes it")
     check(a.alive(), "the borrower is not killed")
     check(b.alloc(5 * 1024) == "ok", "b gets the rest of its guarantee")
     c = member("c", "gc", "8G")
@@ -46,6 +82,9 @@ def scripted():
     check(r.returncode == 125 and nums in r.stderr,
           "run: a guarantee that does not fit is refused with the numbers: %d %s"
           % (r.returncode, r.stderr))
+    same_shape(r.stderr, "vramctl: --guarantee: GPU 0 (",
+               "a guarantee that does not fit, as usage.md and vramctl-run(1) quote it",
+               "does not fit")
     d = member("d", "gd", "8G", "8G")
     check(d.alloc(64) == "oom", "it borrows like any other (nothing left)")
     check("cannot be given" in d.stderr() and nums in d.stderr(),

@@ -48,6 +48,16 @@ check(a.total() == 768 * MiB, "the program sees the lowered cap")
 check(a.alloc(600) == "ok", "600 MiB under 768 MiB")
 rc, out = limit("lg", "256M")
 check(rc == 0 and "over the new cap" in out, "lowering below use is said: %s" % out)
+# vramctl-limit(1) quotes such a line with other figures: the same form.
+import re
+def form(l):
+    l = re.sub(r"GPU-[0-9a-f.-]+", "GPU-U", l.replace("\\-", "-"))
+    l = re.sub(r"[0-9]+(\.[0-9]+)? (B|KiB|MiB|GiB|TiB)", "SIZE", l)
+    return re.sub(r"^group [^:]+:", "group G:", l)
+man = open(os.path.join(os.environ["VR_SRC"], "man/vramctl-limit.1")).read().split("\n")
+quoted = [form(l) for l in man if "over the new cap" in l and l.startswith("group ")]
+check(quoted and all(q == form(out.strip()) for q in quoted),
+      "vramctl-limit(1)'s over-cap line has this run's form: %s / %s" % (quoted, out))
 check(a.ask("a 1") == "oom", "over the new cap: a new allocation is refused")
 check(a.alive(), "the program is not killed")
 check(a.ask("f") == "ok", "it frees")

@@ -5,6 +5,9 @@ import signal
 import subprocess
 import sys
 
+GiB, MiB = 1 << 30, 1 << 20
+V = os.environ.get("V", "vramctl")  # the vramctl under test
+
 
 class Prog:
     """A memctl process under the environment given (LD_PRELOAD set), or

@@ -51,7 +51,7 @@ for want in "hami_vgpu_memory_limit_bytes{$L} 1073741824" "hami_vgpu_memory_used
 	"hami_host_gpu_memory_used_bytes{node=\"gpu-node-1\",device_index=\"0\",device_uuid=\"$U\",device_type=\"NVIDIA-" \
 	"HostGPUMemoryUsage{nodeid=\"gpu-node-1\",deviceidx=\"0\",deviceuuid=\"$U\"" \
 	'vramctl_build_info{version="' \
-	"vramctl_process_used_bytes{pid=\"$HPID_pod\",ns_pid=\"$HPID_pod\",gpu=\"0\",uuid=\"$U\",group=\"train\",pod_namespace=\"ml\",pod_name=\"train-0\",container_name=\"trainer\"} "; do
+	"vramctl_process_used_bytes{pid=\"$HPID_pod\",ns_pid=\"$HPID_pod\",gpu=\"0\",uuid=\"$U\",group=\"train\",user=\"$(id -un)\",pod_namespace=\"ml\",pod_name=\"train-0\",container_name=\"trainer\"} "; do
 	grep -qF -- "$want" "$TMPDIR/hami" || fail "--hami: /metrics lacks: $want"
 done
 # The used figure: what the card holds for it (300 MiB and the simulated context).

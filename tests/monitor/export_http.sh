@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # export_http - `vramctl export` scraped over HTTP (a bash /dev/tcp client,
 # so curl is not needed): /metrics answers 200 with the Prometheus text of a
-# capped and an uncapped program, other paths 404, SIGTERM stops it with
+# capped and an uncapped program, / where the metrics are, other paths 404, SIGTERM stops it with
 # status 0, a bad --listen is refused. The scrape is validated with
 # `promtool check metrics` (Debian's prometheus package); without promtool
 # the other checks still run and the test then skips, saying so. promtool
@@ -38,7 +38,7 @@ get() {
 code=$(get /metrics "$TMPDIR/metrics")
 [ "$code" = 200 ] || fail "/metrics: HTTP $code"
 grep -qi '^Content-Type: text/plain; version=0.0.4' "$TMPDIR/metrics.raw" || fail "/metrics: wrong Content-Type"
-for want in 'vramctl_build_info{version="' 'vramctl_nvml_up 1' 'vramctl_device_memory_total_bytes{gpu="0",uuid="GPU-0e0e0e0e-1111-2222-3333-444444444444"} 17246978048' \
+for want in 'vramctl_build_info{version="' 'vramctl_nvml_up 1' 'vramctl_device_memory_total_bytes{gpu="0",uuid="GPU-0e0e0e0e-1111-2222-3333-444444444444"} 17179869184' \
 	'vramctl_group_limit_bytes{group="train",gpu="0",uuid="GPU-0e0e0e0e-1111-2222-3333-444444444444"} 1073741824' \
 	"vramctl_process_used_bytes{pid=\"$HPID_a\"" "vramctl_process_nvml_used_bytes{pid=\"$HPID_free\"" \
 	'# TYPE vramctl_process_denied_total counter'; do
@@ -46,8 +46,13 @@ for want in 'vramctl_build_info{version="' 'vramctl_nvml_up 1' 'vramctl_device_m
 done
 code=$(get /nope "$TMPDIR/nope")
 [ "$code" = 404 ] || fail "/nope: HTTP $code, expected 404"
+# The root says where the metrics are (it answered 404), and the exporter's
+# start printed nothing on stderr (libmicrohttpd warned of its logger's
+# place at every start) (#35, Low).
 code=$(get / "$TMPDIR/root")
-[ "$code" = 404 ] || fail "/: HTTP $code, expected 404"
+[ "$code" = 200 ] || fail "/: HTTP $code, expected 200"
+grep -q '/metrics' "$TMPDIR/root" || fail "/: does not name /metrics: $(cat "$TMPDIR/root")"
+[ -s "$TMPDIR/exp.err" ] && fail "export's start printed on stderr: $(cat "$TMPDIR/exp.err")"
 
 # A port in use: vramctl's one line, naming the address and the cause,
 # and nothing from libmicrohttpd (which said "port 0") (#25).

@@ -43,4 +43,26 @@ grep -q "^vramctl_process_driver_limit_bytes{pid=\"$HPID_a\",.*} 1073741824$" ou
 grep -q "^vramctl_process_driver_used_bytes{pid=\"$HPID_a\",.*} 171966464$" out.prom ||
 	fail "prom: no vramctl_process_driver_used_bytes"
 stop_holder a
+
+# --enforce driver (#35): the driver's limit alone holds it; the library is
+# not in it. Its STATE says "driver", not "uncapped", and doctor does not
+# tell the user to cap it; what needs the library is refused, not dropped.
+HOLD_PREFIX="$V run --enforce driver --limit 1G --" start_holder d -- 100
+"$V" status >out.table 2>err || fail "status: $(cat err)"
+grep -E "^$HPID_d .* driver +" out.table | grep -q uncapped &&
+	fail "--enforce driver: shown uncapped: $(grep "^$HPID_d " out.table)"
+grep -E "^$HPID_d +[0-9-]+ +[0-9]+ +driver " out.table >/dev/null ||
+	fail "--enforce driver: STATE is not driver: $(grep "^$HPID_d " out.table)"
+"$V" status --json | python3 -c 'import json, sys
+p = [p for p in json.load(sys.stdin)["processes"] if p["host_pid"] == int(sys.argv[1])][0]
+assert p["state"] == "driver" and p["enforcer"] == "driver", p' "$HPID_d" ||
+	fail "--enforce driver: status --json"
+"$V" doctor >doc.out 2>&1
+grep -E "^(WARN|FAIL) +gpu.uncapped" doc.out && fail "doctor tells the user to cap a driver-held process"
+stop_holder d
+for opt in --spill --group=g --report --trace=t.json --count=allocations; do
+	"$V" run --enforce driver --limit 1G "$opt" -- true 2>err
+	[ $? = 125 ] && grep -q "needs the injected library, which --enforce driver leaves out" err ||
+		fail "--enforce driver $opt: not refused, or not said: $(cat err)"
+done
 finish

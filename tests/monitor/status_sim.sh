@@ -101,7 +101,7 @@ unset HPID_td
 unset 'HOLD_BG[td]'
 stop_holder tdlive
 
-# --watch: one JSON object per line, as long as the reader reads.
+# --watch into a pipe: one JSON object per line, as long as the reader reads.
 "$V" status --watch 0.05 2>"$TMPDIR/werr" | head -n 3 >"$TMPDIR/watch"
 [ "$(wc -l <"$TMPDIR/watch")" = 3 ] || fail "watch: expected 3 lines, got $(wc -l <"$TMPDIR/watch")"
 if command -v python3 >/dev/null; then
@@ -109,6 +109,23 @@ if command -v python3 >/dev/null; then
 		printf '%s' "$line" | python3 -m json.tool >/dev/null || fail "watch: a line is not JSON"
 	done <"$TMPDIR/watch"
 fi
+
+# --watch as a table (#35, Low: it streamed JSON only): each table under
+# the time it was read; on a terminal (script(1)'s) redrawn in place, and
+# that without --format; Prometheus text is export's, refused.
+"$V" status --watch 0.05 --format table 2>"$TMPDIR/werr" | head -n 40 >"$TMPDIR/watch"
+[ "$(grep -c '^vramctl status --watch 0.05 s  [0-9-]* [0-9:]* UTC$' "$TMPDIR/watch")" -ge 2 ] ||
+	fail "watch --format table: not two tables under their times: $(cat "$TMPDIR/watch")"
+grep -q '^GPU  NAME' "$TMPDIR/watch" || fail "watch --format table: no table: $(cat "$TMPDIR/watch")"
+if command -v script >/dev/null; then
+	timeout 2 script -qfc "'$V' status --watch 0.1" /dev/null >"$TMPDIR/tty" 2>&1 </dev/null
+	grep -q $'\e\[H\e\[2Jvramctl status --watch' "$TMPDIR/tty" ||
+		fail "watch on a terminal: no table redrawn in place: $(head -c 300 "$TMPDIR/tty" | cat -v)"
+	grep -q '^GPU  NAME' "$TMPDIR/tty" || fail "watch on a terminal: no table"
+fi
+"$V" status --watch --format prom >/dev/null 2>"$TMPDIR/e0"
+[ $? = 125 ] || fail "--watch --format prom: expected exit 125"
+grep -q "vramctl export" "$TMPDIR/e0" || fail "--watch --format prom: $(cat "$TMPDIR/e0")"
 
 # Usage errors: status 125 and a message naming the bad text.
 "$V" status --format yaml >/dev/null 2>"$TMPDIR/e1"

@@ -100,6 +100,19 @@ static const struct mon_proc *find(const struct mon_model *m, int capped, int ho
 	return NULL;
 }
 
+/* A model of one 16 GiB GPU NVML reads, nothing else yet. */
+static void one_card(struct mon_model *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->valid = MON_M_NVML;
+	m->devs = calloc(1, sizeof(*m->devs));
+	ASSERT(m->devs);
+	m->ndevs = 1;
+	m->devs[0].valid = MON_DEV_INDEX | MON_DEV_MEMORY;
+	strcpy(m->devs[0].uuid, U0);
+	m->devs[0].total = 16 * GiB;
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -115,13 +128,8 @@ int main(void)
 	fake_proc(4600, "4600", 1000, 460, "vramctl");   /* a member that used no GPU */
 	fake_proc(4700, "4700", 1000, 470, "train");     /* capped, context only */
 
-	struct mon_model m = {0};
-	m.valid = MON_M_NVML;
-	m.devs = calloc(1, sizeof(*m.devs));
-	m.ndevs = 1;
-	m.devs[0].valid = MON_DEV_INDEX | MON_DEV_MEMORY;
-	strcpy(m.devs[0].uuid, U0);
-	m.devs[0].total = 16 * GiB;
+	struct mon_model m;
+	one_card(&m);
 	nvml_row(&m, 5000, 1 * GiB);
 	nvml_row(&m, 6000, 2 * GiB);
 	nvml_row(&m, 6100, 3 * GiB);
@@ -286,6 +294,31 @@ int main(void)
 	ASSERT(find(&m, 0, 4700, -1) == NULL);
 
 	ASSERT_EQ(m.nprocs, 12);
+
+	/* Overcommit needs two groups (#35): one job under --limit 10T is
+	 * bounded by the card, and nobody can take from it; a second group's
+	 * 1 GiB beside it is an overcommit (each cap bounded by the card). */
+	struct mon_model o;
+	struct vramctl_group og[2];
+	memset(og, 0, sizeof(og));
+	struct vramctl_snapshot os = {.groups = og, .ngroups = 1};
+	strcpy(og[0].name, "big");
+	og[0].nmembers = 1;
+	og[0].ndev = 1;
+	strcpy(og[0].dev[0].uuid, U0);
+	og[0].dev[0].cap = 10240 * GiB;
+	one_card(&o);
+	ASSERT_EQ(mon_merge_registry(&o, &os, 0, root), 0);
+	ASSERT_EQ(o.devs[0].overcommitted, 0);
+	mon_model_clear(&o);
+	og[1] = og[0];
+	strcpy(og[1].name, "small");
+	og[1].dev[0].cap = 1 * GiB;
+	os.ngroups = 2;
+	one_card(&o);
+	ASSERT_EQ(mon_merge_registry(&o, &os, 0, root), 0);
+	ASSERT_EQ(o.devs[0].overcommitted, 1);
+	mon_model_clear(&o);
 
 	/* A registry that cannot be read is a note, not a failure. */
 	struct mon_model e = {0};

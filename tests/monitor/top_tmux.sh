@@ -2,8 +2,8 @@
 # top_tmux - `vramctl top` in a real terminal (tmux): start, rows for capped
 # and uncapped programs with ALLOC, ON CARD and OVERHEAD, spilled bytes (GPU
 # line, SPILLED column), a GPU's guarantees (#26), sort,
-# reverse, filter, help, resize (down to a tiny
-# terminal and back), quit; and with an NVML that does not answer, the
+# reverse, filter (the header counts the rows shown), help, resize (down to a
+# tiny terminal and back; a line cut at the edge ends in '~'), quit; and with an NVML that does not answer, the
 # screen still comes up and quits at once. The screen is read with capture-pane and polled
 # for the expected text a bounded number of times; nothing waits on time.
 . "$VR_SRC/tests/monitor/lib.bash"
@@ -129,6 +129,8 @@ T send-keys -t top i n f e r Enter
 wait_for "filter: infer" "filter shown"
 wait_gone "train " "rows of other groups hidden"
 [ "$(row_pids | wc -l)" = 1 ] || fail "filter: expected 1 row"
+# The header counts the rows shown, of how many (it said 4) (#35, Low).
+screen | head -1 | grep -qF "1 of 4 process rows" || fail "filter: the header's count: $(screen | head -1)"
 T send-keys -t top Escape
 wait_for "train" "filter cleared"
 
@@ -146,6 +148,10 @@ screen >"$TMPDIR/screen"
 grep -qE "^GPU 0 vramsim.* caps [0-9.]+ [KMGT]?i?B" "$TMPDIR/screen" ||
 	fail "60 columns: the GPU line is overwritten: $(grep '^GPU' "$TMPDIR/screen")"
 grep -qE "^[0-9]+ +0 .* /" "$TMPDIR/screen" || fail "60 columns: no command shown: $(cat "$TMPDIR/screen")"
+# A line cut at the screen's edge ends in '~' (the guarantees' line was cut
+# silently) (#35, Low).
+[ "$(grep '^  GPU 0: guarantees' "$TMPDIR/screen" | cut -c60)" = "~" ] ||
+	fail "60 columns: a line cut without a mark: '$(grep '^  GPU 0: guarantees' "$TMPDIR/screen")'"
 
 # Resize: small, tiny, back.
 T resize-window -t top -x 40 -y 8

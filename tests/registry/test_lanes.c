@@ -20,7 +20,7 @@
  *   threads eight threads at once take 2 MiB and 4 MiB blocks until each
  *           is refused: the total never passes the cap, and they hold at
  *           least the cap less a block and every lane's reach and quantum
- *           (the early-refusal bound, README "What is counted"). Once they
+ *           (the early-refusal bound, docs/usage.md "What is counted"). Once they
  *           have freed everything and exited, the whole cap can be
  *           reserved again.
  */

@@ -47,6 +47,7 @@ int main(void)
 	OFF(vr_hdr, shm_id, 352);
 	OFF(vr_hdr, spill_budget, 360);
 	OFF(vr_hdr, spilled, 368);
+	OFF(vr_hdr, denials, 376); /* a pad word before #35: members that leave it 0 agree */
 	OFF(vr_hdr, dev, 384);
 	OFF(vr_hdr, lock.word, 272);
 	OFF(vr_hdr_dev, check, 40);

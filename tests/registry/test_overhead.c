@@ -11,7 +11,13 @@
  *   kill     a member holding blocks and overhead is SIGKILLed: once
  *            reclaimed, the whole cap can be reserved again (no drift).
  *   own      vr_mine counts the overhead with the blocks.
+ *   unpeak   a reserve granted, then refused after all by the caller's
+ *            check and released: vr_unpeak takes back the peaks it raised
+ *            (the group's, the member's), an overhead charge's raise
+ *            stays, and a peak raised since by another reserve stays
+ *            (#35: a refused request is never memory held).
  */
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -106,11 +112,65 @@ static void test_kill(void)
 	close(p[1]);
 }
 
+static uint64_t gpeak(vr_member *m)
+{
+	return m->hdr->dev[0].peak;
+}
+
+static uint64_t speak(vr_member *m)
+{
+	return vr_counts_at(m->hdr, m->slot_idx, 0)->peak;
+}
+
+static void *reserve_100(void *arg)
+{
+	int rc = vr_reserve(arg, 0, 100 * MiB, NULL);
+	ASSERT_EQ(rc, 0);
+	return NULL;
+}
+
+static void test_unpeak(void)
+{
+	vr_member *m = join("up");
+	ASSERT_EQ(vr_reserve(m, 0, 100 * MiB, NULL), 0);
+	vr_release(m, 0, 100 * MiB);
+	ASSERT_UEQ(gpeak(m), 100 * MiB);
+	/* Granted, then refused by the caller: given back, peaks too. */
+	vr_peak_note_start();
+	ASSERT_EQ(vr_reserve(m, 0, 700 * MiB, NULL), 0);
+	ASSERT_UEQ(gpeak(m), 700 * MiB);
+	ASSERT_UEQ(speak(m), 700 * MiB);
+	vr_release(m, 0, 700 * MiB);
+	vr_unpeak();
+	ASSERT_UEQ(gpeak(m), 100 * MiB);
+	ASSERT_UEQ(speak(m), 100 * MiB);
+	/* An overhead charge is on the card: its peak is never taken back. */
+	vr_peak_note_start();
+	ASSERT_EQ(vr_overhead_set(m, 0, 300 * MiB, NULL), 0);
+	vr_unpeak();
+	ASSERT_UEQ(gpeak(m), 300 * MiB);
+	/* A peak another reserve raised past the refused one's stays. */
+	vr_peak_note_start();
+	ASSERT_EQ(vr_reserve(m, 0, 200 * MiB, NULL), 0); /* 500 */
+	vr_member *o = join("up");
+	pthread_t t; /* another thread's reserve: 600 */
+	ASSERT_EQ(pthread_create(&t, NULL, reserve_100, o), 0);
+	ASSERT_EQ(pthread_join(t, NULL), 0);
+	vr_release(m, 0, 200 * MiB);
+	vr_unpeak();
+	ASSERT_UEQ(gpeak(m), 600 * MiB);
+	vr_release(o, 0, 100 * MiB);
+	vr_leave(o);
+	ASSERT_EQ(vr_overhead_set(m, 0, 0, NULL), 0);
+	vr_leave(m);
+}
+
 int main(void)
 {
 	dir = getenv("VRAMCTL_REGISTRY_DIR");
 	ASSERT(dir != NULL);
 	test_charge();
 	test_kill();
+	test_unpeak();
 	return 0;
 }

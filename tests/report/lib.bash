@@ -32,3 +32,25 @@ has_ended() {
 	done
 	fail "process $1 did not end"
 }
+
+# denial_with_holders ERR: three members of group "denials" under 1 GiB:
+# two holding 300 and 200 MiB (their PIDs in pa and pb), a third that takes
+# 100 MiB and is refused 600 MiB, its stderr in ERR (report_group.sh, and
+# tests/docs/transcripts.sh, which compares the line the docs quote).
+denial_with_holders() {
+	local a b
+	rm -f h4 h5 r4 r5
+	mkfifo h4 h5 r4 r5
+	"$V" run --limit 1G --group denials -- "$P" keep 300 ready wait <h4 >r4 2>/dev/null &
+	a=$!
+	exec 7>h4
+	read -r _ pa <r4
+	"$V" run --limit 1G --group denials -- "$P" keep 200 ready wait <h5 >r5 2>/dev/null &
+	b=$!
+	exec 8>h5
+	read -r _ pb <r5
+	"$V" run --limit 1G --group denials -- "$P" keep 100 deny 600 2>"$1"
+	expect_rc 0 $? "third member"
+	exec 7>&- 8>&-
+	wait $a $b
+}

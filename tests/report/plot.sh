@@ -62,6 +62,24 @@ for pic in $pics; do
 	seen "$pic" "no x axis labels" 100 25 25 25 90 384 905 420
 done
 
+# What the cap counts (#35): a trace with on-card and spilled counters
+# (tests/report/known_card_trace.json: cap 1 GiB, 896 MiB allocated and 960
+# MiB on the card from 1 s to 4 s, 256 MiB spilled from 2.5 s to 3.5 s).
+# The thick line is on the card (960 MiB: row ~176 on an axis to 1.12 x
+# (960 + 256) MiB), the allocations a dashed line below it (896 MiB: row
+# ~189), and the spill a band stacked on the thick line, only while it lasts.
+KC=$VR_SRC/tests/report/known_card_trace.json
+"$V" plot "$KC" -o kc.png
+expect_rc 0 $? "plot of a trace on the card"
+look kc.png 26 51 115 340 90 450 181
+[ "$row" -ge 173 ] && [ "$row" -le 178 ] && [ "$rowcount" -ge 100 ] ||
+	fail "kc.png: the thick line at row $row ($rowcount pixels), not on the card's ~176"
+look kc.png 26 51 115 340 181 450 200
+[ "$row" -ge 187 ] && [ "$row" -le 191 ] || fail "kc.png: no allocations' line at ~189 (row $row)"
+seen kc.png "no spill band while it spilled" 3000 218 201 232 620 125 780 165
+look kc.png 218 201 232 300 125 580 165
+[ "$count" -lt 1000 ] || fail "kc.png: a spill band before the spill ($count pixels)"
+
 # A trace from a real run plots too.
 if has_cap && sim_only; then
 	"$V" run --limit 1G --trace t.json -- "$VR_BUILD/tests/report/memprog" keep 100 temp 200 2>/dev/null

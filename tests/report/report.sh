@@ -16,7 +16,7 @@ expect_grep "cap 1 GiB; the group's peak of allocations 364 MiB" err "group peak
 # (the right size: with the JSON run below)
 cp err text_err
 # Refused when 364 MiB were in use: granting it needs 1264 MiB.
-expect_grep "1 request was refused (the largest 900 MiB); to grant it too, the cap must be at least 1.2 GiB (--limit 0=1264M)" err "denials"
+expect_grep "1 request was refused (the largest 900 MiB); to grant it too, the cap must be at least 1264 MiB (--limit 0=1264M)" err "denials"
 expect_grep "GPU 0: peak of allocations 364 MiB at" err "member peak"
 expect_grep "4 allocations, 1 free; 1 denied (the largest 900 MiB)" err "counts"
 expect_grep "still allocated at exit: 3 blocks, 364 MiB (leaks, largest first)" err "leak total"

@@ -48,22 +48,10 @@ expect_eq 0 "$(jqv t.json '[.traceEvents[] | select(.name == "in use" and .ph ==
 expect_eq 117440512 "$(jqv t.json '[.traceEvents[] | select(.name == "in use" and .ph == "C") | .args.bytes] | max')" "group counter's peak"
 
 # --- the denial line with several holders ------------------------------------
-mkfifo h4 h5 r4 r5
-"$V" run --limit 1G --group denials -- "$P" keep 300 ready wait <h4 >r4 2>/dev/null &
-a=$!
-exec 7>h4
-read -r _ pa <r4
-"$V" run --limit 1G --group denials -- "$P" keep 200 ready wait <h5 >r5 2>/dev/null &
-b=$!
-exec 8>h5
-read -r _ pb <r5
-"$V" run --limit 1G --group denials -- "$P" keep 100 deny 600 2>err
-expect_rc 0 $? "third member"
+denial_with_holders err
 line=$(grep "vramctl: denied" err)
 expect_eq "vramctl: denied 600 MiB on GPU 0: cap 1 GiB, 600 MiB in use (this process 100 MiB; largest others: memprog (pid $pa) 300 MiB, memprog (pid $pb) 200 MiB); hint: the group's peak so far is 600 MiB; granting this request needs a cap of at least 1200 MiB, or vramctl run --spill to serve what does not fit from host memory (slower)" \
 	"$line" "denial line with holders"
-exec 7>&- 8>&-
-wait $a $b
 
 # Other processes' command names are escaped before they reach a terminal.
 esc=$(printf 'mem\033[31mprog')

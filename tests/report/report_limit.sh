@@ -88,7 +88,7 @@ if len(ch) == 2:
 lowered_then_raised("r3.txt", last_ask="a 500")
 text = open("r3.txt").read()
 has("2 requests were refused (the largest 500 MiB); to grant them too, the cap must be at "
-    "least 2.1 GiB (--limit 0=2100M); the cap changed while the run ran (as low as 512 MiB, "
+    "least 2100 MiB (--limit 0=2100M); the cap changed while the run ran (as low as 512 MiB, "
     "2 GiB at the end)", "the advice above the raised cap")
 
 # 4. A named group's changes before the run are not the run's: one made

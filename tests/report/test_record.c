@@ -195,10 +195,10 @@ int main(void)
 	ASSERT(f);
 	rep_text_report(&v, f, ds, 0, 0, NULL);
 	fclose(f);
-	expect_text(text, "cap 1 GiB; the group's peak of allocations 370 MiB (the largest "
-	                  "member's; the group's is unknown)\n");
+	/* One member: its peaks are the group's, said without "unknown" (#35). */
+	expect_text(text, "cap 1 GiB; the group's peak of allocations 370 MiB\n");
 	expect_text(text, "on the card (allocations + overhead: contexts, modules, the "
-	                  "driver's own use): peak 620 MiB");
+	                  "driver's own use): peak 620 MiB;");
 	expect_text(text, "; overhead: peak 350 MiB, 250 MiB at the end\n");
 	expect_text(text, "right size: --limit 0=620M holds what this run used on the card\n");
 	expect_text(text, "on the card: not measured (the cap counted allocations only)\n");
@@ -206,6 +206,42 @@ int main(void)
 	expect_text(text, "GPU 0: peak of allocations 370 MiB at ");
 	expect_text(text, "    on the card: peak 620 MiB at ");
 	expect_text(text, "; overhead: peak 350 MiB, 250 MiB at the end\n");
+	free(text);
+
+	/* Refusals by cause (#35): the cap's count toward what a larger cap
+	 * needs; a refused context is one of them and holds nothing; other
+	 * groups' guarantees are apart and ask no larger cap. */
+	struct vr_dev d2 = {.ordinal = 2, .cap = 1000 * MIB, .uuid = {3}};
+	const struct vr_rec_dev *z = &ms.v[0].h->dev[2];
+	vr_rec_device(&d2);
+	vr_rec_charge(&d2, (int64_t)(900 * MIB));
+	vr_rec_context_refused(&d2, 64 * MIB, 1028 * MIB);
+	vr_rec_denied(&d2, 3000 * MIB, 900 * MIB, VR_DENY_GUARANTEE);
+	ASSERT_UINT_OP(z->denials, ==, 2);
+	ASSERT_UINT_OP(z->ctx_denials, ==, 1);
+	ASSERT_UINT_OP(z->gt_denials, ==, 1);
+	ASSERT_UINT_OP(z->denied_max, ==, 64 * MIB);
+	ASSERT_UINT_OP(z->denied_need, ==, 1028 * MIB);
+	ASSERT_UINT_OP(z->peak, ==, 900 * MIB);
+	/* Spilled past the cap: what was needed at once counts it. */
+	vr_rec_spilled(&d2, (int64_t)(200 * MIB));
+	ASSERT_UINT_OP(z->need_peak, ==, 1100 * MIB);
+	rep_sum_devices(&ms, ds);
+	int exact;
+	ASSERT_UINT_OP(rep_needed(&ds[2], &exact), ==, 1100 * MIB);
+	ASSERT_INT_OP(exact, ==, 1);
+	f = open_memstream(&text, &len);
+	ASSERT(f);
+	rep_text_report(&v, f, ds, 0, 0, NULL);
+	fclose(f);
+	expect_text(text,
+	            "1 request was refused for other groups' guarantees (the largest 2.9 GiB)");
+	expect_text(
+	    text,
+	    "1 request was refused (the largest 64 MiB; 1 of them a new CUDA context "
+	    "(64 MiB)); to grant it too, the cap must be at least 1028 MiB (--limit 2=1028M)");
+	expect_text(text, "right size: --limit 2=1100M holds, without spill, what this run used "
+	                  "(900 MiB) and spilled to host memory (200 MiB)");
 	free(text);
 
 	rep_members_free(&ms);

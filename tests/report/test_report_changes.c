@@ -56,23 +56,23 @@ int main(void)
 	                        .denials = 1,
 	                        .denied_max = 1 * MIB,
 	                        .denied_need = 601 * MIB};
-	const struct vr_cap_change ch[] = {
+	const struct vramctl_cap_change ch[] = {
 	    {.when = 1796190000,
 	     .uid = 1000,
 	     .pid = 42,
-	     .uuid = {1},
+	     .uuid = "GPU-01000000-0000-0000-0000-000000000000",
 	     .old_cap = 1024 * MIB,
 	     .new_cap = 512 * MIB},
 	    {.when = 1796190001,
 	     .uid = 0,
 	     .pid = 43,
-	     .uuid = {9},
+	     .uuid = "GPU-09000000-0000-0000-0000-000000000000",
 	     .old_cap = UINT64_MAX,
 	     .new_cap = 4096 * MIB},
 	    {.when = 1796190002,
 	     .uid = 1000,
 	     .pid = 44,
-	     .uuid = {1},
+	     .uuid = "GPU-01000000-0000-0000-0000-000000000000",
 	     .old_cap = 512 * MIB,
 	     .new_cap = 2048 * MIB},
 	};
@@ -82,7 +82,7 @@ int main(void)
 	ASSERT_INT_OP(ds[0].cap_changed, ==, 1);
 	ASSERT_UINT_OP(ds[0].cap_lowest, ==, 512 * MIB);
 	ASSERT_INT_OP(ds[1].cap_changed, ==, 0);
-	ASSERT_INT_OP(rep_device_index(ds, (const unsigned char[16]){9}), ==, -1);
+	ASSERT_INT_OP(rep_device_index(ds, "GPU-09000000-0000-0000-0000-000000000000"), ==, -1);
 
 	char *text = text_of(&v, ds);
 	expect_text(text, "cap 2 GiB at the end (changed while it ran);");

@@ -3,9 +3,12 @@
  * nvmlDeviceSetMemoryLimits_v1 / nvmlDeviceGetMemoryLimits_v1): set, read
  * back and cleared through NVML, kept on the card for every process; the
  * hard limit of a cgroup holds the processes of its subtree together,
- * contexts included, and cuMemGetInfo (and NVML's v2 memory info) inside
- * reports it as the total;
- * NOT_SUPPORTED before 615 and on MIG, NO_PERMISSION to non-root.
+ * contexts included; cuMemGetInfo (and NVML's v2 memory info) reports it as
+ * the total in that very cgroup only (a child's processes see the card's
+ * total, and the room left as free); NOT_SUPPORTED before 615 and on MIG,
+ * and for a cgroup with no limit set (R615 answers so, #35); the root
+ * cgroup cannot be limited; a limit below what the cgroup holds is
+ * refused; NO_PERMISSION to non-root.
  */
 #include "simtest.h"
 
@@ -33,6 +36,13 @@ static nvmlGetMemoryLimits_v1_t get(const char *ns)
 	return l;
 }
 
+/* A cgroup with no limit set: NOT_SUPPORTED, as where none can be. */
+static void get_none(const char *ns)
+{
+	nvmlGetMemoryLimits_v1_t l = {.nameSpace = ns};
+	ASSERT_CU(nvmlDeviceGetMemoryLimits_v1(dev0(), &l), NVML_ERROR_NOT_SUPPORTED);
+}
+
 /* Before 615, and on a MIG-enabled card: neither call is supported. */
 static int child_unsupported(void)
 {
@@ -48,30 +58,30 @@ static int child_user(void)
 {
 	ASSERT_CU(nvmlInit_v2(), NVML_SUCCESS);
 	ASSERT_CU(set(STEP, 0, 1ull << 30), NVML_ERROR_NO_PERMISSION);
-	nvmlGetMemoryLimits_v1_t g = get(STEP);
-	ASSERT_UEQ(g.softLimit, 0);
-	ASSERT_UEQ(g.hardLimit, NVML_DEVICE_MEMORY_LIMIT_MAX);
+	get_none(STEP); /* reading is allowed: no limit there */
 	return 0;
 }
 
-/* In the step's task_0 (VRAMSIM_CGROUP): the limit is the total; allocate
- * up to it, one byte more fails. Holds its memory until stdin closes. */
+/* In the step's task_0 (VRAMSIM_CGROUP), below the step's limit: the
+ * step's limit holds it, but the total it is shown is the card's (only a
+ * cgroup's own limit is shown as the device's size); free is the room
+ * left; allocate up to it, one byte more fails. Holds its memory until
+ * stdin closes. */
 static int child_hold(void)
 {
 	size_t free_bytes, total;
 	CUdeviceptr p, q;
 	sim_setup(); /* a 64 MiB context */
 	ASSERT_CU(cuMemGetInfo_v2(&free_bytes, &total), CUDA_SUCCESS);
-	ASSERT_UEQ(total, 256 * MiB);
+	ASSERT_UEQ(total, 16 * GiB);
 	ASSERT_UEQ(free_bytes, 192 * MiB);
-	/* NVML's v2 memory info inside the cgroup says the same; v1 the card. */
+	/* NVML's v2 memory info says the same; v1 the card. */
 	nvmlMemory_v2_t m2 = {.version = nvmlMemory_v2};
 	nvmlMemory_t m1;
 	ASSERT_CU(nvmlInit_v2(), NVML_SUCCESS);
 	ASSERT_CU(nvmlDeviceGetMemoryInfo_v2(dev0(), &m2), NVML_SUCCESS);
-	ASSERT_UEQ(m2.total, 256 * MiB);
+	ASSERT(m2.total >= 16 * GiB);
 	ASSERT_UEQ(m2.free, 192 * MiB);
-	ASSERT_UEQ(m2.used, 64 * MiB);
 	ASSERT_CU(nvmlDeviceGetMemoryInfo(dev0(), &m1), NVML_SUCCESS);
 	ASSERT(m1.total > 16 * GiB);
 	ASSERT_CU(cuMemAlloc_v2(&p, 128 * MiB), CUDA_SUCCESS);
@@ -91,9 +101,19 @@ static int child_sibling(void)
 	size_t free_bytes, total;
 	sim_setup();
 	ASSERT_CU(cuMemGetInfo_v2(&free_bytes, &total), CUDA_SUCCESS);
-	ASSERT_UEQ(total, 256 * MiB);
+	ASSERT_UEQ(total, 16 * GiB);
 	ASSERT_UEQ(free_bytes, 0);
 	ASSERT_CU(cuMemAlloc_v2(&p, 2 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+	return 0;
+}
+
+/* In the step's own cgroup: its limit is shown as the total. */
+static int child_leaf(void)
+{
+	size_t free_bytes, total;
+	sim_setup();
+	ASSERT_CU(cuMemGetInfo_v2(&free_bytes, &total), CUDA_SUCCESS);
+	ASSERT_UEQ(total, 256 * MiB);
 	return 0;
 }
 
@@ -139,6 +159,7 @@ int main(int argc, char **argv)
 		             {"user", child_user},
 		             {"hold", child_hold},
 		             {"sibling", child_sibling},
+		             {"leaf", child_leaf},
 		             {"outside", child_outside},
 		             {"cleared", child_cleared}};
 		for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
@@ -158,6 +179,8 @@ int main(int argc, char **argv)
 	ASSERT_CU(nvmlInit_v2(), NVML_SUCCESS);
 	ASSERT_CU(set("/tmp/job_7", 0, 256 * MiB), NVML_ERROR_INVALID_ARGUMENT);
 	ASSERT_CU(set(STEP, 512 * MiB, 256 * MiB), NVML_ERROR_INVALID_ARGUMENT);
+	ASSERT_CU(set("/sys/fs/cgroup", 0, 256 * MiB), NVML_ERROR_NOT_SUPPORTED); /* the root */
+	get_none(STEP);
 	ASSERT_CU(set(STEP "/", 64 * MiB, 256 * MiB), NVML_SUCCESS);
 	nvmlGetMemoryLimits_v1_t g = get(STEP);
 	ASSERT_UEQ(g.softLimit, 64 * MiB);
@@ -184,15 +207,17 @@ int main(int argc, char **argv)
 	ASSERT_EQ(sim_wait_byte(from[0]), 'h');
 	g = get(STEP);
 	ASSERT_UEQ(g.currentUsed, 192 * MiB);
-	ASSERT_UEQ(get("/sys/fs/cgroup/job_7/step_0/task_0").currentUsed, 192 * MiB);
-	ASSERT_UEQ(get("/sys/fs/cgroup/other").currentUsed, 0);
+	get_none("/sys/fs/cgroup/job_7/step_0/task_0"); /* the limit is the step's */
+	get_none("/sys/fs/cgroup/other");
+	/* Not below what it holds now: refused, the limit as it was. */
+	ASSERT_CU(set(STEP, 0, 128 * MiB), NVML_ERROR_INVALID_ARGUMENT);
+	ASSERT_UEQ(get(STEP).hardLimit, 256 * MiB);
 	ASSERT_EQ(run_in("sibling", "/job_7/step_0/task_1"), 0);
+	ASSERT_EQ(run_in("leaf", "/job_7/step_0"), 0);
 	ASSERT_EQ(run_in("outside", "/other"), 0);
 	/* Cleared as NVIDIA's documentation asks: soft 0, hard "max". */
 	ASSERT_CU(set(STEP, 0, NVML_DEVICE_MEMORY_LIMIT_MAX), NVML_SUCCESS);
-	g = get(STEP);
-	ASSERT_UEQ(g.softLimit, 0);
-	ASSERT_UEQ(g.hardLimit, NVML_DEVICE_MEMORY_LIMIT_MAX);
+	get_none(STEP);
 	ASSERT_EQ(run_in("cleared", "/job_7/step_0/task_1"), 0);
 	close(to[1]);
 	int st;

@@ -371,4 +371,45 @@ AS_USER=1 run srun "$G"
 expect_total $((8 * GIB)) 0 "as $TEST_USER, a job without --gpu-mem"
 [ "$(field LD_PRELOAD)" = "(unset)" ] || fail "as $TEST_USER: LD_PRELOAD set: $OUT"
 
+# docs/slurm.md's "A real session" is this session, abridged: each of its
+# commands, in its order, is one of the session's, and each line it shows
+# for a command is one the command printed (in any order: the tasks of a
+# step print as they run), the numbers Slurm and the kernel choose (job
+# IDs, PIDs, ranks, the test user's uid) aside, and salloc's "revoked"
+# line, which comes only when the job ends before salloc does.
+session_lines() {
+	sed -E 's/ +$//; s/slurm-[0-9]+-/slurm-N-/g; s/(batch job|job allocation|Job allocation) [0-9]+/\1 N/g
+		s/\(pid [0-9]+\)/(pid P)/g; s|/reg/[0-9]+|/reg/UID|g; s/^rank=[0-9]+ /rank=R /' |
+		grep -v '^salloc: Job allocation N has been revoked'
+}
+awk '/^## A real session/ { on = 1 } on && /^```$/ { if (in_) exit; in_ = 1; next } in_ { print }' \
+	"$VR_SRC/docs/slurm.md" | session_lines >"$VS/doc.txt"
+[ -s "$VS/doc.txt" ] || fail "docs/slurm.md: no session quoted"
+session_lines <"$VS/session.txt" >"$VS/session.masked"
+python3 - "$VS/session.masked" "$VS/doc.txt" >"$VS/doc.missing" <<'EOF2' ||
+import sys
+def blocks(path):
+    out = []
+    for line in open(path).read().split("\n"):
+        if line.startswith("# ") or line.startswith("vrslurm$ "):
+            out.append([line, []])
+        elif out and line:
+            out[-1][1].append(line)
+    return out
+session, doc = blocks(sys.argv[1]), blocks(sys.argv[2])
+at = 0
+for cmd, lines in doc:
+    while at < len(session) and session[at][0] != cmd:
+        at += 1
+    if at == len(session):
+        sys.exit(print(cmd) or 1)
+    have = list(session[at][1])
+    for line in lines:
+        if line not in have:
+            sys.exit(print(cmd + "  ->  " + line) or 1)
+        have.remove(line)
+    at += 1
+EOF2
+	fail "docs/slurm.md's session has a line this session does not print: $(cat "$VS/doc.missing")"
+
 echo "ok: slurm $(srun --version | cut -d' ' -f2), node $NODE"

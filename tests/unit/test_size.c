@@ -38,6 +38,10 @@ static void test_sizes(void)
 	ASSERT_UEQ(size_ok("4GiB"), 4ull << 30);
 	ASSERT_UEQ(size_ok("4gib"), 4ull << 30);
 	ASSERT_UEQ(size_ok("1.5G"), 3ull << 29);
+	/* A fraction of a byte is never kept (#35: "1.5" was 1 B, shown so). */
+	size_bad("1.5", -EINVAL, "a size in bytes must be whole (a unit is missing? '1.5G'");
+	size_bad("2.25B", -EINVAL, "a size in bytes must be whole");
+	ASSERT_UEQ(size_ok("1.5K"), 1536);
 	ASSERT_UEQ(size_ok("0.5k"), 512);
 	ASSERT_UEQ(size_ok("600MiB"), 600ull << 20);
 	ASSERT_UEQ(size_ok("600 MiB"), 600ull << 20);

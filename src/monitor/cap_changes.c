@@ -1,13 +1,14 @@
 /*
- * elastic.c - the views of caps changed while groups run (elastic.h).
+ * cap_changes.c - the views of caps changed while groups run (cap_changes.h).
  */
 #include <string.h>
 
+#include "common/cap_change.h"
 #include "common/size.h"
 #include "common/text.h"
-#include "monitor/elastic.h"
+#include "monitor/cap_changes.h"
 
-void mon_elastic_lowered(struct mon_group *g)
+void mon_cap_changes_lowered(struct mon_group *g)
 {
 	for (int j = 0; j < g->ndev; j++) {
 		struct mon_group_dev *gd = &g->dev[j];
@@ -49,7 +50,7 @@ static const char *change_gpu(const struct mon_model *m, const struct mon_group 
 	return buf;
 }
 
-void mon_elastic_table(FILE *f, const struct mon_model *m)
+void mon_cap_changes_table(FILE *f, const struct mon_model *m)
 {
 	int first = 1;
 	for (int i = 0; i < m->ngroups; i++) {
@@ -72,22 +73,11 @@ void mon_elastic_table(FILE *f, const struct mon_model *m)
 	}
 }
 
-void mon_elastic_json(struct jw *w, const struct mon_model *m, const struct mon_group *g)
+void mon_cap_changes_json(struct jw *w, const struct mon_model *m, const struct mon_group *g)
 {
 	jw_u64(w, "cap_changes_total", g->changes_total, 1);
 	jw_open(w, "cap_changes", '[');
-	for (int k = 0; k < g->nchanges; k++) {
-		const struct vramctl_cap_change *c = &g->changes[k];
-		int idx = change_index(m, g, c);
-		jw_open(w, NULL, '{');
-		jw_u64(w, "time", c->when, 1);
-		jw_int(w, "uid", c->uid, 1);
-		jw_int(w, "pid", c->pid, 1);
-		jw_str(w, "uuid", c->uuid);
-		jw_int(w, "gpu_index", idx, idx >= 0);
-		jw_u64(w, "old_cap_bytes", c->old_cap, c->old_cap != UINT64_MAX);
-		jw_u64(w, "new_cap_bytes", c->new_cap, 1);
-		jw_close(w, '}');
-	}
+	for (int k = 0; k < g->nchanges; k++)
+		vr_cap_change_json(w, &g->changes[k], change_index(m, g, &g->changes[k]));
 	jw_close(w, ']');
 }
