@@ -111,7 +111,7 @@ try:
         if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
             break
     check("KeyboardInterrupt" in text, "the interrupt reached the kernel (%r)" % text)
-    alive = run_cell(kc2, "print('alive')")
+    alive = run_cell(kc2, "print('alive', flush=True)")
     check("alive" in alive, "the kernel lives after the interrupt (%r)" % alive)
     # A restart starts the kernel again under the cap.
     km2.restart_kernel(now=True)
