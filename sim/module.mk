@@ -12,8 +12,9 @@ endif
 
 SIM_COMMON_OBJS := $(O)/sim/config.o $(O)/sim/card.o $(O)/sim/memlimit.o $(O)/sim/rules.o
 # libcuda: one object per job (sim.h lists them, sim/LAYERS orders them).
-SIM_CUDA_SRCS := exports init device errors procaddr context sync ipc query free linear pool \
-	hostmem vmm array small graph_exec capture graph stream current alloc module account driver
+SIM_CUDA_SRCS := exports init device errors procaddr checkpoint context sync ipc query copy \
+	free linear pool hostmem vmm array small graph_exec capture graph stream current alloc \
+	module account driver
 SIM_CUDA_OBJS := $(SIM_CUDA_SRCS:%=$(O)/sim/%.o) $(SIM_COMMON_OBJS)
 SIM_NVML_OBJS := $(O)/sim/nvml.o $(SIM_COMMON_OBJS)
 SIM_NVML_NOV3 := $(O)/sim/nvml-no-v3/libnvidia-ml.so.1
