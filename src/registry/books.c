@@ -531,14 +531,18 @@ void vr_reg_give(vr_member *m, int dev, uint64_t bytes)
 		return;
 	if (VR_LIKELY(!vr_is_detached(m) && m->priv[dev].known)) {
 		const char *bad = NULL;
-		if (VR_LIKELY(fast_release(m, dev, bytes, &bad) == FAST_OK))
+		if (VR_LIKELY(fast_release(m, dev, bytes, &bad) == FAST_OK)) {
+			vr_wake_waiters(m->hdr); /* one load while nobody waits */
 			return;
+		}
 		/* Not given back: the loop below finds why (the release undid
 		 * itself). */
 	}
 	uint64_t call = vr_call_begin(); /* its waits share one bound */
 	give_loop(m, dev, bytes);
 	vr_call_end(call);
+	if (!vr_is_detached(m))
+		vr_wake_waiters(m->hdr);
 }
 
 static void give_loop(vr_member *m, int dev, uint64_t bytes)

@@ -429,6 +429,9 @@ static void start_group_locked(vr_member *m, const struct vr_join_opts *opts,
 	h->spilled = 0;
 	memset(vr_changes_at(h), 0, sizeof(struct vr_changes));
 	h->spill_budget = opts->spill_budget;
+	/* Nobody waits and nobody is parked in a group starting afresh. */
+	memset(&h->wait, 0, sizeof(h->wait));
+	h->wait.park_budget = opts->park_budget;
 	h->growth = opts->growth ? 1 : 0;
 	h->created = (uint64_t)time(NULL);
 	/* Cut to the field, as every joiner cuts its own to compare. */
