@@ -27,8 +27,9 @@
 #define VR_REC_SOCKET "r.sock"
 
 #define VR_REC_MAGIC 0x3130434552525256ULL /* "VRRREC01" little-endian */
-/* 2: overhead and the peak on the card per device (#24). */
-#define VR_REC_VERSION 2u
+/* 2: overhead and the peak on the card per device (#24); 3: waits and
+ * parks (#36). */
+#define VR_REC_VERSION 3u
 
 #define VR_REC_DEVS         16          /* devices by the program's ordinal */
 #define VR_REC_FRAMES       14          /* frames kept per call site */
@@ -67,6 +68,10 @@ enum vr_rec_type {
 	VR_EV_SUM_ALLOC, /* count allocations of bytes in all, folded over an interval;
 	                    in_use: the highest in-use the folded events reached */
 	VR_EV_SUM_FREE,  /* count frees of bytes in all */
+	VR_EV_WAIT,      /* a wait for room for bytes ended (#36): at t_ns, count ms
+	                    after it began; kind 1 granted, 0 refused */
+	VR_EV_PARK,      /* bytes of this device parked (kind 1: moved to host memory)
+	                    or brought back (kind 0), count the ms it took (#36) */
 };
 
 struct vr_rec_ev {
@@ -111,6 +116,11 @@ struct vr_rec_dev {
 	unsigned char uuid[16];
 	uint32_t used;       /* 1 once the device was seen */
 	uint32_t card_known; /* 1 once the overhead was measured */
+	/* Waits for room (#36): how many, how many ended with the room, the
+	 * time they took in all and the longest; and parks of this process
+	 * (its bytes here moved to host memory), how many, the most parked. */
+	uint64_t waits, waits_granted, wait_ns, wait_ns_max;
+	uint64_t parks, parked_max;
 };
 
 /* A call site: return addresses, each with the module it falls in. */

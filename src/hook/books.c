@@ -75,6 +75,7 @@ static void join_locked(void)
 	    .fresh = fresh,
 	    .notice = books_damaged,
 	    .spill_budget = vr_g.spill_asked,
+	    .park_budget = vr_g.park_budget_asked,
 	    .lanes = 1,
 	};
 	o.as_owner = vr_job_owner(&o.owner);

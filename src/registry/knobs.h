@@ -15,6 +15,10 @@
 extern _Atomic long vr_stop_in_lock_countdown;
 /* The longest wait for the lock on a live holder (VRAMCTL_TEST_LOCK_BOUND_MS). */
 extern uint64_t vr_lock_bound_ns;
+/* The longest a waiter for room sleeps before it looks for dead members
+ * again (wait.c; VRAMCTL_TEST_WAIT_SLICE_MS: tests make it long, so that
+ * a wait that ends in time was woken by the release, not the slice). */
+extern uint64_t vr_wait_slice_ns;
 /* Test-only: every device's lane quantum (VRAMCTL_TEST_LANE_QUANTUM), 0: by the cap. */
 extern uint64_t vr_test_lane_quantum;
 /* Test-only: the largest block every device's lanes serve
@@ -23,7 +27,7 @@ extern uint64_t vr_test_lane_reach;
 /* Test-only: every new group's books are made as if the kernel's table of
  * System V segments were full (VRAMCTL_TEST_SHM_ENOSPC=1): in a memfd. */
 extern int vr_test_shm_enospc;
-/* Reads the five from the environment (at the first join). */
+/* Reads the six from the environment (at the first join). */
 void vr_read_test_env(void);
 
 /*

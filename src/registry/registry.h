@@ -234,15 +234,17 @@ uint64_t vr_spill_budget(const vr_member *m);
  *   vr_wait_enter  says so in this member's slot and takes its place in
  *                  the group's order. -E2BIG: bytes alone pass the cap;
  *                  -EDEADLK: every other live member of the group waits
- *                  too (or there is none) and this wait is the newest:
- *                  nobody is left to make room; -ENOTSUP: this member
+ *                  too and this wait is the newest: nobody is left to
+ *                  make room; -ESRCH: the group has no other live member
+ *                  (launchers aside); -ENOTSUP: this member
  *                  keeps its own books (damage); -EINVAL. Nothing is held
  *                  on any error.
  *   vr_wait_turn   when this is the oldest live wait on dev, sets aside
  *                  the room there is (reserved in the books as any reserve
  *                  is, shown as claimed); 1 once all bytes are set aside:
  *                  the reserve is done, as if vr_reserve had granted them;
- *                  0 not yet; -EDEADLK as above (members come and go).
+ *                  0 not yet; -EDEADLK or -ESRCH as above (members come
+ *                  and go).
  *   vr_wait_sleep  sleeps until room may have been made (a futex the
  *                  books' releases wake) or the deadline (CLOCK_MONOTONIC
  *                  ns) passes; at most a slice (250 ms) before it looks for

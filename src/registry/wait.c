@@ -8,8 +8,8 @@
  * word, a futex on the shared segment: whoever makes room while someone
  * waits (a release into the books, a reclaim, a park, a cap raised) bumps
  * the word and wakes every sleeper. No polling: a sleeper wakes for a
- * release or, at the latest, after a slice of VR_WAIT_SLICE_NS to look
- * for members that died (their slots are reclaimed, their room made).
+ * release or, at the latest, after a slice (vr_wait_slice_ns, 250 ms) to
+ * look for members that died (their slots are reclaimed, their room made).
  *
  * Order: only the oldest live wait on a device takes room, and it takes
  * what there is as it comes (set aside in the books, in its slot word and
@@ -34,15 +34,11 @@
 
 #include "registry/alive.h"
 #include "registry/books.h"
+#include "registry/knobs.h"
 #include "registry/member.h"
 #include "registry/reclaim.h"
 #include "registry/util.h"
 #include "registry/wait.h"
-
-/* The longest a waiter sleeps without looking again (dead members, a cap
- * changed without a wake): a bound on a missed wake-up, never a poll of
- * the books (a release wakes it at once). */
-#define VR_WAIT_SLICE_NS 250000000ull /* 250 ms */
 
 static uint64_t realtime_ns(void)
 {
@@ -78,11 +74,13 @@ static int member_waits(vr_member *m, uint32_t i, uint64_t *ticket)
 	return 1;
 }
 
-/* -EDEADLK when every other live member waits (or there is none) and this
- * wait (ticket) is the newest of them all: nobody is left to free room. */
+/* Nobody is left to free room: -ESRCH when this member is the group's
+ * only live one, -EDEADLK when every other waits too and this wait
+ * (ticket) is the newest of them all; else 0. */
 static int stuck(vr_member *m, uint64_t ticket)
 {
 	uint32_t hw = vr_hdr_hw(m->hdr);
+	int others = 0;
 	for (uint32_t i = 0; i < hw; i++) {
 		uint64_t t = 0;
 		if (i == m->slot_idx)
@@ -92,8 +90,9 @@ static int stuck(vr_member *m, uint64_t ticket)
 			return 0; /* someone can still free */
 		if (w > 0 && t > ticket)
 			return 0; /* a newer wait gives up first */
+		others += w > 0;
 	}
-	return -EDEADLK;
+	return others ? -EDEADLK : -ESRCH;
 }
 
 /* 1 when no older live wait is on dev: this one takes room first. */
@@ -135,11 +134,10 @@ int vr_wait_enter(vr_member *m, int dev, uint64_t bytes, struct vr_wait *w)
 	STORE64(&sw->ticket, w->ticket);
 	STORE32(&sw->dev, (uint32_t)dev + 1);
 	atomic_fetch_add(waiters_word(h), 1);
-	if (stuck(m, w->ticket) != 0) {
+	int rc = stuck(m, w->ticket);
+	if (rc != 0)
 		vr_wait_exit(m, w, 0);
-		return -EDEADLK;
-	}
-	return 0;
+	return rc;
 }
 
 /* Room on dev as the books say now: the cap less the total. */
@@ -161,7 +159,8 @@ int vr_wait_turn(vr_member *m, struct vr_wait *w)
 	if (w->claimed < w->bytes && first_in_line(m, w)) {
 		uint64_t want = w->bytes - w->claimed, room = room_of(m, w->dev);
 		uint64_t take = want < room ? want : room;
-		if (take && vr_reg_take(m, w->dev, take, 0, NULL, VR_TAKE_TRY) == 0) {
+		/* Set aside, not handed out: the peaks are raised at the grant. */
+		if (take && vr_reg_take(m, w->dev, take, take, NULL, VR_TAKE_TRY) == 0) {
 			w->claimed += take;
 			STORE64(&m->slot->wait.claimed, w->claimed);
 		}
@@ -177,8 +176,11 @@ void vr_wait_sleep(vr_member *m, struct vr_wait *w, uint64_t deadline_ns)
 	if (now >= deadline_ns)
 		return;
 	uint64_t left = deadline_ns - now;
-	if (left > VR_WAIT_SLICE_NS)
-		left = VR_WAIT_SLICE_NS;
+	/* The longest it sleeps without looking again (dead members, a cap
+	 * changed): a bound on a missed wake-up, never a poll of the books
+	 * (a release wakes it at once). */
+	if (left > vr_wait_slice_ns)
+		left = vr_wait_slice_ns;
 	struct timespec ts = {(time_t)(left / 1000000000ull), (long)(left % 1000000000ull)};
 	syscall(SYS_futex, (uint32_t *)wake_word(m->hdr), FUTEX_WAIT, w->seen, &ts, NULL, 0);
 	/* A slice passed: a member may have died meanwhile. */
@@ -195,6 +197,13 @@ void vr_wait_exit(vr_member *m, struct vr_wait *w, int keep)
 	if (!keep && w->claimed) {
 		vr_reg_give(m, w->dev, w->claimed);
 		w->claimed = 0;
+	} else if (keep && !vr_is_detached(m)) {
+		/* Handed out now: the peaks see it (lanes' spare aside). */
+		struct vr_hdr_dev *g = &h->dev[w->dev];
+		uint64_t t = vr_dev_total(g);
+		uint64_t mine = vr_slot_used(h, m->slot_idx, (uint32_t)w->dev);
+		vr_peak_raise(&g->peak, t);
+		vr_peak_raise(&vr_counts_at(h, m->slot_idx, (uint32_t)w->dev)->peak, mine);
 	}
 	/* The next in line may take room now (and what was given back). */
 	vr__wake_waiters(h);
