@@ -16,6 +16,10 @@ struct gp_driver {
 	vr_pfn_cuMemFree_v2 mfree;
 	vr_pfn_cuMemGetInfo_v2 info;
 	vr_pfn_cuCtxSetLimit set_limit; /* may be NULL */
+	/* Bytes to and from device memory (may be NULL): entry points vramctl
+	 * does not wrap, as a framework's kernels and copies are. */
+	vr_pfn_cuMemcpyHtoD_v2 htod;
+	vr_pfn_cuMemcpyDtoH_v2 dtoh;
 };
 
 /* Loads libcuda.so.1 and makes GPU `ordinal`'s primary context current.
@@ -39,6 +43,8 @@ static inline int gp_start(struct gp_driver *d, int ordinal)
 	*(void **)&d->mfree = dlsym(h, "cuMemFree_v2");
 	*(void **)&d->info = dlsym(h, "cuMemGetInfo_v2");
 	*(void **)&d->set_limit = dlsym(h, "cuCtxSetLimit");
+	*(void **)&d->htod = dlsym(h, "cuMemcpyHtoD_v2");
+	*(void **)&d->dtoh = dlsym(h, "cuMemcpyDtoH_v2");
 	if (!init || !dev_get || !retain || !set || !d->alloc || !d->mfree || !d->info) {
 		printf("error: driver entry points missing\n");
 		return -1;

@@ -17,6 +17,7 @@
 #include "hook/real.h"
 
 struct vr_real vr_real;
+int (*vr_gate_pass)(void);
 __thread int vr_in_hook __attribute__((tls_model("initial-exec")));
 
 /* Guards publishing the real pointers (never held across dlopen). */
@@ -135,7 +136,7 @@ static int load(const struct lib *l)
 	vr_config_init();
 	int s = atomic_load_explicit(l->state, memory_order_acquire);
 	if (s != 0)
-		return s == 1 ? 0 : -1;
+		return s < 0 ? -1 : 0; /* 1, or VR_DRIVER_GATED: loaded */
 	if (loading)
 		return -1;
 	loading = 1;
@@ -171,6 +172,13 @@ int vr_driver_init(void)
 	if (VR_UNLIKELY(atomic_load_explicit(&vr_g.driver_state, memory_order_acquire) == 0))
 		vr_job_resolve();
 	return load(&driver_lib);
+}
+
+int vr__enter_slow(void)
+{
+	if (atomic_load_explicit(&vr_g.driver_state, memory_order_acquire) == VR_DRIVER_GATED)
+		return vr_in_hook || !vr_gate_pass || vr_gate_pass() == 0 ? 0 : -2;
+	return vr_driver_init() != 0 ? -1 : 0;
 }
 
 /* NVML, the same way, only when the program itself uses NVML. */

@@ -43,13 +43,27 @@ extern __thread int vr_in_hook __attribute__((tls_model("initial-exec")));
 		vr_in_hook--;                                                                      \
 	} while (0)
 
+/* vr_g.driver_state while the gate of a process that may be parked is shut
+ * (gate.h): the driver is loaded, and every wrapper takes vr_enter's slow
+ * path, which asks vr_gate_pass (set by park.c): 0 the call goes on, else
+ * the CUresult it returns. */
+#define VR_DRIVER_GATED 2
+extern int (*vr_gate_pass)(void);
+
+/* The slow path of vr_enter: the driver not loaded yet, or the gate of a
+ * process that may be parked shut (gate.h): 0 go on, -1 the driver could
+ * not be loaded, -2 the process stays parked (the call fails with
+ * CUDA_ERROR_OUT_OF_MEMORY: said). */
+int vr__enter_slow(void);
+
 /* Every wrapper starts with this (through VR_PASS): 1 = apply the policy, 0 = pass through.
- * Returns -1 when the driver could not be loaded. */
+ * Returns -1 when the driver could not be loaded, -2 as vr__enter_slow. */
 static inline int vr_enter(void)
 {
 	if (VR_UNLIKELY(atomic_load_explicit(&vr_g.driver_state, memory_order_acquire) != 1)) {
-		if (vr_driver_init() != 0)
-			return -1;
+		int rc = vr__enter_slow();
+		if (rc < 0)
+			return rc;
 	}
 	return vr_g.active && !vr_in_hook;
 }
@@ -60,7 +74,7 @@ static inline int vr_enter(void)
 #define VR_PASS(name, args)                                                                        \
 	int vr__act = vr_enter();                                                                  \
 	if (VR_UNLIKELY(vr__act < 0 || !vr_real.name))                                             \
-		return CUDA_ERROR_NOT_INITIALIZED;                                                 \
+		return vr__act == -2 ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_NOT_INITIALIZED;      \
 	if (!vr__act)                                                                              \
 	return vr_real.name args
 

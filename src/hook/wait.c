@@ -59,7 +59,8 @@ static enum vr_wait_end own_group(struct vr_dev *d, uint64_t bytes, uint64_t dea
 	                        : VR_WAITED_TIME;
 }
 
-int vr_wait_room(struct vr_dev *d, uint64_t bytes, uint64_t deadline_ns, struct vr_waited *w)
+int vr_wait_room_own(struct vr_dev *d, uint64_t bytes, uint64_t deadline_ns,
+                     struct vr_waited *w)
 {
 	uint64_t t0 = mono_ns();
 	w->end = VR_WAITED_OWN_BOOKS;
@@ -70,6 +71,14 @@ int vr_wait_room(struct vr_dev *d, uint64_t bytes, uint64_t deadline_ns, struct 
 			pthread_mutex_unlock(&one_wait);
 		}
 	}
+	w->ns = mono_ns() - t0;
+	return w->end == VR_WAITED_GRANTED ? 0 : -1;
+}
+
+int vr_wait_room(struct vr_dev *d, uint64_t bytes, uint64_t deadline_ns, struct vr_waited *w)
+{
+	uint64_t t0 = mono_ns();
+	vr_wait_room_own(d, bytes, deadline_ns, w);
 	if (w->end == VR_WAITED_GRANTED && d->nouter) {
 		/* The job's groups too; a wait there is not served in order
 		 * (its members are other groups'): refused, the caller tries

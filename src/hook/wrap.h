@@ -16,6 +16,7 @@
 #include "hook/devices.h"
 #include "hook/drvlimit.h"
 #include "hook/hook.h"
+#include "hook/park.h"
 #include "hook/policy.h"
 #include "hook/ptrmap.h"
 #include "hook/record.h"
@@ -83,6 +84,8 @@ static inline __attribute__((always_inline)) void record(struct vr_dev *d, int k
 	do {                                                                                       \
 		CUresult vr__rc;                                                                   \
 		VR_OWN(vr__rc = call);                                                             \
+		if (VR_UNLIKELY(vr__rc == CUDA_ERROR_OUT_OF_MEMORY) && vr_park_for_room(d, bytes)) \
+			VR_OWN(vr__rc = call); /* borrowers parked for a guarantee (#36) */        \
 		if (vr__rc != CUDA_SUCCESS) {                                                      \
 			vr_card_landed();                                                          \
 			vr_policy_release(d, bytes);                                               \

@@ -158,6 +158,15 @@ void vr_park_end(vr_member *m, uint64_t host_bytes)
 	vr_group_unlock(m);
 }
 
+int vr_park_in(vr_member *m, int dev, uint64_t bytes)
+{
+	if (!m || dev < 0 || dev >= VR_MAX_DEVICES)
+		return -EINVAL;
+	/* The books, never a thread's lane: the lanes' spare left with the
+	 * rest and comes back with it. */
+	return vr_reg_take(m, dev, bytes, bytes, NULL, VR_TAKE_TRY);
+}
+
 uint64_t vr_park_budget(const vr_member *m)
 {
 	return m ? m->hdr->wait.park_budget : 0;

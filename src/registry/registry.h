@@ -281,6 +281,9 @@ void vr_idle_note(vr_member *m, uint64_t since_ns, int parkable);
  *                    held bytes leave the totals (waiters woken), recorded
  *                    as parked; out[d] what device d's were. Its threads
  *                    are quiet (parked). 0 or a negative errno.
+ *   vr_park_in       bytes of device dev back in the books, as they left
+ *                    (never through a lane): 0, or -ENOSPC when the cap has
+ *                    no room (then wait for it: vr_wait_enter).
  *   vr_park_back     device dev's bytes are back (the caller reserved them
  *                    again): its record cleared.
  *   vr_park_end      it runs again: every record cleared, host_bytes of
@@ -291,6 +294,7 @@ uint64_t vr_park_held(vr_member *m);
 int vr_park_reserve(vr_member *m, uint64_t bytes, uint64_t *parked, uint64_t *budget);
 void vr_park_unreserve(vr_member *m, uint64_t bytes);
 int vr_park_out(vr_member *m, uint64_t out[VR_MAX_DEVICES]);
+int vr_park_in(vr_member *m, int dev, uint64_t bytes);
 void vr_park_back(vr_member *m, int dev);
 void vr_park_end(vr_member *m, uint64_t host_bytes);
 uint64_t vr_park_budget(const vr_member *m);
