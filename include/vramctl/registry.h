@@ -146,6 +146,9 @@ struct vramctl_proc {
 	 * it is parkable (ns since the epoch, 0 unknown). */
 	int parked, parkable;
 	uint64_t parked_since, idle_since;
+	/* Addition (#36): a launcher (`vramctl run`) holding the group open
+	 * for its command: not one of its members. */
+	int launcher;
 };
 
 /* A cap changed while the group ran (`vramctl limit`). */

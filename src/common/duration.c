@@ -70,12 +70,13 @@ int vr_parse_duration(const char *text, int zero_ok, uint64_t *ms, char *err, si
 
 char *vr_format_duration(uint64_t ms, char *buf, size_t len)
 {
+	uint64_t tenths = (ms + 50) / 100;
 	if (ms < 1000)
 		snprintf(buf, len, "%llu ms", (unsigned long long)ms);
-	else if (ms < 60000 && ms % 1000)
-		snprintf(buf, len, "%llu.%llu s", (unsigned long long)(ms / 1000),
-		         (unsigned long long)(ms % 1000 / 100));
-	else if (ms < 60000 || ms % 60000)
+	else if (ms < 59950 && tenths % 10)
+		snprintf(buf, len, "%llu.%llu s", (unsigned long long)(tenths / 10),
+		         (unsigned long long)(tenths % 10));
+	else if (ms < 59950 || ms % 60000)
 		snprintf(buf, len, "%llu s", (unsigned long long)((ms + 500) / 1000));
 	else if (ms < 3600000)
 		snprintf(buf, len, "%llu min", (unsigned long long)(ms / 60000));

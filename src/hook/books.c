@@ -76,6 +76,7 @@ static void join_locked(void)
 	    .notice = books_damaged,
 	    .spill_budget = vr_g.spill_asked,
 	    .park_budget = vr_g.park_budget_asked,
+	    .waits = vr_g.wait_ms != 0,
 	    .lanes = 1,
 	};
 	o.as_owner = vr_job_owner(&o.owner);

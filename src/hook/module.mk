@@ -54,7 +54,8 @@ $(O)/tests/hook/libnullinfo.so: tests/hook/nullinfo.c $(SIM_CUDA)
 	$(CC) $(BASE_CFLAGS) -shared -o $@ $< -L$(O)/sim -Wl,--no-as-needed -lcuda $(BASE_LDFLAGS)
 
 TESTS += $(HOOK_TESTS)
-TEST_SCRIPTS += tests/hook/exports.sh tests/hook/card.sh tests/hook/limit.sh tests/hook/guarantee.sh
+TEST_SCRIPTS += tests/hook/exports.sh tests/hook/card.sh tests/hook/limit.sh tests/hook/guarantee.sh \
+	tests/hook/wait.sh tests/hook/park.sh
 
 # A GPU program driven line by line on stdin (allocate, free, ask), for the
 # tests of caps that change while it runs (limit.sh) and of guarantees.

@@ -439,19 +439,23 @@ static void serve(const char *req, uid_t uid, char *out, size_t len)
 	}
 }
 
-/* The agent's next look, in ns from now: at the idle time after the probe
- * was shut, sooner to shut it again after a call opened it. */
+/* The agent's next look, in ns from now: within rearm (at most 100 ms:
+ * a call that opened the gate has it shut again that soon), or when the
+ * idle time ends. A look is a few loads: the agent costs nothing to
+ * speak of. */
 static uint64_t next_look(void)
 {
 	uint64_t idle = vr_g.park_idle_ms == VR_PARK_MANUAL ? 0 : vr_g.park_idle_ms * 1000000ull;
-	uint64_t rearm = idle ? idle / 8 : 1000000000ull;
-	rearm = rearm < 10000000ull ? 10000000ull : rearm > 1000000000ull ? 1000000000ull : rearm;
-	if (atomic_load(&pk.gate) != GATE_PROBE)
+	/* Shut again soon after a call opened it: how idle the process is
+	 * counts from then (one slow call per look on a busy program). */
+	uint64_t rearm = idle ? idle / 8 : 100000000ull;
+	rearm = rearm < 10000000ull ? 10000000ull : rearm > 100000000ull ? 100000000ull : rearm;
+	if (atomic_load(&pk.gate) != GATE_PROBE || !idle)
 		return rearm;
+	/* Shut: a call may open it any time (then it is shut again within
+	 * rearm), or the idle time ends. */
 	uint64_t since = mono_ns() - atomic_load(&pk.armed_ns);
-	if (!idle)
-		return 1000000000ull;
-	return since >= idle ? 1000000ull : idle - since;
+	return since >= idle ? 1000000ull : idle - since < rearm ? idle - since : rearm;
 }
 
 static void look(void)

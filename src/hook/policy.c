@@ -365,6 +365,7 @@ static int waited(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
 	w.ns = mono_ns() - t0;
 	last_wait = w;
 	vr_rec_wait(d, bytes, w.ns, 0);
+	vr_books_denied(d, bytes); /* the refusal counts now, not before the wait */
 	return 0;
 }
 

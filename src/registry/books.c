@@ -439,7 +439,7 @@ static int reserve_denied(vr_member *m, int dev, uint64_t bytes, uint64_t *in_us
 		bad = "a device's total was frozen by no lock holder";
 	if (r == FAST_RELEARN) /* only a lock holder changes a cap */
 		bad = "a device's cap changed under this process's lock";
-	if (r == FAST_DENIED && count_denial) {
+	if (r == FAST_DENIED && count_denial && !m->waits) {
 		struct vramctl_counts *c = vr_counts_at(m->hdr, m->slot_idx, (uint32_t)dev);
 		vr_seq_begin(m->hdr);
 		c->denied_count++;

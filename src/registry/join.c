@@ -259,6 +259,7 @@ static int new_member(int fd, const struct vr_join_opts *opts, vr_member **out, 
 	m->fd = fd;
 	m->books_fd = -1;
 	m->notice = opts->notice;
+	m->waits = opts->waits != 0;
 	struct stat mst;
 	if (fstat(fd, &mst) == 0) {
 		m->st_dev = mst.st_dev;

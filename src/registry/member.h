@@ -85,6 +85,7 @@ struct vr_member {
 	 * threads keep spare bytes; which of the slot's lanes are taken. */
 	uint64_t lane_gen;
 	_Atomic uint32_t lanes_taken;
+	int waits;                     /* vr_join_opts.waits: refusals not counted here */
 	uint64_t spill_budget;         /* the group's, as joined (spill) */
 	_Atomic uint64_t spilled_mine; /* what this process holds against it */
 	/* Dead members still on the GPU, as this process saw them (held.c). */

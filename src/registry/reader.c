@@ -532,6 +532,7 @@ static int add_members(struct reader *r, int fd, const struct stat *st, const st
 		p->parked_since = p->parked ? s->wait.parked_since : 0;
 		p->parkable = (s->wait.flags & VR_PARK_F_PARKABLE) != 0;
 		p->idle_since = s->wait.idle_since;
+		p->launcher = (s->flags & VR_SLOT_F_LAUNCHER) != 0;
 
 		int alive = slot_liveness(fd, s->idx, lk_alive, lk_pid, &p->host_pid);
 		p->state = alive ? VRAMCTL_PROC_ALIVE : VRAMCTL_PROC_DEAD;

@@ -72,6 +72,10 @@ struct vr_join_opts {
 	 * spill budget's rules; 0: none), fixed, like the caps, by whoever
 	 * starts the group. */
 	uint64_t park_budget;
+	/* Its refusals may wait for room (#36: --wait): a reserve the cap
+	 * refuses is not counted as a denial; the caller counts one
+	 * (vr_note_denied) when the wait ends without room. */
+	int waits;
 };
 
 /*

@@ -61,6 +61,9 @@ int main(void)
 	ASSERT_UEQ(ms, 0);
 	shows(250, "250 ms");
 	shows(1500, "1.5 s");
+	shows(1049, "1 s");
+	shows(1050, "1.1 s");
+	shows(59990, "60 s");
 	shows(30000, "30 s");
 	shows(90000, "90 s");
 	shows(120000, "2 min");
