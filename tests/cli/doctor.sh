@@ -69,7 +69,7 @@ expect_grep "--device 1: there is 1 GPU (0 to 0)" err "--device out of range: me
 doctor --program "$HOLDER"
 expect_rc 0 "$rc" "healthy"
 only_ok "healthy"
-for id in driver.library driver.version driver.init driver.nvml driver.kernel \
+for id in driver.library driver.version driver.init driver.checkpoint driver.nvml driver.kernel \
 	driver.platform device.init device.compute_mode device.mig device.persistence \
 	env.visible_devices hook.library hook.preload hook.linked hook.dlsym hook.procaddr \
 	hook.procaddr_old hook.ptds hook.program books.dir books.groups books.dead books.damage \
@@ -77,6 +77,7 @@ for id in driver.library driver.version driver.init driver.nvml driver.kernel \
 	grep -qE "^OK +$id " out || fail "healthy: no OK line for $id"
 done
 line OK driver.kernel "kernel module 580.82.07" "healthy kernel module"
+line OK driver.checkpoint "the driver has the checkpoint API" "healthy: the checkpoint API (#36)"
 line OK hook.ptds "capped (sees the 64 MiB test cap" "healthy per-thread way"
 doctor --json --program "$HOLDER"
 expect_rc 0 "$rc" "healthy --json"
