@@ -153,7 +153,10 @@ static int load(const struct lib *l)
 		l->publish(&r);
 		*l->handle = h;
 		s = 1;
-		atomic_store_explicit(l->state, s, memory_order_release);
+		/* A process that may be parked has its gate shut from the start
+		 * (park.c): every wrapper passes it too. */
+		atomic_store_explicit(l->state, l == &driver_lib && vr_gate_pass ? VR_DRIVER_GATED : s,
+		                      memory_order_release);
 	} else if (s == 0) {
 		/* Invisible mode stays silent: the program finds out itself. */
 		if (vr_g.active)

@@ -60,9 +60,11 @@ def park_cli(*args):
     return subprocess.run([V, *args], capture_output=True, text=True)
 
 
-def idle_round_trip():
+def idle_round_trip(procaddr=False):
+    """As a framework over cudart gets its entry points (cuGetProcAddress)
+    with procaddr, else as one that uses dlsym."""
     base = card_used(status())
-    a = member("a", "p1", idle="1")
+    a = member("a", "p1", idle="1", extra={"GP_PROCADDR": "1"} if procaddr else None)
     check(a.alloc(600) == "ok", "a holds 600 MiB")
     check(a.ask("p") == "ok", "a writes its pattern")
     check(card_used(status()) == base + 600 * MiB, "the card holds a's 600 MiB")
@@ -217,6 +219,7 @@ def guarantee():
 
 
 idle_round_trip()
+idle_round_trip(procaddr=True)
 room_taken()
 card_full()
 killed()
