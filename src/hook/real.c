@@ -155,7 +155,8 @@ static int load(const struct lib *l)
 		s = 1;
 		/* A process that may be parked has its gate shut from the start
 		 * (park.c): every wrapper passes it too. */
-		atomic_store_explicit(l->state, l == &driver_lib && vr_gate_pass ? VR_DRIVER_GATED : s,
+		atomic_store_explicit(l->state,
+		                      l == &driver_lib && vr_gate_pass ? VR_DRIVER_GATED : s,
 		                      memory_order_release);
 	} else if (s == 0) {
 		/* Invisible mode stays silent: the program finds out itself. */
@@ -177,11 +178,26 @@ int vr_driver_init(void)
 	return load(&driver_lib);
 }
 
+/* Set by a gate that kept its process parked, read once by vr__refusal. */
+static __thread int stays_parked __attribute__((tls_model("initial-exec")));
+
 int vr__enter_slow(void)
 {
-	if (atomic_load_explicit(&vr_g.driver_state, memory_order_acquire) == VR_DRIVER_GATED)
-		return vr_in_hook || !vr_gate_pass || vr_gate_pass() == 0 ? 0 : -2;
+	if (atomic_load_explicit(&vr_g.driver_state, memory_order_acquire) == VR_DRIVER_GATED) {
+		if (vr_in_hook || !vr_gate_pass || vr_gate_pass() == 0)
+			return 0;
+		stays_parked = 1;
+		return -1;
+	}
 	return vr_driver_init() != 0 ? -1 : 0;
+}
+
+CUresult vr__refusal(void)
+{
+	if (!stays_parked)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	stays_parked = 0;
+	return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 /* NVML, the same way, only when the program itself uses NVML. */

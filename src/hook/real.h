@@ -51,19 +51,24 @@ extern __thread int vr_in_hook __attribute__((tls_model("initial-exec")));
 extern int (*vr_gate_pass)(void);
 
 /* The slow path of vr_enter: the driver not loaded yet, or the gate of a
- * process that may be parked shut (gate.h): 0 go on, -1 the driver could
- * not be loaded, -2 the process stays parked (the call fails with
- * CUDA_ERROR_OUT_OF_MEMORY: said). */
+ * process that may be parked shut (gate.h): 0 go on, -1 the call fails:
+ * the driver could not be loaded, or the process stays parked (then
+ * vr__refusal says CUDA_ERROR_OUT_OF_MEMORY: said). */
 int vr__enter_slow(void);
 
+/* What a call vr_enter refused (or one the driver lacks) returns:
+ * CUDA_ERROR_OUT_OF_MEMORY once after a process stayed parked, else
+ * CUDA_ERROR_NOT_INITIALIZED. Out of line, so that the wrappers' own path
+ * is as it was without parking. */
+CUresult vr__refusal(void) __attribute__((cold));
+
 /* Every wrapper starts with this (through VR_PASS): 1 = apply the policy, 0 = pass through.
- * Returns -1 when the driver could not be loaded, -2 as vr__enter_slow. */
+ * Returns -1 when the call must fail (vr__refusal says with what). */
 static inline int vr_enter(void)
 {
 	if (VR_UNLIKELY(atomic_load_explicit(&vr_g.driver_state, memory_order_acquire) != 1)) {
-		int rc = vr__enter_slow();
-		if (rc < 0)
-			return rc;
+		if (vr__enter_slow() != 0)
+			return -1;
 	}
 	return vr_g.active && !vr_in_hook;
 }
@@ -74,7 +79,7 @@ static inline int vr_enter(void)
 #define VR_PASS(name, args)                                                                        \
 	int vr__act = vr_enter();                                                                  \
 	if (VR_UNLIKELY(vr__act < 0 || !vr_real.name))                                             \
-		return vr__act == -2 ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_NOT_INITIALIZED;      \
+		return vr__refusal();                                                              \
 	if (!vr__act)                                                                              \
 	return vr_real.name args
 

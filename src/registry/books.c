@@ -361,9 +361,10 @@ static inline int fast_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t s
  * still: never less than the slots. */
 static inline int fast_release(vr_member *m, int dev, uint64_t bytes, const char **bad)
 {
+	struct vr_hdr *h = m->hdr;
 	struct vr_priv_dev *p = &m->priv[dev];
-	struct vr_hdr_dev *g = &m->hdr->dev[dev];
-	_Atomic uint64_t *sw = vr_slot_word(m->hdr, m->slot_idx, (uint32_t)dev);
+	struct vr_hdr_dev *g = &h->dev[dev];
+	_Atomic uint64_t *sw = vr_slot_word(h, m->slot_idx, (uint32_t)dev);
 	_Atomic uint64_t *tw = (_Atomic uint64_t *)&g->total;
 	uint64_t x = atomic_load_explicit(sw, memory_order_relaxed), b;
 	do {
@@ -384,6 +385,7 @@ static inline int fast_release(vr_member *m, int dev, uint64_t bytes, const char
 	}
 	atomic_fetch_sub_explicit(&p->mine, b, memory_order_relaxed);
 	atomic_fetch_sub_explicit(sw, 1, memory_order_release);
+	vr_wake_waiters(h); /* one load while nobody waits */
 	return FAST_OK;
 }
 
@@ -531,18 +533,14 @@ void vr_reg_give(vr_member *m, int dev, uint64_t bytes)
 		return;
 	if (VR_LIKELY(!vr_is_detached(m) && m->priv[dev].known)) {
 		const char *bad = NULL;
-		if (VR_LIKELY(fast_release(m, dev, bytes, &bad) == FAST_OK)) {
-			vr_wake_waiters(m->hdr); /* one load while nobody waits */
+		if (VR_LIKELY(fast_release(m, dev, bytes, &bad) == FAST_OK))
 			return;
-		}
 		/* Not given back: the loop below finds why (the release undid
 		 * itself). */
 	}
 	uint64_t call = vr_call_begin(); /* its waits share one bound */
 	give_loop(m, dev, bytes);
 	vr_call_end(call);
-	if (!vr_is_detached(m))
-		vr_wake_waiters(m->hdr);
 }
 
 static void give_loop(vr_member *m, int dev, uint64_t bytes)
