@@ -166,11 +166,39 @@ static int links_driver(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+/* A device this process uses whose bytes are in no group's books (its
+ * own books, or no cap there): parked, its host copy would be bounded by
+ * no park budget. NULL when there is none. */
+static const struct vr_dev *outside_books(void)
+{
+	static const struct vr_dev none = {.ordinal = -1};
+	if (!vr__books_member || vr_damaged(vr__books_member))
+		return &none;
+	int n = atomic_load(&vr__ndev);
+	for (int i = 0; i < n; i++)
+		if (atomic_load(&vr__devs[i].ready) && vr__devs[i].reg < 0)
+			return &vr__devs[i];
+	return NULL;
+}
+
 /* Why this process cannot be parked now, into why; 0 when it can. */
 static int cannot_park(char *why, size_t len)
 {
 	const char *helper;
 	struct linked l = {0};
+	const struct vr_dev *o = outside_books();
+	if (o) {
+		if (o->ordinal < 0)
+			snprintf(why, len,
+			         "it keeps its own books (its group's could not be used), so no "
+			         "group's park budget bounds its host copy");
+		else
+			snprintf(why, len,
+			         "its memory on GPU %d is in no group's books (its own books, or no "
+			         "cap there), so no park budget bounds its host copy",
+			         o->ordinal);
+		return 1;
+	}
 	if (!vr_gate_complete()) {
 		snprintf(why, len, "it looked up more driver entry points than its gate holds");
 		return 1;

@@ -13,6 +13,8 @@
 #   4. killed while parked: its group's books and park budget read zero;
 #   5. `vramctl park` and `unpark` (PID and group), refused for a busy
 #      process and one without --park-idle; a park budget too small;
+#      a process that keeps its own books is never parked, said (and the
+#      same for one that gets its copies through cuGetProcAddress: case 1);
 #   6. a guaranteed group refused by the driver (borrowers hold its owed
 #      memory) has the idle borrower parked and is served; nobody killed.
 . "$VR_SRC/tests/cli/common.bash"

@@ -193,6 +193,22 @@ def cli():
     c.end()
 
 
+def own_books():
+    # A process that keeps its own books (its registry directory unsafe):
+    # no group's budget bounds a host copy, so it is never parked, said.
+    d = os.path.join(os.environ.get("TMPDIR", "/tmp"), "open-registry")
+    os.makedirs(d, exist_ok=True)
+    os.chmod(d, 0o755)
+    base = card_used(status())
+    a = member("a", "p7", idle="1", extra={"VRAMCTL_REGISTRY_DIR": d})
+    check(a.alloc(200) == "ok", "a (its own books) holds 200 MiB")
+    time.sleep(2.5)
+    check(card_used(status()) == base + 200 * MiB, "still on the card after its idle time")
+    check("never parked: it keeps its own books" in a.stderr(),
+          "said why: %s" % a.stderr())
+    a.end()
+
+
 def guarantee():
     # A borrower fills the card before any guarantee exists.
     b = member("b", "borrow", limit="16G", idle="manual", budget="16G")
@@ -224,5 +240,6 @@ room_taken()
 card_full()
 killed()
 cli()
+own_books()
 guarantee()
 sys.exit(1 if memctl.bad else 0)
