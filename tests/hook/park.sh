@@ -5,6 +5,8 @@
 #      and the card (NVML) no longer count its 600 MiB, status shows it
 #      parked with its bytes on the host; its next driver call (one
 #      vramctl does not wrap) brings it back, the bytes it wrote intact;
+#      the same for a program that gets those entry points through
+#      cuGetProcAddress (as cudart does) instead of dlsym;
 #   2. parked, its room is another member's; its next call waits for room
 #      (--wait) and, none coming, fails with out-of-memory, said; once the
 #      room is back the call after it restores it;
@@ -13,8 +15,7 @@
 #   4. killed while parked: its group's books and park budget read zero;
 #   5. `vramctl park` and `unpark` (PID and group), refused for a busy
 #      process and one without --park-idle; a park budget too small;
-#      a process that keeps its own books is never parked, said (and the
-#      same for one that gets its copies through cuGetProcAddress: case 1);
+#      a process that keeps its own books is never parked, said;
 #   6. a guaranteed group refused by the driver (borrowers hold its owed
 #      memory) has the idle borrower parked and is served; nobody killed.
 . "$VR_SRC/tests/cli/common.bash"
