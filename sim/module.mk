@@ -57,11 +57,12 @@ $(SIM_NVML_NOV3): $(SIM_NVML_OBJS) $(COMMON_LIB) $(O)/sim/libnvidia-ml-no-v3.map
 		-Wl,--version-script=$(O)/sim/libnvidia-ml-no-v3.map $(SIM_ZDEFS) $(BASE_LDFLAGS)
 
 # The same driver as one before CUDA 11.6 ships it: without
-# cu[Mipmapped]ArrayGetMemoryRequirements (run it with
-# VRAMSIM_DRIVER_VERSION=11050 so cuGetProcAddress agrees).
+# cu[Mipmapped]ArrayGetMemoryRequirements, nor the checkpoint API (CUDA
+# 12.8) (run it with VRAMSIM_DRIVER_VERSION=11050 so cuGetProcAddress
+# agrees).
 SIM_CUDA_OLD := $(O)/sim/cuda-11.5/libcuda.so.1
-$(O)/sim/libcuda-11.5.map: $(O)/sim/libcuda.map
-	grep -v 'ArrayGetMemoryRequirements;' $< > $@
+$(O)/sim/libcuda-11.5.map: $(O)/sim/libcuda.map sim/module.mk
+	grep -v -e 'ArrayGetMemoryRequirements;' -e 'cuCheckpointProcess' $< > $@
 
 $(SIM_CUDA_OLD): $(SIM_CUDA_OBJS) $(COMMON_LIB) $(O)/sim/libcuda-11.5.map
 	@mkdir -p $(dir $@)

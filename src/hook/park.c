@@ -55,6 +55,7 @@
 #include "hook/books.h"
 #include "hook/ckpt.h"
 #include "hook/devices.h"
+#include "hook/dlreal.h"
 #include "hook/gate.h"
 #include "hook/guarantee_park.h"
 #include "hook/nvmlproc.h"
@@ -197,6 +198,12 @@ static int cannot_park(char *why, size_t len)
 			         "its memory on GPU %d is in no group's books (its own books, or no "
 			         "cap there), so no park budget bounds its host copy",
 			         o->ordinal);
+		return 1;
+	}
+	if (vr_g.driver && !vr_dlsym_real(vr_g.driver, "cuCheckpointProcessCheckpoint")) {
+		snprintf(why, len,
+		         "the driver has no checkpoint API (cuCheckpointProcess*: drivers for CUDA "
+		         "12.8 and later)");
 		return 1;
 	}
 	if (!vr_gate_complete()) {

@@ -209,6 +209,21 @@ def own_books():
     a.end()
 
 
+def old_driver():
+    # A driver before CUDA 12.8 has no checkpoint API: never parked, said.
+    lp = os.path.join(os.environ["VR_BUILD"], "sim", "cuda-11.5")
+    base = card_used(status())
+    a = member("a", "p8", idle="1",
+               extra={"LD_LIBRARY_PATH": lp + ":" + os.environ.get("LD_LIBRARY_PATH", ""),
+                      "VRAMSIM_DRIVER_VERSION": "11050"})
+    check(a.alloc(200) == "ok", "a (a CUDA 11.5 driver) holds 200 MiB")
+    time.sleep(2.5)
+    check(card_used(status()) == base + 200 * MiB, "still on the card after its idle time")
+    check("never parked: the driver has no checkpoint API" in a.stderr(),
+          "said why: %s" % a.stderr())
+    a.end()
+
+
 def guarantee():
     # A borrower fills the card before any guarantee exists.
     b = member("b", "borrow", limit="16G", idle="manual", budget="16G")
@@ -241,5 +256,6 @@ card_full()
 killed()
 cli()
 own_books()
+old_driver()
 guarantee()
 sys.exit(1 if memctl.bad else 0)
