@@ -35,8 +35,8 @@ static struct sim_alloc *alloc_at(CUdeviceptr p, size_t size)
 
 static void *map_bytes(size_t size)
 {
-	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-	               -1, 0);
+	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	return m == MAP_FAILED ? NULL : m;
 }
 

@@ -526,7 +526,8 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 	 * (the spill budget's "auto"). */
 	uint64_t park_budget = 0;
 	if (user_park && vr_parse_spill("auto", &park_budget, why, sizeof(why)))
-		slurm_spank_log("vramctl: --gpu-mem-park-idle: %s; no host budget for parking", why);
+		slurm_spank_log("vramctl: --gpu-mem-park-idle: %s; no host budget for parking",
+		                why);
 	struct vr_contract c = {.limit = d.spec,
 	                        .guarantee = gspec[0] ? gspec : NULL,
 	                        .group = group,

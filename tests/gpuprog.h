@@ -65,10 +65,9 @@ static inline int gp_start(struct gp_driver *d, int ordinal)
 		return -1;
 	}
 	CUdriverProcAddressQueryResult st;
-	if (by_procaddr && (procaddr("cuMemcpyHtoD", (void **)&d->htod, 12000, 0, &st) !=
-	                        CUDA_SUCCESS ||
-	                    procaddr("cuMemcpyDtoH", (void **)&d->dtoh, 12000, 0, &st) !=
-	                        CUDA_SUCCESS)) {
+	if (by_procaddr &&
+	    (procaddr("cuMemcpyHtoD", (void **)&d->htod, 12000, 0, &st) != CUDA_SUCCESS ||
+	     procaddr("cuMemcpyDtoH", (void **)&d->dtoh, 12000, 0, &st) != CUDA_SUCCESS)) {
 		printf("error: cuGetProcAddress_v2 failed\n");
 		return -1;
 	}

@@ -696,9 +696,9 @@ static int cdi_generate(int argc, char **argv)
 	enum vr_enforce enforce;
 
 	const struct str_opt opts[] = {
-	    {OPT_GROUP, &group, check_group},    {OPT_NAME, &name_opt, check_name},
-	    {OPT_FORMAT, &format, check_format}, {'o', &output, check_output},
-	    {OPT_BOOKS, &books_opt, NULL},       {OPT_ENFORCE, &enforce_opt, check_enforce},
+	    {OPT_GROUP, &group, check_group},      {OPT_NAME, &name_opt, check_name},
+	    {OPT_FORMAT, &format, check_format},   {'o', &output, check_output},
+	    {OPT_BOOKS, &books_opt, NULL},         {OPT_ENFORCE, &enforce_opt, check_enforce},
 	    {OPT_CONTRACTS, &contracts_opt, NULL}, {OPT_WAIT, &wait, check_wait},
 	    {OPT_PARK_IDLE, &park, check_park},
 	};

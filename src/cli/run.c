@@ -402,8 +402,9 @@ static int settle_options(struct run_req *r, char **argv)
 		return VR_EXIT_ERROR;
 	}
 	if ((r->wait || r->park_idle) && !r->have_limit) {
-		fprintf(stderr, "vramctl: %s needs --limit: it acts on what the cap refuses or "
-		                "holds\n",
+		fprintf(stderr,
+		        "vramctl: %s needs --limit: it acts on what the cap refuses or "
+		        "holds\n",
 		        r->wait ? "--wait" : "--park-idle");
 		return VR_EXIT_ERROR;
 	}
@@ -415,8 +416,9 @@ static int settle_options(struct run_req *r, char **argv)
 		char err[256];
 		/* auto, sized now for the whole run, as --spill's. */
 		if (vr_parse_spill("auto", &r->park_budget, err, sizeof(err)) < 0) {
-			fprintf(stderr, "vramctl: --park-idle: no host budget for parking: %s "
-			                "(give --park-budget SIZE)\n",
+			fprintf(stderr,
+			        "vramctl: --park-idle: no host budget for parking: %s "
+			        "(give --park-budget SIZE)\n",
 			        err);
 			return VR_EXIT_ERROR;
 		}

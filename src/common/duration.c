@@ -28,8 +28,8 @@ int vr_parse_duration(const char *text, int zero_ok, uint64_t *ms, char *err, si
 				frac = frac * 10 + (uint64_t)(*p - '0');
 				scale *= 10;
 			} else if (*p != '0') {
-				vr_seterr(err, errlen, "time '%s': at most 3 digits after the point",
-				          text);
+				vr_seterr(err, errlen,
+				          "time '%s': at most 3 digits after the point", text);
 				return -EINVAL;
 			}
 		}

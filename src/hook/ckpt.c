@@ -59,8 +59,8 @@ static void find_helper(void)
 	snprintf(dir, sizeof dir, "%s", di.dli_fname);
 	char *slash = strrchr(dir, '/');
 	if (!slash) {
-		snprintf(helper_why, sizeof helper_why, "the library's path %.160s has no directory",
-		         di.dli_fname);
+		snprintf(helper_why, sizeof helper_why,
+		         "the library's path %.160s has no directory", di.dli_fname);
 		return;
 	}
 	*slash = '\0';
@@ -129,8 +129,8 @@ static int run_helper(const char *action, unsigned lock_ms, char *out, size_t ou
 		return -1;
 	}
 	size_t stack_size = 64 * 1024;
-	char *stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-	                   0);
+	char *stack =
+	    mmap(NULL, stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (stack == MAP_FAILED) {
 		close(p[0]);
 		close(p[1]);

@@ -159,8 +159,10 @@ void *vr_gate_wrap(void *real)
 			if (used == VR_TRAMP_N) {
 				if (!atomic_exchange(&ran_out, 1))
 					vr_log(VR_LOG_WARN,
-					       "the program looked up more than %d driver entry points: "
-					       "the rest are not gated, so this process is never parked",
+					       "the program looked up more than %d driver entry "
+					       "points: "
+					       "the rest are not gated, so this process is never "
+					       "parked",
 					       VR_TRAMP_N);
 				break;
 			}

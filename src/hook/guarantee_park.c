@@ -24,7 +24,8 @@ int vr_gt_owed_to_uid(const struct vr_dev *d, uint32_t uid)
 	int owed = 0;
 	if (v && vr_devbook_read(NULL, d->uuid, v) == 0)
 		for (int i = 0; i < v->n && !owed; i++)
-			owed = v->e[i].live && v->e[i].uid == uid && v->e[i].held < v->e[i].guarantee;
+			owed =
+			    v->e[i].live && v->e[i].uid == uid && v->e[i].held < v->e[i].guarantee;
 	free(v);
 	return owed;
 }

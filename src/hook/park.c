@@ -78,17 +78,17 @@ enum { PK_RUNNING, PK_PARKING, PK_PARKED, PK_RESTORING };
 enum { GATE_OPEN, GATE_PROBE, GATE_PARK };
 
 static struct {
-	_Atomic int state; /* PK_*: a futex word (this process) */
-	_Atomic int gate;  /* GATE_* */
-	_Atomic uint64_t armed_ns;  /* CLOCK_MONOTONIC the probe was shut (while GATE_PROBE) */
-	_Atomic uint64_t armed_rt;  /* the same moment, CLOCK_REALTIME ns, for monitors */
-	pthread_mutex_t mu;         /* one park or restore at a time */
+	_Atomic int state;            /* PK_*: a futex word (this process) */
+	_Atomic int gate;             /* GATE_* */
+	_Atomic uint64_t armed_ns;    /* CLOCK_MONOTONIC the probe was shut (while GATE_PROBE) */
+	_Atomic uint64_t armed_rt;    /* the same moment, CLOCK_REALTIME ns, for monitors */
+	pthread_mutex_t mu;           /* one park or restore at a time */
 	uint64_t out[VR_MAX_DEVICES]; /* bytes parked, by the group's device index */
 	uint64_t host;                /* their sum: held against the park budget */
 	uint64_t parked_ns;
-	int lfd;           /* the socket */
-	atomic_int agent;  /* 1 once the agent runs */
-	atomic_int armed;  /* vr_park_arm ran with parking on */
+	int lfd;          /* the socket */
+	atomic_int agent; /* 1 once the agent runs */
+	atomic_int armed; /* vr_park_arm ran with parking on */
 	pthread_t agent_thread;
 	char never[200]; /* why it can never be parked ("" when it can) */
 	atomic_int said_never;
@@ -160,7 +160,8 @@ static int links_driver(struct dl_phdr_info *info, size_t size, void *arg)
 			continue;
 		const char *n = (const char *)(strtab + e->d_un.d_val);
 		if (!strcmp(n, "libcuda.so.1") || !strcmp(n, "libcuda.so")) {
-			l->who = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : "the program";
+			l->who =
+			    info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : "the program";
 			return 1;
 		}
 	}
@@ -194,10 +195,11 @@ static int cannot_park(char *why, size_t len)
 			         "it keeps its own books (its group's could not be used), so no "
 			         "group's park budget bounds its host copy");
 		else
-			snprintf(why, len,
-			         "its memory on GPU %d is in no group's books (its own books, or no "
-			         "cap there), so no park budget bounds its host copy",
-			         o->ordinal);
+			snprintf(
+			    why, len,
+			    "its memory on GPU %d is in no group's books (its own books, or no "
+			    "cap there), so no park budget bounds its host copy",
+			    o->ordinal);
 		return 1;
 	}
 	if (vr_g.driver && !vr_dlsym_real(vr_g.driver, "cuCheckpointProcessCheckpoint")) {
@@ -211,10 +213,11 @@ static int cannot_park(char *why, size_t len)
 		return 1;
 	}
 	if (dl_iterate_phdr(links_driver, &l)) {
-		snprintf(why, len,
-		         "%s is linked with the CUDA driver and calls it directly, past the gate: a "
-		         "call made while parked would wait in the driver",
-		         l.who);
+		snprintf(
+		    why, len,
+		    "%s is linked with the CUDA driver and calls it directly, past the gate: a "
+		    "call made while parked would wait in the driver",
+		    l.who);
 		return 1;
 	}
 	return vr_ckpt_helper(&helper, why, len) != 0;
@@ -255,16 +258,20 @@ static int park_now(uint64_t min_ms, int dev_reg, uint64_t *bytes, char *why, si
 		char a[32], b[32];
 		int br = held ? vr_park_reserve(m, held, &parked, &budget) : 0;
 		if (br == -ENOSPC) {
-			snprintf(why, len,
-			         "the group's park budget is %s and its parked members hold %s of it "
-			         "(%s more needed)",
-			         vr_format_size(budget, a, sizeof a), vr_format_size(parked, b, sizeof b),
-			         vr_format_size(held, (char[32]){0}, 32));
+			snprintf(
+			    why, len,
+			    "the group's park budget is %s and its parked members hold %s of it "
+			    "(%s more needed)",
+			    vr_format_size(budget, a, sizeof a),
+			    vr_format_size(parked, b, sizeof b),
+			    vr_format_size(held, (char[32]){0}, 32));
 		} else if (br != 0) {
-			snprintf(why, len, "its group's books cannot hold a park (%s)", strerror(-br));
+			snprintf(why, len, "its group's books cannot hold a park (%s)",
+			         strerror(-br));
 		} else if (avail && held > avail) {
 			snprintf(why, len, "the host has %s free, less than the %s it would park",
-			         vr_format_size(avail, a, sizeof a), vr_format_size(held, b, sizeof b));
+			         vr_format_size(avail, a, sizeof a),
+			         vr_format_size(held, b, sizeof b));
 			vr_park_unreserve(m, held);
 		} else {
 			int probe = GATE_PROBE;
@@ -285,7 +292,8 @@ static int park_now(uint64_t min_ms, int dev_reg, uint64_t *bytes, char *why, si
 					for (int r = 0; r < VR_MAX_DEVICES; r++) {
 						struct vr_dev *d = pk.out[r] ? dev_of_reg(r) : NULL;
 						if (d)
-							vr_rec_park(d, pk.out[r], pk.parked_ns - t0, 1);
+							vr_rec_park(d, pk.out[r], pk.parked_ns - t0,
+							            1);
 						if (dev_reg < 0 || r == dev_reg)
 							*bytes += pk.out[r];
 					}
@@ -420,9 +428,10 @@ static struct vr_dev *dev_of_uuid(const char *uuid)
 
 static const char *state_word(int s)
 {
-	return s == PK_PARKING ? "parking" : s == PK_PARKED ? "parked"
-	       : s == PK_RESTORING                         ? "restoring"
-	                                                   : "running";
+	return s == PK_PARKING     ? "parking"
+	       : s == PK_PARKED    ? "parked"
+	       : s == PK_RESTORING ? "restoring"
+	                           : "running";
 }
 
 /* One request on the socket (common/parkwire.h): the answer into out. */
@@ -435,8 +444,8 @@ static void serve(const char *req, uid_t uid, char *out, size_t len)
 		long long idle = -1;
 		if (atomic_load(&pk.gate) != GATE_OPEN)
 			idle = (long long)((mono_ns() - atomic_load(&pk.armed_ns)) / 1000000ull);
-		snprintf(out, len, "state %s idle_ms=%lld parked=%llu", state_word(atomic_load(&pk.state)),
-		         idle, (unsigned long long)pk.host);
+		snprintf(out, len, "state %s idle_ms=%lld parked=%llu",
+		         state_word(atomic_load(&pk.state)), idle, (unsigned long long)pk.host);
 	} else if (!strcmp(req, "park")) {
 		if (!own)
 			snprintf(out, len, "refused only its own user or root may park it");
@@ -517,7 +526,8 @@ static void look(void)
 	char why[300], a[32], t[32];
 	uint64_t bytes = 0;
 	if (park_now(idle, -1, &bytes, why, sizeof why) == 0) {
-		vr_log(VR_LOG_INFO, "parked after %s without a driver call: %s moved to host memory",
+		vr_log(VR_LOG_INFO,
+		       "parked after %s without a driver call: %s moved to host memory",
 		       vr_format_duration(idle, t, sizeof t), vr_format_size(bytes, a, sizeof a));
 	} else if (cannot_park(why, sizeof why)) {
 		/* For good: said once, and the agent stops looking. */
@@ -580,7 +590,8 @@ static void start_agent(void)
 	if (pthread_create(&pk.agent_thread, &at, agent_main, NULL) == 0)
 		atomic_store(&pk.agent, 1);
 	else
-		vr_log(VR_LOG_WARN, "--park-idle: cannot start the thread that parks; never parked");
+		vr_log(VR_LOG_WARN,
+		       "--park-idle: cannot start the thread that parks; never parked");
 	pthread_attr_destroy(&at);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }

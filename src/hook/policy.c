@@ -290,9 +290,8 @@ static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t asked, u
 	if (asked != bytes) /* exact: a rounded size could read as a whole MiB */
 		snprintf(pages, sizeof pages, " (%llu bytes asked, in whole 2 MiB pages)",
 		         (unsigned long long)asked);
-	vr__log(VR_LOG_WARN,
-	        "%s%s%s on GPU %d%s: cap %s, %s in use%s (this process %s%s%s); %s%s", lead,
-	        vr_format_size_digits(bytes, dg, a, sizeof a), pages, d->ordinal, why,
+	vr__log(VR_LOG_WARN, "%s%s%s on GPU %d%s: cap %s, %s in use%s (this process %s%s%s); %s%s",
+	        lead, vr_format_size_digits(bytes, dg, a, sizeof a), pages, d->ordinal, why,
 	        vr_format_size_digits(d->cap, dg, b, sizeof b),
 	        vr_format_size_digits(in_use, dg, c, sizeof c), ohs,
 	        vr_format_size_digits(self, dg, s, sizeof s), mines, others, tip, more);
@@ -305,8 +304,8 @@ static void refused(struct vr_dev *d, uint64_t bytes, uint64_t asked, uint64_t i
 	if (vr_gt_refused(d) || vr_outer_refused(d)) {
 		/* Their own line says why; a wait before it is said first. */
 		char took[32], sz[32];
-		if (last_wait.ns && (last_wait.end == VR_WAITED_TIME ||
-		                     last_wait.end == VR_WAITED_OTHER))
+		if (last_wait.ns &&
+		    (last_wait.end == VR_WAITED_TIME || last_wait.end == VR_WAITED_OTHER))
 			vr_log(VR_LOG_WARN, "waited %s for %s on GPU %d, then:",
 			       vr_format_duration(last_wait.ns / 1000000, took, sizeof took),
 			       vr_format_size(bytes, sz, sizeof sz), d->ordinal);

@@ -467,8 +467,8 @@ static void trace_kind(int type, int dev, uint64_t bytes, uint64_t in_use, uint3
 			atomic_fetch_add(A(h->ring_folded), 1);
 			return;
 		}
-	} while (!atomic_compare_exchange_weak_explicit(A(h->head), &head, head + 1,
-	                                                memory_order_relaxed, memory_order_relaxed));
+	} while (!atomic_compare_exchange_weak_explicit(
+	    A(h->head), &head, head + 1, memory_order_relaxed, memory_order_relaxed));
 	struct vr_rec_ev *e =
 	    VR_REC_SECTION(h, VR_REC_OFF_RING, struct vr_rec_ev) + (head % VR_REC_RING);
 	e->t_ns = now_mono();

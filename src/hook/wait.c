@@ -59,8 +59,7 @@ static enum vr_wait_end own_group(struct vr_dev *d, uint64_t bytes, uint64_t dea
 	                        : VR_WAITED_TIME;
 }
 
-int vr_wait_room_own(struct vr_dev *d, uint64_t bytes, uint64_t deadline_ns,
-                     struct vr_waited *w)
+int vr_wait_room_own(struct vr_dev *d, uint64_t bytes, uint64_t deadline_ns, struct vr_waited *w)
 {
 	uint64_t t0 = mono_ns();
 	w->end = VR_WAITED_OWN_BOOKS;
@@ -97,7 +96,8 @@ const char *vr_wait_why(enum vr_wait_end end)
 {
 	switch (end) {
 	case VR_WAITED_DEADLOCK:
-		return " without waiting: every other live member of the group is waiting for memory "
+		return " without waiting: every other live member of the group is waiting for "
+		       "memory "
 		       "too, so none would free any (the newest wait gives up)";
 	case VR_WAITED_ALONE:
 		return " without waiting: the group has no other live process that could free "

@@ -50,8 +50,7 @@ static inline uint64_t vr_wait_budget_ns(void)
 int vr_wait_room(struct vr_dev *d, uint64_t bytes, uint64_t deadline_ns, struct vr_waited *w);
 /* The same in its own group's books only (a parked process's bytes
  * coming back: the job's groups still hold them). */
-int vr_wait_room_own(struct vr_dev *d, uint64_t bytes, uint64_t deadline_ns,
-                     struct vr_waited *w);
+int vr_wait_room_own(struct vr_dev *d, uint64_t bytes, uint64_t deadline_ns, struct vr_waited *w);
 
 /* The reason a wait ended, as the denial line says it (after "on GPU n"):
  * "" for VR_WAITED_TIME (the line starts "waited T for ..."). */

@@ -573,14 +573,14 @@ static void prom_procs(FILE *f, const struct mon_model *m, enum proc_metric whic
 			    : which == PM_WAITING_SINCE ? p->wait_since / 1000000000ull
 			    : which == PM_PARKED        ? p->parked_bytes
 			    : which == PM_PARKED_SINCE  ? p->parked_since / 1000000000ull
-			    : which == PM_USED        ? p->in_use
-			    : which == PM_PEAK        ? p->peak
-			    : which == PM_DENIED      ? p->denied_count
-			    : which == PM_LAST_DENIED ? p->last_denied
-			    : which == PM_SPILLED     ? p->spilled
-			    : which == PM_CARD        ? p->on_card
-			    : which == PM_OVERHEAD    ? p->card_overhead
-			                              : p->host_pinned;
+			    : which == PM_USED          ? p->in_use
+			    : which == PM_PEAK          ? p->peak
+			    : which == PM_DENIED        ? p->denied_count
+			    : which == PM_LAST_DENIED   ? p->last_denied
+			    : which == PM_SPILLED       ? p->spilled
+			    : which == PM_CARD          ? p->on_card
+			    : which == PM_OVERHEAD      ? p->card_overhead
+			                                : p->host_pinned;
 		}
 		if (!any)
 			mon_prom_head(f, name, type, help);

@@ -97,9 +97,9 @@ struct vr_ghost {
  * and held on the host against `park_budget`, `parked` their sum.
  */
 struct vr_hdr_wait {
-	uint32_t wake;    /* futex word: bumped when room is made while someone waits */
-	uint32_t waiters; /* members waiting for room now (every device) */
-	uint64_t tickets; /* the next wait's place in the order */
+	uint32_t wake;        /* futex word: bumped when room is made while someone waits */
+	uint32_t waiters;     /* members waiting for room now (every device) */
+	uint64_t tickets;     /* the next wait's place in the order */
 	uint64_t park_budget; /* host bytes the group may park (0: no parking) */
 	uint64_t parked;      /* sum of the USED slots' parked bytes, held against it */
 };
@@ -108,16 +108,16 @@ struct vr_hdr_wait {
  * member alone, read by the group's other waiters and by monitors. */
 enum { VR_PARK_NONE = 0, VR_PARK_PARKED = 1 };
 struct vr_slot_wait {
-	uint32_t dev;         /* device + 1 it waits for room on, 0: not waiting */
-	uint32_t park;        /* VR_PARK_* */
-	uint64_t bytes;       /* what the wait asks for */
-	uint64_t claimed;     /* of it, set aside already: in the slot word and the total */
-	uint64_t since;       /* CLOCK_REALTIME ns the wait began */
-	uint64_t ticket;      /* its place in the group's order (vr_hdr_wait.tickets) */
+	uint32_t dev;          /* device + 1 it waits for room on, 0: not waiting */
+	uint32_t park;         /* VR_PARK_* */
+	uint64_t bytes;        /* what the wait asks for */
+	uint64_t claimed;      /* of it, set aside already: in the slot word and the total */
+	uint64_t since;        /* CLOCK_REALTIME ns the wait began */
+	uint64_t ticket;       /* its place in the group's order (vr_hdr_wait.tickets) */
 	uint64_t parked_since; /* CLOCK_REALTIME ns it was parked, while parked */
-	uint64_t idle_since;  /* CLOCK_REALTIME ns of its last driver call seen (parkable
-	                         members with --park-idle; 0: unknown) */
-	uint32_t flags;       /* VR_PARK_F_* */
+	uint64_t idle_since;   /* CLOCK_REALTIME ns of its last driver call seen (parkable
+	                          members with --park-idle; 0: unknown) */
+	uint32_t flags;        /* VR_PARK_F_* */
 	uint32_t pad;
 };
 /* It can be parked (--park-idle): its library gates its driver calls. */

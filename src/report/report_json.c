@@ -183,8 +183,8 @@ json_object *rep_json_report(const struct rep_view *r, const struct devsum *ds, 
 			                              : 0));
 			json_object_object_add(o, "spilled_peak_bytes", ju(x->spilled_peak));
 			json_object_object_add(o, "spilled_at_end_bytes", ju(x->spilled));
-			waits_json(o, x->waits, x->waits_granted, x->wait_ns, x->wait_ns_max, x->parks,
-			           x->parked_max);
+			waits_json(o, x->waits, x->waits_granted, x->wait_ns, x->wait_ns_max,
+			           x->parks, x->parked_max);
 			json_object_array_add(pd, o);
 		}
 		json_object_object_add(p, "devices", pd);

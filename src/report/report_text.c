@@ -77,7 +77,8 @@ static void waits_line(FILE *f, const char *indent, const struct devsum *x)
 		        vr_format_duration(x->wait_ns / 1000000, a, sizeof a),
 		        vr_format_duration(x->wait_ns_max / 1000000, b, sizeof b));
 	if (x->parks)
-		fprintf(f, "%sparked %" PRIu64 " time%s (its memory moved to the host), at most %s\n",
+		fprintf(f,
+		        "%sparked %" PRIu64 " time%s (its memory moved to the host), at most %s\n",
 		        indent, x->parks, x->parks == 1 ? "" : "s",
 		        vr_format_size(x->parked_max, c, sizeof c));
 }

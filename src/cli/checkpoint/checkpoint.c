@@ -67,8 +67,9 @@ int main(int argc, char **argv)
 	*(void **)&unlock = dlsym(h, "cuCheckpointProcessUnlock");
 	*(void **)&state = dlsym(h, "cuCheckpointProcessGetState");
 	if (!init || !lock || !ckpt || !restore || !unlock || !state) {
-		printf("fail driver: the driver has no checkpoint API (cuCheckpointProcess*: drivers "
-		       "of CUDA 12.8 and later, Linux)\n");
+		printf(
+		    "fail driver: the driver has no checkpoint API (cuCheckpointProcess*: drivers "
+		    "of CUDA 12.8 and later, Linux)\n");
 		return 1;
 	}
 	int pid = atoi(argv[2]);
