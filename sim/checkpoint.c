@@ -11,7 +11,9 @@
  * moves its device memory to host memory and releases what it held on
  * every card (NVML no longer lists it); Restore takes it back, and fails
  * with CUDA_ERROR_OUT_OF_MEMORY, the process still CHECKPOINTED, when a
- * card has no room; a call in the wrong state is CUDA_ERROR_ILLEGAL_STATE.
+ * card has no room; a call in the wrong state is CUDA_ERROR_ILLEGAL_STATE;
+ * a process holding managed or IPC memory is not checkpointed
+ * (CUDA_ERROR_NOT_SUPPORTED: the real driver does not support them).
  * As on the real driver the work is done inside the target process, by a
  * thread the driver starts there (cuCheckpointProcessGetRestoreThreadId):
  *
@@ -157,13 +159,25 @@ static int charge_cards(int sign, int n)
 	return 0;
 }
 
+/* What the real driver's checkpoint does not support (NVIDIA's
+ * cuda-checkpoint: UVM and IPC memory). The real one may leave the process
+ * broken when it meets them; here it stays LOCKED, as it was. */
+static int unsupported(struct sim_alloc *a, void *arg)
+{
+	(void)arg;
+	return a->kind == SIM_ALLOC_IPC ||
+	       (a->kind == SIM_ALLOC_LINEAR && (a->managed || a->ipc_exported));
+}
+
 static CUresult do_checkpoint(void)
 {
 	if (atomic_load(&me.f->state) != CU_PROCESS_STATE_LOCKED)
 		return CUDA_ERROR_ILLEGAL_STATE;
 	pthread_mutex_lock(&g_sim.mu);
 	CUresult rc = CUDA_SUCCESS;
-	if (sim_copy_park_all() != 0) {
+	if (sim_alloc_each(unsupported, NULL)) {
+		rc = CUDA_ERROR_NOT_SUPPORTED;
+	} else if (sim_copy_park_all() != 0) {
 		rc = CUDA_ERROR_OUT_OF_MEMORY; /* host memory for the copies */
 	} else {
 		charge_cards(-1, g_sim.ndev);

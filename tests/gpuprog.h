@@ -22,6 +22,7 @@ struct gp_driver {
 	 * does not wrap, as a framework's kernels and copies are. */
 	vr_pfn_cuMemcpyHtoD_v2 htod;
 	vr_pfn_cuMemcpyDtoH_v2 dtoh;
+	vr_pfn_cuMemAllocManaged managed;
 };
 
 /* Loads libcuda.so.1 and makes GPU `ordinal`'s primary context current.
@@ -47,6 +48,7 @@ static inline int gp_start(struct gp_driver *d, int ordinal)
 	*(void **)&d->set_limit = dlsym(h, "cuCtxSetLimit");
 	*(void **)&d->htod = dlsym(h, "cuMemcpyHtoD_v2");
 	*(void **)&d->dtoh = dlsym(h, "cuMemcpyDtoH_v2");
+	*(void **)&d->managed = dlsym(h, "cuMemAllocManaged");
 	/* GP_PROCADDR=1: the copies as cudart gets them, through
 	 * cuGetProcAddress_v2 (after cuInit, below). */
 	vr_pfn_cuGetProcAddress_v2 procaddr;

@@ -183,12 +183,30 @@ static const struct vr_dev *outside_books(void)
 	return NULL;
 }
 
+/* The first thing the process used that a checkpoint does not support. */
+static _Atomic(const char *) unsupported;
+
+void vr_park_unsupported(const char *what)
+{
+	const char *none = NULL;
+	if (!atomic_load_explicit(&unsupported, memory_order_relaxed))
+		atomic_compare_exchange_strong(&unsupported, &none, what);
+}
+
 /* Why this process cannot be parked now, into why; 0 when it can. */
 static int cannot_park(char *why, size_t len)
 {
 	const char *helper;
 	struct linked l = {0};
 	const struct vr_dev *o = outside_books();
+	const char *u = atomic_load(&unsupported);
+	if (u) {
+		snprintf(why, len,
+		         "it used %s, which the driver's checkpoint does not support (a checkpoint "
+		         "that meets it fails and may leave the process broken)",
+		         u);
+		return 1;
+	}
 	if (o) {
 		if (o->ordinal < 0)
 			snprintf(why, len,

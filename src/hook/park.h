@@ -19,6 +19,13 @@
  * driver call, which starts the thread that parks). Idempotent. */
 void vr_park_arm(void);
 
+/* The process used something the driver's checkpoint does not support
+ * (managed memory, IPC: NVIDIA documents that a checkpoint that meets
+ * them fails and may leave the process broken), named by what (a string
+ * constant): from then on it is never parked, said at the next park.
+ * One store; any thread. */
+void vr_park_unsupported(const char *what);
+
 /*
  * The driver refused an allocation of bytes on d (out of memory) that
  * d's group is owed by its guarantee (guarantee_park.h): idle borrowers on

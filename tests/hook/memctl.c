@@ -5,6 +5,7 @@
  * prints "ready PID", then answers each line with one line:
  *
  *   a MIB   allocate: "ok", "oom" (CUDA_ERROR_OUT_OF_MEMORY) or "err N"
+ *   m MIB   allocate managed memory (cuMemAllocManaged): "ok" or "err N"
  *   f       free the newest block: "ok" (or "none")
  *   F       free every block: "ok"
  *   i       "info FREE TOTAL" (cuMemGetInfo_v2, in bytes)
@@ -75,6 +76,17 @@ int main(void)
 				printf("ok\n");
 			} else if (rc == CUDA_ERROR_OUT_OF_MEMORY) {
 				printf("oom\n");
+			} else {
+				printf("err %d\n", (int)rc);
+			}
+		} else if (line[0] == 'm' && d.managed) {
+			/* N MiB of managed memory, freed as the others. */
+			size_t bytes = (size_t)strtoull(line + 1, NULL, 10) << 20;
+			CUresult rc = n < MAX_BLOCKS ? d.managed(&p[n], bytes, CU_MEM_ATTACH_GLOBAL)
+			                             : CUDA_ERROR_INVALID_VALUE;
+			if (rc == CUDA_SUCCESS) {
+				sizes[n++] = bytes;
+				printf("ok\n");
 			} else {
 				printf("err %d\n", (int)rc);
 			}

@@ -15,8 +15,9 @@
 #   4. killed while parked: its group's books and park budget read zero;
 #   5. `vramctl park` and `unpark` (PID and group), refused for a busy
 #      process and one without --park-idle; a park budget too small;
-#      a process that keeps its own books, or runs on a driver without
-#      the checkpoint API (before CUDA 12.8), is never parked, said;
+#      a process that keeps its own books, runs on a driver without the
+#      checkpoint API (before CUDA 12.8) or used managed memory (which the
+#      checkpoint does not support) is never parked, said;
 #   6. a guaranteed group refused by the driver (borrowers hold its owed
 #      memory) has the idle borrower parked and is served; nobody killed.
 . "$VR_SRC/tests/cli/common.bash"

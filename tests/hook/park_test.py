@@ -224,6 +224,21 @@ def old_driver():
     a.end()
 
 
+def managed():
+    # Managed memory, which the driver's checkpoint does not support (a
+    # failed checkpoint may leave the process broken): never parked, said
+    # before the driver is asked.
+    base = card_used(status())
+    a = member("a", "p9", idle="1")
+    check(a.alloc(200) == "ok" and a.ask("m 1") == "ok", "a holds 200 MiB and 1 MiB managed")
+    time.sleep(2.5)
+    check(card_used(status()) > base + 200 * MiB, "still on the card after its idle time")
+    check("never parked: it used managed memory (cuMemAllocManaged)" in a.stderr(),
+          "said why: %s" % a.stderr())
+    check(a.ask("i").startswith("info"), "it runs on")
+    a.end()
+
+
 def guarantee():
     # A borrower fills the card before any guarantee exists.
     b = member("b", "borrow", limit="16G", idle="manual", budget="16G")
@@ -257,5 +272,6 @@ killed()
 cli()
 own_books()
 old_driver()
+managed()
 guarantee()
 sys.exit(1 if memctl.bad else 0)

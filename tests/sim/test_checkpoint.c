@@ -7,7 +7,10 @@
  * checkpointed), restores and unlocks it, and the child reads back what
  * it wrote. Calls in the wrong state are CUDA_ERROR_ILLEGAL_STATE; a Lock
  * that cannot drain a slow call in time leaves the child running; a child
- * killed while checkpointed leaves nothing on the card and no hang.
+ * killed while checkpointed leaves nothing on the card and no hang; a
+ * child holding managed memory is not checkpointed (the real driver does
+ * not support it): CUDA_ERROR_NOT_SUPPORTED, still locked, and it runs on
+ * once unlocked.
  */
 #include "simtest.h"
 
@@ -25,7 +28,8 @@ static unsigned char pattern(size_t i)
  * answers commands on fd 0 with one byte on fd 1:
  *   i  cuMemGetInfo (a driver call that waits while it is locked): 'i'
  *   c  reads the pattern back: 'y' intact, 'n' not
- *   s  a slow cuCtxSynchronize (VRAMSIM_SLOW): 's' */
+ *   s  a slow cuCtxSynchronize (VRAMSIM_SLOW): 's'
+ *   m  1 MiB of managed memory: 'm' */
 static int child(void)
 {
 	sim_setup();
@@ -54,6 +58,10 @@ static int child(void)
 			out = ok ? 'y' : 'n';
 		} else if (c == 's') {
 			cuCtxSynchronize();
+		} else if (c == 'm') {
+			CUdeviceptr mp;
+			if (cuMemAllocManaged(&mp, MiB, CU_MEM_ATTACH_GLOBAL) != CUDA_SUCCESS)
+				out = 'x';
 		}
 		if (write(1, &out, 1) != 1)
 			return 4;
@@ -203,6 +211,23 @@ int main(int argc, char **argv)
 	close(s.to);
 	close(s.from);
 	waitpid(s.pid, NULL, 0);
+	ASSERT_UEQ(sim_used(), base);
+
+	/* Managed memory: not checkpointed; it stays locked, then runs. */
+	struct kid m = start(NULL);
+	ask(&m, 'm');
+	ASSERT_EQ(answer_within(&m, 5000), 'm');
+	lock.timeoutMs = 2000;
+	ASSERT_CU(cuCheckpointProcessLock(m.pid, &lock), CUDA_SUCCESS);
+	ASSERT_CU(cuCheckpointProcessCheckpoint(m.pid, NULL), CUDA_ERROR_NOT_SUPPORTED);
+	ASSERT_EQ(state_of(m.pid), CU_PROCESS_STATE_LOCKED);
+	ASSERT(sim_used() > base);
+	ASSERT_CU(cuCheckpointProcessUnlock(m.pid, NULL), CUDA_SUCCESS);
+	ask(&m, 'c');
+	ASSERT_EQ(answer_within(&m, 5000), 'y');
+	close(m.to);
+	close(m.from);
+	waitpid(m.pid, NULL, 0);
 	ASSERT_UEQ(sim_used(), base);
 	return 0;
 }
