@@ -111,7 +111,9 @@ static int ask_group(const char *cmd, const char *dir, const char *group)
 			bad = 1;
 			continue;
 		}
-		if (!strcmp(cmd, "unpark") && !p->parked)
+		/* Nothing to do for one parked already (park) or running (unpark). */
+		int parking = !strcmp(cmd, "park");
+		if (parking == !!p->parked)
 			continue;
 		asked++;
 		bad |= ask_one(cmd, pid, label);
