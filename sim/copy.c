@@ -49,39 +49,41 @@ void sim_copy_forget(struct sim_alloc *a)
 	a->backing = a->saved = NULL;
 }
 
-CUresult simi_cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
+/* One copy between host memory and the block at dev (to_device: host ->
+ * device), under the driver's lock. */
+static CUresult copy(CUdeviceptr dev, void *host, size_t n, int to_device)
 {
 	CUresult rc = CUDA_SUCCESS;
 	SIM_LOCK_INIT();
 	if (!sim_cur_ctx(&rc))
 		SIM_UNLOCK_RETURN(rc);
-	if (ByteCount == 0)
+	if (n == 0)
 		SIM_UNLOCK_RETURN(CUDA_SUCCESS);
-	struct sim_alloc *a = srcHost ? alloc_at(dstDevice, ByteCount) : NULL;
+	struct sim_alloc *a = host ? alloc_at(dev, n) : NULL;
 	if (!a)
 		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
-	if (!a->backing && !(a->backing = map_bytes(a->size)))
+	char *at = NULL;
+	if (to_device && !a->backing && !(a->backing = map_bytes(a->size)))
 		SIM_UNLOCK_RETURN(CUDA_ERROR_OUT_OF_MEMORY);
-	memcpy((char *)a->backing + (dstDevice - a->ptr), srcHost, ByteCount);
+	if (a->backing)
+		at = (char *)a->backing + (dev - a->ptr);
+	if (to_device)
+		memcpy(at, host, n);
+	else if (at)
+		memcpy(host, at, n);
+	else
+		memset(host, 0, n); /* never written: reads as zeros */
 	SIM_UNLOCK_RETURN(CUDA_SUCCESS);
+}
+
+CUresult simi_cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
+{
+	return copy(dstDevice, (void *)(uintptr_t)srcHost, ByteCount, 1);
 }
 
 CUresult simi_cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
 {
-	CUresult rc = CUDA_SUCCESS;
-	SIM_LOCK_INIT();
-	if (!sim_cur_ctx(&rc))
-		SIM_UNLOCK_RETURN(rc);
-	if (ByteCount == 0)
-		SIM_UNLOCK_RETURN(CUDA_SUCCESS);
-	struct sim_alloc *a = dstHost ? alloc_at(srcDevice, ByteCount) : NULL;
-	if (!a)
-		SIM_UNLOCK_RETURN(CUDA_ERROR_INVALID_VALUE);
-	if (a->backing)
-		memcpy(dstHost, (char *)a->backing + (srcDevice - a->ptr), ByteCount);
-	else
-		memset(dstHost, 0, ByteCount);
-	SIM_UNLOCK_RETURN(CUDA_SUCCESS);
+	return copy(srcDevice, dstHost, ByteCount, 0);
 }
 
 /* One allocation's bytes to a host copy (to_host) or back: the pages move

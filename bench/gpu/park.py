@@ -20,22 +20,17 @@ driver.checkpoint), PyTorch and 16 GiB free on GPU 0; skips otherwise.
 """
 import json
 import os
-import select
 import subprocess
 import sys
 import time
+
+import driven
+from driven import check
 
 GiB = 1 << 30
 build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/gcc-release")
 V = os.path.join(build, "vramctl")
 case = os.path.join(os.path.dirname(os.path.abspath(__file__)), "park_case.py")
-bad = 0
-
-
-def check(cond, what):
-    global bad
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    bad += not cond
 
 
 def smi(query):
@@ -60,32 +55,8 @@ def status_row(pid):
     return r[0] if r else None
 
 
-class Prog:
-    def __init__(self, name, *run_args):
-        self.name = name
-        self.p = subprocess.Popen([V, "run", "--group", name, *run_args, "--", sys.executable,
-                                   case], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=open("park-%s.err" % name, "w"), text=True)
-        line = self.p.stdout.readline().split()
-        if not line or line[0] != "ready":
-            raise RuntimeError("%s did not start" % name)
-        self.pid = int(line[1])
-
-    def send(self, cmd):
-        self.p.stdin.write(cmd + "\n")
-        self.p.stdin.flush()
-
-    def reply(self, timeout=300):
-        r, _, _ = select.select([self.p.stdout], [], [], timeout)
-        return self.p.stdout.readline().split() if r else None
-
-    def ask(self, cmd, timeout=300):
-        self.send(cmd)
-        return self.reply(timeout)
-
-    def end(self):
-        self.p.stdin.close()
-        self.p.wait(timeout=120)
+def prog(name, *run_args):
+    return driven.Case(V, case, name, run_args, "park-%s.err" % name)
 
 
 try:
@@ -104,7 +75,7 @@ if free_mib < 16 * 1024:
     sys.exit(0)
 
 # 1. vramctl park and the next call.
-a = Prog("pa", "--limit", "20G", "--park-idle=manual")
+a = prog("pa", "--limit", "20G", "--park-idle=manual")
 check(a.ask("fill 8") == ["filled", "8"], "A holds 8 GiB of random tensors")
 s0 = a.ask("sum")
 before = card_used_mib()
@@ -135,7 +106,7 @@ check(row is not None and not row["parked"], "vramctl status: A runs again")
 a.end()
 
 # 2. Parked by itself when idle.
-b = Prog("pb", "--limit", "8G", "--park-idle=3s")
+b = prog("pb", "--limit", "8G", "--park-idle=3s")
 check(b.ask("fill 2") == ["filled", "2"], "B holds 2 GiB")
 s0 = b.ask("sum")
 end = time.monotonic() + 30
@@ -150,8 +121,8 @@ check(b.ask("sum") == s0, "B's next call brings it back, the same checksum")
 b.end()
 
 # 3. A waiter woken by a neighbour's free.
-x = Prog("pw", "--limit", "4G")
-y = Prog("pw", "--limit", "4G", "--wait=30")
+x = prog("pw", "--limit", "4G")
+y = prog("pw", "--limit", "4G", "--wait=30")
 check(x.ask("alloc 3072") == ["ok"], "X holds 3 GiB of the 4 GiB group")
 y.send("alloc 2048")
 check(y.reply(3) is None, "Y's 2 GiB waits while X holds 3")
@@ -168,4 +139,4 @@ print("Y's grant came %.3f s after X's free began (PyTorch's free and empty_cach
 check(t_grant - t_free < 5e9, "within 5 s")
 x.end()
 y.end()
-sys.exit(1 if bad else 0)
+sys.exit(1 if driven.bad else 0)

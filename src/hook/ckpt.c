@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "hook/ckpt.h"
 #include "hook/hook.h"
 
@@ -104,13 +105,6 @@ static int child_main(void *arg)
 	_exit(127);
 }
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* Runs the helper with action for this process; its line into out. 0, or
  * -1 with why. */
 static int run_helper(const char *action, unsigned lock_ms, char *out, size_t outlen, char *why,
@@ -153,9 +147,9 @@ static int run_helper(const char *action, unsigned lock_ms, char *out, size_t ou
 		return -1;
 	}
 	size_t got = 0;
-	uint64_t end = mono_ms() + VR_CKPT_BOUND_MS + lock_ms;
+	uint64_t end = vr_mono_ns() / 1000000 + VR_CKPT_BOUND_MS + lock_ms;
 	for (;;) {
-		uint64_t now = mono_ms();
+		uint64_t now = vr_mono_ns() / 1000000;
 		struct pollfd pf = {.fd = p[0], .events = POLLIN};
 		int left = now < end ? (int)(end - now) : 0;
 		int pr = poll(&pf, 1, left);

@@ -49,6 +49,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/duration.h"
 #include "common/parkwire.h"
 #include "common/spill.h"
@@ -93,20 +94,6 @@ static struct {
 	char never[200]; /* why it can never be parked ("" when it can) */
 	atomic_int said_never;
 } pk = {.mu = PTHREAD_MUTEX_INITIALIZER, .lfd = -1};
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t real_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void wake_all(void)
 {
@@ -262,7 +249,7 @@ static int park_now(uint64_t min_ms, int dev_reg, uint64_t *bytes, char *why, si
 	*bytes = 0;
 	pthread_mutex_lock(&pk.mu);
 	int rc = -1;
-	uint64_t now = mono_ns(), armed = atomic_load(&pk.armed_ns);
+	uint64_t now = vr_mono_ns(), armed = atomic_load(&pk.armed_ns);
 	if (atomic_load(&pk.state) != PK_RUNNING) {
 		snprintf(why, len, "it is parked already");
 	} else if (atomic_load(&pk.gate) != GATE_PROBE || now - armed < min_ms * 1000000ull) {
@@ -298,7 +285,7 @@ static int park_now(uint64_t min_ms, int dev_reg, uint64_t *bytes, char *why, si
 				vr_park_unreserve(m, held);
 			} else {
 				set_state(PK_PARKING);
-				uint64_t t0 = mono_ns();
+				uint64_t t0 = vr_mono_ns();
 				if (vr_ckpt_park(VR_PARK_LOCK_MS, why, len) != 0) {
 					vr_park_unreserve(m, held);
 					set_state(PK_RUNNING);
@@ -306,7 +293,7 @@ static int park_now(uint64_t min_ms, int dev_reg, uint64_t *bytes, char *why, si
 				} else {
 					vr_park_out(m, pk.out);
 					pk.host = held;
-					pk.parked_ns = mono_ns();
+					pk.parked_ns = vr_mono_ns();
 					for (int r = 0; r < VR_MAX_DEVICES; r++) {
 						struct vr_dev *d = pk.out[r] ? dev_of_reg(r) : NULL;
 						if (d)
@@ -345,7 +332,7 @@ static int restore_now(const char *who)
 		return 0;
 	}
 	set_state(PK_RESTORING);
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = vr_mono_ns();
 	uint64_t budget_ms = vr_g.wait_ms ? vr_g.wait_ms : VR_RESTORE_WAIT_MS;
 	uint64_t deadline = t0 + budget_ms * 1000000ull;
 	vr_member *m = vr__books_member;
@@ -369,7 +356,7 @@ static int restore_now(const char *who)
 	} else if (vr_ckpt_restore(why, sizeof why, &no_room) != 0) {
 		give_back(VR_MAX_DEVICES);
 	} else {
-		uint64_t ns = mono_ns() - t0;
+		uint64_t ns = vr_mono_ns() - t0;
 		for (r = 0; r < VR_MAX_DEVICES; r++) {
 			struct vr_dev *d = pk.out[r] ? dev_of_reg(r) : NULL;
 			if (d) {
@@ -461,7 +448,7 @@ static void serve(const char *req, uid_t uid, char *out, size_t len)
 	if (!strcmp(req, "state")) {
 		long long idle = -1;
 		if (atomic_load(&pk.gate) != GATE_OPEN)
-			idle = (long long)((mono_ns() - atomic_load(&pk.armed_ns)) / 1000000ull);
+			idle = (long long)((vr_mono_ns() - atomic_load(&pk.armed_ns)) / 1000000ull);
 		snprintf(out, len, "state %s idle_ms=%lld parked=%llu",
 		         state_word(atomic_load(&pk.state)), idle, (unsigned long long)pk.host);
 	} else if (!strcmp(req, "park")) {
@@ -516,7 +503,7 @@ static uint64_t next_look(void)
 		return rearm;
 	/* Shut: a call may open it any time (then it is shut again within
 	 * rearm), or the idle time ends. */
-	uint64_t since = mono_ns() - atomic_load(&pk.armed_ns);
+	uint64_t since = vr_mono_ns() - atomic_load(&pk.armed_ns);
 	return since >= idle ? 1000000ull : idle - since < rearm ? idle - since : rearm;
 }
 
@@ -529,8 +516,8 @@ static void look(void)
 	int g = atomic_load(&pk.gate);
 	if (g == GATE_OPEN) {
 		/* A call came since the last look (or none was watched yet). */
-		atomic_store(&pk.armed_ns, mono_ns());
-		atomic_store(&pk.armed_rt, real_ns());
+		atomic_store(&pk.armed_ns, vr_mono_ns());
+		atomic_store(&pk.armed_rt, vr_real_ns());
 		atomic_store(&pk.gate, GATE_PROBE);
 		vr_gate_shut();
 		vr_idle_note(m, 0, 1);
@@ -539,7 +526,7 @@ static void look(void)
 	vr_idle_note(m, atomic_load(&pk.armed_rt), 1);
 	uint64_t idle = vr_g.park_idle_ms;
 	if (g != GATE_PROBE || idle == VR_PARK_MANUAL ||
-	    mono_ns() - atomic_load(&pk.armed_ns) < idle * 1000000ull)
+	    vr_mono_ns() - atomic_load(&pk.armed_ns) < idle * 1000000ull)
 		return;
 	char why[300], a[32], t[32];
 	uint64_t bytes = 0;
@@ -557,7 +544,7 @@ static void look(void)
 		 * probe goes on (next idle time). */
 		vr_log(VR_LOG_INFO, "not parked after %s idle: %s",
 		       vr_format_duration(idle, t, sizeof t), why);
-		atomic_store(&pk.armed_ns, mono_ns());
+		atomic_store(&pk.armed_ns, vr_mono_ns());
 	}
 }
 
@@ -628,7 +615,7 @@ void vr_park_arm(void)
 		return;
 	/* Shut until the first driver call starts the agent (which opens
 	 * it, or keeps it shut as the idle probe). */
-	atomic_store(&pk.armed_ns, mono_ns());
+	atomic_store(&pk.armed_ns, vr_mono_ns());
 	atomic_store(&pk.gate, GATE_PROBE);
 	vr_gate_pass = first_pass;
 	vr_gate_shut();
@@ -652,7 +639,7 @@ int vr_park_for_room(struct vr_dev *d, uint64_t bytes)
 {
 	if (!d || !vr_gt_owed(d))
 		return 0;
-	uint64_t t0 = mono_ns(), deadline = t0 + vr_g.wait_ms * 1000000ull;
+	uint64_t t0 = vr_mono_ns(), deadline = t0 + vr_g.wait_ms * 1000000ull;
 	uint64_t freed = 0;
 	int rounds = 0;
 	do {
@@ -698,7 +685,7 @@ int vr_park_for_room(struct vr_dev *d, uint64_t bytes)
 		/* With --wait: borrowers busy now may be idle in a moment. */
 		struct timespec ts = {0, 250000000};
 		nanosleep(&ts, NULL);
-	} while (++rounds < 100000 && mono_ns() < deadline);
+	} while (++rounds < 100000 && vr_mono_ns() < deadline);
 	return freed > 0;
 }
 

@@ -18,11 +18,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
+#include "common/duration.h"
 #include "common/siteconf.h"
 #include "common/text.h"
 #include "hook/books.h"
 #include "hook/policy.h"
-#include "common/duration.h"
 #include "hook/record.h"
 #include "hook/wait.h"
 #include "registry/caps.h"
@@ -327,29 +328,22 @@ static void refused(struct vr_dev *d, uint64_t bytes, uint64_t asked, uint64_t i
  * VR_WAIT_RETRY_NS while time is left.
  */
 #define VR_WAIT_RETRY_NS 250000000ull
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static int waited(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
 {
-	uint64_t t0 = mono_ns(), deadline = t0 + vr_wait_budget_ns();
+	uint64_t t0 = vr_mono_ns(), deadline = t0 + vr_wait_budget_ns();
 	struct vr_waited w = {0};
 	for (;;) {
 		if (vr_wait_room(d, bytes, deadline, &w) == 0) {
 			*in_use = vr_books_in_use(d);
 			if (vr__policy_granted(d, bytes, in_use) == 0) {
 				vr_rec_charge(d, (int64_t)bytes);
-				vr_rec_wait(d, bytes, mono_ns() - t0, 1);
+				vr_rec_wait(d, bytes, vr_mono_ns() - t0, 1);
 				last_wait = (struct vr_waited){0};
 				return 1;
 			}
 			w.end = VR_WAITED_OTHER; /* the card or a guarantee refused */
 		}
-		uint64_t now = mono_ns();
+		uint64_t now = vr_mono_ns();
 		if ((w.end != VR_WAITED_TIME && w.end != VR_WAITED_OTHER) || now >= deadline)
 			break;
 		if (w.end == VR_WAITED_OTHER) {
@@ -361,7 +355,7 @@ static int waited(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
 				;
 		}
 	}
-	w.ns = mono_ns() - t0;
+	w.ns = vr_mono_ns() - t0;
 	last_wait = w;
 	vr_rec_wait(d, bytes, w.ns, 0);
 	vr_books_denied(d, bytes); /* the refusal counts now, not before the wait */

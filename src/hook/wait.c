@@ -10,19 +10,13 @@
 #include <pthread.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "hook/atfork.h"
 #include "hook/books.h"
 #include "hook/outer.h"
 #include "hook/wait.h"
 
 static pthread_mutex_t one_wait = PTHREAD_MUTEX_INITIALIZER;
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* The process's turn to wait, within the deadline: 0 or -1. */
 static int take_turn(uint64_t deadline_ns)
@@ -50,7 +44,7 @@ static enum vr_wait_end own_group(struct vr_dev *d, uint64_t bytes, uint64_t dea
 		return VR_WAITED_ALONE;
 	if (rc != 0)
 		return VR_WAITED_OWN_BOOKS;
-	while ((rc = vr_wait_turn(m, &w)) == 0 && mono_ns() < deadline_ns)
+	while ((rc = vr_wait_turn(m, &w)) == 0 && vr_mono_ns() < deadline_ns)
 		vr_wait_sleep(m, &w, deadline_ns);
 	vr_wait_exit(m, &w, rc == 1);
 	return rc == 1          ? VR_WAITED_GRANTED
@@ -61,7 +55,7 @@ static enum vr_wait_end own_group(struct vr_dev *d, uint64_t bytes, uint64_t dea
 
 int vr_wait_room_own(struct vr_dev *d, uint64_t bytes, uint64_t deadline_ns, struct vr_waited *w)
 {
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = vr_mono_ns();
 	w->end = VR_WAITED_OWN_BOOKS;
 	if (d->reg >= 0 && vr__books_member) {
 		w->end = VR_WAITED_TIME;
@@ -70,13 +64,13 @@ int vr_wait_room_own(struct vr_dev *d, uint64_t bytes, uint64_t deadline_ns, str
 			pthread_mutex_unlock(&one_wait);
 		}
 	}
-	w->ns = mono_ns() - t0;
+	w->ns = vr_mono_ns() - t0;
 	return w->end == VR_WAITED_GRANTED ? 0 : -1;
 }
 
 int vr_wait_room(struct vr_dev *d, uint64_t bytes, uint64_t deadline_ns, struct vr_waited *w)
 {
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = vr_mono_ns();
 	vr_wait_room_own(d, bytes, deadline_ns, w);
 	if (w->end == VR_WAITED_GRANTED && d->nouter) {
 		/* The job's groups too; a wait there is not served in order
@@ -88,7 +82,7 @@ int vr_wait_room(struct vr_dev *d, uint64_t bytes, uint64_t deadline_ns, struct 
 			w->end = VR_WAITED_OTHER;
 		}
 	}
-	w->ns = mono_ns() - t0;
+	w->ns = vr_mono_ns() - t0;
 	return w->end == VR_WAITED_GRANTED ? 0 : -1;
 }
 

@@ -21,19 +21,13 @@
 #include <stdatomic.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "registry/books.h"
 #include "registry/damage.h"
 #include "registry/lock.h"
 #include "registry/member.h"
 #include "registry/park.h"
 #include "registry/reclaim.h"
-
-static uint64_t realtime_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static struct vr_counts_line *line_of(vr_member *m, uint32_t d)
 {
@@ -121,7 +115,7 @@ int vr_park_out(vr_member *m, uint64_t out[VR_MAX_DEVICES])
 		out[d] = vr_slot_held(h, m->slot_idx, d);
 		STORE64(&line_of(m, d)->parked, out[d]);
 	}
-	STORE64(&m->slot->wait.parked_since, realtime_ns());
+	STORE64(&m->slot->wait.parked_since, vr_real_ns());
 	STORE32(&m->slot->wait.park, VR_PARK_PARKED);
 	vr_seq_end(h);
 	vr_group_unlock(m);

@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "registry/alive.h"
 #include "registry/books.h"
 #include "registry/knobs.h"
@@ -39,13 +40,6 @@
 #include "registry/reclaim.h"
 #include "registry/util.h"
 #include "registry/wait.h"
-
-static uint64_t realtime_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static _Atomic uint32_t *wake_word(struct vr_hdr *h)
 {
@@ -130,7 +124,7 @@ int vr_wait_enter(vr_member *m, int dev, uint64_t bytes, struct vr_wait *w)
 	vr_reclaim_dead(m);
 	STORE64(&sw->bytes, bytes);
 	STORE64(&sw->claimed, 0);
-	STORE64(&sw->since, realtime_ns());
+	STORE64(&sw->since, vr_real_ns());
 	STORE64(&sw->ticket, w->ticket);
 	STORE32(&sw->dev, (uint32_t)dev + 1);
 	atomic_fetch_add(waiters_word(h), 1);

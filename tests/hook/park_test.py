@@ -193,50 +193,40 @@ def cli():
     c.end()
 
 
-def own_books():
-    # A process that keeps its own books (its registry directory unsafe):
-    # no group's budget bounds a host copy, so it is never parked, said.
+def never_parked(what, group, why, extra=None, managed=False):
+    """A member idle past its time (1 s) that must never be parked: it
+    keeps its 200 MiB (and 1 MiB managed with managed) on the card, runs
+    on, and said why once."""
+    base = card_used(status())
+    a = member("a", group, idle="1", extra=extra)
+    check(a.alloc(200) == "ok" and (not managed or a.ask("m 1") == "ok"),
+          "a (%s) holds 200 MiB" % what)
+    time.sleep(2.5)
+    check(card_used(status()) >= base + 200 * MiB, "%s: still on the card after its idle time"
+          % what)
+    check("never parked: " + why in a.stderr(), "%s: said why: %s" % (what, a.stderr()))
+    check(a.ask("i").startswith("info"), "%s: it runs on" % what)
+    a.end()
+
+
+def never():
+    # Its own books (its registry directory unsafe): no group's budget
+    # bounds a host copy.
     d = os.path.join(os.environ.get("TMPDIR", "/tmp"), "open-registry")
     os.makedirs(d, exist_ok=True)
     os.chmod(d, 0o755)
-    base = card_used(status())
-    a = member("a", "p7", idle="1", extra={"VRAMCTL_REGISTRY_DIR": d})
-    check(a.alloc(200) == "ok", "a (its own books) holds 200 MiB")
-    time.sleep(2.5)
-    check(card_used(status()) == base + 200 * MiB, "still on the card after its idle time")
-    check("never parked: it keeps its own books" in a.stderr(),
-          "said why: %s" % a.stderr())
-    a.end()
-
-
-def old_driver():
-    # A driver before CUDA 12.8 has no checkpoint API: never parked, said.
+    never_parked("its own books", "p7", "it keeps its own books",
+                 extra={"VRAMCTL_REGISTRY_DIR": d})
+    # A driver before CUDA 12.8 has no checkpoint API.
     lp = os.path.join(os.environ["VR_BUILD"], "sim", "cuda-11.5")
-    base = card_used(status())
-    a = member("a", "p8", idle="1",
-               extra={"LD_LIBRARY_PATH": lp + ":" + os.environ.get("LD_LIBRARY_PATH", ""),
-                      "VRAMSIM_DRIVER_VERSION": "11050"})
-    check(a.alloc(200) == "ok", "a (a CUDA 11.5 driver) holds 200 MiB")
-    time.sleep(2.5)
-    check(card_used(status()) == base + 200 * MiB, "still on the card after its idle time")
-    check("never parked: the driver has no checkpoint API" in a.stderr(),
-          "said why: %s" % a.stderr())
-    a.end()
-
-
-def managed():
+    never_parked("a CUDA 11.5 driver", "p8", "the driver has no checkpoint API",
+                 extra={"LD_LIBRARY_PATH": lp + ":" + os.environ.get("LD_LIBRARY_PATH", ""),
+                        "VRAMSIM_DRIVER_VERSION": "11050"})
     # Managed memory, which the driver's checkpoint does not support (a
-    # failed checkpoint may leave the process broken): never parked, said
-    # before the driver is asked.
-    base = card_used(status())
-    a = member("a", "p9", idle="1")
-    check(a.alloc(200) == "ok" and a.ask("m 1") == "ok", "a holds 200 MiB and 1 MiB managed")
-    time.sleep(2.5)
-    check(card_used(status()) > base + 200 * MiB, "still on the card after its idle time")
-    check("never parked: it used managed memory (cuMemAllocManaged)" in a.stderr(),
-          "said why: %s" % a.stderr())
-    check(a.ask("i").startswith("info"), "it runs on")
-    a.end()
+    # failed checkpoint may leave the process broken): refused before the
+    # driver is asked.
+    never_parked("managed memory", "p9", "it used managed memory (cuMemAllocManaged)",
+                 managed=True)
 
 
 def guarantee():
@@ -270,8 +260,6 @@ room_taken()
 card_full()
 killed()
 cli()
-own_books()
-old_driver()
-managed()
+never()
 guarantee()
 sys.exit(1 if memctl.bad else 0)

@@ -121,6 +121,18 @@ static CUprocessState state_of(pid_t pid)
 	return st;
 }
 
+/* The child's bytes read back intact; then it exits and the card is as it
+ * was before it (base). */
+static void intact_then_gone(struct kid *k, unsigned long long base)
+{
+	ask(k, 'c');
+	ASSERT_EQ(answer_within(k, 5000), 'y');
+	close(k->to);
+	close(k->from);
+	waitpid(k->pid, NULL, 0);
+	ASSERT_UEQ(sim_used(), base);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "child"))
@@ -206,12 +218,7 @@ int main(int argc, char **argv)
 	ASSERT_CU(cuCheckpointProcessLock(s.pid, &lock), CUDA_ERROR_NOT_READY);
 	ASSERT_EQ(state_of(s.pid), CU_PROCESS_STATE_RUNNING);
 	ASSERT_EQ(answer_within(&s, 5000), 's');
-	ask(&s, 'c');
-	ASSERT_EQ(answer_within(&s, 5000), 'y');
-	close(s.to);
-	close(s.from);
-	waitpid(s.pid, NULL, 0);
-	ASSERT_UEQ(sim_used(), base);
+	intact_then_gone(&s, base);
 
 	/* Managed memory: not checkpointed; it stays locked, then runs. */
 	struct kid m = start(NULL);
@@ -223,11 +230,6 @@ int main(int argc, char **argv)
 	ASSERT_EQ(state_of(m.pid), CU_PROCESS_STATE_LOCKED);
 	ASSERT(sim_used() > base);
 	ASSERT_CU(cuCheckpointProcessUnlock(m.pid, NULL), CUDA_SUCCESS);
-	ask(&m, 'c');
-	ASSERT_EQ(answer_within(&m, 5000), 'y');
-	close(m.to);
-	close(m.from);
-	waitpid(m.pid, NULL, 0);
-	ASSERT_UEQ(sim_used(), base);
+	intact_then_gone(&m, base);
 	return 0;
 }
