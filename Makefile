@@ -135,6 +135,7 @@ programs: $(VRAMCTL) $(CLI_HELPER_BINS) $(HOOK_LIB) $(HOOK_PRELOAD) $(SIM_CUDA) 
 install: programs
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR)/sim $(DESTDIR)$(LIBEXECDIR) \
 		$(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
+		$(DESTDIR)$(PREFIX)/share/man/man8 \
 		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(SYSCONFDIR)/vramctl \
 		$(DESTDIR)$(TMPFILESDIR)
 	install -m 0755 $(VRAMCTL) $(DESTDIR)$(PREFIX)/bin/vramctl
@@ -145,6 +146,7 @@ install: programs
 	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 man/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -m 0644 etc/vramctl.tmpfiles $(DESTDIR)$(TMPFILESDIR)/vramctl.conf
+	install -m 0644 man/*.8 $(DESTDIR)$(PREFIX)/share/man/man8/
 	$(VRAMCTL) completion bash >$(DESTDIR)$(BASHCOMPDIR)/vramctl
 	$(VRAMCTL) completion zsh >$(DESTDIR)$(ZSHCOMPDIR)/_vramctl
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/vramctl/vramctl.conf ]; then \

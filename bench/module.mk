@@ -130,3 +130,19 @@ bench-preload: $(O)/bench/preload_bench $(O)/bench/empty_preload.so $(HOOK_LIB)
 	@bench/preload_bench.sh $(O)
 BENCH_TARGETS += bench-preload
 bench: bench-preload
+
+# The device book (#38): join, borrow and release beside 1, 100 and 1,000
+# other processes on the GPU (as root: it writes a book).
+$(O)/bench/devbook_bench: $(O)/bench/devbook_bench.o $(REGISTRY_LIB) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_LDFLAGS) -o $@ $^
+
+.PHONY: bench-devbook
+bench-devbook: $(O)/bench/devbook_bench $(O)/bench/start_bench $(O)/bench/start_child \
+		$(HOOK_LIB) $(VRAMCTL)
+	@echo "== devbook_bench: the device book beside 1, 100 and 1,000 processes"
+	@$(O)/bench/devbook_bench
+	@echo "== guarantee_storm.sh: 1,000 capped processes started at once, a guarantee held"
+	@VR_BUILD=$(O) bench/guarantee_storm.sh 1000
+BENCH_TARGETS += bench-devbook
+bench: bench-devbook

@@ -26,24 +26,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/timing.h"
+
 extern char **environ;
 
 #define BATCHES 40
 #define PER     10
 #define MODES   3
-
-static double now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
 
 /* The machine's preload file holds text ("" : removed). */
 static int set_file(const char *text)
@@ -84,13 +73,14 @@ int main(int argc, char **argv)
 			for (int i = 0; i < PER; i++) {
 				pid_t pid;
 				int st;
-				double t0 = now_ns();
+				double t0 = bench_now_ns();
 				if (posix_spawn(&pid, prog, NULL, NULL, args, environ) != 0 ||
-				    waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) {
+				    waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+				    WEXITSTATUS(st)) {
 					fprintf(stderr, "preload_bench: %s failed\n", prog);
 					return 1;
 				}
-				t[m][b * PER + i] = now_ns() - t0;
+				t[m][b * PER + i] = bench_now_ns() - t0;
 			}
 		}
 	}
@@ -98,14 +88,15 @@ int main(int argc, char **argv)
 		set_file("");
 	double best[MODES], med[MODES];
 	for (int m = 0; m < MODES; m++) {
-		qsort(t[m], BATCHES * PER, sizeof t[m][0], cmp);
+		qsort(t[m], BATCHES * PER, sizeof t[m][0], bench_cmp_double);
 		best[m] = t[m][0];
 		med[m] = t[m][BATCHES * PER / 2];
 	}
 	printf("%s, %d starts each, preloaded through %s\n", prog, BATCHES * PER,
 	       file ? "/etc/ld.so.preload" : "LD_PRELOAD");
 	for (int m = 0; m < MODES; m++)
-		printf("  %-8s best %7.3f ms  median %7.3f ms  x%.3f direct  x%.3f empty (median)\n",
-		       name[m], best[m] / 1e6, med[m] / 1e6, med[m] / med[0], med[m] / med[1]);
+		printf(
+		    "  %-8s best %7.3f ms  median %7.3f ms  x%.3f direct  x%.3f empty (median)\n",
+		    name[m], best[m] / 1e6, med[m] / 1e6, med[m] / med[0], med[m] / med[1]);
 	return 0;
 }

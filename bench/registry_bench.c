@@ -5,7 +5,9 @@
  *   1. an uncontended vr_reserve + vr_release pair, one process, one thread,
  *      beside an empty call through a function pointer (the floor);
  *   2. the same pair with 4 processes x 2 threads on one group;
- *   3. attach time: one vr_join creating the region, one joining it;
+ *   3. attach time: one vr_join creating the region, one joining it; and a
+ *      join and a leave beside a member of another process (which hands the
+ *      books over through the group's socket), best and median of 300;
  *   4. 256 processes released at once to join one group: time until the
  *      last has joined;
  *   5. vramctl_snapshot_take with 1,000 live members.
@@ -14,6 +16,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +78,50 @@ static void *thread_pairs(void *arg)
 	double *out = arg;
 	*out = pairs(member, PAIRS_MT);
 	return NULL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* A join and a leave, 300 times, beside a member of another process. */
+static void join_beside(void)
+{
+	enum { N = 300 };
+	static double tj[N], tl[N];
+	int p[2];
+	if (pipe(p))
+		exit(1);
+	pid_t c = fork();
+	if (c == 0) {
+		join("bench-beside");
+		if (write(p[1], "y", 1) < 0)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	char b;
+	if (read(p[0], &b, 1) != 1)
+		exit(1);
+	for (int i = 0; i < N; i++) {
+		double t0 = now_ns();
+		vr_member *m = join("bench-beside");
+		double t1 = now_ns();
+		vr_leave(m);
+		tj[i] = t1 - t0;
+		tl[i] = now_ns() - t1;
+	}
+	kill(c, SIGKILL);
+	waitpid(c, NULL, 0);
+	close(p[0]);
+	close(p[1]);
+	qsort(tj, N, sizeof(double), cmp_double);
+	qsort(tl, N, sizeof(double), cmp_double);
+	printf("join beside a member of another process: %.1f us best, %.1f us median; leave %.1f "
+	       "us best, %.1f us median (%d each)\n",
+	       tj[0] / 1e3, tj[N / 2] / 1e3, tl[0] / 1e3, tl[N / 2] / 1e3, N);
 }
 
 /* 4 processes x 2 threads; each thread's ns per pair comes back on a pipe. */
@@ -171,6 +218,7 @@ static double attach_many(const char *group, int n, pid_t *pids, int *hold_w)
 
 int main(void)
 {
+	setvbuf(stdout, NULL, _IOLBF, 0); /* forked members never print it again */
 	const char *tmp = getenv("TMPDIR");
 	snprintf(dir, sizeof(dir), "%s/registry-bench.XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(dir)) {
@@ -208,6 +256,7 @@ int main(void)
 	vr_leave(m);
 	printf("attach, one process: %.1f us creating the region, %.1f us joining it\n", cold / 1e3,
 	       warm / 1e3);
+	join_beside();
 
 	/* 2. Contended. */
 	contended();
@@ -243,6 +292,7 @@ int main(void)
 		;
 	vr_group_remove(dir, "bench");
 	vr_group_remove(dir, "bench-mt");
+	vr_group_remove(dir, "bench-beside");
 	vr_group_remove(dir, "bench-256");
 	vr_group_remove(dir, "bench-744");
 	rmdir(dir);

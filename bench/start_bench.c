@@ -46,19 +46,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/timing.h"
+
 #include "registry/layout.h"
 
 extern char **environ;
 
 #define ROUNDS 200
 #define MANY   256
-
-static double now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
 
 static pid_t spawn_out(char *const argv[], int out_fd)
 {
@@ -89,12 +84,6 @@ static void reap(pid_t pid)
 	}
 }
 
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* n at once: each child waits on a pipe, then execs argv; the clock runs
  * from the release to the last exit. Returns ns. */
 static double many(int n, char *const argv[])
@@ -116,12 +105,12 @@ static double many(int n, char *const argv[])
 	}
 	close(go[0]);
 	usleep(200000); /* all forked and waiting */
-	double t0 = now_ns();
+	double t0 = bench_now_ns();
 	close(go[1]);
 	for (int i = 0; i < n; i++)
 		reap(pids[i]);
 	free(pids);
-	return now_ns() - t0;
+	return bench_now_ns() - t0;
 }
 
 /* Runs argv (a fan-out, maybe under vramctl run) and reads the ms it prints. */
@@ -267,20 +256,20 @@ int main(int argc, char **argv)
 		reap(spawn(least));
 	}
 	for (int i = 0; i < ROUNDS; i++) {
-		double t0 = now_ns();
+		double t0 = bench_now_ns();
 		reap(spawn(direct));
-		double t1 = now_ns();
+		double t1 = bench_now_ns();
 		reap(spawn(run));
-		double t2 = now_ns();
+		double t2 = bench_now_ns();
 		reap(spawn(least));
-		double t3 = now_ns();
+		double t3 = bench_now_ns();
 		d[i] = t1 - t0;
 		r[i] = t2 - t1;
 		l[i] = t3 - t2;
 	}
-	qsort(d, ROUNDS, sizeof(d[0]), cmp);
-	qsort(r, ROUNDS, sizeof(r[0]), cmp);
-	qsort(l, ROUNDS, sizeof(l[0]), cmp);
+	qsort(d, ROUNDS, sizeof(d[0]), bench_cmp_double);
+	qsort(r, ROUNDS, sizeof(r[0]), bench_cmp_double);
+	qsort(l, ROUNDS, sizeof(l[0]), bench_cmp_double);
 	int mid = ROUNDS / 2;
 	double added_best = (r[0] - d[0]) / 1e6, added_med = (r[mid] - d[mid]) / 1e6;
 	printf("one command, %d rounds (ms)     best  median\n", ROUNDS);

@@ -33,18 +33,40 @@ static int ofd_lock(int fd, int type, off_t start, int wait)
 	}
 }
 
-static int ensure_dir(const char *dir)
+/* The state directory: ours (0700), or one every user shares (sticky and
+ * writable by all, as /tmp: a real card is shared by every user's
+ * processes). *shared tells which. */
+static int ensure_dir(const char *dir, int *shared)
 {
 	struct stat st;
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
 		return -1;
 	if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
 		return -1;
-	if (st.st_uid != getuid() && st.st_uid != geteuid()) {
+	*shared = (st.st_mode & 01777) == 01777;
+	if (st.st_uid != getuid() && st.st_uid != geteuid() && !*shared) {
 		errno = EPERM;
 		return -1;
 	}
 	return 0;
+}
+
+/* A card file: in a shared directory readable and writable by every user
+ * (made 0666 by whoever creates it; opened without O_CREAT first, as
+ * fs.protected_regular wants for another user's file there). */
+static int open_card(const char *path, int shared)
+{
+	if (!shared)
+		return open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 || errno != ENOENT)
+		return fd;
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		fchmod(fd, 0666);
+	else if (errno == EEXIST)
+		fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	return fd;
 }
 
 /* With the card locked: is slot i owned by a live process other than us? */
@@ -102,15 +124,16 @@ int sim_card_open(struct sim_card *c, int phys)
 	void *map;
 	int fd;
 
+	int shared = 0;
 	c->fd = -1;
 	c->file = NULL;
 	c->slot = -1;
-	if (ensure_dir(cfg->state_dir) != 0) {
+	if (ensure_dir(cfg->state_dir, &shared) != 0) {
 		sim_warn("cannot use state directory %s: %s", cfg->state_dir, strerror(errno));
 		return -1;
 	}
 	snprintf(path, sizeof(path), "%s/card-%s", cfg->state_dir, cfg->dev[phys].uuid_str);
-	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fd = open_card(path, shared);
 	if (fd < 0) {
 		sim_warn("cannot open %s: %s", path, strerror(errno));
 		return -1;

@@ -22,8 +22,6 @@
 #include "monitor/nvml.h"
 #include "slurm/drvlimit.h"
 
-#define GPUS_MAX 64
-
 /* The step's cgroup: its path below the root (NVML's name in ns), its
  * directory in dir. 0, or -1 with a reason in msg. */
 static int step_cgroup(spank_t sp, const struct vr_slurm_conf *conf, char *ns, size_t nlen,
@@ -49,10 +47,7 @@ static int step_cgroup(spank_t sp, const struct vr_slurm_conf *conf, char *ns, s
 	return 0;
 }
 
-/* The GPUs of the step as NVML numbers them: SLURM_STEP_GPUS, else
- * SLURM_JOB_GPUS ("0,2"); a step Slurm gave no GPU sees them all, as the
- * library caps them all. Returns how many. */
-static int step_gpus(spank_t sp, struct mon_nvml *nv, unsigned *idx)
+int vr_slurm_step_gpus(spank_t sp, struct mon_nvml *nv, unsigned *idx)
 {
 	char buf[512];
 	int n = 0;
@@ -63,11 +58,11 @@ static int step_gpus(spank_t sp, struct mon_nvml *nv, unsigned *idx)
 		unsigned all = 0;
 		if (!count || count(&all) != NVML_SUCCESS)
 			return 0;
-		for (unsigned i = 0; i < all && n < GPUS_MAX; i++)
+		for (unsigned i = 0; i < all && n < VR_SLURM_GPUS_MAX; i++)
 			idx[n++] = i;
 		return n;
 	}
-	for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && n < GPUS_MAX;
+	for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && n < VR_SLURM_GPUS_MAX;
 	     t = strtok_r(NULL, ",", &save)) {
 		char *end;
 		unsigned long v = strtoul(t, &end, 10);
@@ -82,7 +77,7 @@ int vr_slurm_driver_set(spank_t sp, const struct vr_slurm_conf *conf, const char
 {
 	char ns[VR_CGROUP2_LEN + 80], dir[VR_SLURM_TEXT_MAX + VR_CGROUP2_LEN + 64], err[256];
 	struct vr_limits lim, guar;
-	unsigned idx[GPUS_MAX];
+	unsigned idx[VR_SLURM_GPUS_MAX];
 	int made, n, have_guar = 0;
 	struct mon_nvml *nv = NULL;
 
@@ -99,7 +94,7 @@ int vr_slurm_driver_set(spank_t sp, const struct vr_slurm_conf *conf, const char
 		snprintf(msg, len, "%s", err);
 		return 0;
 	}
-	if ((n = step_gpus(sp, nv, idx)) == 0) {
+	if ((n = vr_slurm_step_gpus(sp, nv, idx)) == 0) {
 		snprintf(msg, len, "NVML lists no GPU for the step");
 		mon_nvml_close(nv);
 		return 0;
@@ -144,7 +139,7 @@ void vr_slurm_driver_clear(spank_t sp, const struct vr_slurm_conf *conf)
 {
 	char ns[VR_CGROUP2_LEN + 80], dir[VR_SLURM_TEXT_MAX + VR_CGROUP2_LEN + 64], err[256];
 	char why[256];
-	unsigned idx[GPUS_MAX];
+	unsigned idx[VR_SLURM_GPUS_MAX];
 	int made, n;
 	struct mon_nvml *nv = NULL;
 
@@ -156,7 +151,7 @@ void vr_slurm_driver_clear(spank_t sp, const struct vr_slurm_conf *conf)
 		slurm_error("vramctl: cannot clear the driver's limits of %s: %s", ns, err);
 		return;
 	}
-	n = step_gpus(sp, nv, idx);
+	n = vr_slurm_step_gpus(sp, nv, idx);
 	for (int k = 0; k < n; k++) {
 		char uuid[96];
 		unsigned long long total;

@@ -13,6 +13,14 @@
 
 #include "slurm/policy.h"
 
+struct mon_nvml;
+
+/* The GPUs of the step as NVML numbers them, at most VR_SLURM_GPUS_MAX:
+ * SLURM_STEP_GPUS, else SLURM_JOB_GPUS ("0,2"); a step Slurm gave no GPU
+ * sees them all, as the library caps them all. Returns how many. */
+#define VR_SLURM_GPUS_MAX 64
+int vr_slurm_step_gpus(spank_t sp, struct mon_nvml *nv, unsigned *idx);
+
 /*
  * In a task of the step, as root, before exec: the step's cgroup
  * (vr_slurm_step_cgroup; made and the task moved in where Slurm has none)

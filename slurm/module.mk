@@ -24,11 +24,12 @@ VRAMCTL_LIBDIR ?= /usr/local/lib/vramctl
 # MONITOR_LIB, is read after this file (prerequisites expand at once).
 SLURM_MONITOR_LIB := $(O)/libvr_monitor.a
 $(O)/slurm/vramctl.so: $(O)/slurm/vramctl_spank.o $(O)/slurm/drvlimit.o $(O)/slurm/jobs.o \
-		$(SLURM_POLICY_OBJ) $(SLURM_MONITOR_LIB) $(LAUNCH_LIB) $(REGISTRY_LIB) $(COMMON_LIB) \
-		slurm/vramctl.map
+		$(O)/slurm/guarantee.o $(SLURM_POLICY_OBJ) $(SLURM_MONITOR_LIB) $(LAUNCH_LIB) \
+		$(REGISTRY_LIB) $(COMMON_LIB) slurm/vramctl.map
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_LDFLAGS) -shared -Wl,--version-script=slurm/vramctl.map -o $@ \
-		$(O)/slurm/vramctl_spank.o $(O)/slurm/drvlimit.o $(O)/slurm/jobs.o $(SLURM_POLICY_OBJ) \
+		$(O)/slurm/vramctl_spank.o $(O)/slurm/drvlimit.o $(O)/slurm/jobs.o \
+		$(O)/slurm/guarantee.o $(SLURM_POLICY_OBJ) \
 		$(SLURM_MONITOR_LIB) $(LAUNCH_LIB) $(REGISTRY_LIB) $(COMMON_LIB) -ldl
 
 # The test program a job runs: what one task sees of device 0.

@@ -106,8 +106,12 @@ int vr_slurm_parse_args(int argc, char *const argv[], struct vr_slurm_conf *conf
 			}
 		} else if ((klen == 11 && !strncmp(a, "cgroup_root", 11)) ||
 		           (klen == 4 && !strncmp(a, "nvml", 4)) ||
-		           (klen == 7 && !strncmp(a, "watcher", 7))) {
-			char *dst = klen == 4 ? c.nvml : klen == 7 ? c.watcher : c.cgroup_root;
+		           (klen == 7 && !strncmp(a, "watcher", 7)) ||
+		           (klen == 10 && !strncmp(a, "device_dir", 10))) {
+			char *dst = klen == 4    ? c.nvml
+			            : klen == 7  ? c.watcher
+			            : klen == 10 ? c.device_dir
+			                         : c.cgroup_root;
 			if (klen == 7 && !strcmp(v, "none")) {
 				snprintf(c.watcher, sizeof(c.watcher), "none");
 				continue;
@@ -122,7 +126,7 @@ int vr_slurm_parse_args(int argc, char *const argv[], struct vr_slurm_conf *conf
 			    err, errlen,
 			    "unknown argument '%s' (known: lib, default, bytes_per_shard, "
 			    "allow_optout, allow_spill, allow_guarantee, registry_dir, enforce, "
-			    "cgroup_root, nvml, watcher)",
+			    "cgroup_root, nvml, watcher, device_dir)",
 			    a);
 			return -EINVAL;
 		}
@@ -131,7 +135,8 @@ int vr_slurm_parse_args(int argc, char *const argv[], struct vr_slurm_conf *conf
 	 * (/usr/lib/<triplet>/vramctl/libvramctl.so: /usr/bin/vramctl). */
 	const char *lib = strstr(c.lib, "/lib/");
 	if (!c.watcher[0] && lib)
-		snprintf(c.watcher, sizeof(c.watcher), "%.*s/bin/vramctl", (int)(lib - c.lib), c.lib);
+		snprintf(c.watcher, sizeof(c.watcher), "%.*s/bin/vramctl", (int)(lib - c.lib),
+		         c.lib);
 	*conf = c;
 	return 0;
 }

@@ -37,6 +37,9 @@ struct vr_slurm_conf {
 	 * step's processes outside the cap (jobs.h); "none": not started.
 	 * Default: the bin/vramctl of the prefix lib= is under. */
 	char watcher[VR_SLURM_TEXT_MAX];
+	/* device_dir=DIR: root's directory of the device books, where the
+	 * plugin gives the step's guarantee ("": /run/vramctl) */
+	char device_dir[VR_SLURM_TEXT_MAX];
 };
 
 /*

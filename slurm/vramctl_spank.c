@@ -35,6 +35,7 @@
 #include "registry/registry.h"
 #include "slurm/drvlimit.h"
 #include "slurm/jobs.h"
+#include "slurm/guarantee.h"
 #include "slurm/policy.h"
 
 /* The symbols Slurm's plugin loader looks for; everything else is hidden. */
@@ -56,6 +57,10 @@ static char *user_park;      /* --gpu-mem-park-idle's DURATION or "manual", NULL
 /* enforce=driver|both, per task: the driver holds the cap, or why not. */
 static int driver_holds;
 static char driver_msg[512];
+/* The step's guarantee given in the device books (task_init_privileged),
+ * or why not, for task_init (the same task process). */
+static int guarantee_given;
+static char guarantee_msg[512];
 
 static int opt_gpu_mem(int val, const char *arg, int remote);
 static int opt_growth(int val, const char *arg, int remote);
@@ -447,6 +452,16 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 		slurm_error("vramctl: cannot record the job on this node (%s): a task that clears "
 		            "its environment is not found by the library",
 		            err);
+	/* The guarantee, written into the device books by root (#38): the
+	 * library holds it, so only where the library enforces. */
+	char gspec[VR_SLURM_TEXT_MAX];
+	guarantee_given = 0;
+	if ((conf.enforce & VR_ENFORCE_LIBRARY) &&
+	    !vr_slurm_guarantee(user_guarantee, &conf, &d, gspec, sizeof(gspec), err,
+	                        sizeof(err)) &&
+	    gspec[0])
+		guarantee_given = vr_slurm_guarantee_give(sp, &conf, d.spec, gspec, uid, group,
+		                                          guarantee_msg, sizeof(guarantee_msg));
 	return 0;
 }
 
@@ -519,9 +534,17 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 		slurm_spank_log("vramctl: %s; no spill", why);
 	/* A guarantee the site forbids, or that does not fit the step's cap:
 	 * said, and the cap holds without it. */
-	char gspec[VR_SLURM_TEXT_MAX];
+	char gspec[VR_SLURM_TEXT_MAX], token[24] = "";
 	if (vr_slurm_guarantee(user_guarantee, &conf, &d, gspec, sizeof(gspec), why, sizeof(why)))
 		slurm_spank_log("vramctl: %s; no guarantee", why);
+	else if (gspec[0] && !guarantee_given) {
+		slurm_spank_log("vramctl: the guarantee cannot be given: %s; no guarantee (the cap "
+		                "holds)",
+		                guarantee_msg[0] ? guarantee_msg : "not root");
+		gspec[0] = '\0';
+	} else if (gspec[0]) {
+		snprintf(token, sizeof token, "%016" PRIx64, vr_slurm_guarantee_token(group));
+	}
 	/* Parking's host budget: a quarter of this node's available memory
 	 * (the spill budget's "auto"). */
 	uint64_t park_budget = 0;
@@ -530,6 +553,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 		                why);
 	struct vr_contract c = {.limit = d.spec,
 	                        .guarantee = gspec[0] ? gspec : NULL,
+	                        .token = token[0] ? token : NULL,
 	                        .group = group,
 	                        .registry_dir = dir,
 	                        .growth = user_growth,
@@ -544,6 +568,9 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 		return -1;
 	}
 	start_watcher(sp, dir, group, d.spec);
+	/* The books the plugin wrote the guarantee into are the tasks'. */
+	if (conf.device_dir[0] && set_env(sp, VR_ENV_DEVICE_DIR, conf.device_dir, 1) < 0)
+		return -1;
 	return 0;
 }
 

@@ -119,10 +119,10 @@ struct vramctl_proc {
 	 * the process's contexts down. */
 	pid_t outer_pid;
 	enum vramctl_counting counting; /* Addition (#24) */
-	/* Addition (#27): the inode of the IPC namespace (N in "ipc:[N]", the
-	 * link /proc/PID/ns/ipc) the member's books were read from when that is
-	 * not the reader's own: a container's, entered by a reader with
-	 * CAP_SYS_ADMIN. 0 when they were read in the reader's own. */
+	/* Addition (#27): the inode of the member's IPC namespace (N in
+	 * "ipc:[N]", the link /proc/PID/ns/ipc), as it recorded it at its join
+	 * (#37: its books are handed over whatever its namespace), when that is
+	 * not the reader's own: a container's. 0 when it is the reader's own. */
 	uint64_t ipc_ns;
 	int ndev;
 	/* ndev entries (the group's devices), kept by the snapshot; NULL when

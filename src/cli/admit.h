@@ -1,8 +1,11 @@
 /*
  * admit.h - a launcher's admission of its group's guarantees (admit.c,
- * #26): `vramctl run --guarantee` takes a line in each device's book for
- * the whole run, so the group's guarantee is given before the command
- * starts and held while it runs, or the run is refused with the numbers.
+ * #26, #38): `vramctl run --guarantee` has the group's guarantee given on
+ * each device before the command starts, and held while it runs, or the
+ * run is refused with the numbers. As root it writes the device book
+ * itself (vr_devbook_admit, the one place that decides); as anyone else it
+ * asks root's guard service (vramctl guard), which ties the guarantee to
+ * this process.
  */
 #ifndef VRAMCTL_CLI_ADMIT_H
 #define VRAMCTL_CLI_ADMIT_H
@@ -10,24 +13,27 @@
 #include "launch/launch.h"
 #include "registry/registry.h"
 
-struct vr_devbook;
-
 struct cli_admit {
 	int n;
-	struct vr_devbook *book[VR_MAX_DEVICES];
+	struct {
+		unsigned char uuid[16];
+		uint64_t ident;
+		int direct; /* root wrote it: this process leaves it at the end */
+	} dev[VR_MAX_DEVICES];
 };
 
 /*
  * For each device where gua gives a guarantee (lowered to lim's cap there):
- * the device's book, this process's line in it, and the group's entry with
- * the guarantee (member: the launcher's membership of the group, whose
- * books' key tells the group apart). 0, or -1 after one message (a
- * guarantee that does not fit: the numbers), with every line given back.
+ * the group's guarantee admitted, or joined (member: the launcher's
+ * membership of the group, whose books' key names the group in the book).
+ * 0, or -1 after one message (a guarantee that does not fit: the numbers;
+ * no service: how to get it), with every guarantee given back.
  */
 int cli_admit(const struct vr_limits *gua, const struct vr_limits *lim,
               const struct vr_launch_dev *devs, int ndev, const char *group, vr_member *member,
               struct cli_admit *out);
-/* Gives the lines back (the group's guarantee goes with its last member). */
+/* Gives back what this process holds (a guarantee ends with the last of
+ * the processes it lives for). */
 void cli_admit_release(struct cli_admit *a);
 
 #endif /* VRAMCTL_CLI_ADMIT_H */

@@ -24,6 +24,11 @@
  *           Written under --contract-dir (default /etc/vramctl/cdi for
  *           root, else $XDG_CONFIG_HOME/vramctl/cdi), never inside the
  *           books directory, which the container may write.
+ *           with --guarantee, root's device-book directory (/run/vramctl:
+ *           the books and the guard service's socket), read-only: the
+ *           container's processes read the host's guarantees and ask the
+ *           guard service for theirs, which the kernel tells it are the
+ *           container's (SO_PEERCRED: host PIDs and uids).
  *
  * Preloading through /etc/ld.so.preload rather than LD_PRELOAD: a CDI env
  * edit replaces a variable the image sets, and ld.so loads both lists, so
@@ -50,6 +55,7 @@
 
 #include "cli/commands.h"
 #include "cli/libexec.h"
+#include "registry/devbook.h"
 #include "cli/options.h"
 #include "cli/paths.h"
 #include "common/compiler.h"
@@ -67,50 +73,51 @@
 #define CONTAINER_LIB "/usr/lib/vramctl/libvramctl.so"
 /* Where the library looks for it beside itself (hook/ckpt.c). */
 #define CONTAINER_HELPER "/usr/libexec/vramctl/vramctl-checkpoint"
-#define PRELOAD_NAME  "ld.so.preload"
-#define NAME_MAX_LEN  128
+#define PRELOAD_NAME     "ld.so.preload"
+#define NAME_MAX_LEN     128
 
 static void cdi_usage(FILE *f)
 {
-	fprintf(f, "usage: vramctl cdi generate --limit SPEC [--guarantee SPEC] [--growth]\n"
-	           "                            [--wait[=TIME]] [--park-idle=DURATION]\n"
-	           "                            [--group NAME] [--name NAME] [--format json|yaml]\n"
-	           "                            [--output FILE] [--books DIR]\n"
-	           "                            [--enforce library|driver|both]\n"
-	           "\n"
-	           "Writes a CDI spec (kind " CDI_KIND ") whose device gives a container a\n"
-	           "GPU memory cap: podman run --device nvidia.com/gpu=0 --device " CDI_KIND
-	           "=NAME ...\n"
-	           "\n"
-	           "  -l, --limit SPEC  the cap, as for vramctl run (DEV: the container's device\n"
-	           "                    index or a GPU UUID); comma-separated or repeated\n"
-	           "  --guarantee SPEC  memory the container's group can always reach on each\n"
-	           "                    device it names (same grammar, at most the cap there)\n"
-	           "  --growth          frameworks that preallocate grow on demand instead\n"
-	           "  --wait[=TIME]     an allocation the cap refuses waits up to TIME for room\n"
-	           "                    (default 60s), then is refused\n"
-	           "  --park-idle=DURATION  a process idle in its driver calls for DURATION is\n"
-	           "                    parked (its GPU memory moved to host memory until its\n"
-	           "                    next call; \"manual\": vramctl park only); the spec mounts\n"
-	           "                    vramctl-checkpoint for it\n"
-	           "  --group NAME      one cap shared by every container with this device\n"
-	           "                    (default: one group per container)\n"
-	           "  --name NAME       the device's name (default: from SPEC, 4G -> 4g)\n"
-	           "  --format FMT      json (default) or yaml\n"
-	           "  -o, --output FILE write FILE (replaced whole) instead of standard output\n"
-	           "  --books DIR       the host's books directory to share (default:\n"
-	           "                    $VRAMCTL_REGISTRY_DIR, else vramctl.conf's registry_dir,\n"
-	           "                    else /run/vramctl for root, else vramctl status's)\n"
-	           "  --contract-dir DIR  where the contract file the spec mounts at\n"
-	           "                    " VR_CONTRACT_FILE " is written (default: /etc/vramctl/cdi\n"
-	           "                    for root, else ~/.config/vramctl/cdi)\n"
-	           "  --enforce WHO     library (default: the injected library), driver (NVIDIA's\n"
-	           "                    own per-cgroup limit: NVIDIA_GPU_MEMORY_LIMIT, applied by\n"
-	           "                    NVIDIA's CDI hook; R615+, cgroup v2; one amount for all\n"
-	           "                    GPUs, whole MiB) or both\n"
-	           "  -h, --help        this text\n"
-	           "\n"
-	           "Exit status: 0, or 125 with one message. See vramctl-cdi(1).\n");
+	fprintf(f,
+	        "usage: vramctl cdi generate --limit SPEC [--guarantee SPEC] [--growth]\n"
+	        "                            [--wait[=TIME]] [--park-idle=DURATION]\n"
+	        "                            [--group NAME] [--name NAME] [--format json|yaml]\n"
+	        "                            [--output FILE] [--books DIR]\n"
+	        "                            [--enforce library|driver|both]\n"
+	        "\n"
+	        "Writes a CDI spec (kind " CDI_KIND ") whose device gives a container a\n"
+	        "GPU memory cap: podman run --device nvidia.com/gpu=0 --device " CDI_KIND
+	        "=NAME ...\n"
+	        "\n"
+	        "  -l, --limit SPEC  the cap, as for vramctl run (DEV: the container's device\n"
+	        "                    index or a GPU UUID); comma-separated or repeated\n"
+	        "  --guarantee SPEC  memory the container's group can always reach on each\n"
+	        "                    device it names (same grammar, at most the cap there)\n"
+	        "  --growth          frameworks that preallocate grow on demand instead\n"
+	        "  --wait[=TIME]     an allocation the cap refuses waits up to TIME for room\n"
+	        "                    (default 60s), then is refused\n"
+	        "  --park-idle=DURATION  a process idle in its driver calls for DURATION is\n"
+	        "                    parked (its GPU memory moved to host memory until its\n"
+	        "                    next call; \"manual\": vramctl park only); the spec mounts\n"
+	        "                    vramctl-checkpoint for it\n"
+	        "  --group NAME      one cap shared by every container with this device\n"
+	        "                    (default: one group per container)\n"
+	        "  --name NAME       the device's name (default: from SPEC, 4G -> 4g)\n"
+	        "  --format FMT      json (default) or yaml\n"
+	        "  -o, --output FILE write FILE (replaced whole) instead of standard output\n"
+	        "  --books DIR       the host's books directory to share (default:\n"
+	        "                    $VRAMCTL_REGISTRY_DIR, else vramctl.conf's registry_dir,\n"
+	        "                    else /run/vramctl for root, else vramctl status's)\n"
+	        "  --contract-dir DIR  where the contract file the spec mounts at\n"
+	        "                    " VR_CONTRACT_FILE " is written (default: /etc/vramctl/cdi\n"
+	        "                    for root, else ~/.config/vramctl/cdi)\n"
+	        "  --enforce WHO     library (default: the injected library), driver (NVIDIA's\n"
+	        "                    own per-cgroup limit: NVIDIA_GPU_MEMORY_LIMIT, applied by\n"
+	        "                    NVIDIA's CDI hook; R615+, cgroup v2; one amount for all\n"
+	        "                    GPUs, whole MiB) or both\n"
+	        "  -h, --help        this text\n"
+	        "\n"
+	        "Exit status: 0, or 125 with one message. See vramctl-cdi(1).\n");
 }
 
 static int is_alnum(int c)
@@ -667,8 +674,9 @@ static int write_contract(const char *opt, const char *name, const struct spec *
 			close(fd);
 		return -1;
 	}
-	fprintf(f, "# vramctl's contract for the CDI device %s (vramctl-cdi(1)); the spec mounts "
-	           "it read-only at %s\n",
+	fprintf(f,
+	        "# vramctl's contract for the CDI device %s (vramctl-cdi(1)); the spec mounts "
+	        "it read-only at %s\n",
 	        name, VR_CONTRACT_FILE);
 	for (int i = 0; i < s->nenv; i++)
 		if (!strncmp(s->env[i], "VRAMCTL_", 8))
@@ -783,6 +791,18 @@ static int cdi_generate(int argc, char **argv)
 	s.mounts[1] = (struct mount){preload, "/etc/ld.so.preload", "ro"};
 	s.mounts[2] = (struct mount){books, books, "rw"};
 	s.nmounts = 3;
+	if (gua_text[0] && strcmp(books, VR_DEVBOOK_DEFAULT_DIR) != 0) {
+		struct stat st;
+		s.mounts[s.nmounts++] =
+		    (struct mount){VR_DEVBOOK_DEFAULT_DIR, VR_DEVBOOK_DEFAULT_DIR, "ro"};
+		if (stat(VR_DEVBOOK_DEFAULT_DIR, &st) != 0)
+			fprintf(
+			    stderr,
+			    "vramctl: note: %s is not here yet: containers with this spec start "
+			    "once it is (the guard service's socket unit makes it: systemctl "
+			    "enable --now vramctl-guard.socket)\n",
+			    VR_DEVBOOK_DEFAULT_DIR);
+	}
 	/* Parking (#36): the library starts vramctl-checkpoint from beside
 	 * itself; its host budget is a quarter of this host's available
 	 * memory now (the spill budget's auto). */

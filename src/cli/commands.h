@@ -18,6 +18,7 @@ int cmd_kernel(int argc, char **argv);     /* kernel.c */
 int cmd_completion(int argc, char **argv); /* completion.c */
 int cmd_plot(int argc, char **argv);       /* plot.c */
 int cmd_limit(int argc, char **argv);      /* limit.c */
+int cmd_guard(int argc, char **argv);      /* guard.c */
 int cmd_preload(int argc, char **argv);    /* preload.c */
 int cmd_watch(int argc, char **argv);      /* watch.c */
 int cmd_park(int argc, char **argv);       /* park.c */

@@ -109,8 +109,8 @@ static void check_machine(struct doc *d, const char *file, const char *text)
 	int on = d->lib[0] && strstr(text, d->lib) != NULL;
 	int other = !on && base && strstr(text, base);
 	dr_add(&d->rep, "hook.machine", -1, DR_OK, NULL,
-	       on ? "%s names the library: every program that uses the driver loads it; a "
-	            "process of a capped job that clears its environment stays capped"
+	       on      ? "%s names the library: every program that uses the driver loads it; a "
+	                 "process of a capped job that clears its environment stays capped"
 	       : other ? "%s names another vramctl library than %s: vramctl preload enable "
 	                 "replaces it"
 	               : "%s does not name the library: a process of a capped job that clears "
@@ -129,9 +129,10 @@ static void check_machine(struct doc *d, const char *file, const char *text)
 		       "then a user's run is watched, not recorded",
 		       vr_jobs_dir(NULL));
 	else
-		dr_add(&d->rep, "jobs.dir", -1, DR_WARN,
-		       "remove it (root); vramctl preload enable or the next root run makes it anew",
-		       "%s", err);
+		dr_add(
+		    &d->rep, "jobs.dir", -1, DR_WARN,
+		    "remove it (root); vramctl preload enable or the next root run makes it anew",
+		    "%s", err);
 }
 
 void dr_check_preload(struct doc *d)

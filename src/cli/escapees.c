@@ -80,8 +80,9 @@ static void why_outside(pid_t pid, char *out, size_t len)
 		return;
 	}
 	if (mapped) {
-		snprintf(out, len, "the library is loaded but the process is not in the group's "
-		                   "books: it runs as another user, or could not join them");
+		snprintf(out, len,
+		         "the library is loaded but the process is not in the group's "
+		         "books: it runs as another user, or could not join them");
 		return;
 	}
 	int preload = 0, limit = 0;
@@ -92,8 +93,9 @@ static void why_outside(pid_t pid, char *out, size_t len)
 	if (!preload)
 		snprintf(out, len, "LD_PRELOAD removed%s", limit ? "" : ", VRAMCTL_LIMIT too");
 	else
-		snprintf(out, len, "the library is not loaded: a static binary, or its preload "
-		                   "failed");
+		snprintf(out, len,
+		         "the library is not loaded: a static binary, or its preload "
+		         "failed");
 }
 
 /* The run's index of the GPU with this UUID, else NVML's. */
@@ -197,7 +199,8 @@ static void saw(struct cli_watch *j, const struct mon_model *m, const struct mon
 	fprintf(stderr,
 	        "vramctl: pid %d (%s) runs outside the cap (%s): %s on GPU %d, counted against "
 	        "group %s%s\n",
-	        (int)e->pid, cmd, e->why, vr_format_size(bytes, size, sizeof size), e->gpu, j->group,
+	        (int)e->pid, cmd, e->why, vr_format_size(bytes, size, sizeof size), e->gpu,
+	        j->group,
 	        driver_could(j, e->uuid, e->pid)
 	            ? "; the driver's own limit would stop it (vramctl run --enforce both)"
 	            : "");
@@ -304,7 +307,6 @@ int cli_watch_start(struct cli_watch *j)
 	}
 	return 0;
 }
-
 
 void cli_watch_look(struct cli_watch *w)
 {

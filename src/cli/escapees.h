@@ -29,8 +29,8 @@ struct mon_nvml;
 
 struct cli_watch {
 	/* Given by the caller, kept for the watcher's life. */
-	vr_member *member;               /* a launcher's membership of the job's group */
-	const struct vr_limits *lim;     /* the group's caps, for a GPU it adds */
+	vr_member *member;                /* a launcher's membership of the job's group */
+	const struct vr_limits *lim;      /* the group's caps, for a GPU it adds */
 	const struct vr_launch_dev *devs; /* the run's devices (numbering); may be NULL */
 	int ndev;
 	const char *group;

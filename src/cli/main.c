@@ -32,6 +32,7 @@ static const struct {
     {"kernel", cmd_kernel, "Jupyter kernels that run under a cap"},
     {"completion", cmd_completion, "print the bash or zsh completion script"},
     {"plot", NULL, "draw a trace of 'vramctl run --trace' (SVG or PNG)"},
+    {"guard", cmd_guard, "root's service that gives users' guarantees (systemd starts it)"},
 };
 
 static void usage(FILE *f)

@@ -70,13 +70,14 @@ static int root_owned(const char *lib)
 		int writable = (st.st_mode & (S_IWGRP | S_IWOTH)) &&
 		               !(S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX));
 		if (st.st_uid != 0 || writable) {
-			fprintf(stderr,
-			        "vramctl: preload: %s is %s: every program on this machine would load "
-			        "the library, so it and the directories above it must be root's and "
-			        "writable by root alone (install vramctl, or give --library a copy "
-			        "in such a place)\n",
-			        path,
-			        st.st_uid != 0 ? "not owned by root" : "writable by group or others");
+			fprintf(
+			    stderr,
+			    "vramctl: preload: %s is %s: every program on this machine would load "
+			    "the library, so it and the directories above it must be root's and "
+			    "writable by root alone (install vramctl, or give --library a copy "
+			    "in such a place)\n",
+			    path,
+			    st.st_uid != 0 ? "not owned by root" : "writable by group or others");
 			return -1;
 		}
 		char *slash = strrchr(path, '/');
@@ -124,8 +125,8 @@ static int names_lib(const char *e, size_t n, const char *lib, int exact)
 	if (n == ll && !strncmp(e, lib, n))
 		return 1;
 	static const char base[] = "/libvramctl.so";
-	return !exact && n >= sizeof base - 1 && !strncmp(e + n - (sizeof base - 1), base,
-	                                                  sizeof base - 1);
+	return !exact && n >= sizeof base - 1 &&
+	       !strncmp(e + n - (sizeof base - 1), base, sizeof base - 1);
 }
 
 /* Whether text has an entry for lib (exact: its path). */
@@ -152,7 +153,8 @@ static void drop_lib(const char *text, const char *lib, char *out, size_t len)
 		const char *nl = strchr(p, '\n');
 		size_t ln = nl ? (size_t)(nl - p) + 1 : strlen(p);
 		char line[PATH_MAX + 64];
-		snprintf(line, sizeof line, "%.*s", (int)(ln < sizeof line ? ln : sizeof line - 1), p);
+		snprintf(line, sizeof line, "%.*s", (int)(ln < sizeof line ? ln : sizeof line - 1),
+		         p);
 		if (!has_lib(line, lib, 0) && o + ln < len) {
 			memcpy(out + o, p, ln);
 			o += ln;
@@ -221,12 +223,14 @@ int cmd_preload(int argc, char **argv)
 		} else if (!verb && argv[i][0] != '-') {
 			verb = argv[i];
 		} else {
-			fprintf(stderr, "vramctl: preload: unexpected '%s' ('vramctl preload --help')\n",
+			fprintf(stderr,
+			        "vramctl: preload: unexpected '%s' ('vramctl preload --help')\n",
 			        argv[i]);
 			return VR_EXIT_ERROR;
 		}
 	}
-	if (!verb || (strcmp(verb, "enable") && strcmp(verb, "disable") && strcmp(verb, "status"))) {
+	if (!verb ||
+	    (strcmp(verb, "enable") && strcmp(verb, "disable") && strcmp(verb, "status"))) {
 		preload_usage(stderr);
 		return VR_EXIT_ERROR;
 	}
@@ -239,8 +243,9 @@ int cmd_preload(int argc, char **argv)
 		return VR_EXIT_ERROR;
 	}
 	if (strpbrk(lib, " \t\n:")) {
-		fprintf(stderr, "vramctl: preload: %s cannot be an entry of %s (it holds a space or "
-		                "':')\n",
+		fprintf(stderr,
+		        "vramctl: preload: %s cannot be an entry of %s (it holds a space or "
+		        "':')\n",
 		        lib, PRELOAD_FILE);
 		return VR_EXIT_ERROR;
 	}

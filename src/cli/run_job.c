@@ -17,8 +17,8 @@
 
 /* ---- the records */
 
-static void fill(struct vr_job *rec, int kind, const char *dir, const char *group,
-                 const char *spec, const char *count)
+static void fill(struct vr_job *rec, int kind, const char *dir, const char *group, const char *spec,
+                 const char *count)
 {
 	memset(rec, 0, sizeof *rec);
 	rec->kind = kind;
@@ -74,8 +74,8 @@ static void make_cgroup(struct run_job *j)
 }
 
 /* The cgroup this process is in now, recorded as the job's. */
-static void record_cgroup(struct run_job *j, const char *dir, const char *group,
-                          const char *spec, const char *count)
+static void record_cgroup(struct run_job *j, const char *dir, const char *group, const char *spec,
+                          const char *count)
 {
 	char path[VR_CGROUP2_LEN];
 	const char *root = vr_cgroup2_hierarchy();

@@ -138,12 +138,13 @@ int cmd_watch(int argc, char **argv)
 			/* fall through */
 		case 't':
 			if (parse_tree(optarg, &w.tree) < 0)
-				return cli_usage_error("watch", "--tree %s: PID[:START] of a live process",
-				                       optarg);
+				return cli_usage_error(
+				    "watch", "--tree %s: PID[:START] of a live process", optarg);
 			break;
 		case 'c':
 			if (optarg[0] != '/' || strlen(optarg) >= sizeof w.cg.cgroup)
-				return cli_usage_error("watch", "--cgroup %s: a cgroup v2 path", optarg);
+				return cli_usage_error("watch", "--cgroup %s: a cgroup v2 path",
+				                       optarg);
 			w.cg.kind = VR_JOB_CGROUP;
 			snprintf(w.cg.hier, sizeof w.cg.hier, "v2");
 			snprintf(w.cg.cgroup, sizeof w.cg.cgroup, "%s", optarg);
@@ -155,9 +156,9 @@ int cmd_watch(int argc, char **argv)
 	if (optind < argc)
 		return cli_usage_error("watch", "unexpected argument '%s'", argv[optind]);
 	if (!group || !spec || (!w.tree.kind && !w.cg.kind))
-		return cli_usage_error("watch", "--group, --limit and --tree or --cgroup are needed");
-	struct vr_join_opts o = {
-	    .dir = dir, .group = group, .limit_spec = spec, .launcher = 1};
+		return cli_usage_error("watch",
+		                       "--group, --limit and --tree or --cgroup are needed");
+	struct vr_join_opts o = {.dir = dir, .group = group, .limit_spec = spec, .launcher = 1};
 	char err[512];
 	int rc = vr_join(&o, &w.member, NULL, err, sizeof err);
 	if (rc < 0) {

@@ -48,9 +48,17 @@
  * VR_DEFAULT_DIR_PREFIX followed by the effective uid, or a directory in the
  * home when another user took that name: vr_default_dir). */
 #define VR_ENV_REGISTRY_DIR "VRAMCTL_REGISTRY_DIR"
-/* Where the device books (guarantees, #26) live, shared by every user's
- * processes: an absolute path; default /dev/shm (registry/devbook.h). */
-#define VR_ENV_DEVICE_DIR     "VRAMCTL_DEVICE_DIR"
+/* Where the device books (guarantees, #26, #38) live: root's directory, an
+ * absolute path; default /run/vramctl (registry/devbook.h). */
+#define VR_ENV_DEVICE_DIR "VRAMCTL_DEVICE_DIR"
+/* The name of the group's guarantee in the device book, set by a root
+ * launcher that admitted it for the group (the Slurm plugin): 16 hex
+ * digits. Members find their entry by its hash; without it, by the hash of
+ * their books' key. */
+#define VR_ENV_GUARANTEE_TOKEN "VRAMCTL_GUARANTEE_TOKEN"
+/* The guard service's socket (registry/devguard.h); default
+ * /run/vramctl/guard.sock. */
+#define VR_ENV_GUARD_SOCKET   "VRAMCTL_GUARD_SOCKET"
 #define VR_DEFAULT_DIR_PREFIX "/tmp/vramctl-"
 /* Path of the real driver library; default: found as the loader would. */
 #define VR_ENV_DRIVER "VRAMCTL_DRIVER"

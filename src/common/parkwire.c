@@ -4,9 +4,12 @@
  */
 #include "common/parkwire.h"
 
+#include "common/clock.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -92,4 +95,79 @@ int vr_park_ask(int pid, const char *req, char *reply, size_t len, int timeout_m
 	}
 	close(fd);
 	return rc;
+}
+
+/* ---- parking for a guarantee --------------------------------------------- */
+
+#define FOR_LIST_MAX 4096 /* processes on one GPU looked at, at most */
+
+struct candidate {
+	int pid;
+	long long idle_ms;
+};
+
+static int by_idle(const void *a, const void *b)
+{
+	long long x = ((const struct candidate *)a)->idle_ms,
+	          y = ((const struct candidate *)b)->idle_ms;
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* pid's idle time when it is running and idle long enough to be parked on
+ * request, else -1. */
+static long long parkable_idle(int pid)
+{
+	char reply[VR_PARK_LINE];
+	long long idle = -1;
+	if (vr_park_ask(pid, "state", reply, sizeof reply, 500) != 0 ||
+	    strncmp(reply, "state running ", 14) != 0 ||
+	    sscanf(reply + 14, "idle_ms=%lld", &idle) != 1 || idle < (long long)VR_PARK_IDLE_MIN_MS)
+		return -1;
+	return idle;
+}
+
+/* One round: every idle candidate asked, the longest idle first, until
+ * *freed reaches r->bytes. -1 when the list cannot be had. */
+static int for_round(const struct vr_park_for *r, int *pids, struct candidate *c, uint64_t *freed)
+{
+	int n = r->list(r->arg, pids, FOR_LIST_MAX), nc = 0;
+	if (n < 0)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		long long idle = pids[i] == r->self ? -1 : parkable_idle(pids[i]);
+		if (idle >= 0)
+			c[nc++] = (struct candidate){pids[i], idle};
+	}
+	qsort(c, (size_t)nc, sizeof *c, by_idle);
+	char req[VR_PARK_LINE];
+	snprintf(req, sizeof req, "park-for %s", r->uuid);
+	for (int i = 0; i < nc && *freed < r->bytes; i++) {
+		char reply[VR_PARK_LINE];
+		unsigned long long b = 0;
+		if (vr_park_ask(c[i].pid, req, reply, sizeof reply, 150000) == 0 &&
+		    sscanf(reply, "parked %llu", &b) == 1) {
+			*freed += b;
+			if (r->parked)
+				r->parked(r->arg, c[i].pid, c[i].idle_ms, b);
+		}
+	}
+	return 0;
+}
+
+uint64_t vr_park_for_guarantee(const struct vr_park_for *r)
+{
+	uint64_t freed = 0, deadline = vr_mono_ns() + r->wait_ms * 1000000ull;
+	int *pids = malloc(FOR_LIST_MAX * sizeof *pids);
+	struct candidate *c = malloc(FOR_LIST_MAX * sizeof *c);
+	for (int rounds = 0; pids && c && rounds < 100000; rounds++) {
+		if (for_round(r, pids, c, &freed) < 0 || freed >= r->bytes || !r->wait_ms ||
+		    vr_mono_ns() >= deadline)
+			break;
+		/* With a wait: borrowers busy now may be idle in a moment. */
+		struct timespec ts = {0, 250000000};
+		nanosleep(&ts, NULL);
+	}
+	free(pids);
+	free(c);
+	return freed;
 }

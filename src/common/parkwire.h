@@ -17,21 +17,27 @@
  *   park              "parked BYTES" | "refused WHY"
  *   unpark            "restored" | "refused WHY"
  *   park-for UUID     as park, for a guarantee on the GPU "GPU-..." that
- *                     the asker's group is owed: "parked BYTES" (what it
- *                     held on that GPU) | "refused WHY"
+ *                     the asker's group is owed or is being given:
+ *                     "parked BYTES" (what it held on that GPU) |
+ *                     "refused WHY"
  *
  * The process learns who asks from the kernel (SO_PEERCRED): park and
- * unpark from its own user or root only; park-for from a user whose group
- * the device book shows owed its guarantee there, and only when idle.
+ * unpark from its own user or root only; park-for only while its group
+ * borrows on that GPU, from its own user or root (who may park it anyway)
+ * or from a user whose group the device book shows owed its guarantee
+ * there; every park only when idle VR_PARK_IDLE_MIN_MS at least (a busy
+ * process would be restored at once, for nothing).
  */
 #ifndef VRAMCTL_PARKWIRE_H
 #define VRAMCTL_PARKWIRE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #define VR_PARK_SOCKET_PREFIX "vramctl-park-"
 #define VR_PARK_LINE          256
+#define VR_PARK_IDLE_MIN_MS   1000ull
 
 /* The listening socket for host PID pid: an fd (close-on-exec,
  * non-blocking), or a negative errno (-EADDRINUSE: another listens). */
@@ -46,5 +52,26 @@ void vr_park_answer(int cfd, const char *line);
  * (nothing listens: not a process that can be parked, or gone),
  * -ETIMEDOUT (no answer within timeout_ms), another negative errno. */
 int vr_park_ask(int pid, const char *req, char *reply, size_t len, int timeout_ms);
+
+/*
+ * Parking for a guarantee (#36): the idle processes on one GPU that can be
+ * parked are asked, the longest idle first, to park for it (park-for), until
+ * `bytes` are freed or none is left; with wait_ms, again every 250 ms
+ * while that lasts. Each decides for itself whether the asker may. list
+ * gives the host PIDs on the GPU now (their count, at most max, or a
+ * negative errno: then nothing is asked); parked, when not NULL, hears each
+ * park. Returns the bytes freed. Bounded: each answer within the checkpoint
+ * helper's time.
+ */
+struct vr_park_for {
+	const char *uuid; /* the GPU, "GPU-..." */
+	uint64_t bytes;
+	uint64_t wait_ms;
+	int self; /* this process's host PID, never asked */
+	int (*list)(void *arg, int *pids, int max);
+	void (*parked)(void *arg, int pid, long long idle_ms, uint64_t bytes);
+	void *arg;
+};
+uint64_t vr_park_for_guarantee(const struct vr_park_for *r);
 
 #endif /* VRAMCTL_PARKWIRE_H */

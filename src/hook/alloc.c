@@ -40,7 +40,7 @@ VR_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	if (VR_UNLIKELY(charged < vr_on_card(bytesize)) && d) {
 		CUresult rc;
-		VR_OWN(rc = vr_real.cuMemAlloc_v2(dptr, bytesize));
+		VR_DRIVER(rc = vr_real.cuMemAlloc_v2(dptr, bytesize));
 		return settle_short(d, rc == CUDA_SUCCESS ? *dptr : 0, charged, rc);
 	}
 	VR_CALL_SETTLE(d, VR_KIND_LINEAR, charged, vr_real.cuMemAlloc_v2(dptr, bytesize), *dptr);
@@ -166,7 +166,7 @@ VR_EXPORT CUresult cuMemAlloc(unsigned int *dptr, unsigned int bytesize)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	if (VR_UNLIKELY(charged < vr_on_card(bytesize)) && d) {
 		CUresult rc;
-		VR_OWN(rc = vr_real.cuMemAlloc(dptr, bytesize));
+		VR_DRIVER(rc = vr_real.cuMemAlloc(dptr, bytesize));
 		return settle_short(d, rc == CUDA_SUCCESS ? *dptr : 0, charged, rc);
 	}
 	VR_CALL_SETTLE(d, VR_KIND_LINEAR, charged, vr_real.cuMemAlloc(dptr, bytesize), *dptr);
@@ -224,7 +224,7 @@ VR_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t 
 	if (r < 0)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	CUresult rc;
-	VR_OWN(
+	VR_DRIVER(
 	    rc = vr_real.cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes));
 	/* Settled as it was charged: in pages, or as asked where the pages did
 	 * not fit (vr_policy_reserve_linear: a short block). */
@@ -255,6 +255,7 @@ VR_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t 
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	record(d, VR_KIND_LINEAR, *dptr, actual);
+	vr_gt_answered(); /* a wider pitch's grant: its bytes are on the card */
 	return rc;
 }
 

@@ -56,6 +56,7 @@ static CUresult settle_array(struct vr_dev *d, int kind, uint64_t key, uint64_t 
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	record(d, kind, key, actual);
+	vr_gt_answered(); /* a larger array's grant: its bytes are on the card */
 	return CUDA_SUCCESS;
 }
 

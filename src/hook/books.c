@@ -207,8 +207,7 @@ int vr__books_reserve_outer(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, 
 	return -1;
 }
 
-int vr__books_reserve_other(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int rc,
-                            int quiet)
+int vr__books_reserve_other(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int rc, int quiet)
 {
 	vr_outer_refusal_own(); /* a refusal from here on is its own group's */
 	if (d->reg >= 0) {

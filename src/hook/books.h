@@ -30,8 +30,7 @@ void vr_books_denied(struct vr_dev *d, uint64_t bytes);
 static inline void vr_books_release(struct vr_dev *d, uint64_t bytes);
 /* The rest of a reserve the registry did not grant (rc), or of one in this
  * process's own books. */
-int vr__books_reserve_other(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int rc,
-                            int quiet);
+int vr__books_reserve_other(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int rc, int quiet);
 /* Per-process books: what they hold now on d (in_use), for monitors
  * (registry/own.h), when d's are published. */
 void vr__books_own_note(struct vr_dev *d, uint64_t in_use);
@@ -89,7 +88,8 @@ void vr_books_unspill(struct vr_dev *d, uint64_t bytes);
  * refused there, its own group's is given back. */
 int vr__books_reserve_outer(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int quiet);
 
-static inline int vr__books_reserve(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int quiet)
+static inline __attribute__((always_inline)) int vr__books_reserve(struct vr_dev *d, uint64_t bytes,
+                                                                   uint64_t *in_use, int quiet)
 {
 	int rc = d->reg < 0 ? 0
 	         : quiet    ? vr_reserve_quiet(vr__books_member, d->reg, bytes, in_use)

@@ -38,8 +38,8 @@ struct vr_state {
 	/* The environment (or HAMi's variables) gave a cap: settled at the
 	 * constructor. Else vr_job_resolve decides at the first driver call. */
 	int env_contract;
-	int settled; /* vr_config_settle has run */
-	int active;  /* a cap is configured and this copy is the acting one */
+	int settled;     /* vr_config_settle has run */
+	int active;      /* a cap is configured and this copy is the acting one */
 	int passthrough; /* another copy of the library acts in this process */
 	int limit_bad;   /* VRAMCTL_LIMIT was malformed: fail closed (cap 0) */
 	int growth;

@@ -63,8 +63,8 @@ struct vr_dev {
 		 * the process. */
 		uint64_t booked, stable_ns, absent_ns;
 	} card;
-	/* Guarantees on the card (guarantee.c, #26): the device book all
-	 * groups on this GPU share. */
+	/* Guarantees on the card (guarantee.c, #26, #38): the device book
+	 * all groups on this GPU share, which root writes. */
 	struct vr_gt {
 		/* The book's sum of live guarantees, or a word that stays 0
 		 * when there is no book (set before the device is ready): 0
@@ -72,13 +72,13 @@ struct vr_dev {
 		const _Atomic uint64_t *word;
 		struct vr_devbook *book; /* NULL: none */
 		uint64_t guarantee;      /* this group's here (0: none) */
-		/* VR_GT_MIRROR: this process's bytes are counted in its line;
-		 * VR_GT_PENDING: a borrow granted, its block not placed yet. */
+		/* VR_GT_MIRROR: this process's bytes are counted in its
+		 * group's held words. */
 		atomic_uint flags;
 	} gt;
 } __attribute__((aligned(64))); /* 256 bytes: the table is indexed by a shift */
 
-enum { VR_GT_MIRROR = 1u << 0, VR_GT_PENDING = 1u << 1 };
+enum { VR_GT_MIRROR = 1u << 0 };
 
 /* Is d capped? An uncapped device is counted and never denied. */
 static inline int vr_dev_capped(const struct vr_dev *d)

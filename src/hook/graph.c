@@ -79,6 +79,7 @@ static CUresult graph_reserve(CUgraph hGraph, uint64_t need[VR_MAX_DEVICES])
 				for (int j = 0; j < i; j++)
 					if (need[j])
 						vr_policy_release(vr_dev_by_ordinal(j), need[j]);
+				vr_gt_answered(); /* the other devices' grants undone */
 				return CUDA_ERROR_OUT_OF_MEMORY;
 			}
 			need[i] = d ? b : 0;
@@ -117,7 +118,7 @@ static CUresult graph_settle(const uint64_t need[VR_MAX_DEVICES], CUresult rc,
 			return CUDA_ERROR_OUT_OF_MEMORY;                                           \
 		}                                                                                  \
 		CUresult vr__rc;                                                                   \
-		VR_OWN(vr__rc = call);                                                             \
+		VR_DRIVER(vr__rc = call);                                                          \
 		return graph_settle(vr__need, vr__rc, phGraphExec);                                \
 	} while (0)
 

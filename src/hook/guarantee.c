@@ -3,15 +3,16 @@
  * registry/devbook.h; the design: docs/architecture.md, "Guarantees").
  *
  * A borrow (an allocation past the group's guarantee while some group has
- * a guarantee on the card) is decided under the device book's lock: the
- * card's free memory (NVML's, every process counted) less the other
- * groups' unused guarantees, less what other borrowers were granted in the
- * last moment and have not placed yet (their "pending" bytes, which the
- * card's free memory does not show yet). Its own bytes stay pending until
- * the block is placed (or briefly, when the driver fails), so two
- * borrowers never take the same room. A guaranteed group's bytes count in
- * its line of the book once they are on the card and stop counting before
- * they leave it: its unused guarantee is never shown smaller than it is.
+ * a guarantee on the card) is decided without any lock another process can
+ * hold: this process first puts the bytes on the board as pending (a lock
+ * of its own), then reads what the others have pending, the other groups'
+ * unused guarantees (the book, copied under its seqlock, and their held
+ * counts) and the card's free memory (NVML's, every process counted). Its
+ * pending bytes stay on the board until the driver has answered, however
+ * long it takes, so two borrowers never take the same room: each sees the
+ * other's. A guaranteed group's bytes count in its held words once they
+ * are on the card and stop counting before they leave it: its unused
+ * guarantee is never shown smaller than it is.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -19,36 +20,154 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/contract.h"
 #include "common/text.h"
 #include "hook/books.h"
 #include "hook/config.h"
 #include "hook/guarantee.h"
+#include "hook/guarantee_park.h"
 #include "hook/log.h"
 #include "hook/nvmlproc.h"
 #include "registry/devbook.h"
+#include "registry/devguard.h"
+#include "registry/proc.h"
 
 const _Atomic uint64_t vr_gt_none;
+/* The word of a device whose book exists but cannot be read: never 0, so
+ * every allocation past the group's guarantee asks, and is refused. */
+static const _Atomic uint64_t unreadable = 1;
 
-/* NVML's processes on d, for the admission of a guarantee (outside
- * vramctl). *n = -1 when NVML cannot tell (then nothing is counted). */
-static struct vr_devbook_proc *procs_of(const struct vr_dev *d, int *n)
+/* This process as an entry's holder: host PID and start time. */
+static struct vr_devholder self_holder(void)
 {
-	struct vr_nvml_proc *l = NULL;
-	unsigned k = 0;
-	nvmlReturn_t rc;
-	*n = -1;
-	if (vr_nvml_list(d->uuid_text, &l, &k, &rc) != NV_READY)
-		return NULL;
-	struct vr_devbook_proc *p = calloc(k ? k : 1, sizeof *p);
-	if (p) {
-		for (unsigned i = 0; i < k; i++) {
-			p[i].pid = (int32_t)l[i].pid;
-			p[i].bytes = l[i].used == NVML_VALUE_NOT_AVAILABLE ? 0 : l[i].used;
-		}
-		*n = (int)k;
+	struct vr_devholder h = {.pid = (int32_t)vr_nvml_host_pid(NULL)};
+	if (vr_proc_start_time(NULL, 0, &h.start) != 0)
+		h.start = 0;
+	return h;
+}
+
+/* The card's free memory, for root's admission (devbook.h). */
+static int card_free(void *arg, uint64_t *free_b)
+{
+	const struct vr_dev *d = arg;
+	return vr_nvml_free(d->uuid_text, free_b) == NV_READY ? 0 : -EIO;
+}
+
+/* This process writes the book itself: root, seeing host PIDs (a root in
+ * a container of its own names itself by a PID the host does not know,
+ * and may see root's directory read-only: it asks the service, which the
+ * kernel tells the host's PID). */
+static int writes_itself(void)
+{
+	return geteuid() == 0 && vr_devbook_host_pids();
+}
+
+/* Has the group's guarantee of asked bytes admitted, or joins it as one
+ * of the processes it lives for: as root in the book itself, else through
+ * the guard service. 0, or a negative errno with the reason in err
+ * (-ENOSPC: it does not fit now; the service's refusals are -EACCES). */
+static int admit(struct vr_dev *d, uint64_t asked, uint64_t ident, char *err, size_t errlen)
+{
+	uint64_t given = 0;
+	const char *group = vr_books_group();
+	if (writes_itself()) {
+		struct vr_devbook_ask a = {.capacity = d->phys_total, /* the driver's */
+		                           .uid = (uint32_t)getuid(),
+		                           .ident = ident,
+		                           .guarantee = asked,
+		                           .group = group,
+		                           .holder = self_holder(),
+		                           .card_free = card_free,
+		                           .arg = d};
+		int rc = vr_devbook_admit(NULL, d->uuid, &a, &given, err, errlen);
+		return rc < 0 ? rc : 0;
 	}
-	free(l);
-	return p;
+	struct vr_guard_req r = {.verb = VR_GUARD_ADMIT, .bytes = asked, .ident = ident};
+	memcpy(r.uuid, d->uuid, 16);
+	vr_text_copy(r.group, sizeof r.group, group && *group ? group : "-");
+	int rc = vr_guard_ask(&r, &given, err, errlen);
+	return rc < 0 ? rc : 0;
+}
+
+/* admit, and where the card has no room for the guarantee now: idle
+ * borrowers that run with --park-idle are parked for it (#36, "Guarantees
+ * given back by parking"), then it is asked once more. Nobody is killed;
+ * a borrower decides for itself whether this process may park it
+ * (common/parkwire.h). 0, or admit's error. */
+static int admit_parking(struct vr_dev *d, uint64_t asked, uint64_t ident, char *err, size_t errlen)
+{
+	int rc = admit(d, asked, ident, err, errlen);
+	uint64_t free_b = 0;
+	if (rc == 0 || asked > d->phys_total || card_free(d, &free_b) < 0)
+		return rc;
+	/* The book's refusal for room; the service's (any refusal) only
+	 * when the card itself lacks the room. */
+	if (!(rc == -ENOSPC || (rc == -EACCES && free_b < asked)))
+		return rc;
+	if (!vr_gt_park_borrowers(d, free_b < asked ? asked - free_b : asked))
+		return rc;
+	return admit(d, asked, ident, err, errlen);
+}
+
+/* The GPU has no book: root makes it, anyone else asks the service (quiet
+ * when there is none: then nobody can give a guarantee here but root). */
+static void make_book(struct vr_dev *d)
+{
+	char err[512];
+	uint64_t given;
+	if (writes_itself()) {
+		vr_devbook_make(NULL, d->uuid, d->phys_total, err, sizeof err);
+		return;
+	}
+	struct vr_guard_req r = {.verb = VR_GUARD_BOOK};
+	memcpy(r.uuid, d->uuid, 16);
+	vr_guard_ask(&r, &given, err, sizeof err);
+}
+
+/* Opens d's book, making it first when there is none. 0, 1 (no book: no
+ * guarantee on the GPU), or -1 after one line (a book not used, or one
+ * that cannot be read: d->gt.word set accordingly). */
+static int open_book(struct vr_dev *d, int asked, struct vr_devbook **b)
+{
+	char err[512] = "";
+	int rc = vr_devbook_open(NULL, d->uuid, b, err, sizeof err);
+	if (rc == -ENOENT) {
+		make_book(d);
+		rc = vr_devbook_open(NULL, d->uuid, b, err, sizeof err);
+	}
+	if (rc == 0 || rc == -ENOENT)
+		return rc == 0 ? 0 : 1;
+	/* Not root's, or writable by another user: whatever it says is not
+	 * a guarantee; this process goes on as on a GPU without a book. A
+	 * book of root's that cannot be read leaves borrowing unchecked only
+	 * if it is allowed: it is not. */
+	int untrusted = rc == -EPERM || rc == -EINVAL;
+	vr_log(asked ? VR_LOG_ERROR : VR_LOG_WARN,
+	       "GPU %d: the device book (guarantees) %s: %s; %s%s", d->ordinal,
+	       untrusted ? "is not used" : "cannot be read", err[0] ? err : strerror(-rc),
+	       asked ? "this process's guarantee cannot be given; " : "",
+	       untrusted ? "other groups' guarantees are not seen by this process (its cap holds)"
+	                 : "allocations past the group's guarantee are refused (its cap holds)");
+	if (!untrusted)
+		d->gt.word = &unreadable;
+	return -1;
+}
+
+/* The group's name in the book: the hash of the token a root launcher gave
+ * it (VRAMCTL_GUARANTEE_TOKEN), else of its books' key; 0: none (no group). */
+static uint64_t group_ident(void)
+{
+	const char *t = getenv(VR_ENV_GUARANTEE_TOKEN);
+	char *end;
+	if (t && *t) {
+		uint64_t v = strtoull(t, &end, 16);
+		if (!*end && v)
+			return vr_devbook_ident(v);
+		vr_log(VR_LOG_WARN, VR_ENV_GUARANTEE_TOKEN " is not 16 hex digits: the group is "
+		                                           "named by its books instead");
+	}
+	uint64_t key = vr_books_group_key();
+	return key ? vr_devbook_ident(key) : 0;
 }
 
 void vr_gt_setup(struct vr_dev *d)
@@ -59,63 +178,49 @@ void vr_gt_setup(struct vr_dev *d)
 	uint64_t asked = vr_config_guarantee(d->ordinal, d->uuid_text, d->phys_total, d->cap);
 	char err[512] = "", a[32];
 	struct vr_devbook *b = NULL;
-	/* NULL: vr_devbook_dir's, whose refusal (a relative one) the open says. */
-	int rc = vr_devbook_open(NULL, d->uuid, d->phys_total, &b, err, sizeof err);
-	if (rc != 0) {
-		vr_log(asked ? VR_LOG_ERROR : VR_LOG_WARN,
-		       "GPU %d: the device book (guarantees) cannot be used: %s; %s", d->ordinal,
-		       err[0] ? err : strerror(-rc),
-		       asked ? "this process's guarantee cannot be given (it runs under its cap, "
-		               "borrowing unchecked)"
-		             : "other groups' guarantees are not seen by this process (its cap "
-		               "holds)");
+	if (open_book(d, asked != 0, &b) < 0)
 		return;
-	}
-	int nprocs = -1;
-	struct vr_devbook_proc *procs = asked ? procs_of(d, &nprocs) : NULL;
-	struct vr_devbook_who who = {
-	    .group = vr_books_group(),
-	    .group_key = vr_books_group_key(),
-	    .uid = (uint32_t)getuid(),
-	    .pid = (int32_t)vr_nvml_host_pid(NULL),
-	    .guarantee = asked,
-	    .procs = procs,
-	    .nprocs = nprocs < 0 ? 0 : nprocs,
-	};
-	if (asked && !who.group_key) {
+	uint64_t ident = group_ident();
+	struct vr_devholder self = self_holder();
+	uint32_t uid = (uint32_t)getuid();
+	if (asked && !ident) {
 		vr_log(VR_LOG_ERROR,
 		       "GPU %d: a guarantee of %s needs the group's books, which this process "
 		       "could not join: it borrows like a process without one",
 		       d->ordinal, vr_format_size(asked, a, sizeof a));
-		who.guarantee = asked = 0;
+		asked = 0;
 	}
-	rc = vr_devbook_join(b, &who, err, sizeof err);
-	if (rc == -ENOSPC && asked) {
+	int64_t g = b && ident ? vr_devbook_find(b, uid, ident, &self, 0) : 0;
+	/* With VRAMCTL_GUARANTEE, this process asks for the guarantee: it is
+	 * admitted, or joined as one of the processes it lives for. One a
+	 * launcher gave (found above) needs nothing more: its launcher holds it,
+	 * so a join that cannot be had (no service) goes unsaid. */
+	if (asked && admit_parking(d, asked, ident, err, sizeof err) != 0 && g <= 0)
 		vr_log(VR_LOG_ERROR,
 		       "GPU %d: the guarantee of %s cannot be given: %s; this process borrows "
 		       "like a group without one",
 		       d->ordinal, vr_format_size(asked, a, sizeof a), err);
-		who.guarantee = 0;
-		rc = vr_devbook_join(b, &who, err, sizeof err);
-	}
-	free(procs);
-	if (rc != 0) {
-		vr_log(VR_LOG_WARN,
-		       "GPU %d: the device book (guarantees) cannot be used: %s; other groups' "
-		       "guarantees are not seen by this process (its cap holds)",
-		       d->ordinal, err[0] ? err : strerror(-rc));
-		vr_devbook_close(b);
+	if (asked && !b && open_book(d, 1, &b) != 0)
 		return;
+	if (!b)
+		return; /* no book: nobody holds a guarantee on the GPU */
+	g = ident ? vr_devbook_find(b, uid, ident, &self, 1) : 0;
+	if (g < 0) {
+		vr_log(VR_LOG_WARN,
+		       "GPU %d: the device book (guarantees) cannot be read; allocations past the "
+		       "group's guarantee are refused (its cap holds)",
+		       d->ordinal);
+		g = 0;
 	}
 	d->gt.book = b;
-	d->gt.guarantee = vr_devbook_guarantee(b);
-	if (d->gt.guarantee)
+	d->gt.guarantee = (uint64_t)g;
+	if (g)
 		atomic_fetch_or(&d->gt.flags, VR_GT_MIRROR);
-	if (asked && d->gt.guarantee != asked) {
-		char g[32];
+	if (asked && g && (uint64_t)g != asked) {
+		char t[32];
 		vr_log(VR_LOG_WARN,
 		       "GPU %d: the group's guarantee here is %s (its first member's), not %s",
-		       d->ordinal, vr_format_size(d->gt.guarantee, g, sizeof g),
+		       d->ordinal, vr_format_size((uint64_t)g, t, sizeof t),
 		       vr_format_size(asked, a, sizeof a));
 	}
 	d->gt.word = vr_devbook_guaranteed_word(b);
@@ -137,54 +242,95 @@ static int refuse(struct vr_dev *d, uint64_t bytes, const struct refusal *r)
 	return -1;
 }
 
+/* This thread's borrows in flight, ended when the driver answers. */
+#define INFLIGHT_MAX 16
+__thread int vr__gt_inflight __attribute__((tls_model("initial-exec")));
+static __thread struct {
+	struct vr_dev *d;
+	uint64_t bytes;
+} inflight[INFLIGHT_MAX];
+
+void vr__gt_settle(void)
+{
+	int n = vr__gt_inflight;
+	vr__gt_inflight = 0;
+	for (int i = 0; i < n; i++)
+		if (inflight[i].d->gt.book)
+			vr_devbook_pending_sub(inflight[i].d->gt.book, inflight[i].bytes);
+}
+
+/* The group's guarantee now; said once when it ended. */
+static uint64_t own_now(struct vr_dev *d)
+{
+	uint64_t g = d->gt.guarantee ? vr_devbook_own(d->gt.book) : 0;
+	if (VR_UNLIKELY(d->gt.guarantee && !g)) {
+		char a[32];
+		vr_log(VR_LOG_WARN,
+		       "GPU %d: the group's guarantee of %s has ended (root took it back, or the "
+		       "processes it lived for are gone); this process borrows like any other",
+		       d->ordinal, vr_format_size(d->gt.guarantee, a, sizeof a));
+		d->gt.guarantee = 0;
+	}
+	return g;
+}
+
 int vr__gt_borrow(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
 {
 	struct vr_devbook *b = d->gt.book;
 	uint64_t use = *in_use ? *in_use : vr_books_in_use(d);
-	if (!b || (d->gt.guarantee && use <= d->gt.guarantee))
-		return 0;
 	struct refusal r = {.use = use};
-	int rc = vr_devbook_lock(b);
-	if (rc != 0) {
-		r.why = rc == -ETIMEDOUT ? "the device book stayed locked by another process"
-		                         : "the device book is damaged";
+	if (!b) {
+		if (d->gt.word == &vr_gt_none)
+			return 0;
+		r.why = "the device book cannot be read";
 		return refuse(d, bytes, &r);
 	}
-	r.unused = vr_devbook_unused_others(b, &r.top);
-	if (r.unused == 0) {
-		vr_devbook_unlock(b);
+	uint64_t own = own_now(d);
+	if (own && use <= own)
 		return 0;
-	}
-	if (r.unused == UINT64_MAX) { /* damage: nothing is lent */
-		vr_devbook_unlock(b);
-		r.why = "the device book is damaged";
+	if (vr__gt_inflight == INFLIGHT_MAX) {
+		r.why = "this thread has too many borrows in flight";
 		return refuse(d, bytes, &r);
 	}
-	if (vr_nvml_free(d->uuid_text, &r.card_free) != NV_READY) {
-		vr_devbook_unlock(b);
+	/* Pending first: from here a borrower that checks counts these bytes
+	 * (or it had published its own before we read the board below). */
+	int rc = vr_devbook_pending_add(b, bytes);
+	if (rc < 0) {
+		r.why = rc == -EBUSY
+		            ? "the board of borrows in flight is full of others' locks"
+		            : "this borrow cannot be put on the board of borrows in flight";
+		return refuse(d, bytes, &r);
+	}
+	struct vr_devbook_state st;
+	rc = vr_devbook_pending_others(b, &r.pending);
+	if (rc < 0)
+		r.why = rc == -E2BIG || rc == -EOVERFLOW
+		            ? "the borrows in flight cannot be counted (too many locks on the book)"
+		            : "the borrows in flight cannot be counted";
+	else if (vr_devbook_state(b, &st) < 0)
+		r.why = "the device book cannot be read";
+	if (!r.why) {
+		r.unused = st.unused;
+		r.top = st.top;
+	}
+	/* No other group has room to keep: the driver alone decides. */
+	int free_for_all = !r.why && r.unused == 0;
+	if (!r.why && !free_for_all && vr_nvml_free(d->uuid_text, &r.card_free) != NV_READY)
 		r.why = "NVML cannot tell the card's free memory";
-		return refuse(d, bytes, &r);
-	}
-	r.pending = vr_devbook_pending_others(b);
 	uint64_t held = r.unused + r.pending < r.unused ? UINT64_MAX : r.unused + r.pending;
-	if (r.card_free > held && bytes <= r.card_free - held) {
-		vr_devbook_pending(b, (int64_t)bytes);
-		atomic_fetch_or_explicit(&d->gt.flags, VR_GT_PENDING, memory_order_relaxed);
-		vr_devbook_unlock(b);
+	if (free_for_all || (!r.why && r.card_free > held && bytes <= r.card_free - held)) {
+		inflight[vr__gt_inflight].d = d;
+		inflight[vr__gt_inflight].bytes = bytes;
+		vr__gt_inflight++;
 		return 0;
 	}
-	vr_devbook_unlock(b);
+	vr_devbook_pending_sub(b, bytes);
 	return refuse(d, bytes, &r);
 }
 
 void vr__gt_placed(struct vr_dev *d, uint64_t bytes)
 {
-	if (!d->gt.book)
-		return;
-	unsigned f = atomic_fetch_and_explicit(&d->gt.flags, ~VR_GT_PENDING, memory_order_relaxed);
-	if (f & VR_GT_PENDING)
-		vr_devbook_pending(d->gt.book, -(int64_t)bytes);
-	if (f & VR_GT_MIRROR)
+	if (d->gt.book)
 		vr_devbook_held(d->gt.book, (int64_t)bytes);
 }
 
@@ -202,6 +348,7 @@ void vr_gt_overhead(struct vr_dev *d, int64_t delta)
 
 void vr_gt_forget(struct vr_dev *d)
 {
+	vr__gt_inflight = 0; /* the parent's borrows, on the parent's lock */
 	if (d->gt.book)
 		vr_devbook_forget(d->gt.book);
 	d->gt.book = NULL;
@@ -255,7 +402,9 @@ void vr_gt_say_denied(const struct vr_dev *d, uint64_t bytes)
 	 * before they were given). */
 	char pend[96] = "";
 	if (r.pending)
-		snprintf(pend, sizeof pend, ", and %s was granted to other borrowers a moment ago",
+		snprintf(pend, sizeof pend,
+		         ", and %s was granted to other borrowers and is not on "
+		         "the card yet",
 		         vr_format_size_digits(r.pending, dg, a, sizeof a));
 	vr__log(VR_LOG_WARN,
 	        "denied %s on GPU %d: the card's free memory is guaranteed to other groups: %s; "

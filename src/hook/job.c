@@ -84,8 +84,7 @@ static int contract_file(struct vr_job *j, int apply)
 		n = pread(fd, text, sizeof text - 1, 0);
 	close(fd);
 	if (!ok || n < 0) {
-		vr_log(VR_LOG_ERROR,
-		       "%s is not used: %s", VR_CONTRACT_FILE,
+		vr_log(VR_LOG_ERROR, "%s is not used: %s", VR_CONTRACT_FILE,
 		       ok ? "it cannot be read, or is too large"
 		          : "it must be root's and writable by nobody else, or mounted read-only");
 		return 0;

@@ -81,7 +81,8 @@ void vr_outer_device(struct vr_dev *d)
 		uint64_t want = UINT64_MAX, cap;
 		if (g->bad)
 			want = 0;
-		else if (!vr_limits_cap_for(&g->lim, d->ordinal, d->uuid_text, d->phys_total, &want))
+		else if (!vr_limits_cap_for(&g->lim, d->ordinal, d->uuid_text, d->phys_total,
+		                            &want))
 			want = UINT64_MAX;
 		o->reg[k] = -1;
 		o->cap[k] = want;
@@ -102,7 +103,8 @@ void vr_outer_device(struct vr_dev *d)
 			       "cap of %s it was given cannot be passed; the %s's holds as well",
 			       d->ordinal, g->job->group, g->job->what,
 			       vr_format_size_digits(o->cap[k], dg, a, sizeof a),
-			       own == UINT64_MAX ? "none" : vr_format_size_digits(own, dg, b, sizeof b),
+			       own == UINT64_MAX ? "none"
+			                         : vr_format_size_digits(own, dg, b, sizeof b),
 			       g->job->what);
 		}
 	}
@@ -120,7 +122,8 @@ static int local_take(struct od *o, int k, uint64_t bytes, uint64_t *in_use)
 			return -1;
 		}
 		if (atomic_compare_exchange_weak_explicit(&o->local[k], &cur, cur + bytes,
-		                                          memory_order_relaxed, memory_order_relaxed))
+		                                          memory_order_relaxed,
+		                                          memory_order_relaxed))
 			return 0;
 	}
 }

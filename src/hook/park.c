@@ -64,10 +64,6 @@
 #include "hook/record.h"
 #include "hook/wait.h"
 
-/* The least time without a driver call for a process to be parked on
- * request (`vramctl park`, a guarantee): a busy one would be restored at
- * once, for nothing. */
-#define VR_PARK_IDLE_MIN_MS 1000ull
 /* How long the driver's lock waits for the calls in flight to finish. */
 #define VR_PARK_LOCK_MS 5000u
 /* A restore waits for room this long without --wait (never forever). */
@@ -473,7 +469,7 @@ static void serve(const char *req, uid_t uid, char *out, size_t len)
 			snprintf(out, len, "refused it holds nothing on %.64s", req + 9);
 		else if (!vr_gt_borrowing(d))
 			snprintf(out, len, "refused its group holds only its own guarantee there");
-		else if (!vr_gt_owed_to_uid(d, (uint32_t)uid))
+		else if (!own && !vr_gt_owed_to_uid(d, (uint32_t)uid))
 			snprintf(out, len, "refused no guarantee of uid %u there is owed memory",
 			         (unsigned)uid);
 		else if (park_now(VR_PARK_IDLE_MIN_MS, d->reg, &bytes, why, sizeof why) == 0)
@@ -623,70 +619,11 @@ void vr_park_arm(void)
 
 /* ---- a guaranteed group's side ---------------------------------------- */
 
-struct candidate {
-	int32_t pid;
-	long long idle_ms;
-};
-
-static int by_idle(const void *a, const void *b)
-{
-	long long x = ((const struct candidate *)a)->idle_ms,
-	          y = ((const struct candidate *)b)->idle_ms;
-	return x < y ? 1 : x > y ? -1 : 0;
-}
-
 int vr_park_for_room(struct vr_dev *d, uint64_t bytes)
 {
 	if (!d || !vr_gt_owed(d))
 		return 0;
-	uint64_t t0 = vr_mono_ns(), deadline = t0 + vr_g.wait_ms * 1000000ull;
-	uint64_t freed = 0;
-	int rounds = 0;
-	do {
-		struct vr_nvml_proc *l = NULL;
-		unsigned n = 0;
-		nvmlReturn_t nrc;
-		if (vr_nvml_list(d->uuid_text, &l, &n, &nrc) != NV_READY)
-			return 0;
-		struct candidate *c = calloc(n ? n : 1, sizeof *c);
-		int nc = 0;
-		pid_t self = vr_nvml_host_pid(NULL);
-		for (unsigned i = 0; c && i < n; i++) {
-			char reply[VR_PARK_LINE];
-			long long idle = -1;
-			if ((pid_t)l[i].pid == self ||
-			    vr_park_ask((int)l[i].pid, "state", reply, sizeof reply, 500) != 0 ||
-			    strncmp(reply, "state running ", 14) != 0 ||
-			    sscanf(reply + 14, "idle_ms=%lld", &idle) != 1 ||
-			    idle < (long long)VR_PARK_IDLE_MIN_MS)
-				continue;
-			c[nc++] = (struct candidate){(int32_t)l[i].pid, idle};
-		}
-		free(l);
-		if (c)
-			qsort(c, (size_t)nc, sizeof *c, by_idle);
-		char req[VR_PARK_LINE];
-		snprintf(req, sizeof req, "park-for %s", d->uuid_text);
-		for (int i = 0; i < nc && freed < bytes; i++) {
-			char reply[VR_PARK_LINE];
-			unsigned long long b = 0;
-			if (vr_park_ask(c[i].pid, req, reply, sizeof reply, 150000) == 0 &&
-			    sscanf(reply, "parked %llu", &b) == 1) {
-				freed += b;
-				vr_log(VR_LOG_INFO,
-				       "GPU %d: process %d (idle %lld ms) parked for this group's "
-				       "guarantee",
-				       d->ordinal, (int)c[i].pid, c[i].idle_ms);
-			}
-		}
-		free(c);
-		if (freed >= bytes || !vr_g.wait_ms)
-			break;
-		/* With --wait: borrowers busy now may be idle in a moment. */
-		struct timespec ts = {0, 250000000};
-		nanosleep(&ts, NULL);
-	} while (++rounds < 100000 && vr_mono_ns() < deadline);
-	return freed > 0;
+	return vr_gt_park_borrowers(d, bytes);
 }
 
 /* ---- fork ---------------------------------------------------------------- */

@@ -121,7 +121,8 @@ void vr_policy_check_devices(void)
 			       "(it has %d GPU%s%s); every device allocation is refused (fail "
 			       "closed)",
 			       it->dev, count, count == 1 ? "" : "s",
-			       secure_getenv("CUDA_VISIBLE_DEVICES") ? " after CUDA_VISIBLE_DEVICES" : "");
+			       secure_getenv("CUDA_VISIBLE_DEVICES") ? " after CUDA_VISIBLE_DEVICES"
+			                                             : "");
 	}
 	atomic_store_explicit(&devices_checked, 1, memory_order_release);
 }
@@ -267,15 +268,16 @@ static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t asked, u
 		         wl ? w : "?");
 		vr_text_escape(shown, sizeof shown, name);
 		/* A watcher's charge: the job's processes outside the cap. */
-		int k = h[i].outside
-		            ? snprintf(others + used, sizeof others - used,
-		                       "%sprocesses of the job outside the cap (vramctl status lists "
-		                       "them) %s",
-		                       i ? ", " : "; largest others: ",
-		                       vr_format_size_digits(h[i].bytes, dg, sz, sizeof sz))
-		            : snprintf(others + used, sizeof others - used, "%s%s (pid %d) %s",
-		                       i ? ", " : "; largest others: ", shown, h[i].pid,
-		                       vr_format_size_digits(h[i].bytes, dg, sz, sizeof sz));
+		int k =
+		    h[i].outside
+		        ? snprintf(others + used, sizeof others - used,
+		                   "%sprocesses of the job outside the cap (vramctl status lists "
+		                   "them) %s",
+		                   i ? ", " : "; largest others: ",
+		                   vr_format_size_digits(h[i].bytes, dg, sz, sizeof sz))
+		        : snprintf(others + used, sizeof others - used, "%s%s (pid %d) %s",
+		                   i ? ", " : "; largest others: ", shown, h[i].pid,
+		                   vr_format_size_digits(h[i].bytes, dg, sz, sizeof sz));
 		if (k < 0)
 			break;
 		used += (size_t)k;

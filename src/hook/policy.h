@@ -77,7 +77,8 @@ static inline void vr_policy_release(struct vr_dev *d, uint64_t bytes);
  * denied (said). The device is always tried first, so allocations go to it
  * again as soon as it has room.
  */
-static inline int vr_policy_reserve_spillable(struct vr_dev *d, uint64_t bytes);
+static inline __attribute__((always_inline)) int vr_policy_reserve_spillable(struct vr_dev *d,
+                                                                             uint64_t bytes);
 /* The denial when spill could not serve the request either: counted in the
  * books and said, with why (rate limited like every denial). */
 void vr_policy_deny(struct vr_dev *d, uint64_t bytes, const char *why);
@@ -111,8 +112,8 @@ static inline uint64_t vr_on_card(uint64_t bytes)
  * block: it calls vr_policy_short_settle with the block's address once the
  * driver granted it, or with 0 when the driver failed (after the release).
  */
-static inline int vr_policy_reserve_linear(struct vr_dev *d, uint64_t bytes, int spillable,
-                                           uint64_t *charged);
+static inline __attribute__((always_inline)) int
+vr_policy_reserve_linear(struct vr_dev *d, uint64_t bytes, int spillable, uint64_t *charged);
 #define VR_SHORT_PENDING ((uint64_t)1)
 /* The short block of d is ptr (0: there is none after all). */
 void vr_policy_short_settle(struct vr_dev *d, uint64_t ptr);
@@ -151,7 +152,8 @@ int vr__policy_card(struct vr_dev *d, uint64_t bytes, uint64_t *in_use);
 
 /* After the books granted bytes with in_use their total (0: served from a
  * thread's spare, the total unmoved): near the cap, the card is asked. */
-static inline int vr__policy_granted(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
+static inline __attribute__((always_inline)) int
+vr__policy_granted(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
 {
 	if (VR_UNLIKELY(*in_use > atomic_load_explicit(&d->card.watch, memory_order_relaxed) ||
 	                atomic_load_explicit(&vr_caps_taken, memory_order_acquire) !=
@@ -168,7 +170,8 @@ static inline int vr__policy_granted(struct vr_dev *d, uint64_t bytes, uint64_t 
 /* The books' reserve of bytes (quiet: a refusal is not counted as a
  * denial), then the card's word near the cap: 0 held, nothing recorded
  * yet; -1 with *in_use the figure that did not leave room. */
-static inline int vr__policy_take(struct vr_dev *d, uint64_t bytes, uint64_t *in_use, int quiet)
+static inline __attribute__((always_inline)) int vr__policy_take(struct vr_dev *d, uint64_t bytes,
+                                                                 uint64_t *in_use, int quiet)
 {
 	return VR_LIKELY(vr__books_reserve(d, bytes, in_use, quiet) == 0) &&
 	               VR_LIKELY(vr__policy_granted(d, bytes, in_use) == 0)
@@ -176,7 +179,8 @@ static inline int vr__policy_take(struct vr_dev *d, uint64_t bytes, uint64_t *in
 	           : -1;
 }
 
-static inline int vr__policy_reserve(struct vr_dev *d, uint64_t bytes, int report)
+static inline __attribute__((always_inline)) int vr__policy_reserve(struct vr_dev *d,
+                                                                    uint64_t bytes, int report)
 {
 	uint64_t in_use = 0;
 	if (VR_LIKELY(d != NULL) && VR_LIKELY(vr__policy_take(d, bytes, &in_use, 0) == 0)) {
@@ -186,7 +190,7 @@ static inline int vr__policy_reserve(struct vr_dev *d, uint64_t bytes, int repor
 	return vr__policy_refused(d, bytes, in_use, report);
 }
 
-static inline int vr_policy_reserve(struct vr_dev *d, uint64_t bytes)
+static inline __attribute__((always_inline)) int vr_policy_reserve(struct vr_dev *d, uint64_t bytes)
 {
 	return vr__policy_reserve(d, bytes, 1);
 }
@@ -199,15 +203,16 @@ static inline void vr_policy_release(struct vr_dev *d, uint64_t bytes)
 	}
 }
 
-static inline int vr_policy_reserve_spillable(struct vr_dev *d, uint64_t bytes)
+static inline __attribute__((always_inline)) int vr_policy_reserve_spillable(struct vr_dev *d,
+                                                                             uint64_t bytes)
 {
 	if (VR_LIKELY(!vr_books_spill_budget()))
 		return vr_policy_reserve(d, bytes) == 0 ? 0 : -1;
 	return vr__policy_spillable(d, bytes);
 }
 
-static inline int vr_policy_reserve_linear(struct vr_dev *d, uint64_t bytes, int spillable,
-                                           uint64_t *charged)
+static inline __attribute__((always_inline)) int
+vr_policy_reserve_linear(struct vr_dev *d, uint64_t bytes, int spillable, uint64_t *charged)
 {
 	uint64_t page = vr_on_card(bytes);
 	if (VR_LIKELY(page == bytes) || VR_UNLIKELY(d == NULL)) {

@@ -172,6 +172,7 @@ static CUresult async_alloc(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool, 
 		return rc;
 
 	VR_OWN(rc = call(dptr, bytes, pool, s, fn));
+	vr_gt_answered(); /* what a borrow put on the board ends */
 
 	if (r) {
 		pthread_mutex_lock(&pool_lock);

@@ -82,6 +82,15 @@ static inline __attribute__((always_inline)) void record(struct vr_dev *d, int k
 	}
 }
 
+/* The driver's call for an allocation a grant went before: once it has
+ * answered (placed the block or failed), what a borrow put on the board of
+ * borrows in flight ends (guarantee.h). */
+#define VR_DRIVER(stmt)                                                                            \
+	do {                                                                                       \
+		VR_OWN(stmt);                                                                      \
+		vr_gt_answered();                                                                  \
+	} while (0)
+
 /* Calls the driver for an allocation already charged at bytes on d; if it
  * fails, releases the charge and returns the driver's code. Out of memory
  * on a card whose guarantees lend to idle programs: they are parked for
@@ -89,11 +98,11 @@ static inline __attribute__((always_inline)) void record(struct vr_dev *d, int k
 #define VR_CALL(d, bytes, call)                                                                    \
 	do {                                                                                       \
 		CUresult vr__rc;                                                                   \
-		VR_OWN(vr__rc = call);                                                             \
+		VR_DRIVER(vr__rc = call);                                                          \
 		if (VR_UNLIKELY(vr__rc != CUDA_SUCCESS)) {                                         \
 			if (vr__rc != CUDA_ERROR_OUT_OF_MEMORY || !vr_park_for_room(d, bytes))     \
 				return vr_wrap_refused(d, bytes, vr__rc);                          \
-			VR_OWN(vr__rc = call);                                                     \
+			VR_DRIVER(vr__rc = call);                                                  \
 			if (vr__rc != CUDA_SUCCESS)                                                \
 				return vr_wrap_refused(d, bytes, vr__rc);                          \
 		}                                                                                  \

@@ -118,6 +118,7 @@ int vr_contract_apply(const struct vr_contract *c, vr_setenv_fn set, void *ctx, 
 	rc = rc < 0 || (c->limit && set(ctx, VR_ENV_LIMIT, c->limit, 1)) ||
 	     (c->limit && set(ctx, VR_ENV_SPILL, c->spill ? spill : NULL, 1)) ||
 	     (c->limit && set(ctx, VR_ENV_GUARANTEE, c->guarantee, 1)) ||
+	     (c->limit && set(ctx, VR_ENV_GUARANTEE_TOKEN, c->token, 1)) ||
 	     (c->limit && set(ctx, VR_ENV_WAIT, c->wait, 1)) ||
 	     (c->limit && set(ctx, VR_ENV_PARK_IDLE, c->park_idle, 1)) ||
 	     (c->limit && set(ctx, VR_ENV_PARK_BUDGET, c->park_idle ? park : NULL, 1)) ||
@@ -142,8 +143,9 @@ int vr_contract_undo(const char *lib, const char *cur_preload, vr_setenv_fn set,
 	char *rest = malloc(len);
 	int rc = set(ctx, VR_ENV_LIMIT, NULL, 1) | set(ctx, VR_ENV_GROUP, NULL, 1) |
 	         set(ctx, VR_ENV_GROWTH, NULL, 1) | set(ctx, VR_ENV_SPILL, NULL, 1) |
-	         set(ctx, VR_ENV_GUARANTEE, NULL, 1) | set(ctx, VR_ENV_WAIT, NULL, 1) |
-	         set(ctx, VR_ENV_PARK_IDLE, NULL, 1) | set(ctx, VR_ENV_PARK_BUDGET, NULL, 1);
+	         set(ctx, VR_ENV_GUARANTEE, NULL, 1) | set(ctx, VR_ENV_GUARANTEE_TOKEN, NULL, 1) |
+	         set(ctx, VR_ENV_WAIT, NULL, 1) | set(ctx, VR_ENV_PARK_IDLE, NULL, 1) |
+	         set(ctx, VR_ENV_PARK_BUDGET, NULL, 1);
 
 	if (!rest)
 		return -1;

@@ -57,6 +57,7 @@ typedef int (*vr_setenv_fn)(void *ctx, const char *name, const char *value, int 
 struct vr_contract {
 	const char *limit;        /* VRAMCTL_LIMIT: the normalised spec */
 	const char *guarantee;    /* VRAMCTL_GUARANTEE (normalised) with a limit; NULL: unset */
+	const char *token;        /* VRAMCTL_GUARANTEE_TOKEN with a limit (#38); NULL: unset */
 	const char *group;        /* VRAMCTL_GROUP; NULL: the library's group of one */
 	const char *registry_dir; /* VRAMCTL_REGISTRY_DIR; NULL: the library's default */
 	int growth;               /* VRAMCTL_GROWTH=1 and the frameworks' switches */

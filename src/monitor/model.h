@@ -57,6 +57,10 @@ struct mon_device {
 	char uuid[MON_UUID_MAX];
 	char name[MON_NAME_MAX];
 	uint64_t total, used, free;
+	/* What the driver keeps for itself (NVML's memory info v2; 0 from
+	 * v1): total less it is what programs can have (the device book's
+	 * capacity). */
+	uint64_t reserved;
 	uint64_t caps_sum; /* sum of the finite caps of groups on this device */
 	int ncapped;       /* groups with a finite cap on it */
 	int overcommitted; /* caps_sum > total; only meaningful with MON_DEV_MEMORY */
@@ -135,7 +139,7 @@ struct mon_proc {
 	};
 	uint64_t host_pinned;           /* per process, repeated on each of its rows */
 	enum vramctl_counting counting; /* what its cap counts (MON_P_CAPPED) */
-	uint64_t ipc_ns; /* its books' IPC namespace when not the reader's (vramctl_proc) */
+	uint64_t ipc_ns;                /* its IPC namespace when not the reader's (vramctl_proc) */
 	/* MON_P_NVML_USED: */
 	uint64_t nvml_used;
 	/* MON_P_ON_CARD (mon_card_figures): what the card holds for it, the

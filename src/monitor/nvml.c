@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/contract.h"
 #include "common/nvml_api.h"
@@ -275,6 +276,7 @@ int mon_nvml_read(struct mon_nvml *nv, struct mon_model *m)
 			d->total = m2.total;
 			d->used = m2.used;
 			d->free = m2.free;
+			d->reserved = m2.reserved <= m2.total ? m2.reserved : 0;
 			d->valid |= MON_DEV_MEMORY;
 		} else if (nv->mem_v1 && nv->mem_v1(h, &m1) == NVML_SUCCESS) {
 			d->total = m1.total;
@@ -338,4 +340,27 @@ const struct vr_gpu_probe *mon_nvml_probe(void)
 {
 	static const struct vr_gpu_probe p = {.listed = probe_listed, .say = probe_say};
 	return &p;
+}
+
+int mon_nvml_card(struct mon_nvml *nv, const char *uuid, int index, char *uuid_out,
+                  uint64_t *free_b, uint64_t *usable)
+{
+	struct mon_model m;
+	memset(&m, 0, sizeof m);
+	if (mon_nvml_read(nv, &m) != 0)
+		return -EIO;
+	int rc = -ENODEV;
+	for (int i = 0; i < m.ndevs && rc; i++) {
+		const struct mon_device *d = &m.devs[i];
+		if ((uuid ? strcasecmp(d->uuid, uuid) != 0 : d->index != index) ||
+		    !(d->valid & MON_DEV_MEMORY))
+			continue;
+		if (uuid_out)
+			snprintf(uuid_out, MON_UUID_MAX, "%s", d->uuid);
+		*free_b = d->free;
+		*usable = d->total - d->reserved;
+		rc = 0;
+	}
+	mon_model_clear(&m);
+	return rc;
 }

@@ -58,6 +58,14 @@ int mon_nvml_modes(struct mon_nvml *nv, const char *uuid, struct mon_nvml_modes 
 void *mon_nvml_sym(struct mon_nvml *nv, const char *name);
 const char *mon_nvml_error(struct mon_nvml *nv, int r);
 
+/* The device with this UUID text ("GPU-..."), or with NVML index `index`
+ * when uuid is NULL: its UUID text (uuid_out, MON_UUID_MAX bytes, may be
+ * NULL), free memory and usable size (total less what the driver keeps,
+ * NVML's memory info v2; v1's total) for the device book's admission
+ * (#38). 0, or -ENODEV (NVML does not list it, or not its memory), -EIO. */
+int mon_nvml_card(struct mon_nvml *nv, const char *uuid, int index, char *uuid_out,
+                  uint64_t *free_b, uint64_t *usable);
+
 /* 1 if NVML lists host PID pid on the device with this UUID, 0 if not,
  * -1 when it cannot tell (no such device, an error). */
 int mon_nvml_lists(struct mon_nvml *nv, const char *uuid, unsigned pid);

@@ -22,6 +22,15 @@ int vr_slot_alive(int fd, uint32_t i)
 	return fl.l_type != F_UNLCK;
 }
 
+pid_t vr_slot_pid(int fd, uint32_t i)
+{
+	struct flock fl = {
+	    .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = vr_slot_pid_byte(i), .l_len = 1};
+	if (fcntl(fd, F_GETLK, &fl) < 0 || fl.l_type == F_UNLCK || fl.l_pid <= 0)
+		return 0;
+	return fl.l_pid;
+}
+
 int vr_others_alive(int fd, uint32_t self)
 {
 	/* One probe per side of our own slot: F_OFD_GETLK reports the first

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "registry/caps.h"
+#include "registry/damage.h"
 #include "registry/lock.h"
 #include "registry/member.h"
 #include "registry/proc.h"
@@ -160,10 +161,12 @@ int vr_caps_set(vr_member *m, struct vr_cap_new *caps, int n, const char *spec, 
 		vr_group_unlock(m);
 	vr_call_end(call);
 	if (rc != 0) {
-		vr_seterr(err, errlen,
+		vr_seterr(err, errlen, "%s%s%s",
 		          rc == -EBADMSG ? "the group's books are damaged (a total fails its check)"
-		                         : "a live member of the group kept its lock");
-		return rc == -EBADMSG ? -EBADMSG : -ETIMEDOUT;
+		          : rc == -EUCLEAN ? "the group's books are damaged ("
+		                           : "a live member of the group kept its lock",
+		          rc == -EUCLEAN ? vr__phantom : "", rc == -EUCLEAN ? ")" : "");
+		return rc == -EBADMSG || rc == -EUCLEAN ? -EBADMSG : -ETIMEDOUT;
 	}
 	struct vr_hdr *h = m->hdr;
 	int changed = 0;

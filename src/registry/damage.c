@@ -42,6 +42,8 @@ const char *vr_damaged(const vr_member *m)
 /* ---- checks */
 
 const char vr__impossible[] = "a slot holds impossible numbers";
+const char vr__phantom[] = "a live member's count of operations in flight stays while it "
+                           "runs: no operation holds it";
 
 static const char *audit_frozen(vr_member *m, const uint64_t sum[VR_MAX_DEVICES], int dead_busy)
 {
@@ -100,11 +102,13 @@ const char *vr_audit_locked(vr_member *m)
 	int rc = vr_reg_freeze(m, &dead_busy);
 	if (rc == -EBADMSG)
 		return "a device's total was overwritten";
+	if (rc == -EUCLEAN)
+		return vr__phantom;
 	if (rc != 0) /* a live member stopped inside an operation: not now */
 		return NULL;
-	if (vr_reg_slots_sum(m, sum, &dead_busy) != 0) {
+	if ((rc = vr_reg_slots_sum(m, sum, &dead_busy)) != 0) {
 		vr_reg_thaw(m, 0);
-		return NULL;
+		return rc == -EUCLEAN ? vr__phantom : NULL;
 	}
 	const char *bad = audit_frozen(m, sum, dead_busy);
 	vr_reg_thaw(m, !bad && dead_busy);

@@ -16,5 +16,7 @@ void vr_detach(vr_member *m, const char *fmt, ...) VR_PRINTF(2, 3);
 const char *vr_audit_locked(vr_member *m);
 /* What is wrong when a slot holds numbers no member could have written. */
 extern const char vr__impossible[];
+/* What is wrong when a freeze found phantom operations (lock.c, -EUCLEAN). */
+extern const char vr__phantom[];
 
 #endif /* VRAMCTL_REGISTRY_DAMAGE_H */

@@ -1,51 +1,56 @@
 /*
- * devbook.c - a process's use of a device book (devbook.h; layout in
- * devdoor.h): its line, its group's entry and admission, the book's lock,
- * reclaiming the dead, what other groups have not used of their
- * guarantees, and leaving.
- *
- * Every change to a line's or an entry's flag, and to the guaranteed word,
- * is made under the book's lock, in an order a death at any point leaves
- * harmless: a line is locked (its liveness byte) before it is marked used
- * and unlocked after it is marked free; an entry is written whole before
- * it is marked used and pointed to by a line only then; the guaranteed
- * word is recomputed from the entries by every holder that changes them.
- * Only a line's held word is written without the lock, by its owner.
+ * devbook.c - a process's view of a device book (devbook.h): the book
+ * mapped read-only, its group's entry, what a borrow is checked against,
+ * its pending bytes on the board and its held bytes in the group's
+ * semaphores. Nothing here takes or waits for a lock another process can
+ * hold: the book is copied under its seqlock, the board is asked with
+ * F_OFD_GETLK, this process's own threads share a mutex.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/shm.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "common/size.h"
-#include "common/text.h"
 #include "common/contract.h"
+#include "common/siphash.h"
+#include "common/text.h"
+#include "registry/devboard.h"
 #include "registry/devbook.h"
+#include "registry/devheld.h"
 #include "registry/util.h"
 
 struct vr_devbook {
-	int fd;              /* the door, read-write: the locks are on its bytes */
-	void *keep;          /* an untouched PROT_NONE map of the door: keeps our locks
-	                        should the program close fd behind our back */
-	struct vr_devseg *s; /* the segment, attached read-write */
-	struct vr_devhdr door;
-	dev_t dev; /* the door's identity, to close fd only while it is the door */
+	int fd; /* the book, read-only: the board's locks are on it */
+	const struct vr_devfile *f;
+	dev_t dev; /* the book's identity, to close fd only while it is the book */
 	ino_t ino;
-	int line;  /* our line, -1: none */
-	int entry; /* our group's entry, -1: none */
-	uint64_t guarantee;
-	pthread_mutex_t mu; /* this process's threads, one at a time */
-	const char *why;    /* damage last found */
-	char why_buf[4400];
-	char name[4200]; /* the door's path, for messages */
+	/* This process's group: its user and name, the entry found (-1:
+	 * none) and its generation then. */
+	uint32_t uid;
+	uint64_t ident;
+	int entry;
+	uint64_t gen;
+	struct vr_devholder self;
+	/* Whether the entry's processes were alive, and when that was asked
+	 * (when this process is not one of its holders). */
+	int alive;
+	_Atomic uint64_t alive_ns;
+	pthread_mutex_t mu; /* the board lock's length, between this process's threads */
+	struct vr_board board;
+	struct vr_heldpub held;
+	/* What this process learned of the other entries, each for one
+	 * generation of it: its semaphore set checked (1) or found not the
+	 * entry's (-1). */
+	struct seen {
+		_Atomic uint64_t gen;
+		atomic_int set;
+	} seen[VR_DEVBOOK_GROUPS];
 };
 
 int vr_devbook_dir(char *buf, size_t len)
@@ -56,21 +61,29 @@ int vr_devbook_dir(char *buf, size_t len)
 	/* A relative one names other books in every working directory. */
 	if (e && *e && *e != '/')
 		return -EINVAL;
-	int n = snprintf(buf, len, "%s", e && *e ? e : "/dev/shm");
+	int n = snprintf(buf, len, "%s", e && *e ? e : VR_DEVBOOK_DEFAULT_DIR);
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-int vr_devbook_open(const char *dir, const unsigned char uuid[16], uint64_t capacity,
-                    struct vr_devbook **out, char *err, size_t errlen)
+uint64_t vr_devbook_ident(uint64_t secret)
+{
+	static const unsigned char key[16] = "vramctl-devbook2";
+	unsigned char m[8];
+	for (int i = 0; i < 8; i++)
+		m[i] = (unsigned char)(secret >> 8 * i);
+	uint64_t h = vr_siphash24(key, m, sizeof m);
+	return h ? h : 1;
+}
+
+int vr_devbook_open(const char *dir, const unsigned char uuid[16], struct vr_devbook **out,
+                    char *err, size_t errlen)
 {
 	char dirbuf[4096];
 	*out = NULL;
-	if (capacity == 0) {
-		vr_seterr(err, errlen, "device book: a device of 0 bytes");
-		return -EINVAL;
-	}
+	if (err && errlen)
+		err[0] = '\0';
 	if (!dir) {
-		int rc = vr_devbook_dir(dirbuf, sizeof(dirbuf));
+		int rc = vr_devbook_dir(dirbuf, sizeof dirbuf);
 		if (rc < 0) {
 			vr_seterr(err, errlen, "device book directory: " VR_ENV_DEVICE_DIR " is %s",
 			          rc == -EINVAL ? "not an absolute path" : "too long");
@@ -78,384 +91,255 @@ int vr_devbook_open(const char *dir, const unsigned char uuid[16], uint64_t capa
 		}
 		dir = dirbuf;
 	}
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0) {
 		int e = errno;
-		vr_seterr(err, errlen, "cannot open the device book directory %s: %s", dir,
-		          strerror(e));
-		return -e;
+		if (e == ENOENT)
+			return -ENOENT; /* no books: nobody holds a guarantee */
+		vr_seterr(err, errlen, "device book directory %s: %s", dir,
+		          e == ELOOP || e == ENOTDIR ? "not a directory (a symlink?)"
+		                                     : strerror(e));
+		return e == ELOOP || e == ENOTDIR ? -EPERM : -e;
 	}
-	struct vr_devbook *b = calloc(1, sizeof(*b));
-	if (!b) {
+	const char *why = "";
+	int rc = vr__devdir_check(dfd, &why);
+	if (rc < 0) {
 		close(dfd);
+		vr_seterr(err, errlen, "device book directory %s: %s", dir, why);
+		return rc;
+	}
+	int fd;
+	const struct vr_devfile *f;
+	rc = vr__devbook_map(dfd, dir, uuid, &fd, &f, err, errlen);
+	close(dfd);
+	if (rc < 0)
+		return rc;
+	struct vr_devbook *b = calloc(1, sizeof *b);
+	if (!b) {
+		munmap((void *)f, VR_DEVBOOK_SIZE);
+		close(fd);
 		vr_seterr(err, errlen, "device book: out of memory");
 		return -ENOMEM;
 	}
-	int rc = vr__devdoor_attach(dfd, dir, uuid, capacity, &b->fd, &b->door, &b->s, err, errlen);
-	close(dfd);
-	if (rc < 0) {
-		free(b);
-		return rc;
-	}
-	b->keep = mmap(NULL, VR_DEVDOOR_SIZE, PROT_NONE, MAP_SHARED, b->fd, 0);
-	if (b->keep == MAP_FAILED)
-		b->keep = NULL; /* best effort */
 	struct stat st;
-	if (fstat(b->fd, &st) == 0) {
+	if (fstat(fd, &st) == 0) {
 		b->dev = st.st_dev;
 		b->ino = st.st_ino;
 	}
-	b->line = b->entry = -1;
+	b->fd = fd;
+	b->f = f;
+	b->entry = -1;
+	b->board.base = -1;
 	pthread_mutex_init(&b->mu, NULL);
-	char door_name[VR_DEVDOOR_NAME_MAX];
-	vr__devdoor_name(uuid, door_name);
-	snprintf(b->name, sizeof(b->name), "%s/%s", dir, door_name);
+	vr__held_init(&b->held);
 	*out = b;
 	return 0;
 }
 
 const _Atomic uint64_t *vr_devbook_guaranteed_word(const struct vr_devbook *b)
 {
-	return &b->s->h.guaranteed;
+	return &b->f->h.guaranteed;
 }
 
-uint64_t vr_devbook_guarantee(const struct vr_devbook *b)
+uint64_t vr_devbook_capacity(const struct vr_devbook *b)
 {
-	return b->entry >= 0 ? b->guarantee : 0;
+	return b->f->h.capacity;
 }
 
-const char *vr_devbook_why(const struct vr_devbook *b)
+/* The snapshot's live entry of (uid, ident), or -1. */
+static int find_in(const struct vr_devsnap *s, uint32_t uid, uint64_t ident)
 {
-	return b->why;
-}
-
-static void damaged(struct vr_devbook *b, const char *why)
-{
-	snprintf(b->why_buf, sizeof(b->why_buf), "device book %s: %s", b->name, why);
-	b->why = b->why_buf;
-}
-
-int vr_devbook_lock(struct vr_devbook *b)
-{
-	uint64_t end = vr_now_ns() + VR_DEVBOOK_LOCK_BOUND_NS;
-	while (pthread_mutex_trylock(&b->mu) != 0) {
-		if (vr_now_ns() > end)
-			return -ETIMEDOUT;
-		struct timespec ts = {.tv_nsec = 500000};
-		nanosleep(&ts, NULL);
-	}
-	int rc = vr__devdoor_lock(b->fd, VR_DEVDOOR_LOCK_BYTE, 1);
-	if (rc < 0) {
-		pthread_mutex_unlock(&b->mu);
-		return rc;
-	}
-	const char *why = NULL;
-	if (vr__devseg_check(b->s, &b->door, &why) != 0) {
-		damaged(b, why);
-		vr_devbook_unlock(b);
-		return -EBADMSG;
-	}
-	return 0;
-}
-
-void vr_devbook_unlock(struct vr_devbook *b)
-{
-	vr__devdoor_lock(b->fd, VR_DEVDOOR_LOCK_BYTE, 0);
-	pthread_mutex_unlock(&b->mu);
-}
-
-/* Takes or drops (type F_UNLCK) line i's liveness lock. */
-static int line_lock(int fd, int i, short type)
-{
-	struct flock fl = {
-	    .l_type = type, .l_whence = SEEK_SET, .l_start = VR_DEVDOOR_LINE_BYTE(i), .l_len = 1};
-	return fcntl(fd, F_OFD_SETLK, &fl) < 0 ? -errno : 0;
-}
-
-/* Lock held: the lines below the high-water mark, bounded whatever the
- * segment says. */
-static uint32_t lines_hw(const struct vr_devseg *s)
-{
-	uint32_t hw = s->h.lines_hw;
-	return hw > VR_DEVBOOK_LINES ? VR_DEVBOOK_LINES : hw;
-}
-
-/* Lock held: the sum of the used entries' guarantees, into the word. */
-static uint64_t regive(struct vr_devseg *s)
-{
-	uint64_t sum = 0;
-	for (int e = 0; e < VR_DEVBOOK_GROUPS; e++)
-		if (s->e[e].used == 1)
-			sum = vr__sat_add(sum, s->e[e].guarantee);
-	atomic_store_explicit(&s->h.guaranteed, sum, memory_order_release);
-	return sum;
-}
-
-/*
- * Lock held: frees the lines whose liveness byte nobody holds (their
- * processes are gone: killed or exited without closing), then the entries
- * no used line points to (the group's last member is gone), and sets the
- * guaranteed word and the high-water mark again. Our own line is ours.
- */
-static void reclaim(struct vr_devbook *b)
-{
-	struct vr_devseg *s = b->s;
-	unsigned char pointed[VR_DEVBOOK_GROUPS] = {0};
-	uint32_t hw = lines_hw(s), top = 0;
-	for (uint32_t i = 0; i < hw; i++) {
-		struct vr_devline *l = &s->l[i];
-		if (l->used != 1)
-			continue;
-		if ((int)i != b->line && !vr__devline_alive(b->fd, i)) {
-			l->used = 0;
-			continue;
-		}
-		top = i + 1;
-		int32_t e = l->entry;
-		if (e >= 0 && e < VR_DEVBOOK_GROUPS)
-			pointed[e] = 1;
-	}
-	s->h.lines_hw = top;
-	for (int e = 0; e < VR_DEVBOOK_GROUPS; e++)
-		if (s->e[e].used == 1 && !pointed[e])
-			s->e[e].used = 0;
-	regive(s);
-}
-
-/* Lock held: takes a free line whose byte nobody holds: its index, or -1. */
-static int take_line(struct vr_devbook *b, const struct vr_devbook_who *who)
-{
-	struct vr_devseg *s = b->s;
-	for (int i = 0; i < VR_DEVBOOK_LINES; i++) {
-		struct vr_devline *l = &s->l[i];
-		if (l->used == 1 || vr__devline_alive(b->fd, (uint32_t)i) ||
-		    line_lock(b->fd, i, F_RDLCK) != 0)
-			continue;
-		l->pid = who->pid;
-		l->uid = who->uid;
-		l->entry = -1;
-		atomic_store_explicit(&l->held, 0, memory_order_relaxed);
-		atomic_store_explicit(&l->pending, 0, memory_order_relaxed);
-		atomic_store_explicit(&l->pending_ns, 0, memory_order_relaxed);
-		l->used = 1;
-		if ((uint32_t)i >= s->h.lines_hw)
-			s->h.lines_hw = (uint32_t)i + 1;
-		return i;
-	}
+	for (int k = 0; k < s->n; k++)
+		if (s->e[k].uid == uid && s->e[k].ident == ident && vr__deventry_alive(&s->e[k], 0))
+			return k;
 	return -1;
 }
 
-/* Lock held: gives our line back, and its byte. */
-static void drop_line(struct vr_devbook *b)
+/* A copy of the book's used entries (malloc'ed: 20 KiB), or NULL with
+ * *rc the reason (-ENOMEM, or vr__devbook_snap's). */
+static struct vr_devsnap *snap(const struct vr_devbook *b, int *rc)
 {
-	b->s->l[b->line].used = 0;
-	line_lock(b->fd, b->line, F_UNLCK);
-	b->line = b->entry = -1;
-	b->guarantee = 0;
-}
-
-/* Lock held: the bytes on the card of processes with no live line. */
-static uint64_t outside_bytes(const struct vr_devseg *s, const struct vr_devbook_who *who)
-{
-	uint64_t sum = 0;
-	uint32_t hw = lines_hw(s);
-	for (int k = 0; who->procs && k < who->nprocs; k++) {
-		int inside = 0;
-		for (uint32_t i = 0; i < hw && !inside; i++)
-			inside = s->l[i].used == 1 && s->l[i].pid == who->procs[k].pid;
-		if (!inside)
-			sum = vr__sat_add(sum, who->procs[k].bytes);
+	struct vr_devsnap *s = malloc(sizeof *s);
+	*rc = s ? vr__devbook_snap(b->f, s) : -ENOMEM;
+	if (*rc < 0) {
+		free(s);
+		return NULL;
 	}
-	return sum;
+	return s;
 }
 
-/* Lock held, our line taken: joins the group's entry or admits a new one. */
-static int take_entry(struct vr_devbook *b, const struct vr_devbook_who *who, char *err,
-                      size_t errlen)
+int64_t vr_devbook_find(struct vr_devbook *b, uint32_t uid, uint64_t ident,
+                        const struct vr_devholder *self, int publish)
 {
-	struct vr_devseg *s = b->s;
-	int free_e = -1;
-	for (int e = 0; e < VR_DEVBOOK_GROUPS; e++) {
-		const struct vr_deventry *x = &s->e[e];
-		if (x->used == 1 && x->uid == who->uid && x->group_key == who->group_key) {
-			s->l[b->line].entry = e;
-			b->entry = e;
-			b->guarantee = x->guarantee;
+	int rc;
+	struct vr_devsnap *s = snap(b, &rc);
+	if (!s)
+		return rc;
+	b->uid = uid;
+	b->ident = ident;
+	b->self = *self;
+	b->entry = -1;
+	int k = find_in(s, uid, ident);
+	int64_t g = 0;
+	if (k >= 0) {
+		b->entry = s->idx[k];
+		b->gen = s->e[k].gen;
+		b->alive = 1;
+		atomic_store_explicit(&b->alive_ns, vr_now_ns(), memory_order_relaxed);
+		g = (int64_t)s->e[k].guarantee;
+		if (publish)
+			vr__held_start(&b->held, &s->e[k]);
+	}
+	free(s);
+	return g;
+}
+
+uint64_t vr_devbook_own(struct vr_devbook *b)
+{
+	int i = b->entry;
+	if (i < 0)
+		return 0;
+	const struct vr_deventry *e = &b->f->e[i];
+	for (int t = 0; t < 1000; t++) {
+		uint64_t s1 = atomic_load_explicit(&b->f->h.seq, memory_order_acquire);
+		if (s1 & 1)
+			continue;
+		int same = e->used == 1 && e->gen == b->gen && e->uid == b->uid &&
+		           e->ident == b->ident,
+		    mine = 0;
+		uint64_t g = e->guarantee;
+		for (int k = 0; k < VR_DEVBOOK_HOLDERS && same && !mine; k++)
+			mine =
+			    e->holder[k].pid == b->self.pid && e->holder[k].start == b->self.start;
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&b->f->h.seq, memory_order_relaxed) != s1)
+			continue;
+		if (!same)
 			return 0;
+		if (mine)
+			return g; /* alive: this process is */
+		uint64_t now = vr_now_ns(),
+		         then = atomic_load_explicit(&b->alive_ns, memory_order_relaxed);
+		if (now - then >= VR_DEVBOOK_ALIVE_NS) {
+			struct vr_deventry copy;
+			memcpy(&copy, e, sizeof copy);
+			b->alive = vr__deventry_alive(&copy, 0);
+			atomic_store_explicit(&b->alive_ns, now, memory_order_relaxed);
 		}
-		if (x->used != 1 && free_e < 0)
-			free_e = e;
+		return b->alive ? g : 0;
 	}
-	if (who->guarantee == 0)
-		return 0; /* a group without a guarantee here */
-	uint64_t cap = b->door.capacity, given = regive(s), out = outside_bytes(s, who);
-	if (vr__sat_add(vr__sat_add(given, who->guarantee), out) > cap) {
-		uint64_t v[4] = {given, out, who->guarantee, cap};
-		char t[4][32];
-		int d = vr_size_digits(v, 4, 0);
-		for (int k = 0; k < 4; k++)
-			vr_format_size_digits(v[k], d, t[k], sizeof(t[k]));
-		vr_seterr(err, errlen,
-		          "the guarantee of %s does not fit on the device: guarantees given %s, "
-		          "held outside vramctl %s, asked %s, capacity %s",
-		          who->group && *who->group ? who->group : "this process", t[0], t[1], t[2],
-		          t[3]);
-		return -ENOSPC;
-	}
-	if (free_e < 0) {
-		vr_seterr(err, errlen,
-		          "device book %s: %d groups already hold a guarantee on the device",
-		          b->name, VR_DEVBOOK_GROUPS);
-		return -EUSERS;
-	}
-	struct vr_deventry *x = &s->e[free_e];
-	x->uid = who->uid;
-	x->pid = who->pid;
-	x->group_key = who->group_key;
-	x->guarantee = who->guarantee;
-	memset(x->group, 0, sizeof(x->group));
-	(void)vr_text_copy(x->group, sizeof(x->group), who->group ? who->group : "");
-	x->used = 1;
-	s->l[b->line].entry = free_e;
-	b->entry = free_e;
-	b->guarantee = who->guarantee;
-	regive(s);
 	return 0;
 }
 
-int vr_devbook_join(struct vr_devbook *b, const struct vr_devbook_who *who, char *err,
-                    size_t errlen)
+/* Whether entry k of the copy s has its set, checked once per generation
+ * of the entry (vr__held_valid). */
+static int set_ok(struct vr_devbook *b, const struct vr_devsnap *s, int k)
 {
-	if (who->guarantee > 0 && who->group_key == 0) {
-		vr_seterr(err, errlen, "device book: a guarantee needs a group");
-		return -EINVAL;
+	struct seen *x = &b->seen[s->idx[k]];
+	const struct vr_deventry *e = &s->e[k];
+	if (atomic_load_explicit(&x->gen, memory_order_acquire) != e->gen ||
+	    !atomic_load_explicit(&x->set, memory_order_relaxed)) {
+		atomic_store_explicit(&x->set, vr__held_valid(e) ? 1 : -1, memory_order_relaxed);
+		atomic_store_explicit(&x->gen, e->gen, memory_order_release);
 	}
-	int rc = vr_devbook_lock(b);
-	if (rc < 0) {
-		if (rc == -ETIMEDOUT)
-			vr_seterr(err, errlen,
-			          "device book %s: its lock is held by a process that does not let "
-			          "go (stopped?)",
-			          b->name);
-		else
-			vr_seterr(err, errlen, "%s", b->why ? b->why : strerror(-rc));
+	return atomic_load_explicit(&x->set, memory_order_relaxed) > 0;
+}
+
+int vr_devbook_state(struct vr_devbook *b, struct vr_devbook_state *st)
+{
+	int rc;
+	memset(st, 0, sizeof *st);
+	struct vr_devsnap *s = snap(b, &rc);
+	if (!s)
 		return rc;
+	uint64_t most = 0;
+	for (int k = 0; k < s->n; k++) {
+		const struct vr_deventry *e = &s->e[k];
+		int own = b->entry == s->idx[k] && e->gen == b->gen && e->uid == b->uid &&
+		          e->ident == b->ident;
+		if (!vr__deventry_alive(e, 0))
+			continue; /* its processes are gone: it ends at the next writer */
+		if (own) {
+			st->own = e->guarantee;
+			continue;
+		}
+		uint64_t held = set_ok(b, s, k) ? vr__held_sum(e) : 0,
+		         unused = e->guarantee > held ? e->guarantee - held : 0;
+		st->unused = vr__sat_add(st->unused, unused);
+		if (unused > most) {
+			most = unused;
+			memcpy(st->top.group, e->group, sizeof st->top.group);
+			st->top.group[sizeof st->top.group - 1] = '\0';
+			st->top.uid = e->uid;
+			st->top.guarantee = e->guarantee;
+			st->top.held = held;
+			st->top.pid = 0;
+			for (int i = 0; i < VR_DEVBOOK_HOLDERS && !st->top.pid; i++)
+				if (vr__devholder_alive(&e->holder[i], 0))
+					st->top.pid = e->holder[i].pid;
+		}
 	}
-	if (b->line >= 0) {
-		vr_devbook_unlock(b);
-		vr_seterr(err, errlen, "device book %s: this process is in it already", b->name);
-		return -EALREADY;
-	}
-	reclaim(b);
-	b->line = take_line(b, who);
-	if (b->line < 0) {
-		vr_devbook_unlock(b);
-		vr_seterr(err, errlen, "device book %s: all %d lines are taken by live processes",
-		          b->name, VR_DEVBOOK_LINES);
-		return -EUSERS;
-	}
-	rc = who->group_key ? take_entry(b, who, err, errlen) : 0;
-	if (rc < 0)
-		drop_line(b);
-	vr_devbook_unlock(b);
+	free(s);
+	return 0;
+}
+
+/* Our descriptor is still the book: a program that closed it and opened
+ * something else under its number would get our locks. */
+static int still_ours(const struct vr_devbook *b)
+{
+	struct stat st;
+	return fstat(b->fd, &st) == 0 && st.st_dev == b->dev && st.st_ino == b->ino;
+}
+
+int vr_devbook_pending_add(struct vr_devbook *b, uint64_t bytes)
+{
+	pthread_mutex_lock(&b->mu);
+	int rc = still_ours(b) ? vr__board_grow(b->fd, &b->board, bytes) : -EBADF;
+	pthread_mutex_unlock(&b->mu);
 	return rc;
 }
 
-uint64_t vr_devbook_unused_others(struct vr_devbook *b, struct vr_devbook_holder *top)
+void vr_devbook_pending_sub(struct vr_devbook *b, uint64_t bytes)
 {
-	struct vr_devseg *s = b->s;
-	const char *why = NULL;
-	if (top)
-		memset(top, 0, sizeof(*top));
-	if (vr__devseg_check(s, &b->door, &why) != 0) {
-		damaged(b, why);
-		if (top)
-			snprintf(top->group, sizeof(top->group), "(device book damaged)");
-		return UINT64_MAX;
-	}
-	reclaim(b);
-	uint64_t held[VR_DEVBOOK_GROUPS] = {0};
-	uint32_t hw = lines_hw(s);
-	for (uint32_t i = 0; i < hw; i++) {
-		int32_t e = s->l[i].entry;
-		/* A line's count below 0 (more taken off than put on: a
-		 * stray write) counts as nothing held: its group's unused
-		 * guarantee is then the most it can be. */
-		uint64_t h = atomic_load_explicit(&s->l[i].held, memory_order_relaxed);
-		if (s->l[i].used == 1 && e >= 0 && e < VR_DEVBOOK_GROUPS && (int64_t)h > 0)
-			held[e] = vr__sat_add(held[e], h);
-	}
-	uint64_t sum = 0, most = 0;
-	for (int e = 0; e < VR_DEVBOOK_GROUPS; e++) {
-		const struct vr_deventry *x = &s->e[e];
-		if (x->used != 1 || e == b->entry)
-			continue;
-		uint64_t g = x->guarantee, unused = g > held[e] ? g - held[e] : 0;
-		sum = vr__sat_add(sum, unused);
-		if (top && unused > most) {
-			most = unused;
-			memcpy(top->group, x->group, sizeof(top->group));
-			top->group[sizeof(top->group) - 1] = '\0';
-			top->uid = x->uid;
-			top->pid = x->pid;
-			top->guarantee = g;
-			top->held = held[e];
-		}
-	}
-	return sum;
+	pthread_mutex_lock(&b->mu);
+	vr__board_shrink(b->fd, &b->board, bytes);
+	pthread_mutex_unlock(&b->mu);
 }
 
-void vr_devbook_pending(struct vr_devbook *b, int64_t delta)
+int vr_devbook_pending_others(struct vr_devbook *b, uint64_t *sum)
 {
-	if (b->line < 0)
-		return;
-	struct vr_devline *l = &b->s->l[b->line];
-	if (delta > 0) {
-		atomic_store_explicit(&l->pending_ns, vr_now_ns(), memory_order_relaxed);
-		atomic_fetch_add_explicit(&l->pending, (uint64_t)delta, memory_order_relaxed);
-		return;
+	/* Our descriptor was checked when our bytes went on the board. A
+	 * region another lock starts at too is left for one that none does. */
+	for (int t = 0;; t++) {
+		*sum = 0;
+		pthread_mutex_lock(&b->mu);
+		struct vr_board mine = b->board;
+		pthread_mutex_unlock(&b->mu);
+		int rc = vr__board_others(b->fd, &mine, sum);
+		if (rc != -EADDRINUSE)
+			return rc;
+		pthread_mutex_lock(&b->mu);
+		rc = b->board.base == mine.base ? vr__board_move(b->fd, &b->board) : 0;
+		pthread_mutex_unlock(&b->mu);
+		if (rc < 0 || t == 8)
+			return -EBUSY;
 	}
-	uint64_t less = (uint64_t)-delta,
-	         cur = atomic_load_explicit(&l->pending, memory_order_relaxed);
-	while (!atomic_compare_exchange_weak_explicit(&l->pending, &cur,
-	                                              cur > less ? cur - less : 0,
-	                                              memory_order_relaxed, memory_order_relaxed))
-		;
-}
-
-uint64_t vr_devbook_pending_others(struct vr_devbook *b)
-{
-	struct vr_devseg *s = b->s;
-	uint64_t now = vr_now_ns(), sum = 0;
-	uint32_t hw = lines_hw(s);
-	for (uint32_t i = 0; i < hw; i++) {
-		const struct vr_devline *l = &s->l[i];
-		if (l->used != 1 || (int32_t)i == b->line)
-			continue;
-		uint64_t t = atomic_load_explicit(&l->pending_ns, memory_order_relaxed);
-		if (t <= now && now - t < VR_DEVBOOK_PENDING_NS)
-			sum = vr__sat_add(sum,
-			                  atomic_load_explicit(&l->pending, memory_order_relaxed));
-	}
-	return sum;
 }
 
 void vr_devbook_held(struct vr_devbook *b, int64_t delta)
 {
-	if (b->line >= 0 && b->entry >= 0)
-		atomic_fetch_add_explicit(&b->s->l[b->line].held, (uint64_t)delta,
-		                          memory_order_relaxed);
+	vr__held_move(&b->held, delta);
 }
 
-/* Unmaps and detaches; closes fd only while it is still the door. */
+/* Unmaps; closes fd only while it is still the book (the program may have
+ * closed ours and opened something else under its number). */
 static void release(struct vr_devbook *b)
 {
-	struct stat st;
-	if (b->keep)
-		munmap(b->keep, VR_DEVDOOR_SIZE);
-	shmdt(b->s);
-	if (fstat(b->fd, &st) == 0 && st.st_dev == b->dev && st.st_ino == b->ino)
+	munmap((void *)b->f, VR_DEVBOOK_SIZE);
+	if (still_ours(b))
 		close(b->fd);
+	pthread_mutex_destroy(&b->mu);
+	pthread_mutex_destroy(&b->held.mu);
 	free(b);
 }
 
@@ -463,14 +347,9 @@ void vr_devbook_close(struct vr_devbook *b)
 {
 	if (!b)
 		return;
-	/* Without the lock (held too long, damage) the line is only left:
-	 * closing the door drops its byte, and the next reclaim frees it. */
-	if (b->line >= 0 && vr_devbook_lock(b) == 0) {
-		drop_line(b);
-		reclaim(b);
-		vr_devbook_unlock(b);
-	}
-	pthread_mutex_destroy(&b->mu);
+	/* Closing the description drops its board lock; the held units go
+	 * back with the process (SEM_UNDO), or here. */
+	vr__held_move(&b->held, -(int64_t)b->held.bytes);
 	release(b);
 }
 

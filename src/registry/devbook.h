@@ -1,21 +1,30 @@
 /*
- * devbook.h - the device book: one book per GPU (by UUID) that every capped
- * process of every user on the machine reads and updates, so that a group
- * may allocate past its guarantee only from memory guaranteed to no other
- * group (issue 26; docs/architecture.md, "The device book").
+ * devbook.h - the device book: one book per GPU (by UUID) holding the
+ * guarantees groups of every user have on it, so that a group may
+ * allocate past its guarantee only from memory guaranteed to no other
+ * group (issues 26 and 38; docs/architecture.md, "The device book").
  *
- *   entry  a group that holds a guarantee on the device (at most
- *          VR_DEVBOOK_GROUPS): its uid, key, name and guarantee. It lives
- *          while a live line points to it.
- *   line   a process using the book (at most VR_DEVBOOK_LINES): its host
- *          PID, its group's entry (or none) and the bytes it holds against
- *          the entry's guarantee. It lives while its process holds an OFD
- *          read lock on the line's byte of the door.
- *   the book's lock   an OFD write lock on a byte of the door, bounded
- *          waits: admission, reclaim and borrowing go one at a time.
+ * Who writes what, and why no neighbour can break a guarantee:
  *
- * Layout in devdoor.h; writer in devbook.c, read-only view in
- * devbook_read.c. Nothing here prints, exits or aborts: errors are
+ *   the book     root's file, writable by nobody else (devdoor.h). Root
+ *                launchers and the guard service (vramctl guard) admit
+ *                guarantees in it: vr_devbook_admit, the one place where
+ *                admission is decided. Everyone else maps it read-only and
+ *                copies it without a lock.
+ *   held         what a group has on the card: semaphores root creates
+ *                for the entry and gives to the group's user; its members
+ *                add their bytes with SEM_UNDO (the kernel takes a dead
+ *                member's back). Only that user can change them, and it can
+ *                only lend less of its own guarantee.
+ *   pending      what a borrower was granted and has not placed on the
+ *                card yet: the length of an OFD read lock it holds on the
+ *                book's board, from before its check until the driver has
+ *                answered; the kernel drops it when the process dies.
+ *
+ * Deciding a borrow waits on nothing: no lock is ever waited for, and a
+ * borrow costs the same whatever the number of processes on the GPU (a
+ * fixed number of system calls, plus one per other guaranteed group and
+ * per borrow in flight). Nothing here prints, exits or aborts: errors are
  * negative errno values with one line in the caller's buffer.
  */
 #ifndef VRAMCTL_REGISTRY_DEVBOOK_H
@@ -25,65 +34,58 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "registry/devdoor.h" /* VR_DEVBOOK_GROUPS, VR_DEVBOOK_LINES: the layout's */
+#include "registry/devdoor.h" /* VR_DEVBOOK_GROUPS, struct vr_devholder */
 
-struct vr_devbook; /* this process's attachment of one device's book */
+/* The default directory of the books: created by root (0755). */
+#define VR_DEVBOOK_DEFAULT_DIR "/run/vramctl"
 
 /* Where the books live: $VRAMCTL_DEVICE_DIR if set and not empty, else
- * /dev/shm. 0, or -ENAMETOOLONG / -EINVAL. */
+ * VR_DEVBOOK_DEFAULT_DIR. 0, or -ENAMETOOLONG / -EINVAL (a relative one). */
 int vr_devbook_dir(char *buf, size_t len);
 
-/* Opens (creating if needed) the book of the GPU with this UUID and total
- * bytes (the capacity; the first creator records it, later openers use
- * the recorded one). dir NULL: vr_devbook_dir. 0, or -errno with one line
- * in err: -ELOOP (a symlink at the door's path), -EPERM (a door not
- * 0666), -EBADMSG (damage), -ETIMEDOUT (a door's lock held too long). */
-int vr_devbook_open(const char *dir, const unsigned char uuid[16], uint64_t capacity,
-                    struct vr_devbook **out, char *err, size_t errlen);
+/* The name a group has in the book for a secret (its books' key, or a
+ * launcher's token): its SipHash-2-4 under a fixed key, never 0. */
+uint64_t vr_devbook_ident(uint64_t secret);
 
-struct vr_devbook_proc {
-	int32_t pid;
-	uint64_t bytes;
-}; /* NVML's per-process list, host PIDs */
+/* ---- readers: every capped process -------------------------------------- */
 
-struct vr_devbook_who {
-	const char *group;  /* the group's name ("" for a process without one) */
-	uint64_t group_key; /* identity of the group (its books' shm_key); 0: a lone process, never
-	                       an entry */
-	uint32_t uid;
-	int32_t pid;        /* host PID */
-	uint64_t guarantee; /* bytes guaranteed to the group on this device; 0: none */
-	const struct vr_devbook_proc *procs; /* what the card holds per process, for admission */
-	int nprocs;                          /* (NULL: unknown, outside counted as 0) */
-};
+struct vr_devbook; /* this process's view of one device's book */
 
 /*
- * Takes this process's member line (once per device: -EALREADY after).
- * A line with group_key != 0 joins its group's live entry when there is
- * one (same uid and group_key; the entry's guarantee is the group's, see
- * vr_devbook_guarantee); with who->guarantee > 0 and no entry, admits a new
- * one: outside = sum of procs' bytes whose pid is no live line's pid;
- * refused with -ENOSPC and the numbers in err (guarantees given, outside,
- * asked, capacity) when the live entries' guarantees + who->guarantee +
- * outside > capacity. -EUSERS when no line or entry is free; -ETIMEDOUT,
- * -EBADMSG as vr_devbook_lock. On error the process holds no line.
+ * Opens the book of the GPU with this UUID read-only (dir NULL:
+ * vr_devbook_dir's, whose refusal it says). 0, or a negative errno with
+ * one line in err: -ENOENT (no book: nobody holds a guarantee on the GPU;
+ * err empty), -EPERM (a book or directory that is not root's or that
+ * another user can write: not used), -EBADMSG (not a book of this
+ * version), -EINVAL (a relative VRAMCTL_DEVICE_DIR).
  */
-int vr_devbook_join(struct vr_devbook *b, const struct vr_devbook_who *who, char *err,
-                    size_t errlen);
+int vr_devbook_open(const char *dir, const unsigned char uuid[16], struct vr_devbook **out,
+                    char *err, size_t errlen);
 
-/* The header's word: the sum of the live entries' guarantees (maybe more:
- * entries of dead groups not reclaimed yet). One relaxed load: when it is
- * 0 nobody holds a guarantee and nothing else need be asked. Valid until
- * vr_devbook_close or vr_devbook_forget. */
+/* The header's sum of the used entries' guarantees: 0 when nobody holds
+ * one (one relaxed load per allocation). Valid until vr_devbook_close or
+ * vr_devbook_forget. */
 const _Atomic uint64_t *vr_devbook_guaranteed_word(const struct vr_devbook *b);
-/* This process's group's guarantee on the device (0: none). */
-uint64_t vr_devbook_guarantee(const struct vr_devbook *b);
 
-/* Takes the book's lock (threads of this process one at a time too), then
- * checks the book: bounded wait: 0, -ETIMEDOUT, -EBADMSG (damage, said by
- * vr_devbook_why; the lock is not held). */
-int vr_devbook_lock(struct vr_devbook *b);
-void vr_devbook_unlock(struct vr_devbook *b);
+/* The card's capacity the book records (the driver's, as root saw it). */
+uint64_t vr_devbook_capacity(const struct vr_devbook *b);
+
+/*
+ * Looks for this process's group's live entry (its user uid and its name
+ * ident) and remembers it, with self (this process: host PID and start
+ * time, to know itself among the entry's holders): its guarantee, 0 when
+ * the group holds none (or -EAGAIN / -EBADMSG when the book cannot be
+ * read). With publish, this process's bytes on the card are counted in
+ * the entry's held words from then on (vr_devbook_held).
+ */
+int64_t vr_devbook_find(struct vr_devbook *b, uint32_t uid, uint64_t ident,
+                        const struct vr_devholder *self, int publish);
+/* The guarantee of the entry vr_devbook_find remembered, now: 0 once it
+ * ended (root took it back, or its processes are all gone: asked at most
+ * every VR_DEVBOOK_ALIVE_NS when this process is not among its holders).
+ * A few loads from the book; no system call on most calls. */
+#define VR_DEVBOOK_ALIVE_NS (50ull * 1000 * 1000)
+uint64_t vr_devbook_own(struct vr_devbook *b);
 
 struct vr_devbook_holder {
 	char group[72];
@@ -91,54 +93,118 @@ struct vr_devbook_holder {
 	int32_t pid;
 	uint64_t guarantee, held;
 };
-/* Lock held: reclaims the dead, then returns the sum over OTHER live
- * entries of max(0, guarantee - held), held = sum of that entry's live
- * lines' bytes; *top (when not NULL) gets the entry with the most unused
- * guarantee (zeroed when none). On damage found meanwhile: UINT64_MAX (no
- * borrowing), top's group "(device book damaged)", vr_devbook_why says. */
-uint64_t vr_devbook_unused_others(struct vr_devbook *b, struct vr_devbook_holder *top);
+/* What a borrow is checked against, read without a lock. */
+struct vr_devbook_state {
+	uint64_t own;                 /* this process's group's guarantee now (0: none, or ended) */
+	uint64_t unused;              /* other live groups' unused guarantees: guarantee - held */
+	struct vr_devbook_holder top; /* the one with the most unused (zeroed: none) */
+};
+/* 0, or -EAGAIN (the book kept changing), -EBADMSG (out of range). */
+int vr_devbook_state(struct vr_devbook *b, struct vr_devbook_state *st);
 
-/* This process's bytes on the card counted against its group's guarantee
- * (the hook adds after memory is on the card, subtracts before it leaves):
- * an atomic add on its line. No-op for a line without an entry. */
-void vr_devbook_held(struct vr_devbook *b, int64_t delta);
 /*
- * A borrow granted (delta > 0, under the lock) or its block placed on the
- * card, or the driver failed it (delta < 0): this process's pending bytes,
- * which the card's free memory does not show yet. vr_devbook_pending_others
- * (lock held): the other lines' pending bytes, each counted for at most
- * VR_DEVBOOK_PENDING_NS after its last grant (a block whose end was never
- * told is on the card, or failed, by then).
+ * Pending bytes (a borrow granted, its block not on the card yet):
+ * vr_devbook_pending_add publishes bytes more (before the check, so that
+ * two borrowers never count the same room: each sees the other's, at
+ * worst both are refused), vr_devbook_pending_sub takes them back (the
+ * driver answered, or the borrow was refused). add: 0, or -EBUSY (no
+ * region of the board could be taken), another negative errno.
+ * vr_devbook_pending_others: the other processes' pending bytes, into
+ * *sum: 0, -E2BIG (more locks on the board than a check reads: too many
+ * borrows at once, or someone's locks), -EOVERFLOW (a lock without end).
  */
-#define VR_DEVBOOK_PENDING_NS (200ull * 1000 * 1000)
-void vr_devbook_pending(struct vr_devbook *b, int64_t delta);
-uint64_t vr_devbook_pending_others(struct vr_devbook *b);
+int vr_devbook_pending_add(struct vr_devbook *b, uint64_t bytes);
+void vr_devbook_pending_sub(struct vr_devbook *b, uint64_t bytes);
+int vr_devbook_pending_others(struct vr_devbook *b, uint64_t *sum);
 
-/* What was wrong when a call last found damage (NULL: nothing found). */
-const char *vr_devbook_why(const struct vr_devbook *b);
+/* This process's bytes on the card moved by delta (after the driver
+ * placed a block, before one leaves): counted in its group's held words.
+ * No-op until vr_devbook_find found the entry with publish. */
+void vr_devbook_held(struct vr_devbook *b, int64_t delta);
 
-/* Gives the line back (and the entry, when it was its group's last live
- * line) and frees b. NULL: nothing. */
+/* Unmaps and frees b (its pending lock and held counts go with the
+ * process or its descriptor). NULL: nothing. */
 void vr_devbook_close(struct vr_devbook *b);
-/* In a fork child: unmap and free only; the parent keeps its line. */
+/* In a fork child: frees b without touching the parent's locks or
+ * counts (the child's semaphore adjustments start empty). */
 void vr_devbook_forget(struct vr_devbook *b);
 
-/* Read-only view for monitors (status/top/export), no lock taken, no line. */
+/* ---- the writer: root only ---------------------------------------------- */
+
+struct vr_devbook_ask {
+	uint64_t capacity; /* the card's usable bytes, from the driver (NVML's total) */
+	uint32_t uid;      /* the group's user, as the kernel said (SO_PEERCRED) */
+	uint64_t ident;    /* vr_devbook_ident of the group's secret */
+	uint64_t guarantee;
+	const char *group;           /* its name, for the views */
+	struct vr_devholder holder;  /* the process it lives for */
+	struct vr_devholder manager; /* the service keeping it, pid 0: none */
+	/* The card's free memory now (NVML's: every process counted), read
+	 * after the entry is published: 0, or a negative errno. */
+	int (*card_free)(void *arg, uint64_t *free_bytes);
+	void *arg;
+};
+
+/*
+ * The one place where a guarantee is admitted (root only). Under the
+ * writers' lock: makes the book when there is none, ends the entries of
+ * groups whose processes are all gone, then
+ *   - the group's entry exists (uid and ident): the holder is added to it;
+ *     returns 1 with *given its guarantee;
+ *   - else it is admitted when it fits: asked <= the card's free memory
+ *     less the other groups' unused guarantees less the borrows in flight
+ *     (all read after the entry is published, so a borrower either sees
+ *     it or is seen), so a guarantee given can be reached at once; returns
+ *     0 with *given = asked. Refused: -ENOSPC with the numbers in err, the
+ *     entry taken back.
+ * Other errors: -EPERM (not root, or a directory another user can write),
+ * -EUSERS (VR_DEVBOOK_GROUPS entries used), -EIO (the card's free memory
+ * unknown), -ETIMEDOUT (another writer held the lock 10 s).
+ */
+int vr_devbook_admit(const char *dir, const unsigned char uuid[16], const struct vr_devbook_ask *a,
+                     uint64_t *given, char *err, size_t errlen);
+
+/* Makes the book of a GPU (root only) when there is none: 0 (made, or it
+ * was there), or a negative errno with err. */
+int vr_devbook_make(const char *dir, const unsigned char uuid[16], uint64_t capacity, char *err,
+                    size_t errlen);
+
+/* A holder leaves the entry of (uid, ident) (root only): the entry ends
+ * when no holder of it is alive and no manager keeps it. 0, -ENOENT. */
+int vr_devbook_leave(const char *dir, const unsigned char uuid[16], uint32_t uid, uint64_t ident,
+                     int32_t pid);
+
+/* Ends the entry of (uid, ident) (root only: the service, when the last
+ * of its holders is gone). 0, -ENOENT. */
+int vr_devbook_end(const char *dir, const unsigned char uuid[16], uint32_t uid, uint64_t ident);
+
+/* For the service at its start (root only): every entry kept by a manager
+ * that is gone is given to manager instead (NULL: to none, its holders
+ * alone keep it) while one of its holders lives (each live holder passed
+ * to adopt), and ended otherwise; then every entry whose processes are
+ * all gone ends. The number of entries adopted, or a negative errno. */
+int vr_devbook_adopt(const char *dir, const unsigned char uuid[16],
+                     const struct vr_devholder *manager,
+                     void (*adopt)(void *arg, const unsigned char uuid[16], uint32_t uid,
+                                   uint64_t ident, const struct vr_devholder *h),
+                     void *arg);
+
+/* ---- monitors: status, top, export --------------------------------------- */
+
 struct vr_devbook_view {
 	unsigned char uuid[16];
 	uint64_t capacity, guaranteed;
-	int lines_live;
 	int n;
 	struct {
 		char group[72];
 		uint32_t uid;
-		int32_t pid;
-		uint64_t group_key, guarantee, held;
+		int32_t pid; /* the first live holder's */
+		uint64_t guarantee, held;
 		int live;
 	} e[VR_DEVBOOK_GROUPS];
 };
-/* 0, -ENOENT (no book for this device, or no process in it), or another
- * negative errno (-EBADMSG: damage, -ELOOP, -EPERM). */
+/* 0, -ENOENT (no book for this device), or another negative errno
+ * (-EBADMSG: damage, -EPERM: not root's, -EAGAIN). */
 int vr_devbook_read(const char *dir, const unsigned char uuid[16], struct vr_devbook_view *out);
 /* Books present in dir (NULL: vr_devbook_dir): how many (all of them; the
  * first n go in uuids), or a negative errno. */

@@ -1,44 +1,40 @@
 /*
- * devdoor.c - a device book's door and segment (layout in devdoor.h): the
- * door's one check, attaching and checking the segment, who is alive, and
- * for the writer opening or creating the door and finding or making its
- * segment.
+ * devdoor.c - a device book's name, the one check of its directory and
+ * file, mapping it read-only, a stable copy of its entries, and whether an
+ * entry's processes live (layout in devdoor.h).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/ipc.h>
-#include <sys/random.h>
-#include <sys/shm.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "common/fsize.h"
+#include "common/text.h"
 #include "registry/devdoor.h"
-#include "registry/util.h"
+#include "registry/proc.h"
 
-_Static_assert(sizeof(struct vr_devhdr) <= VR_DEVSEG_HDR_SIZE, "device book header");
-_Static_assert(sizeof(struct vr_devhdr) <= VR_DEVDOOR_SIZE, "device door");
-_Static_assert(sizeof(struct vr_deventry) == 128, "device book entry");
-_Static_assert(sizeof(struct vr_devline) == 64, "device book line");
-_Static_assert(sizeof(struct vr_devseg) == VR_DEVSEG_SIZE, "device book segment");
+_Static_assert(sizeof(struct vr_devhdr) <= VR_DEVBOOK_HDR_SIZE, "the header fits its page");
+_Static_assert(sizeof(struct vr_deventry) == 320, "an entry is 320 bytes");
+_Static_assert(sizeof(struct vr_devfile) == VR_DEVBOOK_SIZE, "the book's size");
 
-void vr__devdoor_name(const unsigned char uuid[16], char *buf)
+void vr__devbook_name(const unsigned char uuid[16], char *buf)
 {
 	static const char hex[] = "0123456789abcdef";
-	size_t n = strlen(VR_DEVDOOR_PREFIX);
-	memcpy(buf, VR_DEVDOOR_PREFIX, n);
+	size_t n = strlen(VR_DEVBOOK_PREFIX);
+	memcpy(buf, VR_DEVBOOK_PREFIX, n);
 	for (int i = 0; i < 16; i++) {
-		buf[n++] = hex[uuid[i] >> 4];
-		buf[n++] = hex[uuid[i] & 15];
+		buf[n + 2 * i] = hex[uuid[i] >> 4];
+		buf[n + 2 * i + 1] = hex[uuid[i] & 15];
 	}
-	buf[n] = '\0';
+	buf[n + 32] = '\0';
 }
 
-static int hexval(char c)
+static int hexval(int c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -47,10 +43,10 @@ static int hexval(char c)
 	return -1;
 }
 
-int vr__devdoor_uuid(const char *name, unsigned char uuid[16])
+int vr__devbook_uuid(const char *name, unsigned char uuid[16])
 {
-	size_t n = strlen(VR_DEVDOOR_PREFIX);
-	if (strncmp(name, VR_DEVDOOR_PREFIX, n) != 0 || strlen(name) != n + 32)
+	size_t n = strlen(VR_DEVBOOK_PREFIX);
+	if (strncmp(name, VR_DEVBOOK_PREFIX, n) != 0 || strlen(name) != n + 32)
 		return -EINVAL;
 	for (int i = 0; i < 16; i++) {
 		int hi = hexval(name[n + 2 * i]), lo = hexval(name[n + 2 * i + 1]);
@@ -61,359 +57,178 @@ int vr__devdoor_uuid(const char *name, unsigned char uuid[16])
 	return 0;
 }
 
-/* The header's identity: a door's or a segment's. */
-static int hdr_check(const struct vr_devhdr *h, const unsigned char uuid[16], const char **why)
+/* Root's, and nobody else may write it. */
+static int trusted(const struct stat *st, const char **why)
 {
-	if (h->magic != VR_DEVBOOK_MAGIC) {
-		*why = "not a vramctl device book (bad magic)";
-		return -EBADMSG;
+	if (st->st_uid != 0) {
+		*why = "not owned by root";
+		return -EPERM;
 	}
-	if (h->version != VR_DEVBOOK_VERSION) {
-		*why = "written by another vramctl version (device book version differs)";
-		return -EBADMSG;
-	}
-	if (h->hdr_size != sizeof(*h) || h->total_size != VR_DEVSEG_SIZE ||
-	    h->groups != VR_DEVBOOK_GROUPS || h->lines != VR_DEVBOOK_LINES) {
-		*why = "corrupt (sizes in the header do not match this version)";
-		return -EBADMSG;
-	}
-	if (memcmp(h->uuid, uuid, 16) != 0) {
-		*why = "corrupt (it names another device)";
-		return -EBADMSG;
-	}
-	if (h->capacity == 0) {
-		*why = "corrupt (the device's capacity is 0)";
-		return -EBADMSG;
+	if (st->st_mode & 022) {
+		*why = "writable by users other than root";
+		return -EPERM;
 	}
 	return 0;
 }
 
-int vr__devdoor_check(int fd, const unsigned char uuid[16], struct stat *st, struct vr_devhdr *h,
-                      const char **why)
+int vr__devdir_check(int dfd, const char **why)
 {
-	memset(h, 0, sizeof(*h));
-	if (fstat(fd, st) < 0) {
+	struct stat st;
+	if (fstat(dfd, &st) != 0) {
 		*why = "cannot stat";
 		return -errno;
 	}
-	if (!S_ISREG(st->st_mode)) {
-		*why = "not a regular file";
-		return -EBADMSG;
+	if (!S_ISDIR(st.st_mode)) {
+		*why = "not a directory";
+		return -ENOTDIR;
 	}
-	if (st->st_size != VR_DEVDOOR_SIZE) {
-		*why = "corrupt (not the size of a device book's door)";
-		return -EBADMSG;
-	}
-	if ((st->st_mode & 0666) != 0666) {
-		*why = "not readable and writable by every user (mode is not 0666)";
-		return -EPERM;
-	}
-	ssize_t got = pread(fd, h, sizeof(*h), 0);
-	if (got < 0) {
-		*why = "cannot read";
-		return -errno;
-	}
-	if ((size_t)got < sizeof(*h)) {
-		*why = "truncated";
-		return -EBADMSG;
-	}
-	return hdr_check(h, uuid, why);
+	return trusted(&st, why);
 }
 
-/* What vr__devseg_attach says when no segment has the door's id here. */
-static const char seg_missing[] = "its segment is gone";
-
-struct vr_devseg *vr__devseg_attach(const struct vr_devhdr *door, int rdonly, const char **why)
+/* The header's identity. */
+static int hdr_check(const struct vr_devhdr *h, const unsigned char uuid[16], const char **why)
 {
-	struct shmid_ds ds;
-	*why = seg_missing;
-	if (door->shm_id < 0 || shmctl(door->shm_id, IPC_STAT, &ds) < 0)
-		return NULL;
-	if (ds.shm_segsz != VR_DEVSEG_SIZE || (ds.shm_perm.mode & 0666) != 0666) {
-		*why = "the segment it names is not a device book's (size or mode)";
-		return NULL;
-	}
-	void *p = shmat(door->shm_id, NULL, rdonly ? SHM_RDONLY : 0);
-	if (p == (void *)-1) {
-		*why = "cannot attach its segment";
-		return NULL;
-	}
-	struct vr_devseg *s = p;
-	int bad = hdr_check(&s->h, door->uuid, why) != 0;
-	if (!bad && s->h.shm_key != door->shm_key) {
-		*why = "the segment it names is another's (key differs)";
-		bad = 1;
-	} else if (!bad && s->h.capacity != door->capacity) {
-		*why = "corrupt (the segment's capacity is not the door's)";
-		bad = 1;
-	}
-	if (bad) {
-		shmdt(p);
-		return NULL;
-	}
-	return s;
-}
-
-int vr__devseg_check(const struct vr_devseg *s, const struct vr_devhdr *door, const char **why)
-{
-	int rc = hdr_check(&s->h, door->uuid, why);
-	if (rc != 0)
-		return rc;
-	uint64_t cap = door->capacity;
-	if (s->h.capacity != cap || s->h.shm_key != door->shm_key) {
-		*why = "corrupt (the segment's identity changed)";
+	if (atomic_load_explicit((const _Atomic uint64_t *)&h->magic, memory_order_acquire) !=
+	    VR_DEVBOOK_MAGIC) {
+		*why = "not a vramctl device book of this version (magic)";
 		return -EBADMSG;
 	}
-	uint32_t hw = s->h.lines_hw;
-	if (hw > VR_DEVBOOK_LINES) {
-		*why = "corrupt (line count out of range)";
+	if (h->version != VR_DEVBOOK_VERSION || h->hdr_size != VR_DEVBOOK_HDR_SIZE ||
+	    h->total_size != VR_DEVBOOK_SIZE || h->groups != VR_DEVBOOK_GROUPS ||
+	    h->holders != VR_DEVBOOK_HOLDERS) {
+		*why = "written by another vramctl version (its sizes differ)";
 		return -EBADMSG;
 	}
-	uint64_t sum = 0;
-	unsigned char used[VR_DEVBOOK_GROUPS];
-	for (int i = 0; i < VR_DEVBOOK_GROUPS; i++) {
-		const struct vr_deventry *e = &s->e[i];
-		uint32_t u = e->used;
-		uint64_t g = e->guarantee;
-		used[i] = u == 1;
-		if (u > 1 || (u && (g == 0 || g > cap ||
-		                    memchr(e->group, '\0', sizeof(e->group)) == NULL))) {
-			*why = "corrupt (a group's entry is out of range)";
-			return -EBADMSG;
-		}
-		if (u)
-			sum = vr__sat_add(sum, g);
-	}
-	if (sum > cap) {
-		*why = "corrupt (the guarantees given exceed the device)";
+	if (memcmp(h->uuid, uuid, 16) != 0) {
+		*why = "it names another device";
 		return -EBADMSG;
 	}
-	for (uint32_t i = 0; i < hw; i++) {
-		const struct vr_devline *l = &s->l[i];
-		uint32_t u = l->used;
-		int32_t e = l->entry;
-		uint64_t held = atomic_load_explicit(&l->held, memory_order_relaxed);
-		if (u > 1 || (u && (e < -1 || e >= VR_DEVBOOK_GROUPS || (e >= 0 && !used[e]) ||
-		                    held > cap))) {
-			*why = "corrupt (a process's line is out of range)";
-			return -EBADMSG;
-		}
+	if (h->capacity == 0) {
+		*why = "the device's capacity is 0";
+		return -EBADMSG;
 	}
 	return 0;
 }
 
-static int probe(int fd, long long start, long long len)
+int vr__devbook_map(int dfd, const char *dir, const unsigned char uuid[16], int *fdp,
+                    const struct vr_devfile **map, char *err, size_t errlen)
 {
-	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = start, .l_len = len};
-	if (fcntl(fd, F_OFD_GETLK, &fl) < 0)
-		return 1;
-	return fl.l_type != F_UNLCK;
-}
-
-int vr__devline_alive(int fd, uint32_t i)
-{
-	return probe(fd, VR_DEVDOOR_LINE_BYTE(i), 1);
-}
-
-int vr__devlines_any_alive(int fd)
-{
-	return probe(fd, VR_DEVDOOR_LINE_BYTE(0), VR_DEVBOOK_LINES);
-}
-
-int vr__devdoor_lock(int fd, long long byte, int lock)
-{
-	return vr_ofd_lock(fd, byte, lock, vr_now_ns() + VR_DEVBOOK_LOCK_BOUND_NS);
-}
-
-/* Opens an existing door for writing, never following a symlink: read-only
- * first, checked, then read-write and checked to be the same file. An fd,
- * -ENOENT when there is none (or it changed between the opens: look
- * again), or another negative errno with err. */
-static int door_open(int dfd, const char *dir, const char *name, const unsigned char uuid[16],
-                     char *err, size_t errlen)
-{
-	int ro = vr_door_open_ro(dfd, dir, name, "device book", err, errlen);
-	if (ro < 0)
-		return ro;
-	struct stat st = {0}, st2;
-	struct vr_devhdr h;
-	const char *why = "";
-	int rc = vr__devdoor_check(ro, uuid, &st, &h, &why);
+	char name[VR_DEVBOOK_NAME_MAX];
+	vr__devbook_name(uuid, name);
+	*fdp = -1;
+	*map = NULL;
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		int e = errno;
+		if (e != ENOENT)
+			vr_seterr(err, errlen, "device book %s/%s: %s", dir, name,
+			          e == ELOOP ? "a symlink" : strerror(e));
+		return e == ELOOP ? -EPERM : -e;
+	}
+	struct stat st = {0};
+	const char *why = NULL;
+	int rc = fstat(fd, &st) != 0 ? -errno : 0;
+	if (rc == 0 && !S_ISREG(st.st_mode)) {
+		why = "not a regular file";
+		rc = -EPERM;
+	}
+	if (rc == 0)
+		rc = trusted(&st, &why);
+	if (rc == 0 && st.st_size != (off_t)VR_DEVBOOK_SIZE) {
+		why = "not the size of a device book of this version";
+		rc = -EBADMSG;
+	}
+	void *p = MAP_FAILED;
+	if (rc == 0 &&
+	    (p = mmap(NULL, VR_DEVBOOK_SIZE, PROT_READ, MAP_SHARED, fd, 0)) == MAP_FAILED)
+		rc = -errno;
+	if (rc == 0 && (rc = hdr_check(p, uuid, &why)) != 0)
+		munmap(p, VR_DEVBOOK_SIZE);
 	if (rc != 0) {
-		close(ro);
-		vr_seterr(err, errlen,
-		          "device book %s/%s (uid %u): %s; its owner or root may remove it", dir,
-		          name, (unsigned)st.st_uid, why);
-		return rc;
-	}
-	int rw = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-	int e = rw < 0 ? errno : 0;
-	close(ro);
-	if (rw < 0) {
-		if (e == ENOENT)
-			return -ENOENT;
-		vr_seterr(err, errlen, "cannot open device book %s/%s for writing: %s", dir, name,
-		          strerror(e));
-		return -e;
-	}
-	if (fstat(rw, &st2) != 0 || st2.st_dev != st.st_dev || st2.st_ino != st.st_ino) {
-		close(rw);
-		return -ENOENT; /* replaced meanwhile: look again */
-	}
-	return rw;
-}
-
-/* Creates the door under a temporary name, 0666 whatever the umask, and
- * links it into place complete. An fd, -EEXIST when another process
- * published one first, or another negative errno with err. */
-static int door_create(int dfd, const char *dir, const char *name, const unsigned char uuid[16],
-                       uint64_t capacity, char *err, size_t errlen)
-{
-	union {
-		struct vr_devhdr h;
-		unsigned char bytes[VR_DEVDOOR_SIZE];
-	} door;
-	memset(&door, 0, sizeof(door));
-	door.h.magic = VR_DEVBOOK_MAGIC;
-	door.h.version = VR_DEVBOOK_VERSION;
-	door.h.hdr_size = sizeof(struct vr_devhdr);
-	door.h.total_size = VR_DEVSEG_SIZE;
-	door.h.groups = VR_DEVBOOK_GROUPS;
-	door.h.lines = VR_DEVBOOK_LINES;
-	memcpy(door.h.uuid, uuid, 16);
-	door.h.capacity = capacity;
-	door.h.shm_id = -1;
-	door.h.creator_uid = (uint32_t)geteuid();
-	door.h.created = (uint64_t)time(NULL);
-	struct vr_tmp_file f = {.dfd = dfd,
-	                        .dir = dir,
-	                        .name = name,
-	                        .what = "device book",
-	                        .stem = name,
-	                        .mode = 0666,
-	                        .buf = door.bytes,
-	                        .len = sizeof(door.bytes)};
-	char tmp[VR_DEVDOOR_NAME_MAX + 48];
-	int fd = vr_tmp_write(&f, tmp, sizeof(tmp), err, errlen);
-	if (fd < 0)
-		return fd;
-	int rc = linkat(dfd, tmp, dfd, name, 0) < 0 ? -errno : 0;
-	unlinkat(dfd, tmp, 0);
-	if (rc < 0) {
-		close(fd);
-		if (rc != -EEXIST)
-			vr_seterr(err, errlen, "cannot create device book %s/%s: %s", dir, name,
-			          strerror(-rc));
-		return rc;
-	}
-	return fd;
-}
-
-/* Makes a segment for the door fd (its lock held, nobody alive): header
- * written, magic last, then its id and key in the door. */
-static struct vr_devseg *seg_make(int fd, struct vr_devhdr *door, int *e)
-{
-	int id = shmget(IPC_PRIVATE, VR_DEVSEG_SIZE, IPC_CREAT | IPC_EXCL | 0666);
-	if (id < 0) {
-		*e = errno;
-		return NULL;
-	}
-	void *p = shmat(id, NULL, 0);
-	*e = p == (void *)-1 ? errno : 0;
-	/* Marked for removal at once: it goes with the last process attached
-	 * (Linux still lets others attach it by id meanwhile). */
-	shmctl(id, IPC_RMID, NULL);
-	if (*e)
-		return NULL;
-	struct vr_devseg *s = p;
-	uint64_t key = 0;
-	if (getrandom(&key, sizeof(key), GRND_NONBLOCK) != (ssize_t)sizeof(key))
-		key = vr_now_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)p;
-	key |= 1; /* never 0: a fresh door's */
-	s->h = *door;
-	s->h.magic = 0;
-	s->h.shm_key = key;
-	s->h.shm_id = id;
-	s->h.creator_uid = (uint32_t)geteuid();
-	atomic_store_explicit(&s->h.guaranteed, 0, memory_order_relaxed);
-	s->h.lines_hw = 0;
-	for (int i = 0; i < VR_DEVBOOK_GROUPS; i++)
-		s->e[i].used = 0;
-	atomic_store_explicit((_Atomic uint64_t *)&s->h.magic, VR_DEVBOOK_MAGIC,
-	                      memory_order_release);
-	/* The door names it: key and id side by side, one write. */
-	unsigned char
-	    ids[offsetof(struct vr_devhdr, creator_uid) - offsetof(struct vr_devhdr, shm_key)];
-	memcpy(ids, (unsigned char *)&s->h + offsetof(struct vr_devhdr, shm_key), sizeof(ids));
-	if (pwrite(fd, ids, sizeof(ids), offsetof(struct vr_devhdr, shm_key)) !=
-	    (ssize_t)sizeof(ids)) {
-		*e = errno ? errno : EIO;
-		shmdt(p);
-		return NULL;
-	}
-	door->shm_key = key;
-	door->shm_id = id;
-	return s;
-}
-
-int vr__devdoor_attach(int dfd, const char *dir, const unsigned char uuid[16], uint64_t capacity,
-                       int *fdp, struct vr_devhdr *door, struct vr_devseg **segp, char *err,
-                       size_t errlen)
-{
-	char name[VR_DEVDOOR_NAME_MAX];
-	vr__devdoor_name(uuid, name);
-	int fd = -ENOENT;
-	for (int tries = 0; tries < 8 && fd == -ENOENT; tries++) {
-		fd = door_open(dfd, dir, name, uuid, err, errlen);
-		if (fd == -ENOENT) {
-			fd = door_create(dfd, dir, name, uuid, capacity, err, errlen);
-			if (fd == -EEXIST)
-				fd = -ENOENT; /* another made it first: open theirs */
-		}
-	}
-	if (fd == -ENOENT)
-		vr_seterr(err, errlen, "device book %s/%s keeps changing while being opened", dir,
-		          name);
-	if (fd < 0)
-		return fd;
-	int rc = vr__devdoor_lock(fd, VR_DEVDOOR_MAKER_BYTE, 1);
-	if (rc < 0) {
-		vr_seterr(err, errlen, "device book %s/%s: %s", dir, name,
-		          rc == -ETIMEDOUT ? "its door's lock is held by a process that does not "
-		                             "let go (stopped?)"
-		                           : strerror(-rc));
-		close(fd);
-		return rc;
-	}
-	struct stat st;
-	const char *why = "";
-	struct vr_devseg *s = NULL;
-	rc = vr__devdoor_check(fd, uuid, &st, door, &why);
-	if (rc == 0 && (s = vr__devseg_attach(door, 0, &why)) == NULL) {
-		int e = 0;
-		if (vr__devlines_any_alive(fd)) {
-			/* Replacing it would split the book in two. Live lines
-			 * mean a segment exists where they are: not "gone". */
-			rc = -EBADMSG;
-			if (why == seg_missing)
-				why = "processes hold lines in it, but the segment it names "
-				      "cannot be reached from here (another IPC namespace's, "
-				      "or the door was overwritten)";
-		} else if ((s = seg_make(fd, door, &e)) == NULL) {
-			rc = -e;
-			why = strerror(e);
-		}
-	}
-	vr__devdoor_lock(fd, VR_DEVDOOR_MAKER_BYTE, 0);
-	if (rc != 0) {
-		vr_seterr(err, errlen, "device book %s/%s: %s%s", dir, name, why,
-		          rc == -EBADMSG && !strstr(why, "processes hold lines")
-		              ? ", while processes use it (another IPC namespace's, or damaged)"
-		              : "");
+		vr_seterr(err, errlen, "device book %s/%s (uid %u, mode %04o): %s", dir, name,
+		          (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
+		          why ? why : strerror(-rc));
 		close(fd);
 		return rc;
 	}
 	*fdp = fd;
-	*segp = s;
+	*map = p;
+	return 0;
+}
+
+/* Copies tried before a reader gives up: a writer (root) changes entries
+ * with no system call inside, so only one stopped in the middle keeps
+ * every copy from being stable. */
+#define SNAP_TRIES 2000
+
+int vr__devbook_snap(const struct vr_devfile *f, struct vr_devsnap *s)
+{
+	for (int t = 0; t < SNAP_TRIES; t++) {
+		uint64_t s1 = atomic_load_explicit(&f->h.seq, memory_order_acquire);
+		if (s1 & 1) {
+			if (t > 64)
+				sched_yield();
+			continue;
+		}
+		uint64_t mask = atomic_load_explicit(&f->h.used_mask, memory_order_relaxed);
+		s->capacity = f->h.capacity;
+		s->n = 0;
+		for (int i = 0; i < VR_DEVBOOK_GROUPS; i++)
+			if (mask >> i & 1) {
+				s->idx[s->n] = i;
+				memcpy(&s->e[s->n++], &f->e[i], sizeof(s->e[0]));
+			}
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&f->h.seq, memory_order_relaxed) != s1)
+			continue;
+		if (f->h.magic != VR_DEVBOOK_MAGIC || s->capacity == 0)
+			return -EBADMSG;
+		for (int k = 0; k < s->n; k++) {
+			const struct vr_deventry *e = &s->e[k];
+			if (e->used != 1 || e->guarantee == 0 || e->guarantee > s->capacity ||
+			    !memchr(e->group, '\0', sizeof e->group))
+				return -EBADMSG;
+		}
+		return 0;
+	}
+	return -EAGAIN;
+}
+
+/* This process sees host PIDs (the initial PID namespace): 1, 0, or -1
+ * before it was asked. */
+static int host_pids = -1;
+
+int vr_devbook_host_pids(void)
+{
+	int hp = __atomic_load_n(&host_pids, __ATOMIC_RELAXED);
+	if (hp < 0) {
+		struct stat ns;
+		hp = stat("/proc/self/ns/pid", &ns) == 0 && ns.st_ino == VR_PID_INIT_INO;
+		__atomic_store_n(&host_pids, hp, __ATOMIC_RELAXED);
+	}
+	return hp;
+}
+
+int vr__devholder_alive(const struct vr_devholder *h, int exact)
+{
+	if (h->pid <= 0)
+		return 0;
+	if (!vr_devbook_host_pids())
+		return 1;
+	if (kill(h->pid, 0) != 0 && errno == ESRCH)
+		return 0;
+	uint64_t start;
+	if (exact && vr_proc_start_time(NULL, h->pid, &start) == 0 && start != h->start)
+		return 0;
+	return 1;
+}
+
+int vr__deventry_alive(const struct vr_deventry *e, int exact)
+{
+	if (vr__devholder_alive(&e->manager, exact))
+		return 1;
+	for (int i = 0; i < VR_DEVBOOK_HOLDERS; i++)
+		if (vr__devholder_alive(&e->holder[i], exact))
+			return 1;
 	return 0;
 }

@@ -20,6 +20,7 @@
 #include "registry/alive.h"
 #include "registry/dir.h"
 #include "registry/door.h"
+#include "registry/handover.h"
 #include "registry/knobs.h"
 #include "registry/util.h"
 
@@ -294,6 +295,12 @@ int vr_group_remove(const char *dir, const char *group)
 	char keep[VR_GROUP_NAME_MAX + 16];
 	snprintf(keep, sizeof(keep), ".%s.vrg.keep", group);
 	if (unlinkat(dfd, keep, 0) == 0 && rc == -ENOENT)
+		rc = 0;
+	/* And its socket: the members still alive (a run's stragglers) make it
+	 * again (serve.c), and a group lives while they do. */
+	char sock[VR_HO_NAME_MAX];
+	vr_ho_name(group, sock, sizeof(sock));
+	if (unlinkat(dfd, sock, 0) == 0 && rc == -ENOENT)
 		rc = 0;
 	close(dfd);
 	return rc;

@@ -37,14 +37,17 @@ static int dir_fit(const char *dir, const struct stat *st, char *err, size_t err
 		return -ENOTDIR;
 	}
 	if (st->st_uid != 0 && st->st_uid != geteuid()) {
-		vr_seterr(err, errlen, "%s is owned by uid %u, not by root: its owner could remove "
-		          "every job's record", dir, (unsigned)st->st_uid);
+		vr_seterr(err, errlen,
+		          "%s is owned by uid %u, not by root: its owner could remove "
+		          "every job's record",
+		          dir, (unsigned)st->st_uid);
 		return -EPERM;
 	}
 	if ((st->st_mode & S_IWOTH) && !(st->st_mode & S_ISVTX)) {
-		vr_seterr(err, errlen, "%s is writable by every user but not sticky (mode %04o): "
-		          "anyone could remove a job's record", dir,
-		          (unsigned)(st->st_mode & 07777));
+		vr_seterr(err, errlen,
+		          "%s is writable by every user but not sticky (mode %04o): "
+		          "anyone could remove a job's record",
+		          dir, (unsigned)(st->st_mode & 07777));
 		return -EPERM;
 	}
 	return 0;
@@ -151,9 +154,9 @@ int vr_job_format(const struct vr_job *j, char *buf, size_t len)
 		return -EINVAL;
 	if (!one_line(j->dir) || !one_line(j->group) || !one_line(j->limit) || !one_line(j->count))
 		return -EINVAL;
-	int n = snprintf(buf, len, JOB_MAGIC "\n%suid %u\ngroup %s\ndir %s\nlimit %s\n%s%s%s",
-	                 id, (unsigned)j->uid, j->group, j->dir, j->limit,
-	                 j->count[0] ? "count " : "", j->count, j->count[0] ? "\n" : "");
+	int n = snprintf(buf, len, JOB_MAGIC "\n%suid %u\ngroup %s\ndir %s\nlimit %s\n%s%s%s", id,
+	                 (unsigned)j->uid, j->group, j->dir, j->limit, j->count[0] ? "count " : "",
+	                 j->count, j->count[0] ? "\n" : "");
 	if (n < 0 || (size_t)n >= len)
 		return -ENAMETOOLONG;
 	if (j->watcher > 0) {
@@ -177,7 +180,9 @@ static int parse_line(struct vr_job *j, const char *key, char *v)
 {
 	char *end;
 	if (!strcmp(key, "kind")) {
-		j->kind = !strcmp(v, "tree") ? VR_JOB_TREE : !strcmp(v, "cgroup") ? VR_JOB_CGROUP : 0;
+		j->kind = !strcmp(v, "tree")     ? VR_JOB_TREE
+		          : !strcmp(v, "cgroup") ? VR_JOB_CGROUP
+		                                 : 0;
 		return j->kind ? 0 : -1;
 	}
 	if (!strcmp(key, "root")) {
@@ -300,9 +305,33 @@ static int stale_tree(const char *name)
 	return vr_proc_start_time(NULL, pid, &now) != 0 || now != start;
 }
 
+static int read_record(int dfd, const char *dir, const char *name, struct vr_job *j, uid_t *owner);
+static const char *v2_root(const char *given);
+
+/* A cgroup record whose cgroup is gone, or is a run's own
+ * (`vramctl-job-PID`, made by `vramctl run` as root) that nobody is in any
+ * more: that cgroup is removed (rmdir refuses one with a process or a
+ * child cgroup) and the record is stale. Other cgroup records are removed
+ * by their publishers (the Slurm epilog). */
+static int stale_cgroup(int dfd, const char *name)
+{
+	struct vr_job j;
+	uid_t owner;
+	char p[VR_JOB_TEXT + 128];
+	struct stat st;
+	if (read_record(dfd, "", name, &j, &owner) != 0 || j.kind != VR_JOB_CGROUP ||
+	    strcmp(j.hier, "v2") != 0)
+		return 0;
+	snprintf(p, sizeof p, "%s%s", v2_root(NULL), j.cgroup);
+	if (stat(p, &st) != 0)
+		return errno == ENOENT;
+	const char *base = strrchr(j.cgroup, '/');
+	return base && !strncmp(base + 1, "vramctl-job-", 12) && rmdir(p) == 0;
+}
+
 /* Removes the stale records of dfd the caller may remove (at most
- * SWEEP_MAX looked at): a dead root's tree records. Cgroup records are
- * removed by their publishers (the Slurm epilog, `vramctl run`). */
+ * SWEEP_MAX looked at): a dead root's tree records, and cgroup records of
+ * cgroups that are gone or were a run's own and are empty. */
 static void sweep(int dfd)
 {
 	int fd = dup(dfd);
@@ -315,11 +344,12 @@ static void sweep(int dfd)
 	struct dirent *e;
 	for (int seen = 0; seen < SWEEP_MAX && (e = readdir(d)) != NULL; seen++) {
 		struct stat st;
-		if (strncmp(e->d_name, "tree-", 5) || !stale_tree(e->d_name) ||
-		    fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+		if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
 		    (st.st_uid != geteuid() && geteuid() != 0))
 			continue;
-		(void)unlinkat(dfd, e->d_name, 0);
+		if ((!strncmp(e->d_name, "tree-", 5) && stale_tree(e->d_name)) ||
+		    (!strncmp(e->d_name, "cg-", 3) && stale_cgroup(dfd, e->d_name)))
+			(void)unlinkat(dfd, e->d_name, 0);
 	}
 	closedir(d);
 }
@@ -379,8 +409,7 @@ int vr_job_withdraw(const char *path)
 /* ---- finding a process's jobs */
 
 /* The record dir/name read into *j, with its file's owner. 0 or -errno. */
-static int read_record(int dfd, const char *dir, const char *name, struct vr_job *j,
-                       uid_t *owner)
+static int read_record(int dfd, const char *dir, const char *name, struct vr_job *j, uid_t *owner)
 {
 	char text[VR_JOB_FILE_MAX];
 	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
@@ -466,8 +495,8 @@ static int tree_jobs(int dfd, const char *dir, const char *proc, pid_t pid, stru
 }
 
 /* Cgroup records of one hierarchy's path and its ancestors (not "/"). */
-static int cgroup_path_jobs(int dfd, const char *dir, const char *v2, const char *hier,
-                            char *path, struct vr_job *out, int n, int got)
+static int cgroup_path_jobs(int dfd, const char *dir, const char *v2, const char *hier, char *path,
+                            struct vr_job *out, int n, int got)
 {
 	struct vr_job j;
 	while (path[0] == '/' && path[1] && got < n) {
@@ -475,7 +504,8 @@ static int cgroup_path_jobs(int dfd, const char *dir, const char *v2, const char
 		uid_t owner;
 		if (cgroup_name(hier, path, name, sizeof name) == 0 &&
 		    read_record(dfd, dir, name, &j, &owner) == 0 && j.kind == VR_JOB_CGROUP &&
-		    !strcmp(j.hier, hier) && !strcmp(j.cgroup, path) && believed(&j, owner, NULL, v2))
+		    !strcmp(j.hier, hier) && !strcmp(j.cgroup, path) &&
+		    believed(&j, owner, NULL, v2))
 			got = add(out, n, got, &j);
 		char *slash = strrchr(path, '/');
 		if (slash == path)
@@ -577,8 +607,9 @@ static int each_of_group(const char *dir, const char *gdir, const char *group,
 	for (int seen = 0; !rc && seen < SWEEP_MAX && (e = readdir(d)) != NULL; seen++) {
 		size_t n = strlen(e->d_name);
 		if (n < 5 || strcmp(e->d_name + n - 4, ".job") != 0 ||
-		    read_record(dfd, dir, e->d_name, &j, &owner) != 0 || strcmp(j.group, group) != 0 ||
-		    strcmp(j.dir, gdir) != 0 || !believed(&j, owner, NULL, v2_root(NULL)))
+		    read_record(dfd, dir, e->d_name, &j, &owner) != 0 ||
+		    strcmp(j.group, group) != 0 || strcmp(j.dir, gdir) != 0 ||
+		    !believed(&j, owner, NULL, v2_root(NULL)))
 			continue;
 		rc = visit(dfd, e->d_name, &j, ctx);
 	}

@@ -37,10 +37,10 @@
 
 /* The machine's jobs directory: root's, mode 1777 (each user may add and
  * remove their own records, and only those). */
-#define VR_JOBS_DIR    "/run/vramctl/jobs"
-#define VR_JOB_TEXT    512  /* a directory, a cgroup path */
-#define VR_JOB_SPEC    4096 /* a cap spec, as launchers write it */
-#define VR_JOBS_MAX    4    /* jobs a process is found in (nesting) */
+#define VR_JOBS_DIR     "/run/vramctl/jobs"
+#define VR_JOB_TEXT     512  /* a directory, a cgroup path */
+#define VR_JOB_SPEC     4096 /* a cap spec, as launchers write it */
+#define VR_JOBS_MAX     4    /* jobs a process is found in (nesting) */
 #define VR_JOB_FILE_MAX 8192
 
 enum vr_job_kind { VR_JOB_TREE = 1, VR_JOB_CGROUP = 2 };
@@ -58,9 +58,9 @@ struct vr_job {
 	uint32_t uid;
 	char dir[VR_JOB_TEXT];
 	char group[VR_GROUP_NAME_MAX + 1];
-	char limit[VR_JOB_SPEC];   /* the group's cap spec (VRAMCTL_LIMIT's grammar) */
-	char count[16];            /* "card", "allocations" or "" (the default) */
-	int32_t watcher;           /* the process that charges escapees (0: none) */
+	char limit[VR_JOB_SPEC];     /* the group's cap spec (VRAMCTL_LIMIT's grammar) */
+	char count[16];              /* "card", "allocations" or "" (the default) */
+	int32_t watcher;             /* the process that charges escapees (0: none) */
 	char path[VR_JOB_TEXT + 64]; /* where it was found (vr_jobs_of) */
 };
 

@@ -21,6 +21,7 @@
 #include "registry/damage.h"
 #include "registry/dir.h"
 #include "registry/door.h"
+#include "registry/handover.h"
 #include "registry/held.h"
 #include "registry/ident.h"
 #include "registry/knobs.h"
@@ -30,6 +31,7 @@
 #include "registry/memfd.h"
 #include "registry/reclaim.h"
 #include "registry/segment.h"
+#include "registry/serve.h"
 #include "registry/proc.h"
 #include "registry/util.h"
 
@@ -37,6 +39,7 @@
 
 struct proc_info {
 	uint64_t start_time;
+	uint64_t ipc_ns;
 	int32_t nspid_outer;
 	uint32_t uid; /* as the parent user namespace sees it */
 	char command[VR_COMMAND_MAX];
@@ -58,6 +61,9 @@ static void read_proc_info(struct proc_info *p)
 		p->nspid_outer = (int32_t)getpid();
 	else if (vr_proc_status(NULL, 0, &ps) == 0 && (ps.have & VR_PROC_NSPID))
 		p->nspid_outer = (int32_t)ps.nspid_outer;
+	/* For the views: which container's IPC namespace the member is in. */
+	if (stat("/proc/self/ns/ipc", &ns) == 0)
+		p->ipc_ns = (uint64_t)ns.st_ino;
 }
 
 /* ---- join and leave */
@@ -210,13 +216,63 @@ static int check_args(const struct vr_join_opts *opts, vr_member **out, const ch
 	return rc;
 }
 
-/* Opens the group's door, creating it if there is none. Returns an fd. */
-static int open_or_create(const struct vr_join_opts *opts, const char *dir, const char *name,
-                          char *err, size_t errlen)
+/* How long one hand-over may take before the joiner looks elsewhere (then
+ * asks again): a live member answers at once, unless the machine is busy
+ * or every member is stopped. With the door's lock held, a shorter look. */
+#define VR_HANDOVER_WAIT_NS 1000000000ull
+#define VR_HANDOVER_LOOK_NS 100000000ull
+
+/* The sooner of now + ns and end. */
+static uint64_t within(uint64_t ns, uint64_t end)
 {
-	int dfd = vr_open_registry_dir(dir, 1, err, errlen);
-	if (dfd < 0)
-		return dfd;
+	uint64_t t = vr_now_ns() + ns;
+	return t < end ? t : end;
+}
+
+/*
+ * The door of a group whose door's two names were removed while it lives,
+ * from its socket: our own read-write open file of it (the descriptor
+ * handed over is the server's open file, and liveness locks belong to an
+ * open file), checked as any door is. The books come with it in *ho. An fd;
+ * -ENOENT when nobody listens on the socket (no such group: a new door may
+ * be made); -EBADMSG when something listens but hands over no door of this
+ * group before the call's bound (a new door would split the group).
+ */
+static int door_from_socket(int dfd, const char *dir, const char *group, struct vr_ho_fds *ho)
+{
+	uint64_t end = vr_wait_deadline(vr_now_ns());
+	int rc;
+	while ((rc = vr_ho_fetch(dfd, dir, group, vr_owner(), within(VR_HANDOVER_WAIT_NS, end),
+	                         ho)) == -ETIMEDOUT &&
+	       vr_now_ns() < end)
+		;
+	if (rc == -ENOENT || rc == -ECONNREFUSED || rc == -ECONNRESET)
+		return -ENOENT; /* nobody listens, or the last one just left */
+	if (rc < 0)
+		return -EBADMSG;
+	char path[64];
+	struct stat got, want;
+	struct vr_hdr hdr;
+	const char *why = NULL;
+	int fd = -1;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", ho->door);
+	if (fstat(ho->door, &want) == 0 && S_ISREG(want.st_mode))
+		fd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd >= 0 &&
+	    (vr_door_validate(fd, group, VR_DOOR_WRITE, &got, &hdr, &why) != 0 ||
+	     got.st_dev != want.st_dev || got.st_ino != want.st_ino || hdr.shm_key != ho->key)) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0)
+		vr_ho_close(ho);
+	return fd < 0 ? -EBADMSG : fd;
+}
+
+/* Opens the group's door, creating it if there is none. Returns an fd. */
+static int open_or_create(const struct vr_join_opts *opts, int dfd, const char *dir,
+                          const char *name, struct vr_ho_fds *ho, char *err, size_t errlen)
+{
 	int fd = -1;
 	for (int attempt = 0; attempt < 8 && fd < 0; attempt++) {
 		fd = vr_door_open(dfd, dir, opts->group, name, err, errlen);
@@ -224,6 +280,22 @@ static int open_or_create(const struct vr_join_opts *opts, const char *dir, cons
 		 * start a second group of the same name (issue 29). */
 		if (fd == -ENOENT && vr_door_restore(dfd, opts->group, name) == 1)
 			continue;
+		/* Both its names removed: the group, if it lives, still answers
+		 * on its socket, with its door (issue 37). */
+		if (fd == -ENOENT) {
+			int got = door_from_socket(dfd, dir, opts->group, ho);
+			if (got >= 0)
+				return got;
+			if (got == -EBADMSG) {
+				vr_seterr(
+				    err, errlen,
+				    "group %s: its door %s/%s was removed, and its socket hands "
+				    "nothing over (its members stopped?): not starting a second "
+				    "group of that name",
+				    opts->group, dir, name);
+				return -EBADMSG;
+			}
+		}
 		if (fd == -ENOENT && opts->existing) {
 			vr_seterr(err, errlen, "no group %s in %s", opts->group, dir);
 			break;
@@ -233,7 +305,6 @@ static int open_or_create(const struct vr_join_opts *opts, const char *dir, cons
 		if (fd < 0 && fd != -EEXIST && fd != -ENOENT)
 			break;
 	}
-	close(dfd);
 	if (fd == -EEXIST || (fd == -ENOENT && !opts->existing))
 		vr_seterr(err, errlen, "region %s/%s keeps changing while being opened", dir, name);
 	return fd;
@@ -269,61 +340,147 @@ static int new_member(int fd, const struct vr_join_opts *opts, vr_member **out, 
 	return 0;
 }
 
-/*
- * Attaches the group's segment, or makes one when the group has no live
- * member, with the door's lock held so that two joiners never make two.
- * A segment that cannot be reached while members are alive (they are in
- * another IPC namespace, or the door was overwritten) is refused: making a
- * new one would split the group.
- *
- * The segment the door names is first attached without the door's lock:
- * it is checked the same way (owner, mode, size, header, key, group), and
- * the lock only orders makers of a new segment, which happens only when
- * the door's cannot be attached. Hundreds of joiners at once then do not
- * queue on the door (its lock is polled, not waited on).
- *
- * Books in a memfd (memfd.c) are reached only through a live member, so
- * they are attached or made with the door's lock held, and it stays held
- * (m->door_held) until this member's slot says where its descriptor is
- * (take_slot): a joiner never finds the group's only live members unable
- * to hand the books over, nor no live member while we are between the two.
- */
-static int attach_segment(vr_member *m, const struct vr_join_opts *opts, const char *dir,
-                          const char *name, char *err, size_t errlen)
+/* The books handed over in *ho (asked of the group's socket until `end`
+ * when it holds none yet), if they are the ones the door names: then they
+ * are the member's. 0, the hand-over's negative errno (vr_ho_fetch:
+ * -ENOENT or -ECONNREFUSED when nobody listens, -ETIMEDOUT when nobody
+ * answered), or -EBADMSG (other books; *ho emptied). */
+static int take_handed(vr_member *m, const struct vr_hdr *door, int dfd, const char *dir,
+                       const char *group, struct vr_ho_fds *ho, uint64_t end)
 {
-	struct vr_hdr door;
-	if (pread(m->fd, &door, sizeof(door), 0) == (ssize_t)sizeof(door) &&
-	    door.shm_id != VR_SHM_ID_MEMFD && (m->hdr = vr_segment_attach(&door, 0)) != NULL)
-		return 0;
-	int rc = vr_door_lock(m->fd, 1);
-	if (rc < 0) {
-		vr_seterr(err, errlen, "cannot lock region %s/%s: %s", dir, name, strerror(-rc));
+	int rc = ho->books < 0 ? vr_ho_fetch(dfd, dir, group, vr_owner(), end, ho) : 0;
+	if (rc < 0)
 		return rc;
-	}
-	if (pread(m->fd, &door, sizeof(door), 0) != (ssize_t)sizeof(door)) {
-		vr_door_lock(m->fd, 0);
-		vr_seterr(err, errlen, "region %s/%s: truncated while being opened", dir, name);
+	if (ho->key != door->shm_key || !(m->hdr = vr_memfd_map(ho->books, door, 0))) {
+		vr_ho_close(ho);
 		return -EBADMSG;
 	}
+	m->books_fd = ho->books;
+	ho->books = -1;
+	return 0;
+}
+
+/* The door's books without its lock: from the socket and, while its live
+ * members are slow to answer (a busy machine), through /proc; asked again
+ * until `end`, unless nobody listens on the socket. 1 when the member has
+ * them. */
+static int books_unlocked(vr_member *m, const struct vr_hdr *door, int dfd, const char *dir,
+                          const char *group, struct vr_ho_fds *ho, uint64_t end)
+{
+	for (;;) {
+		int rc =
+		    take_handed(m, door, dfd, dir, group, ho, within(VR_HANDOVER_WAIT_NS, end));
+		if (rc == 0 || (m->hdr = vr_memfd_attach(m->fd, door, 0, &m->books_fd)) != NULL)
+			return 1;
+		if (rc != -ETIMEDOUT || vr_now_ns() >= end)
+			return 0;
+	}
+}
+
+/* The door's books, with its lock held: through a live member's
+ * /proc/PID/fd, else a short look at the socket. Live members that hand
+ * nothing over yet (their socket's name was removed: one of them makes it
+ * again within VR_SERVE_CHECK_MS) are asked again until `end`. */
+static void books_locked(vr_member *m, const struct vr_hdr *door, int dfd, const char *dir,
+                         const char *group, struct vr_ho_fds *ho, uint64_t end)
+{
+	for (;;) {
+		if ((m->hdr = vr_memfd_attach(m->fd, door, 0, &m->books_fd)) != NULL ||
+		    take_handed(m, door, dfd, dir, group, ho, within(VR_HANDOVER_LOOK_NS, end)) ==
+		        0)
+			return;
+		if (!vr_others_alive(m->fd, VR_SLOTS) || vr_now_ns() >= end)
+			return;
+		struct timespec ts = {.tv_nsec = 20000000};
+		nanosleep(&ts, NULL);
+	}
+}
+
+/*
+ * Attaches the group's books, or makes them when the group has no live
+ * member, with the door's lock held so that two joiners never make two.
+ * Books that cannot be reached while members are alive (none answers, a
+ * segment in another IPC namespace, or the door was overwritten) are
+ * refused: making new ones would split the group.
+ *
+ * The books are first asked of the group's socket without the door's lock
+ * (handover.c: any live member answers, in any namespace), and checked
+ * (owner, mode, seals, size, header, key, group); the lock only orders
+ * makers of new books, which happens only when nobody hands them over.
+ * Hundreds of joiners at once then do not queue on the door (its lock is
+ * polled, not waited on).
+ *
+ * Made or taken with the door's lock held, it stays held (m->door_held)
+ * until this member's slot says where its descriptor is (take_slot): a
+ * joiner that finds no answer on the socket never finds the group's only
+ * live members unable to hand the books over through /proc, nor no live
+ * member while we are between the two. The maker makes the group's socket
+ * too (ho->listen), replacing one an ended group left.
+ */
+static int attach_segment(vr_member *m, const struct vr_join_opts *opts, int dfd, const char *dir,
+                          const char *name, struct vr_ho_fds *ho, char *err, size_t errlen)
+{
+	struct vr_hdr door;
+	struct stat st;
+	uint64_t end = vr_wait_deadline(vr_now_ns());
+	uint64_t tried = 0; /* the key of books the socket did not hand over */
+	int rc;
+	for (int attempt = 0;; attempt++) {
+		int got = pread(m->fd, &door, sizeof(door), 0) == (ssize_t)sizeof(door);
+		/* A System V segment (made where no memfd could be): by its id. */
+		if (got && door.shm_id >= 0 && (m->hdr = vr_segment_attach(&door, 0)) != NULL)
+			return 0;
+		if (got && door.shm_id == VR_SHM_ID_MEMFD && door.shm_key != tried &&
+		    books_unlocked(m, &door, dfd, dir, opts->group, ho, end) &&
+		    fstat(m->books_fd, &st) == 0) {
+			m->books_dev = st.st_dev;
+			m->books_ino = st.st_ino;
+			return 0;
+		}
+		tried = door.shm_key;
+		rc = vr_door_lock(m->fd, 1);
+		if (rc < 0) {
+			vr_seterr(err, errlen, "cannot lock region %s/%s: %s", dir, name,
+			          strerror(-rc));
+			return rc;
+		}
+		if (pread(m->fd, &door, sizeof(door), 0) != (ssize_t)sizeof(door)) {
+			vr_door_lock(m->fd, 0);
+			vr_seterr(err, errlen, "region %s/%s: truncated while being opened", dir,
+			          name);
+			return -EBADMSG;
+		}
+		/* Books made while we waited for the lock (joiners at once wait
+		 * for the first): asked for without it, as everyone's are. */
+		if (door.shm_id != VR_SHM_ID_MEMFD || door.shm_key == tried || attempt == 8)
+			break;
+		vr_door_lock(m->fd, 0);
+	}
 	if (door.shm_id == VR_SHM_ID_MEMFD)
-		m->hdr = vr_memfd_attach(m->fd, &door, 0, &m->books_fd);
-	else
+		books_locked(m, &door, dfd, dir, opts->group, ho, end);
+	else if (door.shm_id >= 0)
 		m->hdr = vr_segment_attach(&door, 0);
+	rc = 0;
 	if (!m->hdr) {
 		if (vr_others_alive(m->fd, VR_SLOTS)) {
 			vr_door_lock(m->fd, 0);
-			vr_seterr(err, errlen,
-			          "region %s/%s: the group has live members but their books cannot "
-			          "be read (gone, in another IPC namespace, or overwritten)",
-			          dir, name);
+			vr_seterr(
+			    err, errlen,
+			    "region %s/%s: the group has live members but their books cannot be "
+			    "reached (none hands them over: stopped; a segment in another IPC "
+			    "namespace; or the door was overwritten)",
+			    dir, name);
 			return -EBADMSG;
 		}
 		rc = vr_segment_create(m->fd, opts, &m->hdr, &m->books_fd);
 		if (rc < 0)
 			vr_seterr(err, errlen, "cannot create the books of %s/%s: %s", dir, name,
 			          strerror(-rc));
+		/* Without a socket (a path it cannot be bound at) the books are
+		 * still handed over through /proc to joiners that can see us. */
+		else if (m->books_fd >= 0 && ho->listen < 0)
+			ho->listen = vr_ho_listen(dfd, dir, opts->group, 1);
 	}
-	struct stat st;
 	if (rc == 0 && m->books_fd >= 0 && fstat(m->books_fd, &st) == 0) {
 		m->books_dev = st.st_dev;
 		m->books_ino = st.st_ino;
@@ -461,6 +618,7 @@ static void fill_slot_locked(vr_member *m, const struct vr_join_opts *opts,
 	s->start_time = pi->start_time;
 	s->nspid_outer = pi->nspid_outer;
 	s->uid = pi->uid;
+	s->ipc_ns = pi->ipc_ns;
 	s->joined = (uint64_t)time(NULL);
 	s->growth = opts->growth ? 1 : 0;
 	s->flags = opts->launcher ? VR_SLOT_F_LAUNCHER : 0;
@@ -595,31 +753,55 @@ int vr_join(const struct vr_join_opts *opts, vr_member **out, int *spec_differs,
 	return rc;
 }
 
+/* Starts this member's thread answering on the group's socket (serve.c),
+ * with the listening socket handed over or made (ho->listen; without one
+ * the thread looks for the group's socket, or makes it). Best effort: a
+ * member that cannot start one still holds its cap; the others answer. */
+static void start_serving(vr_member *m, const struct vr_join_opts *opts, int dfd, const char *dir,
+                          const char *name, const struct vr_ho_fds *ho)
+{
+	struct vr_serve_args a = {.books = m->books_fd,
+	                          .door = m->fd,
+	                          .door_name = name,
+	                          .listen = ho->listen,
+	                          .dfd = dfd,
+	                          .dir = dir,
+	                          .group = opts->group,
+	                          .key = m->hdr->shm_key,
+	                          .notice = opts->notice};
+	if (m->books_fd >= 0)
+		(void)vr_serve_start(&m->serve, &a);
+}
+
 static int join_call(const struct vr_join_opts *opts, const char *dir, const char *name,
                      vr_member **out, int *spec_differs, char *err, size_t errlen)
 {
 	vr_member *m = NULL;
-	int rc;
-
-	int fd = open_or_create(opts, dir, name, err, errlen);
-	if (fd < 0)
-		return fd;
-	rc = new_member(fd, opts, &m, err, errlen);
-	if (rc < 0)
-		return rc;
+	/* What the group's socket handed over, until the member takes it. */
+	struct vr_ho_fds ho = {.books = -1, .door = -1, .listen = -1};
+	int dfd = vr_open_registry_dir(dir, 1, err, errlen);
+	if (dfd < 0)
+		return dfd;
+	int rc = open_or_create(opts, dfd, dir, name, &ho, err, errlen);
+	if (rc >= 0)
+		rc = new_member(rc, opts, &m, err, errlen);
 	struct proc_info pi;
 	read_proc_info(&pi);
-	rc = attach_segment(m, opts, dir, name, err, errlen);
+	if (rc == 0)
+		rc = attach_segment(m, opts, dfd, dir, name, &ho, err, errlen);
 	if (rc == 0)
 		rc = take_slot(m, opts->group, dir, name, err, errlen);
-	if (m->door_held) {
+	if (m && m->door_held) {
 		vr_door_lock(m->fd, 0);
 		m->door_held = 0;
 	}
 	if (rc == 0)
 		rc = enter_group(m, opts, &pi, spec_differs, dir, name, err, errlen);
 	if (rc < 0) {
-		drop_member(m);
+		if (m)
+			drop_member(m);
+		vr_ho_close(&ho);
+		close(dfd);
 		return rc;
 	}
 	write_member_ref(m, &pi);
@@ -630,6 +812,9 @@ static int join_call(const struct vr_join_opts *opts, const char *dir, const cha
 	vr_reclaim_near(m);
 	if (opts->lanes)
 		vr_lanes_attach(m);
+	start_serving(m, opts, dfd, dir, name, &ho);
+	vr_ho_close(&ho);
+	close(dfd);
 	*out = m;
 	return 0;
 }
@@ -640,6 +825,9 @@ void vr_leave(vr_member *m)
 		return;
 	/* A detached member never writes into the books again: its slot is
 	 * reclaimed (or found damaged) by the others once it is gone. */
+	/* Our thread answers no more (it closes its own descriptors). */
+	vr_serve_stop(m->serve);
+	m->serve = NULL;
 	uint64_t call = vr_call_begin();
 	if (!atomic_load(&m->detached) && vr_group_lock(m) == 0) {
 		if (m->slot->state == VR_SLOT_USED && m->slot->incarnation == m->incarnation)
@@ -658,6 +846,9 @@ void vr_forget(vr_member *m)
 	 * stays the parent's: closing our copy of the fd releases nothing of
 	 * it. At vr_leave it is ours and goes with the fd and the pin. */
 	vr_lanes_detach(m);
+	/* A fork child has no such thread: its copies of the thread's
+	 * descriptors go. */
+	vr_serve_forget(m->serve);
 	int ours = vr_fd_is_ours(m);
 	/* Our descriptor of books in a memfd: not left open in a child that
 	 * forgets its parent's membership (nor, if the program closed it and

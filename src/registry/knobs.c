@@ -16,7 +16,7 @@ uint64_t vr_wait_slice_ns = 250000000ull;  /* 250 ms */
 
 uint64_t vr_test_lane_quantum;
 uint64_t vr_test_lane_reach;
-int vr_test_shm_enospc;
+int vr_test_serve_shared;
 
 void vr_read_test_env(void)
 {
@@ -32,8 +32,8 @@ void vr_read_test_env(void)
 	s = secure_getenv("VRAMCTL_TEST_LANE_REACH");
 	if (s && *s)
 		vr_test_lane_reach = strtoull(s, NULL, 10);
-	s = secure_getenv("VRAMCTL_TEST_SHM_ENOSPC");
-	vr_test_shm_enospc = s && !strcmp(s, "1");
+	s = secure_getenv("VRAMCTL_TEST_SERVE_SHARED");
+	vr_test_serve_shared = s && !strcmp(s, "1");
 	s = secure_getenv("VRAMCTL_TEST_WAIT_SLICE_MS");
 	if (s && *s) {
 		long n = strtol(s, NULL, 10);

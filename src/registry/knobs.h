@@ -24,9 +24,10 @@ extern uint64_t vr_test_lane_quantum;
 /* Test-only: the largest block every device's lanes serve
  * (VRAMCTL_TEST_LANE_REACH, at least the quantum), 0: by the cap. */
 extern uint64_t vr_test_lane_reach;
-/* Test-only: every new group's books are made as if the kernel's table of
- * System V segments were full (VRAMCTL_TEST_SHM_ENOSPC=1): in a memfd. */
-extern int vr_test_shm_enospc;
+/* Test-only: each member's serving thread works in its program's
+ * descriptor table (VRAMCTL_TEST_SERVE_SHARED=1), as where the kernel
+ * gives it none of its own (serve.c). */
+extern int vr_test_serve_shared;
 /* Reads the six from the environment (at the first join). */
 void vr_read_test_env(void);
 

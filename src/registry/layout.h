@@ -1,12 +1,16 @@
 /*
  * layout.h - the layout of one group's books (the words: registry.h).
  *
- * Two pieces per group:
+ * Three pieces per group, in the registry directory and in memory:
  *   the door, <dir>/<group>.vrg: a 4 KiB file holding the header's identity
- *     (magic, version, group, spec) and the id and key of the segment below.
+ *     (magic, version, group, spec) and the key of the books below.
  *     Members hold their liveness locks on its bytes (slot offsets, past its
  *     end). It is only ever read and written with pread/pwrite, never mapped.
- *   the segment: a System V shared memory segment of VR_SEGMENT_SIZE bytes, a
+ *   the socket, <dir>/.<group>.vrg.sock (handover.h): every live member
+ *     answers on it with the books, a read-only descriptor of the door and
+ *     the listening socket itself (SCM_RIGHTS), so a process in any
+ *     namespace that reaches the directory joins the same books.
+ *   the books (the "segment"): a sealed memfd of VR_SEGMENT_SIZE bytes, a
  *     4 KiB header (identity, the lock word, the seqlock counter, the
  *     per-device books), then VR_SLOTS slots, one per member process
  *     (who it is, its threads' lanes), then the members' numbers, device by
@@ -15,10 +19,9 @@
  *     member's numbers on one device (an audit, a freeze, a reader) reads
  *     VR_SLOTS lines in a row, a page per 64 members, not a page per
  *     member; and no two members' hot words share a cache line. Members
- *     attach it read-write, monitors read-only. A segment
- *     cannot shrink, so no process can make another's access fault (a
- *     mapped file can be truncated under its mappers: SIGBUS); it is marked
- *     for removal at creation and goes with its last member.
+ *     map it read-write, monitors read-only. Sealed against shrinking and
+ *     growing, it cannot be truncated under its mappers (a mapped file can
+ *     be: SIGBUS); it goes with the last process that holds or maps it.
  *
  * Invariant (docs/architecture.md, "The lock-free books"): for every
  * device d, with held(i) the bytes in slot i's word on d (vr_counts_at)
@@ -51,7 +54,7 @@
 #include "vramctl/registry.h"
 
 #define VR_LAYOUT_MAGIC   0x3147524c54434d56ULL /* "VMCTLRG1" read little-endian */
-#define VR_LAYOUT_VERSION 10u
+#define VR_LAYOUT_VERSION 11u
 #define VR_SLOTS          1024u
 #define VR_HDR_SIZE       4096u
 /* The header's group field. Part of the pinned layout: 72 bytes, more than
@@ -158,7 +161,7 @@ struct vr_hdr {
 	} lock;
 	uint64_t epoch;   /* incremented at each reset */
 	uint64_t shm_key; /* random; the door and its segment carry the same */
-	int32_t shm_id;   /* in the door: the segment's System V id, or VR_SHM_ID_MEMFD */
+	int32_t shm_id;   /* in the door: VR_SHM_ID_MEMFD once it has books, else -1 */
 	uint32_t pad1a;
 	uint64_t spill_budget; /* host bytes the whole group may spill (0: no spill) */
 	uint64_t spilled;      /* sum of the USED slots' dev[].spilled, held against it */
@@ -191,8 +194,8 @@ struct vr_slot {
 	uint64_t joined; /* CLOCK_REALTIME seconds */
 	char command[VR_COMMAND_MAX];
 	uint32_t growth;
-	uint32_t flags; /* VR_SLOT_F_* */
-	uint64_t pad1;
+	uint32_t flags;           /* VR_SLOT_F_* */
+	uint64_t ipc_ns;          /* the member's IPC namespace (its inode), 0: unknown */
 	struct vr_slot_wait wait; /* waiting and parking (#36) */
 	struct vr_lane lanes[VR_LANES];
 };
@@ -200,13 +203,16 @@ struct vr_slot {
 /* A member's numbers on one device: vramctl/registry.h's counts, but in_use
  * holds the slot word (held bytes << 16 | operations in flight: member.h,
  * "The slot word"), and overhead is the part of the held bytes charged for
- * the member's overhead on the card (written by the member alone); parked,
- * while it is parked, the bytes it held on the device, now on the host and
- * out of the slot word (#36, park.c). A cache line of its own. */
+ * the member's overhead on the card (written by the member alone). A cache
+ * line of its own. phantom: operations in flight that a lock holder found
+ * to stay while the member ran, i.e. damage (lock.c, "Phantom operations"):
+ * the slot's incarnation << 16 | the count it saw, 0 none. parked, while
+ * the member is parked, the bytes it held on the device, now on the host
+ * and out of the slot word (#36, park.c). */
 struct vr_counts_line {
 	struct vramctl_counts c;
+	uint64_t phantom;
 	uint64_t parked;
-	uint64_t pad;
 };
 
 _Static_assert(VR_GROUP_FIELD >= VR_GROUP_NAME_MAX + 1, "the header holds any valid group name");
@@ -337,6 +343,14 @@ static inline struct vramctl_counts *vr_counts_at(struct vr_hdr *h, uint32_t i, 
 	return &l[(size_t)d * VR_SLOTS + i].c;
 }
 
+/* Slot i's phantom mark on device d (struct vr_counts_line, lock.c). */
+static inline _Atomic uint64_t *vr_phantom_at(struct vr_hdr *h, uint32_t i, uint32_t d)
+{
+	struct vr_counts_line *l =
+	    (struct vr_counts_line *)(void *)((unsigned char *)h + VR_COUNTS_OFFSET);
+	return (_Atomic uint64_t *)&l[(size_t)d * VR_SLOTS + i].phantom;
+}
+
 /* Byte ranges locked by a member for its life: the OFD lock (liveness) and
  * the classic POSIX lock (lets a reader learn the holder's PID in its own
  * namespace). Distinct bytes, since the two kinds conflict with each other.
@@ -355,14 +369,13 @@ static inline long long vr_slot_pid_byte(uint32_t i)
 }
 
 /*
- * Books in a memfd (memfd.c): when no System V segment can be made (the
- * kernel's table is full: another user can fill it), the door's shm_id is
- * VR_SHM_ID_MEMFD and the books are a sealed memfd of VR_SEGMENT_SIZE
- * bytes. Each member keeps its descriptor open and says where it is in the
- * door, at vr_slot_books_byte(i) of its slot (past the door's 4 KiB, among
- * its slot's lock bytes, which are never read or written): a joiner opens
- * /proc/PID/fd/FD of a live member. Written with one pwrite, read with
- * one pread; a stale or torn one fails the joiner's checks.
+ * Where a member keeps its descriptor of the books (memfd.c), the second
+ * way to them after the socket: the door's shm_id is VR_SHM_ID_MEMFD, and
+ * each member says where its descriptor is, at vr_slot_books_byte(i) of its
+ * slot (past the door's 4 KiB, among its slot's lock bytes, which are never
+ * read or written): a joiner in its PID namespace opens /proc/PID/fd/FD of
+ * a live member. Written with one pwrite, read with one pread; a stale or
+ * torn one fails the joiner's checks.
  */
 /*
  * Who was a member: each member writes its record at vr_slot_member_byte(i)

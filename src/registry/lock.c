@@ -37,6 +37,7 @@
 #include "registry/knobs.h"
 #include "registry/lock.h"
 #include "registry/member.h"
+#include "registry/proc.h"
 #include "registry/util.h"
 
 uint32_t vr_lock_id(uint32_t slot_idx)
@@ -65,11 +66,53 @@ static void say_waiting(vr_member *m, uint64_t t0, uint64_t now, uint64_t end, i
 
 #define VR_FREEZE_SPINS 256
 
+/*
+ * Phantom operations (issue 37, item 7). A member's operation in flight
+ * lasts a few instructions between its first and last write; with the books
+ * frozen, one that starts undoes itself at once. A count in flight that
+ * stays while the member's process runs (none of its threads stopped or
+ * traced, as /proc says) is no operation: a stray write, or a thread that
+ * left one through a signal handler's longjmp. Every freeze waited the whole
+ * bound for it, each join and denial again (11 s a join). Now: a count that
+ * stays VR_PHANTOM_NS while the member runs is damage, and the waiter marks
+ * it in the slot's line (incarnation and count); whoever finds the same
+ * count there for VR_PHANTOM_MARKED_NS after that calls it damage at once.
+ * A member that cannot be seen (another PID namespace), or is stopped, is
+ * waited for until the bound, as before.
+ */
+#define VR_PHANTOM_NS        1000000000ull /* 1 s */
+#define VR_PHANTOM_MARKED_NS 10000000ull   /* 10 ms */
+
+/* The mark of slot s's count in flight w: never 0 (the count is not). */
+static uint64_t phantom_mark(const struct vr_slot *s, uint64_t w)
+{
+	uint64_t inc =
+	    atomic_load_explicit((_Atomic uint64_t *)&s->incarnation, memory_order_acquire);
+	return inc << VR_W_SHIFT | (w & VR_W_BUSY);
+}
+
+/* 1 when slot i's member runs: none of its threads stopped or traced, as
+ * far as this process can see it (0 when it cannot). */
+static int member_runs(vr_member *m, uint32_t i)
+{
+	if (i == m->slot_idx)
+		return 1; /* this process: running */
+	const struct vr_slot *s = vr_slot_at(m->hdr, i);
+	pid_t pid = vr_slot_pid(m->fd, i);
+	uint64_t st = 0;
+	if (pid <= 0 && s->pid > 0 && vr_proc_start_time(NULL, s->pid, &st) == 0 &&
+	    st == s->start_time)
+		pid = s->pid;
+	return pid > 0 && vr_proc_stopped(NULL, pid) == 0;
+}
+
 int vr_slot_settled(vr_member *m, uint32_t i, uint32_t d, uint64_t *word, int *dead_busy)
 {
 	_Atomic uint64_t *sw = vr_slot_word(m->hdr, i, d);
+	_Atomic uint64_t *ph = vr_phantom_at(m->hdr, i, d);
+	const struct vr_slot *s = vr_slot_at(m->hdr, i);
 	uint64_t t0 = 0, end = 0, w;
-	int said = 0;
+	int said = 0, looked = 0;
 	for (int spin = 0; (w = atomic_load_explicit(sw, memory_order_acquire)) & VR_W_BUSY;
 	     spin++) {
 		if (spin < VR_FREEZE_SPINS)
@@ -83,6 +126,17 @@ int vr_slot_settled(vr_member *m, uint32_t i, uint32_t d, uint64_t *word, int *d
 		if (!t0) {
 			t0 = now;
 			end = vr_wait_deadline(now);
+		}
+		uint64_t mark = phantom_mark(s, w);
+		if (now - t0 >= VR_PHANTOM_MARKED_NS &&
+		    atomic_load_explicit(ph, memory_order_relaxed) == mark)
+			return -EUCLEAN;
+		if (now - t0 >= VR_PHANTOM_NS && !looked) {
+			looked = 1;
+			if (member_runs(m, i)) {
+				atomic_store_explicit(ph, mark, memory_order_relaxed);
+				return -EUCLEAN;
+			}
 		}
 		if (now >= end)
 			return -ETIMEDOUT;
@@ -124,9 +178,10 @@ int vr_reg_freeze(vr_member *m, int *dead_busy)
 			continue;
 		for (uint32_t d = 0; d < ndev; d++) {
 			uint64_t w;
-			if (vr_slot_settled(m, i, d, &w, dead_busy) != 0) {
+			int rc = vr_slot_settled(m, i, d, &w, dead_busy);
+			if (rc != 0) {
 				vr_reg_thaw(m, 0);
-				return -ETIMEDOUT;
+				return rc;
 			}
 		}
 	}
@@ -143,8 +198,9 @@ int vr_reg_slots_sum(vr_member *m, uint64_t sum[VR_MAX_DEVICES], int *dead_busy)
 			continue;
 		for (uint32_t d = 0; d < ndev; d++) {
 			uint64_t w;
-			if (vr_slot_settled(m, i, d, &w, dead_busy) != 0)
-				return -ETIMEDOUT;
+			int rc = vr_slot_settled(m, i, d, &w, dead_busy);
+			if (rc != 0)
+				return rc;
 			uint64_t v = vr_w_bytes(w);
 			sum[d] = sum[d] + v < sum[d] ? UINT64_MAX : sum[d] + v;
 		}

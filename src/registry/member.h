@@ -17,8 +17,10 @@
  *   damage.c   the audit of the books, and detaching a member from them
  *   held.c     dead members whose memory NVML still lists
  *   lock.c     the group's lock, freezing the books, the seqlock's recovery
- *   segment.c  the System V segment: create, attach checked, prefault
- *   memfd.c    the books in a sealed memfd when no segment can be made
+ *   serve.c    the member's thread that answers on the group's socket
+ *   segment.c  the books in memory: create, prefault, unmap
+ *   memfd.c    the sealed memfd: make, map checked, through /proc/PID/fd
+ *   handover.c the group's socket: make it, ask it, answer on it
  *   door.c     the door file: its one check, create, publish, its lock
  *   alive.c    members' liveness bytes in the door
  *   dir.c      the registry directory
@@ -65,13 +67,14 @@ struct vr_member {
 	void *pin;    /* an untouched mapping of the door: keeps fd's locks */
 	dev_t st_dev; /* the door file, to know our fd is still ours */
 	ino_t st_ino;
-	/* Books in a memfd (memfd.c): our descriptor of it, kept open for
-	 * joiners to open through /proc (-1: a System V segment), and its
-	 * file, to know the descriptor is still ours. */
+	/* The books' memfd (memfd.c): our descriptor of it, kept open for
+	 * joiners to open through /proc, and its file, to know the descriptor
+	 * is still ours. */
 	int books_fd;
 	dev_t books_dev;
 	ino_t books_ino;
-	int door_held; /* the door's lock, held until our slot says where books_fd is */
+	int door_held;          /* the door's lock, held until our slot says where books_fd is */
+	struct vr_serve *serve; /* our thread answering on the group's socket (serve.c) */
 	uint32_t slot_idx;
 	uint32_t lock_id;
 	uint64_t incarnation;

@@ -1,16 +1,18 @@
 /*
- * memfd.c - a group's books in a sealed memfd (memfd.h), the fallback for
- * when no System V segment can be made: the kernel's table of segments is
- * shared by all users (kernel.shmmni, 4,096 ids by default), and another
- * user who fills it must not deny a user's groups nor split them.
+ * memfd.c - a group's books in a sealed memfd (memfd.h): making them,
+ * mapping a memfd checked, and the second way to them, through a live
+ * member's /proc/PID/fd.
  *
- * A memfd has no name any other process can open: each member keeps its
- * descriptor open (close-on-exec) and writes its PID and descriptor number
- * in the door, at its slot's reference (layout.h); a joiner opens
- * /proc/PID/fd/FD of a live member, which the kernel allows to the same
- * user (its ptrace read check) and to root. Sealed against shrinking and
- * growing, then against any further seal, it cannot be truncated under its
- * mappers: no access to it ever faults, as with a segment.
+ * A memfd has no name any other process can open. The first way to the
+ * books is the group's socket (handover.c), which passes the memfd itself.
+ * The second: each member keeps its descriptor open (close-on-exec) and
+ * writes its PID and descriptor number in the door, at its slot's
+ * reference (layout.h); a joiner opens /proc/PID/fd/FD of a live member,
+ * which the kernel allows to the same user (its ptrace read check) and to
+ * root, when the member is in its PID namespace and kept the descriptor.
+ * Sealed against shrinking and growing, then against any further seal, the
+ * memfd cannot be truncated under its mappers: no access to it ever
+ * faults.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +23,7 @@
 #include <unistd.h>
 
 #include "common/fsize.h"
+#include "registry/alive.h"
 #include "registry/door.h"
 #include "registry/memfd.h"
 #include "registry/util.h"
@@ -30,17 +33,18 @@
 /* Live members asked for the books, at most, per attach. */
 #define VR_MEMFD_TRIES 8
 
-int vr_memfd_fallback(int e)
-{
-	return e == ENOSPC || e == ENOMEM || e == ENOSYS;
-}
-
 int vr_memfd_make(struct vr_hdr **out, int *mfd)
 {
+	/* Growing it past the file size limit would raise SIGXFSZ. */
+	if (vr_fsize_below(VR_SEGMENT_SIZE))
+		return -EFBIG;
 	int fd = memfd_create(VR_MEMFD_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return -errno;
-	if (fchmod(fd, 0600) < 0 || ftruncate(fd, (off_t)VR_SEGMENT_SIZE) < 0 ||
+	/* Root makes them for the user whose books these are (vr_owner). */
+	if (fchmod(fd, 0600) < 0 ||
+	    (vr_owner() != geteuid() && fchown(fd, vr_owner(), (gid_t)-1) < 0) ||
+	    ftruncate(fd, (off_t)VR_SEGMENT_SIZE) < 0 ||
 	    fcntl(fd, F_ADD_SEALS, VR_MEMFD_SEALS) < 0) {
 		int e = errno;
 		close(fd);
@@ -57,9 +61,7 @@ int vr_memfd_make(struct vr_hdr **out, int *mfd)
 	return 0;
 }
 
-/* Maps the memfd fd if it is the door's books (every check of
- * vr_memfd_attach). NULL otherwise. */
-static struct vr_hdr *map_checked(int fd, const struct vr_hdr *door, int rdonly)
+struct vr_hdr *vr_memfd_map(int fd, const struct vr_hdr *door, int rdonly)
 {
 	struct stat st;
 	int seals = fcntl(fd, F_GET_SEALS);
@@ -96,7 +98,7 @@ static struct vr_hdr *open_books(int pid, int fdnum, const struct vr_hdr *door, 
 	int fd = open(path, (rdonly ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return NULL;
-	struct vr_hdr *h = map_checked(fd, door, rdonly);
+	struct vr_hdr *h = vr_memfd_map(fd, door, rdonly);
 	if (h && mfd)
 		*mfd = fd;
 	else
@@ -114,11 +116,7 @@ static struct vr_hdr *from_slot(int doorfd, const struct vr_hdr *door, uint32_t 
 		return NULL;
 	/* Its PID in our namespace: its classic lock names it (best effort;
 	 * a lock of our own process reads as none), else its own view. */
-	int pids[2] = {0, ref.pid};
-	struct flock pl = {
-	    .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = vr_slot_pid_byte(i), .l_len = 1};
-	if (fcntl(doorfd, F_GETLK, &pl) == 0 && pl.l_type != F_UNLCK && pl.l_pid > 0)
-		pids[0] = pl.l_pid;
+	int pids[2] = {vr_slot_pid(doorfd, i), ref.pid};
 	for (int k = 0; k < 2; k++) {
 		if (pids[k] <= 0 || (k == 1 && pids[1] == pids[0]))
 			continue;

@@ -1,6 +1,7 @@
 /*
  * proc.c - the one /proc layer (see proc.h).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -73,6 +74,32 @@ int vr_proc_parent(const char *root, pid_t pid, pid_t *ppid, uint64_t *start)
 		*start = s;
 	}
 	return rc;
+}
+
+int vr_proc_stopped(const char *root, pid_t pid)
+{
+	char path[320], name[320], buf[512];
+	if (pid <= 0)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "%s/%d/task", root_or_default(root), (int)pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return -errno;
+	int stopped = 0, seen = 0;
+	struct dirent *e;
+	while (!stopped && seen < VR_PROC_TASKS_MAX && (e = readdir(d))) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(name, sizeof(name), "task/%.32s/stat", e->d_name);
+		const char *p;
+		if (vr_proc_read(root, pid, name, buf, sizeof(buf)) <= 0 ||
+		    !(p = strrchr(buf, ')')))
+			continue;
+		seen++;
+		stopped = p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
+	}
+	closedir(d);
+	return stopped ? 1 : seen ? 0 : -ENOENT;
 }
 
 int vr_proc_status(const char *root, pid_t pid, struct vr_proc_status *out)

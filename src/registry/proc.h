@@ -25,6 +25,12 @@ int vr_proc_start_time(const char *root, pid_t pid, uint64_t *out);
  * started the process, and when it started. Returns 0, -ENOENT or -EINVAL. */
 int vr_proc_parent(const char *root, pid_t pid, pid_t *ppid, uint64_t *start);
 
+/* 1 when a thread of root/pid is stopped (state T: SIGSTOP, a job-control
+ * stop) or traced (t: a debugger holds it), 0 when none of the first
+ * VR_PROC_TASKS_MAX is, or a negative errno (-ENOENT: no such process). */
+#define VR_PROC_TASKS_MAX 4096
+int vr_proc_stopped(const char *root, pid_t pid);
+
 /* The initial PID namespace's inode number (the kernel's PROC_PID_INIT_INO,
  * fixed since Linux 3.8): a process in it is its own outermost PID. */
 #define VR_PID_INIT_INO 0xEFFFFFFCu

@@ -31,11 +31,13 @@
 #include <unistd.h>
 
 #include "common/compiler.h"
+#include "common/contract.h"
 #include "common/size.h"
 #include "registry/alive.h"
 #include "registry/dir.h"
 #include "registry/door.h"
 #include "registry/ident.h"
+#include "registry/handover.h"
 #include "registry/ipcns.h"
 #include "registry/member.h"
 #include "registry/memfd.h"
@@ -255,8 +257,8 @@ struct reader {
 	struct user_cache uc;
 	struct vr_proc_locks locks;
 	struct vr_seg_copy copy; /* the group being read, and its scratch */
-	struct vr_ipcns ns;      /* entering members' IPC namespaces */
-	uint64_t ns_ino;         /* the group's books came from this namespace (0: ours) */
+	struct vr_ipcns ns;      /* entering members' IPC namespaces (System V books) */
+	uint64_t own_ipc_ns;     /* the reader's IPC namespace (its inode), 0: unknown */
 	int probe_max;           /* VR_PROBE_MAX; tests force either way */
 	int need_scan;
 };
@@ -284,12 +286,40 @@ static int slot_liveness(int fd, uint32_t idx, const unsigned char *lk_alive, co
 	return fcntl(fd, F_OFD_GETLK, &ol) == 0 && ol.l_type != F_UNLCK;
 }
 
+/* The group a door's name (<group>.vrg) names, cut to what a name may hold
+ * (a longer one fails the door's check). */
+static void group_of(const char *name, char group[VR_GROUP_NAME_MAX + 1])
+{
+	size_t glen = strlen(name) - 4; /* without ".vrg" */
+	if (glen > VR_GROUP_NAME_MAX)
+		glen = VR_GROUP_NAME_MAX;
+	memcpy(group, name, glen);
+	group[glen] = '\0';
+}
+
+/* Checks the door fd of group (its name in dir: name). 0, or -1 (fd
+ * closed) when it cannot be read: then *rc is 0 (an entry in errors[] says
+ * why) or -ENOMEM. */
+static int check_door(struct reader *r, int fd, const char *dir, const char *name,
+                      const char *group, struct stat *st, struct vr_hdr *hdr, int *rc)
+{
+	const char *why = NULL;
+	int v = vr_door_validate(fd, group, VR_DOOR_READ, st, hdr, &why);
+	if (v == 0)
+		return 0;
+	if (!why)
+		why = strerror(-v);
+	close(fd);
+	*rc = add_error(r->snap, "%s/%s: %s", dir, name, why);
+	return -1;
+}
+
 /*
  * Opens and checks the door `name`. Returns its fd, or -1 when it cannot
  * be read: then *rc is 0 (an entry in errors[] says why) or -ENOMEM.
  */
-static int open_door(struct reader *r, int dfd, const char *dir, const char *name, struct stat *st,
-                     struct vr_hdr *hdr, int *rc)
+static int open_door(struct reader *r, int dfd, const char *dir, const char *name,
+                     const char *group, struct stat *st, struct vr_hdr *hdr, int *rc)
 {
 	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
@@ -298,48 +328,49 @@ static int open_door(struct reader *r, int dfd, const char *dir, const char *nam
 		                e == ELOOP ? "is a symlink" : strerror(e));
 		return -1;
 	}
-	const char *why = NULL;
-	char group[VR_GROUP_NAME_MAX + 1];
-	size_t glen = strlen(name) - 4; /* without ".vrg" */
-	if (glen >= sizeof(group))      /* too long a name: its check fails */
-		glen = sizeof(group) - 1;
-	memcpy(group, name, glen);
-	group[glen] = '\0';
-	int v = vr_door_validate(fd, group, VR_DOOR_READ, st, hdr, &why);
-	if (v == 0)
-		why = NULL;
-	else if (!why)
-		why = strerror(-v);
-	if (why) {
-		close(fd);
-		*rc = add_error(r->snap, "%s/%s: %s", dir, name, why);
-		return -1;
-	}
-	return fd;
+	return check_door(r, fd, dir, name, group, st, hdr, rc) == 0 ? fd : -1;
 }
 
+/* How long a reader waits for a member to hand the books over: members
+ * answer at once; a group whose members are all stopped is a note. */
+#define VR_READER_WAIT_NS 500000000ull
+
 /*
- * Attaches, read-only, the segment the door names (or its books in a
- * sealed memfd): it cannot shrink under us (a mapped file could, and a
- * read of it would fault). Where the
- * reader's IPC namespace has none, a privileged reader looks in a live
- * member's (ipcns.c; r->ns_ino says which). NULL when there
- * is none: then *rc is 0 (with an entry in errors[] when live members have
- * lost their books) or -ENOMEM.
+ * Maps, read-only, the books the door fd (header door, owned by `owner`)
+ * names: from the group's socket (handover.c: the memfd itself, whatever
+ * namespaces its members are in), else through a live member's
+ * /proc/PID/fd (memfd.c); a System V segment (made where no memfd could
+ * be) by its id, else, for a privileged reader, in a live member's IPC
+ * namespace (ipcns.c). Neither can shrink under us (a mapped file could,
+ * and a read of it would fault). ho, when not NULL, is what the
+ * socket handed over already. NULL when there is none: then *rc is 0 (with
+ * an entry in errors[] when live members have lost their books) or
+ * -ENOMEM.
  */
-static const struct vr_hdr *attach_segment(struct reader *r, int fd, const struct vr_hdr *door,
-                                           const char *dir, const char *name, int *rc)
+static const struct vr_hdr *attach_segment(struct reader *r, int dfd, int fd, uid_t owner,
+                                           const struct vr_hdr *door, const char *dir,
+                                           const char *name, const char *group,
+                                           struct vr_ho_fds *ho, int *rc)
 {
-	/* Books in a memfd: through a live member's descriptor (memfd.c). */
-	const struct vr_hdr *h = door->shm_id == VR_SHM_ID_MEMFD
-	                             ? vr_memfd_attach(fd, door, 1, NULL)
-	                             : vr_segment_attach(door, 1);
+	const struct vr_hdr *h = NULL;
+	struct vr_ho_fds f = {.books = -1, .door = -1, .listen = -1};
 	*rc = 0;
-	r->ns_ino = 0;
-	if (!h &&
-	    door->shm_id != VR_SHM_ID_MEMFD) { /* a container's books, in its own IPC namespace? */
+	if (door->shm_id == VR_SHM_ID_MEMFD) {
+		if (ho)
+			f = *ho, ho->books = ho->door = ho->listen = -1;
+		else
+			(void)vr_ho_fetch(dfd, dir, group, owner, vr_now_ns() + VR_READER_WAIT_NS,
+			                  &f);
+		if (f.books >= 0 && f.key == door->shm_key)
+			h = vr_memfd_map(f.books, door, 1);
+		vr_ho_close(&f);
+		if (!h)
+			h = vr_memfd_attach(fd, door, 1, NULL);
+	} else if (door->shm_id >= 0 && !(h = vr_segment_attach(door, 1))) {
+		/* A System V segment in a container's own IPC namespace? */
 		const char *why = NULL;
-		h = vr_ipcns_attach(&r->ns, fd, door, &r->ns_ino, &why);
+		uint64_t ns_ino;
+		h = vr_ipcns_attach(&r->ns, fd, door, &ns_ino, &why);
 		if (why && (*rc = add_error(r->snap, "%s/%s: %s", dir, name, why)) < 0)
 			return NULL;
 	}
@@ -354,7 +385,8 @@ static const struct vr_hdr *attach_segment(struct reader *r, int fd, const struc
 		return NULL;
 	*rc = add_error(r->snap,
 	                "%s/%s: the group has live members but their books cannot be "
-	                "read (gone, in another IPC namespace, or overwritten)",
+	                "read (none hands them over: stopped; a segment in another IPC "
+	                "namespace; or overwritten)",
 	                dir, name);
 	return NULL;
 }
@@ -523,7 +555,8 @@ static int add_members(struct reader *r, int fd, const struct stat *st, const st
 		              : s->flags & VR_SLOT_F_ALLOCATIONS ? VRAMCTL_COUNTING_ALLOCATIONS
 		                                                 : VRAMCTL_COUNTING_CARD;
 		p->ndev = (int)ndev;
-		p->ipc_ns = r->ns_ino;
+		/* The views show it where it is not the reader's own. */
+		p->ipc_ns = s->ipc_ns != r->own_ipc_ns ? s->ipc_ns : 0;
 		p->wait_dev = s->wait.dev && s->wait.dev <= ndev ? (int)s->wait.dev - 1 : -1;
 		p->wait_bytes = p->wait_dev >= 0 ? s->wait.bytes : 0;
 		p->wait_claimed = p->wait_dev >= 0 ? s->wait.claimed : 0;
@@ -595,19 +628,18 @@ static int check_totals(struct reader *r, const struct vramctl_group *g, const c
 }
 
 /*
- * Reads one group's books (its door, then its segment) into the snapshot.
- * Problems with the files become entries in errors[]; only running out of
- * memory fails the snapshot.
+ * Reads one group's books into the snapshot, from its door fd (checked:
+ * st, hdr; closed here) and what its socket handed over already (ho, or
+ * NULL). Problems with the files become entries in errors[]; only running
+ * out of memory fails the snapshot.
  */
-static int read_group(struct reader *r, int dfd, const char *dir, const char *name)
+static int read_books(struct reader *r, int dfd, const char *dir, const char *name,
+                      const char *group, int fd, const struct stat *st, const struct vr_hdr *hdr,
+                      struct vr_ho_fds *ho)
 {
-	struct stat st;
-	struct vr_hdr hdr;
 	int rc = 0;
-	int fd = open_door(r, dfd, dir, name, &st, &hdr, &rc);
-	if (fd < 0)
-		return rc;
-	const struct vr_hdr *h = attach_segment(r, fd, &hdr, dir, name, &rc);
+	const struct vr_hdr *h =
+	    attach_segment(r, dfd, fd, st->st_uid, hdr, dir, name, group, ho, &rc);
 	if (!h) {
 		close(fd);
 		return rc;
@@ -624,10 +656,10 @@ static int read_group(struct reader *r, int dfd, const char *dir, const char *na
 	int nsc = r->copy.nsc, ndev = (int)r->copy.ndev;
 	uint32_t lockword = r->copy.lockword;
 	int changes_ok = 1;
-	struct vramctl_group *g = add_group(r, &st, &changes_ok);
+	struct vramctl_group *g = add_group(r, st, &changes_ok);
 	if (!g || reserve_room(&r->procs, nsc) < 0 || reserve_room(&r->keys, nsc) < 0 ||
 	    reserve_room(&r->identidx, nsc) < 0 || reserve_room(&r->devidx, nsc) < 0 ||
-	    reserve_room(&r->devs, nsc * ndev) < 0 || lock_tables(r, &st, &lk_alive, &lk_pid) < 0) {
+	    reserve_room(&r->devs, nsc * ndev) < 0 || lock_tables(r, st, &lk_alive, &lk_pid) < 0) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -651,7 +683,7 @@ static int read_group(struct reader *r, int dfd, const char *dir, const char *na
 	}
 	/* The segment stays attached for the members' identity records: only
 	 * the live ones' are read. */
-	rc = add_members(r, fd, &st, h, g, lk_alive, lk_pid);
+	rc = add_members(r, fd, st, h, g, lk_alive, lk_pid);
 	if (rc == 0)
 		rc = check_totals(r, g, dir, name);
 out:
@@ -662,10 +694,66 @@ out:
 	return rc;
 }
 
+/* Reads the group whose door is `name`. */
+static int read_group(struct reader *r, int dfd, const char *dir, const char *name)
+{
+	struct stat st;
+	struct vr_hdr hdr;
+	char group[VR_GROUP_NAME_MAX + 1];
+	int rc = 0;
+	group_of(name, group);
+	int fd = open_door(r, dfd, dir, name, group, &st, &hdr, &rc);
+	return fd < 0 ? rc : read_books(r, dfd, dir, name, group, fd, &st, &hdr, NULL);
+}
+
+/*
+ * A socket `sock` (.<group>.vrg.sock) whose group has no door by name: its
+ * door's two names were removed while it lives (its members join through
+ * the socket, join.c). Read through the socket, said. 0 (also when there
+ * is nothing to read) or -ENOMEM.
+ */
+static int read_nameless(struct reader *r, int dfd, const char *dir, const char *sock)
+{
+	static const char tail[] = ".vrg.sock";
+	char group[VR_GROUP_NAME_MAX + 1], name[VR_GROUP_NAME_MAX + 8];
+	size_t l = strlen(sock), t = sizeof(tail) - 1;
+	struct stat st;
+	if (l <= t + 1 || l - t - 1 > VR_GROUP_NAME_MAX)
+		return 0;
+	memcpy(group, sock + 1, l - t - 1);
+	group[l - t - 1] = '\0';
+	snprintf(name, sizeof(name), "%s.vrg", group);
+	if (vr_group_name_check(group, NULL, 0) < 0 ||
+	    fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT ||
+	    fstatat(dfd, sock, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISSOCK(st.st_mode))
+		return 0;
+	struct vr_ho_fds f;
+	if (vr_ho_fetch(dfd, dir, group, st.st_uid, vr_now_ns() + VR_READER_WAIT_NS, &f) != 0)
+		return 0; /* an ended group's socket */
+	struct vr_hdr hdr;
+	int rc = 0, fd = f.door;
+	f.door = -1;
+	if (check_door(r, fd, dir, name, group, &st, &hdr, &rc) == 0) {
+		rc = add_error(r->snap,
+		               "%s/%s: removed while the group has live members: read through its "
+		               "socket %s, which they join by",
+		               dir, name, sock);
+		rc = rc < 0 ? rc : read_books(r, dfd, dir, name, group, fd, &st, &hdr, &f);
+	}
+	vr_ho_close(&f);
+	return rc;
+}
+
 static int name_is_door(const char *n)
 {
 	size_t l = strlen(n);
 	return n[0] != '.' && l > 4 && strcmp(n + l - 4, ".vrg") == 0;
+}
+
+static int name_is_socket(const char *n)
+{
+	size_t l = strlen(n);
+	return n[0] == '.' && l > 10 && strcmp(n + l - 9, ".vrg.sock") == 0;
 }
 
 int vramctl_snapshot_take(const char *dir, struct vramctl_snapshot **out)
@@ -714,11 +802,15 @@ int vramctl_snapshot_take(const char *dir, struct vramctl_snapshot **out)
 		r.probe_max = -1;
 	else if (t && !strcmp(t, "never"))
 		r.probe_max = INT_MAX;
+	struct stat ns;
+	if (stat("/proc/self/ns/ipc", &ns) == 0)
+		r.own_ipc_ns = (uint64_t)ns.st_ino;
 	struct dirent *e;
 	while (rc == 0 && (e = readdir(d))) {
-		if (!name_is_door(e->d_name))
-			continue;
-		rc = read_group(&r, dirfd(d), dir, e->d_name);
+		if (name_is_door(e->d_name))
+			rc = read_group(&r, dirfd(d), dir, e->d_name);
+		else if (name_is_socket(e->d_name))
+			rc = read_nameless(&r, dirfd(d), dir, e->d_name);
 	}
 	closedir(d);
 	vr_ipcns_close(&r.ns);

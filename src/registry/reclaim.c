@@ -143,12 +143,12 @@ int vr_slot_reclaim_locked(vr_member *m, uint32_t i)
 			vr_reg_thaw(m, 1);
 			return 0;
 		}
-		if (rc != -ETIMEDOUT)
+		if (rc != -ETIMEDOUT && rc != -EUCLEAN)
 			return rc;
-		/* A live member is stopped inside one: take off what the slot
-		 * holds. What the dead one had in flight stays counted, never
-		 * less (its slot word moves before the total on a release and
-		 * after it on a reserve), until a later reclaim or recovery. */
+		/* A live member is stopped inside one (or shows a phantom one,
+		 * which its next audit says): take off what the slot holds. What the dead one had
+		 * in flight stays counted, never less (its slot word moves before the total on a
+		 * release and after it on a reserve), until a later reclaim or recovery. */
 	}
 	/* Freed first: a holder that dies here leaves the total too high. */
 	slot_free(h, i);

@@ -334,9 +334,11 @@ void vr_gpu_probe_set(const struct vr_gpu_probe *p);
 int vr_ghosts(vr_member *m, int32_t *pids, int n);
 
 /*
- * Removes a group's door (the end of a run or of a Slurm job on a
- * node). Members still attached keep their mapping; nobody new joins the old
- * books. Returns 0, -ENOENT, or another negative errno.
+ * Removes a group's door, its second name and its socket (the end of a run
+ * or of a Slurm job on a node). Members still attached keep their books,
+ * and make the socket again (a group lives while it has live members):
+ * processes that join later still join them. Returns 0 (some name was
+ * removed), -ENOENT (none was there), or another negative errno.
  */
 int vr_group_remove(const char *dir, const char *group);
 

@@ -245,8 +245,8 @@ int vr_member_pids(vr_member *m, int32_t *out, int n)
 		    (atomic_load_explicit((_Atomic uint32_t *)&s->flags, memory_order_relaxed) &
 		     VR_SLOT_F_LAUNCHER))
 			continue;
-		out[got++] = atomic_load_explicit((_Atomic int32_t *)&s->nspid_outer,
-		                                  memory_order_relaxed);
+		out[got++] =
+		    atomic_load_explicit((_Atomic int32_t *)&s->nspid_outer, memory_order_relaxed);
 	}
 	return got;
 }

@@ -83,6 +83,7 @@ int vr__seg_copy(struct vr_seg_copy *c, const struct vr_hdr *h)
 			sl->nspid_outer = s->nspid_outer;
 			sl->uid = s->uid;
 			sl->host_pinned = s->host_pinned;
+			sl->ipc_ns = s->ipc_ns;
 			sl->flags = s->flags;
 			memcpy(sl->command, s->command, sizeof(sl->command));
 			for (int l = 0; l < VR_LANES; l++)

@@ -20,6 +20,7 @@ struct vr_slot_copy {
 	int32_t nspid_outer;
 	uint32_t uid;
 	uint64_t host_pinned;
+	uint64_t ipc_ns;
 	uint32_t flags;
 	char command[VR_COMMAND_MAX];
 	uint64_t lanes[VR_LANES]; /* lane words: spare held, not handed out */

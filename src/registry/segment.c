@@ -1,7 +1,20 @@
 /*
- * segment.c - a group's segment (layout.h): a System V shared memory
- * segment that its door names (or, when none can be made, a sealed memfd:
- * memfd.c); creating it, attaching it checked, and mapping its pages ahead.
+ * segment.c - a group's books in memory (layout.h): making them (a sealed
+ * memfd: memfd.c; a System V segment where no memfd of their size can be
+ * made), naming them in the door, attaching a segment checked, mapping
+ * their pages ahead, and unmapping them.
+ *
+ * Up to layout version 8 the books were a System V segment, and a memfd
+ * only when none could be made. A segment is named by an id of one IPC
+ * namespace: two containers, each with its own (podman's default, a pod
+ * without hostIPC), could not share a group, and the second split it
+ * (issue 37). A memfd is handed over through the group's socket
+ * (handover.c) to any process that reaches the registry directory, in any
+ * namespace; so the books are a memfd, and a segment only where a memfd of
+ * their size cannot be made: a file size limit (`ulimit -f`) below it
+ * (growing the memfd past it would raise SIGXFSZ and kill the program), or
+ * no memfd at all. Such a group is shared within one IPC namespace, as
+ * before, and read from outside it by a privileged reader (ipcns.c).
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -14,7 +27,6 @@
 #include <unistd.h>
 
 #include "registry/door.h"
-#include "registry/knobs.h"
 #include "registry/memfd.h"
 #include "registry/segment.h"
 #include "registry/util.h"
@@ -92,21 +104,12 @@ void vr_segment_detach(struct vr_hdr *h)
 int vr_segment_create(int fd, const struct vr_join_opts *o, struct vr_hdr **out, int *mfd)
 {
 	*mfd = -1;
-	int id = vr_test_shm_enospc
-	             ? (errno = ENOSPC, -1)
-	             : shmget(IPC_PRIVATE, VR_SEGMENT_SIZE, IPC_CREAT | IPC_EXCL | 0600);
 	void *p;
-	int e = 0;
-	if (id < 0 && vr_memfd_fallback(errno)) {
-		/* No room in the kernel's table (another user may have filled
-		 * it), or no System V IPC: the books go in a sealed memfd. */
-		int rc = vr_memfd_make((struct vr_hdr **)&p, mfd);
-		if (rc < 0)
-			return rc;
-		id = VR_SHM_ID_MEMFD;
-	} else if (id < 0) {
-		return -errno;
-	} else {
+	int id = VR_SHM_ID_MEMFD, e = vr_memfd_make((struct vr_hdr **)&p, mfd);
+	if (e < 0) {
+		id = shmget(IPC_PRIVATE, VR_SEGMENT_SIZE, IPC_CREAT | IPC_EXCL | 0600);
+		if (id < 0)
+			return -errno;
 		/* Root makes it for the user whose books these are (vr_owner). */
 		struct shmid_ds ds;
 		if (vr_owner() != geteuid() && shmctl(id, IPC_STAT, &ds) == 0) {

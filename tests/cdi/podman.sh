@@ -13,11 +13,13 @@
 #     container PID 1 and the cap.
 #  2. A second container with the same device at the same time, also PID 1:
 #     its own group (no collision in the shared books), its own cap.
-#     An image's own LD_PRELOAD is kept (both preloads load). Sharing the
-#     host's books takes the host's IPC namespace (--ipc host: the books
-#     are a System V segment); a container in its own keeps its cap, and
-#     the host's status (root) reads its books in its namespace.
-#  3. A spec with --group: two containers share one cap.
+#     An image's own LD_PRELOAD is kept (both preloads load). A container
+#     in an IPC namespace of its own (podman's default) keeps its cap, and
+#     the host's status (root) reads its books through the group's socket.
+#  3. A spec with --group: two containers share one cap, with the host's IPC
+#     namespace (--ipc host) and, each in its own, without (issue 37: the
+#     second kept its own books, 1.2 GiB under 1 GiB; the books are handed
+#     over through the group's socket in the shared books directory).
 #  4. A container set up exactly as HAMi's device plugin sets one up (its
 #     env and mounts, vramctl's library as libvgpu.so, no VRAMCTL_*
 #     variable): capped by vramctl, books in HAMi's per-container directory.
@@ -43,7 +45,7 @@
 #     path: `vramctl status --json` inside lists c7 (its own IPC namespace,
 #     alive meanwhile) with its cap and use, the manifest's command
 #     (`vramctl export`) answers a scrape with c7's series, and the same
-#     container without SYS_ADMIN shows the note, not c7.
+#     container without SYS_ADMIN lists c7 too (no namespace is entered).
 # The specs go to /var/run/cdi (podman 4.3 has no private spec directory)
 # under unique file and device names, removed at the end. Skipped (77) without podman and
 # runc, without root, in sanitizer builds, or when no container can start.
@@ -101,9 +103,9 @@ mkdir -p "$R/bin/libexec"                         # where vramctl looks beside i
 copy "$VR_BUILD/libexec/vramctl-export" /bin/libexec/vramctl-export
 
 export VRAMSIM_DEVICES=16G VRAMSIM_UUIDS=GPU-0e0e0e0e-1111-2222-3333-444444444444
-# The books are a System V segment: containers that share them with the
-# host (and with each other) need the host's IPC namespace (--ipc host; CDI
-# cannot set namespaces). Without it the cap still holds (c7 below).
+# The books are a memfd handed over through the group's socket in the books
+# directory: containers share a group whatever their IPC namespaces (c12
+# and c13 below); some run with the host's (--ipc host) all the same.
 RUN=(podman --runtime runc run --rm -i --network none
 	--ulimit nofile=1024:1024 --ulimit nproc=4096:4096
 	-e VRAMSIM_STATE_DIR="$VRAMSIM_STATE_DIR"
@@ -210,9 +212,9 @@ grep -q 'calling init: /usr/lib/vramctl/libvramctl.so' "$TMPDIR/c6.err" || fail 
 stop c6
 
 # A container in its own IPC namespace (podman's default, a pod's default):
-# it cannot share the host's books, and its cap holds all the same. The
-# host's status (root: it may enter the container's IPC namespace) lists it
-# with its cap and use, and says which namespace its books came from.
+# its cap holds. The host's status lists it with its cap and use (its books
+# handed over through its group's socket), and says which IPC namespace it
+# is in.
 start c7 "${SIMLIB[@]}" --device "vramctl.io/gpu=$dev1" -- 600 600
 expect_out c7 "total $G" "private IPC: cap"
 expect_out c7 "ready 1 1" "private IPC: 600 + 600 MiB under 1 GiB (one denied)"
@@ -239,7 +241,9 @@ ipc7=$(readlink "/proc/$p7/ns/ipc")
 # with its cap and use, and the manifest's own command (`vramctl export`)
 # answers a scrape with c7's series (fetched in the exporter's network
 # namespace: the pod has no host network). The same container without
-# SYS_ADMIN shows the note instead, not c7.
+# SYS_ADMIN lists c7 all the same: the books come through the group's socket,
+# no namespace is entered (SYS_ADMIN is for books made as a System V
+# segment, under a file size limit below their size).
 manifest_flags() { # manifest_flags [CAP-TO-LEAVE-OUT]: podman flags, one a line
 	"$PY" - "$VR_SRC/deploy/vramctl-exporter.yaml" "$VRAMCTL_REGISTRY_DIR" "${1:-}" <<'PY'
 import sys, yaml
@@ -308,7 +312,6 @@ else
 		finish
 	}
 	echo "  exporter's privileges from the manifest: ${PRIV[*]}"
-	printf '%s\n' "${PRIV[@]}" | grep -qx SYS_ADMIN || fail "exporter: the manifest adds no SYS_ADMIN (the test's other run would not differ)"
 	# The simulated card, as NVIDIA's runtime class brings the driver.
 	XRUN=(podman --runtime runc run --rm -i --ulimit nofile=1024:1024 --ulimit nproc=4096:4096
 		-e VRAMSIM_STATE_DIR="$VRAMSIM_STATE_DIR" -e VRAMSIM_DEVICES -e VRAMSIM_UUIDS
@@ -326,18 +329,19 @@ ok = len(rows) == 1 and rows[0]["cap_bytes"] == int(sys.argv[3]) and rows[0]["ns
 print("  [exporter's status] c7:", json.dumps(rows))
 sys.exit(0 if ok else 1)
 PY
-	# Without SYS_ADMIN: no entering c7's IPC namespace, the note instead.
+	# Without SYS_ADMIN: c7's books through its group's socket all the same.
 	names+=("vrt-$id-xnoadmin")
 	timeout 120 "${XRUN[@]}" --name "vrt-$id-xnoadmin" "${NOADMIN[@]}" --rootfs "$R" \
 		/bin/vramctl status </dev/null >"$TMPDIR/xnoadmin.txt" 2>&1
 	sed 's/^/  [status without SYS_ADMIN] /' "$TMPDIR/xnoadmin.txt"
-	grep -q "cannot be read" "$TMPDIR/xnoadmin.txt" || fail "exporter: without SYS_ADMIN, no note that c7's books cannot be read"
+	grep -q "cannot be read" "$TMPDIR/xnoadmin.txt" && fail "exporter: without SYS_ADMIN, c7's books cannot be read"
 	timeout 120 "${XRUN[@]}" --name "vrt-$id-xnoadmin" "${NOADMIN[@]}" --rootfs "$R" \
 		/bin/vramctl status --json </dev/null >"$TMPDIR/xnoadmin.json" 2>/dev/null
-	"$PY" - "$TMPDIR/xnoadmin.json" "$p7" <<'PY' || fail "exporter: without SYS_ADMIN, c7 is still listed capped"
+	"$PY" - "$TMPDIR/xnoadmin.json" "$p7" "$G" <<'PY' || fail "exporter: without SYS_ADMIN, c7 is not listed with its cap"
 import json, sys
 d = json.load(open(sys.argv[1]))
-sys.exit(1 if [p for p in d["processes"] if p["host_pid"] == int(sys.argv[2]) and p["capped"]] else 0)
+rows = [p for p in d["processes"] if p["host_pid"] == int(sys.argv[2]) and p["capped"]]
+sys.exit(0 if len(rows) == 1 and rows[0]["cap_bytes"] == int(sys.argv[3]) else 1)
 PY
 	# The manifest's command, answering one scrape.
 	mapfile -t XCMD < <(manifest_command)
@@ -390,6 +394,24 @@ expect_out c4 "ready 0 1" "group: the second container's 600 MiB passes the shar
 [ "$(status_row "$(hostpid c4)" group)" = "shared-$id" ] || fail "group: c4 not in shared-$id"
 stop c3
 stop c4
+# The same, each container in an IPC namespace of its own.
+start c12 "${SIMLIB[@]}" --device "vramctl.io/gpu=$dev3" -- 600
+start c13 "${SIMLIB[@]}" --device "vramctl.io/gpu=$dev3" -- 600
+expect_out c12 "ready 1 1" "group across IPC namespaces: first container"
+expect_out c13 "ready 0 1" "group across IPC namespaces: the second container's 600 MiB passes the shared 1 GiB"
+grep -q "keeps its own books" "$TMPDIR/c13.err" && fail "group across IPC namespaces: the second container keeps its own books"
+p12=$(hostpid c12) p13=$(hostpid c13)
+[ "$(readlink "/proc/$p12/ns/ipc")" != "$(readlink "/proc/$p13/ns/ipc")" ] ||
+	fail "group across IPC namespaces: the two containers share an IPC namespace"
+for p in "$p12" "$p13"; do
+	[ "$(status_row "$p" group)" = "shared-$id" ] || fail "group across IPC namespaces: host PID $p not in shared-$id: $(status_row "$p" group)"
+	[ "$(status_row "$p" cap_bytes)" = "$G" ] || fail "group across IPC namespaces: host PID $p's cap: $(status_row "$p" cap_bytes)"
+	[ "ipc:[$(status_row "$p" ipc_ns)]" = "$(readlink "/proc/$p/ns/ipc")" ] ||
+		fail "group across IPC namespaces: host PID $p's ipc_ns is $(status_row "$p" ipc_ns)"
+done
+[ "$(status_row "$p12" in_use_bytes)" = $((600 << 20)) ] || fail "group across IPC namespaces: c12's use: $(status_row "$p12" in_use_bytes)"
+stop c13
+stop c12
 
 # 4: HAMi's device plugin (server.go, Allocate) with HOOK_PATH=/usr/local:
 # its env, the library at <hook>/vgpu/libvgpu.so, the per-container cache

@@ -68,9 +68,15 @@ ok &= not any(e.startswith("VRAMCTL_GROUP=") for e in env)
 e = json.load(open(f"{t}/e.json"))["devices"][0]["containerEdits"]["env"]
 ok &= "VRAMCTL_GROWTH=1" in e and not any(x.split("=")[0] in
       ("TF_FORCE_GPU_ALLOW_GROWTH", "XLA_PYTHON_CLIENT_PREALLOCATE", "LD_PRELOAD") for x in e)
-# --guarantee: VRAMCTL_GUARANTEE as typed, only when given.
-f = json.load(open(f"{t}/f.json"))["devices"][0]["containerEdits"]["env"]
+# --guarantee: VRAMCTL_GUARANTEE as typed, only when given; root's device
+# books (and the guard service's socket) mounted read-only (#38).
+fd = json.load(open(f"{t}/f.json"))["devices"][0]["containerEdits"]
+f = fd["env"]
 ok &= "VRAMCTL_GUARANTEE=0=2G,1G" in f and "VRAMCTL_LIMIT=8G" in f and len(f) == 5
+fm = {x["containerPath"]: x for x in fd["mounts"]}
+ok &= fm.get("/run/vramctl", {}).get("hostPath") == "/run/vramctl" and \
+      "ro" in fm["/run/vramctl"]["options"]
+ok &= "/run/vramctl" not in m
 # --wait and --park-idle (#36): their variables, a park budget, and the
 # checkpoint helper mounted where the library looks for it beside itself.
 g = json.load(open(f"{t}/g.json"))["devices"][0]["containerEdits"]

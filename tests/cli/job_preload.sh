@@ -7,13 +7,7 @@
 # the run's cap, and the one that lost VRAMCTL_LIMIT says why once.
 # In a private mount namespace (tests/machine_ns.bash): the machine's
 # /etc/ld.so.preload is never touched.
-. "$VR_SRC/tests/cli/common.bash"
-sim_only || skip "needs the simulator's sizes"
-has_cap || skip "the library cannot be preloaded into every program in this build"
-. "$VR_SRC/tests/machine_ns.bash"
-export VRAMSIM_DEVICES=16G
-HOLDER=$VR_BUILD/tests/monitor/holder
-mapfile -t KEEP < <(keep_env)
+. "$VR_SRC/tests/cli/jobs.bash"
 
 "$V" preload enable >out 2>err
 expect_rc 0 $? "preload enable"

@@ -6,13 +6,7 @@
 # back when it exits; status (table, JSON, Prometheus) lists it under its
 # group as `escaped`, and --report lists it. In a private mount namespace
 # (tests/machine_ns.bash): the jobs directory is the test's own.
-. "$VR_SRC/tests/cli/common.bash"
-sim_only || skip "needs the simulator's sizes"
-has_cap || skip "needs the real library"
-. "$VR_SRC/tests/machine_ns.bash"
-export VRAMSIM_DEVICES=16G
-HOLDER=$VR_BUILD/tests/monitor/holder
-mapfile -t KEEP < <(keep_env)
+. "$VR_SRC/tests/cli/jobs.bash"
 
 # until_grep PATTERN FILE: waits (at most 10 s) for a line.
 until_grep() {
@@ -81,6 +75,19 @@ expect_grep "process $epid " report.txt "--report names the escapee"
 run=$!
 until_grep "runs outside the cap" run2.err || fail "env -i: the escapee was never said: $(cat run2.err)"
 expect_grep "(LD_PRELOAD removed, VRAMCTL_LIMIT too)" run2.err "env -i: why"
+echo go >go
+wait $run
+
+# Where the driver's own limits answer (R615 and later), the line says
+# that they would stop it.
+VRAMSIM_DRIVER_RELEASE=615.10 "$V" run --limit 1G --group escd -- sh -c "
+	exec 3<>held
+	env -u LD_PRELOAD '$HOLDER' 300 <held 3>&- >escapee3.out &
+	read -r _ <go; exec 3>&-; wait" 2>run3.err &
+run=$!
+until_grep "runs outside the cap" run3.err || fail "R615: the escapee was never said: $(cat run3.err)"
+expect_grep "; the driver's own limit would stop it (vramctl run --enforce both)" run3.err \
+	"R615: the line names the driver's limit"
 echo go >go
 wait $run
 finish

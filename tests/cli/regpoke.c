@@ -30,10 +30,13 @@
 
 #include "common/size.h"
 #include "tests/hold.h"
+#include "registry/handover.h"
 #include "registry/member.h"
+#include "registry/memfd.h"
 #include "registry/proc.h"
 #include "registry/registry.h"
 #include "registry/segment.h"
+#include "registry/util.h"
 
 /* A member that says it is another process (see the usage above). */
 static int claim(const char *dir, const char *group, const char *pidtext, const char *uuidtext)
@@ -92,7 +95,20 @@ int main(int argc, char **argv)
 		perror(path);
 		return 1;
 	}
-	struct vr_hdr *h = vr_segment_attach(&door, 0);
+	/* The books as a joiner finds them: from the group's socket, else
+	 * through a live member's /proc/PID/fd. */
+	struct vr_ho_fds f;
+	struct vr_hdr *h = NULL;
+	int dfd = open(argv[1], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0 &&
+	    vr_ho_fetch(dfd, argv[1], argv[2], geteuid(), vr_now_ns() + 2000000000ull, &f) == 0) {
+		if (f.key == door.shm_key)
+			h = vr_memfd_map(f.books, &door, 0);
+		vr_ho_close(&f);
+	}
+	if (!h)
+		h = door.shm_id >= 0 ? vr_segment_attach(&door, 0)
+		                     : vr_memfd_attach(fd, &door, 0, NULL);
 	if (!h) {
 		fprintf(stderr, "regpoke: no books for %s\n", path);
 		return 1;

@@ -62,7 +62,18 @@ root=$(cgroup2_root)
 export VRAMCTL_CGROUP_ROOT=$root
 cgroup2_root >/dev/null
 cg=$CG
-left() { ls -d "$root$cg"/vramctl-run-* 2>/dev/null; }
+# What this test's runs left behind: a run's cgroup that was not there
+# before and has no process in it (another suite running beside this one on
+# the same machine may have a run of its own going).
+before=$(ls -d "$root$cg"/vramctl-run-* 2>/dev/null)
+left() {
+	local d
+	for d in "$root$cg"/vramctl-run-*; do
+		[ -d "$d" ] || continue
+		grep -qxF "$d" <<<"$before" && continue
+		[ -s "$d/cgroup.procs" ] || echo "$d"
+	done
+}
 
 # Not root for NVML: the driver refuses to set it; nothing is left behind.
 VRAMSIM_EUID=1000 run --enforce driver --limit 256M -- true

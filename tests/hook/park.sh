@@ -18,8 +18,9 @@
 #      a process that keeps its own books, runs on a driver without the
 #      checkpoint API (before CUDA 12.8) or used managed memory (which the
 #      checkpoint does not support) is never parked, said;
-#   6. a guaranteed group refused by the driver (borrowers hold its owed
-#      memory) has the idle borrower parked and is served; nobody killed.
+#   6. a guarantee that does not fit on the card (an idle borrower holds
+#      its room) has the borrower parked, is given, and its group is
+#      served; nobody killed.
 . "$VR_SRC/tests/cli/common.bash"
 sim_only || { echo "skip: needs the simulated driver (its checkpoint API)"; exit 77; }
 has_cap || { echo "skip: the library is a stand-in here"; exit 77; }

@@ -233,11 +233,17 @@ def guarantee():
     # A borrower fills the card before any guarantee exists.
     b = member("b", "borrow", limit="16G", idle="manual", budget="16G")
     check(b.alloc(14 * 1024) == "ok", "the borrower holds 14 GiB of the 16 GiB card")
-    g = member("g", "owed", limit="8G", extra={"VRAMCTL_GUARANTEE": "4G"})
+    g = member("g", "owed", limit="8G",
+               extra={"VRAMCTL_GUARANTEE": "4G", "VRAMCTL_LOG": "info"})
     time.sleep(1.3)  # the borrower idle for a second
+    # Its guarantee does not fit (2 GiB free) until the idle borrower is
+    # parked for it: then it is given, and its 3 GiB are served.
     got = g.alloc(3 * 1024)
     check(got == "ok", "the guaranteed group's 3 GiB, owed and held by the borrower: the "
           "borrower is parked and it is served: %s %s" % (got, g.stderr()))
+    check("parked for this group's guarantee" in g.stderr() and
+          "cannot be given" not in g.stderr(),
+          "the guarantee is given by parking the borrower, said: %s" % g.stderr())
     r = row(status(), b.pid)
     check(r and r["parked"] and r["parked_bytes"] == 14 * 1024 * MiB,
           "the borrower is parked, not killed: %s" % r)
@@ -254,6 +260,33 @@ def guarantee():
         p.end()
 
 
+def run_guarantee():
+    # `vramctl run --guarantee`, which has the guarantee given before the
+    # command starts: without room, the idle borrower is parked for it,
+    # said, and the command runs (before: refused, exit 125).
+    b = member("b", "borrow2", limit="16G", idle="manual", budget="16G")
+    check(b.alloc(14 * 1024) == "ok", "the borrower holds 14 GiB of the 16 GiB card")
+    time.sleep(1.3)
+    r = subprocess.run([V, "run", "--limit", "8G", "--guarantee", "4G", "--", "true"],
+                       capture_output=True, text=True)
+    check(r.returncode == 0 and "parked for it (14 GiB)" in r.stderr,
+          "run --guarantee 4G parks the idle borrower and runs: %d %s" %
+          (r.returncode, r.stderr))
+    row_b = row(status(), b.pid)
+    check(row_b and row_b["parked"] and b.alive(), "the borrower is parked, alive: %s" % row_b)
+    check(b.ask("i").startswith("info"), "the guarantee gone with the run, it comes back")
+    row_b = row(status(), b.pid)
+    check(row_b and not row_b["parked"], "the borrower runs again: %s" % row_b)
+    # A busy borrower is not parked: the guarantee is refused as before.
+    check(b.ask("p") == "ok", "the borrower is busy")
+    r = subprocess.run([V, "run", "--limit", "8G", "--guarantee", "4G", "--", "true"],
+                       capture_output=True, text=True)
+    check(r.returncode == 125 and "does not fit on the device now" in r.stderr and
+          "parked" not in r.stderr, "busy: refused, nobody parked: %d %s" %
+          (r.returncode, r.stderr))
+    b.end()
+
+
 idle_round_trip()
 idle_round_trip(procaddr=True)
 room_taken()
@@ -262,4 +295,5 @@ killed()
 cli()
 never()
 guarantee()
+run_guarantee()
 sys.exit(1 if memctl.bad else 0)

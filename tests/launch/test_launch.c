@@ -82,6 +82,7 @@ static void test_contract(void)
 	ASSERT_STR_EQ(r.text, "VRAMCTL_LIMIT=GPU-00000000-0000-0000-0000-000000000001=4G\n"
 	                      "-VRAMCTL_SPILL\n"
 	                      "-VRAMCTL_GUARANTEE\n"
+	                      "-VRAMCTL_GUARANTEE_TOKEN\n"
 	                      "VRAMCTL_GROUP=job.1\n"
 	                      "VRAMCTL_REGISTRY_DIR=/r/1000\n"
 	                      "VRAMCTL_GROWTH=1\n"
@@ -101,7 +102,13 @@ static void test_contract(void)
 	r.text[0] = '\0';
 	ASSERT_EQ(vr_contract_apply(&c, record, &r, err, sizeof(err)), 0);
 	ASSERT(strstr(r.text, "VRAMCTL_GUARANTEE=2G\n"));
-	c.guarantee = NULL;
+	/* A root launcher's token naming it in the device book (#38). */
+	ASSERT(strstr(r.text, "-VRAMCTL_GUARANTEE_TOKEN\n"));
+	c.token = "00000000000000aa";
+	r.text[0] = '\0';
+	ASSERT_EQ(vr_contract_apply(&c, record, &r, err, sizeof(err)), 0);
+	ASSERT(strstr(r.text, "VRAMCTL_GUARANTEE_TOKEN=00000000000000aa\n"));
+	c.guarantee = c.token = NULL;
 
 	/* Only what was asked for (no limit: an inherited budget stays too). */
 	struct vr_contract bare = {.lib = "/l/libvramctl.so"};
@@ -120,11 +127,11 @@ static void test_contract(void)
 	r.text[0] = '\0';
 	ASSERT_EQ(vr_contract_undo("/l/libvramctl.so", "/a.so:/l/libvramctl.so", record, &r), 0);
 	ASSERT_STR_EQ(r.text, "-VRAMCTL_LIMIT\n-VRAMCTL_GROUP\n-VRAMCTL_GROWTH\n-VRAMCTL_SPILL\n"
-	                      "-VRAMCTL_GUARANTEE\nLD_PRELOAD=/a.so\n");
+	                      "-VRAMCTL_GUARANTEE\n-VRAMCTL_GUARANTEE_TOKEN\nLD_PRELOAD=/a.so\n");
 	r.text[0] = '\0';
 	ASSERT_EQ(vr_contract_undo("/l/libvramctl.so", "/l/libvramctl.so", record, &r), 0);
 	ASSERT_STR_EQ(r.text, "-VRAMCTL_LIMIT\n-VRAMCTL_GROUP\n-VRAMCTL_GROWTH\n-VRAMCTL_SPILL\n"
-	                      "-VRAMCTL_GUARANTEE\n-LD_PRELOAD\n");
+	                      "-VRAMCTL_GUARANTEE\n-VRAMCTL_GUARANTEE_TOKEN\n-LD_PRELOAD\n");
 }
 
 static void test_dir_pattern(void)

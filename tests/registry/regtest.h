@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "registry/member.h"
 #include "registry/registry.h"
 #include "tests/test.h"
 
@@ -26,6 +27,17 @@ static inline uint64_t rnd(uint64_t *s)
 	*s ^= *s >> 7;
 	*s ^= *s << 17;
 	return *s;
+}
+
+/* The slot of the live member with this pid in obs's books, or fails. */
+static inline uint32_t slot_of(vr_member *obs, pid_t pid)
+{
+	for (uint32_t i = 0; i < vr_hdr_hw(obs->hdr); i++)
+		if (vr_slot_at(obs->hdr, i)->state == VR_SLOT_USED &&
+		    vr_slot_at(obs->hdr, i)->pid == (int32_t)pid)
+			return i;
+	TEST_FAILF("no slot for pid %d", (int)pid);
+	return 0;
 }
 
 /* Joins as o says, or fails the test with the join's message. */

@@ -5,6 +5,8 @@
  * held (regtest.h, crowd) until all have joined, so no slot is freed and
  * reused while we count.
  */
+#include <string.h>
+
 #include "tests/registry/regtest.h"
 #include "vramctl/registry.h"
 
@@ -17,6 +19,13 @@ int main(void)
 	const char *dir = getenv("VRAMCTL_REGISTRY_DIR");
 	if (!dir)
 		SKIP("VRAMCTL_REGISTRY_DIR is not set (run under tests/run)");
+	/* ThreadSanitizer runs 256 processes (and their serving threads) many
+	 * times slower on a small machine: how long a join may wait for the
+	 * group's lock is not what this test checks (docs/figures.md has the
+	 * times), every join succeeding is. */
+	const char *build = getenv("VR_BUILD");
+	if (build && strstr(build, "-tsan"))
+		setenv("VRAMCTL_TEST_LOCK_BOUND_MS", "30000", 1);
 	static struct crowd c;
 	struct vr_join_opts o = {.dir = dir, .group = "many", .limit_spec = "1G"};
 	crowd_fork(&c, N, &o, uuid0, 1000);

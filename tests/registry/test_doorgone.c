@@ -6,6 +6,13 @@
  * the registry directory (.<group>.vrg.keep); a joiner that finds the door
  * gone puts it back from there while the group has live members, and
  * drops a keep whose group has none. The end of a run removes both.
+ *
+ * Both names removed under a live member (issue 37, item 6: the next member
+ * started a second group of the name, silently): the group still answers
+ * on its socket (.<group>.vrg.sock) with its door, and the next member
+ * joins the same books through it. Its socket's name removed too (`rm` of
+ * everything): a live member makes the socket again (within its 2 s look),
+ * and the next member joins the same books.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -70,10 +77,37 @@ int main(void)
 	vr_release(c, 0, 1000);
 	vr_leave(c);
 
+	/* Both names removed under a live member: through the group's socket. */
+	vr_member *d = member("doorgone");
+	ASSERT_EQ(vr_reserve(d, 0, 800, NULL), 0);
+	rm("doorgone.vrg");
+	rm(".doorgone.vrg.keep");
+	vr_member *e = member("doorgone");
+	ASSERT_EQ(vr_reserve(e, 0, 800, &in_use), -ENOSPC);
+	ASSERT_UEQ(in_use, 800);
+	ASSERT_EQ(vr_reserve(e, 0, 200, NULL), 0);
+	vr_release(e, 0, 200);
+	vr_leave(e);
+	/* Every name removed: a member makes the socket again. */
+	ASSERT(exists(".doorgone.vrg.sock"));
+	rm(".doorgone.vrg.sock");
+	int back = 0;
+	for (int i = 0; i < 200 && !(back = exists(".doorgone.vrg.sock")); i++)
+		usleep(50000);
+	ASSERT(back);
+	vr_member *f = member("doorgone");
+	ASSERT_EQ(vr_reserve(f, 0, 800, &in_use), -ENOSPC);
+	ASSERT_UEQ(in_use, 800);
+	ASSERT(!exists("doorgone.vrg")); /* a door without names, found by its socket */
+	vr_leave(f);
+	vr_release(d, 0, 800);
+	vr_leave(d);
+
 	/* The end of a run removes both names. */
 	ASSERT_EQ(vr_group_remove(dir, "doorgone"), 0);
 	ASSERT(!exists("doorgone.vrg"));
 	ASSERT(!exists(".doorgone.vrg.keep"));
+	ASSERT(!exists(".doorgone.vrg.sock"));
 	printf("ok\n");
 	return 0;
 }

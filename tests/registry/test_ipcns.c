@@ -1,15 +1,24 @@
 /*
- * test_ipcns.c - a member in an IPC namespace of its own (a container
- * without --ipc host) is read by a privileged reader outside it: the
- * reader enters the member's namespace for the attach (ipcns.c).
+ * test_ipcns.c - members in IPC namespaces of their own (containers without
+ * --ipc host, podman's default) share one group, and a reader outside
+ * them reads it (issue 37, item 5).
  *
+ *   two members, each in a new IPC namespace, one group: one cap (the
+ *     second is refused past it), one group in the snapshot with both.
+ *     Up to layout version 8 the books were a System V segment, named by
+ *     an id of one IPC namespace: the second member could not reach them
+ *     and kept books of its own (600 + 600 under 1,000)
  *   a member in a new IPC namespace: the snapshot shows it alive, with its
- *     numbers, its group's cap, and the namespace it was read from
+ *     numbers, its group's cap, and its namespace
  *   its books overwritten there (a total zeroed, random bytes over the
  *     slots, random bytes over the header): damaged or unreadable, said,
  *     never a crash or a hang (ASan/UBSan watch)
- *   a reader without CAP_SYS_ADMIN (root without it, and nobody): sees
- *     nothing of it, as before
+ *   readers: root without CAP_SYS_ADMIN reads it (the socket hands the
+ *     books over: no namespace is entered); nobody sees nothing
+ *   books made as a System V segment (under a file size limit below their
+ *     size, where no memfd can be made) in a member's namespace: read by a
+ *     reader with CAP_SYS_ADMIN, which enters that namespace for the attach
+ *     (ipcns.c); root without it sees a note
  *
  * Needs root and unshare(CLONE_NEWIPC); skips (77) otherwise.
  */
@@ -17,6 +26,7 @@
 #include <linux/capability.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -29,24 +39,41 @@
 static const unsigned char uuid0[VR_UUID_LEN] = {2, 7, 2, 7, 2, 7, 2, 7, 2, 7, 2, 7, 2, 7, 2, 7};
 static const char *dir;
 
-/* The member in its own namespace: commands come down `cmd`, answers go up
- * `ans` (one int32 each: 0 done, else a negative errno). */
 struct child {
 	pid_t pid;
 	int cmd, ans;
 };
 
-static void child_main(const char *group, int cmd, int ans)
+/* The member in its own namespace: commands come down `cmd`, answers go up
+ * `ans` (one int32 each: 0 done, else a negative errno). It joins under a
+ * file size limit below the books' size (a System V segment) when `sysv`,
+ * and asks for `want` bytes first when not 0 (which must be refused with
+ * the group holding `seen`), then for `get`. */
+struct how {
+	int sysv;
+	uint64_t want, seen, get;
+};
+
+static void child_main(const char *group, const struct how *how, int cmd, int ans)
 {
 	int32_t msg = 0;
 	vr_member *m = NULL;
 	char err[256];
+	uint64_t in_use = 0;
 	struct vr_join_opts o = {.dir = dir, .group = group, .limit_spec = "1000"};
+	struct rlimit rl = {.rlim_cur = 1 << 20, .rlim_max = RLIM_INFINITY};
 	if (unshare(CLONE_NEWIPC) != 0)
 		msg = -errno;
-	else if (vr_join(&o, &m, NULL, err, sizeof(err)) != 0 ||
-	         vr_device(m, uuid0, 1000, NULL) != 0 || vr_reserve(m, 0, 700, NULL) != 0)
+	else if ((how->sysv && (getrlimit(RLIMIT_FSIZE, &rl) != 0 ||
+	                        (rl.rlim_cur = 1 << 20, setrlimit(RLIMIT_FSIZE, &rl) != 0))) ||
+	         vr_join(&o, &m, NULL, err, sizeof(err)) != 0 ||
+	         vr_device(m, uuid0, 1000, NULL) != 0)
 		msg = -EPROTO;
+	else if (how->want &&
+	         (vr_reserve(m, 0, how->want, &in_use) != -ENOSPC || in_use != how->seen))
+		msg = -EDOM;
+	else if (vr_reserve(m, 0, how->get, NULL) != 0)
+		msg = -ERANGE;
 	if (write(ans, &msg, sizeof(msg)) != (ssize_t)sizeof(msg) || msg != 0)
 		_exit(0);
 	uint64_t seed = 0x5eed;
@@ -75,7 +102,7 @@ static void child_main(const char *group, int cmd, int ans)
 
 /* Starts a member of `group` in a new IPC namespace; skips the test when
  * none can be made. */
-static struct child start(const char *group)
+static struct child start_how(const char *group, const struct how *how)
 {
 	int down[2], up[2];
 	ASSERT_EQ(pipe(down), 0);
@@ -86,7 +113,7 @@ static struct child start(const char *group)
 	if (pid == 0) {
 		close(down[1]);
 		close(up[0]);
-		child_main(group, down[0], up[1]);
+		child_main(group, how, down[0], up[1]);
 	}
 	close(down[0]);
 	close(up[1]);
@@ -96,9 +123,18 @@ static struct child start(const char *group)
 		waitpid(pid, NULL, 0);
 		if (msg == -EPERM || msg == -EINVAL || msg == -ENOSYS)
 			SKIP("cannot make an IPC namespace here: %s", strerror(-msg));
-		TEST_FAILF("the member in its own IPC namespace could not join: %d", msg);
+		TEST_FAILF("the member in its own IPC namespace failed: %d (%s)", msg,
+		           msg == -EPROTO ? "could not join"
+		           : msg == -EDOM ? "was not refused past the group's cap"
+		                          : "was refused under the cap");
 	}
 	return (struct child){.pid = pid, .cmd = down[1], .ans = up[0]};
+}
+
+static struct child start(const char *group)
+{
+	static const struct how plain = {.get = 700};
+	return start_how(group, &plain);
 }
 
 static void tell(const struct child *c, char what)
@@ -171,9 +207,10 @@ static void read_across(void)
 	       (unsigned long)own.st_ino);
 }
 
-/* What a forked reader sees of pid's group: 0 nothing (no record, and
- * group's note when `note`), else the line that failed. Runs after drop. */
-static int reader_sees_nothing(pid_t pid, const char *group, int note, void (*drop)(void))
+/* What a forked reader sees of pid's group, after drop: 1 when it lists
+ * pid, | 2 when it says group's books cannot be read; 0 nothing (the
+ * directory is not its to read). */
+static int reader_sees(pid_t pid, const char *group, void (*drop)(void))
 {
 	fflush(stdout);
 	pid_t r = fork();
@@ -182,15 +219,13 @@ static int reader_sees_nothing(pid_t pid, const char *group, int note, void (*dr
 		drop();
 		struct vramctl_snapshot *s = NULL;
 		int rc = vramctl_snapshot_take(dir, &s);
-		printf("unprivileged reader: snapshot %d\n", rc);
+		printf("reader: snapshot %d\n", rc);
 		if (rc < 0)
-			_exit(note ? 2 : 0); /* nothing shown */
-		int bad = find(s, pid) != NULL                            ? 3
-		          : note && says(s, group, "cannot be read") != 1 ? 4
-		                                                          : 0;
+			_exit(0); /* nothing shown */
+		int seen = (find(s, pid) != NULL) | (says(s, group, "cannot be read") == 1) << 1;
 		vramctl_snapshot_free(s);
 		fflush(stdout);
-		_exit(bad);
+		_exit(seen);
 	}
 	int st = 0;
 	ASSERT_EQ(waitpid(r, &st, 0), r);
@@ -217,11 +252,67 @@ static void become_nobody(void)
 		_exit(12);
 }
 
+/* The books are handed over through the socket: no namespace is entered,
+ * so root needs no CAP_SYS_ADMIN; another user still sees nothing. */
 static void unprivileged(void)
 {
 	struct child c = start("ipcnopriv");
-	ASSERT_EQ(reader_sees_nothing(c.pid, "ipcnopriv", 1, drop_sys_admin), 0);
-	ASSERT_EQ(reader_sees_nothing(c.pid, "ipcnopriv", 0, become_nobody), 0);
+	ASSERT_EQ(reader_sees(c.pid, "ipcnopriv", drop_sys_admin), 1);
+	ASSERT_EQ(reader_sees(c.pid, "ipcnopriv", become_nobody), 0);
+	stop(&c);
+}
+
+/* Two members, each in an IPC namespace of its own: one group, one cap. */
+static void two_namespaces(void)
+{
+	static const struct how second = {.want = 700, .seen = 700, .get = 300};
+	struct child a = start("ipctwo");
+	struct child b = start_how("ipctwo", &second); /* refused past the cap, in it */
+	char path[64];
+	struct stat na, nb;
+	snprintf(path, sizeof(path), "/proc/%d/ns/ipc", (int)a.pid);
+	ASSERT_EQ(stat(path, &na), 0);
+	snprintf(path, sizeof(path), "/proc/%d/ns/ipc", (int)b.pid);
+	ASSERT_EQ(stat(path, &nb), 0);
+	ASSERT(na.st_ino != nb.st_ino);
+
+	struct vramctl_snapshot *s = NULL;
+	ASSERT_EQ(vramctl_snapshot_take(dir, &s), 0);
+	ASSERT_EQ(says(s, "ipctwo", ""), 0);
+	ASSERT_EQ(s->ngroups, 1);
+	ASSERT_EQ(s->groups[0].nmembers, 2);
+	ASSERT_UEQ(s->groups[0].dev[0].in_use, 1000);
+	const struct vramctl_proc *pa = find(s, a.pid), *pb = find(s, b.pid);
+	ASSERT(pa != NULL && pb != NULL);
+	ASSERT_UEQ(pa->ipc_ns, (uint64_t)na.st_ino);
+	ASSERT_UEQ(pb->ipc_ns, (uint64_t)nb.st_ino);
+	ASSERT_UEQ(pb->dev[0].in_use, 300);
+	vramctl_snapshot_free(s);
+	stop(&b);
+	stop(&a);
+	printf("ok: two members in IPC namespaces %lu and %lu, one cap\n", (unsigned long)na.st_ino,
+	       (unsigned long)nb.st_ino);
+}
+
+/* Books that are a System V segment in a member's namespace: read by a
+ * reader that may enter it. */
+static void sysv(void)
+{
+	static const struct how seg = {.sysv = 1, .get = 700};
+	struct child c = start_how("ipcsysv", &seg);
+	char path[64];
+	struct stat ns;
+	snprintf(path, sizeof(path), "/proc/%d/ns/ipc", (int)c.pid);
+	ASSERT_EQ(stat(path, &ns), 0);
+	struct vramctl_snapshot *s = NULL;
+	ASSERT_EQ(vramctl_snapshot_take(dir, &s), 0);
+	ASSERT_EQ(says(s, "ipcsysv", ""), 0);
+	const struct vramctl_proc *p = find(s, c.pid);
+	ASSERT(p != NULL);
+	ASSERT_UEQ(p->dev[0].in_use, 700);
+	ASSERT_UEQ(p->ipc_ns, (uint64_t)ns.st_ino);
+	vramctl_snapshot_free(s);
+	ASSERT_EQ(reader_sees(c.pid, "ipcsysv", drop_sys_admin), 2);
 	stop(&c);
 }
 
@@ -254,10 +345,12 @@ int main(void)
 	if (!dir)
 		SKIP("VRAMCTL_REGISTRY_DIR is not set (run under tests/run)");
 	if (geteuid() != 0)
-		SKIP("needs root (a new IPC namespace, and a reader that may enter it)");
+		SKIP("needs root (new IPC namespaces, and readers that may enter them)");
+	two_namespaces();
 	read_across();
 	unprivileged();
 	damaged();
+	sysv();
 	printf("ok\n");
 	return 0;
 }

@@ -102,6 +102,26 @@ static void found_by_child(char *line, size_t len)
 	waitpid(c, NULL, 0);
 }
 
+/* In a child (a subreaper with reaper): a record of group for the child
+ * itself, then what `find` reports there must be want. */
+static void nested(const char *group, int reaper, void (*find)(char *, size_t), const char *want)
+{
+	pid_t c = fork();
+	if (c == 0) {
+		char line[256], p2[1024];
+		if (reaper && prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+			_exit(2);
+		struct vr_job j = tree_job(getpid(), group);
+		publish(&j, p2, sizeof p2);
+		find(line, sizeof line);
+		vr_job_withdraw(p2);
+		_exit(strcmp(line, want) == 0 ? 0 : (fprintf(stderr, "%s", line), 1));
+	}
+	int st;
+	ASSERT_EQ(waitpid(c, &st, 0), c);
+	ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 static void test_text(void)
 {
 	struct vr_job j = tree_job(getpid(), "esc"), k;
@@ -155,34 +175,10 @@ static void test_tree(void)
 	ASSERT_STR_EQ(line, "0 - -\n");
 
 	/* ...unless its parent's parent is a subreaper, as `vramctl run` is. */
-	pid_t sub = fork();
-	if (sub == 0) {
-		if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
-			_exit(2);
-		struct vr_job inner = tree_job(getpid(), "inner");
-		char p2[1024];
-		publish(&inner, p2, sizeof p2);
-		found_by_orphan(line, sizeof line);
-		vr_job_withdraw(p2);
-		_exit(strcmp(line, "2 inner outer\n") == 0 ? 0 : (fprintf(stderr, "%s", line), 1));
-	}
-	int st;
-	ASSERT_EQ(waitpid(sub, &st, 0), sub);
-	ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-
+	nested("inner", 1, found_by_orphan, "2 inner outer\n");
 	/* One per group: a second record of the same group further up is the
 	 * same job. */
-	pid_t c = fork();
-	if (c == 0) {
-		struct vr_job again = tree_job(getpid(), "outer");
-		char p2[1024];
-		publish(&again, p2, sizeof p2);
-		found_by_child(line, sizeof line);
-		vr_job_withdraw(p2);
-		_exit(strcmp(line, "1 outer -\n") == 0 ? 0 : (fprintf(stderr, "%s", line), 1));
-	}
-	ASSERT_EQ(waitpid(c, &st, 0), c);
-	ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	nested("outer", 0, found_by_child, "1 outer -\n");
 
 	ASSERT_EQ(vr_job_withdraw(path), 0);
 	found_by_child(line, sizeof line);
@@ -258,7 +254,8 @@ static void test_cgroup(void)
 			root = roots[i];
 	}
 	if (!root) {
-		printf("note: no cgroup v2 directory can be made here: cgroup records not checked\n");
+		printf(
+		    "note: no cgroup v2 directory can be made here: cgroup records not checked\n");
 		return;
 	}
 	int p[2], go[2];
@@ -327,6 +324,21 @@ static void test_cgroup(void)
 	}
 	vr_job_withdraw(path);
 	rmdir(cg);
+
+	/* A run's own cgroup (vramctl-job-PID) left empty: the next publish
+	 * removes it and its record; one with a process stays. */
+	snprintf(cg, sizeof cg, "%s%s/vramctl-job-%d", root, self, (int)getpid());
+	ASSERT_EQ(mkdir(cg, 0755), 0);
+	snprintf(j.cgroup, sizeof j.cgroup, "%s/vramctl-job-%d", self, (int)getpid());
+	j.uid = 0;
+	publish(&j, path, sizeof path);
+	struct vr_job sw = tree_job(getpid(), "sweeper");
+	char kpath[1024];
+	publish(&sw, kpath, sizeof kpath);
+	struct stat st;
+	ASSERT_EQ(stat(cg, &st), -1);
+	ASSERT_EQ(stat(path, &st), -1);
+	vr_job_withdraw(kpath);
 }
 
 static void test_dir(void)

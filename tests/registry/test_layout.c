@@ -13,7 +13,7 @@
 
 int main(void)
 {
-	ASSERT_EQ(VR_LAYOUT_VERSION, 10);
+	ASSERT_EQ(VR_LAYOUT_VERSION, 11);
 	ASSERT_UEQ(VR_LAYOUT_MAGIC, 0x3147524c54434d56ULL);
 	ASSERT_EQ(VR_SLOTS, 1024);
 	ASSERT_EQ(VR_MAX_DEVICES, 64);
@@ -70,9 +70,11 @@ int main(void)
 	OFF(vr_slot, joined, 40);
 	OFF(vr_slot, command, 48);
 	OFF(vr_slot, growth, 176);
+	OFF(vr_slot, flags, 180);
+	OFF(vr_slot, ipc_ns, 184); /* #37, version 10 */
 	OFF(vr_slot, wait, 192);
 	OFF(vr_slot, lanes, 256);
-	/* Waiting and parking (#36, version 10). */
+	/* Waiting and parking (#36, version 11). */
 	ASSERT_EQ(sizeof(struct vr_slot_wait), 64);
 	OFF(vr_slot_wait, dev, 0);
 	OFF(vr_slot_wait, park, 4);
@@ -90,7 +92,8 @@ int main(void)
 	OFF(vr_hdr_wait, tickets, 8);
 	OFF(vr_hdr_wait, park_budget, 16);
 	OFF(vr_hdr_wait, parked, 24);
-	OFF(vr_counts_line, parked, 48);
+	OFF(vr_counts_line, phantom, 48); /* #37, version 10 */
+	OFF(vr_counts_line, parked, 56);
 	ASSERT_EQ(sizeof(struct vr_lane), 64);
 
 	/* The members' numbers, device by device, a cache line each. */
@@ -123,6 +126,7 @@ int main(void)
 	ASSERT_UEQ(VR_IDENT_OFFSET, 4096 + 1024 * 768 + 64 * 1024 * 64 + 64 + 16 * 56);
 	ASSERT_UEQ(VR_IDENT_OFFSET % 64, 0);
 	ASSERT_UEQ(VR_SEGMENT_SIZE, 4096 + 1024 * 768 + 64 * 1024 * 64 + 64 + 16 * 56 + 1024 * 896);
+	ASSERT_UEQ(VR_SEGMENT_SIZE, 5903296); /* as docs/architecture.md says */
 
 	/* Books in a memfd: the door says so, and members say where theirs is. */
 	ASSERT_EQ(VR_SHM_ID_MEMFD, -2);

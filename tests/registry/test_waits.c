@@ -4,10 +4,12 @@
  * bound, silently, when live slots showed phantom operations in flight).
  *
  * The group: an observer (this process), a live member whose slot word
- * shows an operation in flight that never ends, and a dead member whose
- * slot word shows one too. A join then waits for the live one twice: in
- * its audit of the books, and when it reclaims the dead one. With a 2 s
- * bound it must end within 3 s, and say once that it waits.
+ * shows an operation in flight that never ends, stopped (SIGSTOP: a
+ * member that runs with such a count is damage, said at once:
+ * test_phantom), and a dead member whose slot word shows one too. A join
+ * then waits for the live one twice: in its audit of the books, and when
+ * it reclaims the dead one. With a 2 s bound it must end within 3 s, and
+ * say once that it waits.
  */
 #include <errno.h>
 #include <signal.h>
@@ -47,17 +49,6 @@ static vr_member *member(const char *group)
 	return m;
 }
 
-/* The slot of the member with this pid, or fails. */
-static uint32_t slot_of(vr_member *obs, pid_t pid)
-{
-	for (uint32_t i = 0; i < vr_hdr_hw(obs->hdr); i++)
-		if (vr_slot_at(obs->hdr, i)->state == VR_SLOT_USED &&
-		    vr_slot_at(obs->hdr, i)->pid == (int32_t)pid)
-			return i;
-	TEST_FAILF("no slot for pid %d", (int)pid);
-	return 0;
-}
-
 static void phantom_join(void)
 {
 	vr_member *obs = member("phantom");
@@ -91,6 +82,9 @@ static void phantom_join(void)
 	 * one in a dead member's. */
 	atomic_fetch_add(vr_slot_word(obs->hdr, slot_of(obs, live), 0), 1);
 	atomic_fetch_add(vr_slot_word(obs->hdr, slot_of(obs, dead), 0), 1);
+	ASSERT_EQ(kill(live, SIGSTOP), 0);
+	ASSERT_EQ(waitpid(live, &st, WUNTRACED), live);
+	ASSERT(WIFSTOPPED(st));
 
 	uint64_t t0 = vr_now_ns();
 	vr_member *late = member("phantom");

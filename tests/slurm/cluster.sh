@@ -195,10 +195,41 @@ printf '%s\n' "$OUT" | grep -q "vramctl: --gpu-mem-park-idle=soon" || fail "no c
 run srun --gpu-mem=1G printenv VRAMCTL_SPILL
 [ "$RC" != 0 ] || fail "VRAMCTL_SPILL set without --gpu-mem-spill: $OUT"
 
-# --- a guarantee (issue #26): VRAMCTL_GUARANTEE; one above the cap, or a
-# site that forbids guarantees, refused before queueing
+# --- a guarantee (issues #26, #38): slurmstepd, as root, gives it in the
+# device book of each GPU of the step (device_dir=) before the tasks start,
+# for the job's user, held for the step; the tasks get VRAMCTL_GUARANTEE and
+# the token that names it. One that cannot be given (no NVML for the
+# plugin here) is one line, and the cap holds. One above the cap, or a
+# site that forbids guarantees, is refused before queueing.
+mkdir -m 0755 "$VS/devices"
+cp "$VR_BUILD/vramctl" "$VS/bin/"
+vs_reconfigure "$ARGS_BASE allow_optout=yes device_dir=$VS/devices nvml=$VS/bin/sim/libnvidia-ml.so.1"
 run srun --gpu-mem=4G --gpu-mem-guarantee=1G printenv VRAMCTL_GUARANTEE
 [ "$OUT" = 1G ] || fail "--gpu-mem-guarantee=1G: VRAMCTL_GUARANTEE=$OUT"
+AS_USER=1 run srun --gpu-mem=4G --gpu-mem-guarantee=1G sh -c \
+	"printenv VRAMCTL_GUARANTEE_TOKEN; $VS/bin/vramctl status --json"
+printf '%s\n' "$OUT" | head -n1 | grep -qE '^[0-9a-f]{16}$' || fail "no token: $OUT"
+printf '%s\n' "$OUT" | tail -n +2 | python3 -c 'import json, sys
+d = json.load(sys.stdin)["devices"][0]
+g = [e for e in d.get("guarantees") or [] if e["uid"] == int(sys.argv[1])]
+sys.exit(not (len(g) == 1 and g[0]["guarantee_bytes"] == 1 << 30 and
+              g[0]["group"].startswith("slurm-")))' \
+	"$TEST_UID" || fail "the step's guarantee is not in the book as the job's user's: $OUT"
+# slurmstepd holds it: once the steps' are gone, so are their guarantees.
+for _ in $(seq 100); do
+	after=$(VRAMCTL_DEVICE_DIR=$VS/devices "$VR_BUILD/vramctl" status --json |
+		python3 -c 'import json, sys; print(len(json.load(sys.stdin)["devices"][0].get("guarantees") or []))')
+	[ "$after" = 0 ] && break
+	sleep 0.1
+done
+[ "$after" = 0 ] || fail "guarantees outlived their steps: $after"
+VRAMCTL_DEVICE_DIR=$VS/devices "$VR_BUILD/vramctl" guard --reclaim
+vs_reconfigure "$ARGS_BASE allow_optout=yes device_dir=$VS/devices nvml=$VS/none.so"
+run srun --gpu-mem=4G --gpu-mem-guarantee=1G printenv VRAMCTL_LIMIT VRAMCTL_GUARANTEE
+printf '%s\n' "$OUT" | grep -q "vramctl: the guarantee cannot be given: .*; no guarantee (the cap holds)" ||
+	fail "a guarantee not given is not said: $OUT"
+printf '%s\n' "$OUT" | grep -qx 4G || fail "the cap does not hold: $OUT"
+vs_reconfigure "$ARGS_BASE allow_optout=yes"
 run srun --gpu-mem=1G --gpu-mem-guarantee=2G true
 [ "$RC" != 0 ] || fail "--gpu-mem-guarantee above --gpu-mem accepted"
 printf '%s\n' "$OUT" | grep -q "is above the cap there" || fail "no clear message: $OUT"

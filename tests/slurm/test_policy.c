@@ -267,7 +267,7 @@ static void test_names(void)
 	ASSERT_EQ(vr_group_name_check(buf, NULL, 0), 0);
 }
 
-/* enforce=, cgroup_root=, nvml=; the cgroup a step's driver limit goes on. */
+/* enforce=, cgroup_root=, nvml=, device_dir=; the cgroup a step's driver limit goes on. */
 static void test_enforce(void)
 {
 	struct vr_slurm_conf c;
@@ -291,6 +291,11 @@ static void test_enforce(void)
 	ASSERT(strstr(err, "enforce=kernel: use library, driver or both"));
 	ASSERT_EQ(vr_slurm_parse_args(1, bad2, &c, err, sizeof(err)), -EINVAL);
 	ASSERT(strstr(err, "cgroup_root=sys/fs/cgroup: need an absolute path"));
+	/* device_dir= (#38): root's directory of the device books. */
+	ASSERT_STR_EQ(conf_of("device_dir=/run/books", NULL, NULL).device_dir, "/run/books");
+	char *bad3[] = {(char *)"device_dir=books"};
+	ASSERT_EQ(vr_slurm_parse_args(1, bad3, &c, err, sizeof(err)), -EINVAL);
+	ASSERT(strstr(err, "device_dir=books: need an absolute path"));
 
 	/* cgroup/v2: Slurm's step cgroup, from a task's and from slurmstepd's. */
 	const char *task = "/system.slice/node1_slurmstepd.scope/job_7/step_0/user/task_1";
