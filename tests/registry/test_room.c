@@ -7,9 +7,12 @@
  *   wait on a device is served first, a large request before smaller ones
  *   that came after it; a waiter that dies holds nobody up (its slot and
  *   what it set aside come back); a wait given up returns what it set
- *   aside; monitors see who waits for what.
+ *   aside; monitors see who waits for what; a waiter in another IPC
+ *   namespace (a container's member, which reached the books through the
+ *   group's socket: handover.c) is woken by a release made here.
  */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -53,12 +56,21 @@ struct kid {
 	int to, from;
 };
 
+/* The next kid starts in an IPC namespace of its own (as a container's
+ * process): it answers 'u' to everything when none can be made. */
+static int kid_newipc;
+
 static void kid_main(const char *group, uint64_t hold, uint64_t want, int in, int out)
 {
-	vr_member *m = join(group);
+	int unshared = !kid_newipc || unshare(CLONE_NEWIPC) == 0;
+	vr_member *m = unshared ? join(group) : NULL;
 	char c, r;
 	while (read(in, &c, 1) == 1) {
 		r = c;
+		if (!unshared) {
+			r = 'u';
+			c = 0;
+		}
 		if (c == 'h') {
 			if (vr_reserve(m, 0, hold, NULL) != 0)
 				r = 'x';
@@ -318,6 +330,33 @@ int main(void)
 	vr_wait_exit(me, &w, 0);
 	ASSERT_UEQ(total_of(me), 1000 * MiB);
 	end(&full);
+	vr_leave(me);
+
+	/* A waiter in another IPC namespace, whose books came through the
+	 * group's socket (the only way there: no System V id reaches it):
+	 * asleep on the segment's futex word, woken by our release (the
+	 * slice is 60 s, its wait 5 s: 'W' is the wake-up's). */
+	me = join("ipcns");
+	ASSERT_EQ(vr_reserve(me, 0, 800 * MiB, NULL), 0);
+	kid_newipc = 1;
+	struct kid far = kid("ipcns", 0, 600 * MiB);
+	kid_newipc = 0;
+	char said = ask(&far, 's');
+	if (said == 'u') {
+		printf("note: no IPC namespace could be made: that case is not run\n");
+	} else {
+		ASSERT_EQ(said, 's');
+		tell(&far, 'w');
+		uint64_t set_aside = 0, until = now_ns() + 5000000000ull;
+		while (shown_wait(far.pid, &set_aside) == 0 || set_aside != 224 * MiB) {
+			ASSERT(now_ns() < until);
+			usleep(10000);
+		}
+		usleep(100000); /* past its last turn, asleep */
+		vr_release(me, 0, 800 * MiB);
+		ASSERT_EQ(answer(&far), 'W');
+	}
+	end(&far);
 	vr_leave(me);
 	printf("ok\n");
 	return 0;
