@@ -118,8 +118,9 @@ def report():
     a = member("a", "g5")
     check(a.alloc(800) == "ok", "a holds 800 MiB")
     rep = os.path.join(os.getcwd(), "rep.json")
+    trace = os.path.join(os.getcwd(), "trace.json")
     b = member("b", "g5", wrap=[V, "run", "--limit", "1G", "--group", "g5", "--wait=10",
-                                "--report=" + rep, "--"])
+                                "--report=" + rep, "--trace=" + trace, "--"])
     b.send("a 600")
     check(b.reply(1.0) is None, "b (vramctl run --wait) waits")
     a.free()
@@ -132,6 +133,11 @@ def report():
     d = r["devices"][0]
     check(d["waits"] == 1 and d["waits_granted"] == 1 and 0 < d["waited_s"] < 5,
           "the report counts the wait and the time waited: %s" % d)
+    t = json.load(open(trace))
+    ev = t["traceEvents"] if isinstance(t, dict) else t
+    w = [e for e in ev if e.get("name") == "waited (granted)"]
+    check(len(w) == 1 and w[0]["ph"] == "X" and w[0]["args"]["bytes"] == 600 << 20 and
+          w[0]["dur"] > 0, "the trace marks the wait, a span on b's line: %s" % w)
 
 
 issue_case()
