@@ -95,7 +95,7 @@ static int admit_any(const struct vr_launch_dev *dv, uint64_t g, uint64_t ident,
 }
 
 static int admit_one(const struct vr_launch_dev *dv, uint64_t g, const char *group,
-                     vr_member *member, struct cli_admit *out)
+                     vr_member *member, uint64_t wait_ms, struct cli_admit *out)
 {
 	char err[512] = "";
 	uint64_t given = 0, ident = vr_devbook_ident(vr_group_key(member)), free_b = 0;
@@ -108,6 +108,7 @@ static int admit_one(const struct vr_launch_dev *dv, uint64_t g, const char *gro
 	    card_free((void *)dv->uuid, &free_b) == 0 && (rc == -ENOSPC || free_b < g)) {
 		struct vr_park_for p = {.uuid = dv->uuid,
 		                        .bytes = free_b < g ? g - free_b : g,
+		                        .wait_ms = wait_ms,
 		                        .self = (int)getpid(),
 		                        .list = list_on,
 		                        .parked = said_parked,
@@ -138,7 +139,7 @@ static int admit_one(const struct vr_launch_dev *dv, uint64_t g, const char *gro
 
 int cli_admit(const struct vr_limits *gua, const struct vr_limits *lim,
               const struct vr_launch_dev *devs, int ndev, const char *group, vr_member *member,
-              struct cli_admit *out)
+              uint64_t wait_ms, struct cli_admit *out)
 {
 	memset(out, 0, sizeof *out);
 	int rc = 0;
@@ -149,7 +150,7 @@ int cli_admit(const struct vr_limits *gua, const struct vr_limits *lim,
 		if (vr_limits_cap_for(lim, devs[i].index, devs[i].uuid, devs[i].total, &cap) &&
 		    g > cap)
 			g = cap;
-		rc = admit_one(&devs[i], g, group, member, out);
+		rc = admit_one(&devs[i], g, group, member, wait_ms, out);
 	}
 	if (rc != 0)
 		cli_admit_release(out);

@@ -26,12 +26,14 @@ struct cli_admit {
  * For each device where gua gives a guarantee (lowered to lim's cap there):
  * the group's guarantee admitted, or joined (member: the launcher's
  * membership of the group, whose books' key names the group in the book).
- * 0, or -1 after one message (a guarantee that does not fit: the numbers;
- * no service: how to get it), with every guarantee given back.
+ * One that does not fit has idle borrowers parked for it (#36), asked
+ * again every 250 ms for wait_ms (--wait; 0: once), then is asked once
+ * more. 0, or -1 after one message (a guarantee that does not fit: the
+ * numbers; no service: how to get it), with every guarantee given back.
  */
 int cli_admit(const struct vr_limits *gua, const struct vr_limits *lim,
               const struct vr_launch_dev *devs, int ndev, const char *group, vr_member *member,
-              struct cli_admit *out);
+              uint64_t wait_ms, struct cli_admit *out);
 /* Gives back what this process holds (a guarantee ends with the last of
  * the processes it lives for). */
 void cli_admit_release(struct cli_admit *a);

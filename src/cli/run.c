@@ -130,6 +130,7 @@ struct run_req {
 	char gspec[4096];      /* the guarantee normalised, for VRAMCTL_GUARANTEE */
 	int growth, have_limit, have_spill, have_guarantee, exec_self;
 	const char *wait;      /* --wait's TIME ("60s" bare), or NULL (#36) */
+	uint64_t wait_ms;      /* the same in ms, 0 without --wait */
 	const char *park_idle; /* --park-idle's DURATION or "manual", or NULL */
 	uint64_t park_budget;  /* --park-budget (default auto) */
 	int have_park_budget;
@@ -242,6 +243,7 @@ static int run_option(struct run_req *r, int c, const char *v)
 			return VR_EXIT_ERROR;
 		}
 		r->wait = v ? v : "60s";
+		r->wait_ms = v ? ms : VR_WAIT_DEFAULT_MS;
 		break;
 	}
 	case OPT_PARK_IDLE: {
@@ -676,7 +678,7 @@ int cmd_run(int argc, char **argv)
 	if (r.have_limit && join_group(&r, spec, devs, ndev, group, sizeof(group), &g) < 0) {
 		rc = VR_EXIT_ERROR;
 	} else if (r.have_limit && r.have_guarantee &&
-	           cli_admit(&r.gua, &r.lim, devs, ndev, group, g.member, &adm) < 0) {
+	           cli_admit(&r.gua, &r.lim, devs, ndev, group, g.member, r.wait_ms, &adm) < 0) {
 		rc = VR_EXIT_ERROR;
 	} else {
 		/* The run is a job: found by its processes without their

@@ -284,6 +284,15 @@ def run_guarantee():
     check(r.returncode == 125 and "does not fit on the device now" in r.stderr and
           "parked" not in r.stderr, "busy: refused, nobody parked: %d %s" %
           (r.returncode, r.stderr))
+    # With --wait the run asks again while it waits: the borrower, busy
+    # now, is idle a second later and parked then.
+    check(b.ask("p") == "ok", "the borrower is busy again")
+    r = subprocess.run([V, "run", "--limit", "8G", "--guarantee", "4G", "--wait=20", "--",
+                        "true"], capture_output=True, text=True)
+    check(r.returncode == 0 and "parked for it (14 GiB)" in r.stderr,
+          "run --wait --guarantee: parked once idle, and runs: %d %s" %
+          (r.returncode, r.stderr))
+    check(b.ask("i").startswith("info"), "it comes back after the run")
     b.end()
 
 
