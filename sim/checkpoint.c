@@ -33,6 +33,7 @@
 #include "driver.h"
 
 #include "common/compiler.h"
+#include "common/fsize.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -274,6 +275,12 @@ void sim_ckpt_start(void)
 	if (me.started || ckpt_path(path, sizeof path, (int)getpid()) != 0)
 		return;
 	me.started = 1;
+	/* Under a file size limit below its page (ulimit -f) the file cannot
+	 * be sized without SIGXFSZ, which would kill the program: a real
+	 * driver keeps this state in memory and runs on. The process is then
+	 * one no controller finds (as a process without CUDA). */
+	if (vr_fsize_below(4096))
+		return;
 	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return;
