@@ -157,7 +157,8 @@ static int links_driver(struct dl_phdr_info *info, size_t size, void *arg)
 static const struct vr_dev *outside_books(void)
 {
 	static const struct vr_dev none = {.ordinal = -1};
-	if (!vr__books_member || vr_damaged(vr__books_member))
+	vr_member *m = vr_books_member_now();
+	if (!m || vr_damaged(m))
 		return &none;
 	int n = atomic_load(&vr__ndev);
 	for (int i = 0; i < n; i++)
@@ -241,7 +242,7 @@ static struct vr_dev *dev_of_reg(int reg)
  * all), or -1 with why. Agent thread only. */
 static int park_now(uint64_t min_ms, int dev_reg, uint64_t *bytes, char *why, size_t len)
 {
-	vr_member *m = vr__books_member;
+	vr_member *m = vr_books_member_now();
 	*bytes = 0;
 	pthread_mutex_lock(&pk.mu);
 	int rc = -1;
@@ -331,7 +332,7 @@ static int restore_now(const char *who)
 	uint64_t t0 = vr_mono_ns();
 	uint64_t budget_ms = vr_g.wait_ms ? vr_g.wait_ms : VR_RESTORE_WAIT_MS;
 	uint64_t deadline = t0 + budget_ms * 1000000ull;
-	vr_member *m = vr__books_member;
+	vr_member *m = vr_books_member_now();
 	char why[320] = "", a[32], b[32], took[32];
 	int r, no_room = 0;
 	for (r = 0; r < VR_MAX_DEVICES; r++) {
@@ -505,7 +506,7 @@ static uint64_t next_look(void)
 
 static void look(void)
 {
-	vr_member *m = vr__books_member;
+	vr_member *m = vr_books_member_now();
 	int state = atomic_load(&pk.state);
 	if (state != PK_RUNNING)
 		return;
