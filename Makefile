@@ -112,6 +112,7 @@ check:
 #   $(LIBDIR)/sim/                              the simulated GPU, for the demo
 #   $(LIBEXECDIR)/vramctl-demo-app
 #   $(LIBEXECDIR)/vramctl-doctor-probe         (doctor's self-test)
+#   $(LIBEXECDIR)/vramctl-checkpoint           (parking, #36: the library's controller)
 #   $(LIBEXECDIR)/vramctl-NAME                 heavy commands (src/cli/module.mk)
 #   $(LIBDIR)/ld.so.preload                     one line naming the library (CDI specs mount it)
 #   $(PREFIX)/share/man/man1/vramctl*.1, man5/vramctl.conf.5
@@ -129,7 +130,7 @@ ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
 TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
 # What an installation holds (not the tests): `make programs`.
 .PHONY: programs
-programs: $(VRAMCTL) $(CLI_HELPER_BINS) $(HOOK_LIB) $(HOOK_PRELOAD) $(SIM_CUDA) $(SIM_NVML) $(DEMO_APP) \
+programs: $(VRAMCTL) $(CLI_HELPER_BINS) $(HOOK_LIB) $(HOOK_PRELOAD) $(SIM_CUDA) $(SIM_NVML) $(DEMO_APP) $(CHECKPOINT_HELPER) \
 	$(DOCTOR_PROBE)
 install: programs
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR)/sim $(DESTDIR)$(LIBEXECDIR) \
@@ -141,7 +142,7 @@ install: programs
 	install -m 0644 $(HOOK_LIB) $(DESTDIR)$(LIBDIR)/libvramctl.so
 	install -m 0644 $(HOOK_PRELOAD) $(DESTDIR)$(LIBDIR)/ld.so.preload
 	install -m 0644 $(SIM_CUDA) $(SIM_NVML) $(DESTDIR)$(LIBDIR)/sim/
-	install -m 0755 $(DEMO_APP) $(DOCTOR_PROBE) $(CLI_HELPER_BINS) $(DESTDIR)$(LIBEXECDIR)/
+	install -m 0755 $(DEMO_APP) $(DOCTOR_PROBE) $(CHECKPOINT_HELPER) $(CLI_HELPER_BINS) $(DESTDIR)$(LIBEXECDIR)/
 	install -m 0644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 man/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -m 0644 etc/vramctl.tmpfiles $(DESTDIR)$(TMPFILESDIR)/vramctl.conf

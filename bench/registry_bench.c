@@ -10,7 +10,12 @@
  *      books over through the group's socket), best and median of 300;
  *   4. 256 processes released at once to join one group: time until the
  *      last has joined;
- *   5. vramctl_snapshot_take with 1,000 live members.
+ *   5. vramctl_snapshot_take with 1,000 live members;
+ *   6. waiting for room (#36), the issue's case: a member of a 1 GiB group
+ *      holds 800 MiB, another waits for 600; the time from the release to
+ *      the waiter's grant (its wake-up through the segment's futex, the
+ *      default 250 ms slice left as it is), best, median and worst of 200.
+ *      `registry_bench wake` runs this stage alone.
  *
  * Runs in a fresh registry directory under $TMPDIR (or /tmp).
  */
@@ -124,6 +129,71 @@ static void join_beside(void)
 	       tj[0] / 1e3, tj[N / 2] / 1e3, tl[0] / 1e3, tl[N / 2] / 1e3, N);
 }
 
+/* Stage 6: a waiter in another process, served by our release. */
+static void wake_after_free(void)
+{
+	enum { N = 200 };
+	static double t[N];
+	const uint64_t MiB = 1ull << 20, cap = 1024 * MiB;
+	int down[2], up[2];
+	if (pipe(down) || pipe(up))
+		exit(1);
+	vr_member *m = join("bench-wake");
+	vr_device(m, uuid0, cap, NULL);
+	pid_t c = fork();
+	if (c == 0) {
+		close(down[1]);
+		close(up[0]);
+		vr_member *w = join("bench-wake");
+		vr_device(w, uuid0, cap, NULL);
+		char cmd;
+		while (read(down[0], &cmd, 1) == 1) {
+			struct vr_wait wt;
+			double granted = -1;
+			if (vr_wait_enter(w, 0, 600 * MiB, &wt) == 0) {
+				uint64_t end = (uint64_t)now_ns() + 5000000000ull;
+				int rc;
+				while ((rc = vr_wait_turn(w, &wt)) == 0 && (uint64_t)now_ns() < end)
+					vr_wait_sleep(w, &wt, end);
+				if (rc == 1)
+					granted = now_ns();
+				vr_wait_exit(w, &wt, rc == 1);
+				if (rc == 1)
+					vr_release(w, 0, 600 * MiB);
+			}
+			if (write(up[1], &granted, sizeof granted) != (ssize_t)sizeof granted)
+				_exit(1);
+		}
+		_exit(0);
+	}
+	int n = 0;
+	for (int i = 0; i < N; i++) {
+		if (vr_reserve(m, 0, 800 * MiB, NULL) != 0 || write(down[1], "w", 1) != 1)
+			break;
+		struct timespec settle = {0, 20000000}; /* it waits, asleep */
+		nanosleep(&settle, NULL);
+		double freed = now_ns(), granted;
+		vr_release(m, 0, 800 * MiB);
+		if (read(up[0], &granted, sizeof granted) != (ssize_t)sizeof granted || granted < 0)
+			break;
+		t[n++] = granted - freed;
+	}
+	close(down[1]);
+	waitpid(c, NULL, 0);
+	close(down[0]);
+	close(up[0]);
+	close(up[1]);
+	vr_leave(m);
+	if (n == 0) {
+		printf("wait for room: no wait was served\n");
+		return;
+	}
+	qsort(t, (size_t)n, sizeof(double), cmp_double);
+	printf("wait for room (600 of 1 GiB, 800 held): release to grant %.1f us best, %.1f us "
+	       "median, %.1f us worst (%d)\n",
+	       t[0] / 1e3, t[n / 2] / 1e3, t[n - 1] / 1e3, n);
+}
+
 /* 4 processes x 2 threads; each thread's ns per pair comes back on a pipe. */
 static void contended(void)
 {
@@ -216,7 +286,7 @@ static double attach_many(const char *group, int n, pid_t *pids, int *hold_w)
 	return t;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0); /* forked members never print it again */
 	const char *tmp = getenv("TMPDIR");
@@ -224,6 +294,12 @@ int main(void)
 	if (!mkdtemp(dir)) {
 		perror("mkdtemp");
 		return 1;
+	}
+	if (argc > 1 && !strcmp(argv[1], "wake")) {
+		wake_after_free();
+		vr_group_remove(dir, "bench-wake");
+		rmdir(dir);
+		return 0;
 	}
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NPROC, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 2000)
@@ -290,6 +366,10 @@ int main(void)
 	close(hold_b);
 	while (wait(NULL) > 0)
 		;
+
+	/* 6. Waiting for room. */
+	wake_after_free();
+	vr_group_remove(dir, "bench-wake");
 	vr_group_remove(dir, "bench");
 	vr_group_remove(dir, "bench-mt");
 	vr_group_remove(dir, "bench-beside");

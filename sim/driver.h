@@ -24,6 +24,30 @@ VR_CUDA_FUNCS(SIM_IMPL_DECL)
 VRAMSIM_CUDA_EXTRA_FUNCS(SIM_IMPL_DECL)
 #undef SIM_IMPL_DECL
 
+/* ---- checkpoint.c: the checkpoint API, and every call's gate ---- */
+
+/* Starts this process's side of the checkpoint API (its file and its
+ * checkpoint thread) at its first cuInit; forgets the parent's in a fork
+ * child. */
+void sim_ckpt_start(void);
+void sim_ckpt_after_fork(void);
+/* Set from Lock to Unlock: every entry point but the checkpoint API's
+ * blocks at its start (sim_ckpt_enter); the calls in flight are counted
+ * for Lock to wait for. */
+extern _Atomic int sim_ckpt_gate;
+extern _Atomic int sim_ckpt_inflight;
+void sim_ckpt_blocked(void);
+static inline void sim_ckpt_enter(void)
+{
+	atomic_fetch_add(&sim_ckpt_inflight, 1);
+	if (__builtin_expect(atomic_load(&sim_ckpt_gate) != 0, 0))
+		sim_ckpt_blocked();
+}
+static inline void sim_ckpt_leave(void)
+{
+	atomic_fetch_sub(&sim_ckpt_inflight, 1);
+}
+
 /* ---- the process-local state (driver.c) ---- */
 
 #define SIM_MAGIC_CTX    0x43545831u
@@ -206,6 +230,10 @@ struct sim_alloc {
 	/* LINEAR of 1 MiB or less: where it was carved (small.c; charged 0) */
 	struct sim_page *page;
 	uint32_t first, granules;
+	/* Its bytes (copy.c): mapped at the first write, NULL until then
+	 * (reads as zeros); while the process is checkpointed, in saved
+	 * instead (checkpoint.c). */
+	void *backing, *saved;
 	struct sim_alloc *next;
 };
 
@@ -352,6 +380,16 @@ void sim_small_give(struct sim_page *p, uint32_t first, uint32_t granules);
 /* With g_sim.mu held, after its blocks were freed: c's pages go. */
 void sim_small_ctx_destroyed(struct sim_ctx *c);
 void sim_small_after_fork(void);
+
+/* ---- copy.c: the bytes of device memory ---- */
+
+/* With g_sim.mu held: a's bytes go (it is being freed). */
+void sim_copy_forget(struct sim_alloc *a);
+/* With g_sim.mu held: every allocation's bytes move to host copies (the
+ * device's memory is released: checkpoint.c), or back from them. 0, or -1
+ * when host memory for a copy or a mapping ran out (nothing moved). */
+int sim_copy_park_all(void);
+int sim_copy_unpark_all(void);
 
 /* ---- free.c: device memory given back ---- */
 

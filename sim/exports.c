@@ -52,14 +52,29 @@ static int fn_index(const char *name, size_t len)
 	return -1;
 }
 
-/* The exported entry points themselves. */
+/* The checkpoint API acts on other processes, and a process it locked may
+ * still ask for its own state: it never waits at the gate. */
+static inline int gated(int fn)
+{
+	return fn != SIM_FN_cuCheckpointProcessGetRestoreThreadId &&
+	       fn != SIM_FN_cuCheckpointProcessGetState && fn != SIM_FN_cuCheckpointProcessLock &&
+	       fn != SIM_FN_cuCheckpointProcessCheckpoint &&
+	       fn != SIM_FN_cuCheckpointProcessRestore && fn != SIM_FN_cuCheckpointProcessUnlock;
+}
+
+/* The exported entry points themselves: the gate of a locked process
+ * (checkpoint.c), then the test controls, then the call. */
 #define SIM_DEFINE(name, params, args)                                                             \
 	VR_EXPORT CUresult name params                                                             \
 	{                                                                                          \
-		CUresult fault_rc;                                                                 \
-		if (VR_UNLIKELY(sim_rules_pre(&g_rules, SIM_FN_##name, &fault_rc)))                \
-			return fault_rc;                                                           \
-		return simi_##name args;                                                           \
+		CUresult sim_rc;                                                                   \
+		if (gated(SIM_FN_##name))                                                          \
+			sim_ckpt_enter();                                                          \
+		if (!VR_UNLIKELY(sim_rules_pre(&g_rules, SIM_FN_##name, &sim_rc)))                 \
+			sim_rc = simi_##name args;                                                 \
+		if (gated(SIM_FN_##name))                                                          \
+			sim_ckpt_leave();                                                          \
+		return sim_rc;                                                                     \
 	}
 VR_CUDA_FUNCS(SIM_DEFINE)
 VRAMSIM_CUDA_EXTRA_FUNCS(SIM_DEFINE)

@@ -10,6 +10,7 @@
 void sim_alloc_free(struct sim_alloc *a)
 {
 	sim_alloc_remove(a);
+	sim_copy_forget(a);
 	switch (a->kind) {
 	case SIM_ALLOC_LINEAR:
 		if (a->page)

@@ -58,6 +58,7 @@ static void atfork_child(void)
 	g_sim.ndev = 0;
 	g_sim.initialized = 0;
 	sim_ctx_stack_after_fork();
+	sim_ckpt_after_fork();
 }
 
 /*
@@ -181,6 +182,8 @@ CUresult simi_cuInit(unsigned int Flags)
 		}
 	}
 	pthread_mutex_unlock(&g_sim.mu);
+	if (rc == CUDA_SUCCESS)
+		sim_ckpt_start();
 	return rc;
 }
 

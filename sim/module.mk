@@ -12,8 +12,9 @@ endif
 
 SIM_COMMON_OBJS := $(O)/sim/config.o $(O)/sim/card.o $(O)/sim/memlimit.o $(O)/sim/rules.o
 # libcuda: one object per job (sim.h lists them, sim/LAYERS orders them).
-SIM_CUDA_SRCS := exports init device errors procaddr context sync ipc query free linear pool \
-	hostmem vmm array small graph_exec capture graph stream current alloc module account driver
+SIM_CUDA_SRCS := exports init device errors procaddr checkpoint context sync ipc query copy \
+	free linear pool hostmem vmm array small graph_exec capture graph stream current alloc \
+	module account driver
 SIM_CUDA_OBJS := $(SIM_CUDA_SRCS:%=$(O)/sim/%.o) $(SIM_COMMON_OBJS)
 SIM_NVML_OBJS := $(O)/sim/nvml.o $(SIM_COMMON_OBJS)
 SIM_NVML_NOV3 := $(O)/sim/nvml-no-v3/libnvidia-ml.so.1
@@ -56,11 +57,12 @@ $(SIM_NVML_NOV3): $(SIM_NVML_OBJS) $(COMMON_LIB) $(O)/sim/libnvidia-ml-no-v3.map
 		-Wl,--version-script=$(O)/sim/libnvidia-ml-no-v3.map $(SIM_ZDEFS) $(BASE_LDFLAGS)
 
 # The same driver as one before CUDA 11.6 ships it: without
-# cu[Mipmapped]ArrayGetMemoryRequirements (run it with
-# VRAMSIM_DRIVER_VERSION=11050 so cuGetProcAddress agrees).
+# cu[Mipmapped]ArrayGetMemoryRequirements, nor the checkpoint API (CUDA
+# 12.8) (run it with VRAMSIM_DRIVER_VERSION=11050 so cuGetProcAddress
+# agrees).
 SIM_CUDA_OLD := $(O)/sim/cuda-11.5/libcuda.so.1
-$(O)/sim/libcuda-11.5.map: $(O)/sim/libcuda.map
-	grep -v 'ArrayGetMemoryRequirements;' $< > $@
+$(O)/sim/libcuda-11.5.map: $(O)/sim/libcuda.map sim/module.mk
+	grep -v -e 'ArrayGetMemoryRequirements;' -e 'cuCheckpointProcess' $< > $@
 
 $(SIM_CUDA_OLD): $(SIM_CUDA_OBJS) $(COMMON_LIB) $(O)/sim/libcuda-11.5.map
 	@mkdir -p $(dir $@)

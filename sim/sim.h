@@ -22,6 +22,9 @@
  *     procaddr.c   cuGetProcAddress's table of versions
  *     errors.c     error codes, names and strings
  *     init.c       cuInit, CUDA_VISIBLE_DEVICES, fork
+ *     checkpoint.c the checkpoint API (cuCheckpointProcess*): a process
+ *                  locked, its device memory moved to host and back, by
+ *                  another; every entry point's gate while it is locked
  *     device.c     device count, names, UUIDs, total memory, attributes
  *     context.c    contexts: primary and created, their cost
  *                  (VRAMSIM_CONTEXT_BYTES, VRAMSIM_HIDDEN_BYTES), their
@@ -42,6 +45,8 @@
  *     graph_exec.c executable graphs and the graph memory pool
  *     ipc.c        cuIpc* handles, shareable handles (export/import)
  *     free.c       cuMemFree, cuMemFreeAsync for every kind
+ *     copy.c       cuMemcpyHtoD/DtoH: the bytes of device memory (mapped at
+ *                  the first write)
  *     query.c      cuMemGetInfo, cuMemGetAddressRange, pointer attributes
  *     alloc.c      the table of device pointers
  *     account.c    what the process holds: bytes on the card, pinned bytes

@@ -27,6 +27,8 @@
 
 #include <slurm/spank.h>
 
+#include "common/duration.h"
+#include "common/spill.h"
 #include "common/compiler.h"
 #include "common/contract.h"
 #include "launch/launch.h"
@@ -50,6 +52,8 @@ static char *user_value;     /* --gpu-mem's value, NULL when not given */
 static int user_growth;      /* --gpu-mem-growth given */
 static char *user_spill;     /* --gpu-mem-spill's value ("" without one), NULL when not given */
 static char *user_guarantee; /* --gpu-mem-guarantee's value, NULL when not given */
+static char *user_wait;      /* --gpu-mem-wait's TIME ("60s" without one), NULL when not given */
+static char *user_park;      /* --gpu-mem-park-idle's DURATION or "manual", NULL when not given */
 /* enforce=driver|both, per task: the driver holds the cap, or why not. */
 static int driver_holds;
 static char driver_msg[512];
@@ -62,6 +66,8 @@ static int opt_gpu_mem(int val, const char *arg, int remote);
 static int opt_growth(int val, const char *arg, int remote);
 static int opt_spill(int val, const char *arg, int remote);
 static int opt_guarantee(int val, const char *arg, int remote);
+static int opt_wait(int val, const char *arg, int remote);
+static int opt_park(int val, const char *arg, int remote);
 
 /* Writable arrays: struct spank_option's fields are plain char *. */
 static char name_mem[] = "gpu-mem", arg_mem[] = "SPEC",
@@ -82,11 +88,22 @@ static char name_guarantee[] = "gpu-mem-guarantee", arg_guarantee[] = "SPEC",
                               "reach, whatever other jobs do, up to the cap (same grammar) "
                               "(vramctl)";
 
+static char name_wait[] = "gpu-mem-wait", arg_wait[] = "TIME",
+            use_wait[] = "With --gpu-mem: an allocation the cap refuses waits up to TIME for "
+                         "room (seconds, or 30s, 2m; default 60s), then is refused (vramctl)";
+
+static char name_park[] = "gpu-mem-park-idle", arg_park[] = "DURATION",
+            use_park[] = "With --gpu-mem: a task idle in its driver calls for DURATION is "
+                         "parked, its GPU memory moved to host memory until its next call; "
+                         "'manual': only vramctl park (vramctl)";
+
 static struct spank_option options[] = {
     {name_mem, arg_mem, use_mem, 1, 0, opt_gpu_mem},
     {name_growth, NULL, use_growth, 0, 0, opt_growth},
     {name_spill, arg_spill, use_spill, 2, 0, opt_spill},
     {name_guarantee, arg_guarantee, use_guarantee, 1, 0, opt_guarantee},
+    {name_wait, arg_wait, use_wait, 2, 0, opt_wait},
+    {name_park, arg_park, use_park, 1, 0, opt_park},
     SPANK_OPTIONS_TABLE_END};
 
 static int opt_gpu_mem(int val VR_UNUSED, const char *arg, int remote)
@@ -136,6 +153,33 @@ static int opt_spill(int val VR_UNUSED, const char *arg, int remote)
 	free(user_spill);
 	user_spill = strdup(arg ? arg : "");
 	return user_spill ? 0 : -1;
+}
+
+/* A TIME (--gpu-mem-wait, --gpu-mem-park-idle; "manual" for the latter
+ * when manual_ok) into *slot: checked at once, so a bad one never reaches
+ * the queue. 0 or -1. */
+static int keep_time(const char *opt, const char *arg, int manual_ok, char **slot)
+{
+	char err[256];
+	uint64_t ms;
+	if (!(manual_ok && !strcasecmp(arg, "manual")) &&
+	    vr_parse_duration(arg, 0, &ms, err, sizeof(err)) < 0) {
+		slurm_error("vramctl: --%s=%s: %s", opt, arg, err);
+		return -1;
+	}
+	free(*slot);
+	*slot = strdup(arg);
+	return *slot ? 0 : -1;
+}
+
+static int opt_wait(int val VR_UNUSED, const char *arg, int remote VR_UNUSED)
+{
+	return keep_time(name_wait, arg && arg[0] ? arg : "60s", 0, &user_wait);
+}
+
+static int opt_park(int val VR_UNUSED, const char *arg, int remote VR_UNUSED)
+{
+	return arg ? keep_time(name_park, arg, 1, &user_park) : -1;
 }
 
 /* The value is checked at once on the submitting side (the site's rule and
@@ -501,6 +545,12 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 	} else if (gspec[0]) {
 		snprintf(token, sizeof token, "%016" PRIx64, vr_slurm_guarantee_token(group));
 	}
+	/* Parking's host budget: a quarter of this node's available memory
+	 * (the spill budget's "auto"). */
+	uint64_t park_budget = 0;
+	if (user_park && vr_parse_spill("auto", &park_budget, why, sizeof(why)))
+		slurm_spank_log("vramctl: --gpu-mem-park-idle: %s; no host budget for parking",
+		                why);
 	struct vr_contract c = {.limit = d.spec,
 	                        .guarantee = gspec[0] ? gspec : NULL,
 	                        .token = token[0] ? token : NULL,
@@ -508,6 +558,9 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 	                        .registry_dir = dir,
 	                        .growth = user_growth,
 	                        .spill = budget,
+	                        .wait = user_wait,
+	                        .park_idle = user_park,
+	                        .park_budget = park_budget,
 	                        .lib = conf.lib,
 	                        .cur_preload = have ? cur : NULL};
 	if (vr_contract_apply(&c, set_env, sp, err, sizeof(err)) < 0) {
@@ -577,5 +630,9 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 	user_spill = NULL;
 	free(user_guarantee);
 	user_guarantee = NULL;
+	free(user_wait);
+	user_wait = NULL;
+	free(user_park);
+	user_park = NULL;
 	return 0;
 }

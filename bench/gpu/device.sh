@@ -9,6 +9,10 @@
 #    under --limit 4G, their overhead, two processes of one group (#24);
 #    bench/gpu/elastic.py: guarantees between two PyTorch programs, and
 #    `vramctl limit` on a running one (#26);
+#    bench/gpu/park.py: a PyTorch program parked and brought back with its
+#    tensors' checksum equal, the card's figure per nvidia-smi before,
+#    during and after; one parked by itself when idle; a waiter woken when
+#    a neighbour frees (#36);
 #    bench/gpu/jobs.sh: a PyTorch child with LD_PRELOAD removed inside a
 #    4 GiB job, with and without the machine's preload (#34);
 # 2. bench/gpu/driver_facts: what the driver does where the simulator has to
@@ -50,6 +54,7 @@ ok=0
 part frameworks "$logs/frameworks.log" "$t_frameworks" "$here/run.sh" "$build" || ok=1
 part card "$logs/card.log" "${PART_SECONDS_CARD:-180}" "$here/card.sh" "$build" || ok=1
 part elastic "$logs/elastic.log" "${PART_SECONDS_ELASTIC:-120}" python3 "$here/elastic.py" "$build" || ok=1
+part park "$logs/park.log" "${PART_SECONDS_PARK:-180}" python3 "$here/park.py" "$build" || ok=1
 part jobs "$logs/jobs.log" "${PART_SECONDS_JOBS:-120}" "$here/jobs.sh" "$build" || ok=1
 part driver_facts "$logs/driver_facts.log" 60 "$build/bench/driver_facts" || ok=1
 part alloc_bench "$logs/alloc_bench.log" "$t_alloc" \

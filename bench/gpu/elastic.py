@@ -16,17 +16,13 @@ import os
 import subprocess
 import sys
 
+import driven
+from driven import check
+
 GiB = 1 << 30
 build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/gcc-release")
 V = os.path.join(build, "vramctl")
 case = os.path.join(os.path.dirname(os.path.abspath(__file__)), "elastic_case.py")
-bad = 0
-
-
-def check(cond, what):
-    global bad
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    bad += not cond
 
 
 def total_gib():
@@ -35,19 +31,8 @@ def total_gib():
     return int(out.split()[0]) / 1024 if out.strip() else 0
 
 
-class Prog:
-    def __init__(self, name, *run_args):
-        self.p = subprocess.Popen([V, "run", "--group", name, *run_args, "--", sys.executable,
-                                   case], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=open("elastic-%s.err" % name, "w"), text=True)
-        line = self.p.stdout.readline().split()
-        if not line or line[0] != "ready":
-            raise RuntimeError("%s did not start" % name)
-
-    def ask(self, cmd):
-        self.p.stdin.write(cmd + "\n")
-        self.p.stdin.flush()
-        return self.p.stdout.readline().split()
+def prog(name, *run_args):
+    return driven.Case(V, case, name, run_args, "elastic-%s.err" % name)
 
 
 try:
@@ -58,10 +43,10 @@ except ImportError:
 if total_gib() < 110:
     print("skip: the GPU holds %.0f GiB, the case needs 110" % total_gib())
     sys.exit(0)
-a = Prog("ga", "--limit", "100G", "--guarantee", "40G")
+a = prog("ga", "--limit", "100G", "--guarantee", "40G")
 r = a.ask("fill 50")
 check(r[:2] == ["filled", "50"], "A takes 50 GiB (40 guaranteed, 10 borrowed): %s" % r)
-b = Prog("gb", "--limit", "70G", "--guarantee", "60G")
+b = prog("gb", "--limit", "70G", "--guarantee", "60G")
 r = a.ask("fill 100")
 check(r[0] == "filled" and r[2] == "oom", "A, filling on, is refused: %s" % r)
 held_a = int(r[1])
@@ -78,6 +63,5 @@ for cap in (20, 90):
     check(rc == 0 and info[0] == "info" and int(info[2]) == cap * GiB,
           "vramctl limit ga %dG: mem_get_info's total follows: %s" % (cap, info))
 for p in (a, b):
-    p.p.stdin.close()
-    p.p.wait(timeout=60)
-sys.exit(1 if bad else 0)
+    p.end(timeout=60)
+sys.exit(1 if driven.bad else 0)

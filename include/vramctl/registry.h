@@ -81,6 +81,9 @@ struct vramctl_proc_dev {
 			VRAMCTL_COUNTS_FIELDS
 		};
 	};
+	/* Addition (#36): while the member is parked, what it held on this
+	 * device, now in host memory (not in in_use). */
+	uint64_t parked;
 };
 
 /* Addition: who a member is, as it recorded at its join (its own
@@ -132,6 +135,20 @@ struct vramctl_proc {
 	 * monitor does: identity.c); the names are its claim, as its
 	 * environment is. */
 	const struct vramctl_proc_ident *ident;
+	/* Addition (#36): a wait for room, when wait_dev >= 0 (an index into
+	 * dev[]): the bytes asked, those set aside for it already (in the
+	 * group's books, not in in_use), since when (ns since the epoch). */
+	int wait_dev;
+	uint64_t wait_bytes, wait_claimed, wait_since;
+	/* Addition (#36): parked (its device memory moved to host memory:
+	 * dev[].parked) since parked_since (ns since the epoch); parkable: it
+	 * runs with --park-idle; idle_since: its last driver call seen while
+	 * it is parkable (ns since the epoch, 0 unknown). */
+	int parked, parkable;
+	uint64_t parked_since, idle_since;
+	/* Addition (#36): a launcher (`vramctl run`) holding the group open
+	 * for its command: not one of its members. */
+	int launcher;
 };
 
 /* A cap changed while the group ran (`vramctl limit`). */
@@ -170,6 +187,10 @@ struct vramctl_group {
 	/* Addition: refusals counted by all its members on every device
 	 * since the group started, those of members gone included. */
 	uint64_t denials;
+	/* Addition: the host budget for parked members (0: none) and
+	 * what they hold against it; members waiting for room now. */
+	uint64_t park_budget, parked;
+	int waiting;
 };
 
 struct vramctl_snapshot {

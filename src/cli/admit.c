@@ -9,8 +9,10 @@
 #include <unistd.h>
 
 #include "cli/admit.h"
+#include "common/parkwire.h"
 #include "common/size.h"
 #include "common/text.h"
+#include "monitor/model.h"
 #include "monitor/nvml.h"
 #include "registry/devbook.h"
 #include "registry/devguard.h"
@@ -47,19 +49,71 @@ static int admit_direct(const struct vr_launch_dev *dv, uint64_t g, uint64_t ide
 	return rc < 0 ? rc : 0;
 }
 
+/* The host PIDs NVML lists on the GPU with UUID text arg. */
+static int list_on(void *arg, int *pids, int max)
+{
+	struct mon_nvml *nv = NULL;
+	struct mon_model m;
+	char err[256];
+	memset(&m, 0, sizeof m);
+	if (mon_nvml_open(NULL, &nv, err, sizeof err) != 0 || mon_nvml_read(nv, &m) != 0) {
+		if (nv)
+			mon_nvml_close(nv);
+		return -EIO;
+	}
+	int k = 0;
+	for (int i = 0; i < m.nprocs && k < max; i++)
+		if ((m.procs[i].valid & (MON_P_NVML | MON_P_HOST_PID)) ==
+		        (MON_P_NVML | MON_P_HOST_PID) &&
+		    !strcmp(m.procs[i].uuid, arg))
+			pids[k++] = (int)m.procs[i].host_pid;
+	mon_model_clear(&m);
+	mon_nvml_close(nv);
+	return k;
+}
+
+static void said_parked(void *arg, int pid, long long idle_ms, uint64_t bytes)
+{
+	char b[32];
+	fprintf(stderr, "vramctl: --guarantee: %s: process %d (idle %lld ms) parked for it (%s)\n",
+	        (const char *)arg, pid, idle_ms, vr_format_size(bytes, b, sizeof b));
+}
+
+/* The guarantee of g on dv admitted (root: directly; else by the guard
+ * service). 0, or a negative errno with err (the service's refusals are
+ * -EACCES). */
+static int admit_any(const struct vr_launch_dev *dv, uint64_t g, uint64_t ident, const char *group,
+                     int direct, uint64_t *given, char *err, size_t errlen)
+{
+	if (direct)
+		return admit_direct(dv, g, ident, group, given, err, errlen);
+	struct vr_guard_req r = {.verb = VR_GUARD_ADMIT, .bytes = g, .ident = ident};
+	memcpy(r.uuid, dv->raw, 16);
+	vr_text_copy(r.group, sizeof r.group, group);
+	return vr_guard_ask(&r, given, err, errlen);
+}
+
 static int admit_one(const struct vr_launch_dev *dv, uint64_t g, const char *group,
-                     vr_member *member, struct cli_admit *out)
+                     vr_member *member, uint64_t wait_ms, struct cli_admit *out)
 {
 	char err[512] = "";
-	uint64_t given = 0, ident = vr_devbook_ident(vr_group_key(member));
-	int direct = geteuid() == 0 && vr_devbook_host_pids(), rc;
-	if (direct) {
-		rc = admit_direct(dv, g, ident, group, &given, err, sizeof err);
-	} else {
-		struct vr_guard_req r = {.verb = VR_GUARD_ADMIT, .bytes = g, .ident = ident};
-		memcpy(r.uuid, dv->raw, 16);
-		vr_text_copy(r.group, sizeof r.group, group);
-		rc = vr_guard_ask(&r, &given, err, sizeof err);
+	uint64_t given = 0, ident = vr_devbook_ident(vr_group_key(member)), free_b = 0;
+	int direct = geteuid() == 0 && vr_devbook_host_pids();
+	int rc = admit_any(dv, g, ident, group, direct, &given, err, sizeof err);
+	/* No room for it now: idle borrowers that can be parked are parked
+	 * for it (#36), then it is asked once more (the book's refusal for
+	 * room; the service's only while the card itself lacks the room). */
+	if ((rc == -ENOSPC || rc == -EACCES) && g <= dv->total &&
+	    cli_admit_card_free((void *)dv->uuid, &free_b) == 0 && (rc == -ENOSPC || free_b < g)) {
+		struct vr_park_for p = {.uuid = dv->uuid,
+		                        .bytes = free_b < g ? g - free_b : g,
+		                        .wait_ms = wait_ms,
+		                        .self = (int)getpid(),
+		                        .list = list_on,
+		                        .parked = said_parked,
+		                        .arg = (void *)dv->uuid};
+		if (vr_park_for_guarantee(&p) > 0)
+			rc = admit_any(dv, g, ident, group, direct, &given, err, sizeof err);
 	}
 	if (rc < 0) {
 		fprintf(stderr, "vramctl: --guarantee: GPU %d (%s): %s; nothing started\n",
@@ -84,7 +138,7 @@ static int admit_one(const struct vr_launch_dev *dv, uint64_t g, const char *gro
 
 int cli_admit(const struct vr_limits *gua, const struct vr_limits *lim,
               const struct vr_launch_dev *devs, int ndev, const char *group, vr_member *member,
-              struct cli_admit *out)
+              uint64_t wait_ms, struct cli_admit *out)
 {
 	memset(out, 0, sizeof *out);
 	int rc = 0;
@@ -95,7 +149,7 @@ int cli_admit(const struct vr_limits *gua, const struct vr_limits *lim,
 		if (vr_limits_cap_for(lim, devs[i].index, devs[i].uuid, devs[i].total, &cap) &&
 		    g > cap)
 			g = cap;
-		rc = admit_one(&devs[i], g, group, member, out);
+		rc = admit_one(&devs[i], g, group, member, wait_ms, out);
 	}
 	if (rc != 0)
 		cli_admit_release(out);

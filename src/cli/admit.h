@@ -26,12 +26,14 @@ struct cli_admit {
  * For each device where gua gives a guarantee (lowered to lim's cap there):
  * the group's guarantee admitted, or joined (member: the launcher's
  * membership of the group, whose books' key names the group in the book).
- * 0, or -1 after one message (a guarantee that does not fit: the numbers;
- * no service: how to get it), with every guarantee given back.
+ * One that does not fit has idle borrowers parked for it, asked
+ * again every 250 ms for wait_ms (--wait; 0: once), then is asked once
+ * more. 0, or -1 after one message (a guarantee that does not fit: the
+ * numbers; no service: how to get it), with every guarantee given back.
  */
 int cli_admit(const struct vr_limits *gua, const struct vr_limits *lim,
               const struct vr_launch_dev *devs, int ndev, const char *group, vr_member *member,
-              struct cli_admit *out);
+              uint64_t wait_ms, struct cli_admit *out);
 /* NVML's free memory of the device with this UUID text (arg): 0, or -EIO
  * (vr_devbook_ask.card_free, for admission and `vramctl limit`). */
 int cli_admit_card_free(void *arg, uint64_t *free_b);

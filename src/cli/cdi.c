@@ -9,8 +9,10 @@
  * mounts; the injected library does the enforcing, as under `vramctl run`:
  *
  *   env     VRAMCTL_LIMIT, VRAMCTL_REGISTRY_DIR, VRAMCTL_GROUP (--group only),
- *           VRAMCTL_GUARANTEE (--guarantee only)
- *   mounts  the library, read-only, at CONTAINER_LIB;
+ *           VRAMCTL_GUARANTEE (--guarantee only), VRAMCTL_WAIT (--wait only),
+ *           VRAMCTL_PARK_IDLE and VRAMCTL_PARK_BUDGET (--park-idle only)
+ *   mounts  the library, read-only, at CONTAINER_LIB; with --park-idle, the
+ *           checkpoint helper beside it (CONTAINER_HELPER);
  *           a one-line ld.so.preload naming it, at /etc/ld.so.preload;
  *           the host's books directory, at the same path (so the host's
  *           `vramctl status` lists the container's processes);
@@ -47,31 +49,38 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/libexec.h"
 #include "registry/devbook.h"
 #include "cli/options.h"
 #include "cli/paths.h"
 #include "common/compiler.h"
 #include "common/contract.h"
+#include "common/duration.h"
 #include "common/enforce.h"
 #include "common/exit.h"
 #include "common/siteconf.h"
 #include "common/size.h"
+#include "common/spill.h"
 #include "launch/launch.h"
 #include "registry/registry.h"
 
 #define CDI_KIND      "vramctl.io/gpu"
 #define CONTAINER_LIB "/usr/lib/vramctl/libvramctl.so"
-#define PRELOAD_NAME  "ld.so.preload"
-#define NAME_MAX_LEN  128
+/* Where the library looks for it beside itself (hook/ckpt.c). */
+#define CONTAINER_HELPER "/usr/libexec/vramctl/vramctl-checkpoint"
+#define PRELOAD_NAME     "ld.so.preload"
+#define NAME_MAX_LEN     128
 
 static void cdi_usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: vramctl cdi generate --limit SPEC [--guarantee SPEC] [--growth]\n"
+	        "                            [--wait[=TIME]] [--park-idle=DURATION]\n"
 	        "                            [--group NAME] [--name NAME] [--format json|yaml]\n"
 	        "                            [--output FILE] [--registry DIR]\n"
 	        "                            [--enforce library|driver|both]\n"
@@ -85,6 +94,12 @@ static void cdi_usage(FILE *f)
 	        "  --guarantee SPEC  memory the container's group can always reach on each\n"
 	        "                    device it names (same grammar, at most the cap there)\n"
 	        "  --growth          frameworks that preallocate grow on demand instead\n"
+	        "  --wait[=TIME]     an allocation the cap refuses waits up to TIME for room\n"
+	        "                    (default 60s), then is refused\n"
+	        "  --park-idle=DURATION  a process idle in its driver calls for DURATION is\n"
+	        "                    parked (its GPU memory moved to host memory until its\n"
+	        "                    next call; \"manual\": vramctl park only); the spec mounts\n"
+	        "                    vramctl-checkpoint for it\n"
 	        "  --group NAME      one cap shared by every container with this device\n"
 	        "                    (default: one group per container)\n"
 	        "  --name NAME       the device's name (default: from SPEC, 4G -> 4g)\n"
@@ -165,7 +180,7 @@ struct mount {
 
 struct spec {
 	const char *version, *name;
-	char env[8][PATH_MAX + 64]; /* "NAME=value" */
+	char env[12][PATH_MAX + 64]; /* "NAME=value" */
 	int nenv;
 	struct mount mounts[6];
 	int nmounts;
@@ -328,6 +343,26 @@ static int books_dir(const char *opt, char *out, size_t len)
 }
 
 /* Checks of option values: each prints its own message and returns -1. */
+static int check_wait(const char *v)
+{
+	char err[200];
+	uint64_t ms;
+	if (vr_parse_duration(v, 0, &ms, err, sizeof err) == 0)
+		return 0;
+	fprintf(stderr, "vramctl: --wait: %s\n", err);
+	return -1;
+}
+
+static int check_park(const char *v)
+{
+	char err[200];
+	uint64_t ms;
+	if (!strcasecmp(v, "manual") || vr_parse_duration(v, 0, &ms, err, sizeof err) == 0)
+		return 0;
+	fprintf(stderr, "vramctl: --park-idle: %s (or manual)\n", err);
+	return -1;
+}
+
 static int check_group(const char *v)
 {
 	char err[200];
@@ -373,13 +408,17 @@ enum {
 	OPT_BOOKS,
 	OPT_GUARANTEE,
 	OPT_ENFORCE,
-	OPT_CONTRACTS
+	OPT_CONTRACTS,
+	OPT_WAIT,
+	OPT_PARK_IDLE
 };
 
 static const struct option generate_opts[] = {
     {"limit", required_argument, NULL, 'l'},
     {"guarantee", required_argument, NULL, OPT_GUARANTEE},
     {"growth", no_argument, NULL, OPT_GROWTH},
+    {"wait", optional_argument, NULL, OPT_WAIT},
+    {"park-idle", required_argument, NULL, OPT_PARK_IDLE},
     {"group", required_argument, NULL, OPT_GROUP},
     {"name", required_argument, NULL, OPT_NAME},
     {"format", required_argument, NULL, OPT_FORMAT},
@@ -663,6 +702,7 @@ static int cdi_generate(int argc, char **argv)
 	char books[PATH_MAX];
 	const char *group = NULL, *name_opt = NULL, *format = "json", *output = NULL;
 	const char *books_opt = NULL, *enforce_opt = "library", *contracts_opt = NULL;
+	const char *wait = NULL, *park = NULL;
 	int growth = 0;
 	enum vr_enforce enforce;
 
@@ -670,7 +710,8 @@ static int cdi_generate(int argc, char **argv)
 	    {OPT_GROUP, &group, check_group},      {OPT_NAME, &name_opt, check_name},
 	    {OPT_FORMAT, &format, check_format},   {'o', &output, check_output},
 	    {OPT_BOOKS, &books_opt, NULL},         {OPT_ENFORCE, &enforce_opt, check_enforce},
-	    {OPT_CONTRACTS, &contracts_opt, NULL},
+	    {OPT_CONTRACTS, &contracts_opt, NULL}, {OPT_WAIT, &wait, check_wait},
+	    {OPT_PARK_IDLE, &park, check_park},
 	};
 	const char *word = "";
 	int opt;
@@ -688,6 +729,10 @@ static int cdi_generate(int argc, char **argv)
 		}
 		if (opt == OPT_GROWTH) {
 			growth = 1;
+			continue;
+		}
+		if (opt == OPT_WAIT && !optarg) { /* bare --wait: 60 s */
+			wait = "60s";
 			continue;
 		}
 		if (opt == 'l' || opt == OPT_GUARANTEE) {
@@ -763,12 +808,33 @@ static int cdi_generate(int argc, char **argv)
 			    "enable --now vramctl-guard.socket)\n",
 			    VR_DEVBOOK_DEFAULT_DIR);
 	}
+	/* Parking (#36): the library starts vramctl-checkpoint from beside
+	 * itself; its host budget is a quarter of this host's available
+	 * memory now (the spill budget's auto). */
+	char helper[PATH_MAX];
+	uint64_t park_budget = 0;
+	if (park) {
+		char perr[200];
+		if (cli_find_helper("vramctl-checkpoint", helper, sizeof helper) < 0) {
+			fprintf(stderr, "vramctl: --park-idle: vramctl-checkpoint is not installed "
+			                "beside vramctl (make, or the package)\n");
+			return VR_EXIT_ERROR;
+		}
+		if (vr_parse_spill("auto", &park_budget, perr, sizeof perr) < 0) {
+			fprintf(stderr, "vramctl: --park-idle: %s\n", perr);
+			return VR_EXIT_ERROR;
+		}
+		s.mounts[s.nmounts++] = (struct mount){helper, CONTAINER_HELPER, "ro"};
+	}
 	struct vr_contract c = {
 	    .limit = spec_text,
 	    .guarantee = gua_text[0] ? gua_text : NULL,
 	    .group = group,
 	    .registry_dir = books,
 	    .growth = growth,
+	    .wait = wait,
+	    .park_idle = park,
+	    .park_budget = park_budget,
 	    .lib = CONTAINER_LIB,
 	};
 	char err[300], contract[PATH_MAX];

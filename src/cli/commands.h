@@ -21,5 +21,7 @@ int cmd_limit(int argc, char **argv);      /* limit.c */
 int cmd_guard(int argc, char **argv);      /* guard.c */
 int cmd_preload(int argc, char **argv);    /* preload.c */
 int cmd_watch(int argc, char **argv);      /* watch.c */
+int cmd_park(int argc, char **argv);       /* park.c */
+int cmd_unpark(int argc, char **argv);     /* park.c */
 
 #endif /* VRAMCTL_CLI_COMMANDS_H */

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/libexec.h"
 #include "cli/commands.h"
 #include "cli/devices.h"
 #include "cli/doctor_books.h"
@@ -180,6 +181,39 @@ static void check_driver(struct doc *d)
 		dr_add(&d->rep, "driver.init", -1, DR_OK, NULL, "cuInit succeeded");
 	else
 		init_failure(d, d->init_rc);
+}
+
+/* Parking (#36): the driver's checkpoint API, and the helper the library
+ * asks to use it. Neither is needed for caps or --wait: SKIP, not WARN,
+ * where they are missing. */
+static void check_checkpoint(struct doc *d)
+{
+	static const char *const fns[] = {"cuCheckpointProcessLock",
+	                                  "cuCheckpointProcessCheckpoint",
+	                                  "cuCheckpointProcessRestore", "cuCheckpointProcessUnlock",
+	                                  "cuCheckpointProcessGetState"};
+	const char *missing = NULL;
+	for (size_t i = 0; i < VR_ARRAY_LEN(fns) && !missing; i++)
+		if (!dr_cu_sym(d, fns[i]))
+			missing = fns[i];
+	char helper[PATH_MAX];
+	if (missing)
+		dr_add(&d->rep, "driver.checkpoint", -1, DR_SKIP, NULL,
+		       "the driver has no checkpoint API (%s: drivers for CUDA 12.8 and later, "
+		       "Linux): --park-idle and vramctl park never park a process here (caps and "
+		       "--wait work as usual)",
+		       missing);
+	else if (cli_find_helper("vramctl-checkpoint", helper, sizeof helper) < 0)
+		dr_add(&d->rep, "driver.checkpoint", -1, DR_WARN,
+		       "install vramctl whole (make install, or the package): the library starts "
+		       "libexec/vramctl-checkpoint to park",
+		       "the driver has the checkpoint API, but vramctl-checkpoint is not installed "
+		       "beside vramctl: --park-idle cannot park");
+	else
+		dr_add(&d->rep, "driver.checkpoint", -1, DR_OK, NULL,
+		       "the driver has the checkpoint API (cuCheckpointProcess*): --park-idle and "
+		       "vramctl park can move an idle process's GPU memory to host memory (%s)",
+		       helper);
 }
 
 static void check_nvml(struct doc *d)
@@ -553,6 +587,8 @@ int cmd_doctor(int argc, char **argv)
 		return cli_usage_error("doctor", "unexpected argument '%s'", argv[optind]);
 
 	check_driver(&d);
+	if (d.cuda)
+		check_checkpoint(&d);
 	check_nvml(&d);
 	check_kernel(&d);
 	check_platform(&d);

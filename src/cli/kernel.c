@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -32,6 +33,7 @@
 #include "cli/fs.h"
 #include "cli/kernel_spec.h"
 #include "cli/options.h"
+#include "common/duration.h"
 #include "common/compiler.h"
 #include "common/exit.h"
 #include "common/size.h"
@@ -56,6 +58,7 @@ static void kernel_usage(FILE *f)
 static void install_usage(FILE *f)
 {
 	fprintf(f, "usage: vramctl kernel install --limit SPEC [--guarantee SPEC] [--group GROUP]\n"
+	           "                              [--wait[=TIME]] [--park-idle=DURATION]\n"
 	           "                              [--name NAME] [--display-name TEXT]\n"
 	           "                              [--from KERNEL]\n"
 	           "                              [--user|--sys-prefix|--system]\n"
@@ -66,6 +69,11 @@ static void install_usage(FILE *f)
 	           "  -l, --limit SPEC      the cap, as for vramctl run (e.g. 8G, 0=8G,1=50%%)\n"
 	           "  --guarantee SPEC      memory the group can always reach, as for vramctl\n"
 	           "                        run (at most the cap)\n"
+	           "  --wait[=TIME]         an allocation the cap refuses waits up to TIME for\n"
+	           "                        room (default 60s), as for vramctl run\n"
+	           "  --park-idle=DURATION  a notebook idle in its driver calls for DURATION is\n"
+	           "                        parked: its GPU memory moves to host memory until\n"
+	           "                        its next call (\"manual\": vramctl park only)\n"
 	           "  --group GROUP         the group every notebook on it joins\n"
 	           "                        (default: jupyter-NAME)\n"
 	           "  --name NAME           the kernel's name (default: KERNEL-gpu-SPEC)\n"
@@ -97,6 +105,7 @@ static void list_usage(FILE *f)
 
 struct install {
 	const char *limit, *guarantee, *group, *name, *display, *from;
+	const char *wait, *park_idle; /* #36: NULL when not given */
 	enum where where;
 };
 
@@ -274,6 +283,17 @@ static void kernel_json(struct jw *w, const struct install *in, const struct ker
 		jb_puts(w, ", \"--guarantee\", ");
 		jb_str(w, in->guarantee);
 	}
+	char opt[64];
+	if (in->wait) {
+		snprintf(opt, sizeof opt, "--wait=%s", in->wait);
+		jb_puts(w, ", ");
+		jb_str(w, opt);
+	}
+	if (in->park_idle) {
+		snprintf(opt, sizeof opt, "--park-idle=%s", in->park_idle);
+		jb_puts(w, ", ");
+		jb_str(w, opt);
+	}
 	jb_puts(w, ", \"--group\", ");
 	jb_str(w, k->group);
 	jb_puts(w, ", \"--\", ");
@@ -293,6 +313,14 @@ static void kernel_json(struct jw *w, const struct install *in, const struct ker
 	if (in->guarantee) {
 		jb_puts(w, ", \"guarantee\": ");
 		jb_str(w, in->guarantee);
+	}
+	if (in->wait) {
+		jb_puts(w, ", \"wait\": ");
+		jb_str(w, in->wait);
+	}
+	if (in->park_idle) {
+		jb_puts(w, ", \"park_idle\": ");
+		jb_str(w, in->park_idle);
 	}
 	jb_puts(w, ", \"group\": ");
 	jb_str(w, k->group);
@@ -378,6 +406,19 @@ static int do_install(const struct install *in)
 			        in->guarantee, err);
 			return VR_EXIT_ERROR;
 		}
+	}
+	/* --wait and --park-idle are checked now, as vramctl run would at the
+	 * kernel's start (#36). */
+	uint64_t ms;
+	char terr[200];
+	if (in->wait && vr_parse_duration(in->wait, 0, &ms, terr, sizeof terr) < 0) {
+		fprintf(stderr, "vramctl: kernel install: --wait: %s\n", terr);
+		return VR_EXIT_ERROR;
+	}
+	if (in->park_idle && strcasecmp(in->park_idle, "manual") &&
+	    vr_parse_duration(in->park_idle, 0, &ms, terr, sizeof terr) < 0) {
+		fprintf(stderr, "vramctl: kernel install: --park-idle: %s (or manual)\n", terr);
+		return VR_EXIT_ERROR;
 	}
 	if (load_wrapped(in->from, src, sizeof src, &got) < 0)
 		return VR_EXIT_ERROR;
@@ -535,7 +576,9 @@ enum {
 	OPT_NAME,
 	OPT_DISPLAY,
 	OPT_FROM,
-	OPT_GUARANTEE
+	OPT_GUARANTEE,
+	OPT_WAIT,
+	OPT_PARK_IDLE
 };
 
 static const struct option install_opts[] = {
@@ -545,6 +588,8 @@ static const struct option install_opts[] = {
     {"name", required_argument, NULL, OPT_NAME},
     {"display-name", required_argument, NULL, OPT_DISPLAY},
     {"from", required_argument, NULL, OPT_FROM},
+    {"wait", optional_argument, NULL, OPT_WAIT},
+    {"park-idle", required_argument, NULL, OPT_PARK_IDLE},
     {"user", no_argument, NULL, OPT_USER},
     {"sys-prefix", no_argument, NULL, OPT_SYS_PREFIX},
     {"system", no_argument, NULL, OPT_SYSTEM},
@@ -553,7 +598,7 @@ static const struct option install_opts[] = {
 };
 
 /* remove's: install's --user, --sys-prefix, --system and --help. */
-static const struct option *const remove_opts = install_opts + 6;
+static const struct option *const remove_opts = install_opts + 8;
 
 /* --user, --sys-prefix, --system as option c; 1 if c was one of them. */
 static int where_opt(int c, enum where *w)
@@ -602,6 +647,12 @@ static int install_options(int argc, char **argv, struct install *in)
 			continue;
 		case OPT_FROM:
 			in->from = optarg;
+			continue;
+		case OPT_WAIT:
+			in->wait = optarg ? optarg : "60s";
+			continue;
+		case OPT_PARK_IDLE:
+			in->park_idle = optarg;
 			continue;
 		}
 		break; /* ':' or '?' */

@@ -20,6 +20,8 @@ static const struct {
     {"run", cmd_run, "run a command under a GPU memory cap"},
     {"demo", cmd_demo, "show what a cap does, on the simulated GPU"},
     {"limit", cmd_limit, "change the cap of a running group or process"},
+    {"park", cmd_park, "move a process's GPU memory to host memory now (--park-idle)"},
+    {"unpark", cmd_unpark, "bring parked processes back on the GPU now"},
     {"preload", cmd_preload, "the machine's /etc/ld.so.preload entry for the library (root)"},
     {"watch", cmd_watch, "count a job's processes outside its cap against it (launchers)"},
     {"status", cmd_status, "show every GPU and process against its cap"},

@@ -64,6 +64,15 @@ $(DEMO_APP): $(O)/src/cli/demo_app/demo_app.o $(COMMON_LIB)
 	$(CC) $(BASE_LDFLAGS) -o $@ $^ -ldl
 ALL_TARGETS += $(DEMO_APP)
 
+# The controller the injected library starts to park or restore its own
+# process with the driver's checkpoint API (#36, hook/ckpt.c): libc and
+# dlopen, with vramctl's mark (self.c) so that the library stays out.
+CHECKPOINT_HELPER := $(O)/libexec/vramctl-checkpoint
+$(CHECKPOINT_HELPER): $(O)/src/cli/checkpoint/checkpoint.o
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_LDFLAGS) -o $@ $< -ldl -Wl,--export-dynamic-symbol=vramctl_cli_v1
+ALL_TARGETS += $(CHECKPOINT_HELPER)
+
 # The program `vramctl doctor` runs under a test cap (its interception
 # self-test). Linked with -lcuda as CUDA C programs are; it reaches the
 # driver every other way too (src/cli/doctor_probe/probe.c).

@@ -1,6 +1,6 @@
 /*
  * run.c - `vramctl run [--limit SPEC]... [--guarantee SPEC]... [--spill[=SIZE]] [--growth]
- *          [--group NAME] [--] COMMAND [ARG...]`
+ *          [--wait[=TIME]] [--park-idle=DURATION] [--group NAME] [--] COMMAND [ARG...]`
  *
  * The CLI re-implements no policy: it parses the options, checks the cap
  * the user typed against the devices the command will see, writes the
@@ -33,6 +33,7 @@
 #include "cli/spawn.h"
 #include "common/compiler.h"
 #include "common/contract.h"
+#include "common/duration.h"
 #include "common/enforce.h"
 #include "common/exit.h"
 #include "common/siteconf.h"
@@ -55,6 +56,7 @@ static void run_usage(FILE *f)
 	fprintf(
 	    f,
 	    "usage: vramctl run [--limit SPEC]... [--guarantee SPEC]... [--spill[=SIZE]]\n"
+	    "                   [--wait[=TIME]] [--park-idle=DURATION] [--park-budget SIZE]\n"
 	    "                   [--growth] [--group NAME] [--count card|allocations]\n"
 	    "                   [--enforce library|driver|both] [--report[=FILE]] [--stacks]\n"
 	    "                   [--trace FILE] [--trace-max SIZE] [--exec] [--] COMMAND [ARG...]\n"
@@ -72,6 +74,16 @@ static void run_usage(FILE *f)
 	    "                    cuMemCreate) go to host memory the GPU reads in place,\n"
 	    "                    slower, up to SIZE for the whole group (default auto: a\n"
 	    "                    quarter of the host's available memory); needs --limit\n"
+	    "  --wait[=TIME]     an allocation the cap (or another group's guarantee)\n"
+	    "                    refuses waits up to TIME for room (seconds, or 30s, 2m;\n"
+	    "                    default 60s), served in arrival order, then is refused as\n"
+	    "                    usual; one that could never be served fails at once\n"
+	    "  --park-idle=DURATION  a process whose driver calls stay idle for DURATION\n"
+	    "                    is parked: its GPU memory moves to host memory (the\n"
+	    "                    driver's checkpoint API) until its next driver call;\n"
+	    "                    \"manual\": only `vramctl park` and guarantees park it\n"
+	    "  --park-budget SIZE  host memory the group's parked processes may hold\n"
+	    "                    (default auto: a quarter of the host's available memory)\n"
 	    "  --growth          frameworks that preallocate (TensorFlow, JAX) grow on\n"
 	    "                    demand instead\n"
 	    "  --count WHAT      what the cap counts: card (default: all the card holds\n"
@@ -119,6 +131,11 @@ struct run_req {
 	struct vr_limits gua;  /* --guarantee */
 	char gspec[4096];      /* the guarantee normalised, for VRAMCTL_GUARANTEE */
 	int growth, have_limit, have_spill, have_guarantee, exec_self;
+	const char *wait;      /* --wait's TIME ("60s" bare), or NULL (#36) */
+	uint64_t wait_ms;      /* the same in ms, 0 without --wait */
+	const char *park_idle; /* --park-idle's DURATION or "manual", or NULL */
+	uint64_t park_budget;  /* --park-budget (default auto) */
+	int have_park_budget;
 	const char *count; /* --count, or NULL: the environment's (default card) */
 	uint64_t spill;
 	struct rep_opts ro;      /* --report, --stacks, --trace, --trace-max */
@@ -141,13 +158,19 @@ enum {
 	OPT_GROUP,
 	OPT_COUNT,
 	OPT_GUARANTEE,
-	OPT_ENFORCE
+	OPT_ENFORCE,
+	OPT_WAIT,
+	OPT_PARK_IDLE,
+	OPT_PARK_BUDGET
 };
 
 static const struct option run_opts[] = {
     {"limit", required_argument, NULL, 'l'},
     {"guarantee", required_argument, NULL, OPT_GUARANTEE},
     {"spill", optional_argument, NULL, OPT_SPILL},
+    {"wait", optional_argument, NULL, OPT_WAIT},
+    {"park-idle", required_argument, NULL, OPT_PARK_IDLE},
+    {"park-budget", required_argument, NULL, OPT_PARK_BUDGET},
     {"growth", no_argument, NULL, OPT_GROWTH},
     {"group", required_argument, NULL, OPT_GROUP},
     {"count", required_argument, NULL, OPT_COUNT},
@@ -213,6 +236,35 @@ static int run_option(struct run_req *r, int c, const char *v)
 		r->have_spill = 1;
 		spill_note(r->spill, v);
 		break;
+	case OPT_WAIT: {
+		/* --wait[=TIME]: the value only with '=' (a separate word is the
+		 * command), as --spill's. */
+		uint64_t ms;
+		if (v && vr_parse_duration(v, 0, &ms, err, sizeof(err)) < 0) {
+			fprintf(stderr, "vramctl: --wait: %s\n", err);
+			return VR_EXIT_ERROR;
+		}
+		r->wait = v ? v : "60s";
+		r->wait_ms = v ? ms : VR_WAIT_DEFAULT_MS;
+		break;
+	}
+	case OPT_PARK_IDLE: {
+		uint64_t ms;
+		if (strcasecmp(v, "manual") != 0 &&
+		    vr_parse_duration(v, 0, &ms, err, sizeof(err)) < 0) {
+			fprintf(stderr, "vramctl: --park-idle: %s (or manual)\n", err);
+			return VR_EXIT_ERROR;
+		}
+		r->park_idle = v;
+		break;
+	}
+	case OPT_PARK_BUDGET:
+		if (vr_parse_spill(v, &r->park_budget, err, sizeof(err)) < 0) {
+			fprintf(stderr, "vramctl: --park-budget: %s\n", err);
+			return VR_EXIT_ERROR;
+		}
+		r->have_park_budget = 1;
+		break;
 	case OPT_REPORT:
 		r->ro.report = 1;
 		if (v && !*v) {
@@ -264,7 +316,7 @@ static int run_option(struct run_req *r, int c, const char *v)
  */
 static int value_as_command(int c, int argc, char **argv)
 {
-	const char *opt = c == OPT_SPILL ? "--spill" : "--report";
+	const char *opt = c == OPT_SPILL ? "--spill" : c == OPT_WAIT ? "--wait" : "--report";
 	const char *next = optind < argc ? argv[optind] : NULL;
 	char err[256];
 	uint64_t size;
@@ -275,6 +327,7 @@ static int value_as_command(int c, int argc, char **argv)
 	len = strlen(next);
 	if ((optind + 1 < argc && !strcmp(argv[optind + 1], "--")) ||
 	    (c == OPT_SPILL && vr_parse_spill(next, &size, err, sizeof(err)) == 0) ||
+	    (c == OPT_WAIT && vr_parse_duration(next, 0, &size, err, sizeof(err)) == 0) ||
 	    (c == OPT_REPORT && len > 5 && !strcmp(next + len - 5, ".json"))) {
 		fprintf(stderr,
 		        "vramctl: %s takes its value with '=' (%s=%s); put '--' before the "
@@ -312,7 +365,7 @@ static int parse_options(int argc, char **argv, struct run_req *r)
 			        "vramctl: run: unknown option '%s' ('vramctl run --help')\n", word);
 			return VR_EXIT_ERROR;
 		}
-		if ((c == OPT_SPILL || c == OPT_REPORT) && !optarg &&
+		if ((c == OPT_SPILL || c == OPT_REPORT || c == OPT_WAIT) && !optarg &&
 		    value_as_command(c, argc, argv) < 0)
 			return VR_EXIT_ERROR;
 		if ((rc = run_option(r, c, optarg)) != RUN_GO)
@@ -351,6 +404,28 @@ static int settle_options(struct run_req *r, char **argv)
 		                "(both are written by vramctl after the command, which --exec "
 		                "replaces)\n");
 		return VR_EXIT_ERROR;
+	}
+	if ((r->wait || r->park_idle) && !r->have_limit) {
+		fprintf(stderr,
+		        "vramctl: %s needs --limit: it acts on what the cap refuses or "
+		        "holds\n",
+		        r->wait ? "--wait" : "--park-idle");
+		return VR_EXIT_ERROR;
+	}
+	if (r->have_park_budget && !r->park_idle) {
+		fprintf(stderr, "vramctl: --park-budget goes with --park-idle\n");
+		return VR_EXIT_ERROR;
+	}
+	if (r->park_idle && !r->have_park_budget) {
+		char err[256];
+		/* auto, sized now for the whole run, as --spill's. */
+		if (vr_parse_spill("auto", &r->park_budget, err, sizeof(err)) < 0) {
+			fprintf(stderr,
+			        "vramctl: --park-idle: no host budget for parking: %s "
+			        "(give --park-budget SIZE)\n",
+			        err);
+			return VR_EXIT_ERROR;
+		}
 	}
 	if (r->have_spill && !r->have_limit) {
 		fprintf(stderr,
@@ -472,6 +547,7 @@ static int join_group(struct run_req *r, const char *spec, const struct vr_launc
 	                           .limits = &r->lim,
 	                           .growth = r->growth,
 	                           .spill = r->spill,
+	                           .park_budget = r->park_idle ? r->park_budget : 0,
 	                           .fresh = !r->group_opt,
 	                           .devs = devs,
 	                           .ndev = ndev < 0 ? 0 : ndev};
@@ -506,6 +582,9 @@ static int run_command(const struct run_req *r, int argc, char **argv, const cha
 	                        .growth = r->growth,
 	                        .count = r->count,
 	                        .spill = r->have_limit ? g->spill : 0,
+	                        .wait = r->wait,
+	                        .park_idle = r->park_idle,
+	                        .park_budget = r->park_budget,
 	                        .lib = lib,
 	                        .cur_preload = getenv("LD_PRELOAD")};
 	struct rep_run *rr = NULL;
@@ -623,7 +702,7 @@ int cmd_run(int argc, char **argv)
 	if (r.have_limit && join_group(&r, spec, devs, ndev, group, sizeof(group), &g) < 0) {
 		rc = VR_EXIT_ERROR;
 	} else if (r.have_limit && r.have_guarantee &&
-	           cli_admit(&r.gua, &r.lim, devs, ndev, group, g.member, &adm) < 0) {
+	           cli_admit(&r.gua, &r.lim, devs, ndev, group, g.member, r.wait_ms, &adm) < 0) {
 		rc = VR_EXIT_ERROR;
 	} else {
 		/* The run is a job: found by its processes without their

@@ -349,11 +349,17 @@ void draw(struct ui *u, const struct mon_model *m)
 		if (capped)
 			snprintf(cells[C_DENIED], cl, "%llu", (unsigned long long)p->denied_count);
 		cells[L_BAR][0] = cells[L_SPARK][0] = '\0';
-		char cmd[sizeof(cells[0]) - 96]; /* room for "[state] [counting] " */
+		char cmd[sizeof(cells[0]) - 128]; /* room for "[state] [counting] " */
 		vr_text_escape(cmd, sizeof(cmd), (p->valid & MON_P_COMMAND) ? p->command : "-");
-		char state[16] = "", counting[48] = "";
+		char state[48] = "", counting[48] = "", sz[32];
 		if (capped && p->state != MON_PROC_ALIVE)
 			snprintf(state, sizeof(state), "[%s] ", mon_state_name(p->state));
+		else if (capped && p->parked) /* #36: its memory on the host */
+			snprintf(state, sizeof(state), "[parked %s] ",
+			         vr_format_size(p->parked_bytes, sz, sizeof(sz)));
+		else if (capped && p->wait_bytes) /* #36: --wait */
+			snprintf(state, sizeof(state), "[waiting for %s] ",
+			         vr_format_size(p->wait_bytes, sz, sizeof(sz)));
 		else if (p->valid & MON_P_ALONE) /* its cap holds for it alone */
 			snprintf(state, sizeof(state), "[own books] ");
 		else if (escaped)

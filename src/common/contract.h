@@ -20,6 +20,19 @@
 /* Spill past the cap to host memory the GPU reads in place (docs/spill.md):
  * the group's host budget, SIZE | "auto" | "0" (spill.h). Unset: no spill. */
 #define VR_ENV_SPILL "VRAMCTL_SPILL"
+/* Waiting instead of out-of-memory (#36): an allocation the group's cap or
+ * the card's guarantees refuse waits for room up to TIME (duration.h:
+ * seconds, or 30s, 2m), then is refused as usual. Unset or 0: no wait.
+ * Read only under a cap; a bad value is said and means no wait. */
+#define VR_ENV_WAIT "VRAMCTL_WAIT"
+/* Parking (#36): DURATION (duration.h) a process whose driver calls stay
+ * idle that long is parked (its device memory moved to host memory by the
+ * driver's checkpoint API, brought back at its next call); "manual": it
+ * can be parked (vramctl park, guarantees) but not for idleness. Unset: it
+ * is never parked. VRAMCTL_PARK_BUDGET: the group's host budget for its
+ * parked members, SIZE | "auto" | "0" (spill.h's grammar; default auto). */
+#define VR_ENV_PARK_IDLE   "VRAMCTL_PARK_IDLE"
+#define VR_ENV_PARK_BUDGET "VRAMCTL_PARK_BUDGET"
 /* "1": frameworks that preallocate grow on demand instead. */
 #define VR_ENV_GROWTH "VRAMCTL_GROWTH"
 /* Group name: processes with the same name share one cap per device. */
@@ -59,7 +72,8 @@
  * The contract as a file, for processes whose environment has none: lines
  * NAME=value of the variables above (VRAMCTL_LIMIT, VRAMCTL_GROUP,
  * VRAMCTL_REGISTRY_DIR, VRAMCTL_COUNT, VRAMCTL_SPILL, VRAMCTL_GROWTH,
- * VRAMCTL_GUARANTEE), '#' comments. The CDI spec mounts one, read-only,
+ * VRAMCTL_GUARANTEE, VRAMCTL_WAIT, VRAMCTL_PARK_IDLE,
+ * VRAMCTL_PARK_BUDGET), '#' comments. The CDI spec mounts one, read-only,
  * into each capped container, so that `env -u VRAMCTL_LIMIT`, `env -i`,
  * an ssh session or `podman exec` there stay capped. Believed only when
  * root owns it and nobody else can write it, or it is on a read-only mount.

@@ -324,6 +324,44 @@ typedef struct CUctxCreateParams_st {
 	void *cigParams;
 } CUctxCreateParams;
 
+/*
+ * The checkpoint API (cuda.h "CUDA Checkpointing", CUDA 12.8 and later
+ * drivers, Linux): a controller process locks another process's CUDA calls,
+ * moves its device memory to host memory and back, and unlocks it. The
+ * states a process goes through; CHECKPOINTING and RESTORING are the
+ * newer drivers' names for an operation in progress.
+ */
+typedef int CUprocessState;
+enum {
+	CU_PROCESS_STATE_RUNNING = 0,
+	CU_PROCESS_STATE_LOCKED = 1,
+	CU_PROCESS_STATE_CHECKPOINTED = 2,
+	CU_PROCESS_STATE_FAILED = 3,
+	CU_PROCESS_STATE_CHECKPOINTING = 4,
+	CU_PROCESS_STATE_RESTORING = 5,
+};
+typedef struct CUcheckpointLockArgs_st {
+	unsigned int timeoutMs; /* 0: no timeout */
+	unsigned int reserved0;
+	cuuint64_t reserved1[7];
+} CUcheckpointLockArgs;
+typedef struct CUcheckpointCheckpointArgs_st {
+	cuuint64_t reserved[8];
+} CUcheckpointCheckpointArgs;
+typedef struct CUcheckpointGpuPair_st {
+	CUuuid oldUuid;
+	CUuuid newUuid;
+} CUcheckpointGpuPair;
+typedef struct CUcheckpointRestoreArgs_st {
+	CUcheckpointGpuPair *gpuPairs;
+	unsigned int gpuPairsCount;
+	char reserved[52 - sizeof(CUcheckpointGpuPair *)];
+	cuuint64_t reserved1;
+} CUcheckpointRestoreArgs;
+typedef struct CUcheckpointUnlockArgs_st {
+	cuuint64_t reserved[8];
+} CUcheckpointUnlockArgs;
+
 typedef int CUdriverProcAddressQueryResult;
 enum {
 	CU_GET_PROC_ADDRESS_SUCCESS = 0,
@@ -525,6 +563,16 @@ enum {
 	   unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra),      \
 	  (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,       \
 	   hStream, kernelParams, extra))                                                          \
+	X(cuMemcpyHtoD_v2, (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount),         \
+	  (dstDevice, srcHost, ByteCount))                                                         \
+	X(cuMemcpyDtoH_v2, (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount),               \
+	  (dstHost, srcDevice, ByteCount))                                                         \
+	X(cuCheckpointProcessGetRestoreThreadId, (int pid, int *tid), (pid, tid))                  \
+	X(cuCheckpointProcessGetState, (int pid, CUprocessState *state), (pid, state))             \
+	X(cuCheckpointProcessLock, (int pid, CUcheckpointLockArgs *args), (pid, args))             \
+	X(cuCheckpointProcessCheckpoint, (int pid, CUcheckpointCheckpointArgs *args), (pid, args)) \
+	X(cuCheckpointProcessRestore, (int pid, CUcheckpointRestoreArgs *args), (pid, args))       \
+	X(cuCheckpointProcessUnlock, (int pid, CUcheckpointUnlockArgs *args), (pid, args))         \
 	X(cuGetErrorName, (CUresult error, const char **pStr), (error, pStr))                      \
 	X(cuGetErrorString, (CUresult error, const char **pStr), (error, pStr))                    \
 	X(cuGetProcAddress, (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags),   \

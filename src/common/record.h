@@ -29,7 +29,8 @@
 #define VR_REC_MAGIC 0x3130434552525256ULL /* "VRRREC01" little-endian */
 /* 2: overhead and the peak on the card per device. 3: refusals by
  * cause (contexts, other groups' guarantees), the peak of what the run
- * needed at once (on the card + spilled), the on-card and spill events. */
+ * needed at once (on the card + spilled), the on-card and spill events;
+ * waits and parks. */
 #define VR_REC_VERSION 3u
 
 #define VR_REC_DEVS         16          /* devices by the program's ordinal */
@@ -72,6 +73,10 @@ enum vr_rec_type {
 	VR_EV_OVERHEAD,  /* the member's overhead on the card is now bytes; in_use: its
 	                    blocks, as for ALLOC (blocks + overhead: what the cap counts) */
 	VR_EV_UNSPILL,   /* bytes of spilled memory given back */
+	VR_EV_WAIT,      /* a wait for room for bytes ended: at t_ns, count ms
+	                    after it began; kind 1 granted, 0 refused */
+	VR_EV_PARK,      /* bytes of this device parked (kind 1: moved to host memory)
+	                    or brought back (kind 0), count the ms it took */
 };
 /* VR_EV_SPILL and VR_EV_UNSPILL carry in in_use the member's spilled bytes
  * on dev after the event (host memory, not its blocks on the card). */
@@ -127,6 +132,11 @@ struct vr_rec_dev {
 	unsigned char uuid[16];
 	uint32_t used;       /* 1 once the device was seen */
 	uint32_t card_known; /* 1 once the overhead was measured */
+	/* Waits for room (#36): how many, how many ended with the room, the
+	 * time they took in all and the longest; and parks of this process
+	 * (its bytes here moved to host memory), how many, the most parked. */
+	uint64_t waits, waits_granted, wait_ns, wait_ns_max;
+	uint64_t parks, parked_max;
 };
 
 /* A call site: return addresses, each with the module it falls in. */

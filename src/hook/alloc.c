@@ -84,6 +84,7 @@ static void ipc_spilled(void)
 VR_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
 {
 	VR_PASS(cuIpcGetMemHandle, (pHandle, dptr));
+	vr_park_unsupported("CUDA IPC memory (cuIpcGetMemHandle)");
 	if (vr_spill_any() && vr_spill_is(VR_KIND_SPILL, dptr))
 		ipc_spilled();
 	CUresult rc;
@@ -97,11 +98,44 @@ VR_EXPORT CUresult cuMemExportToShareableHandle(void *shareableHandle,
                                                 unsigned long long flags)
 {
 	VR_PASS(cuMemExportToShareableHandle, (shareableHandle, handle, handleType, flags));
+	vr_park_unsupported("shared GPU memory (cuMemExportToShareableHandle)");
 	if (vr_spill_any() && vr_spill_is(VR_KIND_SPILLVMM, handle))
 		ipc_spilled();
 	CUresult rc;
 	VR_OWN(
 	    rc = vr_real.cuMemExportToShareableHandle(shareableHandle, handle, handleType, flags));
+	return rc;
+}
+
+/* Imports: nothing of the books' (the exporter's memory), but a process
+ * that holds one is never parked (park.h). */
+VR_EXPORT CUresult cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags)
+{
+	VR_PASS(cuIpcOpenMemHandle, (pdptr, handle, Flags));
+	vr_park_unsupported("CUDA IPC memory (cuIpcOpenMemHandle)");
+	CUresult rc;
+	VR_OWN(rc = vr_real.cuIpcOpenMemHandle(pdptr, handle, Flags));
+	return rc;
+}
+
+VR_EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle,
+                                         unsigned int Flags)
+{
+	VR_PASS(cuIpcOpenMemHandle_v2, (pdptr, handle, Flags));
+	vr_park_unsupported("CUDA IPC memory (cuIpcOpenMemHandle)");
+	CUresult rc;
+	VR_OWN(rc = vr_real.cuIpcOpenMemHandle_v2(pdptr, handle, Flags));
+	return rc;
+}
+
+VR_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle,
+                                                  void *osHandle,
+                                                  CUmemAllocationHandleType shHandleType)
+{
+	VR_PASS(cuMemImportFromShareableHandle, (handle, osHandle, shHandleType));
+	vr_park_unsupported("shared GPU memory (cuMemImportFromShareableHandle)");
+	CUresult rc;
+	VR_OWN(rc = vr_real.cuMemImportFromShareableHandle(handle, osHandle, shHandleType));
 	return rc;
 }
 
@@ -147,6 +181,7 @@ VR_EXPORT CUresult cuMemFree(unsigned int dptr)
 VR_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
 {
 	VR_PASS(cuMemAllocManaged, (dptr, bytesize, flags));
+	vr_park_unsupported("managed memory (cuMemAllocManaged)");
 	if (!dptr || bytesize == 0)
 		return vr_real.cuMemAllocManaged(dptr, bytesize, flags);
 	VR_CURRENT_DEVICE(d);

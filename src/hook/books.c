@@ -75,16 +75,20 @@ static void join_locked(void)
 	    .fresh = fresh,
 	    .notice = books_damaged,
 	    .spill_budget = vr_g.spill_asked,
+	    .park_budget = vr_g.park_budget_asked,
+	    .waits = vr_g.wait_ms != 0,
 	    .lanes = 1,
 	};
 	o.as_owner = vr_job_owner(&o.owner);
 	char err[256] = "";
 	int differs = 0, rc;
 	vr_teardown_setup(); /* a join may reclaim a dead member's share */
-	VR_OWN(rc = vr_join(&o, &vr__books_member, &differs, err, sizeof err));
+	vr_member *got = NULL;
+	VR_OWN(rc = vr_join(&o, &got, &differs, err, sizeof err));
 	atomic_store(&vr__books_spill_budget, vr_g.spill_asked);
+	/* Published whole: the park agent may read it from its thread. */
+	__atomic_store_n(&vr__books_member, rc == 0 ? got : NULL, __ATOMIC_RELEASE);
 	if (rc != 0) {
-		vr__books_member = NULL;
 		snprintf(own_why, sizeof own_why, "cannot join group %s: %s", group,
 		         err[0] ? err : strerror(-rc));
 		vr_log(VR_LOG_ERROR,

@@ -15,6 +15,12 @@
  * read by the inline fast paths below, written by books.c. */
 extern vr_member *vr__books_member;
 extern _Atomic uint64_t vr__books_spill_budget;
+/* The same for a thread that may run while the join publishes it (the
+ * park agent, #36): an acquire load, paired with books.c's release. */
+static inline vr_member *vr_books_member_now(void)
+{
+	return __atomic_load_n(&vr__books_member, __ATOMIC_ACQUIRE);
+}
 
 /* Adds d to the books with cap_if_new (the group's cap wins if the group
  * already has one): fills d->reg and d->cap. Joins first if needed. */

@@ -13,6 +13,7 @@
 #include <sys/auxv.h>
 
 #include "common/contract.h"
+#include "common/duration.h"
 #include "common/hami.h"
 #include "common/siteconf.h"
 #include "common/spill.h"
@@ -28,6 +29,8 @@ struct vr_state vr_g;
 static char count_text[32];
 /* VRAMCTL_SPILL's text, parsed into vr_g.spill_asked. */
 static char spill_text[64];
+/* VRAMCTL_WAIT, VRAMCTL_PARK_IDLE and VRAMCTL_PARK_BUDGET's texts (#36). */
+static char wait_text[32], park_text[32], park_budget_text[64];
 /* VRAMCTL_GUARANTEE did not fit guarantee_text (read_guarantee decides). */
 static int guarantee_long;
 
@@ -65,6 +68,12 @@ static const struct vr_option {
      "host budget for spill past the cap: SIZE, auto or 0"},
     {VR_ENV_COUNT, OPT_TEXT, count_text, sizeof count_text, NULL,
      "what the cap counts: card or allocations"},
+    {VR_ENV_WAIT, OPT_TEXT, wait_text, sizeof wait_text, NULL,
+     "how long a refused allocation waits for room: TIME (30s, 2m) or 0"},
+    {VR_ENV_PARK_IDLE, OPT_TEXT, park_text, sizeof park_text, NULL,
+     "park this process after DURATION idle, or manual"},
+    {VR_ENV_PARK_BUDGET, OPT_TEXT, park_budget_text, sizeof park_budget_text, NULL,
+     "host budget for the group's parked members: SIZE, auto or 0"},
     {VR_ENV_GROUP, OPT_TEXT, vr_g.group, sizeof vr_g.group, NULL, "group name"},
     {VR_ENV_REGISTRY_DIR, OPT_TEXT, vr_g.registry_dir, sizeof vr_g.registry_dir, NULL,
      "registry directory"},
@@ -275,6 +284,29 @@ uint64_t vr_config_guarantee(int ordinal, const char *uuid_text, uint64_t phys_t
 	return g < cap ? g : cap;
 }
 
+/* Waiting and parking (#36), additions to a cap like spill: a value that
+ * cannot be read is said once and means none (the cap itself stays). */
+static void read_wait_park(void)
+{
+	char err[256];
+	uint64_t ms = 0;
+	if (wait_text[0] && vr_parse_duration(wait_text, 1, &ms, err, sizeof err) != 0)
+		config_error("%s: %s; allocations the cap refuses do not wait", VR_ENV_WAIT, err);
+	else
+		vr_g.wait_ms = ms;
+	ms = 0;
+	if (!strcasecmp(park_text, "manual"))
+		ms = VR_PARK_MANUAL;
+	else if (park_text[0] && vr_parse_duration(park_text, 0, &ms, err, sizeof err) != 0)
+		config_error("%s: %s; this process is never parked", VR_ENV_PARK_IDLE, err);
+	vr_g.park_idle_ms = ms;
+	uint64_t budget = 0;
+	const char *b = park_budget_text[0] ? park_budget_text : "auto";
+	if (vr_g.park_idle_ms && vr_parse_spill(b, &budget, err, sizeof err) != 0)
+		config_error("%s: %s; no host budget for parking", VR_ENV_PARK_BUDGET, err);
+	vr_g.park_budget_asked = vr_g.park_idle_ms ? budget : 0;
+}
+
 /* Under a cap that can be read: the registry directory, then spill. */
 static void check_under_cap(void)
 {
@@ -299,6 +331,7 @@ static void check_under_cap(void)
 		             VR_ENV_REGISTRY_DIR, vr_g.registry_dir);
 		return;
 	}
+	read_wait_park();
 	/* Spill is an addition to a cap: a bad budget is said once and means no
 	 * spill (the cap itself stays). */
 	if (spill_text[0]) {

@@ -30,6 +30,8 @@
 
 #include "common/size.h"
 
+#define VR_PARK_MANUAL UINT64_MAX
+
 struct vr_state {
 	/* Set once by vr_config_init; read without locks afterwards. */
 	atomic_int config_done;
@@ -48,6 +50,14 @@ struct vr_state {
 	 * sets the group's budget), and the budget of this process's own books.
 	 * The budget in force is the books' (vr_books_spill_budget). */
 	uint64_t spill_asked;
+	/* #36: VRAMCTL_WAIT, the longest an allocation the cap refuses waits
+	 * for room, in ms (0: it does not wait); VRAMCTL_PARK_IDLE, the idle
+	 * time after which this process is parked, in ms (0: it is never
+	 * parked; VR_PARK_MANUAL: it may be parked, never for idleness), and
+	 * the group's park budget asked (VRAMCTL_PARK_BUDGET). */
+	uint64_t wait_ms;
+	uint64_t park_idle_ms;
+	uint64_t park_budget_asked;
 	struct vr_limits limits;
 	char limit_text[VR_MAX_LIMITS * 64]; /* a full spec with UUIDs fits */
 	struct vr_limits guarantees;         /* parsed; count 0: no guarantee */

@@ -195,8 +195,9 @@ static void *own_entry(const char *name)
 #define VR_PASS_MADE(name, args)                                                                   \
 	int vr__act = vr_enter();                                                                  \
 	if (VR_UNLIKELY(vr__act < 0 || !vr_real.name)) {                                           \
-		CUresult rc_ = CUDA_ERROR_NOT_INITIALIZED;                                         \
-		OWN_ENTRY(rc_, name, args);                                                        \
+		CUresult rc_ = vr__refusal(); /* out of memory: stays parked */                    \
+		if (rc_ == CUDA_ERROR_NOT_INITIALIZED)                                             \
+			OWN_ENTRY(rc_, name, args);                                                \
 		return rc_;                                                                        \
 	}                                                                                          \
 	if (!vr__act)                                                                              \

@@ -25,6 +25,7 @@
 #include "hook/books.h"
 #include "hook/config.h"
 #include "hook/guarantee.h"
+#include "hook/guarantee_park.h"
 #include "hook/log.h"
 #include "hook/nvmlproc.h"
 #include "registry/devbook.h"
@@ -63,7 +64,8 @@ static int writes_itself(void)
 
 /* Has the group's guarantee of asked bytes admitted, or joins it as one
  * of the processes it lives for: as root in the book itself, else through
- * the guard service. 0, or -1 with the reason in err. */
+ * the guard service. 0, or a negative errno with the reason in err
+ * (-ENOSPC: it does not fit now; the service's refusals are -EACCES). */
 static int admit(struct vr_dev *d, uint64_t asked, uint64_t ident, char *err, size_t errlen)
 {
 	uint64_t given = 0;
@@ -78,12 +80,33 @@ static int admit(struct vr_dev *d, uint64_t asked, uint64_t ident, char *err, si
 		                           .card_free = card_free,
 		                           .arg = d};
 		int rc = vr_devbook_admit(NULL, d->uuid, &a, &given, err, errlen);
-		return rc < 0 ? -1 : 0;
+		return rc < 0 ? rc : 0;
 	}
 	struct vr_guard_req r = {.verb = VR_GUARD_ADMIT, .bytes = asked, .ident = ident};
 	memcpy(r.uuid, d->uuid, 16);
 	vr_text_copy(r.group, sizeof r.group, group && *group ? group : "-");
-	return vr_guard_ask(&r, &given, err, errlen) < 0 ? -1 : 0;
+	int rc = vr_guard_ask(&r, &given, err, errlen);
+	return rc < 0 ? rc : 0;
+}
+
+/* admit, and where the card has no room for the guarantee now: idle
+ * borrowers that run with --park-idle are parked for it (#36, "Guarantees
+ * given back by parking"), then it is asked once more. Nobody is killed;
+ * a borrower decides for itself whether this process may park it
+ * (common/parkwire.h). 0, or admit's error. */
+static int admit_parking(struct vr_dev *d, uint64_t asked, uint64_t ident, char *err, size_t errlen)
+{
+	int rc = admit(d, asked, ident, err, errlen);
+	uint64_t free_b = 0;
+	if (rc == 0 || asked > d->phys_total || card_free(d, &free_b) < 0)
+		return rc;
+	/* The book's refusal for room; the service's (any refusal) only
+	 * when the card itself lacks the room. */
+	if (!(rc == -ENOSPC || (rc == -EACCES && free_b < asked)))
+		return rc;
+	if (!vr_gt_park_borrowers(d, free_b < asked ? asked - free_b : asked))
+		return rc;
+	return admit(d, asked, ident, err, errlen);
 }
 
 /* The GPU has no book: root makes it, anyone else asks the service (quiet
@@ -172,7 +195,7 @@ void vr_gt_setup(struct vr_dev *d)
 	 * admitted, or joined as one of the processes it lives for. One a
 	 * launcher gave (found above) needs nothing more: its launcher holds it,
 	 * so a join that cannot be had (no service) goes unsaid. */
-	if (asked && admit(d, asked, ident, err, sizeof err) != 0 && g <= 0)
+	if (asked && admit_parking(d, asked, ident, err, sizeof err) != 0 && g <= 0)
 		vr_log(VR_LOG_ERROR,
 		       "GPU %d: the guarantee of %s cannot be given: %s; this process borrows "
 		       "like a group without one",

@@ -14,6 +14,7 @@
  */
 #include <stdlib.h>
 
+#include "hook/park.h"
 #include "hook/hook.h"
 #include "hook/ptrmap.h"
 #include "hook/record.h"
@@ -40,5 +41,6 @@ __attribute__((constructor)) static void vr_constructor(void)
 	if (vr_g.active) {
 		vr_rec_prime();
 		vr_map_prepare();
+		vr_park_arm(); /* --park-idle: the gate before the first driver call */
 	}
 }

@@ -14,8 +14,10 @@
 
 #define VR_CUDA_PROTOTYPES
 #define VR_NVML_PROTOTYPES
+#include "hook/gate.h"
 #include "hook/hook.h"
 #include "hook/job.h"
+#include "hook/park.h"
 #include "hook/lookup.h"
 
 /* The wrapper of the hooked symbol whose real address is p, or NULL. */
@@ -51,6 +53,17 @@ static int maybe_hooked(const char *sym)
 	return 0;
 }
 
+/* A driver entry point vramctl does not wrap, as the program gets it: its
+ * own pointer, or behind the gate (a trampoline) when the process may be
+ * parked (gate.h, #36). */
+static void *gated(void *p)
+{
+	if (VR_LIKELY(!vr_gate_armed()))
+		return p;
+	vr_park_arm(); /* a cap found without the environment: armed now */
+	return vr_gate_wrap(p);
+}
+
 /*
  * A driver pointer as the program should see it. A real driver may hand
  * cuGetProcAddress callers an internal entry rather than the exported one;
@@ -60,12 +73,12 @@ static void *substitute_cu(void *p, const char *requested)
 {
 	void *w = wrapper_for(p);
 	if (w || !requested || !maybe_hooked(requested))
-		return w ? w : p;
+		return w ? w : gated(p);
 	Dl_info di;
 	if (dladdr(p, &di) && di.dli_saddr == p && di.dli_sname && di.dli_fbase && vr_g.driver &&
 	    (w = wrapper_named(di.dli_sname)) != NULL)
 		return w;
-	return p;
+	return gated(p);
 }
 
 /*
@@ -124,7 +137,7 @@ void *vr_lookup_substitute(void *real, const char *name)
 		void *w = wrapper_for(real);
 		if (w)
 			return w;
-		return in_our_driver(real) ? real : foreign(real, name);
+		return in_our_driver(real) ? gated(real) : foreign(real, name);
 	}
 	if (!strncmp(name, "nvml", 4)) {
 		if (vr_nvml_init() != 0)

@@ -55,7 +55,8 @@ $(O)/tests/hook/libnullinfo.so: tests/hook/nullinfo.c $(SIM_CUDA)
 
 TESTS += $(HOOK_TESTS)
 TEST_SCRIPTS += tests/hook/exports.sh tests/hook/card.sh tests/hook/limit.sh tests/hook/guarantee.sh \
-	tests/hook/guarantee_attacks.sh tests/hook/guarantee_truth.sh tests/hook/limit_guarantee.sh tests/hook/hints.sh tests/hook/limit_devices.sh
+	tests/hook/guarantee_attacks.sh tests/hook/guarantee_truth.sh tests/hook/limit_guarantee.sh tests/hook/hints.sh tests/hook/limit_devices.sh \
+	tests/hook/wait.sh tests/hook/park.sh
 
 # A GPU program driven line by line on stdin (allocate, free, ask), for the
 # tests of caps that change while it runs (limit.sh) and of guarantees.

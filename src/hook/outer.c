@@ -216,6 +216,11 @@ uint64_t vr_outer_total(struct vr_dev *d, uint64_t total)
 	return total;
 }
 
+int vr_outer_refused(const struct vr_dev *d)
+{
+	return refused_by > 0 && refused_by <= d->nouter;
+}
+
 void vr_outer_refusal_own(void)
 {
 	refused_by = 0;

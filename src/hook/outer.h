@@ -49,5 +49,8 @@ int vr_outer_say_refused(struct vr_dev *d, uint64_t bytes, uint64_t in_use);
 /* A refusal of this thread's own group: the flag vr_outer_say_refused
  * reads is cleared. */
 void vr_outer_refusal_own(void);
+/* 1 when this thread's last refusal on d was an outer group's (the flag
+ * vr_outer_say_refused reads and forgets). */
+int vr_outer_refused(const struct vr_dev *d);
 
 #endif /* VRAMCTL_HOOK_OUTER_H */

@@ -16,12 +16,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "common/clock.h"
+#include "common/duration.h"
 #include "common/siteconf.h"
 #include "common/text.h"
 #include "hook/books.h"
 #include "hook/policy.h"
 #include "hook/record.h"
+#include "hook/wait.h"
 #include "registry/caps.h"
 
 /*
@@ -233,9 +237,21 @@ static void hint(const struct vr_dev *d, uint64_t bytes, uint64_t in_use, uint64
  * is not bytes, is what the program asked for, which the card takes in
  * whole pages (vr_on_card).
  */
+/* This thread's last wait for room (#36), for the denial line that
+ * follows it: how it ended and how long it took (ns 0: none). */
+static __thread struct vr_waited last_wait;
+
 static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t asked, uint64_t in_use)
 {
 	char a[32], b[32], c[32], s[32], more[64], others[256] = "", tip[200], pages[96] = "";
+	char lead[64] = "denied ", took[32];
+	const char *why = "";
+	if (last_wait.end == VR_WAITED_TIME || last_wait.end == VR_WAITED_OTHER)
+		snprintf(lead, sizeof lead, "waited %s for ",
+		         vr_format_duration(last_wait.ns / 1000000, took, sizeof took));
+	else if (last_wait.end != VR_WAITED_GRANTED)
+		why = vr_wait_why(last_wait.end);
+	last_wait = (struct vr_waited){0};
 	if (!vr_log_denial_gate(more, sizeof more))
 		return;
 	/* A cap of 0 is a cap that could not be read (fail closed: said when
@@ -307,9 +323,8 @@ static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t asked, u
 	if (asked != bytes) /* exact: a rounded size could read as a whole MiB */
 		snprintf(pages, sizeof pages, " (%llu bytes asked, in whole 2 MiB pages)",
 		         (unsigned long long)asked);
-	vr__log(VR_LOG_WARN,
-	        "denied %s%s on GPU %d: cap %s, %s in use%s (this process %s%s%s); %s%s",
-	        vr_format_size_digits(bytes, dg, a, sizeof a), pages, d->ordinal,
+	vr__log(VR_LOG_WARN, "%s%s%s on GPU %d%s: cap %s, %s in use%s (this process %s%s%s); %s%s",
+	        lead, vr_format_size_digits(bytes, dg, a, sizeof a), pages, d->ordinal, why,
 	        vr_format_size_digits(d->cap, dg, b, sizeof b),
 	        vr_format_size_digits(in_use, dg, c, sizeof c), ohs,
 	        vr_format_size_digits(self, dg, s, sizeof s), mines, others, tip, more);
@@ -318,6 +333,16 @@ static void say_denied(const struct vr_dev *d, uint64_t bytes, uint64_t asked, u
 /* A refusal of bytes (asked: see say_denied) recorded and said. */
 static void refused(struct vr_dev *d, uint64_t bytes, uint64_t asked, uint64_t in_use)
 {
+	if (vr_gt_refused(d) || vr_outer_refused(d)) {
+		/* Their own line says why; a wait before it is said first. */
+		char took[32], sz[32];
+		if (last_wait.ns &&
+		    (last_wait.end == VR_WAITED_TIME || last_wait.end == VR_WAITED_OTHER))
+			vr_log(VR_LOG_WARN, "waited %s for %s on GPU %d, then:",
+			       vr_format_duration(last_wait.ns / 1000000, took, sizeof took),
+			       vr_format_size(bytes, sz, sizeof sz), d->ordinal);
+		last_wait = (struct vr_waited){0};
+	}
 	if (vr_gt_refused(d)) {
 		vr_rec_denied(d, bytes, in_use, VR_DENY_GUARANTEE);
 		vr_gt_say_denied(d, bytes);
@@ -326,6 +351,56 @@ static void refused(struct vr_dev *d, uint64_t bytes, uint64_t asked, uint64_t i
 	vr_rec_denied(d, bytes, in_use, VR_DENY_CAP);
 	if (!vr_outer_say_refused(d, bytes, in_use))
 		say_denied(d, bytes, asked, in_use);
+}
+
+/*
+ * --wait (#36): an allocation the group's cap refused waits for room
+ * (wait.h); what the group then grants is asked of the card and the
+ * guarantees as any grant is. 1 granted (charged), 0 refused: the thread's
+ * last_wait says how long it waited and why it stopped, for the line. A
+ * grant the card or another group's guarantee refuses is not the books':
+ * no release of this group wakes it, so it is asked again every
+ * VR_WAIT_RETRY_NS while time is left.
+ */
+#define VR_WAIT_RETRY_NS 250000000ull
+static int waited(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
+{
+	uint64_t t0 = vr_mono_ns(), deadline = t0 + vr_wait_budget_ns();
+	struct vr_waited w = {0};
+	for (;;) {
+		if (vr_wait_room(d, bytes, deadline, &w) == 0) {
+			*in_use = vr_books_in_use(d);
+			if (vr__policy_granted(d, bytes, in_use) == 0) {
+				vr_rec_charge(d, (int64_t)bytes);
+				vr_rec_wait(d, bytes, vr_mono_ns() - t0, 1);
+				last_wait = (struct vr_waited){0};
+				return 1;
+			}
+			w.end = VR_WAITED_OTHER; /* the card or a guarantee refused */
+		}
+		uint64_t now = vr_mono_ns();
+		if ((w.end != VR_WAITED_TIME && w.end != VR_WAITED_OTHER) || now >= deadline)
+			break;
+		if (w.end == VR_WAITED_OTHER) {
+			uint64_t left = deadline - now;
+			left = left < VR_WAIT_RETRY_NS ? left : VR_WAIT_RETRY_NS;
+			struct timespec ts = {(time_t)(left / 1000000000ull),
+			                      (long)(left % 1000000000ull)};
+			while (nanosleep(&ts, &ts) != 0)
+				;
+		}
+	}
+	w.ns = vr_mono_ns() - t0;
+	last_wait = w;
+	vr_rec_wait(d, bytes, w.ns, 0);
+	vr_books_denied(d, bytes); /* the refusal counts now, not before the wait */
+	return 0;
+}
+
+/* Waits when --wait asks for it: 1 granted. */
+static int wait_granted(struct vr_dev *d, uint64_t bytes, uint64_t *in_use)
+{
+	return vr_wait_budget_ns() && waited(d, bytes, in_use);
 }
 
 /* d's cap as the group's books say now (`vramctl limit`). */
@@ -375,6 +450,8 @@ int vr__policy_refused(struct vr_dev *d, uint64_t bytes, uint64_t in_use, int re
 		return 0;
 	if (second_try(d, bytes, &in_use))
 		return 0;
+	if (report && wait_granted(d, bytes, &in_use))
+		return 0;
 	if (report)
 		refused(d, bytes, bytes, in_use);
 	return -1;
@@ -402,7 +479,10 @@ int vr__policy_reserve_pages(struct vr_dev *d, uint64_t bytes, uint64_t page, in
 		atomic_store(&d->short_block, 0);
 	}
 	if (spillable && vr_books_spill_budget())
-		return 1;             /* the host may serve it: nothing said here */
+		return 1; /* the host may serve it: nothing said here */
+	*charged = page;
+	if (wait_granted(d, page, &in_use))
+		return 0;
 	vr_books_denied(d, *charged); /* as the reserve does when not quiet */
 	refused(d, *charged, bytes, in_use);
 	return -1;

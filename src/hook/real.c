@@ -17,6 +17,7 @@
 #include "hook/real.h"
 
 struct vr_real vr_real;
+int (*vr_gate_pass)(void);
 __thread int vr_in_hook __attribute__((tls_model("initial-exec")));
 
 /* Guards publishing the real pointers (never held across dlopen). */
@@ -135,7 +136,7 @@ static int load(const struct lib *l)
 	vr_config_init();
 	int s = atomic_load_explicit(l->state, memory_order_acquire);
 	if (s != 0)
-		return s == 1 ? 0 : -1;
+		return s < 0 ? -1 : 0; /* 1, or VR_DRIVER_GATED: loaded */
 	if (loading)
 		return -1;
 	loading = 1;
@@ -152,7 +153,11 @@ static int load(const struct lib *l)
 		l->publish(&r);
 		*l->handle = h;
 		s = 1;
-		atomic_store_explicit(l->state, s, memory_order_release);
+		/* A process that may be parked has its gate shut from the start
+		 * (park.c): every wrapper passes it too. */
+		atomic_store_explicit(l->state,
+		                      l == &driver_lib && vr_gate_pass ? VR_DRIVER_GATED : s,
+		                      memory_order_release);
 	} else if (s == 0) {
 		/* Invisible mode stays silent: the program finds out itself. */
 		if (vr_g.active)
@@ -171,6 +176,28 @@ int vr_driver_init(void)
 	if (VR_UNLIKELY(atomic_load_explicit(&vr_g.driver_state, memory_order_acquire) == 0))
 		vr_job_resolve();
 	return load(&driver_lib);
+}
+
+/* Set by a gate that kept its process parked, read once by vr__refusal. */
+static __thread int stays_parked __attribute__((tls_model("initial-exec")));
+
+int vr__enter_slow(void)
+{
+	if (atomic_load_explicit(&vr_g.driver_state, memory_order_acquire) == VR_DRIVER_GATED) {
+		if (vr_in_hook || !vr_gate_pass || vr_gate_pass() == 0)
+			return 0;
+		stays_parked = 1;
+		return -1;
+	}
+	return vr_driver_init() != 0 ? -1 : 0;
+}
+
+CUresult vr__refusal(void)
+{
+	if (!stays_parked)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	stays_parked = 0;
+	return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 /* NVML, the same way, only when the program itself uses NVML. */

@@ -43,12 +43,31 @@ extern __thread int vr_in_hook __attribute__((tls_model("initial-exec")));
 		vr_in_hook--;                                                                      \
 	} while (0)
 
+/* vr_g.driver_state while the gate of a process that may be parked is shut
+ * (gate.h): the driver is loaded, and every wrapper takes vr_enter's slow
+ * path, which asks vr_gate_pass (set by park.c): 0 the call goes on, else
+ * the CUresult it returns. */
+#define VR_DRIVER_GATED 2
+extern int (*vr_gate_pass)(void);
+
+/* The slow path of vr_enter: the driver not loaded yet, or the gate of a
+ * process that may be parked shut (gate.h): 0 go on, -1 the call fails:
+ * the driver could not be loaded, or the process stays parked (then
+ * vr__refusal says CUDA_ERROR_OUT_OF_MEMORY: said). */
+int vr__enter_slow(void);
+
+/* What a call vr_enter refused (or one the driver lacks) returns:
+ * CUDA_ERROR_OUT_OF_MEMORY once after a process stayed parked, else
+ * CUDA_ERROR_NOT_INITIALIZED. Out of line, so that the wrappers' own path
+ * is as it was without parking. */
+CUresult vr__refusal(void) __attribute__((cold));
+
 /* Every wrapper starts with this (through VR_PASS): 1 = apply the policy, 0 = pass through.
- * Returns -1 when the driver could not be loaded. */
+ * Returns -1 when the call must fail (vr__refusal says with what). */
 static inline int vr_enter(void)
 {
 	if (VR_UNLIKELY(atomic_load_explicit(&vr_g.driver_state, memory_order_acquire) != 1)) {
-		if (vr_driver_init() != 0)
+		if (vr__enter_slow() != 0)
 			return -1;
 	}
 	return vr_g.active && !vr_in_hook;
@@ -60,7 +79,7 @@ static inline int vr_enter(void)
 #define VR_PASS(name, args)                                                                        \
 	int vr__act = vr_enter();                                                                  \
 	if (VR_UNLIKELY(vr__act < 0 || !vr_real.name))                                             \
-		return CUDA_ERROR_NOT_INITIALIZED;                                                 \
+		return vr__refusal();                                                              \
 	if (!vr__act)                                                                              \
 	return vr_real.name args
 

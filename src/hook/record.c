@@ -492,6 +492,66 @@ void vr__rec_spilled(const struct vr_dev *d, int64_t delta)
 		      delta > 0 ? (uint64_t)delta : (uint64_t)-delta, now, now_mono());
 }
 
+/* One event of its own, never folded (waits and parks are rare): with
+ * its kind and its count (ms it took). */
+static void trace_kind(int type, int dev, uint64_t bytes, uint64_t in_use, uint32_t ms, int kind)
+{
+	struct vr_rec_hdr *h = vr_rec;
+	uint64_t head = atomic_load_explicit(A(h->head), memory_order_relaxed);
+	do {
+		if (head - atomic_load_explicit(A(h->tail), memory_order_acquire) >= VR_REC_RING) {
+			atomic_fetch_add(A(h->ring_folded), 1);
+			return;
+		}
+	} while (!atomic_compare_exchange_weak_explicit(
+	    A(h->head), &head, head + 1, memory_order_relaxed, memory_order_relaxed));
+	struct vr_rec_ev *e =
+	    VR_REC_SECTION(h, VR_REC_OFF_RING, struct vr_rec_ev) + (head % VR_REC_RING);
+	e->t_ns = now_mono();
+	e->bytes = bytes;
+	e->in_use = in_use;
+	e->count = ms;
+	e->type = (uint8_t)type;
+	e->dev = (uint8_t)dev;
+	e->kind = (uint8_t)kind;
+	atomic_store_explicit(A(e->seq), head + 1, memory_order_release);
+}
+
+static uint32_t ms_of(uint64_t ns)
+{
+	uint64_t ms = ns / 1000000;
+	return ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
+}
+
+void vr__rec_wait(const struct vr_dev *d, uint64_t bytes, uint64_t ns, int granted)
+{
+	struct vr_rec_dev *r = rdev(d->ordinal);
+	if (!r)
+		return;
+	atomic_fetch_add(A(r->waits), 1);
+	if (granted)
+		atomic_fetch_add(A(r->waits_granted), 1);
+	atomic_fetch_add(A(r->wait_ns), ns);
+	store_max(&r->wait_ns_max, ns);
+	if (rec_flags & VR_REC_F_TRACE)
+		trace_kind(VR_EV_WAIT, d->ordinal, bytes, atomic_load(A(r->in_use)), ms_of(ns),
+		           granted);
+}
+
+void vr__rec_park(const struct vr_dev *d, uint64_t bytes, uint64_t ns, int parked)
+{
+	struct vr_rec_dev *r = rdev(d->ordinal);
+	if (!r)
+		return;
+	if (parked) {
+		atomic_fetch_add(A(r->parks), 1);
+		store_max(&r->parked_max, bytes);
+	}
+	if (rec_flags & VR_REC_F_TRACE)
+		trace_kind(VR_EV_PARK, d->ordinal, bytes, atomic_load(A(r->in_use)), ms_of(ns),
+		           parked);
+}
+
 void vr__rec_pinned(int64_t delta)
 {
 	uint64_t now = atomic_fetch_add(A(vr_rec->pinned), (uint64_t)delta) + (uint64_t)delta;

@@ -33,6 +33,8 @@ void vr__rec_pinned(int64_t delta);
 void vr__rec_freed(int ordinal);
 uint16_t vr__rec_alloc(const struct vr_dev *d, uint64_t bytes);
 void vr__rec_overhead(const struct vr_dev *d, uint64_t overhead, uint64_t card);
+void vr__rec_wait(const struct vr_dev *d, uint64_t bytes, uint64_t ns, int granted);
+void vr__rec_park(const struct vr_dev *d, uint64_t bytes, uint64_t ns, int parked);
 
 #define VR_REC_ON() VR_UNLIKELY(atomic_load_explicit(&vr_rec, memory_order_relaxed) != NULL)
 /* The books moved by delta on d (reserve > 0, release < 0). */
@@ -88,6 +90,19 @@ static inline void vr_rec_overhead(const struct vr_dev *d, uint64_t overhead, ui
 {
 	if (VR_REC_ON())
 		vr__rec_overhead(d, overhead, card);
+}
+
+/* A wait for room of bytes on d ended after ns (#36): granted or not. */
+static inline void vr_rec_wait(const struct vr_dev *d, uint64_t bytes, uint64_t ns, int granted)
+{
+	if (VR_REC_ON())
+		vr__rec_wait(d, bytes, ns, granted);
+}
+/* bytes of d were parked (parked 1) or brought back (0), in ns (#36). */
+static inline void vr_rec_park(const struct vr_dev *d, uint64_t bytes, uint64_t ns, int parked)
+{
+	if (VR_REC_ON())
+		vr__rec_park(d, bytes, ns, parked);
 }
 
 #endif /* VRAMCTL_HOOK_RECORD_H */

@@ -16,9 +16,14 @@
 #include "hook/devices.h"
 #include "hook/drvlimit.h"
 #include "hook/hook.h"
+#include "hook/park.h"
 #include "hook/policy.h"
 #include "hook/ptrmap.h"
 #include "hook/record.h"
+
+/* The driver refused an allocation charged at bytes on d: the charge goes
+ * back (wrap.c); returns the driver's code rc. */
+CUresult vr_wrap_refused(struct vr_dev *d, uint64_t bytes, CUresult rc) __attribute__((cold));
 
 static inline uint64_t round_up(uint64_t x, uint64_t to)
 {
@@ -87,17 +92,19 @@ static inline __attribute__((always_inline)) void record(struct vr_dev *d, int k
 	} while (0)
 
 /* Calls the driver for an allocation already charged at bytes on d; if it
- * fails, releases the charge and returns the driver's code. */
+ * fails, releases the charge and returns the driver's code. Out of memory
+ * on a card whose guarantees lend to idle programs: they are parked for
+ * room (#36) and the driver asked once more. */
 #define VR_CALL(d, bytes, call)                                                                    \
 	do {                                                                                       \
 		CUresult vr__rc;                                                                   \
 		VR_DRIVER(vr__rc = call);                                                          \
-		if (vr__rc != CUDA_SUCCESS) {                                                      \
-			vr_card_landed();                                                          \
-			vr_policy_release(d, bytes);                                               \
-			if (vr__rc == CUDA_ERROR_OUT_OF_MEMORY && (d))                             \
-				vr_drvlimit_explain(d, bytes);                                     \
-			return vr__rc;                                                             \
+		if (VR_UNLIKELY(vr__rc != CUDA_SUCCESS)) {                                         \
+			if (vr__rc != CUDA_ERROR_OUT_OF_MEMORY || !vr_park_for_room(d, bytes))     \
+				return vr_wrap_refused(d, bytes, vr__rc);                          \
+			VR_DRIVER(vr__rc = call);                                                  \
+			if (vr__rc != CUDA_SUCCESS)                                                \
+				return vr_wrap_refused(d, bytes, vr__rc);                          \
 		}                                                                                  \
 	} while (0)
 

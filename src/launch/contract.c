@@ -112,12 +112,16 @@ int vr_contract_apply(const struct vr_contract *c, vr_setenv_fn set, void *ctx, 
 		free(preload);
 		return -1;
 	}
-	char spill[32];
+	char spill[32], park[32];
 	snprintf(spill, sizeof(spill), "%llu", (unsigned long long)c->spill);
+	snprintf(park, sizeof(park), "%llu", (unsigned long long)c->park_budget);
 	rc = rc < 0 || (c->limit && set(ctx, VR_ENV_LIMIT, c->limit, 1)) ||
 	     (c->limit && set(ctx, VR_ENV_SPILL, c->spill ? spill : NULL, 1)) ||
 	     (c->limit && set(ctx, VR_ENV_GUARANTEE, c->guarantee, 1)) ||
 	     (c->limit && set(ctx, VR_ENV_GUARANTEE_TOKEN, c->token, 1)) ||
+	     (c->limit && set(ctx, VR_ENV_WAIT, c->wait, 1)) ||
+	     (c->limit && set(ctx, VR_ENV_PARK_IDLE, c->park_idle, 1)) ||
+	     (c->limit && set(ctx, VR_ENV_PARK_BUDGET, c->park_idle ? park : NULL, 1)) ||
 	     (c->group && set(ctx, VR_ENV_GROUP, c->group, 1)) ||
 	     (c->count && set(ctx, VR_ENV_COUNT, c->count, 1)) ||
 	     (c->registry_dir && set(ctx, VR_ENV_REGISTRY_DIR, c->registry_dir, 1)) ||
@@ -139,7 +143,9 @@ int vr_contract_undo(const char *lib, const char *cur_preload, vr_setenv_fn set,
 	char *rest = malloc(len);
 	int rc = set(ctx, VR_ENV_LIMIT, NULL, 1) | set(ctx, VR_ENV_GROUP, NULL, 1) |
 	         set(ctx, VR_ENV_GROWTH, NULL, 1) | set(ctx, VR_ENV_SPILL, NULL, 1) |
-	         set(ctx, VR_ENV_GUARANTEE, NULL, 1) | set(ctx, VR_ENV_GUARANTEE_TOKEN, NULL, 1);
+	         set(ctx, VR_ENV_GUARANTEE, NULL, 1) | set(ctx, VR_ENV_GUARANTEE_TOKEN, NULL, 1) |
+	         set(ctx, VR_ENV_WAIT, NULL, 1) | set(ctx, VR_ENV_PARK_IDLE, NULL, 1) |
+	         set(ctx, VR_ENV_PARK_BUDGET, NULL, 1);
 
 	if (!rest)
 		return -1;

@@ -77,6 +77,7 @@ int vr_launch_join(const struct vr_launch_join *j, struct vr_launch_group *g, ch
 	                         .fresh = j->fresh,
 	                         .launcher = 1,
 	                         .spill_budget = j->spill,
+	                         .park_budget = j->park_budget,
 	                         .notice = say_now};
 	int ndev = j->ndev < VR_MAX_DEVICES ? j->ndev : VR_MAX_DEVICES;
 	char why[256];

@@ -63,6 +63,9 @@ struct vr_contract {
 	int growth;               /* VRAMCTL_GROWTH=1 and the frameworks' switches */
 	const char *count;        /* VRAMCTL_COUNT ("card", "allocations"); NULL: inherited */
 	uint64_t spill;           /* VRAMCTL_SPILL (bytes) with a limit; 0: unset */
+	const char *wait;         /* VRAMCTL_WAIT (a TIME) with a limit; NULL: unset */
+	const char *park_idle;    /* VRAMCTL_PARK_IDLE (a DURATION or "manual"); NULL: unset */
+	uint64_t park_budget;     /* VRAMCTL_PARK_BUDGET (bytes) with park_idle */
 	const char *lib;          /* the injected library, appended to LD_PRELOAD */
 	const char *cur_preload;  /* LD_PRELOAD as the program would inherit it */
 };
@@ -71,8 +74,9 @@ struct vr_contract {
  * Writes the contract through set: VRAMCTL_LIMIT, VRAMCTL_GROUP and
  * VRAMCTL_REGISTRY_DIR when given; with a limit, VRAMCTL_SPILL as the spill
  * budget in bytes, or unset without one (an inherited budget never applies
- * to a new cap; docs/spill.md), and VRAMCTL_GUARANTEE the same way (set
- * when given, else unset); with growth VRAMCTL_GROWTH=1,
+ * to a new cap; docs/spill.md), and VRAMCTL_GUARANTEE, VRAMCTL_WAIT,
+ * VRAMCTL_PARK_IDLE and VRAMCTL_PARK_BUDGET the same way (set when given,
+ * else unset); with growth VRAMCTL_GROWTH=1,
  * TF_FORCE_GPU_ALLOW_GROWTH=true and XLA_PYTHON_CLIENT_PREALLOCATE=false (the
  * last two never over a value the user set; the library sets them the same
  * way in its constructor); LD_PRELOAD with lib appended (vr_preload_add).
@@ -84,8 +88,9 @@ int vr_contract_apply(const struct vr_contract *c, vr_setenv_fn set, void *ctx, 
 
 /*
  * Undoes an inherited contract (a user who opts out inside a capped job):
- * unsets VRAMCTL_LIMIT, VRAMCTL_GROUP, VRAMCTL_GROWTH, VRAMCTL_SPILL and
- * VRAMCTL_GUARANTEE and removes lib from
+ * unsets VRAMCTL_LIMIT, VRAMCTL_GROUP, VRAMCTL_GROWTH, VRAMCTL_SPILL,
+ * VRAMCTL_GUARANTEE, VRAMCTL_WAIT, VRAMCTL_PARK_IDLE and VRAMCTL_PARK_BUDGET
+ * and removes lib from
  * cur_preload (LD_PRELOAD unset when nothing else is left). Returns 0 or -1.
  */
 int vr_contract_undo(const char *lib, const char *cur_preload, vr_setenv_fn set, void *ctx);
@@ -148,8 +153,9 @@ struct vr_launch_join {
 	const char *spec;               /* the normalised spec asked for */
 	const struct vr_limits *limits; /* the same, parsed */
 	int growth;
-	uint64_t spill; /* the host budget for spill asked (0: none) */
-	int fresh;      /* a new run's own group: refuse one in use */
+	uint64_t spill;       /* the host budget for spill asked (0: none) */
+	uint64_t park_budget; /* the host budget for parked members (#36; 0: none) */
+	int fresh;            /* a new run's own group: refuse one in use */
 	const struct vr_launch_dev *devs;
 	int ndev; /* 0 when the launcher sees no device */
 };

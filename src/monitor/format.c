@@ -144,7 +144,7 @@ static char *fmt_cap_dg(uint64_t cap, int dg, char *buf, size_t len)
 	return vr_format_size_digits(cap, dg, buf, len);
 }
 
-static const char *proc_state_text(const struct mon_proc *p)
+const char *mon_proc_state_text(const struct mon_proc *p)
 {
 	if (p->valid & MON_P_ESCAPED)
 		return "escaped";
@@ -156,7 +156,45 @@ static const char *proc_state_text(const struct mon_proc *p)
 		                                      : "uncapped";
 	if (p->valid & MON_P_ALONE)
 		return "alone";
+	if (p->state == MON_PROC_ALIVE && p->parked)
+		return "parked";
+	if (p->state == MON_PROC_ALIVE && p->wait_bytes)
+		return "waiting";
 	return mon_state_name(p->state);
+}
+
+/* One line per member waiting for room or parked (#36): for what, since
+ * when. */
+static void table_waits(FILE *f, const struct mon_model *m)
+{
+	char a[32], b[32], t[40], name[4 * VR_GROUP_NAME_MAX + 8];
+	int first = 1;
+	for (int i = 0; i < m->nprocs; i++) {
+		const struct mon_proc *p = &m->procs[i];
+		if (!(p->valid & MON_P_CAPPED) || p->state != MON_PROC_ALIVE)
+			continue;
+		int gpu = mon_model_gpu_index(m, p->device, !!(p->valid & MON_P_DEVICE));
+		vr_text_escape(name, sizeof(name), p->group);
+		if (p->wait_bytes) {
+			fprintf(f,
+			        "%spid %d (group %s) waits for %s on GPU %d since %s, %s of it set "
+			        "aside\n",
+			        first ? "\n" : "", (int)p->host_pid, name,
+			        vr_format_size(p->wait_bytes, a, sizeof(a)), gpu,
+			        vr_format_utc(p->wait_since / 1000000000ull, t, sizeof(t)),
+			        vr_format_size(p->wait_claimed, b, sizeof(b)));
+			first = 0;
+		}
+		if (p->parked && p->parked_bytes) {
+			fprintf(f,
+			        "%spid %d (group %s) is parked since %s: %s of GPU %d on the host, "
+			        "back at its next driver call\n",
+			        first ? "\n" : "", (int)p->host_pid, name,
+			        vr_format_utc(p->parked_since / 1000000000ull, t, sizeof(t)),
+			        vr_format_size(p->parked_bytes, a, sizeof(a)), gpu);
+			first = 0;
+		}
+	}
 }
 
 const char *mon_alone_why(const struct mon_model *m, const struct mon_proc *p)
@@ -324,7 +362,7 @@ static void table_proc_row(struct grid *t, const struct mon_model *m, const stru
 	int dg = mon_proc_digits(p);
 	grid_row(t, pid, nspid,
 	         gpu_text(m, p->device, !!(p->valid & MON_P_DEVICE), "-", h, sizeof(h)),
-	         proc_state_text(p), capped || escaped ? p->group : "-",
+	         mon_proc_state_text(p), capped || escaped ? p->group : "-",
 	         capped || escaped ? fmt_cap_dg(p->cap, dg, a, sizeof(a)) : "-",
 	         fmt_size_dg(p->allocated, capped && oncard, dg, b, sizeof(b)),
 	         fmt_size_dg(p->on_card, oncard, dg, k, sizeof(k)),
@@ -450,6 +488,7 @@ int mon_format_table(FILE *f, const struct mon_model *m)
 		grid_print(f, &t, "");
 		grid_free(&t);
 		table_alone(f, m);
+		table_waits(f, m);
 	}
 
 	char safe[MON_NOTE_LEN * 4];
@@ -474,6 +513,10 @@ enum proc_metric {
 	PM_NVML,
 	PM_CARD,
 	PM_OVERHEAD,
+	PM_WAITING,
+	PM_WAITING_SINCE,
+	PM_PARKED,
+	PM_PARKED_SINCE,
 	PM_DRV_LIMIT,
 	PM_DRV_USED,
 	PM_ESCAPED
@@ -566,15 +609,24 @@ static void prom_procs(FILE *f, const struct mon_model *m, enum proc_metric whic
 				continue;
 			if (which == PM_ALONE && !(p->valid & MON_P_ALONE))
 				continue;
-			v = which == PM_ALONE         ? 1
-			    : which == PM_USED        ? p->in_use
-			    : which == PM_PEAK        ? p->peak
-			    : which == PM_DENIED      ? p->denied_count
-			    : which == PM_LAST_DENIED ? p->last_denied
-			    : which == PM_SPILLED     ? p->spilled
-			    : which == PM_CARD        ? p->on_card
-			    : which == PM_OVERHEAD    ? p->card_overhead
-			                              : p->host_pinned;
+			if ((which == PM_WAITING || which == PM_WAITING_SINCE) && !p->wait_bytes)
+				continue;
+			if ((which == PM_PARKED || which == PM_PARKED_SINCE) &&
+			    !(p->parked && p->parked_bytes))
+				continue;
+			v = which == PM_ALONE           ? 1
+			    : which == PM_WAITING       ? p->wait_bytes
+			    : which == PM_WAITING_SINCE ? p->wait_since / 1000000000ull
+			    : which == PM_PARKED        ? p->parked_bytes
+			    : which == PM_PARKED_SINCE  ? p->parked_since / 1000000000ull
+			    : which == PM_USED          ? p->in_use
+			    : which == PM_PEAK          ? p->peak
+			    : which == PM_DENIED        ? p->denied_count
+			    : which == PM_LAST_DENIED   ? p->last_denied
+			    : which == PM_SPILLED       ? p->spilled
+			    : which == PM_CARD          ? p->on_card
+			    : which == PM_OVERHEAD      ? p->card_overhead
+			                                : p->host_pinned;
 		}
 		if (!any)
 			mon_prom_head(f, name, type, help);
@@ -725,6 +777,15 @@ int mon_format_prom(FILE *f, const struct mon_model *m)
 	prom_procs(f, m, PM_ALONE, "vramctl_process_own_books", "gauge",
 	           "1 for a capped process that keeps books of its own (it could not join its "
 	           "group): its cap holds for it alone, outside its group's sums.");
+	prom_procs(f, m, PM_WAITING, "vramctl_process_waiting_bytes", "gauge",
+	           "An allocation a capped process waits for room for (--wait): its size.");
+	prom_procs(f, m, PM_WAITING_SINCE, "vramctl_process_waiting_since_seconds", "gauge",
+	           "When that wait began (seconds since the epoch).");
+	prom_procs(f, m, PM_PARKED, "vramctl_process_parked_bytes", "gauge",
+	           "GPU memory of a parked process (--park-idle, vramctl park), held in host "
+	           "memory until its next driver call.");
+	prom_procs(f, m, PM_PARKED_SINCE, "vramctl_process_parked_since_seconds", "gauge",
+	           "When the process was parked (seconds since the epoch).");
 	prom_procs(f, m, PM_NVML, "vramctl_process_nvml_used_bytes", "gauge",
 	           "GPU memory of a process as NVML reports it (capped or not).");
 	prom_procs(f, m, PM_ESCAPED, "vramctl_process_escaped_bytes", "gauge",

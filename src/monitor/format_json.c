@@ -67,6 +67,9 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 		jw_u64(&w, "spill_budget_bytes", g->spill_budget, 1);
 		jw_u64(&w, "denied_count", g->denials, 1);
 		jw_u64(&w, "spilled_bytes", g->spilled, 1);
+		jw_u64(&w, "park_budget_bytes", g->park_budget, 1);
+		jw_u64(&w, "parked_bytes", g->parked, 1);
+		jw_int(&w, "waiting", g->nwaiting, 1);
 		jw_str(&w, "enforcer", g->ndriver ? "both" : "library");
 		mon_cap_changes_json(&w, m, g);
 		jw_open(&w, "devices", '[');
@@ -110,8 +113,11 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 		jw_bool(&w, "capped", capped);
 		/* A capped job's process outside its cap: its job's group. */
 		int escaped = !!(p->valid & MON_P_ESCAPED);
+		/* A live member waiting for room or parked says so (#36). */
+		int busy = capped && p->state == MON_PROC_ALIVE && (p->parked || p->wait_bytes);
 		jw_str(&w, "state",
-		       capped                         ? mon_state_name(p->state)
+		       busy                           ? mon_proc_state_text(p)
+		       : capped                       ? mon_state_name(p->state)
 		       : escaped                      ? "escaped"
 		       : (p->valid & MON_P_DRVLIMIT)  ? "driver"
 		       : (p->valid & MON_P_ELSEWHERE) ? "capped_elsewhere"
@@ -131,6 +137,18 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 		jw_u64(&w, "overhead_bytes", p->card_overhead,
 		       capped && (p->valid & MON_P_ON_CARD));
 		jw_str(&w, "counting", capped ? mon_counting_name(p->counting) : NULL);
+		/* Waiting for room and parked (#36): sizes and times (ms since
+		 * the epoch), null when not. */
+		int waits = capped && p->wait_bytes, parked = capped && p->parked;
+		jw_u64(&w, "waiting_bytes", p->wait_bytes, waits);
+		jw_u64(&w, "waiting_set_aside_bytes", p->wait_claimed, waits);
+		jw_u64(&w, "waiting_since_ms", p->wait_since / 1000000ull, waits);
+		jw_bool(&w, "parked", parked);
+		jw_u64(&w, "parked_bytes", p->parked_bytes, parked);
+		jw_u64(&w, "parked_since_ms", p->parked_since / 1000000ull, parked);
+		jw_bool(&w, "parkable", capped && p->parkable);
+		jw_u64(&w, "idle_since_ms", p->idle_since / 1000000ull,
+		       capped && p->parkable && p->idle_since && !parked);
 		jw_u64(&w, "ipc_ns", p->ipc_ns, capped && p->ipc_ns);
 		/* Capped by books of its own: its cap holds for it alone. */
 		jw_bool(&w, "own_books", !!(p->valid & MON_P_ALONE));

@@ -250,6 +250,9 @@ static int merge_groups(struct mon_model *m, const struct vramctl_snapshot *s)
 		g->spill_budget = sg->spill_budget;
 		g->spilled = sg->spilled;
 		g->denials = sg->denials;
+		g->park_budget = sg->park_budget;
+		g->parked = sg->parked;
+		g->nwaiting = sg->waiting;
 		g->changes_total = sg->changes_total;
 		g->nchanges = sg->nchanges;
 		memcpy(g->changes, sg->changes, sizeof(g->changes));
@@ -400,6 +403,17 @@ static int add_capped_row(struct merge *g, const struct vramctl_proc *r, int j,
 		return -ENOMEM;
 	p->valid |= MON_P_DEVICE;
 	p->counts = rd->counts;
+	/* Waiting and parking (#36): the wait on its own device's row. */
+	if (r->wait_dev == j) {
+		p->wait_bytes = r->wait_bytes;
+		p->wait_claimed = r->wait_claimed;
+		p->wait_since = r->wait_since;
+	}
+	p->parked = r->parked;
+	p->parked_bytes = rd->parked;
+	p->parked_since = r->parked_since;
+	p->parkable = r->parkable;
+	p->idle_since = r->idle_since;
 	for (int k = 0; sg && k < sg->ndev; k++)
 		if (!strcmp(sg->dev[k].uuid, rd->uuid))
 			p->cap = sg->dev[k].cap;

@@ -172,6 +172,14 @@ struct mon_proc {
 	int rec;
 	int alone;           /* MON_P_ALONE: 1 + its entry in mon_model.alone */
 	char books_dir[128]; /* MON_P_ELSEWHERE */
+	/* MON_P_CAPPED: a wait for room on this device (wait_bytes 0:
+	 * none), the part of it set aside already, since when (ns since the
+	 * epoch); parked (its memory moved to host memory): its bytes of this
+	 * device on the host, since when; parkable: it runs with --park-idle,
+	 * idle_since its last driver call seen (ns since the epoch, 0 unknown). */
+	uint64_t wait_bytes, wait_claimed, wait_since;
+	int parked, parkable;
+	uint64_t parked_bytes, parked_since, idle_since;
 };
 
 /* A process that keeps books of its own under a cap, and why (its words). */
@@ -213,8 +221,10 @@ struct mon_group {
 	int nexiting;                   /* of those, dead ones NVML still lists (exiting) */
 	int consistent;                 /* the registry's copy was taken between writes */
 	uint64_t spill_budget, spilled; /* the group's host budget (0: no spill), all devices */
-	uint64_t denials; /* refusals since the group started, gone members' included */
-	int ndriver;      /* rows (member, GPU) a driver limit also holds */
+	uint64_t denials;             /* refusals since the group started, gone members' included */
+	uint64_t park_budget, parked; /* its host budget for parked members, what they hold */
+	int nwaiting;                 /* members waiting for room */
+	int ndriver;                  /* rows (member, GPU) a driver limit also holds */
 	int ndev;
 	struct mon_group_dev dev[MON_MAX_GROUP_DEVS];
 	/* Its caps' changes while it ran (`vramctl limit`), oldest first. */

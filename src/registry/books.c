@@ -368,9 +368,10 @@ static inline int fast_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t s
  * still: never less than the slots. */
 static inline int fast_release(vr_member *m, int dev, uint64_t bytes, const char **bad)
 {
+	struct vr_hdr *h = m->hdr;
 	struct vr_priv_dev *p = &m->priv[dev];
-	struct vr_hdr_dev *g = &m->hdr->dev[dev];
-	_Atomic uint64_t *sw = vr_slot_word(m->hdr, m->slot_idx, (uint32_t)dev);
+	struct vr_hdr_dev *g = &h->dev[dev];
+	_Atomic uint64_t *sw = vr_slot_word(h, m->slot_idx, (uint32_t)dev);
 	_Atomic uint64_t *tw = (_Atomic uint64_t *)&g->total;
 	uint64_t x = atomic_load_explicit(sw, memory_order_relaxed), b;
 	do {
@@ -391,6 +392,7 @@ static inline int fast_release(vr_member *m, int dev, uint64_t bytes, const char
 	}
 	atomic_fetch_sub_explicit(&p->mine, b, memory_order_relaxed);
 	atomic_fetch_sub_explicit(sw, 1, memory_order_release);
+	vr_wake_waiters(h); /* one load while nobody waits */
 	return FAST_OK;
 }
 
@@ -446,7 +448,7 @@ static int reserve_denied(vr_member *m, int dev, uint64_t bytes, uint64_t *in_us
 		bad = "a device's total was frozen by no lock holder";
 	if (r == FAST_RELEARN) /* only a lock holder changes a cap */
 		bad = "a device's cap changed under this process's lock";
-	if (r == FAST_DENIED && count_denial) {
+	if (r == FAST_DENIED && count_denial && !m->waits) {
 		struct vramctl_counts *c = vr_counts_at(m->hdr, m->slot_idx, (uint32_t)dev);
 		vr_seq_begin(m->hdr);
 		c->denied_count++;

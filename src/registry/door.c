@@ -184,6 +184,7 @@ void vr__header_init(struct vr_hdr *h, const struct vr_join_opts *o)
 	h->created = (uint64_t)time(NULL);
 	h->growth = o->growth ? 1 : 0;
 	h->spill_budget = o->spill_budget;
+	h->wait.park_budget = o->park_budget;
 	/* A checked name (vr_group_name_check) always fits. */
 	(void)vr_text_copy(h->group, sizeof(h->group), o->group);
 	snprintf(h->limit_spec, sizeof(h->limit_spec), "%s", o->limit_spec ? o->limit_spec : "");

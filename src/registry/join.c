@@ -330,6 +330,7 @@ static int new_member(int fd, const struct vr_join_opts *opts, vr_member **out, 
 	m->fd = fd;
 	m->books_fd = -1;
 	m->notice = opts->notice;
+	m->waits = opts->waits != 0;
 	struct stat mst;
 	if (fstat(fd, &mst) == 0) {
 		m->st_dev = mst.st_dev;
@@ -586,6 +587,9 @@ static void start_group_locked(vr_member *m, const struct vr_join_opts *opts,
 	h->spilled = 0;
 	memset(vr_changes_at(h), 0, sizeof(struct vr_changes));
 	h->spill_budget = opts->spill_budget;
+	/* Nobody waits and nobody is parked in a group starting afresh. */
+	memset(&h->wait, 0, sizeof(h->wait));
+	h->wait.park_budget = opts->park_budget;
 	h->growth = opts->growth ? 1 : 0;
 	h->created = (uint64_t)time(NULL);
 	/* Cut to the field, as every joiner cuts its own to compare. */

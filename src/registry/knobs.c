@@ -12,6 +12,7 @@
 
 _Atomic long vr_stop_in_lock_countdown;
 uint64_t vr_lock_bound_ns = 5000000000ull; /* 5 s */
+uint64_t vr_wait_slice_ns = 250000000ull;  /* 250 ms */
 
 uint64_t vr_test_lane_quantum;
 uint64_t vr_test_lane_reach;
@@ -33,6 +34,12 @@ void vr_read_test_env(void)
 		vr_test_lane_reach = strtoull(s, NULL, 10);
 	s = secure_getenv("VRAMCTL_TEST_SERVE_SHARED");
 	vr_test_serve_shared = s && !strcmp(s, "1");
+	s = secure_getenv("VRAMCTL_TEST_WAIT_SLICE_MS");
+	if (s && *s) {
+		long n = strtol(s, NULL, 10);
+		if (n > 0)
+			vr_wait_slice_ns = (uint64_t)n * 1000000u;
+	}
 	s = secure_getenv("VRAMCTL_TEST_LOCK_BOUND_MS");
 	if (s && *s) {
 		long n = strtol(s, NULL, 10);

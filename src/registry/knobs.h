@@ -15,6 +15,10 @@
 extern _Atomic long vr_stop_in_lock_countdown;
 /* The longest wait for the lock on a live holder (VRAMCTL_TEST_LOCK_BOUND_MS). */
 extern uint64_t vr_lock_bound_ns;
+/* The longest a waiter for room sleeps before it looks for dead members
+ * again (wait.c; VRAMCTL_TEST_WAIT_SLICE_MS: tests make it long, so that
+ * a wait that ends in time was woken by the release, not the slice). */
+extern uint64_t vr_wait_slice_ns;
 /* Test-only: every device's lane quantum (VRAMCTL_TEST_LANE_QUANTUM), 0: by the cap. */
 extern uint64_t vr_test_lane_quantum;
 /* Test-only: the largest block every device's lanes serve
@@ -24,7 +28,7 @@ extern uint64_t vr_test_lane_reach;
  * descriptor table (VRAMCTL_TEST_SERVE_SHARED=1), as where the kernel
  * gives it none of its own (serve.c). */
 extern int vr_test_serve_shared;
-/* Reads the five from the environment (at the first join). */
+/* Reads the six from the environment (at the first join). */
 void vr_read_test_env(void);
 
 /*

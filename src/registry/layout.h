@@ -54,7 +54,7 @@
 #include "vramctl/registry.h"
 
 #define VR_LAYOUT_MAGIC   0x3147524c54434d56ULL /* "VMCTLRG1" read little-endian */
-#define VR_LAYOUT_VERSION 10u
+#define VR_LAYOUT_VERSION 11u
 #define VR_SLOTS          1024u
 #define VR_HDR_SIZE       4096u
 /* The header's group field. Part of the pinned layout: 72 bytes, more than
@@ -87,6 +87,44 @@ struct vr_ghost {
 	uint32_t pad;
 	uint64_t start_time; /* /proc/PID/stat field 22 */
 };
+
+/*
+ * Waiting for room and parking (#36; wait.c, park.c). A member that waits
+ * for room on a device says so in its slot (struct vr_slot_wait) and
+ * sleeps on `wake` (a futex on the shared segment); whoever makes room
+ * (a release into the books, a reclaim, a park, a cap raised) bumps
+ * `wake` and wakes the sleepers when `waiters` is not 0, so a group where
+ * nobody waits pays one load per release into the books. `tickets` gives
+ * each wait its place in the group's order (the oldest live waiter on a
+ * device is served first). A parked member's bytes are out of the totals
+ * and held on the host against `park_budget`, `parked` their sum.
+ */
+struct vr_hdr_wait {
+	uint32_t wake;        /* futex word: bumped when room is made while someone waits */
+	uint32_t waiters;     /* members waiting for room now (every device) */
+	uint64_t tickets;     /* the next wait's place in the order */
+	uint64_t park_budget; /* host bytes the group may park (0: no parking) */
+	uint64_t parked;      /* sum of the USED slots' parked bytes, held against it */
+};
+
+/* A member waiting for room on one device, or parked (#36): written by the
+ * member alone, read by the group's other waiters and by monitors. */
+enum { VR_PARK_NONE = 0, VR_PARK_PARKED = 1 };
+struct vr_slot_wait {
+	uint32_t dev;          /* device + 1 it waits for room on, 0: not waiting */
+	uint32_t park;         /* VR_PARK_* */
+	uint64_t bytes;        /* what the wait asks for */
+	uint64_t claimed;      /* of it, set aside already: in the slot word and the total */
+	uint64_t since;        /* CLOCK_REALTIME ns the wait began */
+	uint64_t ticket;       /* its place in the group's order (vr_hdr_wait.tickets) */
+	uint64_t parked_since; /* CLOCK_REALTIME ns it was parked, while parked */
+	uint64_t idle_since;   /* CLOCK_REALTIME ns of its last driver call seen (parkable
+	                          members with --park-idle; 0: unknown) */
+	uint32_t flags;        /* VR_PARK_F_* */
+	uint32_t pad;
+};
+/* It can be parked (--park-idle): its library gates its driver calls. */
+enum { VR_PARK_F_PARKABLE = 1u << 0 };
 
 /* A group's books for one device. */
 struct vr_hdr_dev {
@@ -136,8 +174,9 @@ struct vr_hdr {
 	/* In the books: members of the books before these that may still be
 	 * on the card (vr_ghost, below); zero in a door, and where none. */
 	struct vr_ghost ghosts[VR_GHOSTS];
+	struct vr_hdr_wait wait; /* waiting for room and parking (#36) */
 	unsigned char pad2[VR_HDR_SIZE - 384 - VR_MAX_DEVICES * sizeof(struct vr_hdr_dev) -
-	                   VR_GHOSTS * sizeof(struct vr_ghost)];
+	                   VR_GHOSTS * sizeof(struct vr_ghost) - sizeof(struct vr_hdr_wait)];
 };
 
 /* A thread's lane (lanes.c): the bytes it holds spare, reserved in the
@@ -159,8 +198,9 @@ struct vr_slot {
 	uint64_t joined; /* CLOCK_REALTIME seconds */
 	char command[VR_COMMAND_MAX];
 	uint32_t growth;
-	uint32_t flags;  /* VR_SLOT_F_* */
-	uint64_t ipc_ns; /* the member's IPC namespace (its inode), 0: unknown */
+	uint32_t flags;           /* VR_SLOT_F_* */
+	uint64_t ipc_ns;          /* the member's IPC namespace (its inode), 0: unknown */
+	struct vr_slot_wait wait; /* waiting and parking (#36) */
 	struct vr_lane lanes[VR_LANES];
 };
 
@@ -170,11 +210,13 @@ struct vr_slot {
  * the member's overhead on the card (written by the member alone). A cache
  * line of its own. phantom: operations in flight that a lock holder found
  * to stay while the member ran, i.e. damage (lock.c, "Phantom operations"):
- * the slot's incarnation << 16 | the count it saw, 0 none. */
+ * the slot's incarnation << 16 | the count it saw, 0 none. parked, while
+ * the member is parked, the bytes it held on the device, now on the host
+ * and out of the slot word (#36, park.c). */
 struct vr_counts_line {
 	struct vramctl_counts c;
 	uint64_t phantom;
-	uint64_t pad;
+	uint64_t parked;
 };
 
 _Static_assert(VR_GROUP_FIELD >= VR_GROUP_NAME_MAX + 1, "the header holds any valid group name");

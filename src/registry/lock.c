@@ -22,6 +22,7 @@
  * says once what it waits for (the member's notice).
  */
 #include <errno.h>
+#include <limits.h>
 #include <linux/futex.h>
 #include <sched.h>
 #include <stdio.h>
@@ -348,6 +349,13 @@ int vr_group_lock(vr_member *m)
 	        w, &zero, m->lock_id, memory_order_acquire, memory_order_relaxed)))
 		return 0;
 	return lock_slow(m, w);
+}
+
+void vr__wake_waiters(struct vr_hdr *h)
+{
+	_Atomic uint32_t *w = (_Atomic uint32_t *)&h->wait.wake;
+	atomic_fetch_add(w, 1);
+	futex(w, FUTEX_WAKE, INT_MAX, NULL);
 }
 
 void vr_group_unlock(vr_member *m)

@@ -88,6 +88,7 @@ struct vr_member {
 	 * threads keep spare bytes; which of the slot's lanes are taken. */
 	uint64_t lane_gen;
 	_Atomic uint32_t lanes_taken;
+	int waits;                     /* vr_join_opts.waits: refusals not counted here */
 	uint64_t spill_budget;         /* the group's, as joined (spill) */
 	_Atomic uint64_t spilled_mine; /* what this process holds against it */
 	/* Dead members still on the GPU, as this process saw them (held.c). */
@@ -311,15 +312,29 @@ static inline uint64_t vr_lane_reach(uint64_t cap)
 #define STORE32(p, v) atomic_store_explicit((_Atomic uint32_t *)(p), (v), memory_order_release)
 #define STORE64(p, v) atomic_store_explicit((_Atomic uint64_t *)(p), (v), memory_order_release)
 
-/* Clears a slot's numbers on one device (lock held; readers copy them). */
+/* Clears a slot's numbers on one device (lock held; readers copy them),
+ * c as vr_counts_at gives it: its line's parked bytes too. */
 static inline void vr_counts_clear(struct vramctl_counts *c)
 {
+	STORE64(&((struct vr_counts_line *)(void *)c)->parked, 0);
 	STORE64(&c->in_use, 0);
 	STORE64(&c->peak, 0);
 	STORE64(&c->denied_count, 0);
 	STORE64(&c->last_denied, 0);
 	STORE64(&c->spilled, 0);
 	STORE64(&c->overhead, 0);
+}
+
+/* Room was made in the books (#36): when some member waits for room, the
+ * header's wake word moves and every sleeper wakes (lock.c); one load
+ * otherwise. The load is sequentially consistent (a plain load on x86),
+ * after the caller's own change to a total: a waiter that counted itself
+ * in before it read the books either sees the room or is woken. */
+void vr__wake_waiters(struct vr_hdr *h);
+static inline void vr_wake_waiters(struct vr_hdr *h)
+{
+	if (VR_UNLIKELY(atomic_load((_Atomic uint32_t *)&h->wait.waiters) != 0))
+		vr__wake_waiters(h);
 }
 
 /* *v -= b, never below 0. */

@@ -423,6 +423,8 @@ static struct vramctl_group *add_group(struct reader *r, const struct stat *st, 
 	g->spill_budget = c->spill_budget;
 	g->denials = c->denials;
 	g->spilled = c->spilled;
+	g->park_budget = c->park_budget;
+	g->parked = c->parked;
 	g->owner = st->st_uid;
 	g->ndev = (int)c->ndev;
 	g->consistent = c->consistent;
@@ -550,6 +552,15 @@ static int add_members(struct reader *r, int fd, const struct stat *st, const st
 		p->ndev = (int)ndev;
 		/* The views show it where it is not the reader's own. */
 		p->ipc_ns = s->ipc_ns != r->own_ipc_ns ? s->ipc_ns : 0;
+		p->wait_dev = s->wait.dev && s->wait.dev <= ndev ? (int)s->wait.dev - 1 : -1;
+		p->wait_bytes = p->wait_dev >= 0 ? s->wait.bytes : 0;
+		p->wait_claimed = p->wait_dev >= 0 ? s->wait.claimed : 0;
+		p->wait_since = p->wait_dev >= 0 ? s->wait.since : 0;
+		p->parked = s->wait.park == VR_PARK_PARKED;
+		p->parked_since = p->parked ? s->wait.parked_since : 0;
+		p->parkable = (s->wait.flags & VR_PARK_F_PARKABLE) != 0;
+		p->idle_since = s->wait.idle_since;
+		p->launcher = (s->flags & VR_SLOT_F_LAUNCHER) != 0;
 
 		int alive = slot_liveness(fd, s->idx, lk_alive, lk_pid, &p->host_pid);
 		p->state = alive ? VRAMCTL_PROC_ALIVE : VRAMCTL_PROC_DEAD;
@@ -565,12 +576,15 @@ static int add_members(struct reader *r, int fd, const struct stat *st, const st
 		}
 		if (alive && !(s->flags & VR_SLOT_F_LAUNCHER))
 			g->nmembers++;
+		if (alive && p->wait_dev >= 0)
+			g->waiting++;
 		if (alive && add_ident(r, h, s->idx, p, identidx) < 0)
 			return -ENOMEM;
 		for (uint32_t d = 0; d < ndev; d++) {
 			struct vramctl_proc_dev *pd = &pdev[d];
 			memcpy(pd->uuid, g->dev[d].uuid, sizeof(pd->uuid));
 			pd->counts = sdev[d];
+			pd->parked = p->parked ? c->pk[(size_t)k * ndev + d] : 0;
 			if (alive)
 				g->dev[d].in_use += sdev[d].in_use;
 			else
@@ -798,6 +812,7 @@ int vramctl_snapshot_take(const char *dir, struct vramctl_snapshot **out)
 	free(r.locks.e);
 	free(r.copy.sc);
 	free(r.copy.sd);
+	free(r.copy.pk);
 	snap->groups = r.groups.p;
 	snap->ngroups = r.groups.n;
 	snap->procs = r.procs.p;

@@ -105,6 +105,14 @@ static void slot_free(struct vr_hdr *h, uint32_t i)
 	for (uint32_t d = 0; d < ndev; d++) {
 		uint64_t sp = vr_counts_at(h, i, d)->spilled;
 		h->spilled -= sp < h->spilled ? sp : h->spilled;
+		/* What it had parked, and its share of the budget (#36). */
+		uint64_t pk = ((struct vr_counts_line *)(void *)vr_counts_at(h, i, d))->parked;
+		h->wait.parked -= pk < h->wait.parked ? pk : h->wait.parked;
+	}
+	/* A member that died waiting is no longer waited for. */
+	if (atomic_load_explicit((_Atomic uint32_t *)&s->wait.dev, memory_order_relaxed)) {
+		STORE32(&s->wait.dev, 0);
+		atomic_fetch_sub((_Atomic uint32_t *)&h->wait.waiters, 1);
 	}
 	STORE32(&s->state, VR_SLOT_FREE);
 	STORE64(&s->incarnation, s->incarnation + 1);
@@ -218,7 +226,10 @@ static int reclaim(vr_member *m, uint32_t limit)
 
 int vr_reclaim_dead(vr_member *m)
 {
-	return reclaim(m, 0);
+	int n = reclaim(m, 0);
+	if (n > 0)
+		vr_wake_waiters(m->hdr); /* their room (#36) */
+	return n;
 }
 
 int vr_reclaim_near(vr_member *m)

@@ -68,6 +68,14 @@ struct vr_join_opts {
 	 * unless the caller's effective uid is 0. */
 	int as_owner;
 	uid_t owner;
+	/* Host bytes the group may hold for its parked members (#36: the
+	 * spill budget's rules; 0: none), fixed, like the caps, by whoever
+	 * starts the group. */
+	uint64_t park_budget;
+	/* Its refusals may wait for room (#36: --wait): a reserve the cap
+	 * refuses is not counted as a denial; the caller counts one
+	 * (vr_note_denied) when the wait ends without room. */
+	int waits;
 };
 
 /*
@@ -243,6 +251,78 @@ void vr_note_pinned(vr_member *m, int64_t delta);
 int vr_spill_reserve(vr_member *m, int dev, uint64_t bytes, uint64_t *spilled, uint64_t *budget);
 void vr_spill_release(vr_member *m, int dev, uint64_t bytes);
 uint64_t vr_spill_budget(const vr_member *m);
+
+/*
+ * Waiting for room (#36; wait.c; docs/architecture.md, "Waiting for
+ * room"). A reserve of bytes on dev that the cap refused may wait for room
+ * instead, within a deadline the caller keeps:
+ *   vr_wait_enter  says so in this member's slot and takes its place in
+ *                  the group's order. -E2BIG: bytes alone pass the cap;
+ *                  -EDEADLK: every other live member of the group waits
+ *                  too and this wait is the newest: nobody is left to
+ *                  make room; -ESRCH: the group has no other live member
+ *                  (launchers aside); -ENOTSUP: this member
+ *                  keeps its own books (damage); -EINVAL. Nothing is held
+ *                  on any error.
+ *   vr_wait_turn   when this is the oldest live wait on dev, sets aside
+ *                  the room there is (reserved in the books as any reserve
+ *                  is, shown as claimed); 1 once all bytes are set aside:
+ *                  the reserve is done, as if vr_reserve had granted them;
+ *                  0 not yet; -EDEADLK or -ESRCH as above (members come
+ *                  and go).
+ *   vr_wait_sleep  sleeps until room may have been made (a futex the
+ *                  books' releases wake) or the deadline (CLOCK_MONOTONIC
+ *                  ns) passes; at most a slice (250 ms) before it looks for
+ *                  dead members again.
+ *   vr_wait_exit   the wait is over; what was set aside goes back unless
+ *                  keep (then the caller holds it all).
+ * One wait per member at a time (the caller serialises its threads).
+ */
+struct vr_wait {
+	int dev;
+	uint64_t bytes, claimed, ticket;
+	uint32_t seen;
+};
+int vr_wait_enter(vr_member *m, int dev, uint64_t bytes, struct vr_wait *w);
+int vr_wait_turn(vr_member *m, struct vr_wait *w);
+void vr_wait_sleep(vr_member *m, struct vr_wait *w, uint64_t deadline_ns);
+void vr_wait_exit(vr_member *m, struct vr_wait *w, int keep);
+/* For a member that can be parked (--park-idle): when its last driver
+ * call was seen (CLOCK_REALTIME ns, 0: now busy), for monitors. */
+void vr_idle_note(vr_member *m, uint64_t since_ns, int parkable);
+
+/*
+ * Parking (#36; park.c; docs/architecture.md, "Parking"). The driver moved
+ * this process's device memory to host memory: its bytes leave the
+ * group's totals and are held against the group's park budget until they
+ * come back.
+ *   vr_park_held     what this member holds in the books, every device.
+ *   vr_park_reserve  bytes of the budget, before the driver is asked: 0,
+ *                    -ENOSPC (with *parked and *budget the numbers: dead
+ *                    members' given back first), -ENOTSUP (own books).
+ *   vr_park_unreserve gives them back (the driver refused, or the process
+ *                    runs again: with vr_park_end).
+ *   vr_park_out      the driver holds nothing of it now: each device's
+ *                    held bytes leave the totals (waiters woken), recorded
+ *                    as parked; out[d] what device d's were. Its threads
+ *                    are quiet (parked). 0 or a negative errno.
+ *   vr_park_in       bytes of device dev back in the books, as they left
+ *                    (never through a lane): 0, or -ENOSPC when the cap has
+ *                    no room (then wait for it: vr_wait_enter).
+ *   vr_park_back     device dev's bytes are back (the caller reserved them
+ *                    again): its record cleared.
+ *   vr_park_end      it runs again: every record cleared, host_bytes of
+ *                    the budget given back.
+ *   vr_park_budget   the group's budget (0: none).
+ */
+uint64_t vr_park_held(vr_member *m);
+int vr_park_reserve(vr_member *m, uint64_t bytes, uint64_t *parked, uint64_t *budget);
+void vr_park_unreserve(vr_member *m, uint64_t bytes);
+int vr_park_out(vr_member *m, uint64_t out[VR_MAX_DEVICES]);
+int vr_park_in(vr_member *m, int dev, uint64_t bytes);
+void vr_park_back(vr_member *m, int dev);
+void vr_park_end(vr_member *m, uint64_t host_bytes);
+uint64_t vr_park_budget(const vr_member *m);
 
 /*
  * A dead member's memory may stay in the driver after its process is

@@ -36,7 +36,8 @@ int vr__seg_copy(struct vr_seg_copy *c, const struct vr_hdr *h)
 	uint64_t last_sum = 0, last_total = 0;
 	uint32_t ndev = 0;
 	uint32_t growth = 0;
-	uint64_t spill_budget = 0, spilled = 0, denials = 0;
+	uint64_t spill_budget = 0, spilled = 0, denials = 0, park_budget = 0, parked = 0;
+	uint64_t *pk = c->pk;
 	for (int t = 0; t < SEQ_TRIES; t++) {
 		uint64_t s1 =
 		    atomic_load_explicit((_Atomic uint64_t *)&h->seq, memory_order_acquire);
@@ -58,14 +59,18 @@ int vr__seg_copy(struct vr_seg_copy *c, const struct vr_hdr *h)
 		spill_budget = h->spill_budget;
 		spilled = h->spilled;
 		denials = h->denials;
+		park_budget = h->wait.park_budget;
+		parked = h->wait.parked;
 		if (!sc)
 			sc = c->sc = malloc((size_t)VR_SLOTS * sizeof(*sc));
-		if (sc && (!sd || ndev > c->sd_ndev)) {
+		if (sc && (!sd || !pk || ndev > c->sd_ndev)) {
 			free(sd);
+			free(pk);
 			c->sd_ndev = ndev;
 			sd = c->sd = malloc((size_t)VR_SLOTS * (ndev ? ndev : 1) * sizeof(*sd));
+			pk = c->pk = malloc((size_t)VR_SLOTS * (ndev ? ndev : 1) * sizeof(*pk));
 		}
-		if (!sc || !sd)
+		if (!sc || !sd || !pk)
 			return -ENOMEM;
 		nsc = 0;
 		for (uint32_t i = 0; i < hw; i++) {
@@ -84,9 +89,14 @@ int vr__seg_copy(struct vr_seg_copy *c, const struct vr_hdr *h)
 			memcpy(sl->command, s->command, sizeof(sl->command));
 			for (int l = 0; l < VR_LANES; l++)
 				sl->lanes[l] = vr_lane_word(s, (uint32_t)l);
-			for (uint32_t d = 0; d < ndev; d++)
-				sd[(size_t)nsc * ndev + d] =
-				    *vr_counts_at((struct vr_hdr *)h, i, d);
+			memcpy(&sl->wait, &s->wait, sizeof(sl->wait));
+			for (uint32_t d = 0; d < ndev; d++) {
+				const struct vr_counts_line *ln =
+				    (const struct vr_counts_line *)(const void *)vr_counts_at(
+				        (struct vr_hdr *)h, i, d);
+				sd[(size_t)nsc * ndev + d] = ln->c;
+				pk[(size_t)nsc * ndev + d] = ln->parked;
+			}
 			nsc++;
 		}
 		/* The copy's loads must not pass the second read of seq: x86 keeps
@@ -147,6 +157,10 @@ int vr__seg_copy(struct vr_seg_copy *c, const struct vr_hdr *h)
 		for (uint32_t d = 0; d < ndev; d++) {
 			uint64_t held = vr_w_bytes(sd[(size_t)k * ndev + d].in_use);
 			uint64_t spare = copy_spare(&sc[k], d);
+			/* Nor what a wait has set aside for a request not granted
+			 * yet (#36): shown as waiting. */
+			if (sc[k].wait.dev == d + 1)
+				spare += sc[k].wait.claimed;
 			sd[(size_t)k * ndev + d].in_use = held - (spare < held ? spare : held);
 		}
 	c->lockword = atomic_load_explicit((_Atomic uint32_t *)&h->lock.word, memory_order_relaxed);
@@ -161,5 +175,7 @@ int vr__seg_copy(struct vr_seg_copy *c, const struct vr_hdr *h)
 	c->spill_budget = spill_budget;
 	c->spilled = spilled;
 	c->denials = denials;
+	c->park_budget = park_budget;
+	c->parked = parked;
 	return 0;
 }

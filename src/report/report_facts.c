@@ -96,6 +96,14 @@ void rep_sum_devices(const struct rep_members *ms, struct devsum *ds)
 				ds[d].spilled_peak = x->spilled_peak;
 			ds[d].spilled_sum += x->spilled_peak;
 			ds[d].spill_members += x->spilled_peak > 0;
+			ds[d].waits += x->waits;
+			ds[d].waits_granted += x->waits_granted;
+			ds[d].wait_ns += x->wait_ns;
+			if (x->wait_ns_max > ds[d].wait_ns_max)
+				ds[d].wait_ns_max = x->wait_ns_max;
+			ds[d].parks += x->parks;
+			if (x->parked_max > ds[d].parked_max)
+				ds[d].parked_max = x->parked_max;
 			/* Never below the member's peak (record.c), whether its
 			 * overhead was measured or not. */
 			if (x->card_peak > ds[d].card_peak)

@@ -17,6 +17,18 @@ static json_object *ju(uint64_t v)
 	return json_object_new_uint64(v);
 }
 
+/* Waits for room and parks (#36) of a device or a member on it. */
+static void waits_json(json_object *o, uint64_t waits, uint64_t granted, uint64_t ns,
+                       uint64_t ns_max, uint64_t parks, uint64_t parked_max)
+{
+	json_object_object_add(o, "waits", ju(waits));
+	json_object_object_add(o, "waits_granted", ju(granted));
+	json_object_object_add(o, "waited_s", json_object_new_double((double)ns / 1e9));
+	json_object_object_add(o, "longest_wait_s", json_object_new_double((double)ns_max / 1e9));
+	json_object_object_add(o, "parks", ju(parks));
+	json_object_object_add(o, "parked_max_bytes", ju(parked_max));
+}
+
 static json_object *jcap(uint64_t cap)
 {
 	return cap == UINT64_MAX ? NULL : ju(cap);
@@ -89,6 +101,8 @@ json_object *rep_json_report(const struct rep_view *r, const struct devsum *ds, 
 		json_object_object_add(o, "largest_guarantee_denied_bytes",
 		                       ju(ds[d].gt_denied_max));
 		json_object_object_add(o, "spilled_peak_bytes", ju(ds[d].spilled_peak));
+		waits_json(o, ds[d].waits, ds[d].waits_granted, ds[d].wait_ns, ds[d].wait_ns_max,
+		           ds[d].parks, ds[d].parked_max);
 		json_object_array_add(devs, o);
 	}
 	json_object_object_add(root, "devices", devs);
@@ -174,6 +188,8 @@ json_object *rep_json_report(const struct rep_view *r, const struct devsum *ds, 
 			                              : 0));
 			json_object_object_add(o, "spilled_peak_bytes", ju(x->spilled_peak));
 			json_object_object_add(o, "spilled_at_end_bytes", ju(x->spilled));
+			waits_json(o, x->waits, x->waits_granted, x->wait_ns, x->wait_ns_max,
+			           x->parks, x->parked_max);
 			json_object_array_add(pd, o);
 		}
 		json_object_object_add(p, "devices", pd);

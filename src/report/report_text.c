@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/duration.h"
 #include "common/exit.h"
 #include "common/size.h"
 #include "common/text.h"
@@ -61,6 +62,25 @@ static void card_line(FILE *f, const struct devsum *d, int dg)
 	if (d->card_members > 1)
 		fprintf(f, " (summed over %d processes)", d->card_members);
 	fputc('\n', f);
+}
+
+/* Waits for room and parks (#36), when there were any: how many, how
+ * many got their room, the time waited. */
+static void waits_line(FILE *f, const char *indent, const struct devsum *x)
+{
+	char a[32], b[32], c[32];
+	if (x->waits)
+		fprintf(f,
+		        "%s%" PRIu64 " wait%s for room (%" PRIu64
+		        " granted), %s waited in all, the longest %s\n",
+		        indent, x->waits, x->waits == 1 ? "" : "s", x->waits_granted,
+		        vr_format_duration(x->wait_ns / 1000000, a, sizeof a),
+		        vr_format_duration(x->wait_ns_max / 1000000, b, sizeof b));
+	if (x->parks)
+		fprintf(f,
+		        "%sparked %" PRIu64 " time%s (its memory moved to the host), at most %s\n",
+		        indent, x->parks, x->parks == 1 ? "" : "s",
+		        vr_format_size(x->parked_max, c, sizeof c));
 }
 
 static const char *cap_text(uint64_t cap, char *buf, size_t len)
@@ -266,6 +286,7 @@ void rep_text_report(const struct rep_view *r, FILE *f, const struct devsum *ds,
 		if (ds[d].spilled_peak)
 			fprintf(f, "  spilled to host memory: peak %s\n",
 			        vr_format_size(ds[d].spilled_peak, a, sizeof a));
+		waits_line(f, "  ", &ds[d]);
 	}
 	changes_section(f, r, ds);
 	escaped_section(f, r);
@@ -294,6 +315,13 @@ void rep_text_report(const struct rep_view *r, FILE *f, const struct devsum *ds,
 			        x->frees, x->frees == 1 ? "" : "s");
 			member_denials(f, x);
 			fputc('\n', f);
+			struct devsum w = {.waits = x->waits,
+			                   .waits_granted = x->waits_granted,
+			                   .wait_ns = x->wait_ns,
+			                   .wait_ns_max = x->wait_ns_max,
+			                   .parks = x->parks,
+			                   .parked_max = x->parked_max};
+			waits_line(f, "    ", &w);
 			if (x->card_known)
 				fprintf(f,
 				        "    on the card: peak %s at %.2f s; overhead: peak %s, %s "

@@ -420,6 +420,22 @@ static void emit(struct rep_trace *t, struct rep_member *m, const struct vr_rec_
 		json_object_object_add(o, "args", a);
 		put(t, o);
 		break;
+	case VR_EV_WAIT:
+	case VR_EV_PARK:
+		/* A span on the member's line (#36): the wait from its start to
+		 * its end, the park or restore likewise. */
+		o = event(t,
+		          e->type == VR_EV_WAIT
+		              ? (e->kind ? "waited (granted)" : "waited (refused)")
+		          : e->kind ? "parked"
+		                    : "restored",
+		          "X", m->h->pid, e->t_ns - (uint64_t)e->count * 1000000u);
+		json_object_object_add(o, "dur", json_object_new_double((double)e->count * 1000.0));
+		a = args1("bytes", e->bytes);
+		json_object_object_add(a, "device", json_object_new_int(d));
+		json_object_object_add(o, "args", a);
+		put(t, o);
+		break;
 	default:
 		break;
 	}

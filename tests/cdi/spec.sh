@@ -28,8 +28,10 @@ gen "$TMPDIR/c.yaml" --limit 1536M --limit 1=2G --name small --format yaml
 gen "$TMPDIR/d.json" --limit GPU-0e0e0e0e-1111-2222-3333-444444444444=1G
 gen "$TMPDIR/e.json" --limit 2G --growth
 gen "$TMPDIR/f.json" --limit 8G --guarantee 0=2G --guarantee 1G --group g --growth
+gen "$TMPDIR/g.json" --limit 4G --wait --park-idle=5m
+gen "$TMPDIR/h.json" --limit 4G --wait=30s
 for v in v0.5.4 v1.1.0; do
-	"$PY" "$VR_SRC/tests/cdi/validate.py" "$S/$v" "$TMPDIR"/{a,b,d,e,f}.json "$TMPDIR"/{a,c}.yaml ||
+	"$PY" "$VR_SRC/tests/cdi/validate.py" "$S/$v" "$TMPDIR"/{a,b,d,e,f,g,h}.json "$TMPDIR"/{a,c}.yaml ||
 		fail "a spec does not validate against the CDI schema $v"
 done
 # A spec the schema refuses, so the check can fail at all.
@@ -75,6 +77,18 @@ fm = {x["containerPath"]: x for x in fd["mounts"]}
 ok &= fm.get("/run/vramctl", {}).get("hostPath") == "/run/vramctl" and \
       "ro" in fm["/run/vramctl"]["options"]
 ok &= "/run/vramctl" not in m
+# --wait and --park-idle (#36): their variables, a park budget, and the
+# checkpoint helper mounted where the library looks for it beside itself.
+g = json.load(open(f"{t}/g.json"))["devices"][0]["containerEdits"]
+ge = g["env"]
+ok &= "VRAMCTL_WAIT=60s" in ge and "VRAMCTL_PARK_IDLE=5m" in ge
+ok &= any(x.startswith("VRAMCTL_PARK_BUDGET=") and int(x.split("=")[1]) > 0 for x in ge)
+gm = {x["containerPath"]: x for x in g["mounts"]}
+helper = gm.get("/usr/libexec/vramctl/vramctl-checkpoint")
+ok &= bool(helper) and "ro" in helper["options"] and os.access(helper["hostPath"], os.X_OK)
+h = json.load(open(f"{t}/h.json"))["devices"][0]["containerEdits"]
+ok &= "VRAMCTL_WAIT=30s" in h["env"] and not any("PARK" in x for x in h["env"])
+ok &= "/usr/libexec/vramctl/vramctl-checkpoint" not in [x["containerPath"] for x in h["mounts"]]
 if not ok:
     print(json.dumps(a, indent=1))
 sys.exit(0 if ok else 1)
@@ -145,6 +159,8 @@ bad "unknown option '--frob'" generate --limit 1G --frob
 bad "give --name" generate --limit '4 G'
 bad "--registry 'rel': an absolute path is needed" generate --limit 1G --books rel
 bad "--registry 'rel': an absolute path is needed" generate --limit 1G --registry rel
+bad "--wait: bad time 'soon'" generate --limit 1G --wait=soon
+bad "--park-idle: bad time 'x'" generate --limit 1G --park-idle=x
 mkdir -m 0777 "$TMPDIR/open"
 chmod 0777 "$TMPDIR/open"
 bad "mode 0777" generate --limit 1G --books "$TMPDIR/open"

@@ -69,7 +69,7 @@ expect_grep "--device 1: there is 1 GPU (0 to 0)" err "--device out of range: me
 doctor --program "$HOLDER"
 expect_rc 0 "$rc" "healthy"
 only_ok "healthy"
-for id in driver.library driver.version driver.init driver.nvml driver.kernel \
+for id in driver.library driver.version driver.init driver.checkpoint driver.nvml driver.kernel \
 	driver.platform device.init device.compute_mode device.mig device.persistence \
 	env.visible_devices hook.library hook.preload hook.linked hook.dlsym hook.procaddr \
 	hook.procaddr_old hook.ptds hook.program books.dir books.groups books.dead books.damage \
@@ -77,7 +77,15 @@ for id in driver.library driver.version driver.init driver.nvml driver.kernel \
 	grep -qE "^OK +$id " out || fail "healthy: no OK line for $id"
 done
 line OK driver.kernel "kernel module 580.82.07" "healthy kernel module"
+line OK driver.checkpoint "the driver has the checkpoint API" "healthy: the checkpoint API (#36)"
 line OK hook.ptds "capped (sees the 64 MiB test cap" "healthy per-thread way"
+# A driver before CUDA 12.8 has no checkpoint API: parking is off, said as
+# SKIP (caps and --wait do not need it).
+if [ -e "$VR_BUILD/sim/cuda-11.5/libcuda.so.1" ]; then
+	LD_LIBRARY_PATH=$VR_BUILD/sim/cuda-11.5:$LD_LIBRARY_PATH VRAMSIM_DRIVER_VERSION=11050 doctor
+	line SKIP driver.checkpoint "the driver has no checkpoint API (cuCheckpointProcessLock" \
+		"a driver without the checkpoint API (#36)"
+fi
 doctor --json --program "$HOLDER"
 expect_rc 0 "$rc" "healthy --json"
 expect_grep '"schema": 1,' out "json schema"

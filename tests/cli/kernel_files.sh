@@ -77,4 +77,22 @@ expect_grep "the guarantee 8G is above the cap there (4G)" err "a guarantee abov
 expect_rc 125 $? "a bad guarantee"
 expect_grep "unknown unit 'Q'" err "a bad guarantee"
 [ ! -e "$JUPYTER_DATA_DIR/kernels/gua2" ] || fail "a refused guarantee wrote a kernelspec"
+
+# --wait and --park-idle (#36): carried into the kernel's `vramctl run` and
+# its metadata; a bad time refused with 125, nothing written.
+"$V" kernel install --limit 4G --wait --park-idle=10m --from py --name idle >out 2>err
+expect_rc 0 $? "kernel install --wait --park-idle"
+python3 - "$JUPYTER_DATA_DIR/kernels/idle/kernel.json" <<'PY' || fail "--wait, --park-idle in the kernelspec"
+import json, sys
+k = json.load(open(sys.argv[1]))
+assert k["argv"][1:7] == ["run", "--exec", "--limit", "4G", "--wait=60s", "--park-idle=10m"], k["argv"]
+assert k["metadata"]["vramctl"]["wait"] == "60s" and k["metadata"]["vramctl"]["park_idle"] == "10m", k
+PY
+"$V" kernel install --limit 4G --park-idle=soon --from py --name idle2 >out 2>err
+expect_rc 125 $? "a bad --park-idle"
+expect_grep "bad time 'soon'" err "a bad --park-idle"
+[ ! -e "$JUPYTER_DATA_DIR/kernels/idle2" ] || fail "a refused --park-idle wrote a kernelspec"
+"$V" kernel remove py-gpu-1g --user >/dev/null 2>&1
+"$V" kernel install --limit 1G --from py --user >out 2>err && "$V" kernel remove py-gpu-1g --user >out 2>err
+expect_rc 0 $? "kernel remove still takes --user (its options after --wait and --park-idle)"
 finish

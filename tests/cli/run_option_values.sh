@@ -45,6 +45,24 @@ refused "--report r.json" "--report takes its value with '=' (--report=r.json)" 
 refused "--report r.txt --" "--report takes its value with '=' (--report=r.txt)" \
 	--report r.txt -- echo ran
 
+# --wait and --park-idle (#36): the same rule for --wait's value; bad
+# times, a budget without parking, and either without a cap refused.
+refused "--wait 30" "--wait takes its value with '=' (--wait=30)" \
+	--limit 1G --wait 30 echo ran
+refused "--wait=soon" "--wait: bad time 'soon'" --limit 1G --wait=soon -- echo ran
+refused "--park-idle=x" "--park-idle: bad time 'x'" --limit 1G --park-idle=x -- echo ran
+refused "--park-idle without --limit" "--park-idle needs --limit" --park-idle=5m -- echo ran
+refused "--wait without --limit" "--wait needs --limit" --wait -- echo ran
+refused "--park-budget alone" "--park-budget goes with --park-idle" \
+	--limit 1G --park-budget 1G -- echo ran
+"$V" run --limit 1G --wait --park-idle=manual --park-budget 2G -- \
+	sh -c 'echo "$VRAMCTL_WAIT $VRAMCTL_PARK_IDLE $VRAMCTL_PARK_BUDGET"' >out 2>err
+expect_rc 0 $? "--wait --park-idle --park-budget"
+expect_grep "60s manual 2147483648" out "the contract of --wait, --park-idle, --park-budget"
+"$V" run --limit 1G --wait echo ran >out 2>err
+expect_rc 0 $? "--wait COMMAND"
+expect_grep ran out "--wait COMMAND runs it"
+
 # What stays as it was: the '=' forms, values that start with '-' given
 # with '=', and the command right after a value-less --spill or --report.
 "$V" run --limit=1G --spill=2G -- echo ran >out 2>err

@@ -1,6 +1,7 @@
 """memctl.py - drives tests/hook/memctl programs from Python (limit.sh,
 guarantee.sh, tests/report/report_limit.sh): one line in, one line out."""
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -31,6 +32,20 @@ class Prog:
         self.p.stdin.write(cmd + "\n")
         self.p.stdin.flush()
         return self.p.stdout.readline().strip()
+
+    def send(self, cmd):
+        """Sends a command without waiting for its answer (reply reads it)."""
+        self.p.stdin.write(cmd + "\n")
+        self.p.stdin.flush()
+
+    def reply(self, timeout):
+        """The next answer, or None when none came within timeout seconds."""
+        r, _, _ = select.select([self.p.stdout], [], [], timeout)
+        return self.p.stdout.readline().strip() if r else None
+
+    def now(self):
+        """CLOCK_MONOTONIC in the program, in ns (to order events)."""
+        return int(self.ask("t").split()[1])
 
     def alloc(self, mib):
         r = self.ask("a %d" % mib)

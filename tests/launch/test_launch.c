@@ -83,6 +83,9 @@ static void test_contract(void)
 	                      "-VRAMCTL_SPILL\n"
 	                      "-VRAMCTL_GUARANTEE\n"
 	                      "-VRAMCTL_GUARANTEE_TOKEN\n"
+	                      "-VRAMCTL_WAIT\n"
+	                      "-VRAMCTL_PARK_IDLE\n"
+	                      "-VRAMCTL_PARK_BUDGET\n"
 	                      "VRAMCTL_GROUP=job.1\n"
 	                      "VRAMCTL_REGISTRY_DIR=/r/1000\n"
 	                      "VRAMCTL_GROWTH=1\n"
@@ -126,12 +129,16 @@ static void test_contract(void)
 	/* Opting out: the contract and the library go, other preloads stay. */
 	r.text[0] = '\0';
 	ASSERT_EQ(vr_contract_undo("/l/libvramctl.so", "/a.so:/l/libvramctl.so", record, &r), 0);
-	ASSERT_STR_EQ(r.text, "-VRAMCTL_LIMIT\n-VRAMCTL_GROUP\n-VRAMCTL_GROWTH\n-VRAMCTL_SPILL\n"
-	                      "-VRAMCTL_GUARANTEE\n-VRAMCTL_GUARANTEE_TOKEN\nLD_PRELOAD=/a.so\n");
+	ASSERT_STR_EQ(
+	    r.text, "-VRAMCTL_LIMIT\n-VRAMCTL_GROUP\n-VRAMCTL_GROWTH\n-VRAMCTL_SPILL\n"
+	            "-VRAMCTL_GUARANTEE\n-VRAMCTL_GUARANTEE_TOKEN\n"
+	            "-VRAMCTL_WAIT\n-VRAMCTL_PARK_IDLE\n-VRAMCTL_PARK_BUDGET\nLD_PRELOAD=/a.so\n");
 	r.text[0] = '\0';
 	ASSERT_EQ(vr_contract_undo("/l/libvramctl.so", "/l/libvramctl.so", record, &r), 0);
-	ASSERT_STR_EQ(r.text, "-VRAMCTL_LIMIT\n-VRAMCTL_GROUP\n-VRAMCTL_GROWTH\n-VRAMCTL_SPILL\n"
-	                      "-VRAMCTL_GUARANTEE\n-VRAMCTL_GUARANTEE_TOKEN\n-LD_PRELOAD\n");
+	ASSERT_STR_EQ(r.text,
+	              "-VRAMCTL_LIMIT\n-VRAMCTL_GROUP\n-VRAMCTL_GROWTH\n-VRAMCTL_SPILL\n"
+	              "-VRAMCTL_GUARANTEE\n-VRAMCTL_GUARANTEE_TOKEN\n"
+	              "-VRAMCTL_WAIT\n-VRAMCTL_PARK_IDLE\n-VRAMCTL_PARK_BUDGET\n-LD_PRELOAD\n");
 }
 
 static void test_dir_pattern(void)

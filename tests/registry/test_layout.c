@@ -13,7 +13,7 @@
 
 int main(void)
 {
-	ASSERT_EQ(VR_LAYOUT_VERSION, 10);
+	ASSERT_EQ(VR_LAYOUT_VERSION, 11);
 	ASSERT_UEQ(VR_LAYOUT_MAGIC, 0x3147524c54434d56ULL);
 	ASSERT_EQ(VR_SLOTS, 1024);
 	ASSERT_EQ(VR_MAX_DEVICES, 64);
@@ -60,7 +60,7 @@ int main(void)
 	OFF(vramctl_counts, spilled, 32);
 	OFF(vramctl_counts, overhead, 40);
 
-	ASSERT_EQ(sizeof(struct vr_slot), 704);
+	ASSERT_EQ(sizeof(struct vr_slot), 768);
 	OFF(vr_slot, state, 0);
 	OFF(vr_slot, pid, 4);
 	OFF(vr_slot, incarnation, 8);
@@ -71,12 +71,35 @@ int main(void)
 	OFF(vr_slot, joined, 40);
 	OFF(vr_slot, command, 48);
 	OFF(vr_slot, growth, 176);
-	OFF(vr_slot, lanes, 192);
+	OFF(vr_slot, flags, 180);
+	OFF(vr_slot, ipc_ns, 184); /* #37, version 10 */
+	OFF(vr_slot, wait, 192);
+	OFF(vr_slot, lanes, 256);
+	/* Waiting and parking (#36, version 11). */
+	ASSERT_EQ(sizeof(struct vr_slot_wait), 64);
+	OFF(vr_slot_wait, dev, 0);
+	OFF(vr_slot_wait, park, 4);
+	OFF(vr_slot_wait, bytes, 8);
+	OFF(vr_slot_wait, claimed, 16);
+	OFF(vr_slot_wait, since, 24);
+	OFF(vr_slot_wait, ticket, 32);
+	OFF(vr_slot_wait, parked_since, 40);
+	OFF(vr_slot_wait, idle_since, 48);
+	OFF(vr_slot_wait, flags, 56);
+	ASSERT_EQ(sizeof(struct vr_hdr_wait), 32);
+	OFF(vr_hdr, wait, 384 + 64 * 48 + 16 * 16);
+	OFF(vr_hdr_wait, wake, 0);
+	OFF(vr_hdr_wait, waiters, 4);
+	OFF(vr_hdr_wait, tickets, 8);
+	OFF(vr_hdr_wait, park_budget, 16);
+	OFF(vr_hdr_wait, parked, 24);
+	OFF(vr_counts_line, phantom, 48); /* #37, version 10 */
+	OFF(vr_counts_line, parked, 56);
 	ASSERT_EQ(sizeof(struct vr_lane), 64);
 
 	/* The members' numbers, device by device, a cache line each. */
 	ASSERT_EQ(sizeof(struct vr_counts_line), 64);
-	ASSERT_UEQ(VR_COUNTS_OFFSET, 4096 + 1024 * 704);
+	ASSERT_UEQ(VR_COUNTS_OFFSET, 4096 + 1024 * 768);
 	ASSERT_UEQ(VR_COUNTS_OFFSET % 64, 0);
 	/* The cap changes (`vramctl limit`), after them. */
 	ASSERT_EQ(sizeof(struct vr_change), 56);
@@ -90,7 +113,7 @@ int main(void)
 	OFF(vr_changes, count, 0);
 	OFF(vr_changes, count_check, 8);
 	OFF(vr_changes, c, 64);
-	ASSERT_UEQ(VR_CHANGES_OFFSET, 4096 + 1024 * 704 + 64 * 1024 * 64);
+	ASSERT_UEQ(VR_CHANGES_OFFSET, 4096 + 1024 * 768 + 64 * 1024 * 64);
 	/* The members' identity records (version 9), a cache line apart. */
 	ASSERT_EQ(sizeof(struct vr_ident), 896);
 	OFF(vr_ident, pid, 0);
@@ -101,9 +124,10 @@ int main(void)
 	OFF(vr_ident, pod_name, 480);
 	OFF(vr_ident, pod_namespace, 734);
 	OFF(vr_ident, container_name, 798);
-	ASSERT_UEQ(VR_IDENT_OFFSET, 4096 + 1024 * 704 + 64 * 1024 * 64 + 64 + 16 * 56);
+	ASSERT_UEQ(VR_IDENT_OFFSET, 4096 + 1024 * 768 + 64 * 1024 * 64 + 64 + 16 * 56);
 	ASSERT_UEQ(VR_IDENT_OFFSET % 64, 0);
-	ASSERT_UEQ(VR_SEGMENT_SIZE, 4096 + 1024 * 704 + 64 * 1024 * 64 + 64 + 16 * 56 + 1024 * 896);
+	ASSERT_UEQ(VR_SEGMENT_SIZE, 4096 + 1024 * 768 + 64 * 1024 * 64 + 64 + 16 * 56 + 1024 * 896);
+	ASSERT_UEQ(VR_SEGMENT_SIZE, 5903296); /* as docs/architecture.md says */
 
 	/* Books in a memfd: the door says so, and members say where theirs is. */
 	ASSERT_EQ(VR_SHM_ID_MEMFD, -2);
@@ -134,7 +158,7 @@ int main(void)
 	struct vr_hdr *h = (struct vr_hdr *)(void *)seg;
 	ASSERT_UEQ((size_t)((unsigned char *)vr_counts_at(h, 3, 2) - seg),
 	           VR_COUNTS_OFFSET + (2 * 1024 + 3) * 64);
-	ASSERT_UEQ((size_t)((unsigned char *)vr_slot_at(h, 3) - seg), 4096 + 3 * 704);
+	ASSERT_UEQ((size_t)((unsigned char *)vr_slot_at(h, 3) - seg), 4096 + 3 * 768);
 
 	/* The liveness bytes stay where version 5 had them (layout.h). */
 	ASSERT_EQ(vr_slot_live_byte(0), 4096);

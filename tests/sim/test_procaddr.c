@@ -186,7 +186,7 @@ int main(void)
 	 * (its base name is the name less _vN, _ptsz and _ptds). */
 	static const int versions[] = {2000,  2020,  3010,  3020,  4000,  4010,  5000,  6000,
 	                               6050,  7000,  9020,  10000, 10020, 11000, 11010, 11020,
-	                               11030, 11040, 11060, 11070, 12000, 12050, 13000};
+	                               11030, 11040, 11060, 11070, 12000, 12050, 12080, 13000};
 #define CHECK_REACHABLE(name, params, args)                                                        \
 	check_reachable(#name, versions, VR_ARRAY_LEN(versions));
 	VR_CUDA_FUNCS(CHECK_REACHABLE)

@@ -182,6 +182,16 @@ case $OUT in '' | *[!0-9]*) fail "--gpu-mem-spill (auto): VRAMCTL_SPILL=$OUT" ;;
 run srun --gpu-mem=1G --gpu-mem-spill=lots true
 [ "$RC" != 0 ] || fail "--gpu-mem-spill=lots accepted"
 printf '%s\n' "$OUT" | grep -q "vramctl: --gpu-mem-spill=lots" || fail "no clear message: $OUT"
+
+# --- waiting and parking (#36): the contract's times; a bad one refused ----
+run srun --gpu-mem=1G --gpu-mem-wait=30s --gpu-mem-park-idle=manual \
+	sh -c 'echo "$VRAMCTL_WAIT $VRAMCTL_PARK_IDLE $VRAMCTL_PARK_BUDGET"'
+case $OUT in "30s manual "[1-9]*) ;; *) fail "--gpu-mem-wait, --gpu-mem-park-idle: $OUT" ;; esac
+run srun --gpu-mem=1G --gpu-mem-wait printenv VRAMCTL_WAIT
+[ "$OUT" = 60s ] || fail "--gpu-mem-wait (bare): VRAMCTL_WAIT=$OUT"
+run srun --gpu-mem=1G --gpu-mem-park-idle=soon true
+[ "$RC" != 0 ] || fail "--gpu-mem-park-idle=soon accepted"
+printf '%s\n' "$OUT" | grep -q "vramctl: --gpu-mem-park-idle=soon" || fail "no clear message: $OUT"
 run srun --gpu-mem=1G printenv VRAMCTL_SPILL
 [ "$RC" != 0 ] || fail "VRAMCTL_SPILL set without --gpu-mem-spill: $OUT"
 
