@@ -81,7 +81,7 @@ struct vramctl_proc_dev {
 			VRAMCTL_COUNTS_FIELDS
 		};
 	};
-	/* Addition (#36): while the member is parked, what it held on this
+	/* Addition: while the member is parked, what it held on this
 	 * device, now in host memory (not in in_use). */
 	uint64_t parked;
 };
@@ -135,18 +135,18 @@ struct vramctl_proc {
 	 * monitor does: identity.c); the names are its claim, as its
 	 * environment is. */
 	const struct vramctl_proc_ident *ident;
-	/* Addition (#36): a wait for room, when wait_dev >= 0 (an index into
+	/* Addition: a wait for room, when wait_dev >= 0 (an index into
 	 * dev[]): the bytes asked, those set aside for it already (in the
 	 * group's books, not in in_use), since when (ns since the epoch). */
 	int wait_dev;
 	uint64_t wait_bytes, wait_claimed, wait_since;
-	/* Addition (#36): parked (its device memory moved to host memory:
+	/* Addition: parked (its device memory moved to host memory:
 	 * dev[].parked) since parked_since (ns since the epoch); parkable: it
 	 * runs with --park-idle; idle_since: its last driver call seen while
 	 * it is parkable (ns since the epoch, 0 unknown). */
 	int parked, parkable;
 	uint64_t parked_since, idle_since;
-	/* Addition (#36): a launcher (`vramctl run`) holding the group open
+	/* Addition: a launcher (`vramctl run`) holding the group open
 	 * for its command: not one of its members. */
 	int launcher;
 };

@@ -101,7 +101,7 @@ static int admit_one(const struct vr_launch_dev *dv, uint64_t g, const char *gro
 	int direct = geteuid() == 0 && vr_devbook_host_pids();
 	int rc = admit_any(dv, g, ident, group, direct, &given, err, sizeof err);
 	/* No room for it now: idle borrowers that can be parked are parked
-	 * for it (#36), then it is asked once more (the book's refusal for
+	 * for it, then it is asked once more (the book's refusal for
 	 * room; the service's only while the card itself lacks the room). */
 	if ((rc == -ENOSPC || rc == -EACCES) && g <= dv->total &&
 	    cli_admit_card_free((void *)dv->uuid, &free_b) == 0 && (rc == -ENOSPC || free_b < g)) {

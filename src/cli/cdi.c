@@ -808,7 +808,7 @@ static int cdi_generate(int argc, char **argv)
 			    "enable --now vramctl-guard.socket)\n",
 			    VR_DEVBOOK_DEFAULT_DIR);
 	}
-	/* Parking (#36): the library starts vramctl-checkpoint from beside
+	/* Parking: the library starts vramctl-checkpoint from beside
 	 * itself; its host budget is a quarter of this host's available
 	 * memory now (the spill budget's auto). */
 	char helper[PATH_MAX];

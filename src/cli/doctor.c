@@ -183,7 +183,7 @@ static void check_driver(struct doc *d)
 		init_failure(d, d->init_rc);
 }
 
-/* Parking (#36): the driver's checkpoint API, and the helper the library
+/* Parking: the driver's checkpoint API, and the helper the library
  * asks to use it. Neither is needed for caps or --wait: SKIP, not WARN,
  * where they are missing. */
 static void check_checkpoint(struct doc *d)

@@ -105,7 +105,7 @@ static void list_usage(FILE *f)
 
 struct install {
 	const char *limit, *guarantee, *group, *name, *display, *from;
-	const char *wait, *park_idle; /* #36: NULL when not given */
+	const char *wait, *park_idle; /* NULL when not given */
 	enum where where;
 };
 
@@ -408,7 +408,7 @@ static int do_install(const struct install *in)
 		}
 	}
 	/* --wait and --park-idle are checked now, as vramctl run would at the
-	 * kernel's start (#36). */
+	 * kernel's start. */
 	uint64_t ms;
 	char terr[200];
 	if (in->wait && vr_parse_duration(in->wait, 0, &ms, terr, sizeof terr) < 0) {

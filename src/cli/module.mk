@@ -65,7 +65,7 @@ $(DEMO_APP): $(O)/src/cli/demo_app/demo_app.o $(COMMON_LIB)
 ALL_TARGETS += $(DEMO_APP)
 
 # The controller the injected library starts to park or restore its own
-# process with the driver's checkpoint API (#36, hook/ckpt.c): libc and
+# process with the driver's checkpoint API (hook/ckpt.c): libc and
 # dlopen, with vramctl's mark (self.c) so that the library stays out.
 CHECKPOINT_HELPER := $(O)/libexec/vramctl-checkpoint
 $(CHECKPOINT_HELPER): $(O)/src/cli/checkpoint/checkpoint.o

@@ -1,5 +1,5 @@
 /*
- * park.c - `vramctl park TARGET` and `vramctl unpark TARGET` (#36): a
+ * park.c - `vramctl park TARGET` and `vramctl unpark TARGET`: a
  * process that runs with --park-idle, or every such member of a group, is
  * parked now (its GPU memory moved to host memory by the driver's
  * checkpoint API, until its next driver call) or brought back. TARGET is a

@@ -131,7 +131,7 @@ struct run_req {
 	struct vr_limits gua;  /* --guarantee */
 	char gspec[4096];      /* the guarantee normalised, for VRAMCTL_GUARANTEE */
 	int growth, have_limit, have_spill, have_guarantee, exec_self;
-	const char *wait;      /* --wait's TIME ("60s" bare), or NULL (#36) */
+	const char *wait;      /* --wait's TIME ("60s" bare), or NULL */
 	uint64_t wait_ms;      /* the same in ms, 0 without --wait */
 	const char *park_idle; /* --park-idle's DURATION or "manual", or NULL */
 	uint64_t park_budget;  /* --park-budget (default auto) */

@@ -354,10 +354,10 @@ void draw(struct ui *u, const struct mon_model *m)
 		char state[48] = "", counting[48] = "", sz[32];
 		if (capped && p->state != MON_PROC_ALIVE)
 			snprintf(state, sizeof(state), "[%s] ", mon_state_name(p->state));
-		else if (capped && p->parked) /* #36: its memory on the host */
+		else if (capped && p->parked) /* its memory on the host */
 			snprintf(state, sizeof(state), "[parked %s] ",
 			         vr_format_size(p->parked_bytes, sz, sizeof(sz)));
-		else if (capped && p->wait_bytes) /* #36: --wait */
+		else if (capped && p->wait_bytes) /* --wait */
 			snprintf(state, sizeof(state), "[waiting for %s] ",
 			         vr_format_size(p->wait_bytes, sz, sizeof(sz)));
 		else if (p->valid & MON_P_ALONE) /* its cap holds for it alone */

@@ -20,12 +20,12 @@
 /* Spill past the cap to host memory the GPU reads in place (docs/spill.md):
  * the group's host budget, SIZE | "auto" | "0" (spill.h). Unset: no spill. */
 #define VR_ENV_SPILL "VRAMCTL_SPILL"
-/* Waiting instead of out-of-memory (#36): an allocation the group's cap or
+/* Waiting instead of out-of-memory: an allocation the group's cap or
  * the card's guarantees refuse waits for room up to TIME (duration.h:
  * seconds, or 30s, 2m), then is refused as usual. Unset or 0: no wait.
  * Read only under a cap; a bad value is said and means no wait. */
 #define VR_ENV_WAIT "VRAMCTL_WAIT"
-/* Parking (#36): DURATION (duration.h) a process whose driver calls stay
+/* Parking: DURATION (duration.h) a process whose driver calls stay
  * idle that long is parked (its device memory moved to host memory by the
  * driver's checkpoint API, brought back at its next call); "manual": it
  * can be parked (vramctl park, guarantees) but not for idleness. Unset: it

@@ -1,6 +1,6 @@
 /*
- * duration.h - the time grammar of --wait[=TIME] and --park-idle=DURATION
- * (#36), one for `vramctl run`, the library (VRAMCTL_WAIT,
+ * duration.h - the time grammar of --wait[=TIME] and --park-idle=DURATION,
+ * one for `vramctl run`, the library (VRAMCTL_WAIT,
  * VRAMCTL_PARK_IDLE), the Slurm plugin, `cdi generate` and `kernel
  * install`:
  *

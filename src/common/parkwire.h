@@ -1,5 +1,5 @@
 /*
- * parkwire.h - how a process that may be parked (#36, --park-idle) and
+ * parkwire.h - how a process that may be parked (--park-idle) and
  * whoever asks it to park or to come back talk (`vramctl park`/`unpark`,
  * another group's process whose guarantee borrowers hold). libc only: the
  * injected library serves it, the CLI and the library ask.
@@ -54,7 +54,7 @@ void vr_park_answer(int cfd, const char *line);
 int vr_park_ask(int pid, const char *req, char *reply, size_t len, int timeout_ms);
 
 /*
- * Parking for a guarantee (#36): the idle processes on one GPU that can be
+ * Parking for a guarantee: the idle processes on one GPU that can be
  * parked are asked, the longest idle first, to park for it (park-for), until
  * `bytes` are freed or none is left; with wait_ms, again every 250 ms
  * while that lasts. Each decides for itself whether the asker may. list

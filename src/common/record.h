@@ -132,7 +132,7 @@ struct vr_rec_dev {
 	unsigned char uuid[16];
 	uint32_t used;       /* 1 once the device was seen */
 	uint32_t card_known; /* 1 once the overhead was measured */
-	/* Waits for room (#36): how many, how many ended with the room, the
+	/* Waits for room: how many, how many ended with the room, the
 	 * time they took in all and the longest; and parks of this process
 	 * (its bytes here moved to host memory), how many, the most parked. */
 	uint64_t waits, waits_granted, wait_ns, wait_ns_max;

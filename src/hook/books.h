@@ -16,7 +16,7 @@
 extern vr_member *vr__books_member;
 extern _Atomic uint64_t vr__books_spill_budget;
 /* The same for a thread that may run while the join publishes it (the
- * park agent, #36): an acquire load, paired with books.c's release. */
+ * park agent): an acquire load, paired with books.c's release. */
 static inline vr_member *vr_books_member_now(void)
 {
 	return __atomic_load_n(&vr__books_member, __ATOMIC_ACQUIRE);

@@ -1,6 +1,6 @@
 /*
  * ckpt.c - the driver's checkpoint API for this process, asked of the
- * helper libexec/vramctl-checkpoint (ckpt.h, #36).
+ * helper libexec/vramctl-checkpoint (ckpt.h).
  *
  * The helper is started with clone(2) sharing nothing but the memory until
  * it execs (as vfork does), with no exit signal: the program never gets a

@@ -1,5 +1,5 @@
 /*
- * ckpt.h - the driver's checkpoint API for this process (ckpt.c, #36).
+ * ckpt.h - the driver's checkpoint API for this process (ckpt.c).
  * The API is for a controller acting on another PID (cuda.h: lock its CUDA
  * calls, move its device memory to host memory and back, unlock), so the
  * library asks a helper process, libexec/vramctl-checkpoint, started for

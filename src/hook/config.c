@@ -29,7 +29,7 @@ struct vr_state vr_g;
 static char count_text[32];
 /* VRAMCTL_SPILL's text, parsed into vr_g.spill_asked. */
 static char spill_text[64];
-/* VRAMCTL_WAIT, VRAMCTL_PARK_IDLE and VRAMCTL_PARK_BUDGET's texts (#36). */
+/* VRAMCTL_WAIT, VRAMCTL_PARK_IDLE and VRAMCTL_PARK_BUDGET's texts. */
 static char wait_text[32], park_text[32], park_budget_text[64];
 /* VRAMCTL_GUARANTEE did not fit guarantee_text (read_guarantee decides). */
 static int guarantee_long;
@@ -284,7 +284,7 @@ uint64_t vr_config_guarantee(int ordinal, const char *uuid_text, uint64_t phys_t
 	return g < cap ? g : cap;
 }
 
-/* Waiting and parking (#36), additions to a cap like spill: a value that
+/* Waiting and parking, additions to a cap like spill: a value that
  * cannot be read is said once and means none (the cap itself stays). */
 static void read_wait_park(void)
 {

@@ -50,7 +50,7 @@ struct vr_state {
 	 * sets the group's budget), and the budget of this process's own books.
 	 * The budget in force is the books' (vr_books_spill_budget). */
 	uint64_t spill_asked;
-	/* #36: VRAMCTL_WAIT, the longest an allocation the cap refuses waits
+	/* VRAMCTL_WAIT, the longest an allocation the cap refuses waits
 	 * for room, in ms (0: it does not wait); VRAMCTL_PARK_IDLE, the idle
 	 * time after which this process is parked, in ms (0: it is never
 	 * parked; VR_PARK_MANUAL: it may be parked, never for idleness), and

@@ -1,6 +1,6 @@
 /*
  * gate.c - the gate in front of every driver call of a process that may
- * be parked (gate.h, #36).
+ * be parked (gate.h).
  *
  * The trampolines are a pool of VR_TRAMP_N stubs in the library's text
  * (no code is written at run time): stub i loads i into r11 and jumps to

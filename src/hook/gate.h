@@ -1,6 +1,6 @@
 /*
  * gate.h - the gate in front of every driver call of a process that may be
- * parked (gate.c, #36: --park-idle). Parking moves the process's device
+ * parked (gate.c: --park-idle). Parking moves the process's device
  * memory to host memory with the driver's checkpoint API; from then on
  * the driver holds every driver call of the process until it is restored.
  * So that a call is never held there forever, each one passes the gate

@@ -90,7 +90,7 @@ static int admit(struct vr_dev *d, uint64_t asked, uint64_t ident, char *err, si
 }
 
 /* admit, and where the card has no room for the guarantee now: idle
- * borrowers that run with --park-idle are parked for it (#36, "Guarantees
+ * borrowers that run with --park-idle are parked for it ("Guarantees
  * given back by parking"), then it is asked once more. Nobody is killed;
  * a borrower decides for itself whether this process may park it
  * (common/parkwire.h). 0, or admit's error. */

@@ -1,6 +1,6 @@
 /*
  * guarantee_park.c - what parking asks of the guarantees
- * (guarantee_park.h, #36).
+ * (guarantee_park.h).
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /*
  * guarantee_park.h - what parking asks of the guarantees (guarantee_park.c,
- * #36): the narrow interface between parking (park.c) and the guarantees
+ * the narrow interface between parking (park.c) and the guarantees
  * (guarantee.c, the device book). A guaranteed group whose owed memory
  * borrowers hold has idle borrowers parked instead of being refused:
  *

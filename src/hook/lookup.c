@@ -55,7 +55,7 @@ static int maybe_hooked(const char *sym)
 
 /* A driver entry point vramctl does not wrap, as the program gets it: its
  * own pointer, or behind the gate (a trampoline) when the process may be
- * parked (gate.h, #36). */
+ * parked (gate.h). */
 static void *gated(void *p)
 {
 	if (VR_LIKELY(!vr_gate_armed()))

@@ -1,5 +1,5 @@
 /*
- * park.c - parking (park.h, #36; docs/architecture.md, "Parking").
+ * park.c - parking (park.h; docs/architecture.md, "Parking").
  *
  * The idle clock costs nothing on the driver calls of a busy program: a
  * thread of the library's own (the agent, started at the first driver

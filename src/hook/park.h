@@ -1,5 +1,5 @@
 /*
- * park.h - parking (park.c, #36; --park-idle=DURATION, VRAMCTL_PARK_IDLE):
+ * park.h - parking (park.c; --park-idle=DURATION, VRAMCTL_PARK_IDLE):
  * a process whose driver calls stay idle is parked (its device memory
  * moved to host memory by the driver's checkpoint API: ckpt.h), its
  * group's books no longer count it on the card (registry.h, "Parking"),

@@ -237,7 +237,7 @@ static void hint(const struct vr_dev *d, uint64_t bytes, uint64_t in_use, uint64
  * is not bytes, is what the program asked for, which the card takes in
  * whole pages (vr_on_card).
  */
-/* This thread's last wait for room (#36), for the denial line that
+/* This thread's last wait for room, for the denial line that
  * follows it: how it ended and how long it took (ns 0: none). */
 static __thread struct vr_waited last_wait;
 
@@ -354,7 +354,7 @@ static void refused(struct vr_dev *d, uint64_t bytes, uint64_t asked, uint64_t i
 }
 
 /*
- * --wait (#36): an allocation the group's cap refused waits for room
+ * --wait: an allocation the group's cap refused waits for room
  * (wait.h); what the group then grants is asked of the card and the
  * guarantees as any grant is. 1 granted (charged), 0 refused: the thread's
  * last_wait says how long it waited and why it stopped, for the line. A

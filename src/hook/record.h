@@ -92,13 +92,13 @@ static inline void vr_rec_overhead(const struct vr_dev *d, uint64_t overhead, ui
 		vr__rec_overhead(d, overhead, card);
 }
 
-/* A wait for room of bytes on d ended after ns (#36): granted or not. */
+/* A wait for room of bytes on d ended after ns: granted or not. */
 static inline void vr_rec_wait(const struct vr_dev *d, uint64_t bytes, uint64_t ns, int granted)
 {
 	if (VR_REC_ON())
 		vr__rec_wait(d, bytes, ns, granted);
 }
-/* bytes of d were parked (parked 1) or brought back (0), in ns (#36). */
+/* bytes of d were parked (parked 1) or brought back (0), in ns. */
 static inline void vr_rec_park(const struct vr_dev *d, uint64_t bytes, uint64_t ns, int parked)
 {
 	if (VR_REC_ON())

@@ -1,5 +1,5 @@
 /*
- * wait.c - waiting for room instead of out-of-memory (wait.h, #36): the
+ * wait.c - waiting for room instead of out-of-memory (wait.h): the
  * registry's wait (registry.h: a place in the group's order, room set
  * aside as it comes, a futex the books' releases wake) as one thread of
  * this process uses it. Its other threads queue behind it (a mutex taken

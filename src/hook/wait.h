@@ -1,5 +1,5 @@
 /*
- * wait.h - waiting for room instead of out-of-memory (wait.c, #36;
+ * wait.h - waiting for room instead of out-of-memory (wait.c;
  * --wait[=TIME], VRAMCTL_WAIT): an allocation its group's cap refused
  * waits until the group has room for it (the release that makes room
  * wakes it: registry.h, "Waiting for room"), or the time passes, or the

@@ -94,7 +94,7 @@ static inline __attribute__((always_inline)) void record(struct vr_dev *d, int k
 /* Calls the driver for an allocation already charged at bytes on d; if it
  * fails, releases the charge and returns the driver's code. Out of memory
  * on a card whose guarantees lend to idle programs: they are parked for
- * room (#36) and the driver asked once more. */
+ * room and the driver asked once more. */
 #define VR_CALL(d, bytes, call)                                                                    \
 	do {                                                                                       \
 		CUresult vr__rc;                                                                   \

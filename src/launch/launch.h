@@ -154,7 +154,7 @@ struct vr_launch_join {
 	const struct vr_limits *limits; /* the same, parsed */
 	int growth;
 	uint64_t spill;       /* the host budget for spill asked (0: none) */
-	uint64_t park_budget; /* the host budget for parked members (#36; 0: none) */
+	uint64_t park_budget; /* the host budget for parked members (0: none) */
 	int fresh;            /* a new run's own group: refuse one in use */
 	const struct vr_launch_dev *devs;
 	int ndev; /* 0 when the launcher sees no device */

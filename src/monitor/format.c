@@ -163,7 +163,7 @@ const char *mon_proc_state_text(const struct mon_proc *p)
 	return mon_state_name(p->state);
 }
 
-/* One line per member waiting for room or parked (#36): for what, since
+/* One line per member waiting for room or parked: for what, since
  * when. */
 static void table_waits(FILE *f, const struct mon_model *m)
 {

@@ -33,7 +33,7 @@ int mon_format_hami(FILE *f, const struct mon_model *m, const struct mon_hami_op
 /* "alive", "dead", "stale". */
 const char *mon_state_name(int state);
 /* A row's state as the table says it: "alive", "dead", ..., "uncapped",
- * "escaped", "alone", and for a live member "parked" or "waiting" (#36). */
+ * "escaped", "alone", and for a live member "parked" or "waiting". */
 const char *mon_proc_state_text(const struct mon_proc *p);
 
 /* Why a process capped by books of its own (MON_P_ALONE) is alone, in its

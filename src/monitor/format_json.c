@@ -113,7 +113,7 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 		jw_bool(&w, "capped", capped);
 		/* A capped job's process outside its cap: its job's group. */
 		int escaped = !!(p->valid & MON_P_ESCAPED);
-		/* A live member waiting for room or parked says so (#36). */
+		/* A live member waiting for room or parked says so. */
 		int busy = capped && p->state == MON_PROC_ALIVE && (p->parked || p->wait_bytes);
 		jw_str(&w, "state",
 		       busy                           ? mon_proc_state_text(p)
@@ -137,7 +137,7 @@ int mon_format_json(FILE *f, const struct mon_model *m, int compact)
 		jw_u64(&w, "overhead_bytes", p->card_overhead,
 		       capped && (p->valid & MON_P_ON_CARD));
 		jw_str(&w, "counting", capped ? mon_counting_name(p->counting) : NULL);
-		/* Waiting for room and parked (#36): sizes and times (ms since
+		/* Waiting for room and parked: sizes and times (ms since
 		 * the epoch), null when not. */
 		int waits = capped && p->wait_bytes, parked = capped && p->parked;
 		jw_u64(&w, "waiting_bytes", p->wait_bytes, waits);

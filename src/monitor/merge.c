@@ -403,7 +403,7 @@ static int add_capped_row(struct merge *g, const struct vramctl_proc *r, int j,
 		return -ENOMEM;
 	p->valid |= MON_P_DEVICE;
 	p->counts = rd->counts;
-	/* Waiting and parking (#36): the wait on its own device's row. */
+	/* Waiting and parking: the wait on its own device's row. */
 	if (r->wait_dev == j) {
 		p->wait_bytes = r->wait_bytes;
 		p->wait_claimed = r->wait_claimed;

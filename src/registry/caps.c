@@ -221,6 +221,6 @@ int vr_caps_set(vr_member *m, struct vr_cap_new *caps, int n, const char *spec, 
 	vr_seq_end(h);
 	vr_reg_thaw(m, 0);
 	vr_group_unlock(m);
-	vr_wake_waiters(h); /* a cap raised makes room (#36) */
+	vr_wake_waiters(h); /* a cap raised makes room */
 	return rc < 0 ? rc : changed;
 }

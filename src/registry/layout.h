@@ -89,7 +89,7 @@ struct vr_ghost {
 };
 
 /*
- * Waiting for room and parking (#36; wait.c, park.c). A member that waits
+ * Waiting for room and parking (wait.c, park.c). A member that waits
  * for room on a device says so in its slot (struct vr_slot_wait) and
  * sleeps on `wake` (a futex on the shared segment); whoever makes room
  * (a release into the books, a reclaim, a park, a cap raised) bumps
@@ -107,7 +107,7 @@ struct vr_hdr_wait {
 	uint64_t parked;      /* sum of the USED slots' parked bytes, held against it */
 };
 
-/* A member waiting for room on one device, or parked (#36): written by the
+/* A member waiting for room on one device, or parked: written by the
  * member alone, read by the group's other waiters and by monitors. */
 enum { VR_PARK_NONE = 0, VR_PARK_PARKED = 1 };
 struct vr_slot_wait {
@@ -174,7 +174,7 @@ struct vr_hdr {
 	/* In the books: members of the books before these that may still be
 	 * on the card (vr_ghost, below); zero in a door, and where none. */
 	struct vr_ghost ghosts[VR_GHOSTS];
-	struct vr_hdr_wait wait; /* waiting for room and parking (#36) */
+	struct vr_hdr_wait wait; /* waiting for room and parking */
 	unsigned char pad2[VR_HDR_SIZE - 384 - VR_MAX_DEVICES * sizeof(struct vr_hdr_dev) -
 	                   VR_GHOSTS * sizeof(struct vr_ghost) - sizeof(struct vr_hdr_wait)];
 };
@@ -200,7 +200,7 @@ struct vr_slot {
 	uint32_t growth;
 	uint32_t flags;           /* VR_SLOT_F_* */
 	uint64_t ipc_ns;          /* the member's IPC namespace (its inode), 0: unknown */
-	struct vr_slot_wait wait; /* waiting and parking (#36) */
+	struct vr_slot_wait wait; /* waiting and parking */
 	struct vr_lane lanes[VR_LANES];
 };
 
@@ -212,7 +212,7 @@ struct vr_slot {
  * to stay while the member ran, i.e. damage (lock.c, "Phantom operations"):
  * the slot's incarnation << 16 | the count it saw, 0 none. parked, while
  * the member is parked, the bytes it held on the device, now on the host
- * and out of the slot word (#36, park.c). */
+ * and out of the slot word (park.c). */
 struct vr_counts_line {
 	struct vramctl_counts c;
 	uint64_t phantom;

@@ -325,7 +325,7 @@ static inline void vr_counts_clear(struct vramctl_counts *c)
 	STORE64(&c->overhead, 0);
 }
 
-/* Room was made in the books (#36): when some member waits for room, the
+/* Room was made in the books: when some member waits for room, the
  * header's wake word moves and every sleeper wakes (lock.c); one load
  * otherwise. The load is sequentially consistent (a plain load on x86),
  * after the caller's own change to a total: a waiter that counted itself

@@ -1,5 +1,5 @@
 /*
- * park.c - the books of a parked member (#36; registry.h, "Parking").
+ * park.c - the books of a parked member (registry.h, "Parking").
  *
  * A member whose process the driver checkpointed (its device memory moved
  * to host memory) holds nothing on the card: its bytes leave the group's

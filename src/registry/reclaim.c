@@ -105,7 +105,7 @@ static void slot_free(struct vr_hdr *h, uint32_t i)
 	for (uint32_t d = 0; d < ndev; d++) {
 		uint64_t sp = vr_counts_at(h, i, d)->spilled;
 		h->spilled -= sp < h->spilled ? sp : h->spilled;
-		/* What it had parked, and its share of the budget (#36). */
+		/* What it had parked, and its share of the budget. */
 		uint64_t pk = ((struct vr_counts_line *)(void *)vr_counts_at(h, i, d))->parked;
 		h->wait.parked -= pk < h->wait.parked ? pk : h->wait.parked;
 	}
@@ -228,7 +228,7 @@ int vr_reclaim_dead(vr_member *m)
 {
 	int n = reclaim(m, 0);
 	if (n > 0)
-		vr_wake_waiters(m->hdr); /* their room (#36) */
+		vr_wake_waiters(m->hdr); /* their room */
 	return n;
 }
 

@@ -68,11 +68,11 @@ struct vr_join_opts {
 	 * unless the caller's effective uid is 0. */
 	int as_owner;
 	uid_t owner;
-	/* Host bytes the group may hold for its parked members (#36: the
+	/* Host bytes the group may hold for its parked members (the
 	 * spill budget's rules; 0: none), fixed, like the caps, by whoever
 	 * starts the group. */
 	uint64_t park_budget;
-	/* Its refusals may wait for room (#36: --wait): a reserve the cap
+	/* Its refusals may wait for room (--wait): a reserve the cap
 	 * refuses is not counted as a denial; the caller counts one
 	 * (vr_note_denied) when the wait ends without room. */
 	int waits;
@@ -253,7 +253,7 @@ void vr_spill_release(vr_member *m, int dev, uint64_t bytes);
 uint64_t vr_spill_budget(const vr_member *m);
 
 /*
- * Waiting for room (#36; wait.c; docs/architecture.md, "Waiting for
+ * Waiting for room (wait.c; docs/architecture.md, "Waiting for
  * room"). A reserve of bytes on dev that the cap refused may wait for room
  * instead, within a deadline the caller keeps:
  *   vr_wait_enter  says so in this member's slot and takes its place in
@@ -292,7 +292,7 @@ void vr_wait_exit(vr_member *m, struct vr_wait *w, int keep);
 void vr_idle_note(vr_member *m, uint64_t since_ns, int parkable);
 
 /*
- * Parking (#36; park.c; docs/architecture.md, "Parking"). The driver moved
+ * Parking (park.c; docs/architecture.md, "Parking"). The driver moved
  * this process's device memory to host memory: its bytes leave the
  * group's totals and are held against the group's park budget until they
  * come back.

@@ -158,7 +158,7 @@ int vr__seg_copy(struct vr_seg_copy *c, const struct vr_hdr *h)
 			uint64_t held = vr_w_bytes(sd[(size_t)k * ndev + d].in_use);
 			uint64_t spare = copy_spare(&sc[k], d);
 			/* Nor what a wait has set aside for a request not granted
-			 * yet (#36): shown as waiting. */
+			 * yet: shown as waiting. */
 			if (sc[k].wait.dev == d + 1)
 				spare += sc[k].wait.claimed;
 			sd[(size_t)k * ndev + d].in_use = held - (spare < held ? spare : held);

@@ -24,14 +24,14 @@ struct vr_slot_copy {
 	uint32_t flags;
 	char command[VR_COMMAND_MAX];
 	uint64_t lanes[VR_LANES]; /* lane words: spare held, not handed out */
-	struct vr_slot_wait wait; /* waiting and parking (#36) */
+	struct vr_slot_wait wait; /* waiting and parking */
 };
 
 struct vr_seg_copy {
 	/* Scratch kept from group to group (the caller frees sc and sd). */
 	struct vr_slot_copy *sc;   /* VR_SLOTS */
 	struct vramctl_counts *sd; /* VR_SLOTS x sd_ndev */
-	uint64_t *pk;              /* VR_SLOTS x sd_ndev: parked bytes (#36) */
+	uint64_t *pk;              /* VR_SLOTS x sd_ndev: parked bytes */
 	uint32_t sd_ndev;
 	/* The copy: the USED slots sc[0, nsc), slot k's numbers on device d
 	 * at sd[k * ndev + d] (in_use: what it handed out, lanes' spare not

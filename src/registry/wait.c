@@ -1,5 +1,5 @@
 /*
- * wait.c - waiting for room in the group's books (#36; registry.h,
+ * wait.c - waiting for room in the group's books (registry.h,
  * "Waiting for room"; docs/architecture.md, "Waiting for room").
  *
  * A member whose reserve the cap refused may wait for room instead of

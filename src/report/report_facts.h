@@ -82,7 +82,7 @@ struct devsum {
 	 * run ran (rep_cap_history), the lowest it was (UINT64_MAX: none). */
 	int cap_changed;
 	uint64_t cap_lowest;
-	/* Waits for room and parks (#36), summed over the members. */
+	/* Waits for room and parks, summed over the members. */
 	uint64_t waits, waits_granted, wait_ns, wait_ns_max, parks, parked_max;
 };
 

@@ -17,7 +17,7 @@ static json_object *ju(uint64_t v)
 	return json_object_new_uint64(v);
 }
 
-/* Waits for room and parks (#36) of a device or a member on it. */
+/* Waits for room and parks of a device or a member on it. */
 static void waits_json(json_object *o, uint64_t waits, uint64_t granted, uint64_t ns,
                        uint64_t ns_max, uint64_t parks, uint64_t parked_max)
 {

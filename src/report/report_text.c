@@ -64,7 +64,7 @@ static void card_line(FILE *f, const struct devsum *d, int dg)
 	fputc('\n', f);
 }
 
-/* Waits for room and parks (#36), when there were any: how many, how
+/* Waits for room and parks, when there were any: how many, how
  * many got their room, the time waited. */
 static void waits_line(FILE *f, const char *indent, const struct devsum *x)
 {

@@ -422,7 +422,7 @@ static void emit(struct rep_trace *t, struct rep_member *m, const struct vr_rec_
 		break;
 	case VR_EV_WAIT:
 	case VR_EV_PARK:
-		/* A span on the member's line (#36): the wait from its start to
+		/* A span on the member's line: the wait from its start to
 		 * its end, the park or restore likewise. */
 		o = event(t,
 		          e->type == VR_EV_WAIT

@@ -1,7 +1,7 @@
 /*
  * checkpoint.c - libexec/vramctl-checkpoint, the controller the injected
  * library starts to park or restore its own process with the driver's
- * checkpoint API (#36; hook/ckpt.c): the API acts on another PID.
+ * checkpoint API (hook/ckpt.c): the API acts on another PID.
  *
  *   vramctl-checkpoint park PID LOCK_MS     lock PID's driver calls (those
  *                                           in flight drain within LOCK_MS),
