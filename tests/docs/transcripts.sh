@@ -240,7 +240,7 @@ doctor_lines() { # doctor_lines LIBDIR BOOKS: the lines compared, masked
 	sed -E "s|$1/|LIB/|g; s|$2|BOOKS|g; s|Linux [^ ]+\$|Linux RELEASE|"
 }
 doc_lines() { # the document's quote, its paths masked as doctor_lines does
-	sed -E 's|/tmp/vramctl/lib/vramctl/|LIB/|g; s|/tmp/vgpu/libvgpu.so|LIB/tests/cli/libfakevgpu.so|g
+	sed -E 's|/tmp/vramctl/lib/vramctl/|LIB/|g; s|/tmp/vramctl/libexec/vramctl/|LIB/libexec/|g; s|/tmp/vgpu/libvgpu.so|LIB/tests/cli/libfakevgpu.so|g
 		s|/tmp/run-[0-9]+/vramctl|BOOKS|g; s|Linux [^ ]+$|Linux RELEASE|'
 }
 (
