@@ -302,15 +302,6 @@ static void collect_devices(struct rep_run *r, vr_member *reg, struct devsum *ds
 			ds[d].peak = r->trace_peak[d];
 			ds[d].peak_exact = 1;
 		}
-	/* Its on-card figure adds the members' overheads as their records
-	 * move them, and gives a member's bytes back at its last record,
-	 * which on a loaded machine can come later than its leave from the
-	 * books: where the picture shows more than the books' peak, the
-	 * report says the picture's, so the two never differ. */
-	for (int d = 0; d < VR_REC_DEVS; d++)
-		if (ds[d].used && ds[d].card_members && r->traced[d] &&
-		    r->trace_card[d] > ds[d].card_peak)
-			ds[d].card_peak = r->trace_card[d];
 }
 
 /* ---- the end of the run ---------------------------------------------------- */
